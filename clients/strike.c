@@ -1,0 +1,40 @@
+/* strike.c - the `strike` CLI: dispatch to a subcommand. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const struct cli_command cli_commands[] = {
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: strike COMMAND [ARGS]\n\ncommands:\n");
+    for (const struct cli_command *c = cli_commands; c->name != NULL; c++)
+        fprintf(out, "  %-10s %s\n", c->name, c->summary);
+    fprintf(out, "\n'strike COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("strike %s\n", STRIKE_VERSION);
+        return 0;
+    }
+    for (const struct cli_command *c = cli_commands; c->name != NULL; c++) {
+        if (strcmp(argv[1], c->name) == 0)
+            return c->run(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "strike: unknown command '%s' (see strike --help)\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# deps.sh - install the Debian packages strike needs that are missing.
+#
+#   scripts/deps.sh          build + test dependencies
+#   scripts/deps.sh bench    also the benchmark peers (wrk, nginx)
+#
+# Idempotent: when everything is installed it only runs dpkg-query. Runs
+# `apt-get update` once, and only when something is missing. Works as root,
+# uses sudo otherwise.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake pkg-config clang libclang-rt-14-dev
+  libmicrohttpd-dev libgrpc-dev protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
+  libroaring-dev libpq-dev libzstd-dev libsnappy-dev libjansson-dev libcmocka-dev zlib1g-dev
+  postgresql-15 postgresql-client-15
+  python3 python3-grpcio python3-protobuf curl ca-certificates util-linux procps
+)
+if [ "${1:-}" = bench ]; then
+  pkgs+=(wrk nginx-light)
+fi
+# Node.js runs the DuckDB peer in tests; the machine may already have its own.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  pkgs+=(nodejs npm)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo=sudo
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Keep the Debian postgresql service from starting a cluster of its own.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+  $sudo chmod +x /usr/sbin/policy-rc.d
+  trap '$sudo rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps: done"

@@ -1,0 +1,335 @@
+/* config.c - striked's options, environment variables and defaults. */
+#include "config.h"
+
+#include "common/xalloc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kind { K_LISTEN, K_STRING, K_PATH, K_FLAG, K_SIZE, K_INT, K_DURATION, K_LEVEL };
+
+struct option_def {
+    const char *name;  /* without the leading "--" */
+    const char *env;   /* NULL: no environment variable */
+    enum kind kind;
+    const char *deflt; /* NULL: unset */
+    size_t offset;     /* into struct config */
+    const char *help;
+};
+
+#define OFF(f) offsetof(struct config, f)
+
+static const struct option_def options[] = {
+    {"http", "STRIKE_HTTP", K_LISTEN, "127.0.0.1:8080", OFF(http), "HTTP listen address"},
+    {"grpc", "STRIKE_GRPC", K_LISTEN, "127.0.0.1:50051", OFF(grpc), "gRPC listen address"},
+    {"data", "STRIKE_DATA", K_PATH, "./strike-data", OFF(data_dir), "blob store root directory"},
+    {"catalog", "STRIKE_CATALOG", K_STRING, NULL, OFF(catalog),
+     "PostgreSQL URL (default: an embedded cluster in DATA/catalog)"},
+    {"tokens", "STRIKE_TOKENS", K_PATH, NULL, OFF(tokens_file), "bearer tokens file"},
+    {"insecure", NULL, K_FLAG, NULL, OFF(insecure),
+     "allow a non-loopback listener without authentication"},
+    {"max-body", "STRIKE_MAX_BODY", K_SIZE, "64M", OFF(max_body),
+     "largest request body or gRPC message (K, M, G suffixes)"},
+    {"http-threads", "STRIKE_HTTP_THREADS", K_INT, "0", OFF(http_threads),
+     "HTTP event threads (0: number of cores)"},
+    {"grpc-threads", "STRIKE_GRPC_THREADS", K_INT, "0", OFF(grpc_threads),
+     "gRPC completion-queue threads (0: number of cores)"},
+    {"workers", "STRIKE_WORKERS", K_INT, "0", OFF(workers),
+     "threads for blocking work (catalog, commits; 0: automatic)"},
+    {"gc-grace", "STRIKE_GC_GRACE", K_DURATION, "1h", OFF(gc_grace_s),
+     "age before an unreferenced blob may be deleted"},
+    {"gc-interval", "STRIKE_GC_INTERVAL", K_DURATION, "10m", OFF(gc_interval_s),
+     "period of the orphan collector (0: off)"},
+    {"log-level", "STRIKE_LOG_LEVEL", K_LEVEL, "info", OFF(log_level),
+     "debug, info, warn or error"},
+};
+
+#define NOPTIONS (sizeof options / sizeof options[0])
+
+bool config_parse_listen(const char *s, struct listen_addr *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *colon;
+    size_t hostlen;
+    const char *host;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (close == NULL || close[1] != ':')
+            return false;
+        host = s + 1;
+        hostlen = (size_t)(close - host);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (colon == NULL)
+            return false;
+        host = s;
+        hostlen = (size_t)(colon - s);
+        if (memchr(host, ':', hostlen) != NULL)
+            return false; /* an IPv6 address needs brackets */
+    }
+    if (hostlen == 0 || hostlen >= sizeof out->host)
+        return false;
+    memcpy(out->host, host, hostlen);
+    out->host[hostlen] = '\0';
+    const char *p = colon + 1;
+    if (*p == '\0' || strlen(p) > 5)
+        return false;
+    int port = 0;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        port = port * 10 + (*p - '0');
+    }
+    if (port > 65535)
+        return false;
+    out->port = port;
+    unsigned char a[16];
+    if (strcmp(out->host, "localhost") == 0) {
+        out->loopback = true;
+    } else if (inet_pton(AF_INET, out->host, a) == 1) {
+        out->loopback = a[0] == 127;
+    } else if (inet_pton(AF_INET6, out->host, a) == 1) {
+        static const unsigned char lo6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        out->loopback = memcmp(a, lo6, 16) == 0;
+    } else {
+        return false; /* only literal addresses and "localhost" */
+    }
+    return true;
+}
+
+static bool parse_u64(const char *s, const char **end, uint64_t *out)
+{
+    if (*s < '0' || *s > '9')
+        return false;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *end = s;
+    *out = v;
+    return true;
+}
+
+bool config_parse_size(const char *s, uint64_t *out)
+{
+    const char *end;
+    uint64_t v;
+    if (!parse_u64(s, &end, &v))
+        return false;
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    else if (*end != '\0')
+        return false;
+    if (shift && end[1] != '\0' && !(end[1] == 'B' && end[2] == '\0') &&
+        !(end[1] == 'i' && end[2] == 'B' && end[3] == '\0'))
+        return false;
+    if (v > (UINT64_MAX >> shift))
+        return false;
+    *out = v << shift;
+    return *out > 0;
+}
+
+bool config_parse_duration(const char *s, int64_t *seconds)
+{
+    const char *end;
+    uint64_t v;
+    if (!parse_u64(s, &end, &v))
+        return false;
+    uint64_t mul = 1;
+    if (*end == 's')
+        end++;
+    else if (*end == 'm')
+        mul = 60, end++;
+    else if (*end == 'h')
+        mul = 3600, end++;
+    else if (*end == 'd')
+        mul = 86400, end++;
+    if (*end != '\0' || v > (uint64_t)INT64_MAX / mul)
+        return false;
+    *seconds = (int64_t)(v * mul);
+    return true;
+}
+
+static bool set_value(struct config *c, const struct option_def *o, const char *v, char *err,
+                      size_t errlen, const char *source)
+{
+    char *field = (char *)c + o->offset;
+    switch (o->kind) {
+    case K_LISTEN:
+        if (!config_parse_listen(v, (struct listen_addr *)(void *)field)) {
+            snprintf(err, errlen, "%s: bad address \"%s\" (want ADDR:PORT, e.g. 127.0.0.1:8080)",
+                     source, v);
+            return false;
+        }
+        return true;
+    case K_STRING:
+    case K_PATH: {
+        if (*v == '\0') {
+            snprintf(err, errlen, "%s: empty value", source);
+            return false;
+        }
+        if (o->kind == K_STRING && strcmp(o->name, "catalog") == 0 &&
+            strncmp(v, "postgresql://", 13) != 0 && strncmp(v, "postgres://", 11) != 0) {
+            snprintf(err, errlen, "%s: \"%s\" is not a postgresql:// URL", source, v);
+            return false;
+        }
+        char **sp = (char **)(void *)field;
+        free(*sp);
+        *sp = xstrdup(v);
+        return true;
+    }
+    case K_FLAG:
+        *(bool *)(void *)field = true;
+        return true;
+    case K_SIZE:
+        if (!config_parse_size(v, (uint64_t *)(void *)field)) {
+            snprintf(err, errlen, "%s: bad size \"%s\" (want e.g. 65536, 64M, 1G)", source, v);
+            return false;
+        }
+        return true;
+    case K_INT: {
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno != 0 || end == v || *end != '\0' || n < 0 || n > 1024) {
+            snprintf(err, errlen, "%s: bad number \"%s\" (want 0..1024)", source, v);
+            return false;
+        }
+        *(int *)(void *)field = (int)n;
+        return true;
+    }
+    case K_DURATION:
+        if (!config_parse_duration(v, (int64_t *)(void *)field)) {
+            snprintf(err, errlen, "%s: bad duration \"%s\" (want e.g. 30s, 10m, 1h)", source, v);
+            return false;
+        }
+        return true;
+    case K_LEVEL:
+        if (strcmp(v, "debug") != 0 && strcmp(v, "info") != 0 && strcmp(v, "warn") != 0 &&
+            strcmp(v, "error") != 0) {
+            snprintf(err, errlen, "%s: bad log level \"%s\" (want debug, info, warn or error)",
+                     source, v);
+            return false;
+        }
+        free(c->log_level);
+        c->log_level = xstrdup(v);
+        return true;
+    }
+    return false;
+}
+
+static void print_help(FILE *out)
+{
+    fprintf(out, "usage: striked [options]\n\n"
+                 "strike's server: HTTP and gRPC APIs over a PostgreSQL catalog.\n\n");
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        const struct option_def *o = &options[i];
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s", o->name, o->kind == K_FLAG ? "" : " VALUE");
+        fprintf(out, "  %-22s %s", left, o->help);
+        if (o->deflt)
+            fprintf(out, " [%s]", o->deflt);
+        if (o->env)
+            fprintf(out, " (env %s)", o->env);
+        fputc('\n', out);
+    }
+    fprintf(out, "  %-22s %s\n  %-22s %s\n", "--help", "print this help", "--version",
+            "print the version");
+}
+
+enum config_result config_load(struct config *c, int argc, char **argv, char *err, size_t errlen,
+                               void *outp)
+{
+    FILE *out = outp ? outp : stdout;
+    memset(c, 0, sizeof *c);
+    char src[96];
+    /* 1. defaults */
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        if (options[i].deflt == NULL)
+            continue;
+        snprintf(src, sizeof src, "default of --%s", options[i].name);
+        if (!set_value(c, &options[i], options[i].deflt, err, errlen, src))
+            return CONFIG_ERROR; /* a bug in the table */
+    }
+    /* 2. environment */
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        const char *v = options[i].env ? getenv(options[i].env) : NULL;
+        if (v == NULL)
+            continue;
+        if (!set_value(c, &options[i], v, err, errlen, options[i].env))
+            return CONFIG_ERROR;
+    }
+    /* 3. command line: --name VALUE or --name=VALUE */
+    for (int a = 1; a < argc; a++) {
+        const char *arg = argv[a];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            print_help(out);
+            return CONFIG_EXIT_OK;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            fprintf(out, "striked %s\n", STRIKE_VERSION);
+            return CONFIG_EXIT_OK;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            snprintf(err, errlen, "unexpected argument \"%s\" (see --help)", arg);
+            return CONFIG_ERROR;
+        }
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const struct option_def *o = NULL;
+        for (size_t i = 0; i < NOPTIONS; i++) {
+            if (strlen(options[i].name) == nlen && strncmp(options[i].name, name, nlen) == 0)
+                o = &options[i];
+        }
+        if (o == NULL) {
+            snprintf(err, errlen, "unknown option --%.*s (see --help)", (int)nlen, name);
+            return CONFIG_ERROR;
+        }
+        const char *v;
+        if (o->kind == K_FLAG) {
+            if (eq != NULL) {
+                snprintf(err, errlen, "--%s takes no value", o->name);
+                return CONFIG_ERROR;
+            }
+            v = "1";
+        } else if (eq != NULL) {
+            v = eq + 1;
+        } else if (a + 1 < argc) {
+            v = argv[++a];
+        } else {
+            snprintf(err, errlen, "--%s needs a value", o->name);
+            return CONFIG_ERROR;
+        }
+        snprintf(src, sizeof src, "--%s", o->name);
+        if (!set_value(c, o, v, err, errlen, src))
+            return CONFIG_ERROR;
+    }
+    if (c->max_body > (1ull << 31)) {
+        snprintf(err, errlen, "--max-body: at most 2G");
+        return CONFIG_ERROR;
+    }
+    return CONFIG_OK;
+}
+
+void config_free(struct config *c)
+{
+    free(c->data_dir);
+    free(c->catalog);
+    free(c->tokens_file);
+    free(c->log_level);
+    memset(c, 0, sizeof *c);
+}

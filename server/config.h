@@ -1,0 +1,55 @@
+/*
+ * config.h - striked's settings: one declarative table of options, each
+ * with its environment variable, default and validator (API.md "Running").
+ *
+ * Precedence: command line, then environment, then default. A bad value or
+ * an unknown option is a one-line error and exit status 2.
+ */
+#ifndef STRIKE_CONFIG_H
+#define STRIKE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct listen_addr {
+    char host[256]; /* as given: "127.0.0.1", "::1", "0.0.0.0", "localhost" */
+    int port;       /* 0..65535; 0 asks the kernel for a free port */
+    bool loopback;  /* 127.0.0.0/8, ::1 or localhost */
+};
+
+struct config {
+    struct listen_addr http;
+    struct listen_addr grpc;
+    char *data_dir;        /* blob store root */
+    char *catalog;         /* PostgreSQL URL; NULL = the embedded default */
+    char *tokens_file;     /* NULL = no tokens */
+    bool insecure;
+    uint64_t max_body;     /* bytes of one request body or gRPC message */
+    int http_threads;      /* 0 = automatic */
+    int grpc_threads;      /* 0 = automatic */
+    int workers;           /* blocking-work threads; 0 = automatic */
+    int64_t gc_grace_s;    /* orphan grace period, seconds */
+    int64_t gc_interval_s; /* orphan GC period, seconds; 0 = off */
+    char *log_level;       /* debug|info|warn|error */
+};
+
+enum config_result { CONFIG_OK = 0, CONFIG_EXIT_OK = 1, CONFIG_ERROR = 2 };
+
+/*
+ * Fill `c` from argv and the environment. On CONFIG_ERROR, `err` holds a
+ * one-line message. On CONFIG_EXIT_OK, --help or --version was printed to
+ * `out`. The caller frees with config_free().
+ */
+enum config_result config_load(struct config *c, int argc, char **argv, char *err, size_t errlen,
+                               void *out /* FILE* */);
+void config_free(struct config *c);
+
+/* Parse "ADDR:PORT" ("127.0.0.1:8080", "[::1]:8080", "localhost:0"). */
+bool config_parse_listen(const char *s, struct listen_addr *out);
+/* Parse a byte size: digits with an optional K, M or G (binary) suffix. */
+bool config_parse_size(const char *s, uint64_t *out);
+/* Parse a duration: digits with s, m, h or d ("90s", "1h"); bare digits are seconds. */
+bool config_parse_duration(const char *s, int64_t *seconds);
+
+#endif

@@ -1,0 +1,123 @@
+/*
+ * main.c - striked: start-up, signal handling and orderly shutdown.
+ *
+ * Order: settings; signals blocked before any thread exists (gRPC starts
+ * threads of its own); the catalog (embedded or --catalog); the front ends.
+ * SIGTERM/SIGINT: stop accepting, drain requests in flight (bounded), stop
+ * the embedded PostgreSQL, exit 0.
+ */
+#include "app.h"
+#include "config.h"
+#include "http.h"
+#include "pgembed.h"
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "engine/catalog.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DRAIN_GRACE_MS 8000
+
+static enum st_log_level parse_level(const char *s)
+{
+    if (strcmp(s, "debug") == 0)
+        return ST_LOG_DEBUG;
+    if (strcmp(s, "warn") == 0)
+        return ST_LOG_WARN;
+    if (strcmp(s, "error") == 0)
+        return ST_LOG_ERROR;
+    return ST_LOG_INFO;
+}
+
+int main(int argc, char **argv)
+{
+    struct config cfg;
+    char msg[512];
+    switch (config_load(&cfg, argc, argv, msg, sizeof msg, stdout)) {
+    case CONFIG_EXIT_OK:
+        config_free(&cfg);
+        return 0;
+    case CONFIG_ERROR:
+        fprintf(stderr, "striked: %s\n", msg);
+        config_free(&cfg);
+        return 2;
+    case CONFIG_OK:
+        break;
+    }
+    st_log_set_level(parse_level(cfg.log_level));
+
+    bool auth_configured = cfg.tokens_file != NULL;
+    if (!auth_configured && !cfg.insecure && (!cfg.http.loopback || !cfg.grpc.loopback)) {
+        fprintf(stderr, "striked: refusing to listen on a non-loopback address without "
+                        "authentication (pass --tokens FILE, or --insecure)\n");
+        config_free(&cfg);
+        return 2;
+    }
+
+    /* Block the stop signals in every thread; main waits for them with sigwait. */
+    sigset_t stop_set;
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGTERM);
+    sigaddset(&stop_set, SIGINT);
+    sigaddset(&stop_set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop_set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int status = 1;
+    struct st_err err = {0};
+    struct pgembed *pg = NULL;
+    char *conninfo = NULL;
+    struct app app = {.cfg = &cfg};
+    struct http_server *http = NULL;
+
+    if (st_mkdirs(cfg.data_dir, 0755, &err) != ST_OK)
+        goto out;
+    if (cfg.catalog == NULL) {
+        if (pgembed_start(cfg.data_dir, &pg, &conninfo, &err) != ST_OK)
+            goto out;
+    } else {
+        conninfo = xstrdup(cfg.catalog);
+    }
+    if (cat_pool_open(conninfo, 64, &app.catalog, &err) != ST_OK)
+        goto out_pg;
+    log_info("catalog ready (schema version %d)", cat_schema_version());
+
+    int http_port = 0;
+    if (http_start(&app, &http, &http_port, &err) != ST_OK)
+        goto out_catalog;
+    log_info("listening: http %s:%d, data %s", cfg.http.host, http_port, cfg.data_dir);
+
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&stop_set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            log_info("SIGHUP: nothing to reload yet");
+            continue;
+        }
+        log_info("%s: draining requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        break;
+    }
+    atomic_store(&app.stopping, true);
+    http_quiesce(http);
+    http_stop(http, DRAIN_GRACE_MS);
+    status = 0;
+out_catalog:
+    cat_pool_close(app.catalog);
+out_pg:
+    pgembed_stop(pg);
+out:
+    if (status != 0)
+        fprintf(stderr, "striked: %s\n", err.msg[0] ? err.msg : "start-up failed");
+    else
+        log_info("stopped");
+    free(conninfo);
+    config_free(&cfg);
+    return status;
+}

@@ -1,0 +1,80 @@
+/* err.c - status codes and error details. */
+#include "err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+__attribute__((format(printf, 3, 0))) static int vrecord(struct st_err *e, int code,
+                                                       const char *fmt, va_list ap)
+{
+    if (e == NULL)
+        return code;
+    e->code = code;
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    return code;
+}
+
+int st_errf(struct st_err *e, int code, const char *fmt, ...)
+{
+    if (e != NULL && e->code != ST_OK)
+        return code;
+    va_list ap;
+    va_start(ap, fmt);
+    vrecord(e, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int st_errf_replace(struct st_err *e, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vrecord(e, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int st_err_prefix(struct st_err *e, const char *fmt, ...)
+{
+    if (e == NULL)
+        return ST_EINTERNAL;
+    char prefix[ST_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    char old[ST_ERR_MSG_MAX];
+    memcpy(old, e->msg, sizeof old);
+    snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old);
+    return e->code;
+}
+
+void st_err_clear(struct st_err *e)
+{
+    if (e != NULL) {
+        e->code = ST_OK;
+        e->msg[0] = '\0';
+    }
+}
+
+const char *st_strerror(int code)
+{
+    switch (code) {
+    case ST_OK: return "ok";
+    case ST_EINVAL: return "invalid input";
+    case ST_ENOTFOUND: return "not found";
+    case ST_EEXIST: return "already exists";
+    case ST_ECONFLICT: return "conflict";
+    case ST_ETOOBIG: return "too large";
+    case ST_EUNAVAIL: return "catalog unavailable";
+    case ST_EIO: return "I/O error";
+    case ST_ECORRUPT: return "corrupt data";
+    case ST_EUNSUPPORTED: return "unsupported";
+    case ST_EIDEMPOTENCY: return "idempotency key reused";
+    case ST_EGONE: return "expired";
+    case ST_EINTERNAL: return "internal error";
+    case ST_ERANGE: return "range not satisfiable";
+    default: return "unknown error";
+    }
+}

@@ -1,0 +1,26 @@
+/*
+ * sha256.h - SHA-256 (FIPS 180-4), for request fingerprints (Idempotency-Key)
+ * and bearer-token hashes. Written from the standard.
+ */
+#ifndef STRIKE_SHA256_H
+#define STRIKE_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct st_sha256 {
+    uint32_t h[8];
+    uint64_t total;
+    uint8_t block[64];
+    size_t fill;
+};
+
+void st_sha256_init(struct st_sha256 *s);
+void st_sha256_update(struct st_sha256 *s, const void *p, size_t n);
+void st_sha256_final(struct st_sha256 *s, uint8_t out[32]);
+/* One-shot digest. */
+void st_sha256(const void *p, size_t n, uint8_t out[32]);
+/* Lower-case hex of a digest (65 bytes with the NUL). */
+void st_sha256_hex(const uint8_t digest[32], char out[65]);
+
+#endif

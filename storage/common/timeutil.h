@@ -1,0 +1,25 @@
+/*
+ * timeutil.h - clocks and RFC 3339 timestamps (microseconds since the epoch, UTC).
+ */
+#ifndef STRIKE_TIMEUTIL_H
+#define STRIKE_TIMEUTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ST_RFC3339_MAX 40
+
+int64_t st_now_us(void);   /* wall clock, microseconds since the epoch */
+uint64_t st_mono_ns(void); /* monotonic clock, nanoseconds */
+
+/* Format as 2026-11-29T13:40:45.123456Z (always 6 fraction digits, 'Z'). */
+void st_format_rfc3339(int64_t us, char out[ST_RFC3339_MAX]);
+
+/*
+ * Parse an RFC 3339 date-time: YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM),
+ * 't'/'T'/' ' as separator, 'z' or 'Z'. Fractions finer than microseconds are
+ * refused rather than rounded. Returns false on any malformation or overflow.
+ */
+bool st_parse_rfc3339(const char *s, int64_t *us);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * schema.c - the catalog schema, as numbered migrations (DESIGN.md "Data model").
+ *
+ * Snapshot S of a table = the data_files with data_seq <= S and (removed_seq
+ * null or > S), each with its deletion_vectors row live at S (same rule on
+ * added_seq/removed_seq). Blob paths are relative to the blob store root.
+ */
+#include "catalog_int.h"
+
+const struct migration cat__migrations[] = {
+    {1, "tables, snapshots, files, deletion vectors, key index, producers, idempotency",
+     "CREATE TABLE strike.tables ("
+     "  id bigserial PRIMARY KEY,"
+     "  uuid uuid NOT NULL UNIQUE,"
+     "  name text NOT NULL UNIQUE,"
+     "  columns jsonb NOT NULL,"              /* [{"name","type","required"}] */
+     "  primary_key jsonb NOT NULL,"          /* ["col", ...] */
+     "  version_column text,"
+     "  seq bigint NOT NULL DEFAULT 0,"
+     "  properties jsonb NOT NULL DEFAULT '{}',"
+     "  created_at timestamptz NOT NULL DEFAULT now());"
+
+     "CREATE TABLE strike.snapshots ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  seq bigint NOT NULL,"
+     "  committed_at timestamptz NOT NULL DEFAULT now(),"
+     "  operation text NOT NULL,"
+     "  commit_id uuid NOT NULL UNIQUE,"
+     "  summary jsonb NOT NULL DEFAULT '{}',"
+     "  expired_at timestamptz,"
+     "  PRIMARY KEY (table_id, seq));"
+
+     "CREATE TABLE strike.data_files ("
+     "  id bigserial PRIMARY KEY,"
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  path text NOT NULL,"
+     "  record_count bigint NOT NULL,"
+     "  file_size bigint NOT NULL,"
+     "  data_seq bigint NOT NULL,"
+     "  removed_seq bigint,"
+     "  stats jsonb NOT NULL DEFAULT '{}');"   /* {"col":{"min":v,"max":v,"nulls":n}} */
+     "CREATE INDEX data_files_by_table ON strike.data_files (table_id, data_seq, id);"
+     "CREATE INDEX data_files_live ON strike.data_files (table_id) WHERE removed_seq IS NULL;"
+
+     "CREATE TABLE strike.deletion_vectors ("
+     "  table_id bigint NOT NULL,"
+     "  data_file_id bigint NOT NULL REFERENCES strike.data_files(id) ON DELETE CASCADE,"
+     "  added_seq bigint NOT NULL,"
+     "  removed_seq bigint,"
+     "  puffin_path text NOT NULL,"
+     "  blob_offset bigint NOT NULL,"
+     "  blob_length bigint NOT NULL,"
+     "  cardinality bigint NOT NULL,"
+     "  PRIMARY KEY (data_file_id, added_seq));"
+     "CREATE INDEX deletion_vectors_live ON strike.deletion_vectors (table_id)"
+     "  WHERE removed_seq IS NULL;"
+     "CREATE INDEX deletion_vectors_by_path ON strike.deletion_vectors (puffin_path);"
+
+     /* The key index: one row per live key. No foreign key, for ingest speed;
+        a drop deletes its rows explicitly. fillfactor leaves room for HOT updates. */
+     "CREATE TABLE strike.key_index ("
+     "  table_id bigint NOT NULL,"
+     "  key bytea NOT NULL,"
+     "  file_id bigint NOT NULL,"
+     "  pos bigint NOT NULL,"
+     "  seq bigint NOT NULL,"
+     "  version bytea,"
+     "  PRIMARY KEY (table_id, key)) WITH (fillfactor = 80);"
+
+     "CREATE TABLE strike.producers ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  producer text NOT NULL,"
+     "  last_offset bigint NOT NULL,"
+     "  seq bigint NOT NULL,"
+     "  PRIMARY KEY (table_id, producer));"
+
+     /* Idempotency-Key: scoped to a table name; the response of the first
+        2xx attempt, stored in the same transaction as its commit. */
+     "CREATE TABLE strike.idempotency_keys ("
+     "  scope text NOT NULL,"
+     "  key text NOT NULL,"
+     "  request_hash bytea NOT NULL,"
+     "  status int NOT NULL,"
+     "  response text NOT NULL,"
+     "  created_at timestamptz NOT NULL DEFAULT now(),"
+     "  PRIMARY KEY (scope, key));"
+     "CREATE INDEX idempotency_keys_age ON strike.idempotency_keys (created_at);"
+
+     "CREATE TABLE strike.erasures ("
+     "  id uuid PRIMARY KEY,"
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  created_at timestamptz NOT NULL DEFAULT now(),"
+     "  receipt jsonb NOT NULL);"},
+};
+
+const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

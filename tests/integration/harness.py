@@ -1,0 +1,206 @@
+"""harness.py - black-box helpers for integration tests: a fresh database on
+the ctest PostgreSQL fixture, the real striked binary on free ports, and a
+small HTTP client on the standard library.
+
+Run with Debian's /usr/bin/python3 (it has grpcio and protobuf).
+Environment (set by ctest): STRIKE_BIN_DIR, STRIKE_TEST_PG_HOST, STRIKE_SOURCE_DIR.
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+
+BIN_DIR = os.environ.get("STRIKE_BIN_DIR", "")
+PG_HOST = os.environ.get("STRIKE_TEST_PG_HOST", "")
+SOURCE_DIR = os.environ.get("STRIKE_SOURCE_DIR", "")
+
+
+def require_env():
+    if not BIN_DIR or not os.path.exists(os.path.join(BIN_DIR, "striked")):
+        raise RuntimeError("STRIKE_BIN_DIR must point at the built binaries (run through ctest)")
+
+
+def psql_path():
+    for v in ("15", "16", "17", "18", "14"):
+        p = f"/usr/lib/postgresql/{v}/bin/psql"
+        if os.path.exists(p):
+            return p
+    return shutil.which("psql") or "psql"
+
+
+def create_db(name):
+    """Drop and create database `name` on the fixture; return its URL for --catalog."""
+    if not PG_HOST:
+        raise RuntimeError("STRIKE_TEST_PG_HOST is not set (the PostgreSQL fixture is not running)")
+    for sql in (f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"CREATE DATABASE {name} TEMPLATE template0"):
+        subprocess.run([psql_path(), "-h", PG_HOST, "-U", "postgres", "-d", "postgres", "-qAtc", sql],
+                       check=True, capture_output=True)
+    return f"postgresql://postgres@/{name}?host={urllib.parse.quote(PG_HOST, safe='')}"
+
+
+def sql(db, query):
+    """Run a query on a fixture database; return stdout rows as lists of strings."""
+    out = subprocess.run([psql_path(), "-h", PG_HOST, "-U", "postgres", "-d", db, "-qAtF", "\t", "-c", query],
+                         check=True, capture_output=True, text=True).stdout
+    return [line.split("\t") for line in out.splitlines() if line]
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tmpdir(prefix="strike-test-"):
+    """A temp dir the postgres user can traverse (mkdtemp makes 0700 ones)."""
+    d = tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("STRIKE_TEST_TMP", "/tmp"))
+    os.chmod(d, 0o755)
+    return d
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    def header(self, name):
+        for k, v in self.headers:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+    def json(self):
+        return json.loads(self.body)
+
+    def ndjson(self):
+        return [json.loads(line) for line in self.body.decode().splitlines() if line]
+
+    def __repr__(self):
+        return f"<Response {self.status} {self.body[:300]!r}>"
+
+
+def request(port, method, path, body=None, headers=None, timeout=60):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    hdrs = dict(headers or {})
+    if body is not None and not isinstance(body, (bytes, str)):
+        body = json.dumps(body)
+        hdrs.setdefault("Content-Type", "application/json")
+    if isinstance(body, str):
+        body = body.encode()
+    conn.request(method, path, body=body, headers=hdrs)
+    r = conn.getresponse()
+    data = r.read()
+    conn.close()
+    return Response(r.status, r.getheaders(), data)
+
+
+class Striked:
+    """The real striked binary, started on free ports and stopped at the end."""
+
+    def __init__(self, data_dir=None, catalog=None, extra_args=(), env=None, wait=True):
+        require_env()
+        self.owned_dir = None
+        if data_dir is None:
+            self.owned_dir = tmpdir()
+            data_dir = os.path.join(self.owned_dir, "data")
+        self.data_dir = data_dir
+        self.http_port = free_port()
+        self.grpc_port = free_port()
+        args = [os.path.join(BIN_DIR, "striked"), "--data", data_dir,
+                "--http", f"127.0.0.1:{self.http_port}", "--grpc", f"127.0.0.1:{self.grpc_port}"]
+        if catalog:
+            args += ["--catalog", catalog]
+        args += list(extra_args)
+        self.log_path = os.path.join(tempfile.gettempdir(), f"striked-{os.getpid()}-{self.http_port}.log")
+        self.log = open(self.log_path, "wb")
+        e = dict(os.environ)
+        e.update(env or {})
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=e)
+        self.started = time.monotonic()
+        if wait:
+            self.wait_healthy()
+
+    def wait_healthy(self, timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"striked exited with {self.proc.returncode}:\n{self.logs()}")
+            try:
+                if request(self.http_port, "GET", "/healthz", timeout=2).status == 200:
+                    return time.monotonic() - self.started
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"striked not healthy after {timeout}s:\n{self.logs()}")
+
+    def req(self, method, path, body=None, headers=None, timeout=60):
+        return request(self.http_port, method, path, body, headers, timeout)
+
+    def logs(self):
+        if not self.log.closed:
+            self.log.flush()
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def log_records(self):
+        out = []
+        for line in self.logs().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Send `sig` and wait; return (exit code, seconds taken)."""
+        if self.proc.poll() is not None:
+            return self.proc.returncode, 0.0
+        t0 = time.monotonic()
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        return self.proc.returncode, time.monotonic() - t0
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.stop()
+        self.log.close()
+        if self.owned_dir:
+            shutil.rmtree(self.owned_dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is not None:
+            print(self.logs())
+        self.close()
+
+
+def postgres_pids_for(data_dir):
+    """PIDs of processes whose working directory is inside data_dir (postgres chdirs to PGDATA)."""
+    real = os.path.realpath(data_dir)
+    pids = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{p}/cwd")
+            with open(f"/proc/{p}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if comm.startswith("postgres") and (cwd == real or cwd.startswith(real + "/")):
+            pids.append(int(p))
+    return pids

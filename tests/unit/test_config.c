@@ -1,0 +1,191 @@
+/* test_config.c - striked's options: every option, env fallback, bad values. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+static const char *const ENV_VARS[] = {"STRIKE_HTTP",         "STRIKE_GRPC",       "STRIKE_DATA",
+                                       "STRIKE_CATALOG",      "STRIKE_TOKENS",     "STRIKE_MAX_BODY",
+                                       "STRIKE_HTTP_THREADS", "STRIKE_GRPC_THREADS", "STRIKE_WORKERS",
+                                       "STRIKE_GC_GRACE",     "STRIKE_GC_INTERVAL", "STRIKE_LOG_LEVEL"};
+
+static int clear_env(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof ENV_VARS / sizeof ENV_VARS[0]; i++)
+        unsetenv(ENV_VARS[i]);
+    return 0;
+}
+
+static enum config_result load(struct config *c, char *err, int argc, ...)
+{
+    char *argv[32];
+    argv[0] = "striked";
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 1; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    FILE *devnull = fopen("/dev/null", "w");
+    enum config_result r = config_load(c, argc, argv, err, 256, devnull);
+    fclose(devnull);
+    return r;
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[256] = "";
+    assert_int_equal(load(&c, err, 1), CONFIG_OK);
+    assert_string_equal(c.http.host, "127.0.0.1");
+    assert_int_equal(c.http.port, 8080);
+    assert_true(c.http.loopback);
+    assert_string_equal(c.grpc.host, "127.0.0.1");
+    assert_int_equal(c.grpc.port, 50051);
+    assert_string_equal(c.data_dir, "./strike-data");
+    assert_null(c.catalog);
+    assert_null(c.tokens_file);
+    assert_false(c.insecure);
+    assert_int_equal(c.max_body, 64u << 20);
+    assert_int_equal(c.gc_grace_s, 3600);
+    config_free(&c);
+}
+
+static void test_every_option(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[256] = "";
+    assert_int_equal(load(&c, err, 14, "--http", "0.0.0.0:9090", "--grpc=[::1]:7000", "--data",
+                          "/tmp/x", "--catalog", "postgresql://u@h/db", "--tokens", "/tmp/t",
+                          "--insecure", "--max-body", "1M", "--gc-grace=90s"),
+                     CONFIG_OK);
+    assert_string_equal(c.http.host, "0.0.0.0");
+    assert_int_equal(c.http.port, 9090);
+    assert_false(c.http.loopback);
+    assert_string_equal(c.grpc.host, "::1");
+    assert_int_equal(c.grpc.port, 7000);
+    assert_true(c.grpc.loopback);
+    assert_string_equal(c.data_dir, "/tmp/x");
+    assert_string_equal(c.catalog, "postgresql://u@h/db");
+    assert_string_equal(c.tokens_file, "/tmp/t");
+    assert_true(c.insecure);
+    assert_int_equal(c.max_body, 1u << 20);
+    assert_int_equal(c.gc_grace_s, 90);
+    config_free(&c);
+}
+
+static void test_env_fallback_and_precedence(void **state)
+{
+    (void)state;
+    setenv("STRIKE_HTTP", "127.0.0.2:81", 1);
+    setenv("STRIKE_GRPC", "localhost:82", 1);
+    setenv("STRIKE_DATA", "/env/data", 1);
+    setenv("STRIKE_CATALOG", "postgres://env/db", 1);
+    setenv("STRIKE_TOKENS", "/env/tokens", 1);
+    setenv("STRIKE_GC_GRACE", "2h", 1);
+    struct config c;
+    char err[256] = "";
+    assert_int_equal(load(&c, err, 3, "--data", "/cli/data"), CONFIG_OK);
+    assert_string_equal(c.http.host, "127.0.0.2");
+    assert_int_equal(c.http.port, 81);
+    assert_string_equal(c.grpc.host, "localhost");
+    assert_true(c.grpc.loopback);
+    assert_string_equal(c.data_dir, "/cli/data"); /* the command line wins */
+    assert_string_equal(c.catalog, "postgres://env/db");
+    assert_string_equal(c.tokens_file, "/env/tokens");
+    assert_int_equal(c.gc_grace_s, 7200);
+    config_free(&c);
+    clear_env(NULL);
+}
+
+static void expect_error(const char *needle, int argc, char *a1, char *a2)
+{
+    struct config c;
+    char err[256] = "";
+    enum config_result r = argc == 2 ? load(&c, err, 2, a1) : load(&c, err, 3, a1, a2);
+    assert_int_equal(r, CONFIG_ERROR);
+    if (strstr(err, needle) == NULL)
+        fail_msg("error \"%s\" does not mention \"%s\"", err, needle);
+    assert_null(strchr(err, '\n'));
+    config_free(&c);
+}
+
+static void test_bad_values(void **state)
+{
+    (void)state;
+    expect_error("unknown option --nope", 2, "--nope", NULL);
+    expect_error("unexpected argument", 2, "positional", NULL);
+    expect_error("--http", 3, "--http", "8080");
+    expect_error("--http", 3, "--http", "127.0.0.1:");
+    expect_error("--http", 3, "--http", "127.0.0.1:65536");
+    expect_error("--http", 3, "--http", "127.0.0.1:80x");
+    expect_error("--http", 3, "--http", "::1:80");
+    expect_error("--grpc", 3, "--grpc", "example.com:80");
+    expect_error("--catalog", 3, "--catalog", "host=x dbname=y");
+    expect_error("--data", 3, "--data", "");
+    expect_error("--max-body", 3, "--max-body", "lots");
+    expect_error("--max-body", 3, "--max-body", "0");
+    expect_error("--max-body", 3, "--max-body", "3G");
+    expect_error("--gc-grace", 3, "--gc-grace", "1y");
+    expect_error("--workers", 3, "--workers", "-1");
+    expect_error("--log-level", 3, "--log-level", "loud");
+    expect_error("needs a value", 2, "--catalog", NULL);
+    expect_error("takes no value", 2, "--insecure=yes", NULL);
+
+    setenv("STRIKE_HTTP", "bad", 1);
+    expect_error("STRIKE_HTTP", 2, "--insecure", NULL);
+    clear_env(NULL);
+}
+
+static void test_parsers(void **state)
+{
+    (void)state;
+    uint64_t sz;
+    assert_true(config_parse_size("65536", &sz));
+    assert_int_equal(sz, 65536);
+    assert_true(config_parse_size("2K", &sz));
+    assert_int_equal(sz, 2048);
+    assert_true(config_parse_size("1GiB", &sz));
+    assert_int_equal(sz, 1u << 30);
+    assert_false(config_parse_size("99999999999999999999", &sz));
+    int64_t d;
+    assert_true(config_parse_duration("45", &d));
+    assert_int_equal(d, 45);
+    assert_true(config_parse_duration("10m", &d));
+    assert_int_equal(d, 600);
+    assert_true(config_parse_duration("1d", &d));
+    assert_int_equal(d, 86400);
+    assert_false(config_parse_duration("", &d));
+    assert_false(config_parse_duration("h", &d));
+    struct listen_addr la;
+    assert_true(config_parse_listen("localhost:0", &la));
+    assert_int_equal(la.port, 0);
+    assert_true(la.loopback);
+    assert_true(config_parse_listen("127.8.9.10:1", &la));
+    assert_true(la.loopback);
+    assert_true(config_parse_listen("[::]:1", &la));
+    assert_false(la.loopback);
+    assert_false(config_parse_listen("[::1]1", &la));
+    assert_false(config_parse_listen(":80", &la));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_defaults, clear_env),
+        cmocka_unit_test_setup(test_every_option, clear_env),
+        cmocka_unit_test_setup(test_env_fallback_and_precedence, clear_env),
+        cmocka_unit_test_setup(test_bad_values, clear_env),
+        cmocka_unit_test_setup(test_parsers, clear_env),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
