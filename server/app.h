@@ -1,6 +1,6 @@
 /*
  * app.h - what every striked front end (HTTP, gRPC) shares: the settings,
- * the catalog pool, and the shutdown flag.
+ * the engine, the worker pool for blocking calls, and the shutdown flag.
  */
 #ifndef STRIKE_APP_H
 #define STRIKE_APP_H
@@ -10,11 +10,13 @@
 
 #include "config.h"
 
-struct cat_pool;
+struct engine;
+struct workers;
 
 struct app {
     const struct config *cfg;
-    struct cat_pool *catalog;
+    struct engine *engine;
+    struct workers *workers;
     atomic_bool stopping; /* set on SIGTERM/SIGINT: new requests get 503 */
 };
 

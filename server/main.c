@@ -15,6 +15,8 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "engine/catalog.h"
+#include "engine/engine.h"
+#include "workers.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -84,9 +86,18 @@ int main(int argc, char **argv)
     } else {
         conninfo = xstrdup(cfg.catalog);
     }
-    if (cat_pool_open(conninfo, 64, &app.catalog, &err) != ST_OK)
+    struct engine_opts eo = {
+        .conninfo = conninfo,
+        .data_dir = cfg.data_dir,
+        .pool_size = 64,
+        .gc_grace_s = cfg.gc_grace_s,
+        .gc_interval_s = cfg.gc_interval_s,
+    };
+    if (engine_open(&eo, &app.engine, &err) != ST_OK)
         goto out_pg;
     log_info("catalog ready (schema version %d)", cat_schema_version());
+    int nworkers = cfg.workers > 0 ? cfg.workers : 32;
+    app.workers = workers_start(nworkers, 4096);
 
     int http_port = 0;
     if (http_start(&app, &http, &http_port, &err) != ST_OK)
@@ -109,7 +120,8 @@ int main(int argc, char **argv)
     http_stop(http, DRAIN_GRACE_MS);
     status = 0;
 out_catalog:
-    cat_pool_close(app.catalog);
+    workers_stop(app.workers);
+    engine_close(app.engine);
 out_pg:
     pgembed_stop(pg);
 out:

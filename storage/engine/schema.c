@@ -86,6 +86,18 @@ const struct migration cat__migrations[] = {
      "  PRIMARY KEY (scope, key));"
      "CREATE INDEX idempotency_keys_age ON strike.idempotency_keys (created_at);"
 
+     /* The commit's compare-and-swap: fails the transaction (SQLSTATE 40001)
+        when another commit moved the table's seq, so a pipelined commit
+        cannot go on to COMMIT after losing the race. */
+     "CREATE FUNCTION strike.advance_seq(t bigint, expected bigint) RETURNS bigint"
+     "  LANGUAGE plpgsql AS $$ BEGIN"
+     "  UPDATE strike.tables SET seq = expected + 1 WHERE id = t AND seq = expected;"
+     "  IF NOT FOUND THEN"
+     "    RAISE EXCEPTION 'table % is no longer at seq %', t, expected USING ERRCODE = '40001';"
+     "  END IF;"
+     "  RETURN expected + 1;"
+     "END $$;"
+
      "CREATE TABLE strike.erasures ("
      "  id uuid PRIMARY KEY,"
      "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"

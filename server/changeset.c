@@ -1,0 +1,132 @@
+/* changeset.c - wire changes to typed engine changes. */
+#include "changeset.h"
+
+#include "common/xalloc.h"
+#include "expr/row.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Pairs of `o` whose names are primary-key columns (the rest of a before-image is ignored). */
+static int key_from_image(const struct table *t, const struct wire_obj *o, struct st_value *out,
+                          struct st_err *err)
+{
+    const char **names = xcalloc(o->n ? o->n : 1, sizeof *names);
+    struct st_literal *lits = xcalloc(o->n ? o->n : 1, sizeof *lits);
+    size_t m = 0;
+    for (size_t i = 0; i < o->n; i++) {
+        for (int k = 0; k < t->npk; k++) {
+            if (strcmp(o->names[i], t->cols[t->pk[k]].name) == 0) {
+                names[m] = o->names[i];
+                lits[m++] = o->lits[i];
+                break;
+            }
+        }
+    }
+    int rc = row_from_literals(names, lits, m, t->cols, t->ncols, t->pk, t->npk, ROW_KEY, out,
+                               err);
+    free(names);
+    free(lits);
+    return rc;
+}
+
+static int full_row(const struct table *t, const struct wire_obj *o, struct st_value *out,
+                    struct st_err *err)
+{
+    return row_from_literals(o->names, o->lits, o->n, t->cols, t->ncols, t->pk, t->npk, ROW_FULL,
+                             out, err);
+}
+
+static bool same_key(const struct table *t, const struct st_value *key,
+                     const struct st_value *row)
+{
+    for (int k = 0; k < t->npk; k++) {
+        const struct st_value *a = &key[k], *b = &row[t->pk[k]];
+        if (a->null != b->null)
+            return false;
+        if (!a->null && st_value_cmp(t->cols[t->pk[k]].type, a, b) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* One wire change into one or two typed changes (errors without the "row i" prefix). */
+static int build_one(const struct table *t, const struct wire_change *w, struct st_value *slot,
+                     struct changeset *out, struct st_err *err)
+{
+    const char *op = w->op ? w->op : "";
+    bool upsert = strcmp(op, "upsert") == 0, del = strcmp(op, "delete") == 0;
+    bool dbz_ins = strcmp(op, "c") == 0 || strcmp(op, "r") == 0;
+    bool dbz_upd = strcmp(op, "u") == 0, dbz_del = strcmp(op, "d") == 0;
+    if (!(upsert || del || dbz_ins || dbz_upd || dbz_del))
+        return st_errf(err, ST_EINVAL, "op must be upsert, delete, c, r, u or d, not \"%.40s\"",
+                       op);
+    if ((del || dbz_del) && t->npk == 0)
+        return st_errf(err, ST_EINVAL,
+                       "table \"%s\" has no primary key, so rows cannot be deleted by key (use "
+                       "POST /v1/tables/%s/delete)",
+                       t->name, t->name);
+    int rc;
+    if (upsert) {
+        if (!w->row.present)
+            return st_errf(err, ST_EINVAL, "an upsert needs \"row\"");
+        if ((rc = full_row(t, &w->row, slot, err)) == ST_OK)
+            out->changes[out->n++] = (struct change){CHANGE_UPSERT, slot};
+        return rc;
+    }
+    if (del) {
+        if (!w->key.present)
+            return st_errf(err, ST_EINVAL, "a delete needs \"key\"");
+        rc = row_from_literals(w->key.names, w->key.lits, w->key.n, t->cols, t->ncols, t->pk,
+                               t->npk, ROW_KEY, slot, err);
+        if (rc == ST_OK)
+            out->changes[out->n++] = (struct change){CHANGE_DELETE, slot};
+        return rc;
+    }
+    if (dbz_del) {
+        const struct wire_obj *src = w->before.present ? &w->before : &w->key;
+        if (!src->present)
+            return st_errf(err, ST_EINVAL, "op \"d\" needs \"before\"");
+        if ((rc = key_from_image(t, src, slot, err)) == ST_OK)
+            out->changes[out->n++] = (struct change){CHANGE_DELETE, slot};
+        return rc;
+    }
+    if (!w->after.present)
+        return st_errf(err, ST_EINVAL, "op \"%s\" needs \"after\"", op);
+    if ((rc = full_row(t, &w->after, slot, err)) != ST_OK)
+        return rc;
+    if (dbz_upd && w->before.present && t->npk > 0) {
+        struct st_value *key = slot + t->ncols;
+        if ((rc = key_from_image(t, &w->before, key, err)) != ST_OK)
+            return rc;
+        if (!same_key(t, key, slot))
+            out->changes[out->n++] = (struct change){CHANGE_DELETE, key};
+    }
+    out->changes[out->n++] = (struct change){CHANGE_UPSERT, slot};
+    return ST_OK;
+}
+
+int changeset_build(const struct table *t, const struct wire_change *in, size_t n,
+                    struct changeset *out, struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    size_t width = (size_t)t->ncols + (size_t)t->npk; /* room for a u with a key change */
+    out->changes = xcalloc(n ? 2 * n : 1, sizeof *out->changes);
+    out->vals = xcalloc(n ? n * width : 1, sizeof *out->vals);
+    for (size_t i = 0; i < n; i++) {
+        int rc = build_one(t, &in[i], out->vals + i * width, out, err);
+        if (rc != ST_OK) {
+            st_err_prefix(err, "row %zu", i);
+            changeset_free(out);
+            return rc;
+        }
+    }
+    return ST_OK;
+}
+
+void changeset_free(struct changeset *cs)
+{
+    free(cs->changes);
+    free(cs->vals);
+    memset(cs, 0, sizeof *cs);
+}

@@ -1,0 +1,518 @@
+/*
+ * dvcache.c - caches of immutable things about deletion vectors, and DV fetch.
+ *
+ * Blobs are never changed once written (DESIGN.md principle 2), so a cache
+ * keyed by (puffin path, offset, length) can never be stale. Three caches,
+ * each an LRU bounded in bytes, with refcounted entries (an entry evicted
+ * while in use lives until its last user lets go):
+ *   decoded   the struct dv of a blob, for commits and scans;
+ *   bytes     a blob in a wire format (roaring64, iceberg-dv, delta-dv), with
+ *             its strong ETag, for the DV endpoint;
+ *   location  (table, file, explicit snapshot) -> where its DV is: a
+ *             snapshot's contents never change, so with an explicit snapshot
+ *             a DV request makes no catalog round trip once cached.
+ */
+#include "engine_int.h"
+
+#include "common/fsutil.h"
+#include "common/hmap.h"
+#include "common/sha256.h"
+#include "common/xalloc.h"
+#include "dv/dv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BLOB_MAX (512u << 20)
+#define BYTES_CACHE_MAX (128u << 20)
+#define LOC_CACHE_MAX (16u << 20)
+
+/* ---- refcounted objects and an LRU of them ----------------------------------- */
+
+struct rc_obj {
+    atomic_int refs;
+    void (*destroy)(struct rc_obj *o);
+};
+
+static void rc_ref(struct rc_obj *o)
+{
+    atomic_fetch_add(&o->refs, 1);
+}
+
+static void rc_unref(struct rc_obj *o)
+{
+    if (o != NULL && atomic_fetch_sub(&o->refs, 1) == 1)
+        o->destroy(o);
+}
+
+struct lru_ent {
+    struct lru_ent *prev, *next;
+    struct rc_obj *obj;
+    size_t cost;
+    uint8_t *key; /* a copy, to remove the entry from the map on eviction */
+    size_t klen;
+};
+
+struct lru {
+    pthread_mutex_t mu;
+    struct hmap map;
+    struct lru_ent *head, *tail; /* head = most recent */
+    size_t bytes, max;
+    atomic_uint_fast64_t hits, misses;
+};
+
+static void lru_init(struct lru *l, size_t max)
+{
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->mu, NULL);
+    hmap_init(&l->map);
+    l->max = max;
+}
+
+static void unlink_ent(struct lru *l, struct lru_ent *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        l->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        l->tail = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static void push_front(struct lru *l, struct lru_ent *e)
+{
+    e->prev = NULL;
+    e->next = l->head;
+    if (l->head)
+        l->head->prev = e;
+    l->head = e;
+    if (l->tail == NULL)
+        l->tail = e;
+}
+
+static void lru_destroy(struct lru *l)
+{
+    for (struct lru_ent *e = l->head, *n; e != NULL; e = n) {
+        n = e->next;
+        rc_unref(e->obj);
+        free(e->key);
+        free(e);
+    }
+    hmap_free(&l->map);
+    pthread_mutex_destroy(&l->mu);
+}
+
+/* A new reference to the cached object, or NULL. */
+static struct rc_obj *lru_get(struct lru *l, const void *key, size_t klen)
+{
+    pthread_mutex_lock(&l->mu);
+    void **slot = hmap_get(&l->map, key, klen);
+    struct rc_obj *o = NULL;
+    if (slot != NULL) {
+        struct lru_ent *e = *slot;
+        unlink_ent(l, e);
+        push_front(l, e);
+        o = e->obj;
+        rc_ref(o);
+    }
+    pthread_mutex_unlock(&l->mu);
+    atomic_fetch_add(o ? &l->hits : &l->misses, 1);
+    return o;
+}
+
+/*
+ * Cache `obj` (the cache takes its own reference) unless the key is already
+ * there; returns a new reference to whichever object is cached, and drops
+ * the caller's reference to `obj` when it lost the race.
+ */
+static struct rc_obj *lru_put(struct lru *l, const void *key, size_t klen, struct rc_obj *obj,
+                              size_t cost)
+{
+    struct rc_obj *evicted[64];
+    int nev = 0;
+    pthread_mutex_lock(&l->mu);
+    bool created;
+    void **slot = hmap_put(&l->map, key, klen, &created);
+    if (!created) {
+        struct lru_ent *e = *slot;
+        struct rc_obj *have = e->obj;
+        rc_ref(have);
+        pthread_mutex_unlock(&l->mu);
+        rc_unref(obj);
+        return have;
+    }
+    struct lru_ent *e = xcalloc(1, sizeof *e);
+    e->obj = obj;
+    rc_ref(obj); /* the cache's reference */
+    e->cost = cost;
+    e->key = xmalloc(klen ? klen : 1);
+    memcpy(e->key, key, klen);
+    e->klen = klen;
+    *slot = e;
+    push_front(l, e);
+    l->bytes += cost;
+    while (l->bytes > l->max && l->tail != NULL && l->tail != e && nev < 64) {
+        struct lru_ent *v = l->tail;
+        unlink_ent(l, v);
+        hmap_del(&l->map, v->key, v->klen);
+        l->bytes -= v->cost;
+        evicted[nev++] = v->obj;
+        free(v->key);
+        free(v);
+    }
+    pthread_mutex_unlock(&l->mu);
+    for (int i = 0; i < nev; i++)
+        rc_unref(evicted[i]);
+    return obj;
+}
+
+/* ---- the caches ------------------------------------------------------------- */
+
+struct dvcache {
+    struct lru decoded, bytes, loc;
+};
+
+struct dvd { /* a decoded DV */
+    struct rc_obj rc;
+    struct dv *dv;
+};
+
+static void dvd_destroy(struct rc_obj *o)
+{
+    struct dvd *d = (struct dvd *)(void *)o;
+    dv_free(d->dv);
+    free(d);
+}
+
+struct dvb { /* a DV in a wire format */
+    struct rc_obj rc;
+    struct dv_bytes pub;
+    bool immortal;
+    uint8_t data[];
+};
+
+static void dvb_destroy(struct rc_obj *o)
+{
+    free(o);
+}
+
+void dv_bytes_unref(struct dv_bytes *b)
+{
+    if (b == NULL)
+        return;
+    struct dvb *d = (struct dvb *)(void *)((char *)b - offsetof(struct dvb, pub));
+    if (!d->immortal)
+        rc_unref(&d->rc);
+}
+
+struct loc {
+    struct rc_obj rc;
+    bool has_dv;
+    int64_t offset, length, card;
+    char path[];
+};
+
+static void loc_destroy(struct rc_obj *o)
+{
+    free(o);
+}
+
+/* Empty DVs, one per served format: built once, never freed while the process lives. */
+static struct dvb *empty_dvb[DV_FMT_PAIMON + 1];
+static pthread_once_t empty_once = PTHREAD_ONCE_INIT;
+
+static struct dvb *dvb_new(const uint8_t *p1, size_t n1, const uint8_t *p2, size_t n2,
+                           int64_t card)
+{
+    struct dvb *b = xmalloc(sizeof *b + n1 + n2);
+    atomic_init(&b->rc.refs, 1);
+    b->rc.destroy = dvb_destroy;
+    b->immortal = false;
+    if (n1)
+        memcpy(b->data, p1, n1);
+    if (n2)
+        memcpy(b->data + n1, p2, n2);
+    b->pub.data = b->data;
+    b->pub.len = n1 + n2;
+    b->pub.cardinality = card;
+    uint8_t d[32];
+    char hex[65];
+    st_sha256(b->data, b->pub.len, d);
+    st_sha256_hex(d, hex);
+    snprintf(b->pub.etag, sizeof b->pub.etag, "\"%.32s\"", hex);
+    return b;
+}
+
+static void build_empties(void)
+{
+    const enum dv_format fmts[] = {DV_FMT_ROARING64, DV_FMT_ICEBERG, DV_FMT_DELTA};
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+        size_t len;
+        const uint8_t *p = dv_empty_bytes(fmts[i], &len);
+        empty_dvb[fmts[i]] = dvb_new(p, len, NULL, 0, 0);
+        empty_dvb[fmts[i]]->immortal = true;
+    }
+}
+
+struct dvcache *dvc__new(size_t max_bytes)
+{
+    struct dvcache *c = xcalloc(1, sizeof *c);
+    lru_init(&c->decoded, max_bytes);
+    lru_init(&c->bytes, BYTES_CACHE_MAX);
+    lru_init(&c->loc, LOC_CACHE_MAX);
+    pthread_once(&empty_once, build_empties);
+    return c;
+}
+
+void dvc__free(struct dvcache *c)
+{
+    if (c == NULL)
+        return;
+    lru_destroy(&c->decoded);
+    lru_destroy(&c->bytes);
+    lru_destroy(&c->loc);
+    free(c);
+}
+
+void dvc__stats(struct engine *e, uint64_t *hits, uint64_t *misses)
+{
+    struct dvcache *c = e->dvc;
+    *hits = atomic_load(&c->decoded.hits) + atomic_load(&c->bytes.hits) +
+            atomic_load(&c->loc.hits);
+    *misses = atomic_load(&c->decoded.misses) + atomic_load(&c->bytes.misses) +
+              atomic_load(&c->loc.misses);
+}
+
+/* Read [offset, offset+length) of a blob-store file. */
+static int read_blob(struct engine *e, const char *rel, int64_t offset, int64_t length,
+                     uint8_t **out, struct st_err *err)
+{
+    if (offset < 0 || length < (int64_t)DV_ICEBERG_OVERHEAD || (uint64_t)length > BLOB_MAX)
+        return st_errf(err, ST_ECORRUPT, "DV blob in %s at %lld has an impossible length %lld",
+                       rel, (long long)offset, (long long)length);
+    char *abs = eng__abs(e, rel);
+    int fd = open(abs, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int rc = st_errf(err, ST_EIO, "cannot open %s: %s", abs, strerror(errno));
+        free(abs);
+        return rc;
+    }
+    uint8_t *p = xmalloc((size_t)length);
+    int rc = st_pread_full(fd, p, (size_t)length, (uint64_t)offset, err);
+    close(fd);
+    if (rc != ST_OK) {
+        st_err_prefix(err, "%s", abs);
+        free(abs);
+        free(p);
+        return rc;
+    }
+    free(abs);
+    *out = p;
+    return ST_OK;
+}
+
+static size_t blob_key(char *k, size_t cap, const char *rel, int64_t offset, int64_t length,
+                       int fmt)
+{
+    int n = snprintf(k, cap, "%s|%lld|%lld|%d", rel, (long long)offset, (long long)length, fmt);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t length,
+             int64_t cardinality, const struct dv **out, void **handle, struct st_err *err)
+{
+    char key[1200];
+    size_t klen = blob_key(key, sizeof key, puffin_rel, offset, length, -1);
+    struct rc_obj *o = lru_get(&e->dvc->decoded, key, klen);
+    if (o == NULL) {
+        uint8_t *blob;
+        int rc = read_blob(e, puffin_rel, offset, length, &blob, err);
+        if (rc != ST_OK)
+            return rc;
+        struct dv *d;
+        rc = dv_decode_iceberg(blob, (size_t)length, cardinality, &d, err);
+        free(blob);
+        if (rc != ST_OK)
+            return st_err_prefix(err, "DV blob in %s at offset %lld", puffin_rel,
+                                 (long long)offset);
+        struct dvd *dd = xcalloc(1, sizeof *dd);
+        atomic_init(&dd->rc.refs, 1);
+        dd->rc.destroy = dvd_destroy;
+        dd->dv = d;
+        o = lru_put(&e->dvc->decoded, key, klen, &dd->rc,
+                    sizeof *dd + dv_roaring64_size(d) + 256);
+    }
+    *out = ((struct dvd *)(void *)o)->dv;
+    *handle = o;
+    return ST_OK;
+}
+
+void dvc__release(struct engine *e, void *handle)
+{
+    (void)e;
+    rc_unref(handle);
+}
+
+/* The DV location of (table, file) at a snapshot, from the catalog. */
+static int lookup_location(struct engine *e, struct table *t, int64_t file_id, bool has_snapshot,
+                           int64_t snapshot, struct loc **out, int64_t *seq, struct st_err *err)
+{
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, 5000, err);
+    if (rc != ST_OK)
+        return rc;
+    struct eng__num tid, fid, snap;
+    const char *vals[3] = {eng__i64(&tid, t->id), eng__i64(&fid, file_id),
+                           has_snapshot ? eng__i64(&snap, snapshot) : NULL};
+    PGresult *r = PQexecParams(
+        c,
+        "WITH s AS (SELECT t.id, t.seq AS cur, coalesce($3::bigint, t.seq) AS seq FROM "
+        "strike.tables t WHERE t.id = $1) "
+        "SELECT s.cur, s.seq, sn.seq IS NOT NULL, sn.expired_at IS NOT NULL, f.id IS NOT NULL, "
+        "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM s "
+        "LEFT JOIN strike.snapshots sn ON sn.table_id = s.id AND sn.seq = s.seq "
+        "LEFT JOIN strike.data_files f ON f.table_id = s.id AND f.id = $2 AND f.data_seq <= "
+        "s.seq AND (f.removed_seq IS NULL OR f.removed_seq > s.seq) "
+        "LEFT JOIN strike.deletion_vectors dv ON dv.data_file_id = f.id AND dv.added_seq <= "
+        "s.seq AND (dv.removed_seq IS NULL OR dv.removed_seq > s.seq)",
+        3, NULL, vals, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = cat_fail(c, r, "locating the DV", err);
+        goto out;
+    }
+    if (PQntuples(r) == 0) {
+        rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
+        goto out;
+    }
+    int64_t cur = eng__get_i64(r, 0, 0);
+    *seq = eng__get_i64(r, 0, 1);
+    if (strcmp(PQgetvalue(r, 0, 2), "t") != 0) {
+        rc = st_errf(err, ST_ENOTFOUND,
+                     "snapshot %lld of table \"%s\" does not exist (the current snapshot is %lld)",
+                     (long long)snapshot, t->name, (long long)cur);
+        goto out;
+    }
+    if (strcmp(PQgetvalue(r, 0, 3), "t") == 0) {
+        rc = st_errf(err, ST_EGONE, "snapshot %lld of table \"%s\" has expired",
+                     (long long)snapshot, t->name);
+        goto out;
+    }
+    if (strcmp(PQgetvalue(r, 0, 4), "t") != 0) {
+        rc = st_errf(err, ST_ENOTFOUND, "file %lld is not live in table \"%s\" at snapshot %lld",
+                     (long long)file_id, t->name, (long long)*seq);
+        goto out;
+    }
+    bool has_dv = !PQgetisnull(r, 0, 5);
+    const char *path = has_dv ? PQgetvalue(r, 0, 5) : "";
+    struct loc *l = xcalloc(1, sizeof *l + strlen(path) + 1);
+    atomic_init(&l->rc.refs, 1);
+    l->rc.destroy = loc_destroy;
+    l->has_dv = has_dv;
+    strcpy(l->path, path);
+    if (has_dv) {
+        l->offset = eng__get_i64(r, 0, 6);
+        l->length = eng__get_i64(r, 0, 7);
+        l->card = eng__get_i64(r, 0, 8);
+    }
+    *out = l;
+out:
+    PQclear(r);
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    return rc;
+}
+
+int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_snapshot,
+                  int64_t snapshot, enum dv_format f, struct dv_bytes **out,
+                  int64_t *resolved_snapshot, struct st_err *err)
+{
+    *out = NULL;
+    if (f != DV_FMT_ROARING64 && f != DV_FMT_ICEBERG && f != DV_FMT_DELTA)
+        return st_errf(err, ST_EINVAL, "format: use roaring64, iceberg-dv or delta-dv");
+    if (has_snapshot && snapshot < 0)
+        return st_errf(err, ST_EINVAL, "snapshot: must be >= 0, got %lld", (long long)snapshot);
+    if (file_id <= 0)
+        return st_errf(err, ST_EINVAL, "file id must be a positive integer");
+
+    struct loc *l = NULL;
+    char lkey[96];
+    size_t lklen = 0;
+    int64_t seq = snapshot;
+    if (has_snapshot) {
+        lklen = (size_t)snprintf(lkey, sizeof lkey, "%lld|%lld|%lld", (long long)t->id,
+                                 (long long)file_id, (long long)snapshot);
+        l = (struct loc *)(void *)lru_get(&e->dvc->loc, lkey, lklen);
+    }
+    if (l == NULL) {
+        int rc = lookup_location(e, t, file_id, has_snapshot, snapshot, &l, &seq, err);
+        if (rc != ST_OK)
+            return rc;
+        if (has_snapshot)
+            l = (struct loc *)(void *)lru_put(&e->dvc->loc, lkey, lklen, &l->rc,
+                                              sizeof *l + strlen(l->path) + 64);
+    }
+    *resolved_snapshot = seq;
+    if (!l->has_dv) {
+        rc_unref(&l->rc);
+        *out = &empty_dvb[f]->pub;
+        return ST_OK;
+    }
+    char key[1200];
+    size_t klen = blob_key(key, sizeof key, l->path, l->offset, l->length, (int)f);
+    struct rc_obj *o = lru_get(&e->dvc->bytes, key, klen);
+    if (o == NULL) {
+        uint8_t *blob = NULL;
+        int rc = read_blob(e, l->path, l->offset, l->length, &blob, err);
+        if (rc == ST_OK)
+            rc = dv_iceberg_check(blob, (size_t)l->length, true, err);
+        struct iovec iov[2];
+        int niov = 0;
+        if (rc == ST_OK)
+            rc = dv_iceberg_to_wire(blob, (size_t)l->length, f, iov, &niov, err);
+        if (rc != ST_OK) {
+            free(blob);
+            rc_unref(&l->rc);
+            return st_err_prefix(err, "DV of file %lld", (long long)file_id);
+        }
+        struct dvb *b = dvb_new(iov[0].iov_base, iov[0].iov_len, niov > 1 ? iov[1].iov_base : NULL,
+                                niov > 1 ? iov[1].iov_len : 0, l->card);
+        free(blob);
+        o = lru_put(&e->dvc->bytes, key, klen, &b->rc, sizeof *b + b->pub.len);
+    }
+    rc_unref(&l->rc);
+    *out = &((struct dvb *)(void *)o)->pub;
+    return ST_OK;
+}
+
+bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, int64_t snapshot,
+                    enum dv_format f, struct dv_bytes **out)
+{
+    *out = NULL;
+    if ((f != DV_FMT_ROARING64 && f != DV_FMT_ICEBERG && f != DV_FMT_DELTA) || snapshot < 0)
+        return false;
+    char lkey[96];
+    size_t lklen = (size_t)snprintf(lkey, sizeof lkey, "%lld|%lld|%lld", (long long)t->id,
+                                    (long long)file_id, (long long)snapshot);
+    struct loc *l = (struct loc *)(void *)lru_get(&e->dvc->loc, lkey, lklen);
+    if (l == NULL)
+        return false;
+    if (!l->has_dv) {
+        rc_unref(&l->rc);
+        *out = &empty_dvb[f]->pub;
+        return true;
+    }
+    char key[1200];
+    size_t klen = blob_key(key, sizeof key, l->path, l->offset, l->length, (int)f);
+    rc_unref(&l->rc);
+    struct rc_obj *o = lru_get(&e->dvc->bytes, key, klen);
+    if (o == NULL)
+        return false;
+    *out = &((struct dvb *)(void *)o)->pub;
+    return true;
+}

@@ -1,0 +1,792 @@
+/*
+ * engine.c - the engine's lifecycle, tables, idempotency keys, metrics and
+ * the JSON renderings that front ends and idempotent replays share.
+ */
+#include "engine_int.h"
+
+#include "common/buf.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/uuid.h"
+#include "common/xalloc.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TABLE_CACHE_TTL_NS (1000ull * 1000 * 1000) /* engine_get_table_cached */
+#define PK_MAX 16
+
+/* ---- small helpers ------------------------------------------------------ */
+
+const char *eng__i64(struct eng__num *n, int64_t v)
+{
+    snprintf(n->s, sizeof n->s, "%lld", (long long)v);
+    return n->s;
+}
+
+int64_t eng__get_i64(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return 0;
+    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+int eng__exec(PGconn *c, const char *sql, const char *what, struct st_err *err)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType s = PQresultStatus(r);
+    int rc = ST_OK;
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
+        rc = cat_fail(c, r, what, err);
+    PQclear(r);
+    return rc;
+}
+
+int eng__begin(PGconn *c, bool repeatable_read, struct st_err *err)
+{
+    return eng__exec(c,
+                     repeatable_read ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN",
+                     "begin", err);
+}
+
+void eng__rollback(PGconn *c)
+{
+    if (PQtransactionStatus(c) != PQTRANS_IDLE)
+        PQclear(PQexec(c, "ROLLBACK"));
+}
+
+char *eng__abs(const struct engine *e, const char *rel)
+{
+    return st_path_join(e->data_dir, rel);
+}
+
+void st_reply_clear(struct st_reply *r)
+{
+    if (r == NULL)
+        return;
+    free(r->body);
+    r->body = NULL;
+    r->status = 0;
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+int engine_open(const struct engine_opts *o, struct engine **out, struct st_err *err)
+{
+    *out = NULL;
+    struct engine *e = xcalloc(1, sizeof *e);
+    e->o = *o;
+    if (e->o.pool_size <= 0)
+        e->o.pool_size = 32;
+    if (e->o.gc_grace_s <= 0)
+        e->o.gc_grace_s = 3600;
+    if (e->o.dv_cache_bytes == 0)
+        e->o.dv_cache_bytes = 256u << 20;
+    if (e->o.row_group_rows == 0)
+        e->o.row_group_rows = 131072;
+    if (e->o.zstd_level == 0)
+        e->o.zstd_level = 3;
+    if (e->o.commit_retries <= 0)
+        e->o.commit_retries = 16;
+    e->o.conninfo = NULL;
+    e->o.data_dir = NULL;
+
+    int rc = st_mkdirs(o->data_dir, 0755, err);
+    if (rc != ST_OK)
+        goto fail;
+    char real[PATH_MAX];
+    if (realpath(o->data_dir, real) == NULL) {
+        rc = st_errf(err, ST_EIO, "cannot resolve %s", o->data_dir);
+        goto fail;
+    }
+    e->data_dir = xstrdup(real);
+    pthread_mutex_init(&e->tables_mu, NULL);
+    pthread_mutex_init(&e->gcq_mu, NULL);
+    pthread_mutex_init(&e->gc_mu, NULL);
+    pthread_cond_init(&e->gc_cv, NULL);
+    if ((rc = cat_pool_open(o->conninfo, e->o.pool_size, &e->pool, err)) != ST_OK)
+        goto fail_sync;
+    e->dvc = dvc__new(e->o.dv_cache_bytes);
+    if (e->o.gc_interval_s > 0 && (rc = eng__gc_start(e)) != ST_OK) {
+        st_errf(err, rc, "cannot start the orphan collector");
+        goto fail_pool;
+    }
+    *out = e;
+    return ST_OK;
+fail_pool:
+    dvc__free(e->dvc);
+    cat_pool_close(e->pool);
+fail_sync:
+    pthread_mutex_destroy(&e->tables_mu);
+    pthread_mutex_destroy(&e->gcq_mu);
+    pthread_mutex_destroy(&e->gc_mu);
+    pthread_cond_destroy(&e->gc_cv);
+fail:
+    free(e->data_dir);
+    free(e);
+    return rc;
+}
+
+void engine_close(struct engine *e)
+{
+    if (e == NULL)
+        return;
+    eng__gc_stop(e);
+    for (struct table_slot *s = e->tables, *next; s != NULL; s = next) {
+        next = s->next;
+        table_unref(s->t);
+        free(s);
+    }
+    dvc__free(e->dvc);
+    cat_pool_close(e->pool);
+    pthread_mutex_destroy(&e->tables_mu);
+    pthread_mutex_destroy(&e->gcq_mu);
+    pthread_mutex_destroy(&e->gc_mu);
+    pthread_cond_destroy(&e->gc_cv);
+    free(e->data_dir);
+    free(e);
+}
+
+int engine_ping(struct engine *e, struct st_err *err)
+{
+    return cat_ping(e->pool, err);
+}
+
+void engine_metrics(struct engine *e, struct engine_metrics *m)
+{
+    memset(m, 0, sizeof *m);
+    m->commits = atomic_load(&e->m_commits);
+    m->conflicts = atomic_load(&e->m_conflicts);
+    m->retries = atomic_load(&e->m_retries);
+    m->commit_failures = atomic_load(&e->m_commit_failures);
+    for (int i = 0; i < 8; i++)
+        m->batch_hist[i] = atomic_load(&e->m_batch_hist[i]);
+    dvc__stats(e, &m->dv_cache_hits, &m->dv_cache_misses);
+    m->bytes_written = atomic_load(&e->m_bytes_written);
+    m->rows_written = atomic_load(&e->m_rows_written);
+}
+
+/* ---- table definitions ---------------------------------------------------- */
+
+struct table_rc {
+    struct table t;
+    atomic_int refs;
+};
+
+void table_ref(struct table *t)
+{
+    struct table_rc *rc = (struct table_rc *)(void *)t;
+    atomic_fetch_add(&rc->refs, 1);
+}
+
+void table_unref(struct table *t)
+{
+    if (t == NULL)
+        return;
+    struct table_rc *rc = (struct table_rc *)(void *)t;
+    if (atomic_fetch_sub(&rc->refs, 1) == 1) {
+        free(t->cols);
+        free(t->pk);
+        free(rc);
+    }
+}
+
+int table_column(const struct table *t, const char *name)
+{
+    for (int i = 0; i < t->ncols; i++)
+        if (strcmp(t->cols[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static struct table *table_alloc(void)
+{
+    struct table_rc *rc = xcalloc(1, sizeof *rc);
+    atomic_init(&rc->refs, 1);
+    rc->t.version_col = -1;
+    return &rc->t;
+}
+
+int eng__table_from_row(PGresult *r, int row, struct table **out, struct st_err *err)
+{
+    struct table *t = table_alloc();
+    t->id = eng__get_i64(r, row, 0);
+    snprintf(t->uuid, sizeof t->uuid, "%s", PQgetvalue(r, row, 1));
+    snprintf(t->name, sizeof t->name, "%s", PQgetvalue(r, row, 2));
+    t->seq = eng__get_i64(r, row, 6);
+    t->created_us = eng__get_i64(r, row, 7);
+    json_error_t je;
+    json_t *cols = json_loads(PQgetvalue(r, row, 3), 0, &je);
+    json_t *pk = json_loads(PQgetvalue(r, row, 4), 0, &je);
+    if (!json_is_array(cols) || !json_is_array(pk) || json_array_size(cols) == 0 ||
+        json_array_size(cols) > ST_COLUMNS_MAX || json_array_size(pk) > PK_MAX) {
+        json_decref(cols);
+        json_decref(pk);
+        table_unref(t);
+        return st_errf(err, ST_EINTERNAL, "catalog: table %s has a malformed definition",
+                       PQgetvalue(r, row, 2));
+    }
+    t->ncols = (int)json_array_size(cols);
+    t->cols = xcalloc((size_t)t->ncols, sizeof *t->cols);
+    for (int i = 0; i < t->ncols; i++) {
+        json_t *c = json_array_get(cols, (size_t)i);
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *type = json_string_value(json_object_get(c, "type"));
+        if (name == NULL || type == NULL || !st_type_parse(type, &t->cols[i].type)) {
+            json_decref(cols);
+            json_decref(pk);
+            table_unref(t);
+            return st_errf(err, ST_EINTERNAL, "catalog: table %s has a malformed column",
+                           PQgetvalue(r, row, 2));
+        }
+        snprintf(t->cols[i].name, sizeof t->cols[i].name, "%s", name);
+        t->cols[i].required = json_is_true(json_object_get(c, "required"));
+    }
+    t->npk = (int)json_array_size(pk);
+    t->pk = xcalloc((size_t)(t->npk ? t->npk : 1), sizeof *t->pk);
+    for (int i = 0; i < t->npk; i++) {
+        const char *name = json_string_value(json_array_get(pk, (size_t)i));
+        t->pk[i] = name ? table_column(t, name) : -1;
+        if (t->pk[i] < 0) {
+            json_decref(cols);
+            json_decref(pk);
+            table_unref(t);
+            return st_errf(err, ST_EINTERNAL, "catalog: table %s has a malformed primary key",
+                           PQgetvalue(r, row, 2));
+        }
+    }
+    const char *vc = PQgetvalue(r, row, 5);
+    t->version_col = *vc ? table_column(t, vc) : -1;
+    json_decref(cols);
+    json_decref(pk);
+    *out = t;
+    return ST_OK;
+}
+
+void eng__cache_table(struct engine *e, const char *name, struct table *t)
+{
+    pthread_mutex_lock(&e->tables_mu);
+    struct table_slot **pp = &e->tables;
+    while (*pp != NULL && strcmp((*pp)->t->name, name) != 0)
+        pp = &(*pp)->next;
+    if (*pp != NULL) {
+        struct table_slot *s = *pp;
+        if (t == NULL) {
+            *pp = s->next;
+            table_unref(s->t);
+            free(s);
+        } else {
+            table_ref(t);
+            table_unref(s->t);
+            s->t = t;
+            s->fetched_ns = st_mono_ns();
+        }
+    } else if (t != NULL) {
+        struct table_slot *s = xcalloc(1, sizeof *s);
+        table_ref(t);
+        s->t = t;
+        s->fetched_ns = st_mono_ns();
+        s->next = e->tables;
+        e->tables = s;
+    }
+    pthread_mutex_unlock(&e->tables_mu);
+}
+
+void eng__cache_seq(struct engine *e, int64_t table_id, int64_t seq)
+{
+    pthread_mutex_lock(&e->tables_mu);
+    for (struct table_slot *s = e->tables; s != NULL; s = s->next) {
+        if (s->t->id == table_id && s->t->seq < seq) {
+            /* Definitions are immutable: publish a copy with the new seq. */
+            struct table *n = table_alloc();
+            struct table *o = s->t;
+            memcpy(n, o, sizeof *n);
+            n->cols = xcalloc((size_t)o->ncols, sizeof *n->cols);
+            memcpy(n->cols, o->cols, (size_t)o->ncols * sizeof *n->cols);
+            n->pk = xcalloc((size_t)(o->npk ? o->npk : 1), sizeof *n->pk);
+            memcpy(n->pk, o->pk, (size_t)o->npk * sizeof *n->pk);
+            n->seq = seq;
+            table_unref(o);
+            s->t = n;
+        }
+    }
+    pthread_mutex_unlock(&e->tables_mu);
+}
+
+static int fetch_table(struct engine *e, PGconn *c, const char *name, struct table **out,
+                       struct st_err *err)
+{
+    const char *params[1] = {name};
+    PGresult *r = PQexecParams(c, "SELECT " ENG__TABLE_COLS " FROM strike.tables WHERE name = $1",
+                               1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        int rc = cat_fail(c, r, "reading the table", err);
+        PQclear(r);
+        return rc;
+    }
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        eng__cache_table(e, name, NULL);
+        return st_errf(err, ST_ENOTFOUND, "no table named \"%s\"", name);
+    }
+    int rc = eng__table_from_row(r, 0, out, err);
+    PQclear(r);
+    if (rc == ST_OK)
+        eng__cache_table(e, name, *out);
+    return rc;
+}
+
+int engine_get_table(struct engine *e, const char *name, struct table **out, struct st_err *err)
+{
+    *out = NULL;
+    if (!st_name_valid(name))
+        return st_errf(err, ST_EINVAL, "\"%.200s\" is not a valid table name", name);
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, 5000, err);
+    if (rc != ST_OK)
+        return rc;
+    rc = fetch_table(e, c, name, out, err);
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    return rc;
+}
+
+bool engine_peek_table(struct engine *e, const char *name, struct table **out)
+{
+    *out = NULL;
+    uint64_t now = st_mono_ns();
+    pthread_mutex_lock(&e->tables_mu);
+    for (struct table_slot *s = e->tables; s != NULL; s = s->next) {
+        if (strcmp(s->t->name, name) == 0 && now - s->fetched_ns < TABLE_CACHE_TTL_NS) {
+            table_ref(s->t);
+            *out = s->t;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&e->tables_mu);
+    return *out != NULL;
+}
+
+int engine_get_table_cached(struct engine *e, const char *name, struct table **out,
+                            struct st_err *err)
+{
+    *out = NULL;
+    if (!st_name_valid(name))
+        return st_errf(err, ST_EINVAL, "\"%.200s\" is not a valid table name", name);
+    if (engine_peek_table(e, name, out))
+        return ST_OK;
+    return engine_get_table(e, name, out, err);
+}
+
+/* ---- idempotency ---------------------------------------------------------- */
+
+int eng__idem_lookup(PGconn *c, const char *scope, const struct st_idem *idem,
+                     struct st_reply *replay, struct st_err *err)
+{
+    if (idem == NULL)
+        return ST_OK;
+    const char *params[2] = {scope, idem->key};
+    PGresult *r = PQexecParams(c,
+                               "SELECT request_hash, status, response FROM strike.idempotency_keys "
+                               "WHERE scope = $1 AND key = $2",
+                               2, NULL, params, NULL, NULL, 1);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        int rc = cat_fail(c, r, "reading the idempotency key", err);
+        PQclear(r);
+        return rc;
+    }
+    int rc = ST_OK;
+    if (PQntuples(r) == 1) {
+        if (PQgetlength(r, 0, 0) != 32 || memcmp(PQgetvalue(r, 0, 0), idem->hash, 32) != 0) {
+            rc = st_errf(err, ST_EIDEMPOTENCY,
+                         "Idempotency-Key \"%.100s\" was already used with a different request",
+                         idem->key);
+        } else {
+            replay->status = (int)ld_u32be((const uint8_t *)PQgetvalue(r, 0, 1));
+            replay->body = xstrndup(PQgetvalue(r, 0, 2), (size_t)PQgetlength(r, 0, 2));
+        }
+    }
+    PQclear(r);
+    return rc;
+}
+
+int eng__idem_store(PGconn *c, const char *scope, const struct st_idem *idem, int status,
+                    const char *body, struct st_err *err)
+{
+    if (idem == NULL)
+        return ST_OK;
+    char st[16];
+    snprintf(st, sizeof st, "%d", status);
+    const char *params[5] = {scope, idem->key, (const char *)idem->hash, st, body};
+    int lengths[5] = {0, 0, 32, 0, 0};
+    int formats[5] = {0, 0, 1, 0, 0};
+    PGresult *r = PQexecParams(c,
+                               "INSERT INTO strike.idempotency_keys (scope, key, request_hash, "
+                               "status, response) VALUES ($1, $2, $3, $4, $5) "
+                               "ON CONFLICT (scope, key) DO NOTHING RETURNING 1",
+                               5, NULL, params, lengths, formats, 0);
+    int rc = ST_OK;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        rc = cat_fail(c, r, "storing the idempotency key", err);
+    else if (PQntuples(r) == 0)
+        rc = ST_ECONFLICT; /* a concurrent request with the same key won */
+    PQclear(r);
+    return rc;
+}
+
+/* ---- create / list / drop / stats ---------------------------------------- */
+
+static int validate_def(const struct table_def *d, int *pk_idx, int *version_idx,
+                        struct st_err *err)
+{
+    if (d->name == NULL || !st_name_valid(d->name))
+        return st_errf(err, ST_EINVAL,
+                       "name: \"%.200s\" is not a valid table name ([A-Za-z_][A-Za-z0-9_]{0,127})",
+                       d->name ? d->name : "");
+    if (d->ncols <= 0)
+        return st_errf(err, ST_EINVAL, "columns: a table needs at least one column");
+    if (d->ncols > ST_COLUMNS_MAX)
+        return st_errf(err, ST_EINVAL, "columns: at most %d columns", ST_COLUMNS_MAX);
+    for (int i = 0; i < d->ncols; i++) {
+        const struct st_column *c = &d->cols[i];
+        if (!st_name_valid(c->name))
+            return st_errf(err, ST_EINVAL, "columns[%d]: \"%.200s\" is not a valid column name", i,
+                           c->name);
+        if (st_type_name(c->type) == NULL)
+            return st_errf(err, ST_EINVAL, "columns[%d]: unknown type", i);
+        for (int j = 0; j < i; j++)
+            if (strcmp(d->cols[j].name, c->name) == 0)
+                return st_errf(err, ST_EINVAL, "columns[%d]: duplicate column \"%s\"", i,
+                               c->name);
+    }
+    if (d->npk < 0 || d->npk > PK_MAX)
+        return st_errf(err, ST_EINVAL, "primary_key: at most %d columns", PK_MAX);
+    for (int i = 0; i < d->npk; i++) {
+        int idx = -1;
+        for (int j = 0; j < d->ncols; j++)
+            if (strcmp(d->cols[j].name, d->pk[i]) == 0)
+                idx = j;
+        if (idx < 0)
+            return st_errf(err, ST_EINVAL, "primary_key: unknown column \"%.200s\"", d->pk[i]);
+        for (int j = 0; j < i; j++)
+            if (pk_idx[j] == idx)
+                return st_errf(err, ST_EINVAL, "primary_key: column \"%s\" listed twice",
+                               d->pk[i]);
+        if (!d->cols[idx].required)
+            return st_errf(err, ST_EINVAL,
+                           "primary_key: column \"%s\" must be required (\"required\":true)",
+                           d->pk[i]);
+        if (d->cols[idx].type == ST_T_DOUBLE)
+            return st_errf(err, ST_EINVAL,
+                           "primary_key: column \"%s\" is a double, which cannot be a key",
+                           d->pk[i]);
+        pk_idx[i] = idx;
+    }
+    *version_idx = -1;
+    if (d->version_column != NULL) {
+        for (int j = 0; j < d->ncols; j++)
+            if (strcmp(d->cols[j].name, d->version_column) == 0)
+                *version_idx = j;
+        if (*version_idx < 0)
+            return st_errf(err, ST_EINVAL, "version_column: unknown column \"%.200s\"",
+                           d->version_column);
+        if (d->npk == 0)
+            return st_errf(err, ST_EINVAL,
+                           "version_column: needs a primary key (versions are per key)");
+        if (d->cols[*version_idx].type == ST_T_BOOLEAN)
+            return st_errf(err, ST_EINVAL, "version_column: \"%s\" is a boolean",
+                           d->version_column);
+        for (int i = 0; i < d->npk; i++)
+            if (pk_idx[i] == *version_idx)
+                return st_errf(err, ST_EINVAL,
+                               "version_column: \"%s\" is part of the primary key",
+                               d->version_column);
+    }
+    return ST_OK;
+}
+
+static char *columns_json(const struct st_column *cols, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "name", cols[i].name, "type",
+                                           st_type_name(cols[i].type), "required",
+                                           cols[i].required));
+    char *s = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    return s;
+}
+
+int engine_create_table(struct engine *e, const struct table_def *def, const struct st_idem *idem,
+                        struct table **out, struct st_reply *replay, struct st_err *err)
+{
+    *out = NULL;
+    int pk_idx[PK_MAX], version_idx;
+    int rc = validate_def(def, pk_idx, &version_idx, err);
+    if (rc != ST_OK)
+        return rc;
+
+    char *cols = columns_json(def->cols, def->ncols);
+    json_t *pka = json_array();
+    for (int i = 0; i < def->npk; i++)
+        json_array_append_new(pka, json_string(def->pk[i]));
+    char *pk = json_dumps(pka, JSON_COMPACT);
+    json_decref(pka);
+    uint8_t u[16], commit_id[16];
+    char uuid[ST_UUID_STR_LEN + 1], cid[ST_UUID_STR_LEN + 1];
+    st_uuid_v7(u);
+    st_uuid_format(u, uuid);
+    st_uuid_v4(commit_id);
+    st_uuid_format(commit_id, cid);
+
+    PGconn *c;
+    if ((rc = cat_acquire(e->pool, &c, 5000, err)) != ST_OK)
+        goto out_free;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((rc = eng__idem_lookup(c, def->name, idem, replay, err)) != ST_OK || replay->body)
+            break;
+        if ((rc = eng__begin(c, false, err)) != ST_OK)
+            break;
+        const char *params[5] = {uuid, def->name, cols, pk, def->version_column};
+        PGresult *r = PQexecParams(
+            c,
+            "INSERT INTO strike.tables (uuid, name, columns, primary_key, version_column) "
+            "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING RETURNING " ENG__TABLE_COLS,
+            5, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+            rc = cat_fail(c, r, "creating the table", err);
+            PQclear(r);
+            eng__rollback(c);
+            break;
+        }
+        if (PQntuples(r) == 0) {
+            PQclear(r);
+            eng__rollback(c);
+            rc = st_errf(err, ST_EEXIST, "table \"%s\" already exists", def->name);
+            break;
+        }
+        struct table *t;
+        rc = eng__table_from_row(r, 0, &t, err);
+        PQclear(r);
+        if (rc != ST_OK) {
+            eng__rollback(c);
+            break;
+        }
+        struct eng__num id;
+        const char *sp[2] = {eng__i64(&id, t->id), cid};
+        r = PQexecParams(c,
+                         "INSERT INTO strike.snapshots (table_id, seq, operation, commit_id) "
+                         "VALUES ($1, 0, 'create', $2)",
+                         2, NULL, sp, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            rc = cat_fail(c, r, "creating snapshot 0", err);
+            PQclear(r);
+            eng__rollback(c);
+            table_unref(t);
+            break;
+        }
+        PQclear(r);
+        char *body = engine_table_json(t, NULL);
+        rc = eng__idem_store(c, def->name, idem, 201, body, err);
+        free(body);
+        if (rc == ST_ECONFLICT) {
+            eng__rollback(c); /* the same key committed concurrently: replay it */
+            table_unref(t);
+            continue;
+        }
+        if (rc == ST_OK)
+            rc = eng__exec(c, "COMMIT", "commit", err);
+        if (rc != ST_OK) {
+            eng__rollback(c);
+            table_unref(t);
+            break;
+        }
+        eng__cache_table(e, t->name, t);
+        log_info("created table %s (id %lld)", t->name, (long long)t->id);
+        *out = t;
+        break;
+    }
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+out_free:
+    free(cols);
+    free(pk);
+    return rc;
+}
+
+int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct st_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, 5000, err);
+    if (rc != ST_OK)
+        return rc;
+    PGresult *r = PQexec(c, "SELECT " ENG__TABLE_COLS " FROM strike.tables ORDER BY name");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = cat_fail(c, r, "listing tables", err);
+        PQclear(r);
+        cat_release(e->pool, c, rc == ST_EUNAVAIL);
+        return rc;
+    }
+    int rows = PQntuples(r);
+    struct table **ts = xcalloc((size_t)(rows ? rows : 1), sizeof *ts);
+    for (int i = 0; i < rows; i++) {
+        if ((rc = eng__table_from_row(r, i, &ts[i], err)) != ST_OK) {
+            for (int j = 0; j < i; j++)
+                table_unref(ts[j]);
+            free(ts);
+            PQclear(r);
+            cat_release(e->pool, c, false);
+            return rc;
+        }
+    }
+    PQclear(r);
+    cat_release(e->pool, c, false);
+    *out = ts;
+    *n = (size_t)rows;
+    return ST_OK;
+}
+
+int engine_drop_table(struct engine *e, const char *name, const struct st_idem *idem,
+                      struct st_reply *replay, struct st_err *err)
+{
+    if (!st_name_valid(name))
+        return st_errf(err, ST_EINVAL, "\"%.200s\" is not a valid table name", name);
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, 5000, err);
+    if (rc != ST_OK)
+        return rc;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((rc = eng__idem_lookup(c, name, idem, replay, err)) != ST_OK || replay->body)
+            break;
+        if ((rc = eng__begin(c, false, err)) != ST_OK)
+            break;
+        const char *params[1] = {name};
+        PGresult *r = PQexecParams(c,
+                                   "DELETE FROM strike.tables WHERE name = $1 RETURNING id",
+                                   1, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) == 0) {
+            rc = PQresultStatus(r) != PGRES_TUPLES_OK
+                     ? cat_fail(c, r, "dropping the table", err)
+                     : st_errf(err, ST_ENOTFOUND, "no table named \"%s\"", name);
+            PQclear(r);
+            eng__rollback(c);
+            break;
+        }
+        const char *id = PQgetvalue(r, 0, 0);
+        const char *kp[1] = {id};
+        PGresult *r2 = PQexecParams(c, "DELETE FROM strike.key_index WHERE table_id = $1", 1, NULL,
+                                    kp, NULL, NULL, 0);
+        PQclear(r);
+        if (PQresultStatus(r2) != PGRES_COMMAND_OK) {
+            rc = cat_fail(c, r2, "dropping the key index", err);
+            PQclear(r2);
+            eng__rollback(c);
+            break;
+        }
+        PQclear(r2);
+        rc = eng__idem_store(c, name, idem, 204, "", err);
+        if (rc == ST_ECONFLICT) {
+            eng__rollback(c);
+            continue;
+        }
+        if (rc == ST_OK)
+            rc = eng__exec(c, "COMMIT", "commit", err);
+        if (rc != ST_OK)
+            eng__rollback(c);
+        break;
+    }
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    if (rc == ST_OK && replay->body == NULL) {
+        eng__cache_table(e, name, NULL);
+        log_info("dropped table %s", name);
+    }
+    return rc;
+}
+
+int engine_table_stats(struct engine *e, const struct table *t, struct table_stats *out,
+                       struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, 5000, err);
+    if (rc != ST_OK)
+        return rc;
+    struct eng__num id;
+    const char *params[1] = {eng__i64(&id, t->id)};
+    PGresult *r = PQexecParams(
+        c,
+        "SELECT (SELECT count(*) FROM strike.data_files WHERE table_id = $1 AND removed_seq IS "
+        "NULL), (SELECT coalesce(sum(record_count), 0) FROM strike.data_files WHERE table_id = $1 "
+        "AND removed_seq IS NULL), (SELECT coalesce(sum(cardinality), 0) FROM "
+        "strike.deletion_vectors WHERE table_id = $1 AND removed_seq IS NULL), (SELECT "
+        "count(DISTINCT puffin_path) FROM strike.deletion_vectors WHERE table_id = $1 AND "
+        "removed_seq IS NULL)",
+        1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = cat_fail(c, r, "reading table stats", err);
+    } else {
+        out->data_files = eng__get_i64(r, 0, 0);
+        out->rows = eng__get_i64(r, 0, 1);
+        out->deleted_rows = eng__get_i64(r, 0, 2);
+        out->dv_files = eng__get_i64(r, 0, 3);
+        out->live_rows = out->rows - out->deleted_rows;
+    }
+    PQclear(r);
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    return rc;
+}
+
+/* ---- JSON renderings ------------------------------------------------------- */
+
+char *engine_table_json(const struct table *t, const struct table_stats *stats)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(t->name));
+    json_t *cols = json_array();
+    for (int i = 0; i < t->ncols; i++)
+        json_array_append_new(cols, json_pack("{s:s, s:s, s:b}", "name", t->cols[i].name, "type",
+                                              st_type_name(t->cols[i].type), "required",
+                                              t->cols[i].required));
+    json_object_set_new(o, "columns", cols);
+    json_t *pk = json_array();
+    for (int i = 0; i < t->npk; i++)
+        json_array_append_new(pk, json_string(t->cols[t->pk[i]].name));
+    json_object_set_new(o, "primary_key", pk);
+    json_object_set_new(o, "version_column",
+                        t->version_col >= 0 ? json_string(t->cols[t->version_col].name)
+                                            : json_null());
+    json_object_set_new(o, "seq", json_integer(t->seq));
+    json_object_set_new(o, "uuid", json_string(t->uuid));
+    char created[ST_RFC3339_MAX];
+    st_format_rfc3339(t->created_us, created);
+    json_object_set_new(o, "created_at", json_string(created));
+    if (stats != NULL)
+        json_object_set_new(o, "stats",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I}", "data_files",
+                                      (json_int_t)stats->data_files, "rows",
+                                      (json_int_t)stats->rows, "deleted_rows",
+                                      (json_int_t)stats->deleted_rows, "live_rows",
+                                      (json_int_t)stats->live_rows, "dv_files",
+                                      (json_int_t)stats->dv_files));
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}
+
+char *engine_change_res_json(const struct change_res *r)
+{
+    return xasprintf("{\"seq\":%lld,\"inserted\":%lld,\"updated\":%lld,\"deleted\":%lld,"
+                     "\"missing\":%lld,\"stale\":%lld,\"duplicate\":%s}",
+                     (long long)r->seq, (long long)r->inserted, (long long)r->updated,
+                     (long long)r->deleted, (long long)r->missing, (long long)r->stale,
+                     r->duplicate ? "true" : "false");
+}
+
+char *engine_delete_res_json(const struct delete_res *r)
+{
+    return xasprintf("{\"seq\":%lld,\"deleted\":%lld}", (long long)r->seq, (long long)r->deleted);
+}

@@ -1,0 +1,311 @@
+/*
+ * engine.h - strike's engine: the calls every front end (HTTP, gRPC, CLI)
+ * makes, independent of any wire format.
+ *
+ * All calls are synchronous and thread-safe; they block on the catalog and
+ * the blob store, so front ends run them on worker threads, never on an
+ * event loop. Errors: a negative ST_E* code and a one-line message in
+ * `err` that names the field, row or file concerned (API.md "Errors").
+ *
+ * Concurrency (DESIGN.md): every change is one optimistic commit guarded by
+ * the table's sequence number. Within a process, concurrent change requests
+ * for one table are merged into one commit (group commit) in arrival order.
+ */
+#ifndef STRIKE_ENGINE_H
+#define STRIKE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/types.h"
+#include "dv/dv.h"
+
+struct engine;
+struct filter;
+
+struct engine_opts {
+    const char *conninfo;     /* libpq URL or key=value string */
+    const char *data_dir;     /* blob store root */
+    int pool_size;            /* catalog connections (default 32) */
+    int64_t gc_grace_s;       /* orphan age before deletion (default 3600) */
+    int64_t gc_interval_s;    /* background orphan GC period; 0 = off */
+    size_t dv_cache_bytes;    /* decoded-DV cache bound (default 256 MiB) */
+    uint32_t row_group_rows;  /* Parquet row group size (default 131072) */
+    int zstd_level;           /* Parquet compression level (default 3) */
+    int commit_retries;       /* CAS retries before 409 (default 16) */
+};
+
+/* Connect, migrate, start background tasks. */
+int engine_open(const struct engine_opts *o, struct engine **out, struct st_err *err);
+void engine_close(struct engine *e); /* NULL ok; waits for background tasks */
+int engine_ping(struct engine *e, struct st_err *err);
+
+/* ---- tables ------------------------------------------------------------ */
+
+/* A table definition. Immutable and refcounted: hold it while using it. */
+struct table {
+    int64_t id;
+    char uuid[37];
+    char name[ST_NAME_MAX + 1];
+    int ncols;
+    struct st_column *cols;
+    int npk;
+    int *pk;             /* column indexes of the primary key, in key order */
+    int version_col;     /* column index, or -1 */
+    int64_t seq;         /* current seq when this definition was read */
+    int64_t created_us;
+};
+void table_ref(struct table *t);
+void table_unref(struct table *t); /* NULL ok */
+/* Column index by name, or -1. */
+int table_column(const struct table *t, const char *name);
+
+struct table_stats {
+    int64_t data_files, rows, deleted_rows, live_rows, dv_files;
+};
+
+struct table_def {
+    const char *name;
+    int ncols;
+    const struct st_column *cols;
+    int npk;
+    const char *const *pk;       /* primary-key column names */
+    const char *version_column;  /* NULL: none */
+};
+
+/*
+ * Idempotency-Key (API.md "Changes"): a mutating call with `idem` set stores
+ * its 2xx response in the same transaction as its commit; a later call with
+ * the same key and the same request hash gets that response back in
+ * `replay` instead of committing again; another hash is ST_EIDEMPOTENCY.
+ * Scope: the table name. `hash` is a digest of the request as received.
+ */
+struct st_idem {
+    const char *key;
+    uint8_t hash[32];
+};
+/* A stored response (status and JSON body). body == NULL when not a replay. */
+struct st_reply {
+    int status;
+    char *body; /* owned; free with st_reply_clear */
+};
+void st_reply_clear(struct st_reply *r);
+
+/* Validate and create (snapshot 0). ST_EINVAL with detail, ST_EEXIST. */
+int engine_create_table(struct engine *e, const struct table_def *def, const struct st_idem *idem,
+                        struct table **out, struct st_reply *replay, struct st_err *err);
+/* The current definition (seq fresh from the catalog). ST_ENOTFOUND. */
+int engine_get_table(struct engine *e, const char *name, struct table **out, struct st_err *err);
+/* Like engine_get_table but may answer from a cache up to ~1 s old (seq may lag). */
+int engine_get_table_cached(struct engine *e, const char *name, struct table **out,
+                            struct st_err *err);
+/*
+ * Non-blocking: the cached definition (at most ~1 s old) or false, without
+ * any I/O. For event threads that must not wait on the catalog.
+ */
+bool engine_peek_table(struct engine *e, const char *name, struct table **out);
+/* Stats at the current snapshot, from metadata alone. */
+int engine_table_stats(struct engine *e, const struct table *t, struct table_stats *out,
+                       struct st_err *err);
+/* All tables, by name. Caller unrefs each and frees the array. */
+int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct st_err *err);
+int engine_drop_table(struct engine *e, const char *name, const struct st_idem *idem,
+                      struct st_reply *replay, struct st_err *err);
+
+/* ---- changes ----------------------------------------------------------- */
+
+enum change_op { CHANGE_UPSERT = 1, CHANGE_DELETE = 2 };
+
+struct change {
+    enum change_op op;
+    /* UPSERT: t->ncols values in column order. DELETE: t->npk key values in
+       key order. Strings are borrowed for the duration of the call. */
+    struct st_value *vals;
+};
+
+struct change_req {
+    struct table *table;        /* the definition the values were decoded against */
+    const struct change *changes;
+    size_t nchanges;
+    const char *producer;       /* NULL: none */
+    bool has_offset;
+    int64_t offset;
+    bool has_expected_seq;
+    int64_t expected_seq;
+    const struct st_idem *idem; /* NULL: none */
+};
+
+struct change_res {
+    int64_t seq;
+    int64_t inserted, updated, deleted, missing, stale;
+    bool duplicate;
+};
+
+/*
+ * Apply changes in order (the last change to a key wins). Returns after the
+ * commit is durable. ST_ECONFLICT: expected_seq mismatch, or retries
+ * exhausted, or the table was re-created since `table` was read.
+ */
+int engine_apply_changes(struct engine *e, const struct change_req *req, struct change_res *res,
+                         struct st_reply *replay, struct st_err *err);
+
+struct delete_res {
+    int64_t seq;
+    int64_t deleted;
+};
+/* Delete every row live at commit time for which `f` is true. */
+int engine_delete_where(struct engine *e, struct table *t, const struct filter *f,
+                        bool has_expected_seq, int64_t expected_seq, const struct st_idem *idem,
+                        struct delete_res *res, struct st_reply *replay, struct st_err *err);
+
+/* ---- reads ------------------------------------------------------------- */
+
+struct scan;
+
+struct scan_req {
+    bool has_snapshot;
+    int64_t snapshot;           /* >= 0 */
+    const int *columns;         /* output column indexes; NULL = all, in table order */
+    int ncolumns;
+    const struct filter *filter; /* NULL: all rows */
+    bool has_limit;
+    int64_t limit;              /* >= 0 */
+};
+
+/*
+ * Open a scan: resolves the snapshot (ST_ENOTFOUND unknown, ST_EGONE
+ * expired, ST_EINVAL negative) and lists its files in one catalog query.
+ * Rows come in a stable order: files by data_seq then id, rows by position.
+ */
+int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *req,
+                     struct scan **out, struct st_err *err);
+int64_t scan_snapshot(const struct scan *s);
+/* Output columns (table column indexes) and their count. */
+const int *scan_columns(const struct scan *s, int *n);
+
+/*
+ * The next rows: `vecs[j]` holds output column j for a run of rows; the
+ * rows to emit are `rows[0..nrows)` (indexes into the vectors, ascending).
+ * Valid until the next call. nrows == 0 and *done == true at the end.
+ * Memory is bounded by one row group.
+ */
+struct scan_batch {
+    const struct st_colvec *const *vecs;
+    const uint32_t *rows;
+    size_t nrows;
+    uint64_t first_pos; /* file position of vector index 0 */
+    int64_t file_id;
+};
+int scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st_err *err);
+void scan_close(struct scan *s); /* NULL ok */
+
+struct plan_file {
+    int64_t id;
+    char *path;         /* relative to the blob store root */
+    int64_t record_count, file_size, data_seq, deleted_count;
+    bool has_dv;
+    char *dv_path;
+    int64_t dv_offset, dv_length, dv_cardinality;
+};
+/* Live files at the snapshot whose stats may match `f` (NULL: all). Frees with plan_free. */
+int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
+                const struct filter *f, struct plan_file **files, size_t *nfiles, int64_t *seq,
+                struct st_err *err);
+void plan_free(struct plan_file *files, size_t n);
+
+struct snapshot_info {
+    int64_t seq;
+    int64_t committed_us;
+    char *operation;
+    char *summary_json; /* a JSON object */
+};
+int engine_list_snapshots(struct engine *e, struct table *t, struct snapshot_info **out, size_t *n,
+                          struct st_err *err);
+void snapshots_free(struct snapshot_info *s, size_t n);
+
+/* A data file of the table (live or not, while it exists): its absolute path and size. */
+int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
+                     int64_t *size, struct st_err *err);
+
+/* ---- deletion vectors ---------------------------------------------------- */
+
+/* Formats: enum dv_format and dv_format_parse()/dv_format_name() from dv/dv.h;
+   the DV endpoint serves DV_FMT_ROARING64 (default), DV_FMT_ICEBERG, DV_FMT_DELTA. */
+
+/* Immutable bytes of one DV in one format; refcounted, shared with the cache. */
+struct dv_bytes {
+    const uint8_t *data;
+    size_t len;
+    int64_t cardinality;
+    char etag[40];      /* strong: "\"" + 32 hex of SHA-256(bytes) + "\"" */
+};
+void dv_bytes_unref(struct dv_bytes *b); /* NULL ok */
+
+/*
+ * The positions deleted in `file_id` at the snapshot (has_snapshot false:
+ * current), in format `f` (DV_FMT_ROARING64, DV_FMT_ICEBERG or DV_FMT_DELTA;
+ * others are ST_EINVAL). A live file with no deletes gives the empty
+ * bitmap. ST_ENOTFOUND: file not live at that snapshot, or unknown snapshot.
+ * With an explicit snapshot no catalog round trip is made once cached.
+ */
+int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_snapshot,
+                  int64_t snapshot, enum dv_format f, struct dv_bytes **out,
+                  int64_t *resolved_snapshot, struct st_err *err);
+
+/*
+ * Non-blocking: the DV of (file, explicit snapshot) in format f if the
+ * answer is already cached (no catalog, no file I/O), else false. A hit
+ * returns a reference in *out (dv_bytes_unref).
+ */
+bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, int64_t snapshot,
+                    enum dv_format f, struct dv_bytes **out);
+
+/* ---- maintenance and metrics -------------------------------------------- */
+
+struct gc_report {
+    int64_t referenced; /* blobs the catalog references */
+    int64_t orphans;    /* blobs (and temp files) nothing references */
+    int64_t deleted;    /* orphans deleted (older than the grace period) */
+    int64_t missing;    /* referenced but absent (fsck) */
+    int64_t corrupt;    /* referenced but unreadable or inconsistent (fsck) */
+};
+/*
+ * Delete blobs no catalog row references and older than grace_s (dry_run:
+ * only count), and idempotency keys older than 48 hours. A blob younger
+ * than the grace period may belong to a commit in flight: it is kept.
+ */
+int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report *out,
+              struct st_err *err);
+
+/* One finding of engine_fsck: kind is "missing", "corrupt" or "orphan". */
+typedef void (*fsck_report_fn)(void *ctx, const char *kind, const char *path, const char *detail);
+/*
+ * Check that every blob the catalog references exists and decodes (data
+ * files: footer and row count; DVs: framing, CRC and cardinality), and list
+ * orphans. Returns ST_OK when the walk completed; the report says whether
+ * anything was wrong.
+ */
+int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report *out,
+                struct st_err *err);
+
+struct engine_metrics {
+    uint64_t commits, conflicts, retries, commit_failures;
+    uint64_t batch_hist[8];      /* group-commit requests per commit: 1, 2, 3-4, 5-8, ..., >64 */
+    uint64_t dv_cache_hits, dv_cache_misses;
+    uint64_t bytes_written;      /* Parquet + Puffin */
+    uint64_t rows_written;
+};
+void engine_metrics(struct engine *e, struct engine_metrics *out);
+
+/* ---- JSON renderings shared by HTTP responses and idempotent replays ---- */
+
+/* {"name","columns":[...],"primary_key":[...],"version_column"?,"seq", "stats"? } ; caller frees. */
+char *engine_table_json(const struct table *t, const struct table_stats *stats /* NULL: none */);
+/* {"seq":..,"inserted":..,"updated":..,"deleted":..,"missing":..,"stale":..,"duplicate":..} */
+char *engine_change_res_json(const struct change_res *r);
+/* {"seq":..,"deleted":..} */
+char *engine_delete_res_json(const struct delete_res *r);
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * engine_int.h - internals shared by the engine's modules (engine.c,
+ * commit.c, scan.c, dvcache.c, gc.c). Not part of the engine's contract.
+ */
+#ifndef STRIKE_ENGINE_INT_H
+#define STRIKE_ENGINE_INT_H
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "catalog.h"
+#include "engine.h"
+
+struct dv;
+struct dvcache;
+struct gcq; /* a table's group-commit queue (commit.c) */
+
+/* Named cache entry for a table definition (engine.c). */
+struct table_slot {
+    struct table *t;
+    uint64_t fetched_ns; /* monotonic time of the catalog read */
+    struct table_slot *next;
+};
+
+struct engine {
+    struct engine_opts o;
+    char *data_dir;  /* absolute */
+    struct cat_pool *pool;
+
+    pthread_mutex_t tables_mu;
+    struct table_slot *tables; /* by name; small */
+
+    pthread_mutex_t gcq_mu;
+    struct gcq *queues;        /* one per table id with pending work (commit.c) */
+
+    struct dvcache *dvc;
+
+    /* background orphan GC */
+    pthread_t gc_thread;
+    bool gc_running;
+    pthread_mutex_t gc_mu;
+    pthread_cond_t gc_cv;
+    bool stopping;
+
+    /* metrics */
+    atomic_uint_fast64_t m_commits, m_conflicts, m_retries, m_commit_failures;
+    atomic_uint_fast64_t m_batch_hist[8];
+    atomic_uint_fast64_t m_bytes_written, m_rows_written;
+    /* fault injection for tests (engine_test.h) */
+    atomic_int fault_conflict_first;
+    atomic_int fault_conflicts;
+    atomic_int fault_crash_before_commit;
+    atomic_int fault_drop_at_commit;
+};
+
+/* ---- engine.c ---- */
+
+/* Parse a table row (id, uuid, name, columns, primary_key, version_column, seq, created_us). */
+int eng__table_from_row(PGresult *r, int row, struct table **out, struct st_err *err);
+#define ENG__TABLE_COLS                                                                          \
+    "id, uuid::text, name, columns::text, primary_key::text, coalesce(version_column, ''), seq, " \
+    "(extract(epoch from created_at) * 1000000)::bigint"
+/* Replace the cached definition (or drop it when t == NULL). */
+void eng__cache_table(struct engine *e, const char *name, struct table *t);
+/* Update the cached seq of a table after a local commit. */
+void eng__cache_seq(struct engine *e, int64_t table_id, int64_t seq);
+
+/* Idempotency: look up a stored response; replay->body set if it exists with the same hash. */
+int eng__idem_lookup(PGconn *c, const char *scope, const struct st_idem *idem,
+                     struct st_reply *replay, struct st_err *err);
+/* Store a response inside the caller's transaction. ST_ECONFLICT when another request
+   stored the key first (the caller rolls back and looks it up again). */
+int eng__idem_store(PGconn *c, const char *scope, const struct st_idem *idem, int status,
+                    const char *body, struct st_err *err);
+
+/* PQexec helpers: ST_OK or a mapped error. */
+int eng__exec(PGconn *c, const char *sql, const char *what, struct st_err *err);
+int eng__begin(PGconn *c, bool repeatable_read, struct st_err *err);
+void eng__rollback(PGconn *c);
+
+/* Absolute path of a blob-store-relative path; caller frees. */
+char *eng__abs(const struct engine *e, const char *rel);
+
+/* Text <-> integer for libpq parameters. */
+struct eng__num {
+    char s[24];
+};
+const char *eng__i64(struct eng__num *n, int64_t v);
+int64_t eng__get_i64(const PGresult *r, int row, int col);
+
+/* ---- keys (keyenc.c) ---- */
+#include "keyenc.h"
+
+/* ---- dv cache (dvcache.c) ---- */
+struct dvcache *dvc__new(size_t max_bytes);
+void dvc__free(struct dvcache *c);
+/*
+ * The decoded DV stored at (puffin path, offset, length) with the expected
+ * cardinality; read and validated on a miss. Borrowed reference: release
+ * with dvc__release. Shared and immutable.
+ */
+int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t length,
+             int64_t cardinality, const struct dv **out, void **handle, struct st_err *err);
+void dvc__release(struct engine *e, void *handle);
+void dvc__stats(struct engine *e, uint64_t *hits, uint64_t *misses);
+
+/* ---- snapshot file listing (scan.c) ---- */
+struct snap_file {
+    int64_t id;
+    char *path;
+    int64_t record_count, file_size, data_seq;
+    char *stats_json;   /* may be NULL */
+    bool has_dv;
+    char *dv_path;
+    int64_t dv_offset, dv_length, dv_card;
+};
+/* Resolve the snapshot (current when !has) and list its live files in scan order. */
+int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool has_snapshot,
+                        int64_t snapshot, int64_t *seq, struct snap_file **files, size_t *n,
+                        struct st_err *err);
+void eng__snap_files_free(struct snap_file *f, size_t n);
+
+/* ---- gc.c ---- */
+int eng__gc_start(struct engine *e);
+void eng__gc_stop(struct engine *e);
+
+#endif

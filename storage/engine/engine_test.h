@@ -1,0 +1,24 @@
+/*
+ * engine_test.h - fault injection for tests of the commit protocol.
+ * Never used by the server; the hooks cost one atomic load per commit.
+ */
+#ifndef STRIKE_ENGINE_TEST_H
+#define STRIKE_ENGINE_TEST_H
+
+struct engine;
+
+enum engine_fault {
+    /* Every commit's first CAS attempt loses (as if another writer won). */
+    FAULT_CONFLICT_FIRST_ATTEMPT,
+    /* The next N commit attempts lose their CAS. */
+    FAULT_CONFLICT_NEXT,
+    /* The process exits (status 77) after writing blobs, before COMMIT. */
+    FAULT_CRASH_BEFORE_COMMIT,
+    /* The next N commits lose their connection right after COMMIT is sent. */
+    FAULT_DROP_AT_COMMIT,
+};
+
+/* Arm a fault: `n` is a count (NEXT, DROP) or 0/1 (the others). */
+void engine_test_fault(struct engine *e, enum engine_fault f, int n);
+
+#endif

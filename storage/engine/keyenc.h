@@ -1,0 +1,30 @@
+/*
+ * keyenc.h - primary keys and versions as order-preserving bytes.
+ *
+ * The key index stores each key as a bytea whose memcmp order equals the
+ * order of the key values, column by column (DESIGN.md "Data model"), so
+ * composite keys of long, int, string, timestamp and boolean index and
+ * compare correctly in a btree:
+ *   boolean    1 byte, 0 or 1
+ *   int        4 bytes big-endian, sign bit flipped
+ *   long, ts   8 bytes big-endian, sign bit flipped
+ *   double     8 bytes: IEEE bits, all flipped if negative, else sign flipped
+ *              (-0.0 is encoded as +0.0; NaN sorts last)
+ *   string     the bytes with 0x00 escaped as 00 FF, then terminator 00 01
+ */
+#ifndef STRIKE_KEYENC_H
+#define STRIKE_KEYENC_H
+
+#include "common/buf.h"
+#include "common/types.h"
+
+struct table;
+
+/* Append one value's encoding (v must not be null). */
+void key_encode_value(enum st_type type, const struct st_value *v, struct buf *out);
+/* Append the key of a delete: t->npk values in key order. */
+void key_encode(const struct table *t, const struct st_value *keyvals, struct buf *out);
+/* Append the key of a full row (t->ncols values). */
+void key_encode_row(const struct table *t, const struct st_value *row, struct buf *out);
+
+#endif

@@ -1,0 +1,113 @@
+/* pgutil.c - binary array parameters and pipelines for libpq. */
+#include "pgutil.h"
+#include "catalog.h"
+
+#include <string.h>
+
+/* Layout: ndim, has-nulls flag, element oid, then per dimension (size, lower bound 1). */
+void pga_begin(struct buf *b, uint32_t elem_oid, uint32_t n)
+{
+    buf_put_u32be(b, 1);
+    buf_put_u32be(b, 0);
+    buf_put_u32be(b, elem_oid);
+    buf_put_u32be(b, n);
+    buf_put_u32be(b, 1);
+}
+
+void pga_set_has_nulls(struct buf *b)
+{
+    st_u32be(b->data + 4, 1);
+}
+
+void pga_bytes(struct buf *b, const void *p, size_t len)
+{
+    buf_put_u32be(b, (uint32_t)len);
+    buf_append(b, p, len);
+}
+
+void pga_null(struct buf *b)
+{
+    buf_put_u32be(b, 0xffffffffu);
+}
+
+void pga_i64(struct buf *b, int64_t v)
+{
+    uint8_t t[8];
+    buf_put_u32be(b, 8);
+    st_u64be(t, (uint64_t)v);
+    buf_append(b, t, 8);
+}
+
+int pipe_begin(struct pipe *p, PGconn *c, struct st_err *err)
+{
+    memset(p, 0, sizeof *p);
+    p->c = c;
+    if (PQenterPipelineMode(c) != 1)
+        return cat_fail(c, NULL, "entering pipeline mode", err);
+    return ST_OK;
+}
+
+int pipe_send(struct pipe *p, const char *sql, int nparams, const char *const *values,
+              const int *lengths, const int *formats, int result_format, struct st_err *err)
+{
+    if (p->n >= PIPE_MAX)
+        return st_errf(err, ST_EINTERNAL, "pipeline longer than %d statements", PIPE_MAX);
+    if (PQsendQueryParams(p->c, sql, nparams, NULL, values, lengths, formats, result_format) != 1)
+        return cat_fail(p->c, NULL, "sending a statement", err);
+    p->n++;
+    return ST_OK;
+}
+
+int pipe_run(struct pipe *p, struct st_err *err)
+{
+    if (PQpipelineSync(p->c) != 1) {
+        PQexitPipelineMode(p->c);
+        return cat_fail(p->c, NULL, "sending the pipeline", err);
+    }
+    for (int i = 0; i < p->n; i++) {
+        PGresult *r = PQgetResult(p->c);
+        if (r == NULL) {
+            PQexitPipelineMode(p->c);
+            return cat_fail(p->c, NULL, "reading pipeline results", err);
+        }
+        p->res[i] = r;
+        /* each statement's results end with a NULL */
+        PGresult *extra;
+        while ((extra = PQgetResult(p->c)) != NULL)
+            PQclear(extra);
+        if (PQstatus(p->c) != CONNECTION_OK)
+            return st_errf(err, ST_EUNAVAIL, "catalog connection lost during a pipeline");
+    }
+    PGresult *sync = PQgetResult(p->c);
+    bool synced = sync != NULL && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    PQclear(sync);
+    if (!synced || PQexitPipelineMode(p->c) != 1)
+        return cat_fail(p->c, NULL, "finishing the pipeline", err);
+    p->sent_ok = true;
+    return ST_OK;
+}
+
+int pipe_failed(const struct pipe *p)
+{
+    for (int i = 0; i < p->n; i++) {
+        ExecStatusType s = PQresultStatus(p->res[i]);
+        if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
+            return i;
+    }
+    return -1;
+}
+
+const char *pipe_sqlstate(const struct pipe *p, int i)
+{
+    if (i < 0 || i >= p->n || p->res[i] == NULL)
+        return "";
+    const char *s = PQresultErrorField(p->res[i], PG_DIAG_SQLSTATE);
+    return s ? s : "";
+}
+
+void pipe_clear(struct pipe *p)
+{
+    for (int i = 0; i < p->n; i++)
+        PQclear(p->res[i]);
+    p->n = 0;
+}

@@ -1,0 +1,59 @@
+/*
+ * pgutil.h - libpq helpers for the commit path: binary array parameters
+ * (one `= ANY($1)` round trip for a whole batch of keys) and pipelines (a
+ * transaction's statements sent together, one network round trip).
+ */
+#ifndef STRIKE_PGUTIL_H
+#define STRIKE_PGUTIL_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "common/err.h"
+
+#define PG_OID_BYTEA 17
+#define PG_OID_INT8 20
+#define PG_OID_TEXT 25
+
+/* Binary array builder: pga_begin, then exactly n pga_* elements. */
+void pga_begin(struct buf *b, uint32_t elem_oid, uint32_t n);
+void pga_bytes(struct buf *b, const void *p, size_t len);
+void pga_null(struct buf *b);
+void pga_i64(struct buf *b, int64_t v);
+/* Mark the array as holding nulls (call after the elements are written). */
+void pga_set_has_nulls(struct buf *b);
+
+/* A pipeline of statements; results are kept in order. */
+#define PIPE_MAX 24
+struct pipe {
+    PGconn *c;
+    int n;
+    PGresult *res[PIPE_MAX];
+    bool sent_ok;
+};
+
+/* Enter pipeline mode. */
+int pipe_begin(struct pipe *p, PGconn *c, struct st_err *err);
+/* Queue a statement. Parameters as PQsendQueryParams; results in text (0) or binary (1). */
+int pipe_send(struct pipe *p, const char *sql, int nparams, const char *const *values,
+              const int *lengths, const int *formats, int result_format, struct st_err *err);
+/*
+ * Sync, collect every result, leave pipeline mode. Returns ST_OK when the
+ * pipeline ran (statements may still have failed: check pipe_failed);
+ * ST_EUNAVAIL when the connection broke (outcome of a COMMIT unknown).
+ */
+int pipe_run(struct pipe *p, struct st_err *err);
+/* Index of the first statement that failed (not aborted-by-earlier), or -1. */
+int pipe_failed(const struct pipe *p);
+/* SQLSTATE of statement i, or "". */
+const char *pipe_sqlstate(const struct pipe *p, int i);
+void pipe_clear(struct pipe *p);
+
+static inline int64_t pg_bin_i64(const PGresult *r, int row, int col)
+{
+    return (int64_t)ld_u64be((const uint8_t *)PQgetvalue(r, row, col));
+}
+
+#endif

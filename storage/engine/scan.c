@@ -1,0 +1,603 @@
+/*
+ * scan.c - reads at a snapshot: resolving the snapshot, listing its files
+ * with their DVs, scanning rows, planning, history, and file lookup.
+ *
+ * Snapshot S of a table is every data_file with data_seq <= S and
+ * (removed_seq null or > S), each with the deletion_vectors row live at S.
+ * A scan reads one row group at a time: prune it by its column statistics
+ * against the filter, decode the needed columns, skip the DV's positions
+ * with a mask, evaluate the filter on the batch, and hand out the matching
+ * row indexes. Memory is bounded by one row group, whatever the table size.
+ */
+#include "engine_int.h"
+#include "pgutil.h"
+
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "dv/dv.h"
+#include "expr/filter.h"
+#include "parquet/parquet.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+void eng__snap_files_free(struct snap_file *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(f[i].path);
+        free(f[i].stats_json);
+        free(f[i].dv_path);
+    }
+    free(f);
+}
+
+int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool has_snapshot,
+                        int64_t snapshot, int64_t *seq, struct snap_file **files, size_t *n,
+                        struct st_err *err)
+{
+    (void)e;
+    *files = NULL;
+    *n = 0;
+    if (has_snapshot && snapshot < 0)
+        return st_errf(err, ST_EINVAL, "snapshot: must be >= 0, got %lld", (long long)snapshot);
+    struct eng__num tid, snap;
+    const char *vals[2] = {eng__i64(&tid, t->id), has_snapshot ? eng__i64(&snap, snapshot) : NULL};
+    struct pipe pp;
+    int rc = pipe_begin(&pp, c, err);
+    if (rc != ST_OK)
+        return rc;
+    rc = pipe_send(&pp, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, NULL, 0,
+                   err);
+    if (rc == ST_OK)
+        rc = pipe_send(&pp,
+                       "SELECT t.seq, s.seq IS NOT NULL, s.expired_at IS NOT NULL FROM "
+                       "strike.tables t LEFT JOIN strike.snapshots s ON s.table_id = t.id AND "
+                       "s.seq = coalesce($2::bigint, t.seq) WHERE t.id = $1",
+                       2, vals, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = pipe_send(
+            &pp,
+            "WITH s AS (SELECT coalesce($2::bigint, seq) AS seq FROM strike.tables WHERE id = $1) "
+            "SELECT f.id, f.path, f.record_count, f.file_size, f.data_seq, f.stats::text, "
+            "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality "
+            "FROM s, strike.data_files f LEFT JOIN strike.deletion_vectors dv ON "
+            "dv.data_file_id = f.id AND dv.added_seq <= (SELECT seq FROM s) AND "
+            "(dv.removed_seq IS NULL OR dv.removed_seq > (SELECT seq FROM s)) "
+            "WHERE f.table_id = $1 AND f.data_seq <= s.seq AND (f.removed_seq IS NULL OR "
+            "f.removed_seq > s.seq) ORDER BY f.data_seq, f.id",
+            2, vals, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = pipe_send(&pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
+    if (rc != ST_OK) {
+        PQexitPipelineMode(c);
+        pipe_clear(&pp);
+        return rc;
+    }
+    if ((rc = pipe_run(&pp, err)) != ST_OK) {
+        pipe_clear(&pp);
+        return rc;
+    }
+    int bad = pipe_failed(&pp);
+    if (bad >= 0) {
+        rc = cat_fail(c, pp.res[bad], "reading the snapshot", err);
+        pipe_clear(&pp);
+        eng__rollback(c);
+        return rc;
+    }
+    PGresult *r = pp.res[1];
+    if (PQntuples(r) == 0) {
+        pipe_clear(&pp);
+        return st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
+    }
+    int64_t cur = eng__get_i64(r, 0, 0);
+    bool exists = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+    bool expired = strcmp(PQgetvalue(r, 0, 2), "t") == 0;
+    if (!exists) {
+        pipe_clear(&pp);
+        return st_errf(err, ST_ENOTFOUND,
+                       "snapshot %lld of table \"%s\" does not exist (the current snapshot is "
+                       "%lld)",
+                       (long long)snapshot, t->name, (long long)cur);
+    }
+    if (expired) {
+        pipe_clear(&pp);
+        return st_errf(err, ST_EGONE, "snapshot %lld of table \"%s\" has expired",
+                       (long long)snapshot, t->name);
+    }
+    *seq = has_snapshot ? snapshot : cur;
+    r = pp.res[2];
+    int rows = PQntuples(r);
+    struct snap_file *f = xcalloc((size_t)(rows ? rows : 1), sizeof *f);
+    for (int i = 0; i < rows; i++) {
+        f[i].id = eng__get_i64(r, i, 0);
+        f[i].path = xstrdup(PQgetvalue(r, i, 1));
+        f[i].record_count = eng__get_i64(r, i, 2);
+        f[i].file_size = eng__get_i64(r, i, 3);
+        f[i].data_seq = eng__get_i64(r, i, 4);
+        f[i].stats_json = PQgetisnull(r, i, 5) ? NULL : xstrdup(PQgetvalue(r, i, 5));
+        f[i].has_dv = !PQgetisnull(r, i, 6);
+        if (f[i].has_dv) {
+            f[i].dv_path = xstrdup(PQgetvalue(r, i, 6));
+            f[i].dv_offset = eng__get_i64(r, i, 7);
+            f[i].dv_length = eng__get_i64(r, i, 8);
+            f[i].dv_card = eng__get_i64(r, i, 9);
+        }
+    }
+    pipe_clear(&pp);
+    *files = f;
+    *n = (size_t)rows;
+    return ST_OK;
+}
+
+/* Column ranges of a file from its catalog stats, for pruning. The strings
+   in `ranges` point into the returned JSON, which the caller decrefs. */
+static json_t *file_ranges(const struct table *t, const char *stats_json,
+                           struct col_range *ranges, const struct col_range **rp)
+{
+    for (int k = 0; k < t->ncols; k++)
+        rp[k] = NULL;
+    if (stats_json == NULL)
+        return NULL;
+    json_t *o = json_loads(stats_json, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return NULL;
+    }
+    for (int k = 0; k < t->ncols; k++) {
+        json_t *c = json_object_get(o, t->cols[k].name);
+        if (!json_is_object(c))
+            continue;
+        struct col_range *cr = &ranges[k];
+        memset(cr, 0, sizeof *cr);
+        json_t *nulls = json_object_get(c, "nulls");
+        if (json_is_integer(nulls)) {
+            cr->has_null_count = true;
+            cr->null_count = (uint64_t)json_integer_value(nulls);
+        }
+        json_t *mn = json_object_get(c, "min"), *mx = json_object_get(c, "max");
+        bool ok = mn != NULL && mx != NULL;
+        if (ok) {
+            switch (t->cols[k].type) {
+            case ST_T_BOOLEAN:
+                ok = json_is_boolean(mn) && json_is_boolean(mx);
+                cr->min.v.b = json_is_true(mn);
+                cr->max.v.b = json_is_true(mx);
+                break;
+            case ST_T_INT:
+                ok = json_is_integer(mn) && json_is_integer(mx);
+                cr->min.v.i = (int32_t)json_integer_value(mn);
+                cr->max.v.i = (int32_t)json_integer_value(mx);
+                break;
+            case ST_T_LONG:
+            case ST_T_TIMESTAMP:
+                ok = json_is_integer(mn) && json_is_integer(mx);
+                cr->min.v.l = json_integer_value(mn);
+                cr->max.v.l = json_integer_value(mx);
+                break;
+            case ST_T_DOUBLE:
+                ok = json_is_number(mn) && json_is_number(mx);
+                cr->min.v.d = json_number_value(mn);
+                cr->max.v.d = json_number_value(mx);
+                break;
+            case ST_T_STRING:
+                ok = json_is_string(mn) && json_is_string(mx);
+                cr->min.v.s.p = json_string_value(mn);
+                cr->min.v.s.len = (uint32_t)json_string_length(mn);
+                cr->max.v.s.p = json_string_value(mx);
+                cr->max.v.s.len = (uint32_t)json_string_length(mx);
+                break;
+            }
+        }
+        cr->has_minmax = ok;
+        rp[k] = cr;
+    }
+    return o;
+}
+
+/* ---- scans ---------------------------------------------------------------- */
+
+struct scan {
+    struct engine *e;
+    struct table *t;
+    int64_t seq;
+    struct snap_file *files;
+    size_t nfiles, fi;
+    const struct filter *filter;
+    bool has_limit;
+    int64_t remaining;
+    int *out;               /* output columns (table indexes) */
+    int nout;
+    bool *needed;           /* table columns to decode */
+    /* current file */
+    struct pq_reader *r;
+    int *pq_cols;           /* parquet column per decoded column */
+    int *tcol_of;           /* decoded column -> table column */
+    int ndecoded;
+    int *slot_of;           /* table column -> decoded column, or -1 */
+    int rg;
+    const struct dv *dv;
+    void *dv_handle;
+    struct pq_batch batch;
+    uint8_t *sel;
+    uint32_t *rows;
+    size_t cap;
+    const struct st_colvec **vecs_by_table;
+    const struct st_colvec **out_vecs;
+    struct col_range *ranges;
+    const struct col_range **rp;
+};
+
+int64_t scan_snapshot(const struct scan *s)
+{
+    return s->seq;
+}
+
+const int *scan_columns(const struct scan *s, int *n)
+{
+    *n = s->nout;
+    return s->out;
+}
+
+int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *req,
+                     struct scan **out, struct st_err *err)
+{
+    *out = NULL;
+    if (req->has_limit && req->limit < 0)
+        return st_errf(err, ST_EINVAL, "limit: must be >= 0");
+    if (req->columns != NULL && req->ncolumns <= 0)
+        return st_errf(err, ST_EINVAL, "columns: an empty list selects nothing; omit it for all");
+    for (int i = 0; req->columns != NULL && i < req->ncolumns; i++)
+        if (req->columns[i] < 0 || req->columns[i] >= t->ncols)
+            return st_errf(err, ST_EINVAL, "columns[%d]: no such column", i);
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, 5000, err);
+    if (rc != ST_OK)
+        return rc;
+    struct scan *s = xcalloc(1, sizeof *s);
+    rc = eng__snapshot_files(e, c, t, req->has_snapshot, req->snapshot, &s->seq, &s->files,
+                             &s->nfiles, err);
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    if (rc != ST_OK) {
+        free(s);
+        return rc;
+    }
+    s->e = e;
+    s->t = t;
+    table_ref(t);
+    s->filter = req->filter;
+    s->has_limit = req->has_limit;
+    s->remaining = req->limit;
+    s->nout = req->columns ? req->ncolumns : t->ncols;
+    s->out = xcalloc((size_t)s->nout, sizeof *s->out);
+    for (int i = 0; i < s->nout; i++)
+        s->out[i] = req->columns ? req->columns[i] : i;
+    s->needed = xcalloc((size_t)t->ncols, sizeof *s->needed);
+    for (int i = 0; i < s->nout; i++)
+        s->needed[s->out[i]] = true;
+    if (s->filter != NULL)
+        filter_columns(s->filter, s->needed);
+    s->pq_cols = xcalloc((size_t)t->ncols, sizeof *s->pq_cols);
+    s->tcol_of = xcalloc((size_t)t->ncols, sizeof *s->tcol_of);
+    s->slot_of = xcalloc((size_t)t->ncols, sizeof *s->slot_of);
+    s->vecs_by_table = xcalloc((size_t)t->ncols, sizeof *s->vecs_by_table);
+    s->out_vecs = xcalloc((size_t)s->nout, sizeof *s->out_vecs);
+    s->ranges = xcalloc((size_t)t->ncols, sizeof *s->ranges);
+    s->rp = xcalloc((size_t)t->ncols, sizeof *s->rp);
+    *out = s;
+    return ST_OK;
+}
+
+static void close_file(struct scan *s)
+{
+    pq_reader_close(s->r);
+    s->r = NULL;
+    if (s->dv_handle != NULL)
+        dvc__release(s->e, s->dv_handle);
+    s->dv = NULL;
+    s->dv_handle = NULL;
+    s->fi++;
+}
+
+static int open_file(struct scan *s, struct st_err *err)
+{
+    const struct table *t = s->t;
+    struct snap_file *f = &s->files[s->fi];
+    if (s->filter != NULL) {
+        json_t *j = file_ranges(t, f->stats_json, s->ranges, s->rp);
+        bool may = filter_may_match(s->filter, s->rp, (uint64_t)f->record_count);
+        json_decref(j);
+        if (!may) {
+            s->fi++;
+            return ST_OK;
+        }
+    }
+    if (f->has_dv && f->dv_card >= f->record_count) {
+        s->fi++;
+        return ST_OK;
+    }
+    char *abs = eng__abs(s->e, f->path);
+    int rc = pq_reader_open(abs, &s->r, err);
+    free(abs);
+    if (rc != ST_OK)
+        return st_err_prefix(err, "data file %lld", (long long)f->id);
+    s->ndecoded = 0;
+    for (int k = 0; k < t->ncols; k++) {
+        s->slot_of[k] = -1;
+        if (!s->needed[k])
+            continue;
+        int pc = pq_find_column(s->r, t->cols[k].name);
+        if (pc < 0) {
+            pq_reader_close(s->r);
+            s->r = NULL;
+            return st_errf(err, ST_ECORRUPT, "data file %lld has no column \"%s\"",
+                           (long long)f->id, t->cols[k].name);
+        }
+        s->slot_of[k] = s->ndecoded;
+        s->tcol_of[s->ndecoded] = k;
+        s->pq_cols[s->ndecoded++] = pc;
+    }
+    if (f->has_dv) {
+        rc = dvc__get(s->e, f->dv_path, f->dv_offset, f->dv_length, f->dv_card, &s->dv,
+                      &s->dv_handle, err);
+        if (rc != ST_OK) {
+            pq_reader_close(s->r);
+            s->r = NULL;
+            return rc;
+        }
+    }
+    s->rg = 0;
+    return ST_OK;
+}
+
+int scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st_err *err)
+{
+    memset(b, 0, sizeof *b);
+    *done = false;
+    const struct table *t = s->t;
+    for (;;) {
+        if (s->has_limit && s->remaining <= 0) {
+            *done = true;
+            return ST_OK;
+        }
+        if (s->r == NULL) {
+            if (s->fi >= s->nfiles) {
+                *done = true;
+                return ST_OK;
+            }
+            size_t before = s->fi;
+            int rc = open_file(s, err);
+            if (rc != ST_OK)
+                return rc;
+            if (s->r == NULL && s->fi != before)
+                continue; /* pruned */
+        }
+        if (s->rg >= pq_num_row_groups(s->r)) {
+            close_file(s);
+            continue;
+        }
+        int rg = s->rg++;
+        uint64_t first, nr;
+        pq_row_group(s->r, rg, &first, &nr);
+        if (s->filter != NULL) {
+            for (int k = 0; k < t->ncols; k++) {
+                s->rp[k] = NULL;
+                struct pq_col_stats cs;
+                if (s->slot_of[k] < 0 ||
+                    !pq_row_group_stats(s->r, rg, s->pq_cols[s->slot_of[k]], &cs))
+                    continue;
+                s->ranges[k].has_minmax = cs.has_minmax;
+                s->ranges[k].min = cs.min;
+                s->ranges[k].max = cs.max;
+                s->ranges[k].has_null_count = true;
+                s->ranges[k].null_count = cs.null_count;
+                s->rp[k] = &s->ranges[k];
+            }
+            if (!filter_may_match(s->filter, s->rp, nr))
+                continue;
+        }
+        int rc = pq_read_row_group(s->r, rg, s->pq_cols, s->ndecoded, &s->batch, err);
+        if (rc != ST_OK)
+            return st_err_prefix(err, "data file %lld", (long long)s->files[s->fi].id);
+        size_t n = s->batch.nrows;
+        if (n > s->cap) {
+            s->cap = n;
+            s->sel = xrealloc(s->sel, n);
+            s->rows = xreallocarray(s->rows, n, sizeof *s->rows);
+        }
+        if (s->dv != NULL) {
+            dv_fill_mask(s->dv, first, n, s->sel);
+            for (size_t i = 0; i < n; i++)
+                s->sel[i] ^= 1;
+        } else {
+            memset(s->sel, 1, n);
+        }
+        for (int k = 0; k < t->ncols; k++)
+            s->vecs_by_table[k] = s->slot_of[k] >= 0 ? &s->batch.cols[s->slot_of[k]] : NULL;
+        if (s->filter != NULL)
+            filter_eval(s->filter, s->vecs_by_table, n, s->sel);
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            s->rows[m] = (uint32_t)i;
+            m += s->sel[i];
+        }
+        if (s->has_limit && (int64_t)m > s->remaining)
+            m = (size_t)s->remaining;
+        if (m == 0)
+            continue;
+        if (s->has_limit)
+            s->remaining -= (int64_t)m;
+        for (int j = 0; j < s->nout; j++)
+            s->out_vecs[j] = s->vecs_by_table[s->out[j]];
+        b->vecs = s->out_vecs;
+        b->rows = s->rows;
+        b->nrows = m;
+        b->first_pos = first;
+        b->file_id = s->files[s->fi].id;
+        return ST_OK;
+    }
+}
+
+void scan_close(struct scan *s)
+{
+    if (s == NULL)
+        return;
+    pq_reader_close(s->r);
+    if (s->dv_handle != NULL)
+        dvc__release(s->e, s->dv_handle);
+    pq_batch_free(&s->batch);
+    eng__snap_files_free(s->files, s->nfiles);
+    table_unref(s->t);
+    free(s->out);
+    free(s->needed);
+    free(s->pq_cols);
+    free(s->tcol_of);
+    free(s->slot_of);
+    free(s->sel);
+    free(s->rows);
+    free(s->vecs_by_table);
+    free(s->out_vecs);
+    free(s->ranges);
+    free(s->rp);
+    free(s);
+}
+
+/* ---- plan ------------------------------------------------------------------- */
+
+void plan_free(struct plan_file *files, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(files[i].path);
+        free(files[i].dv_path);
+    }
+    free(files);
+}
+
+int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
+                const struct filter *f, struct plan_file **files, size_t *nfiles, int64_t *seq,
+                struct st_err *err)
+{
+    *files = NULL;
+    *nfiles = 0;
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, 5000, err);
+    if (rc != ST_OK)
+        return rc;
+    struct snap_file *sf;
+    size_t n;
+    rc = eng__snapshot_files(e, c, t, has_snapshot, snapshot, seq, &sf, &n, err);
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    if (rc != ST_OK)
+        return rc;
+    struct plan_file *out = xcalloc(n ? n : 1, sizeof *out);
+    struct col_range *ranges = xcalloc((size_t)t->ncols, sizeof *ranges);
+    const struct col_range **rp = xcalloc((size_t)t->ncols, sizeof *rp);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (sf[i].has_dv && sf[i].dv_card >= sf[i].record_count)
+            continue;
+        if (f != NULL) {
+            json_t *j = file_ranges(t, sf[i].stats_json, ranges, rp);
+            bool may = filter_may_match(f, rp, (uint64_t)sf[i].record_count);
+            json_decref(j);
+            if (!may)
+                continue;
+        }
+        struct plan_file *p = &out[m++];
+        p->id = sf[i].id;
+        p->path = xstrdup(sf[i].path);
+        p->record_count = sf[i].record_count;
+        p->file_size = sf[i].file_size;
+        p->data_seq = sf[i].data_seq;
+        p->has_dv = sf[i].has_dv;
+        p->deleted_count = sf[i].has_dv ? sf[i].dv_card : 0;
+        if (p->has_dv) {
+            p->dv_path = xstrdup(sf[i].dv_path);
+            p->dv_offset = sf[i].dv_offset;
+            p->dv_length = sf[i].dv_length;
+            p->dv_cardinality = sf[i].dv_card;
+        }
+    }
+    free(ranges);
+    free(rp);
+    eng__snap_files_free(sf, n);
+    *files = out;
+    *nfiles = m;
+    return ST_OK;
+}
+
+/* ---- history and files -------------------------------------------------------- */
+
+void snapshots_free(struct snapshot_info *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(s[i].operation);
+        free(s[i].summary_json);
+    }
+    free(s);
+}
+
+int engine_list_snapshots(struct engine *e, struct table *t, struct snapshot_info **out, size_t *n,
+                          struct st_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, 5000, err);
+    if (rc != ST_OK)
+        return rc;
+    struct eng__num tid;
+    const char *vals[1] = {eng__i64(&tid, t->id)};
+    PGresult *r = PQexecParams(c,
+                               "SELECT seq, (extract(epoch from committed_at) * 1000000)::bigint, "
+                               "operation, summary::text FROM strike.snapshots WHERE table_id = "
+                               "$1 AND expired_at IS NULL ORDER BY seq",
+                               1, NULL, vals, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = cat_fail(c, r, "listing snapshots", err);
+        PQclear(r);
+        cat_release(e->pool, c, rc == ST_EUNAVAIL);
+        return rc;
+    }
+    int rows = PQntuples(r);
+    struct snapshot_info *s = xcalloc((size_t)(rows ? rows : 1), sizeof *s);
+    for (int i = 0; i < rows; i++) {
+        s[i].seq = eng__get_i64(r, i, 0);
+        s[i].committed_us = eng__get_i64(r, i, 1);
+        s[i].operation = xstrdup(PQgetvalue(r, i, 2));
+        s[i].summary_json = xstrdup(PQgetvalue(r, i, 3));
+    }
+    PQclear(r);
+    cat_release(e->pool, c, false);
+    *out = s;
+    *n = (size_t)rows;
+    return ST_OK;
+}
+
+int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
+                     int64_t *size, struct st_err *err)
+{
+    *abs_path = NULL;
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, 5000, err);
+    if (rc != ST_OK)
+        return rc;
+    struct eng__num tid, fid;
+    const char *vals[2] = {eng__i64(&tid, t->id), eng__i64(&fid, file_id)};
+    PGresult *r = PQexecParams(c,
+                               "SELECT path, file_size FROM strike.data_files WHERE table_id = $1 "
+                               "AND id = $2",
+                               2, NULL, vals, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = cat_fail(c, r, "reading the file", err);
+    } else if (PQntuples(r) == 0) {
+        rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" has no file %lld", t->name,
+                     (long long)file_id);
+    } else {
+        *abs_path = eng__abs(e, PQgetvalue(r, 0, 0));
+        *size = eng__get_i64(r, 0, 1);
+    }
+    PQclear(r);
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    return rc;
+}

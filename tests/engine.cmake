@@ -1,0 +1,8 @@
+# Engine tests: a real PostgreSQL (the ctest fixture), the real engine.
+add_library(strike_enginetest STATIC lib/enginetest.c)
+target_include_directories(strike_enginetest PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/lib)
+target_link_libraries(strike_enginetest PUBLIC strike_engine strike_testlib)
+
+strike_unit_test(test_engine PG SOURCES unit/test_engine.c LIBS strike_enginetest)
+strike_unit_test(test_keyenc SOURCES unit/test_keyenc.c LIBS strike_engine)
+strike_unit_test(test_hmap SOURCES unit/test_hmap.c LIBS strike_common)

@@ -1,0 +1,138 @@
+/* enginetest.c - engine test helpers. */
+#include "enginetest.h"
+#include "pgtest.h"
+
+#include "common/xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void die(const char *what, const struct st_err *err)
+{
+    fprintf(stderr, "enginetest: %s: %s\n", what, err ? err->msg : "");
+    abort();
+}
+
+void et_open(struct et *t, const char *db, uint32_t row_group_rows)
+{
+    memset(t, 0, sizeof *t);
+    t->conninfo = pgtest_create_db(db);
+    snprintf(t->data_dir, sizeof t->data_dir, "/tmp/strike-et-%s-XXXXXX", db);
+    if (mkdtemp(t->data_dir) == NULL)
+        die("mkdtemp", NULL);
+    struct engine_opts o = {.conninfo = t->conninfo,
+                            .data_dir = t->data_dir,
+                            .pool_size = 16,
+                            .row_group_rows = row_group_rows};
+    struct st_err err = {0};
+    if (engine_open(&o, &t->e, &err) != ST_OK)
+        die("engine_open", &err);
+}
+
+void et_reopen(struct et *t)
+{
+    engine_close(t->e);
+    struct engine_opts o = {.conninfo = t->conninfo, .data_dir = t->data_dir, .pool_size = 16};
+    struct st_err err = {0};
+    if (engine_open(&o, &t->e, &err) != ST_OK)
+        die("engine_open (reopen)", &err);
+}
+
+void et_close(struct et *t, bool remove_dir)
+{
+    engine_close(t->e);
+    if (remove_dir) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->data_dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "enginetest: could not remove %s\n", t->data_dir);
+    }
+    free(t->conninfo);
+}
+
+struct table *et_create(struct et *t, const char *name, const char *const *cols, int ncols,
+                        const char *const *pk, int npk, const char *version_col)
+{
+    struct st_column *c = xcalloc((size_t)ncols, sizeof *c);
+    for (int i = 0; i < ncols; i++) {
+        const char *colon = strchr(cols[i], ':');
+        snprintf(c[i].name, sizeof c[i].name, "%.*s", (int)(colon - cols[i]), cols[i]);
+        char type[32];
+        snprintf(type, sizeof type, "%s", colon + 1);
+        size_t n = strlen(type);
+        if (n > 0 && type[n - 1] == '!') {
+            c[i].required = true;
+            type[n - 1] = '\0';
+        }
+        if (!st_type_parse(type, &c[i].type))
+            die("bad type in spec", NULL);
+    }
+    struct table_def d = {name, ncols, c, npk, pk, version_col};
+    struct table *tab = NULL;
+    struct st_reply rep = {0};
+    struct st_err err = {0};
+    if (engine_create_table(t->e, &d, NULL, &tab, &rep, &err) != ST_OK)
+        die("create table", &err);
+    free(c);
+    return tab;
+}
+
+int et_scan_rc(struct et *t, struct table *tab, int64_t snapshot, struct et_rows *out,
+               struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct scan_req req = {.has_snapshot = snapshot >= 0, .snapshot = snapshot};
+    struct scan *s;
+    int rc = engine_scan_open(t->e, tab, &req, &s, err);
+    if (rc != ST_OK)
+        return rc;
+    out->snapshot = scan_snapshot(s);
+    size_t cap = 0;
+    for (;;) {
+        struct scan_batch b;
+        bool done;
+        if ((rc = scan_next(s, &b, &done, err)) != ST_OK)
+            break;
+        if (done)
+            break;
+        for (size_t i = 0; i < b.nrows; i++) {
+            if (out->n == cap) {
+                cap = cap ? cap * 2 : 64;
+                out->rows = xreallocarray(out->rows, cap, sizeof *out->rows);
+            }
+            struct et_row *r = &out->rows[out->n++];
+            r->ncols = tab->ncols;
+            r->v = xcalloc((size_t)tab->ncols, sizeof *r->v);
+            r->strs = xcalloc((size_t)tab->ncols, sizeof *r->strs);
+            for (int k = 0; k < tab->ncols; k++) {
+                st_colvec_get(b.vecs[k], b.rows[i], &r->v[k]);
+                if (tab->cols[k].type == ST_T_STRING && !r->v[k].null) {
+                    r->strs[k] = xstrndup(r->v[k].v.s.p, r->v[k].v.s.len);
+                    r->v[k].v.s.p = r->strs[k];
+                }
+            }
+        }
+    }
+    scan_close(s);
+    return rc;
+}
+
+void et_scan(struct et *t, struct table *tab, int64_t snapshot, struct et_rows *out)
+{
+    struct st_err err = {0};
+    if (et_scan_rc(t, tab, snapshot, out, &err) != ST_OK)
+        die("scan", &err);
+}
+
+void et_rows_free(struct et_rows *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        for (int k = 0; k < r->rows[i].ncols; k++)
+            free(r->rows[i].strs[k]);
+        free(r->rows[i].strs);
+        free(r->rows[i].v);
+    }
+    free(r->rows);
+    memset(r, 0, sizeof *r);
+}

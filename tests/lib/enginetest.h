@@ -1,0 +1,49 @@
+/*
+ * enginetest.h - helpers for tests that drive the engine directly: an
+ * engine on a fresh fixture database and temp blob dir, and scans into
+ * plain rows.
+ */
+#ifndef STRIKE_ENGINETEST_H
+#define STRIKE_ENGINETEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+
+struct et {
+    struct engine *e;
+    char *conninfo;
+    char data_dir[128];
+};
+
+/* Open an engine on database `db` (dropped and created) and a new temp dir. */
+void et_open(struct et *t, const char *db, uint32_t row_group_rows);
+/* Reopen the engine on the same database and directory (a "restart"). */
+void et_reopen(struct et *t);
+void et_close(struct et *t, bool remove_dir);
+
+/* Create a table from a JSON-free compact spec: "name:type[!]" columns, "!" = required. */
+struct table *et_create(struct et *t, const char *name, const char *const *cols, int ncols,
+                        const char *const *pk, int npk, const char *version_col);
+
+/* A scanned row: values of every column (strings copied). */
+struct et_row {
+    struct st_value *v;
+    char **strs;
+    int ncols;
+};
+struct et_rows {
+    struct et_row *rows;
+    size_t n;
+    int64_t snapshot;
+};
+/* Scan the whole table (snapshot < 0: current); aborts the test on error. */
+void et_scan(struct et *t, struct table *tab, int64_t snapshot, struct et_rows *out);
+/* The same, returning the engine status instead of aborting. */
+int et_scan_rc(struct et *t, struct table *tab, int64_t snapshot, struct et_rows *out,
+               struct st_err *err);
+void et_rows_free(struct et_rows *r);
+
+#endif

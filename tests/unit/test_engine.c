@@ -1,0 +1,607 @@
+/*
+ * test_engine.c - the engine against a real PostgreSQL: tables, changes,
+ * the counts of API.md, stats from metadata, snapshots, DV fetch, and a
+ * model-based test: thousands of random changes (inserts, updates,
+ * deletes, missing keys, stale versions, duplicate producer offsets,
+ * predicate deletes) checked after every commit against an in-memory model,
+ * including scans of older snapshots.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "dv/dv.h"
+#include "engine/engine.h"
+#include "enginetest.h"
+#include "expr/filter.h"
+
+static struct et T;
+
+static int setup(void **state)
+{
+    (void)state;
+    et_open(&T, "strike_test_engine", 64);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    et_close(&T, true);
+    return 0;
+}
+
+/* ---- small builders --------------------------------------------------------- */
+
+static struct st_value L(int64_t v)
+{
+    struct st_value x = {0};
+    x.v.l = v;
+    return x;
+}
+
+static struct st_value I(int32_t v)
+{
+    struct st_value x = {0};
+    x.v.i = v;
+    return x;
+}
+
+static struct st_value D(double v)
+{
+    struct st_value x = {0};
+    x.v.d = v;
+    return x;
+}
+
+static struct st_value S(const char *s)
+{
+    struct st_value x = {0};
+    x.v.s.p = s;
+    x.v.s.len = (uint32_t)strlen(s);
+    return x;
+}
+
+static struct st_value N(void)
+{
+    struct st_value x = {0};
+    x.null = true;
+    return x;
+}
+
+static int apply(struct table *t, struct change *ch, size_t n, const char *producer,
+                 int64_t offset, struct change_res *res, struct st_err *err)
+{
+    struct change_req req = {.table = t, .changes = ch, .nchanges = n};
+    if (producer) {
+        req.producer = producer;
+        req.has_offset = true;
+        req.offset = offset;
+    }
+    struct st_reply rep = {0};
+    int rc = engine_apply_changes(T.e, &req, res, &rep, err);
+    st_reply_clear(&rep);
+    return rc;
+}
+
+static struct filter *parse_filter(struct table *t, const char *json)
+{
+    struct filter *f = NULL;
+    struct st_err err = {0};
+    if (filter_parse(json, strlen(json), t->cols, t->ncols, &f, &err) != ST_OK)
+        fail_msg("filter %s: %s", json, err.msg);
+    return f;
+}
+
+/* ---- basics ------------------------------------------------------------------ */
+
+static void test_tables(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "name:string"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "basic", cols, 2, pk, 1, NULL);
+    assert_int_equal(t->seq, 0);
+    assert_int_equal(t->npk, 1);
+
+    struct st_err err = {0};
+    struct table *again = NULL;
+    assert_int_equal(engine_get_table(T.e, "basic", &again, &err), ST_OK);
+    assert_int_equal(again->id, t->id);
+    table_unref(again);
+
+    /* duplicates and bad definitions */
+    struct st_column c[2] = {{"id", ST_T_LONG, true}, {"id", ST_T_STRING, false}};
+    struct table_def d = {"basic", 1, c, 1, pk, NULL};
+    struct st_reply rep = {0};
+    st_err_clear(&err);
+    assert_int_equal(engine_create_table(T.e, &d, NULL, &again, &rep, &err), ST_EEXIST);
+    d.name = "dup_cols";
+    d.ncols = 2;
+    st_err_clear(&err);
+    assert_int_equal(engine_create_table(T.e, &d, NULL, &again, &rep, &err), ST_EINVAL);
+    assert_non_null(strstr(err.msg, "duplicate column"));
+    struct st_column c2[1] = {{"id", ST_T_LONG, false}};
+    struct table_def d2 = {"nullable_pk", 1, c2, 1, pk, NULL};
+    st_err_clear(&err);
+    assert_int_equal(engine_create_table(T.e, &d2, NULL, &again, &rep, &err), ST_EINVAL);
+    assert_non_null(strstr(err.msg, "must be required"));
+    struct table_def d3 = {"bad-name", 1, c, 1, pk, NULL};
+    st_err_clear(&err);
+    assert_int_equal(engine_create_table(T.e, &d3, NULL, &again, &rep, &err), ST_EINVAL);
+
+    struct table **all;
+    size_t n;
+    assert_int_equal(engine_list_tables(T.e, &all, &n, &err), ST_OK);
+    bool found = false;
+    for (size_t i = 0; i < n; i++) {
+        found |= strcmp(all[i]->name, "basic") == 0;
+        table_unref(all[i]);
+    }
+    free(all);
+    assert_true(found);
+
+    /* snapshot 0 is the empty table */
+    struct et_rows rows;
+    et_scan(&T, t, 0, &rows);
+    assert_int_equal(rows.n, 0);
+    assert_int_equal(rows.snapshot, 0);
+    et_rows_free(&rows);
+
+    assert_int_equal(engine_drop_table(T.e, "basic", NULL, &rep, &err), ST_OK);
+    st_err_clear(&err);
+    assert_int_equal(engine_get_table(T.e, "basic", &again, &err), ST_ENOTFOUND);
+    st_err_clear(&err);
+    assert_int_equal(engine_drop_table(T.e, "basic", NULL, &rep, &err), ST_ENOTFOUND);
+    table_unref(t);
+}
+
+static void test_counts_and_stats(void **state)
+{
+    (void)state;
+    const char *cols[] = {"order_id:long!", "amount:double", "status:string"};
+    const char *pk[] = {"order_id"};
+    struct table *t = et_create(&T, "orders", cols, 3, pk, 1, NULL);
+    struct st_value r1[3] = {L(1), D(9.5), S("NEW")}, r2[3] = {L(2), N(), S("X")};
+    struct st_value k3[1] = {L(3)}, k1[1] = {L(1)};
+    struct change ch[] = {{CHANGE_UPSERT, r1}, {CHANGE_UPSERT, r2}, {CHANGE_DELETE, k3}};
+    struct change_res res;
+    struct st_err err = {0};
+    assert_int_equal(apply(t, ch, 3, NULL, 0, &res, &err), ST_OK);
+    assert_int_equal(res.seq, 1);
+    assert_int_equal(res.inserted, 2);
+    assert_int_equal(res.missing, 1);
+    assert_int_equal(res.deleted, 0);
+
+    /* upsert of an existing key, then insert + delete of a new key in one request */
+    struct st_value r1b[3] = {L(1), D(10), S("PAID")}, r4[3] = {L(4), D(1), N()};
+    struct st_value k4[1] = {L(4)};
+    struct change ch2[] = {{CHANGE_UPSERT, r1b}, {CHANGE_UPSERT, r4}, {CHANGE_DELETE, k4}};
+    assert_int_equal(apply(t, ch2, 3, NULL, 0, &res, &err), ST_OK);
+    assert_int_equal(res.seq, 2);
+    assert_int_equal(res.updated, 1);
+    assert_int_equal(res.inserted, 1);
+    assert_int_equal(res.deleted, 1);
+
+    /* a request that changes nothing creates no snapshot */
+    struct st_value k9[1] = {L(9)};
+    struct change ch3[] = {{CHANGE_DELETE, k9}};
+    assert_int_equal(apply(t, ch3, 1, NULL, 0, &res, &err), ST_OK);
+    assert_int_equal(res.seq, 2);
+    assert_int_equal(res.missing, 1);
+
+    struct table_stats st;
+    assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
+    assert_int_equal(st.live_rows, 2);
+    assert_int_equal(st.rows - st.deleted_rows, st.live_rows);
+
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal(rows.n, 2);
+    assert_int_equal(rows.snapshot, 2);
+    bool saw1 = false;
+    for (size_t i = 0; i < rows.n; i++)
+        if (rows.rows[i].v[0].v.l == 1) {
+            saw1 = true;
+            assert_true(rows.rows[i].v[1].v.d == 10.0);
+            assert_string_equal(rows.rows[i].strs[2], "PAID");
+        }
+    assert_true(saw1);
+    et_rows_free(&rows);
+
+    /* the old snapshot still reads as it was */
+    et_scan(&T, t, 1, &rows);
+    assert_int_equal(rows.n, 2);
+    for (size_t i = 0; i < rows.n; i++)
+        if (rows.rows[i].v[0].v.l == 1)
+            assert_string_equal(rows.rows[i].strs[2], "NEW");
+    et_rows_free(&rows);
+
+    /* unknown and negative snapshots */
+    st_err_clear(&err);
+    assert_int_equal(et_scan_rc(&T, t, 99, &rows, &err), ST_ENOTFOUND);
+
+    /* snapshots: 0 create, 1, 2 changes */
+    struct snapshot_info *snaps;
+    size_t ns;
+    assert_int_equal(engine_list_snapshots(T.e, t, &snaps, &ns, &err), ST_OK);
+    assert_int_equal(ns, 3);
+    assert_string_equal(snaps[0].operation, "create");
+    assert_string_equal(snaps[2].operation, "changes");
+    snapshots_free(snaps, ns);
+
+    /* expected_seq */
+    struct change_req req = {.table = t, .changes = ch3, .nchanges = 1,
+                             .has_expected_seq = true, .expected_seq = 1};
+    struct st_reply rep = {0};
+    st_err_clear(&err);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_ECONFLICT);
+    assert_non_null(strstr(err.msg, "expected_seq"));
+
+    /* delete by key of a table that has one, and DV fetch */
+    struct change ch4[] = {{CHANGE_DELETE, k1}};
+    st_err_clear(&err);
+    assert_int_equal(apply(t, ch4, 1, NULL, 0, &res, &err), ST_OK);
+    assert_int_equal(res.deleted, 1);
+    struct plan_file *pf;
+    size_t npf;
+    int64_t seq;
+    assert_int_equal(engine_plan(T.e, t, false, 0, NULL, &pf, &npf, &seq, &err), ST_OK);
+    assert_int_equal(seq, 3);
+    int64_t deleted_total = 0;
+    for (size_t i = 0; i < npf; i++) {
+        deleted_total += pf[i].deleted_count;
+        struct dv_bytes *b;
+        int64_t snap;
+        assert_int_equal(engine_get_dv(T.e, t, pf[i].id, true, seq, DV_FMT_ROARING64, &b, &snap,
+                                       &err),
+                         ST_OK);
+        assert_int_equal(snap, seq);
+        assert_int_equal(b->cardinality, pf[i].deleted_count);
+        struct dv *d;
+        assert_int_equal(dv_decode_roaring64(b->data, b->len, DV_RULE, &d, &err), ST_OK);
+        assert_int_equal(dv_cardinality(d), (uint64_t)pf[i].deleted_count);
+        dv_free(d);
+        /* the second time comes from the cache, same bytes and tag */
+        struct dv_bytes *b2;
+        assert_true(engine_peek_dv(T.e, t, pf[i].id, seq, DV_FMT_ROARING64, &b2));
+        assert_string_equal(b->etag, b2->etag);
+        dv_bytes_unref(b2);
+        dv_bytes_unref(b);
+    }
+    plan_free(pf, npf);
+    assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
+    assert_int_equal(st.deleted_rows, deleted_total);
+    assert_int_equal(st.live_rows, 1);
+    table_unref(t);
+}
+
+static void test_no_primary_key(void **state)
+{
+    (void)state;
+    const char *cols[] = {"msg:string", "n:int"};
+    struct table *t = et_create(&T, "log_lines", cols, 2, NULL, 0, NULL);
+    struct st_value r[2] = {S("a"), I(1)};
+    struct change ch[] = {{CHANGE_UPSERT, r}, {CHANGE_UPSERT, r}};
+    struct change_res res;
+    struct st_err err = {0};
+    assert_int_equal(apply(t, ch, 2, NULL, 0, &res, &err), ST_OK);
+    assert_int_equal(res.inserted, 2);
+    struct st_value k[1] = {S("a")};
+    struct change del[] = {{CHANGE_DELETE, k}};
+    st_err_clear(&err);
+    assert_int_equal(apply(t, del, 1, NULL, 0, &res, &err), ST_EINVAL);
+    assert_non_null(strstr(err.msg, "no primary key"));
+
+    struct filter *f = parse_filter(t, "{\"type\":\"eq\",\"term\":\"n\",\"value\":1}");
+    struct delete_res dr;
+    struct st_reply rep = {0};
+    st_err_clear(&err);
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &rep, &err), ST_OK);
+    assert_int_equal(dr.deleted, 2);
+    filter_free(f);
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal(rows.n, 0);
+    et_rows_free(&rows);
+    table_unref(t);
+}
+
+static void test_idempotency(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "idem", cols, 2, pk, 1, NULL);
+    struct st_value r[2] = {L(1), L(1)};
+    struct change ch[] = {{CHANGE_UPSERT, r}};
+    struct st_idem idem = {.key = "abc"};
+    memset(idem.hash, 7, 32);
+    struct change_req req = {.table = t, .changes = ch, .nchanges = 1, .idem = &idem};
+    struct change_res res;
+    struct st_reply rep = {0};
+    struct st_err err = {0};
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_OK);
+    assert_null(rep.body);
+    assert_int_equal(res.seq, 1);
+    /* the retry replays the first response, without a second commit */
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_OK);
+    assert_non_null(rep.body);
+    assert_int_equal(rep.status, 200);
+    assert_non_null(strstr(rep.body, "\"seq\":1"));
+    assert_non_null(strstr(rep.body, "\"inserted\":1"));
+    st_reply_clear(&rep);
+    /* another body with the same key is refused */
+    memset(idem.hash, 8, 32);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_EIDEMPOTENCY);
+    struct table *cur;
+    st_err_clear(&err);
+    assert_int_equal(engine_get_table(T.e, "idem", &cur, &err), ST_OK);
+    assert_int_equal(cur->seq, 1);
+    table_unref(cur);
+    table_unref(t);
+}
+
+/* ---- the model-based test --------------------------------------------------------- */
+
+#define MODEL_KEYS 300
+#define MODEL_OPS 1500
+#define MAX_SNAPS (MODEL_OPS + 2)
+
+struct mrow {
+    bool live;
+    int32_t grp;
+    bool amount_null;
+    double amount;
+    char name[16];
+    bool ver_null;
+    int64_t ver;
+};
+
+struct model {
+    struct mrow rows[MODEL_KEYS];
+};
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void check_scan(struct table *t, const struct model *m, int64_t snapshot)
+{
+    struct et_rows rows;
+    et_scan(&T, t, snapshot, &rows);
+    bool seen[MODEL_KEYS] = {false};
+    size_t live = 0;
+    for (int k = 0; k < MODEL_KEYS; k++)
+        live += m->rows[k].live;
+    if (rows.n != live)
+        fail_msg("snapshot %lld: scan has %zu rows, model %zu", (long long)snapshot, rows.n,
+                 live);
+    for (size_t i = 0; i < rows.n; i++) {
+        const struct st_value *v = rows.rows[i].v;
+        int64_t id = v[0].v.l;
+        assert_true(id >= 0 && id < MODEL_KEYS);
+        if (seen[id])
+            fail_msg("snapshot %lld: key %lld twice", (long long)snapshot, (long long)id);
+        seen[id] = true;
+        const struct mrow *r = &m->rows[id];
+        if (!r->live)
+            fail_msg("snapshot %lld: key %lld should be gone", (long long)snapshot,
+                     (long long)id);
+        assert_int_equal(v[1].v.i, r->grp);
+        assert_int_equal(v[2].null, r->amount_null);
+        if (!r->amount_null)
+            assert_true(v[2].v.d == r->amount);
+        assert_string_equal(rows.rows[i].strs[3], r->name);
+        assert_int_equal(v[4].null, r->ver_null);
+        if (!r->ver_null)
+            assert_int_equal(v[4].v.l, r->ver);
+    }
+    et_rows_free(&rows);
+}
+
+static bool version_lower(const struct mrow *stored, bool vnull, int64_t v)
+{
+    if (stored->ver_null)
+        return false;
+    if (vnull)
+        return true;
+    return v < stored->ver;
+}
+
+static void test_model(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "grp:int!", "amount:double", "name:string!", "ver:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "model", cols, 5, pk, 1, "ver");
+    struct model *snaps = xcalloc(MAX_SNAPS, sizeof *snaps); /* model at each seq */
+    struct model cur;
+    memset(&cur, 0, sizeof cur);
+    int64_t seq = 0;
+    int64_t offset = 0;
+    char (*names)[16] = xcalloc(64 * 20, sizeof *names);
+    for (int op = 0; op < MODEL_OPS; op++) {
+        uint64_t kind = rnd() % 100;
+        struct st_err err = {0};
+        if (kind < 8) {
+            /* a predicate delete */
+            char json[200];
+            int g = (int)(rnd() % 6), lim = (int)(rnd() % 50);
+            bool by_grp = rnd() % 2;
+            if (by_grp)
+                snprintf(json, sizeof json, "{\"type\":\"eq\",\"term\":\"grp\",\"value\":%d}", g);
+            else
+                snprintf(json, sizeof json,
+                         "{\"type\":\"and\",\"left\":{\"type\":\"lt\",\"term\":\"amount\","
+                         "\"value\":%d},\"right\":{\"type\":\"not-null\",\"term\":\"ver\"}}",
+                         lim);
+            struct filter *f = parse_filter(t, json);
+            struct delete_res dr;
+            struct st_reply rep = {0};
+            assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &rep, &err),
+                             ST_OK);
+            filter_free(f);
+            int64_t expect = 0;
+            for (int k = 0; k < MODEL_KEYS; k++) {
+                struct mrow *r = &cur.rows[k];
+                if (!r->live)
+                    continue;
+                bool match = by_grp ? r->grp == g
+                                    : (!r->amount_null && r->amount < lim && !r->ver_null);
+                if (match) {
+                    r->live = false;
+                    expect++;
+                }
+            }
+            if (dr.deleted != expect)
+                fail_msg("op %d: %s deleted %lld, model %lld", op, json, (long long)dr.deleted,
+                         (long long)expect);
+            if (expect > 0)
+                seq++;
+            assert_int_equal(dr.seq, seq);
+        } else {
+            /* a request of 1..12 changes, sometimes with a producer offset */
+            size_t n = 1 + rnd() % 12;
+            struct change ch[12];
+            struct st_value vals[12][5];
+            struct change_res expect = {0};
+            struct model after = cur;
+            bool touched[MODEL_KEYS] = {false};
+            for (size_t i = 0; i < n; i++) {
+                int64_t id = (int64_t)(rnd() % MODEL_KEYS);
+                struct mrow *r = &after.rows[id];
+                if (rnd() % 4 == 0) {
+                    vals[i][0] = L(id);
+                    ch[i] = (struct change){CHANGE_DELETE, vals[i]};
+                    if (r->live) {
+                        r->live = false;
+                        touched[id] = true;
+                        expect.deleted++;
+                    } else {
+                        expect.missing++;
+                    }
+                    continue;
+                }
+                char *nm = names[(op % 64) * 20 + i];
+                snprintf(nm, 16, "n%llu", (unsigned long long)(rnd() % 1000));
+                bool anull = rnd() % 5 == 0, vnull = rnd() % 7 == 0;
+                int32_t grp = (int32_t)(rnd() % 6);
+                double amount = (double)(rnd() % 100) + 0.25;
+                int64_t ver = (int64_t)(rnd() % 40);
+                vals[i][0] = L(id);
+                vals[i][1] = I(grp);
+                vals[i][2] = anull ? N() : D(amount);
+                vals[i][3] = S(nm);
+                vals[i][4] = vnull ? N() : L(ver);
+                ch[i] = (struct change){CHANGE_UPSERT, vals[i]};
+                if (r->live && version_lower(r, vnull, ver)) {
+                    expect.stale++;
+                    continue;
+                }
+                if (r->live)
+                    expect.updated++;
+                else
+                    expect.inserted++;
+                r->live = true;
+                touched[id] = true;
+                r->grp = grp;
+                r->amount_null = anull;
+                r->amount = amount;
+                snprintf(r->name, sizeof r->name, "%s", nm);
+                r->ver_null = vnull;
+                r->ver = ver;
+            }
+            const char *producer = NULL;
+            bool dup = false;
+            if (rnd() % 5 == 0) {
+                producer = "p1";
+                if (offset > 0 && rnd() % 3 == 0) {
+                    dup = true; /* a retried delivery */
+                } else {
+                    offset += 1 + (int64_t)(rnd() % 3);
+                }
+            }
+            int64_t use_offset = dup ? offset - (int64_t)(rnd() % 2) : offset;
+            struct change_res res;
+            assert_int_equal(apply(t, ch, n, producer, use_offset, &res, &err), ST_OK);
+            if (dup) {
+                assert_true(res.duplicate);
+                assert_int_equal(res.inserted + res.updated + res.deleted, 0);
+                assert_int_equal(res.seq, seq);
+            } else {
+                assert_false(res.duplicate);
+                if (res.inserted != expect.inserted || res.updated != expect.updated ||
+                    res.deleted != expect.deleted || res.missing != expect.missing ||
+                    res.stale != expect.stale)
+                    fail_msg("op %d: counts i%lld u%lld d%lld m%lld s%lld, model i%lld u%lld "
+                             "d%lld m%lld s%lld",
+                             op, (long long)res.inserted, (long long)res.updated,
+                             (long long)res.deleted, (long long)res.missing, (long long)res.stale,
+                             (long long)expect.inserted, (long long)expect.updated,
+                             (long long)expect.deleted, (long long)expect.missing,
+                             (long long)expect.stale);
+                /* a commit happens when a key that existed before or exists after was touched
+                   (inserting then deleting a new key in one request changes no row) */
+                bool changed = false;
+                for (int k = 0; k < MODEL_KEYS; k++)
+                    changed |= touched[k] && (cur.rows[k].live || after.rows[k].live);
+                if (changed || producer != NULL)
+                    seq++;
+                assert_int_equal(res.seq, seq);
+                cur = after;
+            }
+        }
+        snaps[seq] = cur;
+        check_scan(t, &cur, -1);
+        if (op % 25 == 24) {
+            int64_t old = (int64_t)(rnd() % (uint64_t)(seq + 1));
+            check_scan(t, &snaps[old], old);
+        }
+        if (op % 100 == 99) {
+            struct table_stats st;
+            assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
+            size_t live = 0;
+            for (int k = 0; k < MODEL_KEYS; k++)
+                live += cur.rows[k].live;
+            assert_int_equal(st.live_rows, (int64_t)live);
+        }
+    }
+    /* every snapshot, after a restart (nothing lives only in memory) */
+    et_reopen(&T);
+    struct table *t2;
+    struct st_err err = {0};
+    assert_int_equal(engine_get_table(T.e, "model", &t2, &err), ST_OK);
+    assert_int_equal(t2->seq, seq);
+    for (int64_t s = 0; s <= seq; s += 1 + seq / 40)
+        check_scan(t2, &snaps[s], s);
+    check_scan(t2, &cur, -1);
+    table_unref(t2);
+    table_unref(t);
+    free(snaps);
+    free(names);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tables),
+        cmocka_unit_test(test_counts_and_stats),
+        cmocka_unit_test(test_no_primary_key),
+        cmocka_unit_test(test_idempotency),
+        cmocka_unit_test(test_model),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
