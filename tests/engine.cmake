@@ -6,3 +6,6 @@ target_link_libraries(strike_enginetest PUBLIC strike_engine strike_testlib)
 strike_unit_test(test_engine PG SOURCES unit/test_engine.c LIBS strike_enginetest)
 strike_unit_test(test_keyenc SOURCES unit/test_keyenc.c LIBS strike_engine)
 strike_unit_test(test_hmap SOURCES unit/test_hmap.c LIBS strike_common)
+strike_unit_test(test_engine_concurrency PG SOURCES unit/test_engine_concurrency.c
+                 LIBS strike_enginetest)
+strike_unit_test(test_engine_faults PG SOURCES unit/test_engine_faults.c LIBS strike_enginetest)

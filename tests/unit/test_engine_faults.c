@@ -1,0 +1,255 @@
+/*
+ * test_engine_faults.c - the commit protocol under injected faults:
+ *   - every commit's first CAS attempt loses: results are still right, the
+ *     Parquet file is reused, the Puffin of the lost attempt is removed;
+ *   - a crash between blob write and COMMIT: no visible change, the blobs
+ *     are orphans that fsck lists and gc deletes;
+ *   - the connection dies right after COMMIT is sent: the outcome is decided
+ *     by the commit id, never committed twice.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "engine/engine_test.h"
+#include "enginetest.h"
+#include "expr/filter.h"
+
+static struct et T;
+
+static int setup(void **state)
+{
+    (void)state;
+    et_open(&T, "strike_test_faults", 1024);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    et_close(&T, true);
+    return 0;
+}
+
+static int upsert(struct table *t, int64_t id, int64_t v, struct change_res *res,
+                  struct st_err *err)
+{
+    struct st_value vals[2] = {{0}};
+    vals[0].v.l = id;
+    vals[1].v.l = v;
+    struct change ch = {CHANGE_UPSERT, vals};
+    struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
+    struct st_reply rep = {0};
+    return engine_apply_changes(T.e, &req, res, &rep, err);
+}
+
+static int64_t value_of(struct table *t, int64_t id, int *count)
+{
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    int64_t v = -1;
+    *count = 0;
+    for (size_t i = 0; i < rows.n; i++)
+        if (rows.rows[i].v[0].v.l == id) {
+            v = rows.rows[i].v[1].v.l;
+            (*count)++;
+        }
+    et_rows_free(&rows);
+    return v;
+}
+
+struct findings {
+    int orphans, missing, corrupt;
+};
+
+static void on_finding(void *ctx, const char *kind, const char *path, const char *detail)
+{
+    struct findings *f = ctx;
+    fprintf(stderr, "fsck: %s %s (%s)\n", kind, path, detail);
+    if (strcmp(kind, "orphan") == 0)
+        f->orphans++;
+    else if (strcmp(kind, "missing") == 0)
+        f->missing++;
+    else
+        f->corrupt++;
+}
+
+static struct findings fsck(void)
+{
+    struct findings f = {0};
+    struct gc_report rep;
+    struct st_err err = {0};
+    assert_int_equal(engine_fsck(T.e, on_finding, &f, &rep, &err), ST_OK);
+    return f;
+}
+
+static void test_conflict_on_every_first_attempt(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "conflicts", cols, 2, pk, 1, NULL);
+    engine_test_fault(T.e, FAULT_CONFLICT_FIRST_ATTEMPT, 1);
+    struct engine_metrics before, after;
+    engine_metrics(T.e, &before);
+    struct change_res res;
+    struct st_err err = {0};
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(upsert(t, i % 5, i, &res, &err), ST_OK);
+        assert_int_equal(res.seq, i + 1);
+    }
+    struct filter *f = NULL;
+    const char *js = "{\"type\":\"lt\",\"term\":\"id\",\"value\":2}";
+    assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
+    struct delete_res dr;
+    struct st_reply rep = {0};
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &rep, &err), ST_OK);
+    assert_int_equal(dr.deleted, 2);
+    assert_int_equal(dr.seq, 21);
+    filter_free(f);
+    engine_test_fault(T.e, FAULT_CONFLICT_FIRST_ATTEMPT, 0);
+    engine_metrics(T.e, &after);
+    assert_true(after.conflicts - before.conflicts >= 21);
+    assert_true(after.retries - before.retries >= 21);
+    int count;
+    for (int id = 0; id < 5; id++) {
+        int64_t v = value_of(t, id, &count);
+        if (id < 2) {
+            assert_int_equal(count, 0);
+        } else {
+            assert_int_equal(count, 1);
+            assert_int_equal(v, 15 + id);
+        }
+    }
+    /* the lost attempts left nothing behind: their Puffin files were removed and
+       their Parquet files reused */
+    struct findings fi = fsck();
+    assert_int_equal(fi.orphans, 0);
+    assert_int_equal(fi.missing + fi.corrupt, 0);
+    table_unref(t);
+}
+
+static void test_crash_between_blobs_and_commit(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "crashy", cols, 2, pk, 1, NULL);
+    struct change_res res;
+    struct st_err err = {0};
+    /* two rows in one file, so that updating one writes a DV (not a whole-file removal) */
+    struct st_value two[2][2] = {{{0}}};
+    two[0][0].v.l = 1;
+    two[0][1].v.l = 10;
+    two[1][0].v.l = 2;
+    two[1][1].v.l = 20;
+    struct change seed[2] = {{CHANGE_UPSERT, two[0]}, {CHANGE_UPSERT, two[1]}};
+    struct change_req sreq = {.table = t, .changes = seed, .nchanges = 2};
+    struct st_reply srep = {0};
+    assert_int_equal(engine_apply_changes(T.e, &sreq, &res, &srep, &err), ST_OK);
+    assert_int_equal(res.seq, 1);
+
+    fflush(NULL);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        struct engine *e;
+        struct engine_opts o = {.conninfo = T.conninfo, .data_dir = T.data_dir, .pool_size = 2};
+        struct st_err e2 = {0};
+        if (engine_open(&o, &e, &e2) != ST_OK)
+            _exit(3);
+        struct table *ct;
+        if (engine_get_table(e, "crashy", &ct, &e2) != ST_OK)
+            _exit(4);
+        engine_test_fault(e, FAULT_CRASH_BEFORE_COMMIT, 1);
+        struct st_value vals[2] = {{0}};
+        vals[0].v.l = 1;
+        vals[1].v.l = 99;
+        struct change ch = {CHANGE_UPSERT, vals};
+        struct change_req req = {.table = ct, .changes = &ch, .nchanges = 1};
+        struct st_reply rep = {0};
+        engine_apply_changes(e, &req, &res, &rep, &e2);
+        _exit(5); /* not reached: the fault exits with 77 */
+    }
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 77);
+
+    /* nothing visible changed */
+    struct table *now;
+    assert_int_equal(engine_get_table(T.e, "crashy", &now, &err), ST_OK);
+    assert_int_equal(now->seq, 1);
+    table_unref(now);
+    int count;
+    assert_int_equal(value_of(t, 1, &count), 10);
+    assert_int_equal(count, 1);
+    /* its blobs are orphans: listed by fsck, kept by gc within the grace, then collected */
+    struct findings fi = fsck();
+    assert_true(fi.orphans >= 2); /* the Parquet file and the Puffin file */
+    assert_int_equal(fi.missing + fi.corrupt, 0);
+    struct gc_report rep;
+    assert_int_equal(engine_gc(T.e, 3600, false, &rep, &err), ST_OK);
+    assert_int_equal(rep.deleted, 0);
+    assert_true(rep.orphans >= 2);
+    assert_int_equal(engine_gc(T.e, 0, false, &rep, &err), ST_OK);
+    assert_int_equal(rep.deleted, rep.orphans);
+    fi = fsck();
+    assert_int_equal(fi.orphans, 0);
+    /* and the table still works */
+    assert_int_equal(upsert(t, 1, 11, &res, &err), ST_OK);
+    assert_int_equal(res.seq, 2);
+    assert_int_equal(value_of(t, 1, &count), 11);
+    table_unref(t);
+}
+
+static void test_connection_lost_at_commit(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "dropped", cols, 2, pk, 1, NULL);
+    struct change_res res;
+    struct st_err err = {0};
+    int64_t seq = 0;
+    for (int i = 0; i < 12; i++) {
+        engine_test_fault(T.e, FAULT_DROP_AT_COMMIT, 1);
+        st_err_clear(&err);
+        int rc = upsert(t, i % 3, 100 + i, &res, &err);
+        if (rc != ST_OK)
+            fail_msg("attempt %d: %s", i, err.msg);
+        assert_int_equal(res.seq, seq + 1); /* committed exactly once */
+        seq = res.seq;
+        assert_int_equal(res.inserted + res.updated, 1);
+        int count;
+        assert_int_equal(value_of(t, i % 3, &count), 100 + i);
+        assert_int_equal(count, 1);
+    }
+    struct snapshot_info *snaps;
+    size_t ns;
+    assert_int_equal(engine_list_snapshots(T.e, t, &snaps, &ns, &err), ST_OK);
+    assert_int_equal(ns, 13); /* create + 12 commits, no duplicates */
+    snapshots_free(snaps, ns);
+    struct findings fi = fsck();
+    assert_int_equal(fi.missing + fi.corrupt, 0);
+    table_unref(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conflict_on_every_first_attempt),
+        cmocka_unit_test(test_crash_between_blobs_and_commit),
+        cmocka_unit_test(test_connection_lost_at_commit),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
