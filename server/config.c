@@ -1,6 +1,7 @@
 /* config.c - striked's options, environment variables and defaults. */
 #include "config.h"
 
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 
 #include <arpa/inet.h>
@@ -144,23 +145,7 @@ bool config_parse_size(const char *s, uint64_t *out)
 
 bool config_parse_duration(const char *s, int64_t *seconds)
 {
-    const char *end;
-    uint64_t v;
-    if (!parse_u64(s, &end, &v))
-        return false;
-    uint64_t mul = 1;
-    if (*end == 's')
-        end++;
-    else if (*end == 'm')
-        mul = 60, end++;
-    else if (*end == 'h')
-        mul = 3600, end++;
-    else if (*end == 'd')
-        mul = 86400, end++;
-    if (*end != '\0' || v > (uint64_t)INT64_MAX / mul)
-        return false;
-    *seconds = (int64_t)(v * mul);
-    return true;
+    return st_parse_duration(s, seconds);
 }
 
 static bool set_value(struct config *c, const struct option_def *o, const char *v, char *err,

@@ -44,9 +44,17 @@ int st_err_prefix(struct st_err *e, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
-    char old[ST_ERR_MSG_MAX];
-    memcpy(old, e->msg, sizeof old);
-    snprintf(e->msg, sizeof e->msg, "%s: %s", prefix, old);
+    /* Compose in a buffer big enough for both, then keep what fits. */
+    char joined[2 * ST_ERR_MSG_MAX + 2];
+    size_t np = strnlen(prefix, ST_ERR_MSG_MAX), nm = strnlen(e->msg, ST_ERR_MSG_MAX);
+    memcpy(joined, prefix, np);
+    memcpy(joined + np, ": ", 2);
+    memcpy(joined + np + 2, e->msg, nm);
+    size_t n = np + 2 + nm;
+    if (n >= sizeof e->msg)
+        n = sizeof e->msg - 1;
+    memcpy(e->msg, joined, n);
+    e->msg[n] = '\0';
     return e->code;
 }
 

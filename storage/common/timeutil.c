@@ -139,3 +139,28 @@ bool st_parse_rfc3339(const char *s, int64_t *us)
     *us = secs * 1000000 + frac;
     return true;
 }
+
+bool st_parse_duration(const char *s, int64_t *seconds)
+{
+    if (*s < '0' || *s > '9')
+        return false;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    uint64_t mul = 1;
+    if (*s == 's')
+        s++;
+    else if (*s == 'm')
+        mul = 60, s++;
+    else if (*s == 'h')
+        mul = 3600, s++;
+    else if (*s == 'd')
+        mul = 86400, s++;
+    if (*s != '\0' || v > (uint64_t)INT64_MAX / mul)
+        return false;
+    *seconds = (int64_t)(v * mul);
+    return true;
+}

@@ -22,4 +22,7 @@ void st_format_rfc3339(int64_t us, char out[ST_RFC3339_MAX]);
  */
 bool st_parse_rfc3339(const char *s, int64_t *us);
 
+/* Parse a duration: digits with s, m, h or d ("90s", "1h"); bare digits are seconds. */
+bool st_parse_duration(const char *s, int64_t *seconds);
+
 #endif

@@ -54,9 +54,17 @@ int cat_fail(PGconn *c, const PGresult *r, const char *what, struct st_err *err)
     return st_errf(err, ST_EIO, "catalog error during %s: %s", what, clean);
 }
 
+/* Server notices ("relation already exists, skipping") go to the debug log, not stderr. */
+static void on_notice(void *arg, const char *message)
+{
+    (void)arg;
+    log_debug("catalog notice: %s", message);
+}
+
 static PGconn *connect_one(const char *conninfo, struct st_err *err)
 {
     PGconn *c = PQconnectdb(conninfo);
+    PQsetNoticeProcessor(c, on_notice, NULL);
     if (PQstatus(c) != CONNECTION_OK) {
         char msg[300];
         snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));

@@ -222,6 +222,7 @@ struct plan {
     char commit_id_s[ST_UUID_STR_LEN + 1];
     /* data file */
     bool has_file;
+    int64_t file_id;           /* reserved with nextval, kept with the file across retries */
     char *file_rel;
     int64_t file_rows, file_size;
     char *file_stats;
@@ -229,10 +230,14 @@ struct plan {
     struct tfile *files;
     size_t nfiles;
     char *puffin_rel;          /* NULL when no blob was written */
-    /* key index */
-    struct buf up_keys, up_pos, up_vers; /* binary arrays */
-    uint32_t nup;
-    bool up_vers_nulls;
+    /* key index (keys as int8 or bytea arrays, see key_is_i8) */
+    bool i8;
+    struct buf upd_keys, upd_pos, upd_vers; /* keys that exist: UPDATE */
+    uint32_t nupd;
+    bool upd_vers_nulls;
+    struct buf ins_keys, ins_pos, ins_vers; /* new keys: INSERT */
+    uint32_t nins;
+    bool ins_vers_nulls;
     struct buf del_keys;
     uint32_t ndel;
     bool delete_all_keys;
@@ -267,17 +272,20 @@ static void cplan_reset(struct plan *p)
     p->nfiles = 0;
     free(p->puffin_rel);
     p->puffin_rel = NULL;
-    buf_free(&p->up_keys);
-    buf_free(&p->up_pos);
-    buf_free(&p->up_vers);
+    buf_free(&p->upd_keys);
+    buf_free(&p->upd_pos);
+    buf_free(&p->upd_vers);
+    buf_free(&p->ins_keys);
+    buf_free(&p->ins_pos);
+    buf_free(&p->ins_vers);
     buf_free(&p->del_keys);
     buf_free(&p->prod_names);
     buf_free(&p->prod_offsets);
     buf_free(&p->idem_keys);
     buf_free(&p->idem_hashes);
     buf_free(&p->idem_bodies);
-    p->nup = p->ndel = p->nprod = p->nidem = 0;
-    p->up_vers_nulls = false;
+    p->nupd = p->nins = p->ndel = p->nprod = p->nidem = 0;
+    p->upd_vers_nulls = p->ins_vers_nulls = false;
     p->delete_all_keys = false;
     free(p->summary);
     p->summary = NULL;
@@ -310,6 +318,39 @@ static void unlink_rel(struct engine *e, const char *rel)
     if (unlink(abs) != 0 && errno != ENOENT)
         log_warn("cannot remove %s: %s", abs, strerror(errno));
     free(abs);
+}
+
+/* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
+static void key_array_begin(struct buf *arr, bool i8, uint32_t n)
+{
+    pga_begin(arr, i8 ? PG_OID_INT8 : PG_OID_BYTEA, n);
+}
+
+static void key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n)
+{
+    if (i8)
+        pga_i64(arr, key_i8(k, n));
+    else
+        pga_bytes(arr, k, n);
+}
+
+/* Set the element count of an array begun with count 0 (header bytes 12..15). */
+static void array_set_count(struct buf *arr, uint32_t n)
+{
+    st_u32be(arr->data + 12, n);
+}
+
+static int reserve_file_id(PGconn *c, int64_t *id, struct st_err *err)
+{
+    PGresult *r = PQexec(c, "SELECT nextval('strike.data_files_id_seq')");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        int rc = cat_fail(c, r, "reserving a file id", err);
+        PQclear(r);
+        return rc;
+    }
+    *id = eng__get_i64(r, 0, 0);
+    PQclear(r);
+    return ST_OK;
 }
 
 static json_t *stat_value_json(enum st_type type, const struct st_value *v)
@@ -556,8 +597,8 @@ static const char *SQL_SNAPSHOT =
     "INSERT INTO strike.snapshots (table_id, seq, operation, commit_id, summary) "
     "VALUES ($1, $2, $3, $4, $5)";
 static const char *SQL_FILE =
-    "INSERT INTO strike.data_files (table_id, path, record_count, file_size, data_seq, stats) "
-    "VALUES ($1, $2, $3, $4, $5, $6)";
+    "INSERT INTO strike.data_files (id, table_id, path, record_count, file_size, data_seq, stats) "
+    "VALUES ($7, $1, $2, $3, $4, $5, $6)";
 static const char *SQL_REMOVE_FILES =
     "UPDATE strike.data_files SET removed_seq = $2 WHERE table_id = $1 AND id = "
     "ANY($3::bigint[]) AND removed_seq IS NULL";
@@ -568,14 +609,15 @@ static const char *SQL_ADD_DVS =
     "INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, puffin_path, "
     "blob_offset, blob_length, cardinality) SELECT $1, f, $2, $3, o, l, c FROM "
     "unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) AS u(f, o, l, c)";
-static const char *SQL_UPSERT_KEYS =
-    "INSERT INTO strike.key_index (table_id, key, file_id, pos, seq, version) SELECT $1, k, "
-    "currval('strike.data_files_id_seq'), p, $2, v FROM unnest($3::bytea[], $4::bigint[], "
-    "$5::bytea[]) AS u(k, p, v) ON CONFLICT (table_id, key) DO UPDATE SET file_id = "
-    "EXCLUDED.file_id, pos = EXCLUDED.pos, seq = EXCLUDED.seq, version = EXCLUDED.version";
-static const char *SQL_DELETE_KEYS =
-    "DELETE FROM strike.key_index WHERE table_id = $1 AND key = ANY($2::bytea[])";
-static const char *SQL_DELETE_ALL_KEYS = "DELETE FROM strike.key_index WHERE table_id = $1";
+/* Key index statements, for "strike.key_index" (bytea) or "strike.key_index_i8" (bigint). */
+#define SQL_UPDATE_KEYS(tab, ty)                                                                  \
+    "UPDATE " tab " k SET file_id = $3, pos = u.p, seq = $2, version = u.v FROM unnest($4::" ty   \
+    "[], $5::bigint[], $6::bytea[]) AS u(k, p, v) WHERE k.table_id = $1 AND k.key = u.k"
+#define SQL_INSERT_KEYS(tab, ty)                                                                  \
+    "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v " \
+    "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v)"
+#define SQL_DELETE_KEYS(tab, ty) "DELETE FROM " tab " WHERE table_id = $1 AND key = ANY($2::" ty "[])"
+#define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
 static const char *SQL_PRODUCERS =
     "INSERT INTO strike.producers (table_id, producer, last_offset, seq) SELECT $1, p, o, $2 "
     "FROM unnest($3::text[], $4::bigint[]) AS u(p, o) ON CONFLICT (table_id, producer) DO "
@@ -707,10 +749,12 @@ static enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struc
         const char *v[5] = {tid.s, next.s, p->operation, p->commit_id_s, p->summary};
         rc = pipe_send(&pp, SQL_SNAPSHOT, 5, v, NULL, NULL, 0, err);
     }
+    struct eng__num fid;
+    eng__i64(&fid, p->file_id);
     if (rc == ST_OK && p->has_file) {
-        const char *v[6] = {tid.s, p->file_rel, eng__i64(&frows, p->file_rows),
-                            eng__i64(&fsize, p->file_size), next.s, p->file_stats};
-        rc = pipe_send(&pp, SQL_FILE, 6, v, NULL, NULL, 0, err);
+        const char *v[7] = {tid.s,   p->file_rel,  eng__i64(&frows, p->file_rows),
+                            eng__i64(&fsize, p->file_size), next.s, p->file_stats, fid.s};
+        rc = pipe_send(&pp, SQL_FILE, 7, v, NULL, NULL, 0, err);
     }
     if (rc == ST_OK && nremoved > 0) {
         const char *v[3] = {tid.s, next.s, (const char *)removed.data};
@@ -734,22 +778,41 @@ static enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struc
         const int f7[7] = {0, 0, 0, 1, 1, 1, 1};
         rc = pipe_send(&pp, SQL_ADD_DVS, 7, v, l, f7, 0, err);
     }
+    const bool i8 = key_is_i8(t);
     if (rc == ST_OK && p->delete_all_keys) {
         const char *v[1] = {tid.s};
-        rc = pipe_send(&pp, SQL_DELETE_ALL_KEYS, 1, v, NULL, NULL, 0, err);
+        rc = pipe_send(&pp,
+                       i8 ? SQL_DELETE_ALL_KEYS("strike.key_index_i8")
+                          : SQL_DELETE_ALL_KEYS("strike.key_index"),
+                       1, v, NULL, NULL, 0, err);
     }
     if (rc == ST_OK && p->ndel > 0) {
         const char *v[2] = {tid.s, (const char *)p->del_keys.data};
         int l[2] = {0, (int)p->del_keys.len};
         const int f2[2] = {0, 1};
-        rc = pipe_send(&pp, SQL_DELETE_KEYS, 2, v, l, f2, 0, err);
+        rc = pipe_send(&pp,
+                       i8 ? SQL_DELETE_KEYS("strike.key_index_i8", "bigint")
+                          : SQL_DELETE_KEYS("strike.key_index", "bytea"),
+                       2, v, l, f2, 0, err);
     }
-    if (rc == ST_OK && p->nup > 0) {
-        const char *v[5] = {tid.s, next.s, (const char *)p->up_keys.data,
-                            (const char *)p->up_pos.data, (const char *)p->up_vers.data};
-        int l[5] = {0, 0, (int)p->up_keys.len, (int)p->up_pos.len, (int)p->up_vers.len};
-        const int f5[5] = {0, 0, 1, 1, 1};
-        rc = pipe_send(&pp, SQL_UPSERT_KEYS, 5, v, l, f5, 0, err);
+    const int f6[6] = {0, 0, 0, 1, 1, 1};
+    if (rc == ST_OK && p->nupd > 0) {
+        const char *v[6] = {tid.s, next.s, fid.s, (const char *)p->upd_keys.data,
+                            (const char *)p->upd_pos.data, (const char *)p->upd_vers.data};
+        int l[6] = {0, 0, 0, (int)p->upd_keys.len, (int)p->upd_pos.len, (int)p->upd_vers.len};
+        rc = pipe_send(&pp,
+                       i8 ? SQL_UPDATE_KEYS("strike.key_index_i8", "bigint")
+                          : SQL_UPDATE_KEYS("strike.key_index", "bytea"),
+                       6, v, l, f6, 0, err);
+    }
+    if (rc == ST_OK && p->nins > 0) {
+        const char *v[6] = {tid.s, next.s, fid.s, (const char *)p->ins_keys.data,
+                            (const char *)p->ins_pos.data, (const char *)p->ins_vers.data};
+        int l[6] = {0, 0, 0, (int)p->ins_keys.len, (int)p->ins_pos.len, (int)p->ins_vers.len};
+        rc = pipe_send(&pp,
+                       i8 ? SQL_INSERT_KEYS("strike.key_index_i8", "bigint")
+                          : SQL_INSERT_KEYS("strike.key_index", "bytea"),
+                       6, v, l, f6, 0, err);
     }
     if (rc == ST_OK && p->nprod > 0) {
         const char *v[4] = {tid.s, next.s, (const char *)p->prod_names.data,
@@ -889,20 +952,24 @@ static int lookup_keys(PGconn *c, struct cbatch *b, int64_t *files_out_n, int64_
 {
     struct eng__num tid;
     eng__i64(&tid, b->t->id);
+    const bool i8 = key_is_i8(b->t);
     size_t nfiles = 0, capf = 0;
     int64_t *files = NULL;
     for (size_t start = 0; start < b->nst; start += KEYS_PER_LOOKUP) {
         size_t end = start + KEYS_PER_LOOKUP < b->nst ? start + KEYS_PER_LOOKUP : b->nst;
         struct buf arr = BUF_INIT;
-        pga_begin(&arr, PG_OID_BYTEA, (uint32_t)(end - start));
+        key_array_begin(&arr, i8, (uint32_t)(end - start));
         for (size_t i = start; i < end; i++)
-            pga_bytes(&arr, b->keybytes.data + b->st[i].key_off, b->st[i].key_len);
+            key_array_add(&arr, i8, b->keybytes.data + b->st[i].key_off, b->st[i].key_len);
         const char *vals[2] = {tid.s, (const char *)arr.data};
         int lens[2] = {0, (int)arr.len};
         int fmts[2] = {0, 1};
         PGresult *r = PQexecParams(c,
-                                   "SELECT key, file_id, pos, version FROM strike.key_index "
-                                   "WHERE table_id = $1 AND key = ANY($2::bytea[])",
+                                   i8 ? "SELECT key, file_id, pos, version FROM "
+                                        "strike.key_index_i8 WHERE table_id = $1 AND key = "
+                                        "ANY($2::bigint[])"
+                                      : "SELECT key, file_id, pos, version FROM strike.key_index "
+                                        "WHERE table_id = $1 AND key = ANY($2::bytea[])",
                                    2, NULL, vals, lens, fmts, 1);
         buf_free(&arr);
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
@@ -912,7 +979,22 @@ static int lookup_keys(PGconn *c, struct cbatch *b, int64_t *files_out_n, int64_
             return rc;
         }
         for (int i = 0; i < PQntuples(r); i++) {
-            void **slot = hmap_get(&b->keys, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
+            void **slot;
+            if (i8) {
+                /* back to the key's encoding, the map's key */
+                struct st_value kv = {0};
+                struct buf kb = BUF_INIT;
+                enum st_type kt = b->t->cols[b->t->pk[0]].type;
+                if (kt == ST_T_INT)
+                    kv.v.i = (int32_t)pg_bin_i64(r, i, 0);
+                else
+                    kv.v.l = pg_bin_i64(r, i, 0);
+                key_encode_value(kt, &kv, &kb);
+                slot = hmap_get(&b->keys, kb.data, kb.len);
+                buf_free(&kb);
+            } else {
+                slot = hmap_get(&b->keys, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
+            }
             if (slot == NULL)
                 continue;
             struct kstate *s = &b->st[(uintptr_t)*slot - 1];
@@ -1028,6 +1110,7 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p,
     const struct table *t = b->t;
     struct eng__num tid;
     eng__i64(&tid, t->id);
+    p->i8 = key_is_i8(t);
     int rc = eng__begin(c, true, err);
     if (rc != ST_OK)
         return rc;
@@ -1225,13 +1308,13 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p,
             rows[nrows++] = (struct outrow){s->item, s->change, (uint32_t)k};
         } else if (s->orig_exists) {
             if (p->ndel == 0)
-                pga_begin(&p->del_keys, PG_OID_BYTEA, 0);
-            pga_bytes(&p->del_keys, b->keybytes.data + s->key_off, s->key_len);
+                key_array_begin(&p->del_keys, p->i8, 0);
+            key_array_add(&p->del_keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
             p->ndel++;
         }
     }
     if (p->ndel > 0)
-        st_u32be(p->del_keys.data + 12, p->ndel);
+        array_set_count(&p->del_keys, p->ndel);
     if (nrows > 1)
         qsort(rows, nrows, sizeof *rows, cmp_outrow);
 
@@ -1248,25 +1331,41 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p,
     }
     p->nfiles = kept;
 
-    /* key index upserts: positions follow the order of rows */
+    /* key index: positions follow the order of rows; keys that exist are
+       updated in place (HOT), new ones inserted */
     if (t->npk > 0 && nrows > 0) {
-        pga_begin(&p->up_keys, PG_OID_BYTEA, (uint32_t)nrows);
-        pga_begin(&p->up_pos, PG_OID_INT8, (uint32_t)nrows);
-        pga_begin(&p->up_vers, PG_OID_BYTEA, (uint32_t)nrows);
+        key_array_begin(&p->upd_keys, p->i8, 0);
+        pga_begin(&p->upd_pos, PG_OID_INT8, 0);
+        pga_begin(&p->upd_vers, PG_OID_BYTEA, 0);
+        key_array_begin(&p->ins_keys, p->i8, 0);
+        pga_begin(&p->ins_pos, PG_OID_INT8, 0);
+        pga_begin(&p->ins_vers, PG_OID_BYTEA, 0);
         for (size_t i = 0; i < nrows; i++) {
             const struct kstate *s = &b->st[rows[i].st];
-            pga_bytes(&p->up_keys, b->keybytes.data + s->key_off, s->key_len);
-            pga_i64(&p->up_pos, (int64_t)i);
+            bool upd = s->orig_exists;
+            struct buf *keys = upd ? &p->upd_keys : &p->ins_keys;
+            struct buf *pos = upd ? &p->upd_pos : &p->ins_pos;
+            struct buf *vers = upd ? &p->upd_vers : &p->ins_vers;
+            key_array_add(keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
+            pga_i64(pos, (int64_t)i);
             if (s->ver_null || t->version_col < 0) {
-                pga_null(&p->up_vers);
-                p->up_vers_nulls = true;
+                pga_null(vers);
+                *(upd ? &p->upd_vers_nulls : &p->ins_vers_nulls) = true;
             } else {
-                pga_bytes(&p->up_vers, b->vers.data + s->ver_off, s->ver_len);
+                pga_bytes(vers, b->vers.data + s->ver_off, s->ver_len);
             }
+            (*(upd ? &p->nupd : &p->nins))++;
         }
-        if (p->up_vers_nulls)
-            pga_set_has_nulls(&p->up_vers);
-        p->nup = (uint32_t)nrows;
+        array_set_count(&p->upd_keys, p->nupd);
+        array_set_count(&p->upd_pos, p->nupd);
+        array_set_count(&p->upd_vers, p->nupd);
+        array_set_count(&p->ins_keys, p->nins);
+        array_set_count(&p->ins_pos, p->nins);
+        array_set_count(&p->ins_vers, p->nins);
+        if (p->upd_vers_nulls)
+            pga_set_has_nulls(&p->upd_vers);
+        if (p->ins_vers_nulls)
+            pga_set_has_nulls(&p->ins_vers);
     }
 
     /* producers */
@@ -1393,7 +1492,9 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
         cplan_reset(&p);
         free(rows);
         rows = NULL;
+        uint64_t t_prep = st_mono_ns();
         rc = prepare_changes(c, &b, &p, &rows, &nrows, &nothing, &err);
+        t_prep = st_mono_ns() - t_prep;
         hmap_free(&b.keys);
         if (rc != ST_OK)
             break;
@@ -1411,6 +1512,7 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
                 }
             break;
         }
+        uint64_t t_write = st_mono_ns();
         /* rows: reuse the Parquet file of the previous attempt when its rows are the same */
         bool same = p.has_file && prev_rows != NULL && prev_nrows == nrows &&
                     memcmp(prev_rows, rows, nrows * sizeof *rows) == 0;
@@ -1422,6 +1524,8 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
                 p.file_rel = p.file_stats = NULL;
                 p.has_file = false;
             }
+            if (nrows > 0 && (rc = reserve_file_id(c, &p.file_id, &err)) != ST_OK)
+                break;
             if (nrows > 0) {
                 struct st_value **rp = xcalloc(nrows, sizeof *rp);
                 for (size_t i = 0; i < nrows; i++)
@@ -1446,7 +1550,16 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
             _exit(77);
         }
         p.attempt = attempt;
+        t_write = st_mono_ns() - t_write;
+        uint64_t t_commit = st_mono_ns();
         enum commit_outcome out = run_commit(e, &c, t, &p, &err);
+        t_commit = st_mono_ns() - t_commit;
+        if (st_log_get_level() <= ST_LOG_DEBUG)
+            log_debug("commit table=%s base=%lld attempt=%d requests=%zu rows=%zu dvs=%zu "
+                      "prepare_ms=%.2f write_ms=%.2f commit_ms=%.2f outcome=%d",
+                      t->name, (long long)p.base, attempt, n, nrows, p.nfiles,
+                      (double)t_prep / 1e6, (double)t_write / 1e6, (double)t_commit / 1e6,
+                      (int)out);
         if (out == COMMITTED) {
             committed = true;
             atomic_fetch_add(&e->m_commits, 1);
@@ -1528,8 +1641,9 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
     struct buf kb = BUF_INIT;
     int rc = ST_OK;
     *deleted = 0;
+    p->i8 = key_is_i8(t);
     if (t->npk > 0 && !all)
-        pga_begin(&p->del_keys, PG_OID_BYTEA, 0);
+        key_array_begin(&p->del_keys, p->i8, 0);
     for (size_t fi = 0; fi < nfiles && rc == ST_OK; fi++) {
         struct snap_file *sf = &files[fi];
         const struct dv *base = NULL;
@@ -1591,7 +1705,7 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
                             st_colvec_get(vecs[t->pk[k]], i, &v);
                             key_encode_value(t->cols[t->pk[k]].type, &v, &kb);
                         }
-                        pga_bytes(&p->del_keys, kb.data, kb.len);
+                        key_array_add(&p->del_keys, p->i8, kb.data, kb.len);
                         p->ndel++;
                     }
                 }
@@ -1620,7 +1734,7 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
         tf->add = add;
     }
     if (p->ndel > 0)
-        st_u32be(p->del_keys.data + 12, p->ndel);
+        array_set_count(&p->del_keys, p->ndel);
     if (all && t->npk > 0 && *deleted > 0)
         p->delete_all_keys = true;
     buf_free(&kb);

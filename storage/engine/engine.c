@@ -676,18 +676,23 @@ int engine_drop_table(struct engine *e, const char *name, const struct st_idem *
             eng__rollback(c);
             break;
         }
-        const char *id = PQgetvalue(r, 0, 0);
-        const char *kp[1] = {id};
-        PGresult *r2 = PQexecParams(c, "DELETE FROM strike.key_index WHERE table_id = $1", 1, NULL,
-                                    kp, NULL, NULL, 0);
+        char id[24];
+        snprintf(id, sizeof id, "%s", PQgetvalue(r, 0, 0));
         PQclear(r);
-        if (PQresultStatus(r2) != PGRES_COMMAND_OK) {
-            rc = cat_fail(c, r2, "dropping the key index", err);
+        const char *kp[1] = {id};
+        static const char *const key_tables[] = {
+            "DELETE FROM strike.key_index WHERE table_id = $1",
+            "DELETE FROM strike.key_index_i8 WHERE table_id = $1"};
+        for (int k = 0; k < 2 && rc == ST_OK; k++) {
+            PGresult *r2 = PQexecParams(c, key_tables[k], 1, NULL, kp, NULL, NULL, 0);
+            if (PQresultStatus(r2) != PGRES_COMMAND_OK)
+                rc = cat_fail(c, r2, "dropping the key index", err);
             PQclear(r2);
+        }
+        if (rc != ST_OK) {
             eng__rollback(c);
             break;
         }
-        PQclear(r2);
         rc = eng__idem_store(c, name, idem, 204, "", err);
         if (rc == ST_ECONFLICT) {
             eng__rollback(c);

@@ -64,3 +64,23 @@ void key_encode_row(const struct table *t, const struct st_value *row, struct bu
     for (int i = 0; i < t->npk; i++)
         key_encode_value(t->cols[t->pk[i]].type, &row[t->pk[i]], out);
 }
+
+bool key_is_i8(const struct table *t)
+{
+    if (t->npk != 1)
+        return false;
+    enum st_type ty = t->cols[t->pk[0]].type;
+    return ty == ST_T_LONG || ty == ST_T_INT || ty == ST_T_TIMESTAMP;
+}
+
+int64_t key_i8(const uint8_t *enc, size_t len)
+{
+    if (len == 4)
+        return (int32_t)(ld_u32be(enc) ^ 0x80000000u);
+    return (int64_t)(ld_u64be(enc) ^ 0x8000000000000000ull);
+}
+
+const char *key_index_table(const struct table *t)
+{
+    return key_is_i8(t) ? "strike.key_index_i8" : "strike.key_index";
+}

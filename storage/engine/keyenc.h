@@ -15,6 +15,8 @@
 #ifndef STRIKE_KEYENC_H
 #define STRIKE_KEYENC_H
 
+#include <stdbool.h>
+
 #include "common/buf.h"
 #include "common/types.h"
 
@@ -26,5 +28,15 @@ void key_encode_value(enum st_type type, const struct st_value *v, struct buf *o
 void key_encode(const struct table *t, const struct st_value *keyvals, struct buf *out);
 /* Append the key of a full row (t->ncols values). */
 void key_encode_row(const struct table *t, const struct st_value *row, struct buf *out);
+
+/*
+ * Tables keyed by one long, int or timestamp column keep their key index in
+ * strike.key_index_i8, keyed by the value itself. key_is_i8 says which;
+ * key_i8 turns such a key's encoding (8 or 4 bytes) back into the value.
+ */
+bool key_is_i8(const struct table *t);
+int64_t key_i8(const uint8_t *enc, size_t len);
+/* The key index table of t: "strike.key_index" or "strike.key_index_i8". */
+const char *key_index_table(const struct table *t);
 
 #endif

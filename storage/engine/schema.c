@@ -66,6 +66,17 @@ const struct migration cat__migrations[] = {
      "  seq bigint NOT NULL,"
      "  version bytea,"
      "  PRIMARY KEY (table_id, key)) WITH (fillfactor = 80);"
+     /* The same for tables whose key is one long, int or timestamp column:
+        the value itself is the key (a bigint btree orders it and is several
+        times cheaper to maintain than a bytea one). */
+     "CREATE TABLE strike.key_index_i8 ("
+     "  table_id bigint NOT NULL,"
+     "  key bigint NOT NULL,"
+     "  file_id bigint NOT NULL,"
+     "  pos bigint NOT NULL,"
+     "  seq bigint NOT NULL,"
+     "  version bytea,"
+     "  PRIMARY KEY (table_id, key)) WITH (fillfactor = 80);"
 
      "CREATE TABLE strike.producers ("
      "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"

@@ -4,6 +4,10 @@
 #   pgfixture.sh start DIR    initdb + start (unix socket in DIR only, port 5432)
 #   pgfixture.sh stop DIR     fast shutdown, then remove DIR
 #
+# PGFIXTURE_DURABLE=1 keeps PostgreSQL's durable defaults (fsync, synchronous
+# commit, full-page writes) and sizes memory as ../shared/peers/pg-baseline.sh
+# does: benchmarks compare strike and PostgreSQL on the same settings.
+#
 # ctest runs `start` as a FIXTURES_SETUP test and `stop` as FIXTURES_CLEANUP,
 # so the cluster is stopped also when tests fail. A cluster left behind by a
 # killed run is stopped by the next `start`. As root, initdb and postgres run
@@ -52,11 +56,22 @@ listen_addresses = ''
 unix_socket_directories = '$dir'
 port = 5432
 max_connections = 300
+CONF
+  if [ "${PGFIXTURE_DURABLE:-0}" = 1 ]; then
+    cat >>"$dir/data/postgresql.conf" <<CONF
+shared_buffers = 2GB
+max_wal_size = 8GB
+work_mem = 64MB
+maintenance_work_mem = 512MB
+CONF
+  else
+    cat >>"$dir/data/postgresql.conf" <<CONF
 shared_buffers = 256MB
 fsync = off
 synchronous_commit = off
 full_page_writes = off
 CONF
+  fi
   as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
     { cat "$dir/server.log" >&2; exit 1; }
   echo "pgfixture: PostgreSQL up, socket $dir/.s.PGSQL.5432"

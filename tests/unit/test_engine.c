@@ -352,7 +352,7 @@ static void test_idempotency(void **state)
 /* ---- the model-based test --------------------------------------------------------- */
 
 #define MODEL_KEYS 300
-#define MODEL_OPS 1500
+#define MODEL_OPS 1000
 #define MAX_SNAPS (MODEL_OPS + 2)
 
 struct mrow {
@@ -421,12 +421,18 @@ static bool version_lower(const struct mrow *stored, bool vnull, int64_t v)
     return v < stored->ver;
 }
 
-static void test_model(void **state)
+/*
+ * composite = false: the key is one long column (the bigint key index);
+ * composite = true: the key is (id, tag) with tag a constant string (the
+ * bytea key index of order-preserving encodings).
+ */
+static void run_model(bool composite)
 {
-    (void)state;
-    const char *cols[] = {"id:long!", "grp:int!", "amount:double", "name:string!", "ver:long"};
-    const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "model", cols, 5, pk, 1, "ver");
+    const char *cols[] = {"id:long!", "grp:int!", "amount:double", "name:string!", "ver:long",
+                          "tag:string!"};
+    const char *pk[] = {"id", "tag"};
+    const char *name = composite ? "model_composite" : "model";
+    struct table *t = et_create(&T, name, cols, 6, pk, composite ? 2 : 1, "ver");
     struct model *snaps = xcalloc(MAX_SNAPS, sizeof *snaps); /* model at each seq */
     struct model cur;
     memset(&cur, 0, sizeof cur);
@@ -476,7 +482,7 @@ static void test_model(void **state)
             /* a request of 1..12 changes, sometimes with a producer offset */
             size_t n = 1 + rnd() % 12;
             struct change ch[12];
-            struct st_value vals[12][5];
+            struct st_value vals[12][6];
             struct change_res expect = {0};
             struct model after = cur;
             bool touched[MODEL_KEYS] = {false};
@@ -485,6 +491,7 @@ static void test_model(void **state)
                 struct mrow *r = &after.rows[id];
                 if (rnd() % 4 == 0) {
                     vals[i][0] = L(id);
+                    vals[i][1] = S("t"); /* the key: (id) or (id, tag) */
                     ch[i] = (struct change){CHANGE_DELETE, vals[i]};
                     if (r->live) {
                         r->live = false;
@@ -506,6 +513,7 @@ static void test_model(void **state)
                 vals[i][2] = anull ? N() : D(amount);
                 vals[i][3] = S(nm);
                 vals[i][4] = vnull ? N() : L(ver);
+                vals[i][5] = S("t");
                 ch[i] = (struct change){CHANGE_UPSERT, vals[i]};
                 if (r->live && version_lower(r, vnull, ver)) {
                     expect.stale++;
@@ -583,7 +591,7 @@ static void test_model(void **state)
     et_reopen(&T);
     struct table *t2;
     struct st_err err = {0};
-    assert_int_equal(engine_get_table(T.e, "model", &t2, &err), ST_OK);
+    assert_int_equal(engine_get_table(T.e, name, &t2, &err), ST_OK);
     assert_int_equal(t2->seq, seq);
     for (int64_t s = 0; s <= seq; s += 1 + seq / 40)
         check_scan(t2, &snaps[s], s);
@@ -594,6 +602,18 @@ static void test_model(void **state)
     free(names);
 }
 
+static void test_model(void **state)
+{
+    (void)state;
+    run_model(false);
+}
+
+static void test_model_composite_key(void **state)
+{
+    (void)state;
+    run_model(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -602,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_no_primary_key),
         cmocka_unit_test(test_idempotency),
         cmocka_unit_test(test_model),
+        cmocka_unit_test(test_model_composite_key),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -256,9 +256,11 @@ static void test_two_processes_eight_threads(void **state)
     assert_int_equal(st.live_rows, (int64_t)nlive);
     /* the key index has exactly one row per live key */
     PGconn *pg = PQconnectdb(t.conninfo);
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM strike.key_index WHERE table_id = %lld",
-             (long long)tab->id);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT (SELECT count(*) FROM strike.key_index WHERE table_id = %lld) + (SELECT "
+             "count(*) FROM strike.key_index_i8 WHERE table_id = %lld)",
+             (long long)tab->id, (long long)tab->id);
     PGresult *r = PQexec(pg, sql);
     assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
     assert_int_equal(atoll(PQgetvalue(r, 0, 0)), (long long)nlive);
