@@ -756,6 +756,25 @@ static void test_limits(void **state)
                       leaf_eq("i", k));
     assert_int_equal(parse_j(j, &f, &err), ST_EINVAL);
     assert_string_equal(err.msg, "filter: expression nested deeper than 64 levels");
+    /* 63 alternating levels parse, and evaluate like the same logic done by hand. */
+    j = leaf_eq("l", 20);
+    int tv[N8], x[N8], y[N8];
+    truth("{\"type\":\"eq\",\"term\":\"l\",\"value\":20}", x);
+    truth("{\"type\":\"not-eq\",\"term\":\"i\",\"value\":5}", y);
+    memcpy(tv, x, sizeof tv);
+    for (int k = 0; k < 62; k++) {
+        bool is_and = k % 2 == 1;
+        j = json_pack("{s:s, s:o, s:{s:s, s:s, s:i}}", "type", is_and ? "and" : "or", "left", j,
+                      "right", "type", "not-eq", "term", "i", "value", 5);
+        for (int r = 0; r < N8; r++)
+            tv[r] = is_and ? tv_and(tv[r], y[r]) : tv_or(tv[r], y[r]);
+    }
+    assert_int_equal(parse_j(j, &f, &err), ST_OK);
+    memset(sel, 1, N8);
+    filter_eval(f, fixed.vp, N8, sel);
+    for (int r = 0; r < N8; r++)
+        assert_int_equal(sel[r], tv[r] == TV_T);
+    filter_free(f);
     /* A long chain of one operator is one level, however it is nested. */
     j = leaf_eq("l", 0);
     for (int k = 1; k < 1500; k++)
@@ -788,6 +807,34 @@ static void test_limits(void **state)
     assert_int_equal(parse_j(j, &f, &err), ST_EINVAL);
     assert_string_equal(err.msg,
                         "filter: \"not-in\" has 100001 values; at most 100000 are allowed");
+}
+
+/* A wide schema binds names through the hashed lookup. */
+static void test_wide_schema(void **state)
+{
+    (void)state;
+    enum { W = 300 };
+    struct st_column *cols = calloc(W, sizeof *cols);
+    for (int k = 0; k < W; k++) {
+        snprintf(cols[k].name, sizeof cols[k].name, "col_%d", k);
+        cols[k].type = k % 2 ? ST_T_STRING : ST_T_LONG;
+    }
+    const char *text = "{\"type\":\"and\",\"left\":{\"type\":\"eq\",\"term\":\"col_250\","
+                       "\"value\":5},\"right\":{\"type\":\"starts-with\",\"term\":\"col_299\","
+                       "\"value\":\"x\"}}";
+    struct filter *f = NULL;
+    struct st_err err = {0};
+    assert_int_equal(filter_parse(text, strlen(text), cols, W, &f, &err), ST_OK);
+    bool *used = calloc(W, sizeof *used);
+    filter_columns(f, used);
+    for (int k = 0; k < W; k++)
+        assert_int_equal(used[k], k == 250 || k == 299);
+    filter_free(f);
+    const char *bad = "{\"type\":\"eq\",\"term\":\"col_300\",\"value\":5}";
+    assert_int_equal(filter_parse(bad, strlen(bad), cols, W, &f, &err), ST_EINVAL);
+    assert_string_equal(err.msg, "filter: unknown column \"col_300\"");
+    free(used);
+    free(cols);
 }
 
 /* A big in-list over a big batch: sorted lookups, chunk boundaries. */
@@ -1441,6 +1488,7 @@ int main(void)
         cmocka_unit_test(test_truth_tables),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_wide_schema),
         cmocka_unit_test(test_large_in),
         cmocka_unit_test(test_random_against_reference),
         cmocka_unit_test(test_pruning_sound),

@@ -510,8 +510,8 @@ static void test_rows_roundtrip(void **state)
         /* Column order is the requested order. */
         const char *q = p;
         for (int c = 0; c < RCOLS; c++) {
-            char k[140];
-            snprintf(k, sizeof k, "\"%s\":", COLS[c].name);
+            char k[ST_NAME_MAX + 8];
+            snprintf(k, sizeof k, "\"%.*s\":", ST_NAME_MAX, COLS[c].name);
             const char *at = strstr(q, k);
             assert_true(at != NULL && at < nl);
             q = at + strlen(k);

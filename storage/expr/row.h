@@ -1,0 +1,46 @@
+/*
+ * row.h - rows addressed by column name, from JSON objects (HTTP) or from
+ * name/value pairs (the gRPC map<string, Value>), validated against a schema.
+ *
+ * Error messages name the column and leave the row to the caller, who
+ * prefixes "row 3: " or "changes[2].key: " with st_err_prefix().
+ */
+#ifndef STRIKE_EXPR_ROW_H
+#define STRIKE_EXPR_ROW_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "common/err.h"
+#include "common/types.h"
+#include "expr/literal.h"
+
+enum row_mode {
+    ROW_FULL, /* every column: a missing nullable column is null, a missing required one an error */
+    ROW_KEY,  /* exactly the primary-key columns; any other column is refused */
+};
+
+/*
+ * Decode the JSON object `obj` against cols[0..ncols). ROW_FULL fills
+ * out[0..ncols) in table order; ROW_KEY fills out[0..npk) in key order
+ * (out[j] is column pk[j]) and refuses a table with no key. Strings are
+ * borrowed from `obj`. Messages: `column "amount": expected double, got
+ * string`, `unknown column "x"`, `column "id" is required` (missing, or null
+ * in a required column), `column "amount" is not part of the primary key`,
+ * `expected a JSON object, got array`. Returns 0 or ST_EINVAL; `out` is
+ * unspecified on failure.
+ */
+int row_from_json(const json_t *obj, const struct st_column *cols, int ncols, const int *pk,
+                  int npk, enum row_mode mode, struct st_value *out, struct st_err *err);
+
+/*
+ * The same from n already split pairs (names[k], lits[k]); names are
+ * NUL-terminated. A name given twice is refused (`duplicate column "x"`).
+ * Strings point into the literals.
+ */
+int row_from_literals(const char *const *names, const struct st_literal *lits, size_t n,
+                      const struct st_column *cols, int ncols, const int *pk, int npk,
+                      enum row_mode mode, struct st_value *out, struct st_err *err);
+
+#endif
