@@ -35,8 +35,7 @@ static void roundtrip(const struct dv *d, const struct model *m)
     }
     assert_int_equal(dv_decode_roaring64(r64.data, r64.len, DV_RULE, &x, &e), ST_OK);
     assert_true(dv_equal(x, d));
-    if (m != NULL)
-        tdv_assert_model(x, m);
+    if (m != NULL) tdv_assert_model(x, m);
     /* canonical: re-encoding the decoded set gives the same bytes */
     struct buf again = BUF_INIT;
     dv_encode_roaring64(x, &again);
@@ -52,8 +51,7 @@ static void roundtrip(const struct dv *d, const struct model *m)
         assert_true(dv_equal(x, d));
         dv_free(x);
         /* the vector of key 0 (when present) is the 32-bit bitmap */
-        if (!dv_is_empty(d))
-            assert_memory_equal(r32.data, r64.data + 12, r32.len);
+        if (!dv_is_empty(d)) assert_memory_equal(r32.data, r64.data + 12, r32.len);
     } else {
         assert_int_equal(dv_encode_roaring32(d, &r32, &e), ST_EINVAL);
         assert_int_equal(r32.len, 0);
@@ -145,15 +143,14 @@ static void roundtrip(const struct dv *d, const struct model *m)
 
     /* paimon: 64-bit always, 32-bit when it fits */
     for (int b64 = 0; b64 < 2; b64++) {
-        if (!b64 && !fits32)
-            continue;
+        if (!b64 && !fits32) continue;
         struct buf pm = BUF_INIT;
         struct paimon_dv_entry ent;
         paimon_dvindex_begin(&pm);
         assert_int_equal(paimon_dvindex_add(&pm, d, b64, &ent, &e), ST_OK);
-        assert_int_equal(paimon_decode_dv(pm.data, pm.len, ent.offset, (int64_t)ent.length, NULL,
-                                          &x, &e),
-                         ST_OK);
+        assert_int_equal(
+            paimon_decode_dv(pm.data, pm.len, ent.offset, (int64_t)ent.length, NULL, &x, &e),
+            ST_OK);
         assert_true(dv_equal(x, d));
         dv_free(x);
         if (b64) /* the 64-bit entry is the Iceberg blob */
@@ -217,8 +214,7 @@ static void test_reference_encoder(void **state)
                         in = (v / (dens + 1)) % 2 == 0;
                     else /* near the 4096 / 2047-run thresholds */
                         in = v < 4096 + dens - 32 || (v % 32 < 3 && v < 65536 - dens * 8);
-                    if (in)
-                        model_push(&m, base + v);
+                    if (in) model_push(&m, base + v);
                 }
             }
         }
@@ -276,16 +272,16 @@ static int wire_type(uint64_t runs, uint64_t len)
 static void test_run_rule(void **state)
 {
     (void)state;
-    assert_int_equal(wire_type(1, 1), 'a');    /* {0}: array 2 B vs run 6 B */
-    assert_int_equal(wire_type(1, 2), 'a');    /* {0,1}: 4 vs 6 */
-    assert_int_equal(wire_type(1, 3), 'a');    /* {0,1,2}: 6 vs 6, a tie */
-    assert_int_equal(wire_type(1, 4), 'r');    /* 8 vs 6 */
-    assert_int_equal(wire_type(2, 3), 'r');    /* 12 vs 2 + 8 = 10 */
+    assert_int_equal(wire_type(1, 1), 'a');     /* {0}: array 2 B vs run 6 B */
+    assert_int_equal(wire_type(1, 2), 'a');     /* {0,1}: 4 vs 6 */
+    assert_int_equal(wire_type(1, 3), 'a');     /* {0,1,2}: 6 vs 6, a tie */
+    assert_int_equal(wire_type(1, 4), 'r');     /* 8 vs 6 */
+    assert_int_equal(wire_type(2, 3), 'r');     /* 12 vs 2 + 8 = 10 */
     assert_int_equal(wire_type(1, 65535), 'r'); /* [0,65535): one run */
-    assert_int_equal(wire_type(2047, 3), 'r'); /* bitset 8192 vs 2+4*2047 = 8190 */
-    assert_int_equal(wire_type(2048, 3), 'b'); /* 8194: stays a bitset */
-    assert_int_equal(wire_type(4096, 1), 'a'); /* 4096 singletons: array */
-    assert_int_equal(wire_type(4097, 1), 'b'); /* 4097: bitset */
+    assert_int_equal(wire_type(2047, 3), 'r');  /* bitset 8192 vs 2+4*2047 = 8190 */
+    assert_int_equal(wire_type(2048, 3), 'b');  /* 8194: stays a bitset */
+    assert_int_equal(wire_type(4096, 1), 'a');  /* 4096 singletons: array */
+    assert_int_equal(wire_type(4097, 1), 'b');  /* 4097: bitset */
 }
 
 /* 10M positions: 10% of 100M rows (bitsets), and 10M in runs across 2^32. */
@@ -324,8 +320,7 @@ static void expect_bad32(const struct buf *b, const char *needle)
     struct st_err e = {0};
     struct dv *d = (struct dv *)1;
     int rc = dv_decode_roaring32(b->data, b->len, &d, &e);
-    if (rc == ST_OK)
-        fail_msg("decoded, expected an error with \"%s\"", needle);
+    if (rc == ST_OK) fail_msg("decoded, expected an error with \"%s\"", needle);
     assert_null(d);
     tdv_assert_msg(&e, needle);
     /* the same bitmap inside a 64-bit vector: the same error, offsets + 12 */
@@ -343,8 +338,7 @@ static void expect_ok32(const struct buf *b, const uint64_t *v, size_t n)
 {
     struct st_err e = {0};
     struct dv *d;
-    if (dv_decode_roaring32(b->data, b->len, &d, &e) != ST_OK)
-        fail_msg("refused: %s", e.msg);
+    if (dv_decode_roaring32(b->data, b->len, &d, &e) != ST_OK) fail_msg("refused: %s", e.msg);
     struct model m = {0};
     for (size_t i = 0; i < n; i++)
         model_push(&m, v[i]);
@@ -417,7 +411,8 @@ static void test_invalid_32(void **state)
     uint8_t *bits = buf_extend(&b, 8192);
     memset(bits, 0xff, 5000 / 8); /* 5000 bits set */
     bits[100] = 0x7f;             /* one fewer */
-    expect_bad32(&b, "bitset container 0 at byte 16 has 4999 bits set but its header at byte 10 says 5000");
+    expect_bad32(
+        &b, "bitset container 0 at byte 16 has 4999 bits set but its header at byte 10 says 5000");
     b.data[16 + 100] = 0xff;
     {
         struct dv *d;
@@ -626,7 +621,9 @@ static void test_invalid_frames(void **state)
     uLong crc = crc32(0L, be.data + 4, (uInt)(be.len - 8));
     st_u32be(be.data + be.len - 4, (uint32_t)crc);
     assert_int_not_equal(dv_decode_iceberg(be.data, be.len, -1, &x, &e), ST_OK);
-    tdv_assert_msg(&e, "bad magic 64 39 d3 d1 at byte 4 (expected d1 d3 39 64): the magic was written big-endian");
+    tdv_assert_msg(
+        &e,
+        "bad magic 64 39 d3 d1 at byte 4 (expected d1 d3 39 64): the magic was written big-endian");
     st_err_clear(&e);
     buf_free(&be);
 
@@ -771,8 +768,7 @@ static void test_corruption_sweep(void **state)
             continue; /* large; covered by the fuzz targets */
         struct model m = {0};
         tdv_gen((enum tdv_shape)shape, 3, &m);
-        if (m.n > 300)
-            m.n = 300;
+        if (m.n > 300) m.n = 300;
         struct dv *d = tdv_from_model(&m);
         struct buf b64 = BUF_INIT, ice = BUF_INIT, b32 = BUF_INIT;
         struct st_err e = {0};
@@ -780,8 +776,7 @@ static void test_corruption_sweep(void **state)
         dv_encode_iceberg(d, &ice);
         sweep(b64.data, b64.len, 0);
         sweep(ice.data, ice.len, 2);
-        if (dv_encode_roaring32(d, &b32, &e) == ST_OK)
-            sweep(b32.data, b32.len, 1);
+        if (dv_encode_roaring32(d, &b32, &e) == ST_OK) sweep(b32.data, b32.len, 1);
         buf_free(&b64);
         buf_free(&ice);
         buf_free(&b32);
@@ -905,7 +900,9 @@ static void test_delta_descriptor(void **state)
     (void)state;
     struct delta_dv_descriptor d;
     struct st_err e = {0};
-    const char *ok = "{\"storageType\":\"i\",\"pathOrInlineDv\":\"^Bg9^0rr910000000000iXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L\",\"sizeInBytes\":44,\"cardinality\":6}";
+    const char *ok =
+        "{\"storageType\":\"i\",\"pathOrInlineDv\":\"^Bg9^0rr910000000000iXQKl0rr91000f55c8Xg0@@"
+        "D72lkbi5=-{L\",\"sizeInBytes\":44,\"cardinality\":6}";
     assert_int_equal(delta_dv_descriptor_parse(ok, strlen(ok), &d, &e), ST_OK);
     assert_int_equal(d.storage_type, 'i');
     assert_false(d.has_offset);
@@ -927,7 +924,8 @@ static void test_delta_descriptor(void **state)
         "{\"storageType\":\"u\",\"sizeInBytes\":1,\"cardinality\":1}",
         "{\"storageType\":\"u\",\"pathOrInlineDv\":\"a\",\"sizeInBytes\":-1,\"cardinality\":1}",
         "{\"storageType\":\"u\",\"pathOrInlineDv\":\"a\",\"cardinality\":1}",
-        "{\"storageType\":\"i\",\"pathOrInlineDv\":\"a\",\"offset\":1,\"sizeInBytes\":1,\"cardinality\":1}",
+        ("{\"storageType\":\"i\",\"pathOrInlineDv\":\"a\",\"offset\":1,\"sizeInBytes\":1,"
+         "\"cardinality\":1}"),
         "[1]",
         "{\"storageType\":",
     };
@@ -999,10 +997,8 @@ static void expect_bad_puffin(const struct buf *b, int code, const char *needle)
     struct puffin_footer f;
     struct st_err e = {0};
     int rc = puffin_read_footer(b->data, b->len, &f, &e);
-    if (rc == ST_OK)
-        fail_msg("footer accepted, expected \"%s\"", needle);
-    if (code != 0)
-        assert_int_equal(rc, code);
+    if (rc == ST_OK) fail_msg("footer accepted, expected \"%s\"", needle);
+    if (code != 0) assert_int_equal(rc, code);
     tdv_assert_msg(&e, needle);
 }
 
@@ -1059,19 +1055,26 @@ static void test_puffin_reader(void **state)
         {"{\"blobs\":[}", "invalid JSON at byte"},
         {"[]", "\"blobs\" is missing"},
         {"{\"blobs\":[1]}", "blob 0: not an object"},
-        {"{\"blobs\":[{\"fields\":[1],\"snapshot-id\":1,\"sequence-number\":1,\"offset\":4,\"length\":1}]}",
+        {"{\"blobs\":[{\"fields\":[1],\"snapshot-id\":1,\"sequence-number\":1,\"offset\":4,"
+         "\"length\":1}]}",
          "\"type\" is missing"},
-        {"{\"blobs\":[{\"type\":\"t\",\"snapshot-id\":1,\"sequence-number\":1,\"offset\":4,\"length\":1}]}",
+        {"{\"blobs\":[{\"type\":\"t\",\"snapshot-id\":1,\"sequence-number\":1,\"offset\":4,"
+         "\"length\":1}]}",
          "\"fields\" is missing"},
-        {"{\"blobs\":[{\"type\":\"t\",\"fields\":[\"a\"],\"snapshot-id\":1,\"sequence-number\":1,\"offset\":4,\"length\":1}]}",
+        {"{\"blobs\":[{\"type\":\"t\",\"fields\":[\"a\"],\"snapshot-id\":1,\"sequence-number\":1,"
+         "\"offset\":4,\"length\":1}]}",
          "not a 32-bit integer"},
-        {"{\"blobs\":[{\"type\":\"t\",\"fields\":[1],\"sequence-number\":1,\"offset\":4,\"length\":1}]}",
+        {"{\"blobs\":[{\"type\":\"t\",\"fields\":[1],\"sequence-number\":1,\"offset\":4,\"length\":"
+         "1}]}",
          "\"snapshot-id\" is missing"},
-        {"{\"blobs\":[{\"type\":\"t\",\"fields\":[1],\"snapshot-id\":1,\"sequence-number\":1,\"offset\":2,\"length\":1}]}",
+        {"{\"blobs\":[{\"type\":\"t\",\"fields\":[1],\"snapshot-id\":1,\"sequence-number\":1,"
+         "\"offset\":2,\"length\":1}]}",
          "outside the blob area"},
-        {"{\"blobs\":[{\"type\":\"t\",\"fields\":[1],\"snapshot-id\":1,\"sequence-number\":1,\"offset\":4,\"length\":99}]}",
+        {"{\"blobs\":[{\"type\":\"t\",\"fields\":[1],\"snapshot-id\":1,\"sequence-number\":1,"
+         "\"offset\":4,\"length\":99}]}",
          "outside the blob area"},
-        {"{\"blobs\":[{\"type\":\"t\",\"fields\":[1],\"snapshot-id\":1,\"sequence-number\":1,\"offset\":4,\"length\":1,\"properties\":{\"a\":1}}]}",
+        {"{\"blobs\":[{\"type\":\"t\",\"fields\":[1],\"snapshot-id\":1,\"sequence-number\":1,"
+         "\"offset\":4,\"length\":1,\"properties\":{\"a\":1}}]}",
          "not a string"},
         {"{\"blobs\":[],\"properties\":[]}", "\"properties\" is not an object"},
         {"{\"blobs\":[],\"blobs\":[]}", "invalid JSON"},
@@ -1086,18 +1089,22 @@ static void test_puffin_reader(void **state)
     static const struct {
         const char *props, *needle;
     } dvbad[] = {
-        {",\"compression-codec\":\"zstd\",\"properties\":{\"referenced-data-file\":\"f\",\"cardinality\":\"1\"}",
+        {",\"compression-codec\":\"zstd\",\"properties\":{\"referenced-data-file\":\"f\","
+         "\"cardinality\":\"1\"}",
          "must not be compressed"},
         {",\"properties\":{\"cardinality\":\"1\"}", "no referenced-data-file"},
         {",\"properties\":{\"referenced-data-file\":\"f\"}", "no cardinality"},
-        {",\"properties\":{\"referenced-data-file\":\"f\",\"cardinality\":\"01\"}", "no cardinality"},
-        {",\"properties\":{\"referenced-data-file\":\"f\",\"cardinality\":\"2\"}", "cardinality is 2"},
+        {",\"properties\":{\"referenced-data-file\":\"f\",\"cardinality\":\"01\"}",
+         "no cardinality"},
+        {",\"properties\":{\"referenced-data-file\":\"f\",\"cardinality\":\"2\"}",
+         "cardinality is 2"},
     };
     for (size_t i = 0; i < sizeof dvbad / sizeof dvbad[0]; i++) {
         write_puffin(&b);
-        char *json = xasprintf("{\"blobs\":[{\"type\":\"deletion-vector-v1\",\"fields\":[2147483645],"
-                               "\"snapshot-id\":-1,\"sequence-number\":-1,\"offset\":4,\"length\":42%s}]}",
-                               dvbad[i].props);
+        char *json =
+            xasprintf("{\"blobs\":[{\"type\":\"deletion-vector-v1\",\"fields\":[2147483645],"
+                      "\"snapshot-id\":-1,\"sequence-number\":-1,\"offset\":4,\"length\":42%s}]}",
+                      dvbad[i].props);
         set_footer(&b, json);
         free(json);
         struct puffin_footer f;

@@ -203,7 +203,8 @@ static void test_croaring_64map(void **state)
         struct {
             const char *name;
             struct model *m;
-        } ok[] = {{"64mapempty.bin", &empty}, {"64map32bitvals.bin", &ten},
+        } ok[] = {{"64mapempty.bin", &empty},
+                  {"64map32bitvals.bin", &ten},
                   {"64mapspreadvals.bin", &spread}};
         for (size_t i = 0; i < 3; i++) {
             struct buf b = BUF_INIT;
@@ -243,7 +244,8 @@ static void test_croaring_64map(void **state)
     assert_true(dv_max(d, &mx));
     assert_int_equal(mx, UINT64_MAX);
     dv_free(d);
-    expect_refused(dv_decode_roaring64(b.data, b.len, DV_RULE, &d, &e), &e, "key 4294967285 at byte 8");
+    expect_refused(dv_decode_roaring64(b.data, b.len, DV_RULE, &d, &e), &e,
+                   "key 4294967285 at byte 8");
     assert_null(d);
     model_free(&hv);
 
@@ -349,7 +351,7 @@ static void test_iceberg_blobs(void **state)
         buf_free(&b);
     }
     /* The exact bytes of the empty blob (MANIFEST). */
-    static const uint8_t empty_blob[20] = {0, 0, 0, 0x0c, 0xd1, 0xd3, 0x39, 0x64, 0, 0,
+    static const uint8_t empty_blob[20] = {0, 0, 0, 0x0c, 0xd1, 0xd3, 0x39, 0x64, 0,    0,
                                            0, 0, 0, 0,    0,    0,    0xbf, 0x18, 0x48, 0x0c};
     struct buf b = BUF_INIT;
     tdv_read("iceberg/deletes/empty-position-index.bin", &b);
@@ -382,8 +384,8 @@ static void test_iceberg_crc_message(void **state)
     dv_free(d);
 }
 
-static void expect_blob(const struct puffin_blob *b, const char *ref, uint64_t off,
-                        uint64_t len, int64_t card)
+static void expect_blob(const struct puffin_blob *b, const char *ref, uint64_t off, uint64_t len,
+                        int64_t card)
 {
     assert_string_equal(b->type, "deletion-vector-v1");
     assert_int_equal(b->n_fields, 1);
@@ -427,8 +429,8 @@ static void test_puffin_dv_files(void **state)
     /* Our writer, given the same created-by, writes the very same file. */
     struct puffin_writer *w = puffin_writer_new(created);
     uint64_t off, len;
-    assert_int_equal(puffin_writer_add_dv(w, "s3://warehouse/db/table/data/00000-0-abc.parquet",
-                                          d, &off, &len, &e),
+    assert_int_equal(puffin_writer_add_dv(w, "s3://warehouse/db/table/data/00000-0-abc.parquet", d,
+                                          &off, &len, &e),
                      ST_OK);
     assert_int_equal(off, 4);
     assert_int_equal(len, 50);
@@ -458,12 +460,12 @@ static void test_puffin_dv_files(void **state)
     tdv_assert_model(d1, &m1);
     tdv_assert_model(d2, &m2);
     w = puffin_writer_new(created);
-    assert_int_equal(
-        puffin_writer_add_dv(w, "s3://warehouse/db/table/data/file-001.parquet", d1, &off, &len, &e),
-        ST_OK);
-    assert_int_equal(
-        puffin_writer_add_dv(w, "s3://warehouse/db/table/data/file-002.parquet", d2, &off, &len, &e),
-        ST_OK);
+    assert_int_equal(puffin_writer_add_dv(w, "s3://warehouse/db/table/data/file-001.parquet", d1,
+                                          &off, &len, &e),
+                     ST_OK);
+    assert_int_equal(puffin_writer_add_dv(w, "s3://warehouse/db/table/data/file-002.parquet", d2,
+                                          &off, &len, &e),
+                     ST_OK);
     assert_int_equal(puffin_writer_finish(w, &out, &e), ST_OK);
     puffin_writer_free(w);
     assert_int_equal(out.len, b.len);
@@ -478,9 +480,9 @@ static void test_puffin_dv_files(void **state)
     assert_int_equal(ff.n_blobs, 2);
     assert_int_equal(ff.footer_offset, f.footer_offset);
     struct dv *fd2;
-    assert_int_equal(puffin_read_dv_fd(fd, puffin_find_dv(&ff, f.blobs[1].referenced_data_file),
-                                       &fd2, &e),
-                     ST_OK);
+    assert_int_equal(
+        puffin_read_dv_fd(fd, puffin_find_dv(&ff, f.blobs[1].referenced_data_file), &fd2, &e),
+        ST_OK);
     assert_true(dv_equal(fd2, d2));
     dv_free(fd2);
     puffin_footer_free(&ff);
@@ -546,8 +548,7 @@ static void test_puffin_metric_files(void **state)
     puffin_footer_free(&f);
     /* A wrong footer payload size must fail (TestPuffinReader:65-89). */
     for (int delta = -3; delta <= 3; delta++) {
-        if (delta == 0)
-            continue;
+        if (delta == 0) continue;
         uint32_t size = ld_u32le(b.data + b.len - 12);
         st_u32le(b.data + b.len - 12, size + (uint32_t)delta);
         st_err_clear(&e);
@@ -557,8 +558,8 @@ static void test_puffin_metric_files(void **state)
     buf_free(&b);
 }
 
-static void check_delta_dv(const char *table, const char *prefix, const char *log,
-                           const char *part, uint64_t offset, const uint64_t *v, size_t n)
+static void check_delta_dv(const char *table, const char *prefix, const char *log, const char *part,
+                           uint64_t offset, const uint64_t *v, size_t n)
 {
     /* Find the add action for `part` in the log and load its DV. */
     char *logpath = xasprintf("%s/testdata/%s/_delta_log/%s", tdv_shared_dir(), table, log);
@@ -599,8 +600,7 @@ static void check_delta_dv(const char *table, const char *prefix, const char *lo
     free(line);
     fclose(fp);
     free(logpath);
-    if (!found)
-        fail_msg("no add with a DV for %s in %s/%s", part, table, log);
+    if (!found) fail_msg("no add with a DV for %s in %s/%s", part, table, log);
 }
 
 static void test_delta_tables(void **state)
@@ -669,15 +669,23 @@ static void test_delta_files(void **state)
     } cases[] = {
         {"delta-kernel-rs/table-with-dv-small/"
          "deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin",
-         1, {1}, {36}},
+         1,
+         {1},
+         {36}},
         {"delta-kernel-rs/with-short-dv/deletion_vector_ae7177f2-6d17-4ea8-819b-8d62fa2c5469.bin",
-         1, {1}, {38}},
+         1,
+         {1},
+         {38}},
         {"delta/table-with-dv-large/"
          "test%dv%prefix-deletion_vector_44ccbf3f-b223-4581-9cd8-a7e569120ada.bin",
-         5, {1, 43, 85, 127, 169}, {34, 34, 34, 34, 34}},
+         5,
+         {1, 43, 85, 127, 169},
+         {34, 34, 34, 34, 34}},
         {"delta/table-with-dv-large/"
          "test%dv%prefix-deletion_vector_afcbf9f8-7558-4a5a-b1e2-7432c30bf452.bin",
-         6, {1, 43, 87, 131, 173, 215}, {34, 36, 36, 34, 34, 36}},
+         6,
+         {1, 43, 87, 131, 173, 215},
+         {34, 36, 36, 34, 34, 36}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct buf b = BUF_INIT, enc = BUF_INIT;
@@ -714,9 +722,9 @@ static void test_delta_files(void **state)
         st_err_clear(&e);
         expect_refused(dv_decode_delta_entry(b.data, b.len, 2, -1, &d, &e), &e, "");
         st_err_clear(&e);
-        expect_refused(dv_decode_delta_entry(b.data, b.len, 1, (int64_t)cases[i].sizes[0] + 1, &d,
-                                             &e),
-                       &e, "sizeInBytes");
+        expect_refused(
+            dv_decode_delta_entry(b.data, b.len, 1, (int64_t)cases[i].sizes[0] + 1, &d, &e), &e,
+            "sizeInBytes");
         st_err_clear(&e);
         expect_refused(dv_decode_delta_entry(b.data, b.len, b.len, -1, &d, &e), &e, "");
         buf_free(&enc);
@@ -739,8 +747,8 @@ static void test_delta_inline(void **state)
     static const uint64_t v[] = {3, 4, 7, 11, 18, 29};
     struct model m = {0};
     set_list(&m, v, 6);
-    assert_int_equal(dv_decode_delta_inline("^Bg9^0rr910000000000iXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L",
-                                            44, &d, &e),
+    assert_int_equal(dv_decode_delta_inline(
+                         "^Bg9^0rr910000000000iXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 44, &d, &e),
                      ST_OK);
     tdv_assert_model(d, &m);
     /* Our inline encoding of the set is the same text. */
@@ -753,9 +761,9 @@ static void test_delta_inline(void **state)
     dv_free(d);
     model_free(&m);
     /* PROTOCOL.md's example is big-endian 'native' and must be refused. */
-    expect_refused(dv_decode_delta_inline("wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 40,
-                                          &d, &e),
-                   &e, "native");
+    expect_refused(
+        dv_decode_delta_inline("wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 40, &d, &e),
+        &e, "native");
     assert_null(d);
 }
 
@@ -791,15 +799,15 @@ static void test_paimon(void **state)
             assert_int_equal(ent.length, cases[i].lengths[k]);
             assert_int_equal(ent.offset, cases[i].offsets[k]);
             struct dv *again;
-            assert_int_equal(paimon_decode_dv(b.data, b.len, ent.offset, (int64_t)ent.length, NULL,
-                                              &again, &e),
-                             ST_OK);
+            assert_int_equal(
+                paimon_decode_dv(b.data, b.len, ent.offset, (int64_t)ent.length, NULL, &again, &e),
+                ST_OK);
             assert_true(dv_equal(again, d));
             dv_free(again);
             struct dv *x;
-            expect_refused(paimon_decode_dv(b.data, b.len, ent.offset, (int64_t)ent.length + 1,
-                                            NULL, &x, &e),
-                           &e, "index manifest");
+            expect_refused(
+                paimon_decode_dv(b.data, b.len, ent.offset, (int64_t)ent.length + 1, NULL, &x, &e),
+                &e, "index manifest");
             st_err_clear(&e);
             struct paimon_dv_entry w;
             assert_int_equal(paimon_dvindex_add(&enc, d, cases[i].b64, &w, &e), ST_OK);
@@ -819,12 +827,12 @@ static void test_paimon(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roaring_spec_32),  cmocka_unit_test(test_roaring_spec_64),
-        cmocka_unit_test(test_croaring_64map),   cmocka_unit_test(test_crashprone),
-        cmocka_unit_test(test_iceberg_blobs),    cmocka_unit_test(test_iceberg_crc_message),
-        cmocka_unit_test(test_puffin_dv_files),  cmocka_unit_test(test_puffin_metric_files),
-        cmocka_unit_test(test_delta_tables),     cmocka_unit_test(test_delta_files),
-        cmocka_unit_test(test_delta_inline),     cmocka_unit_test(test_paimon),
+        cmocka_unit_test(test_roaring_spec_32), cmocka_unit_test(test_roaring_spec_64),
+        cmocka_unit_test(test_croaring_64map),  cmocka_unit_test(test_crashprone),
+        cmocka_unit_test(test_iceberg_blobs),   cmocka_unit_test(test_iceberg_crc_message),
+        cmocka_unit_test(test_puffin_dv_files), cmocka_unit_test(test_puffin_metric_files),
+        cmocka_unit_test(test_delta_tables),    cmocka_unit_test(test_delta_files),
+        cmocka_unit_test(test_delta_inline),    cmocka_unit_test(test_paimon),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

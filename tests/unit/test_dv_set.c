@@ -50,8 +50,7 @@ static void test_build(void **state)
 
             /* one at a time, in a shuffled order, with duplicates */
             uint64_t *sh = xreallocarray(NULL, m.n + 1, sizeof *sh);
-            if (m.n > 0)
-                memcpy(sh, m.v, m.n * sizeof *sh);
+            if (m.n > 0) memcpy(sh, m.v, m.n * sizeof *sh);
             uint64_t s = SEEDS[si];
             for (size_t i = m.n; i > 1; i--) {
                 size_t j = tdv_rand(&s) % i;
@@ -62,8 +61,7 @@ static void test_build(void **state)
             struct dv *one = dv_new();
             for (size_t i = 0; i < m.n; i++) {
                 dv_add(one, sh[i]);
-                if (i % 7 == 0)
-                    dv_add(one, sh[i]);
+                if (i % 7 == 0) dv_add(one, sh[i]);
             }
             tdv_assert_model(one, &m);
             struct dv *many = dv_new();
@@ -125,8 +123,27 @@ static void test_rank_contains(void **state)
             check_probe(d, &m, tdv_rand(&s) >> 24);
             check_probe(d, &m, tdv_rand(&s) % 300000);
         }
-        static const uint64_t edges[] = {0, 65535, 65536, (1ull << 32) - 1, 1ull << 32,
-                                         (1ull << 63) - 1, UINT64_MAX};
+        /* dv_rank_many: ascending queries, then a few out of order */
+        size_t nq = 5000;
+        uint64_t *q = xmalloc(nq * sizeof *q), *out = xmalloc(nq * sizeof *out);
+        uint64_t at = m.n ? m.v[0] - (m.v[0] > 3 ? 3 : m.v[0]) : 0;
+        for (size_t i = 0; i < nq; i++) {
+            q[i] = at;
+            at += (i % 7 == 0 && m.n) ? 1 + m.v[tdv_rand(&s) % m.n] % 5000 : 1;
+        }
+        q[nq / 2] = q[nq / 2 - 1]; /* duplicates are fine */
+        q[nq - 10] = 0;            /* out of order */
+        q[nq - 5] = UINT64_MAX;
+        dv_rank_many(d, q, nq, out);
+        for (size_t i = 0; i < nq; i++)
+            if (out[i] != model_rank(&m, q[i]))
+                fail_msg("rank_many[%zu](%llu): %llu, model %zu", i, (unsigned long long)q[i],
+                         (unsigned long long)out[i], model_rank(&m, q[i]));
+        dv_rank_many(d, q, 0, out);
+        free(q);
+        free(out);
+        static const uint64_t edges[] = {
+            0, 65535, 65536, (1ull << 32) - 1, 1ull << 32, (1ull << 63) - 1, UINT64_MAX};
         for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
             check_probe(d, &m, edges[i]);
         dv_free(d);
@@ -152,8 +169,8 @@ static void check_mask(const struct dv *d, const struct model *m, uint64_t start
             in = r < m->n && m->v[r] == pos;
         }
         if (mask[i] != (in ? 1 : 0))
-            fail_msg("mask(start %llu, n %zu)[%zu] = %u, expected %d", (unsigned long long)start,
-                     n, i, mask[i], in);
+            fail_msg("mask(start %llu, n %zu)[%zu] = %u, expected %d", (unsigned long long)start, n,
+                     i, mask[i], in);
     }
     free(mask);
 }
@@ -207,6 +224,29 @@ static void test_iter(void **state)
             assert_int_equal(dv_iter_next_many(&it, out, chunks[c]), 0); /* stays at the end */
             free(out);
         }
+        /* seek: to set positions, to gaps, past the end, backwards */
+        uint64_t sd = 4;
+        for (int i = 0; i < 300; i++) {
+            uint64_t target;
+            if (m.n > 0 && i % 3 == 0)
+                target = m.v[tdv_rand(&sd) % m.n] + (uint64_t)(i % 2);
+            else
+                target = tdv_rand(&sd) >> (tdv_rand(&sd) % 64);
+            struct dv_iter s2;
+            dv_iter_init(&s2, d);
+            if (i % 5 == 0) { /* from a used iterator */
+                uint64_t junk[7];
+                dv_iter_next_many(&s2, junk, 7);
+            }
+            dv_iter_seek(&s2, target);
+            size_t r = target == 0 ? 0 : model_rank(&m, target - 1);
+            uint64_t got[5];
+            size_t k = dv_iter_next_many(&s2, got, 5);
+            size_t want = m.n - r < 5 ? m.n - r : 5;
+            assert_int_equal(k, want);
+            for (size_t j = 0; j < k; j++)
+                assert_int_equal(got[j], m.v[r + j]);
+        }
         /* dv_iter_next one at a time, mixed with next_many */
         struct dv_iter it;
         dv_iter_init(&it, d);
@@ -218,11 +258,9 @@ static void test_iter(void **state)
                 for (size_t i = 0; i < k; i++)
                     assert_int_equal(two[i], m.v[at + i]);
                 at += k;
-                if (k < 2)
-                    break;
+                if (k < 2) break;
             } else {
-                if (!dv_iter_next(&it, &x))
-                    break;
+                if (!dv_iter_next(&it, &x)) break;
                 assert_int_equal(x, m.v[at]);
                 at++;
             }
@@ -271,12 +309,16 @@ static void test_add_range(void **state)
     struct model m = {0};
     struct dv *d = dv_new();
     /* ranges that start, end or cross container and key boundaries */
-    static const uint64_t at[] = {0, 65530, 131072, (1ull << 32) - 70000, (1ull << 32) - 3,
-                                  (5ull << 32) + 65535, (1ull << 63) - 100};
+    static const uint64_t at[] = {0,
+                                  65530,
+                                  131072,
+                                  (1ull << 32) - 70000,
+                                  (1ull << 32) - 3,
+                                  (5ull << 32) + 65535,
+                                  (1ull << 63) - 100};
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
         uint64_t len = 1 + tdv_rand(&s) % 140000;
-        if (at[i] + len > (1ull << 63))
-            len = (1ull << 63) - at[i];
+        if (at[i] + len > (1ull << 63)) len = (1ull << 63) - at[i];
         dv_add_range(d, at[i], at[i] + len);
         for (uint64_t v = at[i]; v < at[i] + len; v++)
             model_push(&m, v);
@@ -324,9 +366,9 @@ static void test_add_range(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty),  cmocka_unit_test(test_build),
+        cmocka_unit_test(test_empty),         cmocka_unit_test(test_build),
         cmocka_unit_test(test_rank_contains), cmocka_unit_test(test_mask),
-        cmocka_unit_test(test_iter),   cmocka_unit_test(test_union),
+        cmocka_unit_test(test_iter),          cmocka_unit_test(test_union),
         cmocka_unit_test(test_add_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

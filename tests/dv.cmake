@@ -1,0 +1,13 @@
+# tests/dv.cmake - deletion-vector codecs (storage/dv) and `strike dv`.
+# The tests read ../shared/testdata through STRIKE_SHARED_DIR (set by
+# STRIKE_TEST_ENV) and fail when it is missing. Run: ctest -R dv
+strike_unit_test(test_dv_set SOURCES unit/test_dv_set.c LIBS strike_dv LABELS dv)
+strike_unit_test(test_dv_fixtures SOURCES unit/test_dv_fixtures.c LIBS strike_dv LABELS dv)
+strike_unit_test(test_dv_codec SOURCES unit/test_dv_codec.c LIBS strike_dv LABELS dv)
+# `strike dv decode|encode` on every fixture (needs the `strike` target).
+strike_py_test(test_dv_cli test_dv_cli.py LABELS dv)
+
+# Benchmark (prints numbers, not a test): build/<dir>/bin/bench_dv [--runs N];
+# tests/bench/dv_peer.mjs times the npm `roaring` package on the same set.
+add_executable(bench_dv bench/bench_dv.c)
+target_link_libraries(bench_dv PRIVATE strike_dv roaring_c)
