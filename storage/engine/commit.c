@@ -1148,12 +1148,30 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p,
                 continue;
             }
         }
-        if (it->req->has_expected_seq && it->req->expected_seq != p->base) {
-            finish_item(it, st_errf(it->err, ST_ECONFLICT,
-                                    "expected_seq %lld, but table \"%s\" is at seq %lld",
-                                    (long long)it->req->expected_seq, t->name,
-                                    (long long)p->base));
+    }
+
+    /* producer offsets; then expected_seq, which a duplicate delivery ignores
+       (API.md: a duplicate answers 200 "whatever its expected_seq") */
+    struct hmap last;
+    hmap_init(&last);
+    if ((rc = read_producers(c, b, &last, err)) != ST_OK) {
+        free_map_values(&last);
+        eng__rollback(c);
+        return rc;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        const struct change_req *q = it->req;
+        if (it->finished || !q->has_expected_seq || q->expected_seq == p->base)
+            continue;
+        if (q->producer != NULL && q->has_offset) {
+            void **slot = hmap_get(&last, q->producer, strlen(q->producer));
+            if (slot != NULL && q->offset <= *(int64_t *)*slot)
+                continue; /* a duplicate: answered below with duplicate:true */
         }
+        finish_item(it, st_errf(it->err, ST_ECONFLICT,
+                                "expected_seq %lld, but table \"%s\" is at seq %lld",
+                                (long long)q->expected_seq, t->name, (long long)p->base));
     }
 
     /* keys */
@@ -1181,25 +1199,19 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p,
     int64_t nfiles = 0;
     int64_t *files = NULL;
     if (b->nst > 0 && (rc = lookup_keys(c, b, &nfiles, &files, err)) != ST_OK) {
+        free_map_values(&last);
         buf_free(&kb);
         eng__rollback(c);
         return rc;
     }
     if (nfiles > 0 && (rc = read_files(c, t, files, (size_t)nfiles, p, err)) != ST_OK) {
         free(files);
-        buf_free(&kb);
-        eng__rollback(c);
-        return rc;
-    }
-    free(files);
-    struct hmap last;
-    hmap_init(&last);
-    if ((rc = read_producers(c, b, &last, err)) != ST_OK) {
         free_map_values(&last);
         buf_free(&kb);
         eng__rollback(c);
         return rc;
     }
+    free(files);
     eng__rollback(c); /* end the read-only snapshot */
 
     /* replay the changes in arrival order */

@@ -349,6 +349,34 @@ static void test_idempotency(void **state)
     table_unref(t);
 }
 
+/* API.md: a duplicate (producer offset already applied) answers 200 with the
+   current seq and duplicate:true, whatever its expected_seq. */
+static void test_duplicate_ignores_expected_seq(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "dups", cols, 1, pk, 1, NULL);
+    struct st_value r1[1] = {L(1)}, r2[1] = {L(2)};
+    struct change c1[] = {{CHANGE_UPSERT, r1}}, c2[] = {{CHANGE_UPSERT, r2}};
+    struct change_res res;
+    struct st_err err = {0};
+    assert_int_equal(apply(t, c1, 1, "p", 5, &res, &err), ST_OK);
+    assert_int_equal(res.seq, 1);
+    struct change_req req = {.table = t, .changes = c2, .nchanges = 1, .producer = "p",
+                             .has_offset = true, .offset = 5, .has_expected_seq = true,
+                             .expected_seq = 77};
+    struct st_reply rep = {0};
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_OK);
+    assert_true(res.duplicate);
+    assert_int_equal(res.seq, 1);
+    assert_int_equal(res.inserted, 0);
+    /* a new offset with a wrong expected_seq is still a conflict */
+    req.offset = 6;
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_ECONFLICT);
+    table_unref(t);
+}
+
 /* ---- the model-based test --------------------------------------------------------- */
 
 #define MODEL_KEYS 300
@@ -621,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_counts_and_stats),
         cmocka_unit_test(test_no_primary_key),
         cmocka_unit_test(test_idempotency),
+        cmocka_unit_test(test_duplicate_ignores_expected_seq),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_model_composite_key),
     };

@@ -1,0 +1,739 @@
+/*
+ * grpc_conv.c - strike.v1 messages <-> engine structures (see grpc_conv.h).
+ *
+ * ScanBatch is written by hand (proto3 wire format) straight from the
+ * scan's column vectors: a batch of 4096 rows would otherwise cost a Row and
+ * a Value allocation per cell plus a NUL-terminated copy of every string.
+ */
+#include "grpc_conv.h"
+
+#include "common/sha256.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+
+#include <jansson.h>
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- arena ---------------------------------------------------------------- */
+
+#define GARENA_CHUNK (16u * 1024)
+
+struct garena_chunk {
+    struct garena_chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+};
+
+static void *pb_alloc(void *data, size_t n)
+{
+    return garena_alloc(data, n);
+}
+
+static void pb_free(void *data, void *p)
+{
+    (void)data;
+    (void)p; /* freed with the arena */
+}
+
+void garena_init(struct garena *a)
+{
+    a->head = NULL;
+    a->pb.alloc = pb_alloc;
+    a->pb.free = pb_free;
+    a->pb.allocator_data = a;
+}
+
+void garena_free(struct garena *a)
+{
+    for (struct garena_chunk *c = a->head, *next; c != NULL; c = next) {
+        next = c->next;
+        free(c);
+    }
+    a->head = NULL;
+}
+
+void *garena_alloc(struct garena *a, size_t n)
+{
+    size_t al = alignof(max_align_t);
+    if (n > SIZE_MAX / 2) abort(); /* callers bound sizes; this is a bug */
+    n = n == 0 ? al : (n + al - 1) / al * al;
+    struct garena_chunk *c = a->head;
+    if (c == NULL || c->cap - c->used < n) {
+        size_t cap = n > GARENA_CHUNK / 2 ? n : GARENA_CHUNK;
+        c = xmalloc(sizeof *c + cap);
+        c->used = 0;
+        c->cap = cap;
+        if (n > GARENA_CHUNK / 2 && a->head != NULL) {
+            /* A big block: keep filling the current chunk afterwards. */
+            c->next = a->head->next;
+            a->head->next = c;
+        } else {
+            c->next = a->head;
+            a->head = c;
+        }
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *garena_strdup(struct garena *a, const char *s)
+{
+    size_t n = strlen(s);
+    char *p = garena_alloc(a, n + 1);
+    memcpy(p, s, n);
+    return p;
+}
+
+char *garena_printf(struct garena *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char small[256];
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) n = 0;
+    char *p = garena_alloc(a, (size_t)n + 1);
+    if ((size_t)n < sizeof small) {
+        memcpy(p, small, (size_t)n);
+    } else {
+        va_start(ap, fmt);
+        vsnprintf(p, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    return p;
+}
+
+/* ---- unpacking -------------------------------------------------------------- */
+
+static bool rd_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
+{
+    uint64_t r = 0;
+    for (unsigned s = 0; s < 64 && *i < n; s += 7) {
+        uint8_t c = p[(*i)++];
+        r |= (uint64_t)(c & 0x7f) << s;
+        if (!(c & 0x80)) {
+            *v = r;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool find_nul(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t n, int depth,
+                     char *where, size_t wcap)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint64_t key, v;
+        if (!rd_varint(p, n, &i, &key)) return false;
+        switch (key & 7) {
+        case 0:
+            if (!rd_varint(p, n, &i, &v)) return false;
+            break;
+        case 1:
+            if (n - i < 8) return false;
+            i += 8;
+            break;
+        case 5:
+            if (n - i < 4) return false;
+            i += 4;
+            break;
+        case 2: {
+            if (!rd_varint(p, n, &i, &v) || v > n - i) return false;
+            uint64_t num = key >> 3;
+            const ProtobufCFieldDescriptor *f =
+                num > 0 && num <= UINT32_MAX
+                    ? protobuf_c_message_descriptor_get_field(d, (unsigned)num)
+                    : NULL;
+            if (f != NULL && f->type == PROTOBUF_C_TYPE_STRING && memchr(p + i, 0, v) != NULL) {
+                snprintf(where, wcap, "%s.%s", d->short_name, f->name);
+                return true;
+            }
+            if (f != NULL && f->type == PROTOBUF_C_TYPE_MESSAGE && depth < 32 &&
+                find_nul(f->descriptor, p + i, (size_t)v, depth + 1, where, wcap))
+                return true;
+            i += (size_t)v;
+            break;
+        }
+        default:
+            return false; /* groups are not part of proto3 */
+        }
+    }
+    return false;
+}
+
+bool gconv_find_nul(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                    char *where, size_t wcap)
+{
+    return find_nul(desc, data, len, 0, where, wcap);
+}
+
+ProtobufCMessage *gconv_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
+                               size_t len, struct garena *a, struct st_err *err)
+{
+    static const uint8_t empty[1];
+    if (data == NULL) data = empty;
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, &a->pb, len, data);
+    if (m == NULL) {
+        st_errf(err, ST_EINVAL, "the request is not a valid %s message", desc->name);
+        return NULL;
+    }
+    char where[200];
+    if (gconv_find_nul(desc, data, len, where, sizeof where)) {
+        st_errf(err, ST_EINVAL, "%s: string contains U+0000", where);
+        return NULL;
+    }
+    return m;
+}
+
+/* ---- canonical form and hash -------------------------------------------------- */
+
+/* protoc's map entries: a nested "...Entry" message of a string `key` (1) and `value` (2). */
+static bool is_string_map_entry(const ProtobufCMessageDescriptor *d)
+{
+    size_t sl = strlen(d->short_name);
+    return d->n_fields == 2 && sl > 5 && strcmp(d->short_name + sl - 5, "Entry") == 0 &&
+           d->fields[0].id == 1 && strcmp(d->fields[0].name, "key") == 0 &&
+           d->fields[0].type == PROTOBUF_C_TYPE_STRING && d->fields[1].id == 2 &&
+           strcmp(d->fields[1].name, "value") == 0;
+}
+
+static int cmp_entry_key(const void *a, const void *b, void *arg)
+{
+    const ProtobufCFieldDescriptor *kf = arg;
+    const char *x = *(char *const *)(const void *)((const char *)*(void *const *)a + kf->offset);
+    const char *y = *(char *const *)(const void *)((const char *)*(void *const *)b + kf->offset);
+    return strcmp(x, y);
+}
+
+static void canonicalize(ProtobufCMessage *m, int depth)
+{
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    if (depth > 32) return;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+        char *base = (char *)m;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n = *(size_t *)(void *)(base + f->quantifier_offset);
+            ProtobufCMessage **arr = *(ProtobufCMessage ***)(void *)(base + f->offset);
+            const ProtobufCMessageDescriptor *ed = f->descriptor;
+            if (n > 1 && is_string_map_entry(ed))
+                qsort_r(arr, n, sizeof *arr, cmp_entry_key, (void *)&ed->fields[0]);
+            for (size_t k = 0; k < n; k++)
+                canonicalize(arr[k], depth + 1);
+        } else {
+            if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+                *(uint32_t *)(void *)(base + f->quantifier_offset) != f->id)
+                continue;
+            ProtobufCMessage *sub = *(ProtobufCMessage **)(void *)(base + f->offset);
+            if (sub != NULL) canonicalize(sub, depth + 1);
+        }
+    }
+}
+
+void gconv_canonicalize(ProtobufCMessage *m)
+{
+    canonicalize(m, 0);
+}
+
+struct hash_sink {
+    ProtobufCBuffer base;
+    struct st_sha256 h;
+};
+
+static void hash_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+{
+    struct hash_sink *s = (struct hash_sink *)(void *)b;
+    st_sha256_update(&s->h, data, len);
+}
+
+void gconv_hash(const char *prefix, const ProtobufCMessage *m, uint8_t out[32])
+{
+    struct hash_sink s;
+    s.base.append = hash_append;
+    st_sha256_init(&s.h);
+    st_sha256_update(&s.h, prefix, strlen(prefix) + 1);
+    protobuf_c_message_pack_to_buffer(m, &s.base);
+    st_sha256_final(&s.h, out);
+}
+
+/* ---- values and changes ------------------------------------------------------- */
+
+int gconv_literal(const Strike__V1__Value *v, struct st_literal *out, struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    switch (v ? v->kind_case : STRIKE__V1__VALUE__KIND__NOT_SET) {
+    case STRIKE__V1__VALUE__KIND_NULL_VALUE:
+        out->kind = LIT_NULL;
+        return ST_OK;
+    case STRIKE__V1__VALUE__KIND_BOOL_VALUE:
+        out->kind = LIT_BOOL;
+        out->b = v->bool_value != 0;
+        return ST_OK;
+    case STRIKE__V1__VALUE__KIND_INT_VALUE:
+        out->kind = LIT_INT;
+        out->i = v->int_value;
+        return ST_OK;
+    case STRIKE__V1__VALUE__KIND_LONG_VALUE:
+        out->kind = LIT_INT;
+        out->i = v->long_value;
+        return ST_OK;
+    case STRIKE__V1__VALUE__KIND_TIMESTAMP_VALUE:
+        out->kind = LIT_INT;
+        out->i = v->timestamp_value;
+        return ST_OK;
+    case STRIKE__V1__VALUE__KIND_DOUBLE_VALUE:
+        out->kind = LIT_DOUBLE;
+        out->d = v->double_value;
+        return ST_OK;
+    case STRIKE__V1__VALUE__KIND_STRING_VALUE:
+        out->kind = LIT_STRING;
+        out->s = v->string_value;
+        out->slen = strlen(v->string_value);
+        return ST_OK;
+    default:
+        return st_errf(err, ST_EINVAL,
+                       "no value set (set one field of Value; null_value for null)");
+    }
+}
+
+/* Map entries share one layout (key, value) whatever the map. */
+struct map_entry {
+    ProtobufCMessage base;
+    char *key;
+    Strike__V1__Value *value;
+};
+
+static int map_obj(void *const *entries, size_t n, size_t change, struct garena *a,
+                   struct wire_obj *out, struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n == 0) return ST_OK; /* proto3: an empty map is an absent one */
+    const char **names = garena_alloc(a, n * sizeof *names);
+    struct st_literal *lits = garena_alloc(a, n * sizeof *lits);
+    for (size_t i = 0; i < n; i++) {
+        const struct map_entry *e = entries[i];
+        names[i] = e->key;
+        if (gconv_literal(e->value, &lits[i], err) != ST_OK)
+            return st_err_prefix(err, "row %zu: column \"%.200s\"", change, e->key);
+    }
+    out->present = true;
+    out->n = n;
+    out->names = names;
+    out->lits = lits;
+    return ST_OK;
+}
+
+int gconv_changes(const Strike__V1__ApplyChangesRequest *req, struct garena *a,
+                  struct wire_change **out, struct st_err *err)
+{
+    size_t n = req->n_changes;
+    struct wire_change *w = garena_alloc(a, (n ? n : 1) * sizeof *w);
+    for (size_t i = 0; i < n; i++) {
+        const Strike__V1__Change *c = req->changes[i];
+        w[i].op = c->op;
+        int rc;
+        if ((rc = map_obj((void *const *)c->row, c->n_row, i, a, &w[i].row, err)) != ST_OK ||
+            (rc = map_obj((void *const *)c->key, c->n_key, i, a, &w[i].key, err)) != ST_OK ||
+            (rc = map_obj((void *const *)c->before, c->n_before, i, a, &w[i].before, err)) !=
+                ST_OK ||
+            (rc = map_obj((void *const *)c->after, c->n_after, i, a, &w[i].after, err)) != ST_OK)
+            return rc;
+    }
+    *out = w;
+    return ST_OK;
+}
+
+int gconv_table_def(const Strike__V1__CreateTableRequest *req, struct garena *a,
+                    struct table_def *def, struct st_err *err)
+{
+    /* The HTTP handler's words for the same mistakes; the rest is the engine's. */
+    static const char *type_names = "boolean, int, long, double, string or timestamp";
+    memset(def, 0, sizeof *def);
+    if (req->name[0] == '\0') return st_errf(err, ST_EINVAL, "name: required");
+    if (req->n_columns > ST_COLUMNS_MAX)
+        return st_errf(err, ST_EINVAL, "columns: at most %d columns", ST_COLUMNS_MAX);
+    struct st_column *cols = garena_alloc(a, (req->n_columns ? req->n_columns : 1) * sizeof *cols);
+    for (size_t i = 0; i < req->n_columns; i++) {
+        const Strike__V1__Column *c = req->columns[i];
+        if (c->name[0] == '\0' || c->type[0] == '\0')
+            return st_errf(err, ST_EINVAL, "columns[%zu]: \"%s\" is required", i,
+                           c->name[0] == '\0' ? "name" : "type");
+        if (!st_name_valid(c->name))
+            return st_errf(err, ST_EINVAL,
+                           "columns[%zu].name: \"%.200s\" is not a valid column name "
+                           "([A-Za-z_][A-Za-z0-9_]{0,127})",
+                           i, c->name);
+        memcpy(cols[i].name, c->name, strlen(c->name) + 1);
+        if (!st_type_parse(c->type, &cols[i].type))
+            return st_errf(err, ST_EINVAL, "columns[%zu].type: unknown type \"%.60s\" (use %s)", i,
+                           c->type, type_names);
+        cols[i].required = c->required != 0;
+    }
+    if (req->n_primary_key > ST_COLUMNS_MAX)
+        return st_errf(err, ST_EINVAL, "primary_key: too many columns");
+    def->name = req->name;
+    def->ncols = (int)req->n_columns;
+    def->cols = cols;
+    def->npk = (int)req->n_primary_key;
+    def->pk = (const char *const *)req->primary_key;
+    def->version_column = req->version_column[0] ? req->version_column : NULL;
+    return ST_OK;
+}
+
+int gconv_columns(const struct table *t, char *const *names, size_t n, struct garena *a, int **out,
+                  int *nout, struct st_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    if (n == 0) return ST_OK;
+    if (n > (size_t)t->ncols)
+        return st_errf(err, ST_EINVAL, "columns: %zu names for a table of %d columns", n, t->ncols);
+    int *idx = garena_alloc(a, n * sizeof *idx);
+    for (size_t i = 0; i < n; i++) {
+        idx[i] = table_column(t, names[i]);
+        if (idx[i] < 0)
+            return st_errf(err, ST_EINVAL, "columns[%zu]: unknown column \"%.128s\"", i, names[i]);
+        for (size_t j = 0; j < i; j++)
+            if (idx[j] == idx[i])
+                return st_errf(err, ST_EINVAL, "columns[%zu]: column \"%s\" is listed twice", i,
+                               names[i]);
+    }
+    *out = idx;
+    *nout = (int)n;
+    return ST_OK;
+}
+
+/* ---- replies ------------------------------------------------------------------- */
+
+void gconv_table(const struct table *t, const struct table_stats *stats, struct garena *a,
+                 Strike__V1__Table *out)
+{
+    strike__v1__table__init(out);
+    out->name = (char *)t->name;
+    out->n_columns = (size_t)t->ncols;
+    out->columns = garena_alloc(a, (size_t)(t->ncols ? t->ncols : 1) * sizeof *out->columns);
+    Strike__V1__Column *cols = garena_alloc(a, (size_t)(t->ncols ? t->ncols : 1) * sizeof *cols);
+    for (int i = 0; i < t->ncols; i++) {
+        strike__v1__column__init(&cols[i]);
+        cols[i].name = (char *)t->cols[i].name;
+        const char *type = st_type_name(t->cols[i].type);
+        cols[i].type = (char *)(type ? type : "");
+        cols[i].required = t->cols[i].required;
+        out->columns[i] = &cols[i];
+    }
+    out->n_primary_key = (size_t)t->npk;
+    out->primary_key = garena_alloc(a, (size_t)(t->npk ? t->npk : 1) * sizeof *out->primary_key);
+    for (int i = 0; i < t->npk; i++)
+        out->primary_key[i] = (char *)t->cols[t->pk[i]].name;
+    if (t->version_col >= 0) out->version_column = (char *)t->cols[t->version_col].name;
+    out->seq = t->seq;
+    out->uuid = (char *)t->uuid;
+    char created[ST_RFC3339_MAX];
+    st_format_rfc3339(t->created_us, created);
+    out->created_at = garena_strdup(a, created);
+    if (stats != NULL) {
+        Strike__V1__TableStats *s = garena_alloc(a, sizeof *s);
+        strike__v1__table_stats__init(s);
+        s->data_files = stats->data_files;
+        s->rows = stats->rows;
+        s->deleted_rows = stats->deleted_rows;
+        s->live_rows = stats->live_rows;
+        s->dv_files = stats->dv_files;
+        out->stats = s;
+    }
+}
+
+static int bad_replay(struct st_err *err, const char *what)
+{
+    return st_errf(err, ST_EINTERNAL, "the stored response of this Idempotency-Key is not %s",
+                   what);
+}
+
+static char *json_str(struct garena *a, const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? garena_strdup(a, s) : (char *)protobuf_c_empty_string;
+}
+
+static int64_t json_i64(const json_t *o, const char *key)
+{
+    return (int64_t)json_integer_value(json_object_get(o, key));
+}
+
+int gconv_table_from_json(const char *json, struct garena *a, Strike__V1__Table *out,
+                          struct st_err *err)
+{
+    strike__v1__table__init(out);
+    json_t *o = json_loads(json, 0, NULL);
+    json_t *cols = json_object_get(o, "columns"), *pk = json_object_get(o, "primary_key");
+    if (!json_is_object(o) || !json_is_array(cols) || !json_is_array(pk)) {
+        json_decref(o);
+        return bad_replay(err, "a table");
+    }
+    out->name = json_str(a, o, "name");
+    out->n_columns = json_array_size(cols);
+    out->columns = garena_alloc(a, (out->n_columns + 1) * sizeof *out->columns);
+    for (size_t i = 0; i < out->n_columns; i++) {
+        json_t *c = json_array_get(cols, i);
+        Strike__V1__Column *col = garena_alloc(a, sizeof *col);
+        strike__v1__column__init(col);
+        col->name = json_str(a, c, "name");
+        col->type = json_str(a, c, "type");
+        col->required = json_is_true(json_object_get(c, "required"));
+        out->columns[i] = col;
+    }
+    out->n_primary_key = json_array_size(pk);
+    out->primary_key = garena_alloc(a, (out->n_primary_key + 1) * sizeof *out->primary_key);
+    for (size_t i = 0; i < out->n_primary_key; i++) {
+        const char *s = json_string_value(json_array_get(pk, i));
+        out->primary_key[i] = s ? garena_strdup(a, s) : (char *)protobuf_c_empty_string;
+    }
+    out->version_column = json_str(a, o, "version_column");
+    out->seq = json_i64(o, "seq");
+    out->uuid = json_str(a, o, "uuid");
+    out->created_at = json_str(a, o, "created_at");
+    json_t *st = json_object_get(o, "stats");
+    if (json_is_object(st)) {
+        Strike__V1__TableStats *s = garena_alloc(a, sizeof *s);
+        strike__v1__table_stats__init(s);
+        s->data_files = json_i64(st, "data_files");
+        s->rows = json_i64(st, "rows");
+        s->deleted_rows = json_i64(st, "deleted_rows");
+        s->live_rows = json_i64(st, "live_rows");
+        s->dv_files = json_i64(st, "dv_files");
+        out->stats = s;
+    }
+    json_decref(o);
+    return ST_OK;
+}
+
+int gconv_change_res_from_json(const char *json, Strike__V1__ApplyChangesResponse *out,
+                               struct st_err *err)
+{
+    strike__v1__apply_changes_response__init(out);
+    json_t *o = json_loads(json, 0, NULL);
+    if (!json_is_object(o) || !json_is_integer(json_object_get(o, "seq"))) {
+        json_decref(o);
+        return bad_replay(err, "a change result");
+    }
+    out->seq = json_i64(o, "seq");
+    out->inserted = json_i64(o, "inserted");
+    out->updated = json_i64(o, "updated");
+    out->deleted = json_i64(o, "deleted");
+    out->missing = json_i64(o, "missing");
+    out->stale = json_i64(o, "stale");
+    out->duplicate = json_is_true(json_object_get(o, "duplicate"));
+    json_decref(o);
+    return ST_OK;
+}
+
+int gconv_delete_res_from_json(const char *json, Strike__V1__DeleteWhereResponse *out,
+                               struct st_err *err)
+{
+    strike__v1__delete_where_response__init(out);
+    json_t *o = json_loads(json, 0, NULL);
+    if (!json_is_object(o) || !json_is_integer(json_object_get(o, "seq"))) {
+        json_decref(o);
+        return bad_replay(err, "a delete result");
+    }
+    out->seq = json_i64(o, "seq");
+    out->deleted = json_i64(o, "deleted");
+    json_decref(o);
+    return ST_OK;
+}
+
+char *gconv_file_url(struct garena *a, const char *table, int64_t file_id)
+{
+    return garena_printf(a, "/v1/tables/%s/files/%lld", table, (long long)file_id);
+}
+
+char *gconv_dv_url(struct garena *a, const char *table, int64_t file_id, int64_t snapshot)
+{
+    return garena_printf(a, "/v1/tables/%s/files/%lld/dv?snapshot=%lld", table, (long long)file_id,
+                         (long long)snapshot);
+}
+
+/* ---- scan batches ------------------------------------------------------------ */
+
+/* Field tags of strike.v1.ScanBatch, Row and Value (field << 3 | wire type). */
+enum {
+    TAG_BATCH_SNAPSHOT = 1 << 3 | 0,
+    TAG_BATCH_COLUMN = 2 << 3 | 2,
+    TAG_BATCH_ROW = 3 << 3 | 2,
+    TAG_ROW_VALUE = 1 << 3 | 2,
+    TAG_V_NULL = 1 << 3 | 0,
+    TAG_V_BOOL = 2 << 3 | 0,
+    TAG_V_INT = 3 << 3 | 0,
+    TAG_V_LONG = 4 << 3 | 0,
+    TAG_V_DOUBLE = 5 << 3 | 1,
+    TAG_V_STRING = 6 << 3 | 2,
+    TAG_V_TIMESTAMP = 7 << 3 | 0,
+};
+
+static size_t varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static void append_varint(struct buf *b, uint64_t v)
+{
+    buf_reserve(b, 10);
+    b->len = (size_t)(put_varint(b->data + b->len, v) - b->data);
+}
+
+void gconv_batch_begin(struct buf *b, int64_t snapshot, const char *const *names, int n)
+{
+    if (snapshot != 0) {
+        append_varint(b, TAG_BATCH_SNAPSHOT);
+        append_varint(b, (uint64_t)snapshot);
+    }
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(names[i]);
+        append_varint(b, TAG_BATCH_COLUMN);
+        append_varint(b, len);
+        buf_append(b, names[i], len);
+    }
+}
+
+/* Size of the Value message for cell `row` of `c` (without its own tag and length). */
+static size_t value_size(const struct st_colvec *c, uint32_t row)
+{
+    if (c->nulls != NULL && c->nulls[row]) return 2;
+    switch (c->type) {
+    case ST_T_BOOLEAN:
+        return 2;
+    case ST_T_INT:
+        return 1 + varint_len((uint64_t)(int64_t)c->v.i[row]);
+    case ST_T_LONG:
+    case ST_T_TIMESTAMP:
+        return 1 + varint_len((uint64_t)c->v.l[row]);
+    case ST_T_DOUBLE:
+        return 9;
+    case ST_T_STRING: {
+        size_t len = c->offs[row + 1] - c->offs[row];
+        return 1 + varint_len(len) + len;
+    }
+    }
+    return 2;
+}
+
+static uint8_t *put_value(uint8_t *p, const struct st_colvec *c, uint32_t row)
+{
+    if (c->nulls != NULL && c->nulls[row]) {
+        *p++ = TAG_V_NULL;
+        *p++ = 1;
+        return p;
+    }
+    switch (c->type) {
+    case ST_T_BOOLEAN:
+        *p++ = TAG_V_BOOL;
+        *p++ = c->v.b[row] ? 1 : 0;
+        return p;
+    case ST_T_INT:
+        *p++ = TAG_V_INT;
+        return put_varint(p, (uint64_t)(int64_t)c->v.i[row]);
+    case ST_T_LONG:
+        *p++ = TAG_V_LONG;
+        return put_varint(p, (uint64_t)c->v.l[row]);
+    case ST_T_TIMESTAMP:
+        *p++ = TAG_V_TIMESTAMP;
+        return put_varint(p, (uint64_t)c->v.l[row]);
+    case ST_T_DOUBLE: {
+        uint64_t bits;
+        memcpy(&bits, &c->v.d[row], sizeof bits);
+        *p++ = TAG_V_DOUBLE;
+        st_u64le(p, bits);
+        return p + 8;
+    }
+    case ST_T_STRING: {
+        uint32_t off = c->offs[row], len = c->offs[row + 1] - off;
+        *p++ = TAG_V_STRING;
+        p = put_varint(p, len);
+        memcpy(p, c->sdata + off, len);
+        return p + len;
+    }
+    }
+    *p++ = TAG_V_NULL;
+    *p++ = 1;
+    return p;
+}
+
+void gconv_batch_row(struct buf *b, const struct st_colvec *const *vecs, int n, uint32_t row)
+{
+    size_t rowlen = 0;
+    for (int j = 0; j < n; j++) {
+        size_t vs = value_size(vecs[j], row);
+        rowlen += 1 + varint_len(vs) + vs;
+    }
+    buf_reserve(b, 1 + 10 + rowlen);
+    uint8_t *p = b->data + b->len;
+    *p++ = TAG_BATCH_ROW;
+    p = put_varint(p, rowlen);
+    for (int j = 0; j < n; j++) {
+        *p++ = TAG_ROW_VALUE;
+        p = put_varint(p, value_size(vecs[j], row));
+        p = put_value(p, vecs[j], row);
+    }
+    b->len = (size_t)(p - b->data);
+}
+
+/* ---- grpc.health.v1 ------------------------------------------------------------ */
+
+bool gconv_health_service(const uint8_t *data, size_t len, const char **svc, size_t *svclen)
+{
+    *svc = "";
+    *svclen = 0;
+    size_t i = 0;
+    while (i < len) {
+        uint64_t key, v;
+        if (!rd_varint(data, len, &i, &key) || (key >> 3) == 0) return false;
+        switch (key & 7) {
+        case 0:
+            if (!rd_varint(data, len, &i, &v)) return false;
+            break;
+        case 1:
+            if (len - i < 8) return false;
+            i += 8;
+            break;
+        case 5:
+            if (len - i < 4) return false;
+            i += 4;
+            break;
+        case 2:
+            if (!rd_varint(data, len, &i, &v) || v > len - i) return false;
+            if ((key >> 3) == 1) {
+                *svc = (const char *)data + i;
+                *svclen = (size_t)v;
+            }
+            i += (size_t)v;
+            break;
+        default:
+            return false;
+        }
+    }
+    return true;
+}

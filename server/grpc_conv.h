@@ -1,0 +1,132 @@
+/*
+ * grpc_conv.h - the gRPC front end's conversions between protobuf-c messages
+ * (strike.v1) and engine structures. Pure functions: no gRPC core, no engine
+ * calls, no I/O, so that the fuzz target can run them on arbitrary bytes.
+ *
+ * Everything a conversion allocates comes from a `struct garena` (a
+ * per-request bump allocator, freed in one shot), which is also the
+ * ProtobufCAllocator requests are unpacked into. Strings handed out point
+ * into the arena, into the request, or into the engine object passed in
+ * (borrowed: keep it alive until the reply is packed).
+ */
+#ifndef STRIKE_GRPC_CONV_H
+#define STRIKE_GRPC_CONV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "changeset.h"
+#include "common/buf.h"
+#include "common/err.h"
+#include "engine/engine.h"
+#include "strike/v1/strike.pb-c.h"
+
+/* ---- arena ---------------------------------------------------------------- */
+
+struct garena_chunk;
+struct garena {
+    struct garena_chunk *head;
+    ProtobufCAllocator pb; /* allocates from this arena; free is a no-op */
+};
+
+void garena_init(struct garena *a);
+/* Free every allocation at once; the arena is reusable afterwards. */
+void garena_free(struct garena *a);
+/* Zeroed, max-aligned memory (aborts on OOM; callers bound sizes first). */
+void *garena_alloc(struct garena *a, size_t n);
+char *garena_strdup(struct garena *a, const char *s);
+char *garena_printf(struct garena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Unpack `len` bytes as a message of type `desc` into the arena. NULL with
+ * ST_EINVAL when the bytes are not a valid message or when a string field
+ * holds U+0000 (protobuf-c would silently cut the string there).
+ */
+ProtobufCMessage *gconv_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
+                               size_t len, struct garena *a, struct st_err *err);
+
+/*
+ * True when some string field (at any depth) of the wire message holds a NUL
+ * byte; `where` gets "Message.field". Walks the wire bytes guided by the
+ * descriptors; malformed input simply ends the walk.
+ */
+bool gconv_find_nul(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                    char *where, size_t wcap);
+
+/*
+ * Put `m` in a canonical form, in place: the entries of every map<string, _>
+ * (at any depth) sorted by key. Clients may serialize maps in any order
+ * (python's protobuf does not keep one), so a retried request can arrive as
+ * other bytes; after this, protobuf-c packs equal requests to equal bytes.
+ */
+void gconv_canonicalize(ProtobufCMessage *m);
+
+/* SHA-256 of `prefix` (with its NUL) and the packed bytes of `m`, without a copy. */
+void gconv_hash(const char *prefix, const ProtobufCMessage *m, uint8_t out[32]);
+
+/* ---- values and changes ------------------------------------------------------- */
+
+/* A Value as a wire literal (strings borrowed from `v`). NULL or unset: ST_EINVAL. */
+int gconv_literal(const Strike__V1__Value *v, struct st_literal *out, struct st_err *err);
+
+/*
+ * The changes of a request as changeset_build() input: out[0..n) with the
+ * names and literals in the arena. Errors name the change ("row 3: column
+ * \"x\": ...").
+ */
+int gconv_changes(const Strike__V1__ApplyChangesRequest *req, struct garena *a,
+                  struct wire_change **out, struct st_err *err);
+
+/*
+ * A CreateTableRequest as a table_def (cols in the arena), refusing what the
+ * HTTP handler refuses with the same words (names, types); the engine checks
+ * the rest.
+ */
+int gconv_table_def(const Strike__V1__CreateTableRequest *req, struct garena *a,
+                    struct table_def *def, struct st_err *err);
+
+/*
+ * Scan columns by name -> table column indexes (arena): known, distinct, as
+ * HTTP checks them. n == 0 gives *out = NULL (all columns: proto3 cannot
+ * tell an empty list from none).
+ */
+int gconv_columns(const struct table *t, char *const *names, size_t n, struct garena *a, int **out,
+                  int *nout, struct st_err *err);
+
+/* ---- replies ------------------------------------------------------------------- */
+
+/* Fill `out` (initialised here) from a table definition; stats may be NULL. */
+void gconv_table(const struct table *t, const struct table_stats *stats, struct garena *a,
+                 Strike__V1__Table *out);
+
+/* Stored idempotent replays (the JSON HTTP sent) back into replies. ST_EINTERNAL if malformed. */
+int gconv_table_from_json(const char *json, struct garena *a, Strike__V1__Table *out,
+                          struct st_err *err);
+int gconv_change_res_from_json(const char *json, Strike__V1__ApplyChangesResponse *out,
+                               struct st_err *err);
+int gconv_delete_res_from_json(const char *json, Strike__V1__DeleteWhereResponse *out,
+                               struct st_err *err);
+
+/* The HTTP URL of a data file and of its DV, as the plan reports them (arena). */
+char *gconv_file_url(struct garena *a, const char *table, int64_t file_id);
+char *gconv_dv_url(struct garena *a, const char *table, int64_t file_id, int64_t snapshot);
+
+/* ---- scan batches, encoded by hand (no per-value allocation) ------------------- */
+
+/* Start a ScanBatch: snapshot and column names. `b` must be empty. */
+void gconv_batch_begin(struct buf *b, int64_t snapshot, const char *const *names, int n);
+/* Append one Row holding value `row` of each vector vecs[0..n). */
+void gconv_batch_row(struct buf *b, const struct st_colvec *const *vecs, int n, uint32_t row);
+
+/* ---- grpc.health.v1 ------------------------------------------------------------ */
+
+/*
+ * The `service` of a HealthCheckRequest (field 1): *svc points into data.
+ * False when the bytes are not a valid message.
+ */
+bool gconv_health_service(const uint8_t *data, size_t len, const char **svc, size_t *svclen);
+
+#endif
