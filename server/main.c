@@ -8,11 +8,13 @@
  */
 #include "app.h"
 #include "config.h"
+#include "grpc.h"
 #include "http.h"
 #include "pgembed.h"
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "engine/catalog.h"
 #include "engine/engine.h"
@@ -77,6 +79,7 @@ int main(int argc, char **argv)
     char *conninfo = NULL;
     struct app app = {.cfg = &cfg};
     struct http_server *http = NULL;
+    struct grpcs *grpc = NULL;
 
     if (st_mkdirs(cfg.data_dir, 0755, &err) != ST_OK)
         goto out;
@@ -99,9 +102,17 @@ int main(int argc, char **argv)
     int nworkers = cfg.workers > 0 ? cfg.workers : 32;
     app.workers = workers_start(nworkers, 4096);
 
-    int http_port = 0;
-    if (http_start(&app, &http, &http_port, &err) != ST_OK)
+    /* gRPC first: once /healthz answers, both front ends are listening. */
+    int grpc_port = 0;
+    if (grpcs_start(&app, &grpc, &grpc_port, &err) != ST_OK)
         goto out_catalog;
+    log_info("listening: grpc %s:%d", cfg.grpc.host, grpc_port);
+    int http_port = 0;
+    if (http_start(&app, &http, &http_port, &err) != ST_OK) {
+        grpcs_quiesce(grpc);
+        grpcs_stop(grpc, 0);
+        goto out_catalog;
+    }
     log_info("listening: http %s:%d, data %s", cfg.http.host, http_port, cfg.data_dir);
 
     for (;;) {
@@ -117,7 +128,12 @@ int main(int argc, char **argv)
     }
     atomic_store(&app.stopping, true);
     http_quiesce(http);
+    grpcs_quiesce(grpc);
+    /* One drain deadline for both front ends. */
+    uint64_t drain_start = st_mono_ns();
     http_stop(http, DRAIN_GRACE_MS);
+    int spent_ms = (int)((st_mono_ns() - drain_start) / 1000000);
+    grpcs_stop(grpc, spent_ms < DRAIN_GRACE_MS ? DRAIN_GRACE_MS - spent_ms : 0);
     status = 0;
 out_catalog:
     workers_stop(app.workers);

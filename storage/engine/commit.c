@@ -320,6 +320,17 @@ static void unlink_rel(struct engine *e, const char *rel)
     free(abs);
 }
 
+/*
+ * Key-index statements must be index lookups whatever the planner believes:
+ * a new table has no statistics, and a plan that scans the table's whole
+ * key index (a bitmap scan on table_id, a hash join) costs O(table) per
+ * commit. These settings hold for the current transaction only.
+ */
+static const char *SQL_KEY_PLANS =
+    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', "
+    "true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', "
+    "true)";
+
 /* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
 static void key_array_begin(struct buf *arr, bool i8, uint32_t n)
 {
@@ -616,7 +627,8 @@ static const char *SQL_ADD_DVS =
 #define SQL_INSERT_KEYS(tab, ty)                                                                  \
     "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v " \
     "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v)"
-#define SQL_DELETE_KEYS(tab, ty) "DELETE FROM " tab " WHERE table_id = $1 AND key = ANY($2::" ty "[])"
+#define SQL_DELETE_KEYS(tab, ty)                                                                  \
+    "DELETE FROM " tab " k USING unnest($2::" ty "[]) AS u(k) WHERE k.table_id = $1 AND k.key = u.k"
 #define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
 static const char *SQL_PRODUCERS =
     "INSERT INTO strike.producers (table_id, producer, last_offset, seq) SELECT $1, p, o, $2 "
@@ -745,6 +757,8 @@ static enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struc
     int rc = pipe_send(&pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK)
         rc = pipe_send(&pp, "SELECT strike.advance_seq($1, $2)", 2, cas_vals, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = pipe_send(&pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK) {
         const char *v[5] = {tid.s, next.s, p->operation, p->commit_id_s, p->summary};
         rc = pipe_send(&pp, SQL_SNAPSHOT, 5, v, NULL, NULL, 0, err);
@@ -965,11 +979,12 @@ static int lookup_keys(PGconn *c, struct cbatch *b, int64_t *files_out_n, int64_
         int lens[2] = {0, (int)arr.len};
         int fmts[2] = {0, 1};
         PGresult *r = PQexecParams(c,
-                                   i8 ? "SELECT key, file_id, pos, version FROM "
-                                        "strike.key_index_i8 WHERE table_id = $1 AND key = "
-                                        "ANY($2::bigint[])"
-                                      : "SELECT key, file_id, pos, version FROM strike.key_index "
-                                        "WHERE table_id = $1 AND key = ANY($2::bytea[])",
+                                   i8 ? "SELECT k.key, k.file_id, k.pos, k.version FROM "
+                                        "unnest($2::bigint[]) AS u(key) JOIN strike.key_index_i8 k "
+                                        "ON k.table_id = $1 AND k.key = u.key"
+                                      : "SELECT k.key, k.file_id, k.pos, k.version FROM "
+                                        "unnest($2::bytea[]) AS u(key) JOIN strike.key_index k "
+                                        "ON k.table_id = $1 AND k.key = u.key",
                                    2, NULL, vals, lens, fmts, 1);
         buf_free(&arr);
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
@@ -1112,8 +1127,12 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p,
     eng__i64(&tid, t->id);
     p->i8 = key_is_i8(t);
     int rc = eng__begin(c, true, err);
-    if (rc != ST_OK)
+    if (rc == ST_OK)
+        rc = eng__exec(c, SQL_KEY_PLANS, "planner settings", err);
+    if (rc != ST_OK) {
+        eng__rollback(c);
         return rc;
+    }
     /* base seq (first: whatever commits after this makes our CAS fail) */
     const char *v1[1] = {tid.s};
     PGresult *r = PQexecParams(c, "SELECT seq FROM strike.tables WHERE id = $1", 1, NULL, v1,
