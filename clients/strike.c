@@ -4,7 +4,15 @@
 #include <stdio.h>
 #include <string.h>
 
+int cli_dv(int argc, char **argv); /* cli_dv.c */
+int cli_parquet(int argc, char **argv); /* cli_parquet.c */
+int cli_fsck(int argc, char **argv);    /* cli_admin.c */
+int cli_gc(int argc, char **argv);      /* cli_admin.c */
 const struct cli_command cli_commands[] = {
+    {"dv", "decode and encode deletion vectors (Roaring, Iceberg, Puffin, Delta, Paimon)", cli_dv},
+    {"parquet", "inspect, print and write Parquet files (meta, cat, write)", cli_parquet},
+    {"fsck", "check that every blob the catalog references exists and decodes", cli_fsck},
+    {"gc", "delete unreferenced blobs older than a grace period", cli_gc},
     {NULL, NULL, NULL},
 };
 

@@ -110,8 +110,8 @@ static void test_thrift_skip_and_hostile(void **state)
     struct pq__tr t;
     /* map<i32,binary> {1:"a"}, set<bool> {true,false}, double, stop */
     const uint8_t good[] = {0x1b, 0x01, 0x58, 0x02, 0x01, 'a', /* field 1: map */
-                            0x1a, 0x22, 0x01, 0x00,              /* field 2: set of 2 bools */
-                            0x17, 1, 2, 3, 4, 5, 6, 7, 8,        /* field 3: double */
+                            0x1a, 0x22, 0x01, 0x00,            /* field 2: set of 2 bools */
+                            0x17, 1,    2,    3,    4,    5,   6, 7, 8, /* field 3: double */
                             0x00};
     pq__tr_init(&t, good, sizeof good, 0, "test", &err);
     int16_t last = 0;
@@ -209,10 +209,17 @@ static void test_rle_roundtrip(void **state)
             for (size_t i = 0; i < n; i++) {
                 seed = seed * 1103515245u + 12345u;
                 switch (pattern) {
-                case 0: v[i] = seed & mask; break;             /* random */
-                case 1: v[i] = (uint32_t)(i / 50) & mask; break; /* long runs */
-                case 2: v[i] = (i % 9 < 7) ? mask : 0; break;    /* short runs */
-                default: v[i] = (uint32_t)i & mask;              /* counting */
+                case 0:
+                    v[i] = seed & mask;
+                    break; /* random */
+                case 1:
+                    v[i] = (uint32_t)(i / 50) & mask;
+                    break; /* long runs */
+                case 2:
+                    v[i] = (i % 9 < 7) ? mask : 0;
+                    break; /* short runs */
+                default:
+                    v[i] = (uint32_t)i & mask; /* counting */
                 }
             }
             struct buf b = BUF_INIT;
@@ -224,8 +231,7 @@ static void test_rle_roundtrip(void **state)
             size_t at = 0;
             while (at < n) {
                 size_t k = 1 + (at * 7) % 301;
-                if (k > n - at)
-                    k = n - at;
+                if (k > n - at) k = n - at;
                 assert_int_equal(pq__rle_get(&d, out + at, NULL, k), ST_OK);
                 at += k;
             }
@@ -253,7 +259,7 @@ static void test_delta_binary_packed(void **state)
     (void)state;
     /* Encodings.md example 1 (1..5) with a valid block size of 128, 4 miniblocks */
     const uint8_t ex1[] = {0x80, 0x01, 0x04, 0x05, 0x02, /* header: 128, 4, 5, first 1 */
-                           0x02, 0, 0, 0, 0};             /* min delta 1, widths 0 */
+                           0x02, 0,    0,    0,    0};   /* min delta 1, widths 0 */
     int64_t out[16];
     size_t nv, used;
     assert_int_equal(pq__delta_decode(ex1, sizeof ex1, out, 5, &nv, &used, 64), ST_OK);
@@ -263,7 +269,7 @@ static void test_delta_binary_packed(void **state)
         assert_int_equal(out[i], i + 1);
     /* example 2: 7,5,3,1,2,3,4,5: min delta -2, relative 0,0,0,3,3,3,3 at width 2 */
     uint8_t ex2[64] = {0x80, 0x01, 0x04, 0x08, 0x0e, /* 128, 4, 8 values, first 7 */
-                       0x03, 2, 0, 0, 0,             /* min delta -2; widths 2,0,0,0 */
+                       0x03, 2,    0,    0,    0,    /* min delta -2; widths 2,0,0,0 */
                        0xc0, 0x3f};                  /* 32 values * 2 bits = 8 bytes */
     size_t len2 = 10 + 8;
     const int64_t want2[] = {7, 5, 3, 1, 2, 3, 4, 5};
@@ -302,7 +308,7 @@ static void test_utf8(void **state)
 enum { C_B, C_I, C_L, C_D, C_S, C_LOW, C_TS, NCOLS };
 
 static const struct st_column schema[NCOLS] = {
-    {"flag", ST_T_BOOLEAN, false},  {"small", ST_T_INT, false},  {"id", ST_T_LONG, true},
+    {"flag", ST_T_BOOLEAN, false},  {"small", ST_T_INT, false},   {"id", ST_T_LONG, true},
     {"amount", ST_T_DOUBLE, false}, {"name", ST_T_STRING, false}, {"status", ST_T_STRING, true},
     {"at", ST_T_TIMESTAMP, false},
 };
@@ -333,8 +339,8 @@ static void gen(uint64_t i, int c, struct st_value *v, char tmp[64])
         break;
     case C_D: {
         v->null = i % 4 == 0;
-        static const double special[] = {NAN, INFINITY, -INFINITY, -0.0, 0.0, 4.9e-324, -DBL_MAX,
-                                         DBL_MAX};
+        static const double special[] = {NAN, INFINITY, -INFINITY, -0.0,
+                                         0.0, 4.9e-324, -DBL_MAX,  DBL_MAX};
         uint64_t k = i % 13;
         v->v.d = k >= 1 && k <= 8 ? special[k - 1] : (double)i / 3.0 - 1000.0;
         break;
@@ -373,10 +379,8 @@ static void gen(uint64_t i, int c, struct st_value *v, char tmp[64])
 
 static bool same_value(enum st_type t, const struct st_value *a, const struct st_value *b)
 {
-    if (a->null || b->null)
-        return a->null == b->null;
-    if (t == ST_T_DOUBLE)
-        return memcmp(&a->v.d, &b->v.d, 8) == 0; /* bit for bit: -0.0, NaN */
+    if (a->null || b->null) return a->null == b->null;
+    if (t == ST_T_DOUBLE) return memcmp(&a->v.d, &b->v.d, 8) == 0; /* bit for bit: -0.0, NaN */
     if (t == ST_T_STRING)
         return a->v.s.len == b->v.s.len &&
                (a->v.s.len == 0 || memcmp(a->v.s.p, b->v.s.p, a->v.s.len) == 0);
@@ -398,8 +402,7 @@ static void write_rows(struct memfile *mf, const struct pq_write_opts *o, uint64
             fail_msg("add_row %llu: %s", (unsigned long long)i, err.msg);
     }
     assert_int_equal(pq_writer_rows(w), nrows);
-    if (pq_writer_finish(w, stats, &err) != ST_OK)
-        fail_msg("finish: %s", err.msg);
+    if (pq_writer_finish(w, stats, &err) != ST_OK) fail_msg("finish: %s", err.msg);
     pq_writer_free(w);
 }
 
@@ -438,10 +441,8 @@ static void expected_stats(uint64_t first, uint64_t n, int c, struct expect_stat
                 e->max.v.s.len = v.v.s.len;
             }
         } else {
-            if (!e->has || st_value_cmp(schema[c].type, &v, &e->min) < 0)
-                e->min = v;
-            if (!e->has || st_value_cmp(schema[c].type, &v, &e->max) > 0)
-                e->max = v;
+            if (!e->has || st_value_cmp(schema[c].type, &v, &e->min) < 0) e->min = v;
+            if (!e->has || st_value_cmp(schema[c].type, &v, &e->max) > 0) e->max = v;
         }
         e->has = true;
     }
@@ -456,27 +457,22 @@ static void check_stats(enum st_type t, const struct expect_stats *e, const stru
         assert_int_equal(s->nan_count, e->nans);
     }
     assert_int_equal(s->has_minmax, e->has);
-    if (!e->has)
-        return;
+    if (!e->has) return;
     if (t == ST_T_STRING) {
         /* bounds: exact when short, else a prefix below and a bound above, both short */
         assert_true(st_value_cmp(t, &s->min, &e->min) <= 0);
         assert_true(st_value_cmp(t, &s->max, &e->max) >= 0);
         assert_true(s->min.v.s.len <= 68 && s->max.v.s.len <= 68);
-        if (e->min.v.s.len <= 64)
-            assert_true(same_value(t, &s->min, &e->min));
-        if (e->max.v.s.len <= 64)
-            assert_true(same_value(t, &s->max, &e->max));
+        if (e->min.v.s.len <= 64) assert_true(same_value(t, &s->min, &e->min));
+        if (e->max.v.s.len <= 64) assert_true(same_value(t, &s->max, &e->max));
         return;
     }
     if (t == ST_T_DOUBLE) {
         /* zero bounds: min -0.0, max +0.0 (parquet.thrift) */
         assert_true(s->min.v.d == e->min.v.d);
         assert_true(s->max.v.d == e->max.v.d);
-        if (e->min.v.d == 0)
-            assert_true(signbit(s->min.v.d));
-        if (e->max.v.d == 0)
-            assert_false(signbit(s->max.v.d));
+        if (e->min.v.d == 0) assert_true(signbit(s->min.v.d));
+        if (e->max.v.d == 0) assert_false(signbit(s->max.v.d));
         return;
     }
     assert_true(same_value(t, &s->min, &e->min));
@@ -488,8 +484,7 @@ static void verify_file(const uint8_t *p, size_t n, uint64_t nrows, uint32_t rg_
 {
     struct st_err err = {0};
     struct pq_reader *r;
-    if (pq_reader_open_mem(p, n, &r, &err) != ST_OK)
-        fail_msg("open: %s", err.msg);
+    if (pq_reader_open_mem(p, n, &r, &err) != ST_OK) fail_msg("open: %s", err.msg);
     assert_int_equal(pq_num_rows(r), nrows);
     assert_int_equal(pq_ncols(r), NCOLS);
     for (int c = 0; c < NCOLS; c++) {
@@ -526,8 +521,7 @@ static void verify_file(const uint8_t *p, size_t n, uint64_t nrows, uint32_t rg_
         for (int c = 0; c < NCOLS; c++) {
             assert_int_equal(b.cols[c].type, schema[c].type);
             assert_int_equal(b.cols[c].n, cnt);
-            if (schema[c].required)
-                assert_null(b.cols[c].nulls);
+            if (schema[c].required) assert_null(b.cols[c].nulls);
             for (size_t i = 0; i < cnt; i++) {
                 struct st_value want, got;
                 gen(first + i, c, &want, tmp);
@@ -573,8 +567,7 @@ static void verify_file(const uint8_t *p, size_t n, uint64_t nrows, uint32_t rg_
     assert_int_equal(pq_read_row_group(r, pq_num_row_groups(r), all, 1, &b, &err), ST_EINVAL);
     int bad = NCOLS;
     st_err_clear(&err);
-    if (nrows > 0)
-        assert_int_equal(pq_read_row_group(r, 0, &bad, 1, &b, &err), ST_EINVAL);
+    if (nrows > 0) assert_int_equal(pq_read_row_group(r, 0, &bad, 1, &b, &err), ST_EINVAL);
     pq_batch_free(&b);
     pq_reader_close(r);
 }
@@ -689,8 +682,7 @@ static void test_long_strings(void **state)
         struct st_value v = {.null = false};
         v.v.s.p = big;
         v.v.s.len = (uint32_t)lens[i];
-        if (lens[i] > 62 && lens[i] < 66)
-            v.v.s.len = 62; /* keep the character whole */
+        if (lens[i] > 62 && lens[i] < 66) v.v.s.len = 62; /* keep the character whole */
         assert_int_equal(pq_writer_add_row(w, &v, &err), ST_OK);
     }
     struct st_value over = {.null = false};
@@ -700,7 +692,8 @@ static void test_long_strings(void **state)
     struct pq_file_stats fs;
     assert_int_equal(pq_writer_finish(w, &fs, &err), ST_OK);
     pq_writer_free(w);
-    /* min is "" (exact); max is a bound above "zz...😀zzz" truncated before the emoji, then incremented */
+    /* min is "" (exact); max is a bound above "zz...😀zzz" truncated before the emoji, then
+     * incremented */
     assert_true(fs.cols[0].has_minmax);
     assert_int_equal(fs.cols[0].min.v.s.len, 0);
     const struct st_value *mx = &fs.cols[0].max;
@@ -755,16 +748,19 @@ static void test_long_strings(void **state)
 static void test_double_stats(void **state)
 {
     (void)state;
-    struct st_column cols[3] = {{"nan_only", ST_T_DOUBLE, false},
+    struct st_column cols[5] = {{"nan_only", ST_T_DOUBLE, false},
                                 {"nulls_only", ST_T_DOUBLE, false},
-                                {"zeros", ST_T_DOUBLE, true}};
+                                {"zeros", ST_T_DOUBLE, true},
+                                {"null_bools", ST_T_BOOLEAN, false},
+                                {"null_strings", ST_T_STRING, false}};
     struct memfile mf = {BUF_INIT, 0, 0};
     struct st_err err = {0};
     struct pq_writer *w;
-    assert_int_equal(pq_writer_open(&w, cols, 3, NULL, memfile_write, &mf, &err), ST_OK);
+    assert_int_equal(pq_writer_open(&w, cols, 5, NULL, memfile_write, &mf, &err), ST_OK);
     for (int i = 0; i < 10; i++) {
-        struct st_value row[3];
+        struct st_value row[5];
         memset(row, 0, sizeof row);
+        row[3].null = row[4].null = true;
         row[0].v.d = NAN;
         row[0].null = i == 3;
         row[1].null = true;
@@ -796,13 +792,18 @@ static void test_double_stats(void **state)
     assert_int_equal(st.null_count, 10);
     assert_true(pq_row_group_stats(r, 0, 2, &st));
     assert_true(st.has_minmax && signbit(st.min.v.d) && !signbit(st.max.v.d));
-    /* an all-null column reads as nulls */
+    /* all-null columns read as nulls */
     struct pq_batch b = {0};
-    int c = 1;
-    assert_int_equal(pq_read_row_group(r, 0, &c, 1, &b, &err), ST_OK);
-    assert_non_null(b.cols[0].nulls);
-    for (int i = 0; i < 10; i++)
-        assert_int_equal(b.cols[0].nulls[i], 1);
+    int nc[3] = {1, 3, 4};
+    assert_int_equal(pq_read_row_group(r, 0, nc, 3, &b, &err), ST_OK);
+    for (int k = 0; k < 3; k++) {
+        assert_non_null(b.cols[k].nulls);
+        for (int i = 0; i < 10; i++)
+            assert_int_equal(b.cols[k].nulls[i], 1);
+        assert_true(pq_row_group_stats(r, 0, nc[k], &st));
+        assert_false(st.has_minmax);
+        assert_int_equal(st.null_count, 10);
+    }
     pq_batch_free(&b);
     pq_reader_close(r);
     buf_free(&mf.b);
@@ -819,9 +820,8 @@ static bool chunk_has_encoding(struct pq_reader *r, int rg, int col, const char 
 static void test_dictionary_choice(void **state)
 {
     (void)state;
-    struct st_column cols[3] = {{"low", ST_T_STRING, true},
-                                {"unique", ST_T_STRING, false},
-                                {"turns", ST_T_STRING, true}};
+    struct st_column cols[3] = {
+        {"low", ST_T_STRING, true}, {"unique", ST_T_STRING, false}, {"turns", ST_T_STRING, true}};
     struct memfile mf = {BUF_INIT, 0, 0};
     struct st_err err = {0};
     struct pq_writer *w;
@@ -839,7 +839,7 @@ static void test_dictionary_choice(void **state)
         row[1].v.s.p = u;
         /* few values for the first 5000 rows of each group, then unique ones */
         row[2].v.s.len = (uint32_t)(i % 30000 < 5000 ? snprintf(t, sizeof t, "t%d", i % 3)
-                                                    : snprintf(t, sizeof t, "v%d", i));
+                                                     : snprintf(t, sizeof t, "v%d", i));
         row[2].v.s.p = t;
         assert_int_equal(pq_writer_add_row(w, row, &err), ST_OK);
     }
@@ -902,6 +902,10 @@ static void test_writer_refuses(void **state)
     struct pq_write_opts o;
     pq_write_opts_default(&o);
     o.zstd_level = 99;
+    assert_int_equal(pq_writer_open(&w, dup, 1, &o, memfile_write, &mf, &err), ST_EINVAL);
+    pq_write_opts_default(&o);
+    o.row_group_rows = (1u << 26) + 1;
+    st_err_clear(&err);
     assert_int_equal(pq_writer_open(&w, dup, 1, &o, memfile_write, &mf, &err), ST_EINVAL);
     const char *const oddkv[] = {"k", NULL};
     pq_write_opts_default(&o);
@@ -1062,8 +1066,7 @@ static int read_all(const uint8_t *p, size_t n)
     int cols[64];
     int k = 0;
     for (int i = 0; i < pq_ncols(r) && k < 64; i++)
-        if (pq_column_unsupported(r, i) == NULL)
-            cols[k++] = i;
+        if (pq_column_unsupported(r, i) == NULL) cols[k++] = i;
     struct pq_batch b = {0};
     for (int g = 0; g < pq_num_row_groups(r); g++) {
         struct pq_col_stats st;

@@ -43,16 +43,14 @@ static int64_t *read_ints(const char *path, const char *name, size_t *n)
 {
     struct st_err err = {0};
     struct pq_reader *r;
-    if (pq_reader_open(path, &r, &err) != ST_OK)
-        fail_msg("%s", err.msg);
+    if (pq_reader_open(path, &r, &err) != ST_OK) fail_msg("%s", err.msg);
     int c = pq_find_column(r, name);
     assert_true(c >= 0);
     int64_t *out = xcalloc(pq_num_rows(r) + 1, sizeof *out);
     struct pq_batch b = {0};
     size_t k = 0;
     for (int g = 0; g < pq_num_row_groups(r); g++) {
-        if (pq_read_row_group(r, g, &c, 1, &b, &err) != ST_OK)
-            fail_msg("%s: %s", path, err.msg);
+        if (pq_read_row_group(r, g, &c, 1, &b, &err) != ST_OK) fail_msg("%s: %s", path, err.msg);
         assert_int_equal(b.first_row, k);
         for (size_t i = 0; i < b.nrows; i++) {
             struct st_value v;
@@ -96,11 +94,10 @@ static void test_delta_dv_small(void **state)
 static void test_delta_short_dv(void **state)
 {
     (void)state;
-    const char *files[2] = {
-        "testdata/delta-kernel-rs/with-short-dv/"
-        "part-00000-8029f411-746c-41c1-a0c1-c5eb867c5d05-c000.snappy.parquet",
-        "testdata/delta-kernel-rs/with-short-dv/"
-        "part-00001-24db34ab-bdfe-4814-aba8-c1f34d6d8923-c000.snappy.parquet"};
+    const char *files[2] = {"testdata/delta-kernel-rs/with-short-dv/"
+                            "part-00000-8029f411-746c-41c1-a0c1-c5eb867c5d05-c000.snappy.parquet",
+                            "testdata/delta-kernel-rs/with-short-dv/"
+                            "part-00001-24db34ab-bdfe-4814-aba8-c1f34d6d8923-c000.snappy.parquet"};
     int live = 0;
     for (int f = 0; f < 2; f++) {
         char *path = shared_path(files[f]);
@@ -125,8 +122,7 @@ static void test_delta_short_dv(void **state)
         assert_int_equal(pq_column(r, 2)->type, ST_T_TIMESTAMP);
         struct pq_batch b = {0};
         for (int g = 0; g < pq_num_row_groups(r); g++)
-            if (pq_read_row_group(r, g, cols, 4, &b, &err) != ST_OK)
-                fail_msg("%s", err.msg);
+            if (pq_read_row_group(r, g, cols, 4, &b, &err) != ST_OK) fail_msg("%s", err.msg);
         pq_batch_free(&b);
         pq_reader_close(r);
         free(v);
@@ -136,7 +132,7 @@ static void test_delta_short_dv(void **state)
 }
 
 struct dfile {
-    char name[128]; /* file name */
+    char name[256]; /* file name */
     int64_t *vals;
     size_t n;
     int64_t num_records, min, max; /* from the Delta log */
@@ -166,8 +162,7 @@ static void test_delta_dv_large(void **state)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
-        if (len < 8 || strcmp(e->d_name + len - 8, ".parquet") != 0)
-            continue;
+        if (len < 8 || strcmp(e->d_name + len - 8, ".parquet") != 0) continue;
         assert_true(nf < 32);
         memset(&fs[nf], 0, sizeof fs[nf]);
         snprintf(fs[nf].name, sizeof fs[nf].name, "%s", e->d_name);
@@ -201,10 +196,10 @@ static void test_delta_dv_large(void **state)
                 assert_non_null(st);
                 struct dfile *f = find_file(fs, nf, p);
                 f->num_records = json_integer_value(json_object_get(st, "numRecords"));
-                f->min = json_integer_value(
-                    json_object_get(json_object_get(st, "minValues"), "value"));
-                f->max = json_integer_value(
-                    json_object_get(json_object_get(st, "maxValues"), "value"));
+                f->min =
+                    json_integer_value(json_object_get(json_object_get(st, "minValues"), "value"));
+                f->max =
+                    json_integer_value(json_object_get(json_object_get(st, "maxValues"), "value"));
                 json_decref(st);
             }
             json_decref(o);
@@ -238,8 +233,11 @@ static void test_delta_dv_large(void **state)
     struct {
         const char *file;
         int pos;
-    } v1[] = {{"part-00012-", 26}, {"part-00015-", 21}, {"part-00001-", 70},
-              {"part-00019-", 6},  {"part-00003-", 32}};
+    } v1[] = {{"part-00012-", 26},
+              {"part-00015-", 21},
+              {"part-00001-", 70},
+              {"part-00019-", 6},
+              {"part-00003-", 32}};
     int64_t got[8];
     for (int i = 0; i < 5; i++) {
         struct dfile *f = find_file(fs, nf, v1[i].file);
@@ -257,7 +255,7 @@ static void test_delta_dv_large(void **state)
     struct {
         const char *file;
         int pos;
-    } v3[] = {{"part-00018-", 51}, {"part-00001-", 81}, {"part-00012-", 40},
+    } v3[] = {{"part-00018-", 51}, {"part-00001-", 81},        {"part-00012-", 40},
               {"part-00014-", 19}, {"part-00000-51219d56", 0}, {"part-00019-", 43}};
     for (int i = 0; i < 6; i++) {
         struct dfile *f = find_file(fs, nf, v3[i].file);
@@ -326,8 +324,7 @@ static void check_arrow_file(const char *name, uint32_t want_pages_v2, uint32_t 
     char *path = st_path_join(env_dir("STRIKE_SOURCE_DIR"), rel);
     struct st_err err = {0};
     struct pq_reader *r;
-    if (pq_reader_open(path, &r, &err) != ST_OK)
-        fail_msg("%s", err.msg);
+    if (pq_reader_open(path, &r, &err) != ST_OK) fail_msg("%s", err.msg);
     assert_int_equal(pq_num_rows(r), 3000);
     assert_int_equal(pq_ncols(r), 7);
     static const enum st_type types[7] = {ST_T_BOOLEAN, ST_T_INT,    ST_T_LONG,     ST_T_DOUBLE,
@@ -338,8 +335,7 @@ static void check_arrow_file(const char *name, uint32_t want_pages_v2, uint32_t 
     struct pq_batch b = {0};
     char tmp[64];
     for (int g = 0; g < pq_num_row_groups(r); g++) {
-        if (pq_read_row_group(r, g, cols, 7, &b, &err) != ST_OK)
-            fail_msg("%s: %s", name, err.msg);
+        if (pq_read_row_group(r, g, cols, 7, &b, &err) != ST_OK) fail_msg("%s: %s", name, err.msg);
         for (int c = 0; c < 7; c++) {
             uint64_t nulls = 0;
             for (size_t k = 0; k < b.nrows; k++) {

@@ -1,0 +1,11 @@
+# tests/parquet.cmake - the Parquet writer and reader (storage/parquet).
+#   test_parquet          codecs, round trips, statistics, refusals, hostile bytes
+#   test_parquet_interop  Spark/Databricks files (shared/testdata), arrow-rs fixtures
+strike_unit_test(test_parquet SOURCES unit/test_parquet.c LIBS strike_parquet)
+strike_unit_test(test_parquet_interop SOURCES unit/test_parquet_interop.c
+                 LIBS strike_parquet PkgConfig::JANSSON)
+#   test_parquet_duckdb   DuckDB reads our files, we read DuckDB's, Spark's and arrow-rs' files
+strike_py_test(test_parquet_duckdb test_parquet_duckdb.py TIMEOUT 1200)
+# bench_parquet: numbers, not a test (tests/bench/bench_parquet.mjs runs it next to DuckDB)
+add_executable(bench_parquet bench/bench_parquet.c)
+target_link_libraries(bench_parquet PRIVATE strike_parquet)
