@@ -1,0 +1,98 @@
+"""strike fsck and strike gc against a real catalog and blob store.
+
+- a consistent store: fsck exits 0 and reports nothing missing or corrupt;
+- an orphan (a blob no catalog row references) is listed by fsck, kept by gc
+  within the grace period and deleted by gc after it;
+- a referenced blob that is missing or damaged makes fsck exit 1 and name it;
+- usage errors exit 2.
+"""
+import glob
+import os
+import subprocess
+import time
+import unittest
+
+import harness as h
+
+
+def strike(*args):
+    return subprocess.run([os.path.join(h.BIN_DIR, "strike")] + list(args), capture_output=True,
+                          text=True, timeout=120)
+
+
+class Admin(unittest.TestCase):
+    def test_fsck_and_gc(self):
+        url = h.create_db("strike_cli_admin")
+        root = h.tmpdir()
+        data = os.path.join(root, "data")
+        with h.Striked(data_dir=data, catalog=url) as s:
+            r = s.req("POST", "/v1/tables", {
+                "name": "t", "primary_key": ["id"],
+                "columns": [{"name": "id", "type": "long", "required": True},
+                            {"name": "v", "type": "string"}]})
+            self.assertEqual(r.status, 201, r.body)
+            rows = [{"op": "upsert", "row": {"id": i, "v": f"v{i}"}} for i in range(100)]
+            self.assertEqual(s.req("POST", "/v1/tables/t/changes", {"changes": rows}).status, 200)
+            dels = [{"op": "delete", "key": {"id": i}} for i in range(0, 100, 7)]
+            self.assertEqual(s.req("POST", "/v1/tables/t/changes", {"changes": dels}).status, 200)
+            self.assertEqual(s.stop()[0], 0)
+
+        r = strike("fsck", "--catalog", url, "--data", data)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("0 missing, 0 corrupt, 0 orphans", r.stdout)
+
+        parquet = glob.glob(os.path.join(data, "tables", "*", "data", "*.parquet"))
+        puffin = glob.glob(os.path.join(data, "tables", "*", "dv", "*.puffin"))
+        self.assertEqual(len(parquet), 1)
+        self.assertEqual(len(puffin), 1)
+
+        # an orphan: listed, kept within the grace, deleted after it
+        orphan = os.path.join(os.path.dirname(puffin[0]), "0000-orphan.puffin")
+        with open(orphan, "wb") as f:
+            f.write(b"PFA1")
+        r = strike("fsck", "--catalog", url, "--data", data)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("orphan", r.stdout)
+        self.assertIn("0000-orphan.puffin", r.stdout)
+        r = strike("gc", "--catalog", url, "--data", data, "--grace", "1h")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(orphan))
+        r = strike("gc", "--catalog", url, "--data", data, "--grace", "0s", "--dry-run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(orphan))
+        old = time.time() - 7200
+        os.utime(orphan, (old, old))
+        r = strike("gc", "--catalog", url, "--data", data, "--grace", "1h")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("1 orphans, 1 deleted", r.stdout)
+        self.assertFalse(os.path.exists(orphan))
+        self.assertTrue(os.path.exists(puffin[0]), "referenced blobs are never collected")
+
+        # a damaged DV blob and a missing data file make fsck fail, naming them
+        with open(puffin[0], "r+b") as f:
+            f.seek(10)
+            b = f.read(1)
+            f.seek(10)
+            f.write(bytes([b[0] ^ 0xFF]))
+        r = strike("fsck", "--catalog", url, "--data", data)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("corrupt", r.stdout)
+        os.rename(parquet[0], parquet[0] + ".away")
+        r = strike("fsck", "--catalog", url, "--data", data)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("missing " + os.path.relpath(parquet[0], data), r.stdout)
+        subprocess.run(["rm", "-rf", root])
+
+    def test_usage(self):
+        self.assertEqual(strike("fsck").returncode, 2)
+        self.assertEqual(strike("gc", "--catalog", "postgresql:///x", "--data", "/tmp",
+                                "--grace", "soon").returncode, 2)
+        r = strike("fsck", "--catalog", "postgresql://postgres@/nope?host=/nonexistent",
+                   "--data", "/tmp")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cannot connect", r.stderr)
+
+
+if __name__ == "__main__":
+    h.require_env()
+    unittest.main(verbosity=2)
