@@ -528,59 +528,6 @@ static int write_dvs(struct engine *e, const struct table *t, struct plan *p, st
 
 /* ---- reading the base state ------------------------------------------------ */
 
-/* Read the touched files (ids) with their live DVs; fills p->files (ids ascending). */
-static int read_files(PGconn *c, const struct table *t, const int64_t *ids, size_t n,
-                      struct plan *p, struct st_err *err)
-{
-    struct buf arr = BUF_INIT;
-    pga_begin(&arr, PG_OID_INT8, (uint32_t)n);
-    for (size_t i = 0; i < n; i++)
-        pga_i64(&arr, ids[i]);
-    struct eng__num tid;
-    const char *vals[2] = {eng__i64(&tid, t->id), (const char *)arr.data};
-    int lens[2] = {0, (int)arr.len};
-    int fmts[2] = {0, 1};
-    PGresult *r = PQexecParams(
-        c,
-        "SELECT f.id, f.path, f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, "
-        "dv.cardinality FROM strike.data_files f LEFT JOIN strike.deletion_vectors dv ON "
-        "dv.data_file_id = f.id AND dv.removed_seq IS NULL WHERE f.table_id = $1 AND f.id = "
-        "ANY($2::bigint[]) AND f.removed_seq IS NULL ORDER BY f.id",
-        2, NULL, vals, lens, fmts, 0);
-    buf_free(&arr);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        int rc = cat_fail(c, r, "reading touched files", err);
-        PQclear(r);
-        return rc;
-    }
-    int rows = PQntuples(r);
-    if ((size_t)rows != n) {
-        PQclear(r);
-        return st_errf(err, ST_EINTERNAL,
-                       "key index points at %zu files but only %d are live (the catalog is "
-                       "inconsistent; run strike fsck)",
-                       n, rows);
-    }
-    p->files = xcalloc(n ? n : 1, sizeof *p->files);
-    p->nfiles = n;
-    for (int i = 0; i < rows; i++) {
-        struct tfile *f = &p->files[i];
-        f->id = eng__get_i64(r, i, 0);
-        f->path = xstrdup(PQgetvalue(r, i, 1));
-        f->record_count = eng__get_i64(r, i, 2);
-        f->has_dv = !PQgetisnull(r, i, 3);
-        if (f->has_dv) {
-            f->dv_path = xstrdup(PQgetvalue(r, i, 3));
-            f->dv_offset = eng__get_i64(r, i, 4);
-            f->dv_length = eng__get_i64(r, i, 5);
-            f->dv_card = eng__get_i64(r, i, 6);
-        }
-        f->add = dv_new();
-    }
-    PQclear(r);
-    return ST_OK;
-}
-
 static struct tfile *find_file(struct plan *p, int64_t id)
 {
     size_t lo = 0, hi = p->nfiles;
@@ -592,12 +539,6 @@ static struct tfile *find_file(struct plan *p, int64_t id)
             hi = mid;
     }
     return lo < p->nfiles && p->files[lo].id == id ? &p->files[lo] : NULL;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
 }
 
 /* ---- the commit transaction --------------------------------------------------- */
@@ -960,127 +901,271 @@ static bool version_lower(const struct cbatch *b, const struct kstate *s, bool v
     return c < 0 || (c == 0 && vlen < s->ver_len);
 }
 
-/* Look up every key of the batch in the key index at the base snapshot. */
-static int lookup_keys(PGconn *c, struct cbatch *b, int64_t *files_out_n, int64_t **files_out,
+static void finish_item(struct item *it, int rc)
+{
+    it->rc = rc;
+    it->finished = true;
+}
+
+/*
+ * The key-index rows of keys[lo, hi) and, in the same statement, the live
+ * files they point to with their live DVs: rows with a NULL key are files.
+ */
+#define SQL_LOOKUP(tab, ty)                                                                       \
+    "WITH k AS MATERIALIZED (SELECT k.key, k.file_id, k.pos, k.version FROM unnest($2::" ty       \
+    "[]) AS u(key) JOIN " tab " k ON k.table_id = $1 AND k.key = u.key) "                         \
+    "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "     \
+    "NULL::bigint, NULL::bigint FROM k UNION ALL SELECT NULL, f.id, NULL, NULL, f.path, "          \
+    "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM "       \
+    "strike.data_files f LEFT JOIN strike.deletion_vectors dv ON dv.data_file_id = f.id AND "     \
+    "dv.removed_seq IS NULL WHERE f.table_id = $1 AND f.removed_seq IS NULL AND f.id IN (SELECT " \
+    "file_id FROM k)"
+
+static int cmp_tfile(const void *a, const void *b)
+{
+    int64_t x = ((const struct tfile *)a)->id, y = ((const struct tfile *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* One lookup statement's rows into the key states and p->files. */
+static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size_t *capf,
                        struct st_err *err)
 {
-    struct eng__num tid;
-    eng__i64(&tid, b->t->id);
-    const bool i8 = key_is_i8(b->t);
-    size_t nfiles = 0, capf = 0;
-    int64_t *files = NULL;
-    for (size_t start = 0; start < b->nst; start += KEYS_PER_LOOKUP) {
-        size_t end = start + KEYS_PER_LOOKUP < b->nst ? start + KEYS_PER_LOOKUP : b->nst;
-        struct buf arr = BUF_INIT;
-        key_array_begin(&arr, i8, (uint32_t)(end - start));
-        for (size_t i = start; i < end; i++)
-            key_array_add(&arr, i8, b->keybytes.data + b->st[i].key_off, b->st[i].key_len);
-        const char *vals[2] = {tid.s, (const char *)arr.data};
-        int lens[2] = {0, (int)arr.len};
-        int fmts[2] = {0, 1};
-        PGresult *r = PQexecParams(c,
-                                   i8 ? "SELECT k.key, k.file_id, k.pos, k.version FROM "
-                                        "unnest($2::bigint[]) AS u(key) JOIN strike.key_index_i8 k "
-                                        "ON k.table_id = $1 AND k.key = u.key"
-                                      : "SELECT k.key, k.file_id, k.pos, k.version FROM "
-                                        "unnest($2::bytea[]) AS u(key) JOIN strike.key_index k "
-                                        "ON k.table_id = $1 AND k.key = u.key",
-                                   2, NULL, vals, lens, fmts, 1);
-        buf_free(&arr);
-        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-            int rc = cat_fail(c, r, "looking up keys", err);
-            PQclear(r);
-            free(files);
-            return rc;
-        }
-        for (int i = 0; i < PQntuples(r); i++) {
-            void **slot;
-            if (i8) {
-                /* back to the key's encoding, the map's key */
-                struct st_value kv = {0};
-                struct buf kb = BUF_INIT;
-                enum st_type kt = b->t->cols[b->t->pk[0]].type;
-                if (kt == ST_T_INT)
-                    kv.v.i = (int32_t)pg_bin_i64(r, i, 0);
-                else
-                    kv.v.l = pg_bin_i64(r, i, 0);
-                key_encode_value(kt, &kv, &kb);
-                slot = hmap_get(&b->keys, kb.data, kb.len);
-                buf_free(&kb);
-            } else {
-                slot = hmap_get(&b->keys, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
-            }
-            if (slot == NULL)
+    const bool i8 = p->i8;
+    for (int i = 0; i < PQntuples(r); i++) {
+        if (PQgetisnull(r, i, 0)) { /* a file */
+            int64_t id = pg_bin_i64(r, i, 1);
+            bool seen = false;
+            for (size_t j = 0; j < p->nfiles && !seen; j++)
+                seen = p->files[j].id == id;
+            if (seen)
                 continue;
-            struct kstate *s = &b->st[(uintptr_t)*slot - 1];
-            s->orig_exists = s->exists = true;
-            s->orig_file = pg_bin_i64(r, i, 1);
-            s->orig_pos = pg_bin_i64(r, i, 2);
-            s->ver_null = PQgetisnull(r, i, 3);
-            if (!s->ver_null) {
-                s->ver_off = (uint32_t)b->vers.len;
-                s->ver_len = (uint32_t)PQgetlength(r, i, 3);
-                buf_append(&b->vers, PQgetvalue(r, i, 3), s->ver_len);
+            if (p->nfiles == *capf) {
+                *capf = *capf ? *capf * 2 : 16;
+                p->files = xreallocarray(p->files, *capf, sizeof *p->files);
             }
-            if (nfiles == capf) {
-                capf = capf ? capf * 2 : 64;
-                files = xreallocarray(files, capf, sizeof *files);
+            struct tfile *f = &p->files[p->nfiles++];
+            memset(f, 0, sizeof *f);
+            f->id = id;
+            f->path = xstrndup(PQgetvalue(r, i, 4), (size_t)PQgetlength(r, i, 4));
+            f->record_count = pg_bin_i64(r, i, 5);
+            f->has_dv = !PQgetisnull(r, i, 6);
+            if (f->has_dv) {
+                f->dv_path = xstrndup(PQgetvalue(r, i, 6), (size_t)PQgetlength(r, i, 6));
+                f->dv_offset = pg_bin_i64(r, i, 7);
+                f->dv_length = pg_bin_i64(r, i, 8);
+                f->dv_card = pg_bin_i64(r, i, 9);
             }
-            files[nfiles++] = s->orig_file;
+            f->add = dv_new();
+            continue;
         }
-        PQclear(r);
+        void **slot;
+        if (i8) {
+            /* back to the key's encoding, the map's key */
+            struct st_value kv = {0};
+            struct buf kb = BUF_INIT;
+            enum st_type kt = b->t->cols[b->t->pk[0]].type;
+            if (kt == ST_T_INT)
+                kv.v.i = (int32_t)pg_bin_i64(r, i, 0);
+            else
+                kv.v.l = pg_bin_i64(r, i, 0);
+            key_encode_value(kt, &kv, &kb);
+            slot = hmap_get(&b->keys, kb.data, kb.len);
+            buf_free(&kb);
+        } else {
+            slot = hmap_get(&b->keys, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
+        }
+        if (slot == NULL)
+            return st_errf(err, ST_EINTERNAL, "key lookup returned a key that was not asked for");
+        struct kstate *s = &b->st[(uintptr_t)*slot - 1];
+        s->orig_exists = s->exists = true;
+        s->orig_file = pg_bin_i64(r, i, 1);
+        s->orig_pos = pg_bin_i64(r, i, 2);
+        s->ver_null = PQgetisnull(r, i, 3);
+        if (!s->ver_null) {
+            s->ver_off = (uint32_t)b->vers.len;
+            s->ver_len = (uint32_t)PQgetlength(r, i, 3);
+            buf_append(&b->vers, PQgetvalue(r, i, 3), s->ver_len);
+        }
     }
-    if (nfiles > 1)
-        qsort(files, nfiles, sizeof *files, cmp_i64);
-    size_t u = 0;
-    for (size_t i = 0; i < nfiles; i++)
-        if (u == 0 || files[u - 1] != files[i])
-            files[u++] = files[i];
-    *files_out = files;
-    *files_out_n = (int64_t)u;
     return ST_OK;
 }
 
-/* Read producers' last offsets for the batch; returns them in a small map. */
-static int read_producers(PGconn *c, struct cbatch *b, struct hmap *last, struct st_err *err)
+/*
+ * Read the base state of a batch in one REPEATABLE READ snapshot and one
+ * pipeline (one network round trip for a batch of up to KEYS_PER_LOOKUP
+ * keys): the table's seq, the idempotency keys, the producer offsets, and
+ * the key index with the touched files and their DVs. Items answered by an
+ * idempotency key are finished here; `last` receives producer offsets.
+ */
+static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *last,
+                     struct st_err *err)
 {
-    struct buf arr = BUF_INIT;
-    uint32_t n = 0;
-    for (size_t i = 0; i < b->n; i++)
-        if (!b->items[i]->finished && b->items[i]->req->producer && b->items[i]->req->has_offset)
-            n++;
-    if (n == 0)
-        return ST_OK;
-    pga_begin(&arr, PG_OID_TEXT, n);
-    for (size_t i = 0; i < b->n; i++) {
-        const struct change_req *q = b->items[i]->req;
-        if (!b->items[i]->finished && q->producer && q->has_offset)
-            pga_bytes(&arr, q->producer, strlen(q->producer));
-    }
+    const struct table *t = b->t;
     struct eng__num tid;
-    const char *vals[2] = {eng__i64(&tid, b->t->id), (const char *)arr.data};
-    int lens[2] = {0, (int)arr.len};
-    int fmts[2] = {0, 1};
-    PGresult *r = PQexecParams(c,
-                               "SELECT producer, last_offset FROM strike.producers WHERE "
-                               "table_id = $1 AND producer = ANY($2::text[])",
-                               2, NULL, vals, lens, fmts, 0);
-    buf_free(&arr);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        int rc = cat_fail(c, r, "reading producer offsets", err);
-        PQclear(r);
-        return rc;
+    eng__i64(&tid, t->id);
+    struct buf idem_keys = BUF_INIT, prods = BUF_INIT;
+    uint32_t nidem = 0, nprod = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        const struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        if (it->req->idem != NULL)
+            nidem++;
+        if (it->req->producer != NULL && it->req->has_offset)
+            nprod++;
     }
-    for (int i = 0; i < PQntuples(r); i++) {
-        const char *name = PQgetvalue(r, i, 0);
-        int64_t *v = xmalloc(sizeof *v);
-        *v = eng__get_i64(r, i, 1);
-        void **slot = hmap_put(last, name, strlen(name), NULL);
-        free(*slot);
-        *slot = v;
+    pga_begin(&idem_keys, PG_OID_TEXT, nidem);
+    pga_begin(&prods, PG_OID_TEXT, nprod);
+    for (size_t i = 0; i < b->n; i++) {
+        const struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        if (it->req->idem != NULL)
+            pga_bytes(&idem_keys, it->req->idem->key, strlen(it->req->idem->key));
+        if (it->req->producer != NULL && it->req->has_offset)
+            pga_bytes(&prods, it->req->producer, strlen(it->req->producer));
     }
-    PQclear(r);
-    return ST_OK;
+    size_t chunk = KEYS_PER_LOOKUP;
+    if (b->nst / chunk > PIPE_MAX - 8)
+        chunk = b->nst / (PIPE_MAX - 8) + 1;
+    size_t nchunks = (b->nst + chunk - 1) / chunk;
+    struct buf *arrs = xcalloc(nchunks ? nchunks : 1, sizeof *arrs);
+
+    struct pipe pp;
+    int rc = pipe_begin(&pp, c, err);
+    if (rc != ST_OK)
+        goto out;
+    int st_seq, st_idem = -1, st_prod = -1, st_first_lookup;
+    rc = pipe_send(&pp, "BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = pipe_send(&pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
+    st_seq = pp.n;
+    const char *v1[1] = {tid.s};
+    if (rc == ST_OK)
+        rc = pipe_send(&pp, "SELECT seq FROM strike.tables WHERE id = $1", 1, v1, NULL, NULL, 0,
+                       err);
+    const int f2[2] = {0, 1};
+    if (rc == ST_OK && nidem > 0) {
+        st_idem = pp.n;
+        const char *v[2] = {t->name, (const char *)idem_keys.data};
+        int l[2] = {0, (int)idem_keys.len};
+        rc = pipe_send(&pp,
+                       "SELECT key, request_hash, status, response FROM strike.idempotency_keys "
+                       "WHERE scope = $1 AND key = ANY($2::text[])",
+                       2, v, l, f2, 1, err);
+    }
+    if (rc == ST_OK && nprod > 0) {
+        st_prod = pp.n;
+        const char *v[2] = {tid.s, (const char *)prods.data};
+        int l[2] = {0, (int)prods.len};
+        rc = pipe_send(&pp,
+                       "SELECT producer, last_offset FROM strike.producers WHERE table_id = $1 "
+                       "AND producer = ANY($2::text[])",
+                       2, v, l, f2, 1, err);
+    }
+    st_first_lookup = pp.n;
+    for (size_t ci = 0; rc == ST_OK && ci < nchunks; ci++) {
+        size_t lo = ci * chunk, hi = lo + chunk < b->nst ? lo + chunk : b->nst;
+        key_array_begin(&arrs[ci], p->i8, (uint32_t)(hi - lo));
+        for (size_t i = lo; i < hi; i++)
+            key_array_add(&arrs[ci], p->i8, b->keybytes.data + b->st[i].key_off,
+                          b->st[i].key_len);
+        const char *v[2] = {tid.s, (const char *)arrs[ci].data};
+        int l[2] = {0, (int)arrs[ci].len};
+        rc = pipe_send(&pp,
+                       p->i8 ? SQL_LOOKUP("strike.key_index_i8", "bigint")
+                             : SQL_LOOKUP("strike.key_index", "bytea"),
+                       2, v, l, f2, 1, err);
+    }
+    if (rc == ST_OK)
+        rc = pipe_send(&pp, "ROLLBACK", 0, NULL, NULL, NULL, 0, err);
+    if (rc != ST_OK) {
+        PQexitPipelineMode(c);
+        pipe_clear(&pp);
+        goto out;
+    }
+    if ((rc = pipe_run(&pp, err)) != ST_OK) {
+        pipe_clear(&pp);
+        goto out;
+    }
+    int bad = pipe_failed(&pp);
+    if (bad >= 0) {
+        rc = cat_fail(c, pp.res[bad], "reading the base state", err);
+        pipe_clear(&pp);
+        eng__rollback(c);
+        goto out;
+    }
+    PGresult *r = pp.res[st_seq];
+    if (PQntuples(r) == 0) {
+        rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
+        pipe_clear(&pp);
+        goto out;
+    }
+    p->base = eng__get_i64(r, 0, 0);
+    if (st_idem >= 0) {
+        r = pp.res[st_idem];
+        for (size_t i = 0; i < b->n; i++) {
+            struct item *it = b->items[i];
+            if (it->finished || it->req->idem == NULL)
+                continue;
+            for (int row = 0; row < PQntuples(r); row++) {
+                if ((size_t)PQgetlength(r, row, 0) != strlen(it->req->idem->key) ||
+                    memcmp(PQgetvalue(r, row, 0), it->req->idem->key,
+                           (size_t)PQgetlength(r, row, 0)) != 0)
+                    continue;
+                if (PQgetlength(r, row, 1) != 32 ||
+                    memcmp(PQgetvalue(r, row, 1), it->req->idem->hash, 32) != 0) {
+                    finish_item(it, st_errf(it->err, ST_EIDEMPOTENCY,
+                                            "Idempotency-Key \"%.100s\" was already used with a "
+                                            "different request",
+                                            it->req->idem->key));
+                } else {
+                    it->replay->status = (int)ld_u32be((const uint8_t *)PQgetvalue(r, row, 2));
+                    it->replay->body =
+                        xstrndup(PQgetvalue(r, row, 3), (size_t)PQgetlength(r, row, 3));
+                    finish_item(it, ST_OK);
+                }
+                break;
+            }
+        }
+    }
+    if (st_prod >= 0) {
+        r = pp.res[st_prod];
+        for (int row = 0; row < PQntuples(r); row++) {
+            void **slot = hmap_put(last, PQgetvalue(r, row, 0), (size_t)PQgetlength(r, row, 0),
+                                   NULL);
+            free(*slot);
+            int64_t *v = xmalloc(sizeof *v);
+            *v = pg_bin_i64(r, row, 1);
+            *slot = v;
+        }
+    }
+    size_t capf = 0;
+    for (size_t ci = 0; rc == ST_OK && ci < nchunks; ci++)
+        rc = take_lookup(b, p, pp.res[st_first_lookup + (int)ci], &capf, err);
+    pipe_clear(&pp);
+    if (rc != ST_OK)
+        goto out;
+    if (p->nfiles > 1)
+        qsort(p->files, p->nfiles, sizeof *p->files, cmp_tfile);
+    /* every key must point into a live file */
+    for (size_t k = 0; k < b->nst; k++) {
+        if (b->st[k].orig_exists && find_file(p, b->st[k].orig_file) == NULL) {
+            rc = st_errf(err, ST_EINTERNAL,
+                         "key index points at file %lld, which is not live (the catalog is "
+                         "inconsistent; run strike fsck)",
+                         (long long)b->st[k].orig_file);
+            break;
+        }
+    }
+out:
+    for (size_t ci = 0; ci < nchunks; ci++)
+        buf_free(&arrs[ci]);
+    free(arrs);
+    buf_free(&idem_keys);
+    buf_free(&prods);
+    return rc;
 }
 
 static void free_map_values(struct hmap *m)
@@ -1092,11 +1177,6 @@ static void free_map_values(struct hmap *m)
     hmap_free(m);
 }
 
-static void finish_item(struct item *it, int rc)
-{
-    it->rc = rc;
-    it->finished = true;
-}
 
 /* The final row of each (item, change) that survives, in arrival order. */
 struct outrow {
@@ -1123,77 +1203,9 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p,
                            struct st_err *err)
 {
     const struct table *t = b->t;
-    struct eng__num tid;
-    eng__i64(&tid, t->id);
     p->i8 = key_is_i8(t);
-    int rc = eng__begin(c, true, err);
-    if (rc == ST_OK)
-        rc = eng__exec(c, SQL_KEY_PLANS, "planner settings", err);
-    if (rc != ST_OK) {
-        eng__rollback(c);
-        return rc;
-    }
-    /* base seq (first: whatever commits after this makes our CAS fail) */
-    const char *v1[1] = {tid.s};
-    PGresult *r = PQexecParams(c, "SELECT seq FROM strike.tables WHERE id = $1", 1, NULL, v1,
-                               NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rc = cat_fail(c, r, "reading the table seq", err);
-        PQclear(r);
-        eng__rollback(c);
-        return rc;
-    }
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        eng__rollback(c);
-        return st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
-    }
-    p->base = eng__get_i64(r, 0, 0);
-    PQclear(r);
 
-    /* idempotency keys and expected_seq */
-    for (size_t i = 0; i < b->n; i++) {
-        struct item *it = b->items[i];
-        if (it->finished)
-            continue;
-        if (it->req->idem != NULL) {
-            rc = eng__idem_lookup(c, t->name, it->req->idem, it->replay, it->err);
-            if (rc == ST_EUNAVAIL || rc == ST_EIO) {
-                eng__rollback(c);
-                return st_errf(err, rc, "%s", it->err->msg);
-            }
-            if (rc != ST_OK || it->replay->body != NULL) {
-                finish_item(it, rc);
-                continue;
-            }
-        }
-    }
-
-    /* producer offsets; then expected_seq, which a duplicate delivery ignores
-       (API.md: a duplicate answers 200 "whatever its expected_seq") */
-    struct hmap last;
-    hmap_init(&last);
-    if ((rc = read_producers(c, b, &last, err)) != ST_OK) {
-        free_map_values(&last);
-        eng__rollback(c);
-        return rc;
-    }
-    for (size_t i = 0; i < b->n; i++) {
-        struct item *it = b->items[i];
-        const struct change_req *q = it->req;
-        if (it->finished || !q->has_expected_seq || q->expected_seq == p->base)
-            continue;
-        if (q->producer != NULL && q->has_offset) {
-            void **slot = hmap_get(&last, q->producer, strlen(q->producer));
-            if (slot != NULL && q->offset <= *(int64_t *)*slot)
-                continue; /* a duplicate: answered below with duplicate:true */
-        }
-        finish_item(it, st_errf(it->err, ST_ECONFLICT,
-                                "expected_seq %lld, but table \"%s\" is at seq %lld",
-                                (long long)q->expected_seq, t->name, (long long)p->base));
-    }
-
-    /* keys */
+    /* the keys of every change, for the lookup */
     hmap_init(&b->keys);
     b->nst = 0;
     buf_reset(&b->keybytes);
@@ -1215,23 +1227,31 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p,
             }
         }
     }
-    int64_t nfiles = 0;
-    int64_t *files = NULL;
-    if (b->nst > 0 && (rc = lookup_keys(c, b, &nfiles, &files, err)) != ST_OK) {
+    struct hmap last;
+    hmap_init(&last);
+    int rc = read_base(c, b, p, &last, err);
+    if (rc != ST_OK) {
         free_map_values(&last);
         buf_free(&kb);
-        eng__rollback(c);
         return rc;
     }
-    if (nfiles > 0 && (rc = read_files(c, t, files, (size_t)nfiles, p, err)) != ST_OK) {
-        free(files);
-        free_map_values(&last);
-        buf_free(&kb);
-        eng__rollback(c);
-        return rc;
+
+    /* expected_seq, which a duplicate delivery ignores (API.md: a duplicate
+       answers 200 "whatever its expected_seq") */
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        const struct change_req *q = it->req;
+        if (it->finished || !q->has_expected_seq || q->expected_seq == p->base)
+            continue;
+        if (q->producer != NULL && q->has_offset) {
+            void **slot = hmap_get(&last, q->producer, strlen(q->producer));
+            if (slot != NULL && q->offset <= *(int64_t *)*slot)
+                continue; /* a duplicate: answered below with duplicate:true */
+        }
+        finish_item(it, st_errf(it->err, ST_ECONFLICT,
+                                "expected_seq %lld, but table \"%s\" is at seq %lld",
+                                (long long)q->expected_seq, t->name, (long long)p->base));
     }
-    free(files);
-    eng__rollback(c); /* end the read-only snapshot */
 
     /* replay the changes in arrival order */
     size_t caprows = 0, nrows = 0;

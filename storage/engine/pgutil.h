@@ -26,7 +26,7 @@ void pga_i64(struct buf *b, int64_t v);
 void pga_set_has_nulls(struct buf *b);
 
 /* A pipeline of statements; results are kept in order. */
-#define PIPE_MAX 24
+#define PIPE_MAX 64
 struct pipe {
     PGconn *c;
     int n;
