@@ -390,7 +390,7 @@ static int read_positions(const struct opts *o, struct vecs *vs, struct st_err *
     size_t cap = 0;
     ssize_t len;
     uint64_t lineno = 0;
-    uint64_t run[2];
+    uint64_t run[2] = {0, 0};
     struct dv *cur = NULL;
     int rc = ST_OK;
     while ((len = getline(&line, &cap, stdin)) >= 0) {

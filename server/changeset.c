@@ -61,11 +61,11 @@ static int build_one(const struct table *t, const struct wire_change *w, struct 
     if (!(upsert || del || dbz_ins || dbz_upd || dbz_del))
         return st_errf(err, ST_EINVAL, "op must be upsert, delete, c, r, u or d, not \"%.40s\"",
                        op);
-    if ((del || dbz_del) && t->npk == 0)
+    if ((del || dbz_del || dbz_upd) && t->npk == 0)
         return st_errf(err, ST_EINVAL,
-                       "table \"%s\" has no primary key, so rows cannot be deleted by key (use "
+                       "table \"%s\" has no primary key, so rows cannot be %s by key (use "
                        "POST /v1/tables/%s/delete)",
-                       t->name, t->name);
+                       t->name, dbz_upd ? "updated" : "deleted", t->name);
     int rc;
     if (upsert) {
         if (!w->row.present)

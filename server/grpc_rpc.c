@@ -580,7 +580,7 @@ static bool f_get_dv(struct rpc *r)
     size_t n;
     const uint8_t *p = rpc_payload(r, &n);
     struct st_err err = {0};
-    enum dv_format f;
+    enum dv_format f = DV_FMT_ROARING64;
     struct table *t = NULL;
     struct dv_bytes *b = NULL;
     Strike__V1__GetDeletionVectorRequest *q =
@@ -617,7 +617,7 @@ static void h_get_dv(struct rpc *r)
     if (q == NULL) goto out;
     bool has_snapshot = q->snapshot_present_case ==
                         STRIKE__V1__GET_DELETION_VECTOR_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT;
-    enum dv_format f;
+    enum dv_format f = DV_FMT_ROARING64;
     if (q->file_id <= 0) {
         char msg[100];
         snprintf(msg, sizeof msg, "file_id: expected a positive integer, got %lld",

@@ -2,7 +2,13 @@
  * http.h - the HTTP front end on libmicrohttpd (API.md "HTTP endpoints").
  *
  * An internal thread pool on epoll runs the handlers; they never block on
- * anything slower than a cache. Errors are RFC 9457 problem+json.
+ * anything slower than a cache: engine calls run on app->workers while the
+ * connection is suspended. Errors are RFC 9457 problem+json.
+ *
+ * Files: http_server.c (daemon, routing, bodies, replies, shutdown),
+ * http_routes.c (JSON endpoints), http_scan.c (NDJSON streaming),
+ * http_files.c (Parquet files with Range, DVs), http_metrics.c
+ * (Prometheus), http_int.h (their shared internals; MHD types stay there).
  */
 #ifndef STRIKE_HTTP_H
 #define STRIKE_HTTP_H
@@ -12,11 +18,19 @@
 
 struct http_server;
 
-/* Bind and start serving. `*port` receives the bound port (useful with port 0). */
+/*
+ * Bind app->cfg->http and start serving. `*port` receives the bound port
+ * (useful with port 0). On failure nothing is left running. The caller
+ * keeps `app` (its engine and workers) alive until http_stop returns.
+ */
 int http_start(struct app *app, struct http_server **out, int *port, struct st_err *err);
-/* Stop accepting connections; requests in flight continue. */
+/* Stop accepting connections; requests in flight and keep-alive connections continue. */
 void http_quiesce(struct http_server *h);
-/* Wait up to `grace_ms` for requests in flight, then stop and free. */
+/*
+ * Wait up to `grace_ms` for requests in flight (streaming scans included),
+ * then cut the rest, stop the daemon, wait for worker jobs that still hold
+ * requests, and free. NULL ok.
+ */
 void http_stop(struct http_server *h, int grace_ms);
 
 #endif

@@ -9,3 +9,4 @@ strike_unit_test(test_hmap SOURCES unit/test_hmap.c LIBS strike_common)
 strike_unit_test(test_engine_concurrency PG SOURCES unit/test_engine_concurrency.c
                  LIBS strike_enginetest)
 strike_unit_test(test_engine_faults PG SOURCES unit/test_engine_faults.c LIBS strike_enginetest)
+strike_py_test(test_cli_admin test_cli_admin.py)

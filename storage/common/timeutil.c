@@ -30,7 +30,7 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
     return era * 146097 + (int64_t)doe - 719468;
 }
 
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+void st_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 {
     z += 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -58,7 +58,7 @@ void st_format_rfc3339(int64_t us, char out[ST_RFC3339_MAX])
     }
     int64_t y;
     unsigned m, d;
-    civil_from_days(days, &y, &m, &d);
+    st_civil_from_days(days, &y, &m, &d);
     if (y >= 0 && y <= 9999)
         snprintf(out, ST_RFC3339_MAX, "%04lld-%02u-%02uT%02d:%02d:%02d.%06lldZ", (long long)y, m,
                  d, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (long long)frac);

@@ -22,6 +22,9 @@ void st_format_rfc3339(int64_t us, char out[ST_RFC3339_MAX]);
  */
 bool st_parse_rfc3339(const char *s, int64_t *us);
 
+/* The proleptic Gregorian date of a day count since 1970-01-01 (any sign). */
+void st_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
+
 /* Parse a duration: digits with s, m, h or d ("90s", "1h"); bare digits are seconds. */
 bool st_parse_duration(const char *s, int64_t *seconds);
 

@@ -86,3 +86,16 @@ void st_colvec_get(const struct st_colvec *c, size_t i, struct st_value *out)
         break;
     }
 }
+
+size_t st_type_width(enum st_type t)
+{
+    switch (t) {
+    case ST_T_BOOLEAN: return 1;
+    case ST_T_INT: return 4;
+    case ST_T_LONG:
+    case ST_T_TIMESTAMP:
+    case ST_T_DOUBLE: return 8;
+    case ST_T_STRING: return 0;
+    }
+    return 0;
+}

@@ -76,6 +76,9 @@ struct st_colvec {
     uint8_t *sdata;  /* strings only */
 };
 
+/* Bytes of one value in a column vector: 1, 4 or 8; 0 for strings (offsets + data). */
+size_t st_type_width(enum st_type t);
+
 /* Compare two non-null values of type t: <0, 0, >0. Strings by bytes (memcmp order). */
 int st_value_cmp(enum st_type t, const struct st_value *a, const struct st_value *b);
 

@@ -87,7 +87,7 @@ static PGconn *connect_one(const char *conninfo, struct st_err *err)
     return c;
 }
 
-static int exec_ok(PGconn *c, const char *sql, const char *what, struct st_err *err)
+int cat_exec(PGconn *c, const char *sql, const char *what, struct st_err *err)
 {
     PGresult *r = PQexec(c, sql);
     ExecStatusType s = PQresultStatus(r);
@@ -100,14 +100,14 @@ static int exec_ok(PGconn *c, const char *sql, const char *what, struct st_err *
 
 int cat_migrate(PGconn *c, struct st_err *err)
 {
-    int rc = exec_ok(c, "BEGIN", "migration", err);
+    int rc = cat_exec(c, "BEGIN", "migration", err);
     if (rc != ST_OK)
         return rc;
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%lld)", (long long)MIGRATION_LOCK_KEY);
-    if ((rc = exec_ok(c, sql, "migration lock", err)) != ST_OK)
+    if ((rc = cat_exec(c, sql, "migration lock", err)) != ST_OK)
         goto rollback;
-    rc = exec_ok(c,
+    rc = cat_exec(c,
                  "CREATE SCHEMA IF NOT EXISTS strike;"
                  "CREATE TABLE IF NOT EXISTS strike.schema_version ("
                  "  version int PRIMARY KEY,"
@@ -135,7 +135,7 @@ int cat_migrate(PGconn *c, struct st_err *err)
         const struct migration *m = &cat__migrations[i];
         if (m->version <= have)
             continue;
-        if ((rc = exec_ok(c, m->sql, m->description, err)) != ST_OK)
+        if ((rc = cat_exec(c, m->sql, m->description, err)) != ST_OK)
             goto rollback;
         const char *params[2];
         char v[16];
@@ -153,7 +153,7 @@ int cat_migrate(PGconn *c, struct st_err *err)
         PQclear(r);
         log_info("catalog: applied migration %d (%s)", m->version, m->description);
     }
-    return exec_ok(c, "COMMIT", "migration commit", err);
+    return cat_exec(c, "COMMIT", "migration commit", err);
 rollback:
     PQclear(PQexec(c, "ROLLBACK"));
     return rc;

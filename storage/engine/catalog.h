@@ -33,6 +33,9 @@ int cat_acquire(struct cat_pool *p, PGconn **out, int wait_ms, struct st_err *er
 /* Return a connection; pass broken=true after a connection-level failure. */
 void cat_release(struct cat_pool *p, PGconn *c, bool broken);
 
+/* PQexec a statement that returns no parameters; ST_OK or the mapped error (cat_fail). */
+int cat_exec(PGconn *c, const char *sql, const char *what, struct st_err *err);
+
 /* SELECT 1 on a pooled connection. */
 int cat_ping(struct cat_pool *p, struct st_err *err);
 

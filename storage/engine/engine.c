@@ -35,17 +35,6 @@ int64_t eng__get_i64(const PGresult *r, int row, int col)
     return strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
-int eng__exec(PGconn *c, const char *sql, const char *what, struct st_err *err)
-{
-    PGresult *r = PQexec(c, sql);
-    ExecStatusType s = PQresultStatus(r);
-    int rc = ST_OK;
-    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
-        rc = cat_fail(c, r, what, err);
-    PQclear(r);
-    return rc;
-}
-
 int eng__begin(PGconn *c, bool repeatable_read, struct st_err *err)
 {
     return eng__exec(c,

@@ -75,7 +75,7 @@ int eng__idem_store(PGconn *c, const char *scope, const struct st_idem *idem, in
                     const char *body, struct st_err *err);
 
 /* PQexec helpers: ST_OK or a mapped error. */
-int eng__exec(PGconn *c, const char *sql, const char *what, struct st_err *err);
+#define eng__exec cat_exec
 int eng__begin(PGconn *c, bool repeatable_read, struct st_err *err);
 void eng__rollback(PGconn *c);
 

@@ -127,28 +127,6 @@ static void shown(const char *s, char out[72])
     out[o] = '\0';
 }
 
-static const char *json_kind(const json_t *j)
-{
-    switch (json_typeof(j)) {
-    case JSON_OBJECT:
-        return "object";
-    case JSON_ARRAY:
-        return "array";
-    case JSON_STRING:
-        return "string";
-    case JSON_INTEGER:
-        return "integer";
-    case JSON_REAL:
-        return "number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "value";
-}
-
 static int find_column(struct parser *p, const char *name, int *col)
 {
     *col = expr__lookup_find(&p->names, name);
@@ -196,7 +174,7 @@ static int parse_term(struct parser *p, const json_t *j, int *col)
     if (type != NULL && strcmp(type, "reference") == 0) return parse_reference(p, j, col);
     if (type != NULL && strcmp(type, "transform") == 0) return refuse_term_type(p, type);
     return fail(p, ST_EINVAL, "\"term\" must be a column name or a reference, got %s",
-                json_kind(j));
+                lit_json_kind(j));
 }
 
 /* A newer-form operand: a reference (col set) or a literal (*lit set). */
@@ -604,7 +582,7 @@ static int parse_expr(struct parser *p, const json_t *j, int depth, struct fnode
     }
     if (!json_is_object(j))
         return fail(p, ST_EINVAL, "expected an expression object or true/false, got %s",
-                    json_kind(j));
+                    lit_json_kind(j));
     const json_t *type = json_object_get(j, "type");
     if (!json_is_string(type)) return fail(p, ST_EINVAL, "an expression needs a \"type\" string");
     const char *name = json_string_value(type);

@@ -27,7 +27,7 @@ const char *lit_kind_name(enum lit_kind k)
     return "value";
 }
 
-static const char *json_kind_name(const json_t *j)
+const char *lit_json_kind(const json_t *j)
 {
     switch (json_typeof(j)) {
     case JSON_OBJECT:
@@ -78,7 +78,7 @@ int lit_from_json(const json_t *j, struct st_literal *out, struct st_err *err)
     case JSON_ARRAY:
         break;
     }
-    return st_errf(err, ST_EINVAL, "expected a value, got %s", json_kind_name(j));
+    return st_errf(err, ST_EINVAL, "expected a value, got %s", lit_json_kind(j));
 }
 
 size_t lit_utf8_check(const char *str, size_t n)

@@ -45,6 +45,9 @@ struct st_literal {
 
 /* "null", "boolean", "integer", "number" or "string", for messages. */
 const char *lit_kind_name(enum lit_kind k);
+/* The JSON kind of a value for messages: "object", "array", "string", "integer",
+   "number", "boolean", "null". */
+const char *lit_json_kind(const json_t *j);
 
 /*
  * Read a JSON scalar into `out`. A string is borrowed from `j` (valid while

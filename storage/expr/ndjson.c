@@ -372,20 +372,6 @@ static void put_i64(struct buf *out, int64_t v)
     out->len += o;
 }
 
-/* Days since 1970-01-01 to a proleptic Gregorian date (civil calendar arithmetic). */
-static void days_to_date(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-    z += 719468; /* days from 0000-03-01 to 1970-01-01 */
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);                          /* [0, 146096] */
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* [0, 365] */
-    unsigned mp = (5 * doy + 2) / 153;                                    /* March = 0 */
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
 static void put_timestamp(struct buf *out, int64_t us)
 {
     int64_t secs = us / 1000000, frac = us % 1000000;
@@ -400,7 +386,7 @@ static void put_timestamp(struct buf *out, int64_t us)
     }
     int64_t y;
     unsigned mo, d;
-    days_to_date(days, &y, &mo, &d);
+    st_civil_from_days(days, &y, &mo, &d);
     if (y < 0 || y > 9999) {
         /* Outside RFC 3339's four-digit years: the common formatter's extended form. */
         char text[ST_RFC3339_MAX];

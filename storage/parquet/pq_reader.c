@@ -113,23 +113,6 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
     return xreallocarray(p, n, elem);
 }
 
-static size_t out_width(enum st_type t)
-{
-    switch (t) {
-    case ST_T_BOOLEAN:
-        return 1;
-    case ST_T_INT:
-        return 4;
-    case ST_T_LONG:
-    case ST_T_TIMESTAMP:
-    case ST_T_DOUBLE:
-        return 8;
-    case ST_T_STRING:
-        return 0;
-    }
-    return 0;
-}
-
 /* ---- names for messages and meta ---- */
 
 const char *pq_encoding_name(int enc)
@@ -1144,7 +1127,7 @@ static int load_dict(struct pq_reader *r, const struct rcol *c, const uint8_t *p
         int rc = plain_strings(r, p, end, n, &r->dict_sdata, r->dict_offs + 1, err);
         if (rc != ST_OK) return st_err_prefix(err, "dictionary page");
     } else {
-        size_t w = out_width(c->col.type);
+        size_t w = st_type_width(c->col.type);
         r->dict_vals = grow(r->dict_vals, &r->dict_vals_cap, n * w + 1, 1);
         int rc = plain_fixed(c, p, end, n, r->dict_vals, err);
         if (rc != ST_OK) return st_err_prefix(err, "dictionary page");
@@ -1284,7 +1267,7 @@ static int decode_values(struct pq_reader *r, struct target *t, int enc, const u
 {
     const struct rcol *c = t->c;
     struct pq__vecmem *m = t->mem;
-    size_t w = out_width(c->col.type);
+    size_t w = st_type_width(c->col.type);
     uint8_t *dst = w ? m->vals + t->row * w : NULL;
     uint32_t *ends = c->col.type == ST_T_STRING ? m->offs + t->row + 1 : NULL;
     if (enc >= 0 && enc < 32) r->counters.encodings_seen |= 1u << enc;
@@ -1615,7 +1598,7 @@ int pq_read_row_group(struct pq_reader *r, int rg, const int *cols, int ncols, s
         struct rcol *c = &r->cols[cols[k]];
         struct pq__vecmem *m = &b->mem_[k];
         struct st_colvec *v = &b->cols[k];
-        size_t w = out_width(c->col.type);
+        size_t w = st_type_width(c->col.type);
         if (w > 0) m->vals = grow(m->vals, &m->vals_cap, w * nrows + 8, 1);
         if (c->max_def > 0) m->nulls = grow(m->nulls, &m->nulls_cap, nrows + 1, 1);
         if (c->col.type == ST_T_STRING) {

@@ -128,23 +128,6 @@ struct pq_writer {
 
 /* ---- small helpers ---- */
 
-static size_t type_width(enum st_type t)
-{
-    switch (t) {
-    case ST_T_BOOLEAN:
-        return 1;
-    case ST_T_INT:
-        return 4;
-    case ST_T_LONG:
-    case ST_T_TIMESTAMP:
-    case ST_T_DOUBLE:
-        return 8;
-    case ST_T_STRING:
-        return 0;
-    }
-    return 0;
-}
-
 static int phys_type(enum st_type t)
 {
     switch (t) {
@@ -860,7 +843,7 @@ static int write_chunk(struct pq_writer *w, struct wcol *c, struct wchunk *ch, s
     }
     ch->data_off = (int64_t)w->offset;
 
-    size_t width = type_width(c->col.type);
+    size_t width = st_type_width(c->col.type);
     size_t row = 0, val = 0;
     while (row < nrows) {
         size_t r0 = row, v0 = val;

@@ -1,0 +1,294 @@
+/*
+ * http_scan.c - POST /v1/tables/{t}/scan: rows as an NDJSON stream.
+ *
+ * A producer on a worker formats rows (ndjson_append_row) into a ring of
+ * NSLOT chunks of about CHUNK bytes; MHD's content reader, on the event
+ * thread, copies them out. Memory per scan: the engine's current row group
+ * plus the ring, whatever the table size.
+ *
+ *   ring empty, scan not done   the reader suspends the connection and sets
+ *                               reader_waiting; the producer resumes it after
+ *                               publishing the next chunk
+ *   ring full                   the producer parks (returns its worker); the
+ *                               reader resubmits it when it frees a slot
+ *   client gone                 the completion callback sets r->cancelled; the
+ *                               producer stops at its next chunk, and the scan
+ *                               is closed with the last reference
+ *
+ * Errors before the first row are ordinary problem responses; an error
+ * after the 200 was sent cuts the stream (no terminating chunk), which
+ * the client sees as a truncated response.
+ */
+#include "http_int.h"
+
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "expr/filter.h"
+#include "expr/ndjson.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NSLOT 4
+#define CHUNK (256 * 1024)
+
+struct hscan {
+    struct http_metrics *m;
+    const atomic_bool *cancelled; /* the request's: the client is gone */
+    struct table *t;
+    struct filter *f; /* owned; the scan borrows it */
+    int *cols;        /* requested columns, NULL: all */
+    struct scan *s;   /* NULL once the producer is finished */
+    const int *out;   /* output columns (table indexes) */
+    int nout;
+    struct scan_batch b; /* the current batch, rows [bi, b.nrows) still to write */
+    size_t bi;
+    bool eof;
+    /* The producer alone touches slot[wr] (count < NSLOT while it runs); the
+       rest is guarded by the request's mutex. */
+    struct buf slot[NSLOT];
+    size_t off; /* bytes of slot[head] already sent */
+    int head, count, wr;
+    bool parked, done, failed, reader_waiting;
+    uint64_t rows, bytes;
+};
+
+void http__scan_free(struct hscan *hs)
+{
+    if (hs == NULL) return;
+    if (hs->m != NULL) http__metrics_scan(hs->m, hs->rows, hs->bytes);
+    scan_close(hs->s);
+    filter_free(hs->f);
+    table_unref(hs->t);
+    free(hs->cols);
+    for (int i = 0; i < NSLOT; i++)
+        buf_free(&hs->slot[i]);
+    free(hs);
+}
+
+/*
+ * Format rows into b until it holds CHUNK bytes (it may pass that by one
+ * row) or the scan ends. Stops early, without error, when the client is gone.
+ */
+static int fill(struct hscan *hs, struct buf *b, struct st_err *err)
+{
+    const struct st_column *cols = hs->t->cols;
+    while (b->len < CHUNK) {
+        if (hs->bi >= hs->b.nrows) {
+            if (hs->eof || atomic_load(hs->cancelled)) return ST_OK;
+            bool done = false;
+            int rc = scan_next(hs->s, &hs->b, &done, err);
+            if (rc != ST_OK) return rc;
+            hs->bi = 0;
+            if (done) {
+                hs->eof = true;
+                hs->b.nrows = 0;
+                return ST_OK;
+            }
+            continue;
+        }
+        size_t end = hs->b.nrows, i = hs->bi;
+        while (i < end && b->len < CHUNK)
+            ndjson_append_row(b, cols, hs->out, hs->nout, hs->b.vecs, hs->b.rows[i++]);
+        hs->rows += i - hs->bi;
+        hs->bi = i;
+    }
+    return ST_OK;
+}
+
+/* The producer: fill chunks until the scan ends, the ring is full, or the client is gone. */
+static void produce(struct hreq *r)
+{
+    struct hscan *hs = r->scan;
+    for (;;) {
+        struct st_err err = {0};
+        int rc = ST_OK;
+        bool gone = atomic_load(&r->cancelled);
+        struct buf *b = &hs->slot[hs->wr];
+        if (!gone) rc = fill(hs, b, &err);
+        bool end = gone || rc != ST_OK || hs->eof;
+        if (rc != ST_OK)
+            log_warn("scan of table %s cut after %" PRIu64 " rows: %s", hs->t->name, hs->rows,
+                     err.msg);
+        if (end) {
+            scan_close(hs->s);
+            hs->s = NULL;
+        }
+        pthread_mutex_lock(&r->mu);
+        if (b->len > 0 && !gone) {
+            hs->count++;
+            hs->wr = (hs->wr + 1) % NSLOT;
+        }
+        if (end) {
+            hs->done = true;
+            hs->failed = rc != ST_OK || gone;
+        }
+        if (hs->reader_waiting) {
+            hs->reader_waiting = false;
+            http__resume_locked(r);
+        }
+        bool park = !end && hs->count == NSLOT;
+        hs->parked = park;
+        pthread_mutex_unlock(&r->mu);
+        if (end || park) return;
+    }
+}
+
+ssize_t http__scan_reader(void *cls, uint64_t pos, char *out, size_t max)
+{
+    (void)pos;
+    struct hreq *r = cls;
+    struct hscan *hs = r->scan;
+    bool resubmit = false;
+    pthread_mutex_lock(&r->mu);
+    if (hs->count == 0) {
+        ssize_t ret = 0;
+        if (hs->done)
+            ret = hs->failed ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+        else if (!http__suspend_locked(r))
+            ret = MHD_CONTENT_READER_END_WITH_ERROR; /* shutting down */
+        else
+            hs->reader_waiting = true; /* the producer resumes us */
+        pthread_mutex_unlock(&r->mu);
+        return ret;
+    }
+    struct buf *b = &hs->slot[hs->head];
+    size_t k = b->len - hs->off;
+    if (k > max) k = max;
+    memcpy(out, b->data + hs->off, k);
+    hs->off += k;
+    hs->bytes += k;
+    if (hs->off == b->len) {
+        buf_reset(b);
+        hs->off = 0;
+        hs->head = (hs->head + 1) % NSLOT;
+        hs->count--;
+        if (hs->parked) {
+            hs->parked = false;
+            resubmit = true;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (resubmit && !http__submit(r, produce)) {
+        log_warn("scan of table %s cut: the worker queue is full", hs->t->name);
+        pthread_mutex_lock(&r->mu);
+        hs->done = true;
+        hs->failed = true;
+        pthread_mutex_unlock(&r->mu);
+    }
+    return (ssize_t)k;
+}
+
+/* Parse "columns": a non-empty list of distinct column names. */
+static bool parse_columns(struct hreq *r, const struct table *t, json_t *jc, int **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (jc == NULL || json_is_null(jc)) return true;
+    if (!json_is_array(jc)) {
+        http__reply_problem(r, 400, "columns: expected an array of column names");
+        return false;
+    }
+    size_t m = json_array_size(jc);
+    if (m == 0) {
+        http__reply_problem(r, 400,
+                            "columns: an empty list selects nothing; omit it for all columns");
+        return false;
+    }
+    if (m > (size_t)t->ncols) {
+        http__reply_problem(r, 400, "columns: %zu names for a table of %d columns", m, t->ncols);
+        return false;
+    }
+    int *cols = xcalloc(m, sizeof *cols);
+    for (size_t i = 0; i < m; i++) {
+        json_t *e = json_array_get(jc, i);
+        const char *name = json_string_value(e);
+        int k = name != NULL ? table_column(t, name) : -1;
+        if (name == NULL) {
+            http__reply_problem(r, 400, "columns[%zu]: expected a column name", i);
+        } else if (k < 0) {
+            http__reply_problem(r, 400, "columns[%zu]: unknown column \"%.128s\"", i, name);
+        } else {
+            bool dup = false;
+            for (size_t j = 0; j < i; j++)
+                dup |= cols[j] == k;
+            if (dup)
+                http__reply_problem(r, 400, "columns[%zu]: column \"%s\" is listed twice", i, name);
+            else {
+                cols[i] = k;
+                continue;
+            }
+        }
+        free(cols);
+        return false;
+    }
+    *out = cols;
+    *n = (int)m;
+    return true;
+}
+
+void http__job_scan(struct hreq *r)
+{
+    json_t *j = http__body_json(r, true);
+    if (j == NULL) return;
+    struct hscan *hs = xcalloc(1, sizeof *hs);
+    hs->cancelled = &r->cancelled;
+    static const char *const top[] = {"snapshot", "columns", "filter", "limit", NULL};
+    struct scan_req req = {0};
+    struct st_err err = {0};
+    int rc;
+    if (!http__check_fields(r, j, top, NULL) ||
+        !http__opt_uint(r, j, "snapshot", &req.has_snapshot, &req.snapshot) ||
+        !http__opt_uint(r, j, "limit", &req.has_limit, &req.limit))
+        goto fail;
+    if ((hs->t = http__table(r, true)) == NULL) goto fail;
+    if (!parse_columns(r, hs->t, json_object_get(j, "columns"), &hs->cols, &req.ncolumns))
+        goto fail;
+    req.columns = hs->cols;
+    json_t *jf = json_object_get(j, "filter");
+    if (jf != NULL && !json_is_null(jf) &&
+        (rc = filter_parse_json(jf, hs->t->cols, hs->t->ncols, &hs->f, &err)) != ST_OK) {
+        http__reply_err(r, rc, &err);
+        goto fail;
+    }
+    req.filter = hs->f;
+    if ((rc = engine_scan_open(r->srv->app->engine, hs->t, &req, &hs->s, &err)) != ST_OK) {
+        http__reply_err(r, rc, &err);
+        goto fail;
+    }
+    hs->out = scan_columns(hs->s, &hs->nout);
+    for (int i = 0; i < NSLOT; i++)
+        buf_reserve(&hs->slot[i], CHUNK + 4096);
+    /* The first chunk before the status line: an early failure is still a problem. */
+    if ((rc = fill(hs, &hs->slot[0], &err)) != ST_OK) {
+        http__reply_err(r, rc, &err);
+        goto fail;
+    }
+    json_decref(j);
+    j = NULL;
+    int64_t snap = scan_snapshot(hs->s);
+    if (hs->slot[0].len > 0) {
+        hs->count = 1;
+        hs->wr = 1;
+    }
+    if (hs->eof) {
+        scan_close(hs->s);
+        hs->s = NULL;
+        hs->done = true;
+    }
+    hs->m = r->srv->m;
+    r->scan = hs;
+    http__reply_reset(&r->reply);
+    r->reply.status = 200;
+    r->reply.ctype = "application/x-ndjson";
+    r->reply.stream = true;
+    http__reply_header(r, "Strike-Snapshot", "%" PRId64, snap);
+    bool more = !hs->done;
+    http__publish(r);
+    if (more) produce(r);
+    return;
+fail:
+    http__scan_free(hs);
+    json_decref(j);
+}

@@ -1,0 +1,226 @@
+"""HTTP limits and failure modes, against the real striked.
+
+- 413 for a 100 MiB body: refused from Content-Length before the body is
+  read (raw socket, curl with and without Expect), and while reading a
+  chunked body; the server stays healthy and nothing changed;
+- 16 clients posting changes at once: every answer arrives, nothing is lost;
+- the catalog goes away: 503 problem with Retry-After (and /readyz 503),
+  then recovery by itself when it returns;
+- SIGTERM with a scan streaming and requests in flight: they finish, or are
+  cut after the grace; exit 0 (no leak under LSan).
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import threading
+import time
+import unittest
+
+import harness as h
+import http_util as u
+
+MIB = 1 << 20
+
+
+class BodyLimits(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.s = h.Striked(catalog=h.create_db("strike_http_limits"))
+        r = cls.s.req("POST", "/v1/tables", u.table_def("lim"))
+        assert r.status == 201, r
+
+    @classmethod
+    def tearDownClass(cls):
+        code, _ = cls.s.stop()
+        logs = cls.s.logs()
+        cls.s.close()
+        if code != 0:
+            raise AssertionError(f"striked exited with {code}:\n{logs[-5000:]}")
+
+    def test_413_from_content_length_before_reading(self):
+        head = (b"POST /v1/tables/lim/changes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % (100 * MIB))
+        t0 = time.monotonic()
+        with socket.create_connection(("127.0.0.1", self.s.http_port), timeout=10) as c:
+            c.sendall(head + b'{"changes":[')  # 12 bytes of the promised 100 MiB
+            resp = b""
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                resp += d
+        self.assertLess(time.monotonic() - t0, 5)
+        status, hdrs, body = u.parse_raw(resp)
+        self.assertEqual(status, 413)
+        self.assertEqual(hdrs["content-type"], "application/problem+json")
+        p = json.loads(body)
+        self.assertEqual(p["status"], 413)
+        self.assertIn("104857600 bytes", p["detail"])
+        self.assertEqual(self.s.req("GET", "/healthz").status, 200)
+
+    def test_413_chunked(self):
+        c = http.client.HTTPConnection("127.0.0.1", self.s.http_port, timeout=120)
+        chunk = b" " * MIB
+
+        def body():
+            yield b'{"changes":['
+            for _ in range(100):
+                yield chunk
+        c.request("POST", "/v1/tables/lim/changes", body=body(),
+                  headers={"Content-Type": "application/json"}, encode_chunked=True)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        self.assertEqual(r.status, 413)
+        p = json.loads(data)
+        self.assertEqual(p["status"], 413)
+        self.assertIn("limit", p["detail"])
+        self.assertEqual(self.s.req("GET", "/v1/tables/lim").json()["seq"], 0)
+
+    def test_413_curl(self):
+        path = os.path.join(self.s.owned_dir, "big.json")
+        with open(path, "wb") as f:
+            f.truncate(100 * MIB)
+        url = f"http://127.0.0.1:{self.s.http_port}/v1/tables/lim/changes"
+        for extra in ([], ["-H", "Expect:"]):
+            code, out, err = u.curl("-X", "POST", "-H", "Content-Type: application/json", "--data-binary",
+                                    "@" + path, "-w", "\n%{http_code}", *extra, url)
+            # without Expect curl may see the connection close while still sending: the status
+            # line arrived first either way
+            status = out.rsplit(b"\n", 1)[-1]
+            self.assertEqual(status, b"413", (extra, code, err, out[:300]))
+        os.unlink(path)
+        self.assertEqual(self.s.req("GET", "/healthz").status, 200)
+
+    def test_small_limit_option(self):
+        s = h.Striked(catalog=h.create_db("strike_http_limits2"), extra_args=["--max-body", "1K"])
+        try:
+            self.assertEqual(s.req("POST", "/v1/tables", u.table_def("small")).status, 201)
+            rows = [{"op": "upsert", "row": {"order_id": i, "user_id": i}} for i in range(100)]
+            r = u.changes(s, "small", rows)
+            u.assert_problem(self, r, 413, "1024 bytes")
+            self.assertEqual(u.changes(s, "small", rows[:3]).status, 200)
+        finally:
+            s.close()
+
+    def test_concurrent_clients(self):
+        self.assertEqual(self.s.req("POST", "/v1/tables", u.table_def("conc")).status, 201)
+        results, errors = [], []
+
+        def client(k):
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.s.http_port, timeout=120)
+                for j in range(10):
+                    rows = [{"op": "upsert", "row": {"order_id": k * 1000 + j * 10 + i, "user_id": k}}
+                            for i in range(10)]
+                    conn.request("POST", "/v1/tables/conc/changes", json.dumps({"changes": rows}),
+                                 {"Content-Type": "application/json"})
+                    r = conn.getresponse()
+                    body = r.read()
+                    results.append((r.status, json.loads(body)))
+                conn.close()
+            except Exception as e:  # reported below
+                errors.append(repr(e))
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(len(results), 160)
+        for status, body in results:
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["inserted"], 10)
+        keys = sorted(r["order_id"] for r in u.scan_rows(self, self.s, "conc", {"columns": ["order_id"]}))
+        self.assertEqual(keys, sorted(k * 1000 + j for k in range(16) for j in range(100)))
+        m = self.s.req("GET", "/metrics").body.decode()
+        self.assertIn('strike_http_requests_total{route="/v1/tables/{t}/changes",method="POST",status="200"} 160', m)
+
+
+class CatalogOutage(unittest.TestCase):
+    def test_503_then_recovery(self):
+        db = "strike_http_outage"
+        h.create_db(db)
+        proxy = u.TcpProxy(u.pg_socket())
+        s = h.Striked(catalog=f"postgresql://postgres@127.0.0.1:{proxy.port}/{db}")
+        try:
+            self.assertEqual(s.req("POST", "/v1/tables", u.table_def("out")).status, 201)
+            u.ok_changes(self, s, "out", [{"op": "upsert", "row": {"order_id": 1, "user_id": 1}}])
+            proxy.down()
+            for method, path, body in (("GET", "/v1/tables/out", None), ("GET", "/readyz", None),
+                                       ("POST", "/v1/tables/out/changes",
+                                        {"changes": [{"op": "upsert", "row": {"order_id": 2, "user_id": 1}}]}),
+                                       ("GET", "/v1/tables", None)):
+                r = s.req(method, path, body)
+                u.assert_problem(self, r, 503)
+                self.assertEqual(r.header("Retry-After"), "1")
+            self.assertEqual(s.req("GET", "/healthz").status, 200)  # alive, just not ready
+            proxy.up()
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if s.req("GET", "/readyz").status == 200:
+                    break
+                time.sleep(0.2)
+            self.assertEqual(s.req("GET", "/readyz").status, 200)
+            res = u.ok_changes(self, s, "out", [{"op": "upsert", "row": {"order_id": 3, "user_id": 1}}])
+            self.assertEqual(res["seq"], 2)
+            # the refused change during the outage changed nothing
+            self.assertEqual(sorted(r["order_id"] for r in u.scan_rows(self, s, "out")), [1, 3])
+            self.assertEqual(s.stop()[0], 0)
+        finally:
+            s.close()
+            proxy.close()
+
+
+class Shutdown(unittest.TestCase):
+    def load(self, s, name, n):
+        self.assertEqual(s.req("POST", "/v1/tables", u.table_def(name)).status, 201)
+        pad = "p" * 300
+        for base in range(0, n, 20000):
+            u.ok_changes(self, s, name, [{"op": "upsert", "row": {"order_id": i, "user_id": i, "status": pad}}
+                                         for i in range(base, min(n, base + 20000))])
+
+    def test_sigterm_finishes_a_scan_in_flight(self):
+        s = h.Striked(catalog=h.create_db("strike_http_stop1"))
+        try:
+            self.load(s, "st", 20000)
+            conn = http.client.HTTPConnection("127.0.0.1", s.http_port, timeout=60)
+            conn.request("POST", "/v1/tables/st/scan", "{}", {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            first = r.read(4096)
+            s.proc.send_signal(signal.SIGTERM)
+            rest = r.read()  # the scan completes during the drain
+            conn.close()
+            rows = (first + rest).decode().splitlines()
+            self.assertEqual(len(rows), 20000)
+            self.assertEqual(s.proc.wait(timeout=30), 0, s.logs()[-3000:])
+        finally:
+            s.close()
+
+    def test_sigterm_cuts_a_stalled_scan_after_the_grace(self):
+        s = h.Striked(catalog=h.create_db("strike_http_stop2"))
+        try:
+            self.load(s, "st2", 40000)
+            c = socket.create_connection(("127.0.0.1", s.http_port), timeout=60)
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            c.sendall(b"POST /v1/tables/st2/scan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 2\r\n\r\n{}")
+            self.assertIn(b"200 OK", c.recv(4096))  # then never read again: the server stalls
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            s.proc.send_signal(signal.SIGTERM)
+            code = s.proc.wait(timeout=40)
+            took = time.monotonic() - t0
+            self.assertEqual(code, 0, s.logs()[-3000:])
+            self.assertLess(took, 20)
+            self.assertIn("cutting", s.logs())
+            c.close()
+        finally:
+            s.close()
+
+
+if __name__ == "__main__":
+    h.require_env()
+    unittest.main(verbosity=2)
