@@ -2,3 +2,13 @@
 # `make bench` (tests/bench/run.sh) runs them next to their peers.
 add_executable(bench_engine bench/bench_engine.c)
 target_link_libraries(bench_engine PRIVATE strike_engine)
+
+# bench_quick: the `make bench` harness once in --quick mode (tiny sizes, 2
+# rounds), only to prove that it works end to end: it passes when run.sh
+# completes and its table has all nine measures, each with numbers or "not
+# available". No speed is asserted (under `make test` these are ASan builds).
+# run.sh starts its own durable PostgreSQL and striked, and stops them; it
+# runs alone (RUN_SERIAL) because it loads both cores for a few seconds.
+add_test(NAME bench_quick COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/bench/run.sh ${CMAKE_BINARY_DIR} --quick)
+set_tests_properties(bench_quick PROPERTIES LABELS bench ENVIRONMENT "${STRIKE_TEST_ENV}"
+                     TIMEOUT 600 RUN_SERIAL TRUE)

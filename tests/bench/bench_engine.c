@@ -15,23 +15,47 @@
  *             commits/s and rows/s (run with 1 and with 8)
  *   lookup    batches of --batch deletes of absent keys: the key-index
  *             lookups of the commit path, keys/s (nothing is committed)
+ *
+ * Used by tests/bench/run.sh (`make bench`), which also needs:
+ *   load      create --table and fill it with the rows of --from FILE.parquet
+ *             (the peers' table as DuckDB wrote it; id == row position), in
+ *             requests of whole row groups of at least --batch rows each:
+ *             one Parquet file per request
+ *   pglookup  the peer of `lookup`: PostgreSQL's raw `id = ANY($1)` on the
+ *             peers' keyed table --pgtable (in --pg), through libpq with the
+ *             same binary int8[] parameter and binary results the engine
+ *             uses; absent keys (as `lookup`) and existing keys
+ * and, on every measure that takes it, --table NAME: use that existing
+ * table (keys 0..--rows-1) instead of a fresh one. delete1 then deletes
+ * distinct live keys (--key-offset picks a window of a fixed permutation,
+ * so rounds never repeat a key; --warmup deletes first, untimed) and also
+ * reports the catalog's WAL bytes per delete; ingest writes --rounds
+ * batches: updates of keys of 0..--rows-1 (the permutation from
+ * --key-offset) and inserts of new keys from --new-base. writers checks
+ * after the run that every acknowledged write is the row the table holds
+ * ("lost").
  */
+#include <endian.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
+#include "parquet/parquet.h"
 
-static const char *arg_catalog, *arg_data, *arg_measure;
+#include <libpq-fe.h>
+
+static const char *arg_catalog, *arg_data, *arg_measure, *arg_table, *arg_from, *arg_pg,
+    *arg_pgtable = "t";
 static long arg_rows = 1000000, arg_batch = 10000, arg_threads = 1, arg_seconds = 5,
-            arg_samples = 200;
+            arg_samples = 200, arg_rounds = 10, arg_key_offset = 0, arg_warmup = 0;
+static int64_t arg_new_base = -1;
 
 static void die(const char *what, const struct st_err *err)
 {
@@ -108,6 +132,54 @@ static struct table *fresh_table(struct engine *e, const char *name)
     return t;
 }
 
+/* The existing table --table (keys 0..--rows-1). */
+static struct table *existing_table(struct engine *e, const char *name)
+{
+    struct table *t;
+    struct st_err err = {0};
+    if (engine_get_table(e, name, &t, &err) != ST_OK)
+        die("get table", &err);
+    return t;
+}
+
+/* --table when given, else a fresh table `fresh_name`. */
+static struct table *use_table(struct engine *e, const char *fresh_name)
+{
+    return arg_table ? existing_table(e, arg_table) : fresh_table(e, fresh_name);
+}
+
+/* Element i of a fixed permutation of 0..n-1 (a multiplicative stride by a
+   prime that does not divide n): distinct for distinct i < n. */
+static int64_t perm_key(int64_t i, int64_t n)
+{
+    const unsigned __int128 P = 2654435761u;
+    return (int64_t)(((unsigned __int128)(uint64_t)(i % n) * P) % (unsigned __int128)(uint64_t)n);
+}
+
+/* A connection of our own to the catalog (WAL position) or the peer database. */
+static PGconn *pg_connect(const char *conninfo)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    if (PQstatus(c) != CONNECTION_OK) {
+        fprintf(stderr, "bench_engine: connect: %s", PQerrorMessage(c));
+        exit(1);
+    }
+    return c;
+}
+
+static char *pg_value(PGconn *c, const char *sql, const char *param)
+{
+    const char *vals[1] = {param};
+    PGresult *r = PQexecParams(c, sql, param ? 1 : 0, NULL, vals, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+        fprintf(stderr, "bench_engine: %s: %s", sql, PQerrorMessage(c));
+        exit(1);
+    }
+    char *v = xstrdup(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
 /* Upsert rows [lo, hi) with `salt`, in requests of `batch`. */
 static void load(struct engine *e, struct table *t, int64_t lo, int64_t hi, long batch,
                  uint64_t salt)
@@ -144,52 +216,48 @@ static double pct(double *v, size_t n, double p)
     return v[i < n ? i : n - 1];
 }
 
-static uint64_t dir_bytes(const char *dir)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "du -sb '%s' 2>/dev/null | cut -f1", dir);
-    FILE *p = popen(cmd, "r");
-    unsigned long long v = 0;
-    if (p != NULL) {
-        if (fscanf(p, "%llu", &v) != 1)
-            v = 0;
-        pclose(p);
-    }
-    return v;
-}
-
 static void measure_ingest(struct engine *e)
 {
-    struct table *t = fresh_table(e, "bench_ingest");
-    long half = arg_rows / 2;
-    load(e, t, 0, half, 50000, 1);
-    /* batches: half updates of existing keys (from the first half), half new keys */
+    struct table *t;
+    int64_t existing;
+    if (arg_table) {
+        t = existing_table(e, arg_table);
+        existing = arg_rows;
+    } else {
+        t = fresh_table(e, "bench_ingest");
+        existing = arg_rows / 2;
+        load(e, t, 0, existing, 50000, 1);
+    }
+    /* batches: half updates of distinct existing keys, half new keys */
     struct rowbuf *rb = xcalloc((size_t)arg_batch, sizeof *rb);
     struct change *ch = xcalloc((size_t)arg_batch, sizeof *ch);
-    int64_t next_new = half;
-    long done = 0;
+    int64_t next_new = arg_new_base >= 0 ? arg_new_base : existing;
+    int64_t next_upd = arg_key_offset;
+    long done = 0, inserted = 0, updated = 0;
     uint64_t t0 = st_mono_ns();
     int64_t batches = 0;
-    while (done < arg_rows) {
+    long total = arg_table ? arg_rounds * arg_batch : arg_rows;
+    while (done < total) {
         for (long i = 0; i < arg_batch; i++) {
-            int64_t id = (i % 2 == 0) ? (int64_t)(hash64((uint64_t)(done + i)) % (uint64_t)half)
-                                      : next_new++;
+            int64_t id = (i % 2 == 0) ? perm_key(next_upd++, existing) : next_new++;
             make_row(&rb[i], id, 2 + (uint64_t)batches);
             ch[i] = (struct change){CHANGE_UPSERT, rb[i].v};
         }
-        /* the same key twice in a batch would be one change, keep them distinct */
         struct change_req req = {.table = t, .changes = ch, .nchanges = (size_t)arg_batch};
         struct change_res res;
         struct st_reply rep = {0};
         struct st_err err = {0};
         if (engine_apply_changes(e, &req, &res, &rep, &err) != ST_OK)
             die("ingest", &err);
+        inserted += (long)res.inserted;
+        updated += (long)res.updated;
         done += arg_batch;
         batches++;
     }
     double s = (double)(st_mono_ns() - t0) / 1e9;
-    printf("{\"measure\":\"ingest\",\"rows\":%ld,\"batch\":%ld,\"seconds\":%.4f,\"rows_per_s\":%.0f}\n",
-           done, arg_batch, s, (double)done / s);
+    printf("{\"measure\":\"ingest\",\"rows\":%ld,\"batch\":%ld,\"seconds\":%.4f,\"rows_per_s\":%.0f,"
+           "\"inserted\":%ld,\"updated\":%ld}\n",
+           done, arg_batch, s, (double)done / s, inserted, updated);
     free(rb);
     free(ch);
     table_unref(t);
@@ -197,15 +265,29 @@ static void measure_ingest(struct engine *e)
 
 static void measure_delete1(struct engine *e)
 {
-    struct table *t = fresh_table(e, "bench_delete1");
-    load(e, t, 0, arg_rows, 200000, 1);
-    char dvdir[600];
-    snprintf(dvdir, sizeof dvdir, "%s/tables/%s/dv", arg_data, t->uuid);
+    struct table *t = use_table(e, "bench_delete1");
+    if (!arg_table)
+        load(e, t, 0, arg_rows, 200000, 1);
+    PGconn *cat = pg_connect(arg_catalog);
     double *lat = xcalloc((size_t)arg_samples, sizeof *lat);
-    uint64_t bytes0 = dir_bytes(dvdir);
+    long missed = 0;
+    for (long i = 0; i < arg_warmup; i++) { /* untimed: connections, caches */
+        struct st_value key = {0};
+        key.v.l = perm_key(arg_key_offset + i, arg_rows);
+        struct change ch = {CHANGE_DELETE, &key};
+        struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
+        struct change_res res;
+        struct st_reply rep = {0};
+        struct st_err err = {0};
+        if (engine_apply_changes(e, &req, &res, &rep, &err) != ST_OK)
+            die("delete", &err);
+    }
+    struct engine_metrics m0, m1;
+    engine_metrics(e, &m0);
+    char *lsn0 = pg_value(cat, "SELECT pg_current_wal_insert_lsn()::text", NULL);
     for (long i = 0; i < arg_samples; i++) {
         struct st_value key = {0};
-        key.v.l = (int64_t)(hash64((uint64_t)i + 77) % (uint64_t)arg_rows);
+        key.v.l = perm_key(arg_key_offset + arg_warmup + i, arg_rows);
         struct change ch = {CHANGE_DELETE, &key};
         struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
         struct change_res res;
@@ -215,12 +297,25 @@ static void measure_delete1(struct engine *e)
         if (engine_apply_changes(e, &req, &res, &rep, &err) != ST_OK)
             die("delete", &err);
         lat[i] = (double)(st_mono_ns() - t0) / 1e6;
+        if (res.deleted != 1)
+            missed++;
     }
-    uint64_t bytes1 = dir_bytes(dvdir);
+    char *wal = pg_value(cat, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint",
+                         lsn0);
+    engine_metrics(e, &m1);
     double p50 = pct(lat, (size_t)arg_samples, 0.5), p99 = pct(lat, (size_t)arg_samples, 0.99);
-    printf("{\"measure\":\"delete1\",\"rows\":%ld,\"samples\":%ld,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
-           "\"dv_bytes_per_delete\":%.0f}\n",
-           arg_rows, arg_samples, p50, p99, (double)(bytes1 - bytes0) / (double)arg_samples);
+    printf("{\"measure\":\"delete1\",\"ms\":[");
+    for (long i = 0; i < arg_samples; i++)
+        printf("%s%.3f", i ? "," : "", lat[i]);
+    printf("],\"rows\":%ld,\"samples\":%ld,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+           "\"min_ms\":%.3f,\"max_ms\":%.3f,\"dv_bytes_per_delete\":%.0f,\"wal_bytes_per_delete\":%.0f,"
+           "\"commits\":%llu,\"missed\":%ld}\n",
+           arg_rows, arg_samples, p50, p99, lat[0], lat[arg_samples - 1],
+           (double)(m1.bytes_written - m0.bytes_written) / (double)arg_samples,
+           atof(wal) / (double)arg_samples, (unsigned long long)(m1.commits - m0.commits), missed);
+    free(lsn0);
+    free(wal);
+    PQfinish(cat);
     free(lat);
     table_unref(t);
 }
@@ -233,12 +328,15 @@ struct writer {
     long commits;
 };
 
+#define WRITER_KEYS 1000
+#define WRITER_SPAN 100000000
+
 static void *writer_main(void *p)
 {
     struct writer *w = p;
     struct rowbuf rb;
     for (int64_t i = 0; st_mono_ns() < w->deadline; i++) {
-        make_row(&rb, (int64_t)w->id * 100000000 + i % 1000, (uint64_t)i);
+        make_row(&rb, (int64_t)w->id * WRITER_SPAN + i % WRITER_KEYS, (uint64_t)i);
         struct change ch = {CHANGE_UPSERT, rb.v};
         struct change_req req = {.table = w->t, .changes = &ch, .nchanges = 1};
         struct change_res res;
@@ -249,6 +347,46 @@ static void *writer_main(void *p)
         w->commits++;
     }
     return NULL;
+}
+
+/* Acknowledged writes missing from the table: every key must hold the row
+   its writer wrote last (each writer owns its keys). */
+static long writers_lost(struct engine *e, struct table *t, const struct writer *ws, long n)
+{
+    long expected = 0, matched = 0;
+    for (long w = 0; w < n; w++)
+        expected += ws[w].commits < WRITER_KEYS ? ws[w].commits : WRITER_KEYS;
+    struct scan_req sr = {0};
+    struct scan *sc;
+    struct st_err err = {0};
+    if (engine_scan_open(e, t, &sr, &sc, &err) != ST_OK)
+        die("scan", &err);
+    for (;;) {
+        struct scan_batch b;
+        bool done = false;
+        if (scan_next(sc, &b, &done, &err) != ST_OK)
+            die("scan", &err);
+        if (done)
+            break;
+        for (size_t k = 0; k < b.nrows; k++) {
+            struct st_value id, uid, amt, pay;
+            st_colvec_get(b.vecs[0], b.rows[k], &id);
+            st_colvec_get(b.vecs[1], b.rows[k], &uid);
+            st_colvec_get(b.vecs[2], b.rows[k], &amt);
+            st_colvec_get(b.vecs[4], b.rows[k], &pay);
+            long w = (long)(id.v.l / WRITER_SPAN), j = (long)(id.v.l % WRITER_SPAN);
+            if (w < 0 || w >= n || j >= WRITER_KEYS || j >= ws[w].commits)
+                continue;
+            long last = j + WRITER_KEYS * ((ws[w].commits - 1 - j) / WRITER_KEYS);
+            struct rowbuf rb;
+            make_row(&rb, id.v.l, (uint64_t)last);
+            if (uid.v.l == rb.v[1].v.l && amt.v.d == rb.v[2].v.d && pay.v.s.len == rb.v[4].v.s.len &&
+                memcmp(pay.v.s.p, rb.v[4].v.s.p, pay.v.s.len) == 0)
+                matched++;
+        }
+    }
+    scan_close(sc);
+    return expected - matched;
 }
 
 static void measure_writers(struct engine *e)
@@ -272,28 +410,38 @@ static void measure_writers(struct engine *e)
     struct st_err err = {0};
     if (engine_get_table(e, "bench_writers", &now, &err) != ST_OK)
         die("get table", &err);
+    long lost = writers_lost(e, now, ws, arg_threads);
     printf("{\"measure\":\"writers\",\"threads\":%ld,\"seconds\":%.3f,\"requests\":%ld,"
-           "\"requests_per_s\":%.1f,\"commits\":%lld,\"commits_per_s\":%.1f}\n",
+           "\"requests_per_s\":%.1f,\"commits\":%lld,\"commits_per_s\":%.1f,\"lost\":%ld}\n",
            arg_threads, s, total, (double)total / s, (long long)(now->seq - seq0),
-           (double)(now->seq - seq0) / s);
+           (double)(now->seq - seq0) / s, lost);
     table_unref(now);
     free(ws);
     free(th);
     table_unref(t);
 }
 
+/* Keys that no table of the benchmark holds. */
+static int64_t absent_key(long r, long i)
+{
+    return 1000000000000000ll + (int64_t)(hash64((uint64_t)(r * 1000003 + i)) % 1000000000000ull);
+}
+
 static void measure_lookup(struct engine *e)
 {
-    struct table *t = fresh_table(e, "bench_lookup");
-    load(e, t, 0, arg_rows, 200000, 1);
+    struct table *t = use_table(e, "bench_lookup");
+    if (!arg_table)
+        load(e, t, 0, arg_rows, 200000, 1);
     struct st_value *keys = xcalloc((size_t)arg_batch, sizeof *keys);
     struct change *ch = xcalloc((size_t)arg_batch, sizeof *ch);
-    long rounds = 10, total = 0;
-    uint64_t t0 = st_mono_ns();
-    for (long r = 0; r < rounds; r++) {
+    long total = 0, missing = 0;
+    uint64_t t0 = 0;
+    for (long r = -1; r < arg_rounds; r++) { /* round -1 warms up, untimed */
+        if (r == 0)
+            t0 = st_mono_ns();
         for (long i = 0; i < arg_batch; i++) {
             memset(&keys[i], 0, sizeof keys[i]);
-            keys[i].v.l = arg_rows + (int64_t)(hash64((uint64_t)(r * arg_batch + i)) % 1000000000);
+            keys[i].v.l = absent_key(r + 1 + arg_key_offset, i);
             ch[i] = (struct change){CHANGE_DELETE, &keys[i]};
         }
         struct change_req req = {.table = t, .changes = ch, .nchanges = (size_t)arg_batch};
@@ -302,13 +450,154 @@ static void measure_lookup(struct engine *e)
         struct st_err err = {0};
         if (engine_apply_changes(e, &req, &res, &rep, &err) != ST_OK)
             die("lookup", &err);
-        total += arg_batch;
+        if (r >= 0) {
+            total += arg_batch;
+            missing += (long)res.missing;
+        }
     }
     double s = (double)(st_mono_ns() - t0) / 1e9;
-    printf("{\"measure\":\"lookup\",\"rows\":%ld,\"keys\":%ld,\"seconds\":%.4f,\"keys_per_s\":%.0f}\n",
-           arg_rows, total, s, (double)total / s);
+    printf("{\"measure\":\"lookup\",\"rows\":%ld,\"keys\":%ld,\"missing\":%ld,\"seconds\":%.4f,"
+           "\"keys_per_s\":%.0f}\n",
+           arg_rows, total, missing, s, (double)total / s);
     free(keys);
     free(ch);
+    table_unref(t);
+}
+
+/* A binary int8[] parameter, as the engine sends its key arrays. */
+static void int8_array(uint8_t *out, const int64_t *v, long n)
+{
+    uint32_t hdr[5] = {htobe32(1), 0, htobe32(20), htobe32((uint32_t)n), htobe32(1)};
+    memcpy(out, hdr, sizeof hdr);
+    uint8_t *p = out + sizeof hdr;
+    for (long i = 0; i < n; i++) {
+        uint32_t len = htobe32(8);
+        uint64_t x = htobe64((uint64_t)v[i]);
+        memcpy(p, &len, 4);
+        memcpy(p + 4, &x, 8);
+        p += 12;
+    }
+}
+
+/* Seconds for arg_rounds batches of `existing` or absent keys; *found rows returned. */
+static double pg_lookup_rounds(PGconn *c, const char *sql, bool existing, long *found)
+{
+    int64_t *keys = xcalloc((size_t)arg_batch, sizeof *keys);
+    size_t alen = 20 + 12 * (size_t)arg_batch;
+    uint8_t *arr = xmalloc(alen);
+    uint64_t t0 = 0;
+    *found = 0;
+    for (long r = -1; r < arg_rounds; r++) {
+        if (r == 0)
+            t0 = st_mono_ns();
+        for (long i = 0; i < arg_batch; i++)
+            keys[i] = existing ? perm_key(arg_key_offset + (r + 1) * arg_batch + i, arg_rows)
+                               : absent_key(r + 1 + arg_key_offset, i);
+        int8_array(arr, keys, arg_batch);
+        const char *vals[1] = {(const char *)arr};
+        int lens[1] = {(int)alen}, fmts[1] = {1};
+        PGresult *res = PQexecParams(c, sql, 1, NULL, vals, lens, fmts, 1);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+            fprintf(stderr, "bench_engine: %s: %s", sql, PQerrorMessage(c));
+            exit(1);
+        }
+        if (r >= 0)
+            *found += PQntuples(res);
+        PQclear(res);
+    }
+    double s = (double)(st_mono_ns() - t0) / 1e9;
+    free(keys);
+    free(arr);
+    return s;
+}
+
+static void measure_pglookup(void)
+{
+    PGconn *c = pg_connect(arg_pg);
+    char *sql = xasprintf("SELECT id, ctid FROM %s WHERE id = ANY($1::bigint[])", arg_pgtable);
+    long found_absent, found_existing;
+    double sa = pg_lookup_rounds(c, sql, false, &found_absent);
+    double se = pg_lookup_rounds(c, sql, true, &found_existing);
+    long keys = arg_rounds * arg_batch;
+    printf("{\"measure\":\"pglookup\",\"rows\":%ld,\"keys\":%ld,\"absent_seconds\":%.4f,"
+           "\"absent_keys_per_s\":%.0f,\"absent_found\":%ld,\"existing_seconds\":%.4f,"
+           "\"existing_keys_per_s\":%.0f,\"existing_found\":%ld}\n",
+           arg_rows, keys, sa, (double)keys / sa, found_absent, se, (double)keys / se,
+           found_existing);
+    free(sql);
+    PQfinish(c);
+}
+
+/* Table column c's index in the file, checked by name and type. */
+static int file_column(struct pq_reader *r, const struct table *t, int c)
+{
+    int i = pq_find_column(r, t->cols[c].name);
+    if (i < 0 || pq_column(r, i)->type != t->cols[c].type || pq_column_unsupported(r, i)) {
+        fprintf(stderr, "bench_engine: %s: no readable column %s of type %s\n", arg_from,
+                t->cols[c].name, st_type_name(t->cols[c].type));
+        exit(1);
+    }
+    return i;
+}
+
+static void measure_load(struct engine *e)
+{
+    struct table *t = fresh_table(e, arg_table);
+    struct st_err err = {0};
+    struct pq_reader *r;
+    if (pq_reader_open(arg_from, &r, &err) != ST_OK)
+        die(arg_from, &err);
+    int cols[5];
+    for (int c = 0; c < 5; c++)
+        cols[c] = file_column(r, t, c);
+    int ng = pq_num_row_groups(r);
+    struct pq_batch *bs = xcalloc((size_t)ng, sizeof *bs);
+    long rows = 0, requests = 0;
+    int64_t seq = 0;
+    uint64_t t0 = st_mono_ns();
+    for (int g = 0; g < ng;) {
+        /* whole row groups, at least --batch rows (or the rest of the file) */
+        int g0 = g;
+        size_t n = 0;
+        while (g < ng && (n == 0 || n < (size_t)arg_batch)) {
+            if (pq_read_row_group(r, g, cols, 5, &bs[g], &err) != ST_OK)
+                die(arg_from, &err);
+            n += bs[g].nrows;
+            g++;
+        }
+        struct st_value *vals = xcalloc(n * 5, sizeof *vals);
+        struct change *ch = xcalloc(n, sizeof *ch);
+        size_t k = 0;
+        for (int b = g0; b < g; b++)
+            for (size_t i = 0; i < bs[b].nrows; i++, k++) {
+                for (int c = 0; c < 5; c++)
+                    st_colvec_get(&bs[b].cols[c], i, &vals[k * 5 + (size_t)c]);
+                ch[k] = (struct change){CHANGE_UPSERT, &vals[k * 5]};
+            }
+        struct change_req req = {.table = t, .changes = ch, .nchanges = n};
+        struct change_res res;
+        struct st_reply rep = {0};
+        if (engine_apply_changes(e, &req, &res, &rep, &err) != ST_OK)
+            die("load", &err);
+        if (res.inserted != (int64_t)n) {
+            fprintf(stderr, "bench_engine: load: %lld of %zu rows inserted\n",
+                    (long long)res.inserted, n);
+            exit(1);
+        }
+        seq = res.seq;
+        rows += (long)n;
+        requests++;
+        free(vals);
+        free(ch);
+        for (int b = g0; b < g; b++)
+            pq_batch_free(&bs[b]);
+    }
+    double s = (double)(st_mono_ns() - t0) / 1e9;
+    printf("{\"measure\":\"load\",\"table\":\"%s\",\"rows\":%ld,\"requests\":%ld,\"seq\":%lld,"
+           "\"seconds\":%.3f,\"rows_per_s\":%.0f}\n",
+           arg_table, rows, requests, (long long)seq, s, (double)rows / s);
+    free(bs);
+    pq_reader_close(r);
     table_unref(t);
 }
 
@@ -320,6 +609,14 @@ int main(int argc, char **argv)
             arg_catalog = argv[++i];
         else if (strcmp(a, "--data") == 0 && v)
             arg_data = argv[++i];
+        else if (strcmp(a, "--table") == 0 && v)
+            arg_table = argv[++i];
+        else if (strcmp(a, "--from") == 0 && v)
+            arg_from = argv[++i];
+        else if (strcmp(a, "--pg") == 0 && v)
+            arg_pg = argv[++i];
+        else if (strcmp(a, "--pgtable") == 0 && v)
+            arg_pgtable = argv[++i];
         else if (strcmp(a, "--rows") == 0 && v)
             arg_rows = atol(argv[++i]);
         else if (strcmp(a, "--batch") == 0 && v)
@@ -330,6 +627,14 @@ int main(int argc, char **argv)
             arg_seconds = atol(argv[++i]);
         else if (strcmp(a, "--samples") == 0 && v)
             arg_samples = atol(argv[++i]);
+        else if (strcmp(a, "--rounds") == 0 && v)
+            arg_rounds = atol(argv[++i]);
+        else if (strcmp(a, "--key-offset") == 0 && v)
+            arg_key_offset = atol(argv[++i]);
+        else if (strcmp(a, "--warmup") == 0 && v)
+            arg_warmup = atol(argv[++i]);
+        else if (strcmp(a, "--new-base") == 0 && v)
+            arg_new_base = atoll(argv[++i]);
         else if (a[0] != '-')
             arg_measure = a;
         else {
@@ -337,12 +642,23 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!arg_catalog || !arg_data || !arg_measure || arg_rows < 2 || arg_batch < 1 ||
-        arg_threads < 1 || arg_samples < 1) {
-        fprintf(stderr, "usage: bench_engine --catalog CONNINFO --data DIR "
-                        "ingest|delete1|writers|lookup [--rows N] [--batch N] [--threads N] "
-                        "[--seconds N] [--samples N]\n");
+    bool pg_only = arg_measure && strcmp(arg_measure, "pglookup") == 0;
+    if (!arg_measure || (!pg_only && (!arg_catalog || !arg_data)) || (pg_only && !arg_pg) ||
+        arg_rows < 2 || arg_batch < 1 || arg_threads < 1 || arg_samples < 1 || arg_rounds < 1 ||
+        arg_key_offset < 0 || arg_warmup < 0 ||
+        (strcmp(arg_measure, "load") == 0 && (!arg_table || !arg_from))) {
+        fprintf(stderr,
+                "usage: bench_engine --catalog CONNINFO --data DIR "
+                "ingest|delete1|writers|lookup|load [--table NAME] [--from FILE.parquet] "
+                "[--rows N] [--batch N] [--threads N] [--seconds N] [--samples N] [--rounds N] "
+                "[--key-offset N] [--warmup N] [--new-base N]\n"
+                "       bench_engine --pg CONNINFO [--pgtable t] pglookup [--rows N] [--batch N] "
+                "[--rounds N] [--key-offset N]\n");
         return 2;
+    }
+    if (pg_only) {
+        measure_pglookup();
+        return 0;
     }
     struct engine *e = open_engine();
     if (strcmp(arg_measure, "ingest") == 0)
@@ -353,8 +669,11 @@ int main(int argc, char **argv)
         measure_writers(e);
     else if (strcmp(arg_measure, "lookup") == 0)
         measure_lookup(e);
+    else if (strcmp(arg_measure, "load") == 0)
+        measure_load(e);
     else {
         fprintf(stderr, "bench_engine: unknown measure %s\n", arg_measure);
+        engine_close(e);
         return 2;
     }
     engine_close(e);
