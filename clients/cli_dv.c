@@ -76,11 +76,13 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 
 static bool parse_u64(const char *s, uint64_t *out)
 {
-    if (s == NULL || *s < '0' || *s > '9') return false;
+    if (s == NULL || *s < '0' || *s > '9')
+        return false;
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0') return false;
+    if (errno != 0 || *end != '\0')
+        return false;
     *out = v;
     return true;
 }
@@ -101,7 +103,8 @@ static void out_flush(struct out *o)
 static void out_str(struct out *o, const char *s)
 {
     size_t n = strlen(s);
-    if (o->len + n > sizeof o->buf) out_flush(o);
+    if (o->len + n > sizeof o->buf)
+        out_flush(o);
     if (n > sizeof o->buf) {
         fwrite(s, 1, n, stdout);
         return;
@@ -118,14 +121,16 @@ static void out_u64(struct out *o, uint64_t v)
         tmp[k++] = (char)('0' + v % 10);
         v /= 10;
     } while (v != 0);
-    if (o->len + (size_t)k + 2 > sizeof o->buf) out_flush(o);
+    if (o->len + (size_t)k + 2 > sizeof o->buf)
+        out_flush(o);
     while (k > 0)
         o->buf[o->len++] = tmp[--k];
 }
 
 static void out_char(struct out *o, char c)
 {
-    if (o->len + 1 > sizeof o->buf) out_flush(o);
+    if (o->len + 1 > sizeof o->buf)
+        out_flush(o);
     o->buf[o->len++] = c;
 }
 
@@ -153,12 +158,14 @@ static void print_positions(struct out *o, const struct dv *d)
                 b = pos[i];
                 continue;
             }
-            if (have) print_run(o, a, b);
+            if (have)
+                print_run(o, a, b);
             a = b = pos[i];
             have = true;
         }
     }
-    if (have) print_run(o, a, b);
+    if (have)
+        print_run(o, a, b);
 }
 
 /* One decoded vector with its header (NULL header: a single-vector file). */
@@ -207,7 +214,8 @@ static void print_vecs(const struct vecs *vs, bool count)
             }
             out_char(o, '\n');
         }
-        if (v->d == NULL) continue;
+        if (v->d == NULL)
+            continue;
         if (count) {
             out_u64(o, dv_cardinality(v->d));
             out_char(o, '\n');
@@ -235,7 +243,8 @@ static int decode_puffin(const uint8_t *p, size_t n, const struct opts *o, struc
 {
     struct puffin_footer f;
     int rc = puffin_read_footer(p, n, &f, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (o->have_offset) {
         const struct puffin_blob *b = NULL;
         for (size_t i = 0; i < f.n_blobs && b == NULL; i++)
@@ -248,7 +257,8 @@ static int decode_puffin(const uint8_t *p, size_t n, const struct opts *o, struc
         } else {
             struct dv *d;
             rc = puffin_decode_dv(p, n, b, &d, err);
-            if (rc == ST_OK) vecs_push(vs, NULL, d);
+            if (rc == ST_OK)
+                vecs_push(vs, NULL, d);
         }
         puffin_footer_free(&f);
         return rc;
@@ -265,7 +275,8 @@ static int decode_puffin(const uint8_t *p, size_t n, const struct opts *o, struc
         }
         struct dv *d;
         rc = puffin_decode_dv(p, n, b, &d, err);
-        if (rc == ST_OK) vecs_push(vs, xstrdup(b->referenced_data_file), d);
+        if (rc == ST_OK)
+            vecs_push(vs, xstrdup(b->referenced_data_file), d);
     }
     puffin_footer_free(&f);
     return rc;
@@ -279,11 +290,13 @@ static int decode_delta(const uint8_t *p, size_t n, const struct opts *o, struct
     if (o->have_offset) {
         rc = dv_decode_delta_entry(p, n, o->offset, o->have_length ? (int64_t)o->length : -1, &d,
                                    err);
-        if (rc == ST_OK) vecs_push(vs, NULL, d);
+        if (rc == ST_OK)
+            vecs_push(vs, NULL, d);
         return rc;
     }
     struct dv_delta_cursor c;
-    if ((rc = dv_delta_cursor_init(&c, p, n, err)) != ST_OK) return rc;
+    if ((rc = dv_delta_cursor_init(&c, p, n, err)) != ST_OK)
+        return rc;
     uint64_t off;
     uint32_t size;
     while ((rc = dv_delta_cursor_next(&c, &off, &size, &d, err)) == 1)
@@ -299,11 +312,13 @@ static int decode_paimon(const uint8_t *p, size_t n, const struct opts *o, struc
     if (o->have_offset) {
         rc = paimon_decode_dv(p, n, o->offset, o->have_length ? (int64_t)o->length : -1, NULL, &d,
                               err);
-        if (rc == ST_OK) vecs_push(vs, NULL, d);
+        if (rc == ST_OK)
+            vecs_push(vs, NULL, d);
         return rc;
     }
     struct paimon_cursor c;
-    if ((rc = paimon_cursor_init(&c, p, n, err)) != ST_OK) return rc;
+    if ((rc = paimon_cursor_init(&c, p, n, err)) != ST_OK)
+        return rc;
     struct paimon_dv_entry e;
     while ((rc = paimon_cursor_next(&c, &e, &d, err)) == 1)
         vecs_push(vs, xasprintf("offset=%" PRIu64, e.offset), d);
@@ -337,7 +352,8 @@ static int decode_single(const uint8_t *p, size_t n, const struct opts *o, struc
         rc = dv_decode_iceberg_at(p, n, off, len, -1, &d, err);
         break;
     }
-    if (rc == ST_OK) vecs_push(vs, NULL, d);
+    if (rc == ST_OK)
+        vecs_push(vs, NULL, d);
     return rc;
 }
 
@@ -369,7 +385,8 @@ static int run_decode(const struct opts *o)
     } else {
         print_vecs(&vs, o->count);
         rc = fflush(stdout) == 0 ? 0 : -1;
-        if (rc != 0) fprintf(stderr, "strike dv: writing the output: %s\n", strerror(errno));
+        if (rc != 0)
+            fprintf(stderr, "strike dv: writing the output: %s\n", strerror(errno));
     }
     vecs_free(&vs);
     buf_free(&file);
@@ -397,7 +414,8 @@ static int read_positions(const struct opts *o, struct vecs *vs, struct st_err *
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
             line[--len] = '\0';
-        if (len == 0) continue;
+        if (len == 0)
+            continue;
         if (line[0] == '#') {
             const char *id = line + 1;
             while (*id == ' ')
@@ -415,7 +433,8 @@ static int read_positions(const struct opts *o, struct vecs *vs, struct st_err *
             continue;
         }
         char *dash = strchr(line + 1, '-');
-        if (dash != NULL) *dash = '\0';
+        if (dash != NULL)
+            *dash = '\0';
         if (!parse_u64(line, &run[0]) || (dash != NULL && !parse_u64(dash + 1, &run[1])) ||
             (dash != NULL && run[1] < run[0])) {
             rc = st_errf(err, ST_EINVAL,
@@ -438,7 +457,8 @@ static int read_positions(const struct opts *o, struct vecs *vs, struct st_err *
     free(line);
     if (rc == ST_OK && ferror(stdin))
         rc = st_errf(err, ST_EIO, "reading stdin: %s", strerror(errno));
-    if (rc == ST_OK && vs->n == 0) vecs_push(vs, NULL, dv_new()); /* no input: one empty vector */
+    if (rc == ST_OK && vs->n == 0)
+        vecs_push(vs, NULL, dv_new()); /* no input: one empty vector */
     return rc;
 }
 
@@ -459,18 +479,21 @@ static int encode_vecs(const struct opts *o, const struct vecs *vs, struct buf *
     case DV_FMT_ROARING64:
         return dv_encode_roaring64(vs->v[0].d, out);
     case DV_FMT_ICEBERG:
-        if (dv_encode_iceberg(vs->v[0].d, out) != ST_OK) return too_big(vs->v[0].d, err);
+        if (dv_encode_iceberg(vs->v[0].d, out) != ST_OK)
+            return too_big(vs->v[0].d, err);
         return ST_OK;
     case DV_FMT_DELTA:
         buf_put_u8(out, DV_DELTA_FILE_VERSION);
         for (size_t i = 0; i < vs->n; i++)
-            if (dv_encode_iceberg(vs->v[i].d, out) != ST_OK) return too_big(vs->v[i].d, err);
+            if (dv_encode_iceberg(vs->v[i].d, out) != ST_OK)
+                return too_big(vs->v[i].d, err);
         return ST_OK;
     case DV_FMT_PAIMON:
         paimon_dvindex_begin(out);
         for (size_t i = 0; i < vs->n; i++) {
             int rc = paimon_dvindex_add(out, vs->v[i].d, o->bitmap64, NULL, err);
-            if (rc != ST_OK) return rc;
+            if (rc != ST_OK)
+                return rc;
         }
         return ST_OK;
     case DV_FMT_PUFFIN: {
@@ -486,7 +509,8 @@ static int encode_vecs(const struct opts *o, const struct vecs *vs, struct buf *
             else
                 rc = puffin_writer_add_dv(w, ref, vs->v[i].d, &off, &len, err);
         }
-        if (rc == ST_OK) rc = puffin_writer_finish(w, out, err);
+        if (rc == ST_OK)
+            rc = puffin_writer_finish(w, out, err);
         puffin_writer_free(w);
         return rc;
     }
@@ -500,7 +524,8 @@ static int run_encode(const struct opts *o)
     struct vecs vs = {0};
     struct buf out = BUF_INIT;
     int rc = read_positions(o, &vs, &err);
-    if (rc == ST_OK) rc = encode_vecs(o, &vs, &out, &err);
+    if (rc == ST_OK)
+        rc = encode_vecs(o, &vs, &out, &err);
     if (rc != ST_OK) {
         fprintf(stderr, "strike dv encode: %s\n", err.msg);
     } else if (fwrite(out.data, 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
@@ -550,7 +575,8 @@ int cli_dv(int argc, char **argv)
         } else if (decode && strcmp(a, "--count") == 0) {
             o.count = true;
         } else if (!decode && strcmp(a, "--referenced-file") == 0) {
-            if (v == NULL) return usage_error("--referenced-file needs a name");
+            if (v == NULL)
+                return usage_error("--referenced-file needs a name");
             o.referenced = v;
             i++;
         } else if (!decode && strcmp(a, "--bitmap64") == 0) {
@@ -563,9 +589,13 @@ int cli_dv(int argc, char **argv)
             return usage_error("unexpected argument '%s'", a);
         }
     }
-    if (!o.have_fmt) return usage_error("--format is required");
-    if (!decode) return run_encode(&o);
-    if (o.file == NULL) return usage_error("decode needs a FILE");
-    if (o.have_length && !o.have_offset) return usage_error("--length needs --offset");
+    if (!o.have_fmt)
+        return usage_error("--format is required");
+    if (!decode)
+        return run_encode(&o);
+    if (o.file == NULL)
+        return usage_error("decode needs a FILE");
+    if (o.have_length && !o.have_offset)
+        return usage_error("--length needs --offset");
     return run_decode(&o);
 }

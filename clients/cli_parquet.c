@@ -123,7 +123,8 @@ static void put_json_double(struct buf *b, double d)
     char tmp[40];
     for (int prec = 15; prec <= 17; prec++) {
         snprintf(tmp, sizeof tmp, "%.*g", prec, d);
-        if (prec == 17 || strtod(tmp, NULL) == d) break;
+        if (prec == 17 || strtod(tmp, NULL) == d)
+            break;
     }
     /* a bare integer form is fine JSON ("1e+20", "-0", "3") */
     buf_append_str(b, tmp);
@@ -174,11 +175,13 @@ static int flush_stdout(struct buf *b)
 
 static bool parse_u64(const char *s, uint64_t *out)
 {
-    if (*s < '0' || *s > '9') return false;
+    if (*s < '0' || *s > '9')
+        return false;
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0') return false;
+    if (errno != 0 || *end != '\0')
+        return false;
     *out = v;
     return true;
 }
@@ -193,8 +196,10 @@ static void print_stats(struct buf *b, enum st_type t, const struct pq_col_stats
         buf_append_str(b, " max=");
         put_json_value(b, t, &s->max);
     }
-    if (s->has_null_count) buf_printf(b, " nulls=%" PRIu64, s->null_count);
-    if (s->has_nan_count) buf_printf(b, " nans=%" PRIu64, s->nan_count);
+    if (s->has_null_count)
+        buf_printf(b, " nulls=%" PRIu64, s->null_count);
+    if (s->has_nan_count)
+        buf_printf(b, " nans=%" PRIu64, s->nan_count);
 }
 
 static int cmd_meta(int argc, char **argv)
@@ -261,9 +266,12 @@ static int cmd_meta(int argc, char **argv)
         else
             buf_printf(&b, ": %s%s", st_type_name(c->type), c->required ? " required" : "");
         buf_printf(&b, "  [%s %s", ci.physical, ci.repetition);
-        if (ci.type_length >= 0) buf_printf(&b, " length=%d", (int)ci.type_length);
-        if (ci.converted != NULL) buf_printf(&b, " converted=%s", ci.converted);
-        if (ci.logical[0]) buf_printf(&b, " logical=%s", ci.logical);
+        if (ci.type_length >= 0)
+            buf_printf(&b, " length=%d", (int)ci.type_length);
+        if (ci.converted != NULL)
+            buf_printf(&b, " converted=%s", ci.converted);
+        if (ci.logical[0])
+            buf_printf(&b, " logical=%s", ci.logical);
         buf_printf(&b, " max_def=%d max_rep=%d]\n", ci.max_def, ci.max_rep);
     }
     for (int g = 0; g < pq_num_row_groups(r); g++) {
@@ -301,14 +309,16 @@ static int cmd_meta(int argc, char **argv)
             }
             buf_put_u8(&b, '\n');
         }
-        if (b.len > (1u << 20) && flush_stdout(&b) != 0) goto fail;
+        if (b.len > (1u << 20) && flush_stdout(&b) != 0)
+            goto fail;
     }
     int rc = 0;
     if (scan) {
         int *cols = xcalloc((size_t)ncols + 1, sizeof *cols);
         int k = 0;
         for (int i = 0; i < ncols; i++)
-            if (pq_column_unsupported(r, i) == NULL) cols[k++] = i;
+            if (pq_column_unsupported(r, i) == NULL)
+                cols[k++] = i;
         struct pq_batch batch = {0};
         for (int g = 0; g < pq_num_row_groups(r) && rc == 0; g++) {
             if (pq_read_row_group(r, g, cols, k, &batch, &err) != ST_OK) {
@@ -325,13 +335,16 @@ static int cmd_meta(int argc, char **argv)
                    " dictionary=%" PRIu64 "; value encodings:",
                    k, cnt.pages_v1, cnt.pages_v2, cnt.dict_pages);
         for (int e = 0; e < 32; e++)
-            if (cnt.encodings_seen & (1u << e)) buf_printf(&b, " %s", pq_encoding_name(e));
+            if (cnt.encodings_seen & (1u << e))
+                buf_printf(&b, " %s", pq_encoding_name(e));
         buf_append_str(&b, "; codecs:");
         for (int e = 0; e < 32; e++)
-            if (cnt.codecs_seen & (1u << e)) buf_printf(&b, " %s", pq_codec_name(e));
+            if (cnt.codecs_seen & (1u << e))
+                buf_printf(&b, " %s", pq_codec_name(e));
         buf_put_u8(&b, '\n');
     }
-    if (flush_stdout(&b) != 0) goto fail;
+    if (flush_stdout(&b) != 0)
+        goto fail;
     buf_free(&b);
     pq_reader_close(r);
     return rc;
@@ -427,7 +440,8 @@ static int cmd_cat(int argc, char **argv)
         for (size_t i = 0; i < batch.nrows && printed < limit; i++, printed++) {
             buf_put_u8(&out, '{');
             for (int j = 0; j < k; j++) {
-                if (j > 0) buf_put_u8(&out, ',');
+                if (j > 0)
+                    buf_put_u8(&out, ',');
                 buf_append_str(&out, keys[j]);
                 struct st_value v;
                 st_colvec_get(&batch.cols[j], i, &v);
@@ -440,7 +454,8 @@ static int cmd_cat(int argc, char **argv)
             }
         }
     }
-    if (rc == 0 && flush_stdout(&out) != 0) rc = 1;
+    if (rc == 0 && flush_stdout(&out) != 0)
+        rc = 1;
     buf_free(&out);
     pq_batch_free(&batch);
     for (int j = 0; j < k; j++)
@@ -505,7 +520,8 @@ static bool json_to_value(const struct st_column *c, json_t *j, struct st_value 
     }
     switch (c->type) {
     case ST_T_BOOLEAN:
-        if (!json_is_boolean(j)) break;
+        if (!json_is_boolean(j))
+            break;
         v->v.b = json_is_true(j);
         return true;
     case ST_T_INT:
@@ -515,7 +531,8 @@ static bool json_to_value(const struct st_column *c, json_t *j, struct st_value 
         v->v.i = (int32_t)json_integer_value(j);
         return true;
     case ST_T_LONG:
-        if (!json_is_integer(j)) break;
+        if (!json_is_integer(j))
+            break;
         v->v.l = (int64_t)json_integer_value(j);
         return true;
     case ST_T_DOUBLE:
@@ -541,7 +558,8 @@ static bool json_to_value(const struct st_column *c, json_t *j, struct st_value 
         }
         break;
     case ST_T_STRING:
-        if (!json_is_string(j)) break;
+        if (!json_is_string(j))
+            break;
         v->v.s.p = json_string_value(j);
         v->v.s.len = (uint32_t)json_string_length(j);
         if (json_string_length(j) > ST_STRING_MAX) {
@@ -554,7 +572,8 @@ static bool json_to_value(const struct st_column *c, json_t *j, struct st_value 
             v->v.l = (int64_t)json_integer_value(j);
             return true;
         }
-        if (json_is_string(j) && st_parse_rfc3339(json_string_value(j), &v->v.l)) return true;
+        if (json_is_string(j) && st_parse_rfc3339(json_string_value(j), &v->v.l))
+            return true;
         break;
     }
     *msg = "value does not match the column type";
@@ -576,10 +595,12 @@ static int cmd_write(int argc, char **argv)
         if (strcmp(argv[i], "--schema") == 0 && i + 1 < argc) {
             schema = argv[++i];
         } else if (strcmp(argv[i], "--row-group-rows") == 0 && i + 1 < argc) {
-            if (!parse_u64(argv[++i], &v) || v == 0 || v > UINT32_MAX) rc = 2;
+            if (!parse_u64(argv[++i], &v) || v == 0 || v > UINT32_MAX)
+                rc = 2;
             o.row_group_rows = (uint32_t)v;
         } else if (strcmp(argv[i], "--zstd-level") == 0 && i + 1 < argc) {
-            if (!parse_u64(argv[++i], &v) || v == 0 || v > 22) rc = 2;
+            if (!parse_u64(argv[++i], &v) || v == 0 || v > 22)
+                rc = 2;
             o.zstd_level = (int)v;
         } else if (strcmp(argv[i], "--compression") == 0 && i + 1 < argc) {
             i++;
@@ -609,7 +630,8 @@ static int cmd_write(int argc, char **argv)
         } else {
             path = argv[i];
         }
-        if (rc != 0) fprintf(stderr, "strike parquet write: bad argument '%s'\n", argv[i]);
+        if (rc != 0)
+            fprintf(stderr, "strike parquet write: bad argument '%s'\n", argv[i]);
     }
     if (rc == 0 && (path == NULL || schema == NULL)) {
         usage(stderr);
@@ -617,8 +639,10 @@ static int cmd_write(int argc, char **argv)
     }
     struct st_column *cols = NULL;
     int ncols = 0;
-    if (rc == 0) rc = parse_schema(schema, &cols, &ncols);
-    if (rc != 0) goto out;
+    if (rc == 0)
+        rc = parse_schema(schema, &cols, &ncols);
+    if (rc != 0)
+        goto out;
     o.kv = kv;
     struct st_err err = {0};
     struct st_afile af;
@@ -640,7 +664,8 @@ static int cmd_write(int argc, char **argv)
     uint64_t lineno = 0;
     while (rc == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
         lineno++;
-        if (len == 0 || (len == 1 && line[0] == '\n')) continue;
+        if (len == 0 || (len == 1 && line[0] == '\n'))
+            continue;
         json_error_t je;
         json_t *obj = json_loadb(line, (size_t)len, 0, &je);
         if (obj == NULL || !json_is_object(obj)) {
@@ -712,9 +737,12 @@ int cli_parquet(int argc, char **argv)
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (strcmp(argv[1], "meta") == 0) return cmd_meta(argc - 1, argv + 1);
-    if (strcmp(argv[1], "cat") == 0) return cmd_cat(argc - 1, argv + 1);
-    if (strcmp(argv[1], "write") == 0) return cmd_write(argc - 1, argv + 1);
+    if (strcmp(argv[1], "meta") == 0)
+        return cmd_meta(argc - 1, argv + 1);
+    if (strcmp(argv[1], "cat") == 0)
+        return cmd_cat(argc - 1, argv + 1);
+    if (strcmp(argv[1], "write") == 0)
+        return cmd_write(argc - 1, argv + 1);
     fprintf(stderr, "strike parquet: unknown subcommand '%s' (see strike parquet --help)\n",
             argv[1]);
     return 2;

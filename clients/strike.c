@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int cli_dv(int argc, char **argv); /* cli_dv.c */
+int cli_dv(int argc, char **argv);      /* cli_dv.c */
 int cli_parquet(int argc, char **argv); /* cli_parquet.c */
 int cli_fsck(int argc, char **argv);    /* cli_admin.c */
 int cli_gc(int argc, char **argv);      /* cli_admin.c */

@@ -23,8 +23,7 @@ static int key_from_image(const struct table *t, const struct wire_obj *o, struc
             }
         }
     }
-    int rc = row_from_literals(names, lits, m, t->cols, t->ncols, t->pk, t->npk, ROW_KEY, out,
-                               err);
+    int rc = row_from_literals(names, lits, m, t->cols, t->ncols, t->pk, t->npk, ROW_KEY, out, err);
     free(names);
     free(lits);
     return rc;
@@ -37,8 +36,7 @@ static int full_row(const struct table *t, const struct wire_obj *o, struct st_v
                              out, err);
 }
 
-static bool same_key(const struct table *t, const struct st_value *key,
-                     const struct st_value *row)
+static bool same_key(const struct table *t, const struct st_value *key, const struct st_value *row)
 {
     for (int k = 0; k < t->npk; k++) {
         const struct st_value *a = &key[k], *b = &row[t->pk[k]];

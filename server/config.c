@@ -15,8 +15,8 @@
 enum kind { K_LISTEN, K_STRING, K_PATH, K_FLAG, K_SIZE, K_INT, K_DURATION, K_LEVEL };
 
 struct option_def {
-    const char *name;  /* without the leading "--" */
-    const char *env;   /* NULL: no environment variable */
+    const char *name; /* without the leading "--" */
+    const char *env;  /* NULL: no environment variable */
     enum kind kind;
     const char *deflt; /* NULL: unset */
     size_t offset;     /* into struct config */

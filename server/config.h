@@ -21,9 +21,9 @@ struct listen_addr {
 struct config {
     struct listen_addr http;
     struct listen_addr grpc;
-    char *data_dir;        /* blob store root */
-    char *catalog;         /* PostgreSQL URL; NULL = the embedded default */
-    char *tokens_file;     /* NULL = no tokens */
+    char *data_dir;    /* blob store root */
+    char *catalog;     /* PostgreSQL URL; NULL = the embedded default */
+    char *tokens_file; /* NULL = no tokens */
     bool insecure;
     uint64_t max_body;     /* bytes of one request body or gRPC message */
     int http_threads;      /* 0 = automatic */

@@ -239,26 +239,35 @@ static void move(struct rpc *r, enum rpc_state to)
 
 static const char *path_of(const struct rpc *r)
 {
-    if (r->target >= 0) return r->g->targets[r->target].path;
+    if (r->target >= 0)
+        return r->g->targets[r->target].path;
     return r->target == TARGET_HEALTH ? HEALTH_PATH : "(unknown method)";
 }
 
 static void rpc_free(struct rpc *r)
 {
     struct grpcs *g = r->g;
-    if (r->st_free != NULL && r->st != NULL) r->st_free(r->st);
-    if (r->payload != NULL) grpc_byte_buffer_destroy(r->payload);
-    if (r->send_bb != NULL) grpc_byte_buffer_destroy(r->send_bb);
-    if (r->req_read && r->req_ok) grpc_slice_unref(r->req);
+    if (r->st_free != NULL && r->st != NULL)
+        r->st_free(r->st);
+    if (r->payload != NULL)
+        grpc_byte_buffer_destroy(r->payload);
+    if (r->send_bb != NULL)
+        grpc_byte_buffer_destroy(r->send_bb);
+    if (r->req_read && r->req_ok)
+        grpc_slice_unref(r->req);
     for (size_t i = 0; i < r->n_init_md; i++) {
         grpc_slice_unref(r->init_md[i].key);
         grpc_slice_unref(r->init_md[i].value);
     }
-    if (r->has_trail) grpc_slice_unref(r->trail_md[0].value);
-    if (r->has_status_details) grpc_slice_unref(r->status_details);
+    if (r->has_trail)
+        grpc_slice_unref(r->trail_md[0].value);
+    if (r->has_status_details)
+        grpc_slice_unref(r->status_details);
     grpc_metadata_array_destroy(&r->md);
-    if (r->target == TARGET_UNKNOWN) grpc_call_details_destroy(&r->details);
-    if (r->call != NULL) grpc_call_unref(r->call);
+    if (r->target == TARGET_UNKNOWN)
+        grpc_call_details_destroy(&r->details);
+    if (r->call != NULL)
+        grpc_call_unref(r->call);
     free(r->idem);
     free(r);
     atomic_fetch_sub(&g->live, 1);
@@ -266,7 +275,8 @@ static void rpc_free(struct rpc *r)
 
 static void rpc_unref(struct rpc *r)
 {
-    if (atomic_fetch_sub(&r->refs, 1) == 1) rpc_free(r);
+    if (atomic_fetch_sub(&r->refs, 1) == 1)
+        rpc_free(r);
 }
 
 /* Post one request for `target` on completion queue `c`. */
@@ -306,7 +316,8 @@ static void post(struct cqt *c, int target)
 static bool deadline_passed(const struct rpc *r)
 {
     gpr_clock_type ct = r->deadline.clock_type;
-    if (ct == GPR_TIMESPAN) return false;
+    if (ct == GPR_TIMESPAN)
+        return false;
     return gpr_time_cmp(gpr_now(ct), r->deadline) >= 0;
 }
 
@@ -317,7 +328,8 @@ static void log_call(const struct rpc *r, grpc_status_code code, const char *det
         log_error("grpc %s: %s: %s", path_of(r), status_name(code), detail ? detail : "");
         return;
     }
-    if (st_log_get_level() > ST_LOG_DEBUG) return;
+    if (st_log_get_level() > ST_LOG_DEBUG)
+        return;
     char ms[32];
     snprintf(ms, sizeof ms, "%.3f", (double)(st_mono_ns() - r->t0_ns) / 1e6);
     st_log_kv(ST_LOG_DEBUG, "rpc", "method", path_of(r), "status", status_name(code), "ms", ms,
@@ -338,7 +350,8 @@ static void start_send(struct rpc *r, grpc_op *ops, size_t n)
 
 static size_t add_initial_md(struct rpc *r, grpc_op *op)
 {
-    if (r->sent_initial) return 0;
+    if (r->sent_initial)
+        return 0;
     r->sent_initial = true;
     op->op = GRPC_OP_SEND_INITIAL_METADATA;
     op->data.send_initial_metadata.count = r->n_init_md;
@@ -413,7 +426,8 @@ static void read_metadata(struct rpc *r)
         if (grpc_slice_str_cmp(m->key, "x-request-id") == 0) {
             size_t o = 0;
             for (size_t k = 0; k < n && o < RID_MAX; k++)
-                if (v[k] > 0x20 && v[k] < 0x7f) r->rid[o++] = v[k];
+                if (v[k] > 0x20 && v[k] < 0x7f)
+                    r->rid[o++] = v[k];
             r->rid[o] = '\0';
         } else if (grpc_slice_str_cmp(m->key, "idempotency-key") == 0 && r->idem == NULL) {
             r->idem = xstrndup(v, n);
@@ -483,7 +497,8 @@ static bool start_close(struct rpc *r)
     op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     op.data.recv_close_on_server.cancelled = &r->close_cancelled;
     grpc_call_error e = grpc_call_start_batch(r->call, &op, 1, &r->t_close, NULL);
-    if (e == GRPC_CALL_OK) return true;
+    if (e == GRPC_CALL_OK)
+        return true;
     log_error("grpc %s: cannot start RECV_CLOSE: %s", path_of(r), grpc_call_error_to_string(e));
     atomic_fetch_sub(&r->refs, 1);
     grpc_call_cancel(r->call, NULL);
@@ -499,9 +514,11 @@ static void on_new(struct tag *t, bool ok)
         rpc_unref(r);
         return;
     }
-    if (!atomic_load(&g->quiescing)) post(r->cqt, r->target); /* keep PREPOST requests waiting */
+    if (!atomic_load(&g->quiescing))
+        post(r->cqt, r->target); /* keep PREPOST requests waiting */
     r->t0_ns = st_mono_ns();
-    if (r->target == TARGET_UNKNOWN) r->deadline = r->details.deadline;
+    if (r->target == TARGET_UNKNOWN)
+        r->deadline = r->details.deadline;
     read_metadata(r);
     st_log_set_rid(r->rid);
 
@@ -520,10 +537,13 @@ static void on_new(struct tag *t, bool ok)
     } else {
         /* Answered inline, a call needs no separate RECV_CLOSE: one batch does it all. */
         r->close_in_final = r->m->fast != NULL;
-        if (r->close_in_final && r->m->fast(r)) goto out; /* answered from caches on this thread */
+        if (r->close_in_final && r->m->fast(r))
+            goto out; /* answered from caches on this thread */
         r->close_in_final = false;
-        if (!start_close(r)) goto out;
-        if (!workers_submit(g->app->workers, run_job, r)) busy(r);
+        if (!start_close(r))
+            goto out;
+        if (!workers_submit(g->app->workers, run_job, r))
+            busy(r);
     }
 out:
     st_log_set_rid(NULL);
@@ -554,7 +574,8 @@ static void on_send(struct tag *t, bool ok)
         rpc_abort(r);
     } else {
         move(r, RPC_PRODUCING);
-        if (!workers_submit(r->g->app->workers, produce_job, r)) busy(r);
+        if (!workers_submit(r->g->app->workers, produce_job, r))
+            busy(r);
     }
     st_log_set_rid(NULL);
 }
@@ -649,7 +670,8 @@ void rpc_stream_start(struct rpc *r, void *state, rpc_produce_fn produce,
 void rpc_stream_header(struct rpc *r, const char *key, const char *value)
 {
     assert(!r->sent_initial && r->n_init_md < INIT_MD_MAX);
-    if (r->sent_initial || r->n_init_md >= INIT_MD_MAX) return;
+    if (r->sent_initial || r->n_init_md >= INIT_MD_MAX)
+        return;
     r->init_md[r->n_init_md].key = grpc_slice_from_copied_string(key);
     r->init_md[r->n_init_md].value = grpc_slice_from_copied_string(value);
     r->n_init_md++;
@@ -687,7 +709,8 @@ static void *cq_main(void *arg)
     for (;;) {
         grpc_event ev =
             grpc_completion_queue_next(c->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-        if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
         if (ev.type == GRPC_OP_COMPLETE) {
             struct tag *t = ev.tag;
             t->fn(t, ev.success != 0);
@@ -716,7 +739,8 @@ static void drain_cq(grpc_completion_queue *cq)
 {
     for (;;) {
         grpc_event ev = grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-        if (ev.type == GRPC_QUEUE_SHUTDOWN) break;
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
     }
 }
 
@@ -814,7 +838,8 @@ int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *e
         struct target *tg = &g->targets[i];
         tg->path = xasprintf("/%s/%s", sd->name, sd->methods[i].name);
         tg->m = grpcs__method(sd->methods[i].name);
-        if (tg->m == NULL) tg->m = &not_served;
+        if (tg->m == NULL)
+            tg->m = &not_served;
         tg->reg = grpc_server_register_method(g->srv, tg->path, NULL,
                                               GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
     }
@@ -875,13 +900,15 @@ int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *e
 
 void grpcs_quiesce(struct grpcs *g)
 {
-    if (g == NULL || atomic_exchange(&g->quiescing, true)) return;
+    if (g == NULL || atomic_exchange(&g->quiescing, true))
+        return;
     grpc_server_shutdown_and_notify(g->srv, g->shutdown_cq, &g->shutdown_tag);
 }
 
 void grpcs_stop(struct grpcs *g, int grace_ms)
 {
-    if (g == NULL) return;
+    if (g == NULL)
+        return;
     shut_server(g, grace_ms);
     teardown(g);
 }

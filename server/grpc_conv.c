@@ -60,7 +60,8 @@ void garena_free(struct garena *a)
 void *garena_alloc(struct garena *a, size_t n)
 {
     size_t al = alignof(max_align_t);
-    if (n > SIZE_MAX / 2) abort(); /* callers bound sizes; this is a bug */
+    if (n > SIZE_MAX / 2)
+        abort(); /* callers bound sizes; this is a bug */
     n = n == 0 ? al : (n + al - 1) / al * al;
     struct garena_chunk *c = a->head;
     if (c == NULL || c->cap - c->used < n) {
@@ -98,7 +99,8 @@ char *garena_printf(struct garena *a, const char *fmt, ...)
     char small[256];
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    if (n < 0) n = 0;
+    if (n < 0)
+        n = 0;
     char *p = garena_alloc(a, (size_t)n + 1);
     if ((size_t)n < sizeof small) {
         memcpy(p, small, (size_t)n);
@@ -132,21 +134,26 @@ static bool find_nul(const ProtobufCMessageDescriptor *d, const uint8_t *p, size
     size_t i = 0;
     while (i < n) {
         uint64_t key, v;
-        if (!rd_varint(p, n, &i, &key)) return false;
+        if (!rd_varint(p, n, &i, &key))
+            return false;
         switch (key & 7) {
         case 0:
-            if (!rd_varint(p, n, &i, &v)) return false;
+            if (!rd_varint(p, n, &i, &v))
+                return false;
             break;
         case 1:
-            if (n - i < 8) return false;
+            if (n - i < 8)
+                return false;
             i += 8;
             break;
         case 5:
-            if (n - i < 4) return false;
+            if (n - i < 4)
+                return false;
             i += 4;
             break;
         case 2: {
-            if (!rd_varint(p, n, &i, &v) || v > n - i) return false;
+            if (!rd_varint(p, n, &i, &v) || v > n - i)
+                return false;
             uint64_t num = key >> 3;
             const ProtobufCFieldDescriptor *f =
                 num > 0 && num <= UINT32_MAX
@@ -179,7 +186,8 @@ ProtobufCMessage *gconv_unpack(const ProtobufCMessageDescriptor *desc, const uin
                                size_t len, struct garena *a, struct st_err *err)
 {
     static const uint8_t empty[1];
-    if (data == NULL) data = empty;
+    if (data == NULL)
+        data = empty;
     ProtobufCMessage *m = protobuf_c_message_unpack(desc, &a->pb, len, data);
     if (m == NULL) {
         st_errf(err, ST_EINVAL, "the request is not a valid %s message", desc->name);
@@ -216,10 +224,12 @@ static int cmp_entry_key(const void *a, const void *b, void *arg)
 static void canonicalize(ProtobufCMessage *m, int depth)
 {
     const ProtobufCMessageDescriptor *d = m->descriptor;
-    if (depth > 32) return;
+    if (depth > 32)
+        return;
     for (unsigned i = 0; i < d->n_fields; i++) {
         const ProtobufCFieldDescriptor *f = &d->fields[i];
-        if (f->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
         char *base = (char *)m;
         if (f->label == PROTOBUF_C_LABEL_REPEATED) {
             size_t n = *(size_t *)(void *)(base + f->quantifier_offset);
@@ -234,7 +244,8 @@ static void canonicalize(ProtobufCMessage *m, int depth)
                 *(uint32_t *)(void *)(base + f->quantifier_offset) != f->id)
                 continue;
             ProtobufCMessage *sub = *(ProtobufCMessage **)(void *)(base + f->offset);
-            if (sub != NULL) canonicalize(sub, depth + 1);
+            if (sub != NULL)
+                canonicalize(sub, depth + 1);
         }
     }
 }
@@ -316,7 +327,8 @@ static int map_obj(void *const *entries, size_t n, size_t change, struct garena 
                    struct wire_obj *out, struct st_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (n == 0) return ST_OK; /* proto3: an empty map is an absent one */
+    if (n == 0)
+        return ST_OK; /* proto3: an empty map is an absent one */
     const char **names = garena_alloc(a, n * sizeof *names);
     struct st_literal *lits = garena_alloc(a, n * sizeof *lits);
     for (size_t i = 0; i < n; i++) {
@@ -358,7 +370,8 @@ int gconv_table_def(const Strike__V1__CreateTableRequest *req, struct garena *a,
     /* The HTTP handler's words for the same mistakes; the rest is the engine's. */
     static const char *type_names = "boolean, int, long, double, string or timestamp";
     memset(def, 0, sizeof *def);
-    if (req->name[0] == '\0') return st_errf(err, ST_EINVAL, "name: required");
+    if (req->name[0] == '\0')
+        return st_errf(err, ST_EINVAL, "name: required");
     if (req->n_columns > ST_COLUMNS_MAX)
         return st_errf(err, ST_EINVAL, "columns: at most %d columns", ST_COLUMNS_MAX);
     struct st_column *cols = garena_alloc(a, (req->n_columns ? req->n_columns : 1) * sizeof *cols);
@@ -394,7 +407,8 @@ int gconv_columns(const struct table *t, char *const *names, size_t n, struct ga
 {
     *out = NULL;
     *nout = 0;
-    if (n == 0) return ST_OK;
+    if (n == 0)
+        return ST_OK;
     if (n > (size_t)t->ncols)
         return st_errf(err, ST_EINVAL, "columns: %zu names for a table of %d columns", n, t->ncols);
     int *idx = garena_alloc(a, n * sizeof *idx);
@@ -434,7 +448,8 @@ void gconv_table(const struct table *t, const struct table_stats *stats, struct 
     out->primary_key = garena_alloc(a, (size_t)(t->npk ? t->npk : 1) * sizeof *out->primary_key);
     for (int i = 0; i < t->npk; i++)
         out->primary_key[i] = (char *)t->cols[t->pk[i]].name;
-    if (t->version_col >= 0) out->version_column = (char *)t->cols[t->version_col].name;
+    if (t->version_col >= 0)
+        out->version_column = (char *)t->cols[t->version_col].name;
     out->seq = t->seq;
     out->uuid = (char *)t->uuid;
     char created[ST_RFC3339_MAX];
@@ -622,7 +637,8 @@ void gconv_batch_begin(struct buf *b, int64_t snapshot, const char *const *names
 /* Size of the Value message for cell `row` of `c` (without its own tag and length). */
 static size_t value_size(const struct st_colvec *c, uint32_t row)
 {
-    if (c->nulls != NULL && c->nulls[row]) return 2;
+    if (c->nulls != NULL && c->nulls[row])
+        return 2;
     switch (c->type) {
     case ST_T_BOOLEAN:
         return 2;
@@ -710,21 +726,26 @@ bool gconv_health_service(const uint8_t *data, size_t len, const char **svc, siz
     size_t i = 0;
     while (i < len) {
         uint64_t key, v;
-        if (!rd_varint(data, len, &i, &key) || (key >> 3) == 0) return false;
+        if (!rd_varint(data, len, &i, &key) || (key >> 3) == 0)
+            return false;
         switch (key & 7) {
         case 0:
-            if (!rd_varint(data, len, &i, &v)) return false;
+            if (!rd_varint(data, len, &i, &v))
+                return false;
             break;
         case 1:
-            if (len - i < 8) return false;
+            if (len - i < 8)
+                return false;
             i += 8;
             break;
         case 5:
-            if (len - i < 4) return false;
+            if (len - i < 4)
+                return false;
             i += 4;
             break;
         case 2:
-            if (!rd_varint(data, len, &i, &v) || v > len - i) return false;
+            if (!rd_varint(data, len, &i, &v) || v > len - i)
+                return false;
             if ((key >> 3) == 1) {
                 *svc = (const char *)data + i;
                 *svclen = (size_t)v;

@@ -49,7 +49,8 @@ static void *unpack(struct rpc *r, const ProtobufCMessageDescriptor *d, struct g
     }
     struct st_err err = {0};
     ProtobufCMessage *m = gconv_unpack(d, p, n, a, &err);
-    if (m == NULL) rpc_fail(r, err.code, err.msg);
+    if (m == NULL)
+        rpc_fail(r, err.code, err.msg);
     return m;
 }
 
@@ -63,7 +64,8 @@ static bool idem_of(struct rpc *r, ProtobufCMessage *m, struct st_idem *buf,
 {
     *out = NULL;
     const char *key = rpc_idem_key(r);
-    if (key == NULL) return true;
+    if (key == NULL)
+        return true;
     size_t n = strlen(key);
     bool ok = n > 0 && n <= IDEM_KEY_MAX;
     for (size_t i = 0; ok && i < n; i++)
@@ -82,7 +84,8 @@ static bool idem_of(struct rpc *r, ProtobufCMessage *m, struct st_idem *buf,
 /* Fail the call with err unless rc is ST_OK; true when it failed. */
 static bool failed(struct rpc *r, int rc, const struct st_err *err)
 {
-    if (rc == ST_OK) return false;
+    if (rc == ST_OK)
+        return false;
     rpc_fail(r, rc, err->msg[0] ? err->msg : NULL);
     return true;
 }
@@ -90,7 +93,8 @@ static bool failed(struct rpc *r, int rc, const struct st_err *err)
 /* An optional count given as a oneof: like HTTP, it must not be negative. */
 static bool nonneg(struct rpc *r, const char *name, bool has, int64_t v)
 {
-    if (!has || v >= 0) return true;
+    if (!has || v >= 0)
+        return true;
     char msg[120];
     snprintf(msg, sizeof msg, "%s: must be >= 0, got %lld", name, (long long)v);
     rpc_fail(r, ST_EINVAL, msg);
@@ -108,7 +112,8 @@ static bool get_table(struct rpc *r, const char *name, struct table **t)
 static bool parse_filter(struct rpc *r, const struct table *t, const char *text, struct filter **f)
 {
     *f = NULL;
-    if (text[0] == '\0') return true;
+    if (text[0] == '\0')
+        return true;
     struct st_err err = {0};
     return !failed(r, filter_parse(text, strlen(text), t->cols, t->ncols, f, &err), &err);
 }
@@ -126,13 +131,17 @@ static void h_create_table(struct rpc *r)
     struct st_reply replay = {0};
     Strike__V1__CreateTableRequest *q =
         unpack(r, &strike__v1__create_table_request__descriptor, &a);
-    if (q == NULL || !idem_of(r, &q->base, &ib, &idem)) goto out;
+    if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
+        goto out;
     struct table_def def;
-    if (failed(r, gconv_table_def(q, &a, &def, &err), &err)) goto out;
-    if (failed(r, engine_create_table(engine_of(r), &def, idem, &t, &replay, &err), &err)) goto out;
+    if (failed(r, gconv_table_def(q, &a, &def, &err), &err))
+        goto out;
+    if (failed(r, engine_create_table(engine_of(r), &def, idem, &t, &replay, &err), &err))
+        goto out;
     Strike__V1__Table msg;
     if (replay.body != NULL) {
-        if (failed(r, gconv_table_from_json(replay.body, &a, &msg, &err), &err)) goto out;
+        if (failed(r, gconv_table_from_json(replay.body, &a, &msg, &err), &err))
+            goto out;
     } else {
         gconv_table(t, NULL, &a, &msg);
     }
@@ -150,10 +159,13 @@ static void h_get_table(struct rpc *r)
     struct st_err err = {0};
     struct table *t = NULL;
     Strike__V1__GetTableRequest *q = unpack(r, &strike__v1__get_table_request__descriptor, &a);
-    if (q == NULL) goto out;
-    if (failed(r, engine_get_table(engine_of(r), q->name, &t, &err), &err)) goto out;
+    if (q == NULL)
+        goto out;
+    if (failed(r, engine_get_table(engine_of(r), q->name, &t, &err), &err))
+        goto out;
     struct table_stats stats;
-    if (failed(r, engine_table_stats(engine_of(r), t, &stats, &err), &err)) goto out;
+    if (failed(r, engine_table_stats(engine_of(r), t, &stats, &err), &err))
+        goto out;
     Strike__V1__Table msg;
     gconv_table(t, &stats, &a, &msg);
     rpc_reply(r, &msg.base);
@@ -169,8 +181,10 @@ static void h_list_tables(struct rpc *r)
     struct st_err err = {0};
     struct table **ts = NULL;
     size_t n = 0;
-    if (unpack(r, &strike__v1__list_tables_request__descriptor, &a) == NULL) goto out;
-    if (failed(r, engine_list_tables(engine_of(r), &ts, &n, &err), &err)) goto out;
+    if (unpack(r, &strike__v1__list_tables_request__descriptor, &a) == NULL)
+        goto out;
+    if (failed(r, engine_list_tables(engine_of(r), &ts, &n, &err), &err))
+        goto out;
     Strike__V1__ListTablesResponse msg = STRIKE__V1__LIST_TABLES_RESPONSE__INIT;
     msg.n_tables = n;
     msg.tables = garena_alloc(&a, (n ? n : 1) * sizeof *msg.tables);
@@ -196,8 +210,10 @@ static void h_drop_table(struct rpc *r)
     const struct st_idem *idem;
     struct st_reply replay = {0};
     Strike__V1__DropTableRequest *q = unpack(r, &strike__v1__drop_table_request__descriptor, &a);
-    if (q == NULL || !idem_of(r, &q->base, &ib, &idem)) goto out;
-    if (failed(r, engine_drop_table(engine_of(r), q->name, idem, &replay, &err), &err)) goto out;
+    if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
+        goto out;
+    if (failed(r, engine_drop_table(engine_of(r), q->name, idem, &replay, &err), &err))
+        goto out;
     Strike__V1__DropTableResponse msg = STRIKE__V1__DROP_TABLE_RESPONSE__INIT;
     rpc_reply(r, &msg.base);
 out:
@@ -219,7 +235,8 @@ static void h_apply_changes(struct rpc *r)
     struct st_reply replay = {0};
     Strike__V1__ApplyChangesRequest *q =
         unpack(r, &strike__v1__apply_changes_request__descriptor, &a);
-    if (q == NULL || !idem_of(r, &q->base, &ib, &idem)) goto out;
+    if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
+        goto out;
     bool has_offset =
         q->offset_present_case == STRIKE__V1__APPLY_CHANGES_REQUEST__OFFSET_PRESENT_OFFSET;
     bool has_expected = q->expected_seq_present_case ==
@@ -254,10 +271,12 @@ static void h_apply_changes(struct rpc *r)
         .idem = idem,
     };
     struct change_res res;
-    if (failed(r, engine_apply_changes(engine_of(r), &cr, &res, &replay, &err), &err)) goto out;
+    if (failed(r, engine_apply_changes(engine_of(r), &cr, &res, &replay, &err), &err))
+        goto out;
     Strike__V1__ApplyChangesResponse msg;
     if (replay.body != NULL) {
-        if (failed(r, gconv_change_res_from_json(replay.body, &msg, &err), &err)) goto out;
+        if (failed(r, gconv_change_res_from_json(replay.body, &msg, &err), &err))
+            goto out;
     } else {
         strike__v1__apply_changes_response__init(&msg);
         msg.seq = res.seq;
@@ -288,15 +307,18 @@ static void h_delete_where(struct rpc *r)
     struct st_reply replay = {0};
     Strike__V1__DeleteWhereRequest *q =
         unpack(r, &strike__v1__delete_where_request__descriptor, &a);
-    if (q == NULL || !idem_of(r, &q->base, &ib, &idem)) goto out;
+    if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
+        goto out;
     bool has_expected = q->expected_seq_present_case ==
                         STRIKE__V1__DELETE_WHERE_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ;
-    if (!nonneg(r, "expected_seq", has_expected, q->expected_seq)) goto out;
+    if (!nonneg(r, "expected_seq", has_expected, q->expected_seq))
+        goto out;
     if (q->filter[0] == '\0') {
         rpc_fail(r, ST_EINVAL, "filter: required (the expression \"true\" deletes every row)");
         goto out;
     }
-    if (!get_table(r, q->table, &t) || !parse_filter(r, t, q->filter, &f)) goto out;
+    if (!get_table(r, q->table, &t) || !parse_filter(r, t, q->filter, &f))
+        goto out;
     struct delete_res res;
     if (failed(r,
                engine_delete_where(engine_of(r), t, f, has_expected, q->expected_seq, idem, &res,
@@ -305,7 +327,8 @@ static void h_delete_where(struct rpc *r)
         goto out;
     Strike__V1__DeleteWhereResponse msg;
     if (replay.body != NULL) {
-        if (failed(r, gconv_delete_res_from_json(replay.body, &msg, &err), &err)) goto out;
+        if (failed(r, gconv_delete_res_from_json(replay.body, &msg, &err), &err))
+            goto out;
     } else {
         strike__v1__delete_where_response__init(&msg);
         msg.seq = res.seq;
@@ -353,7 +376,8 @@ static void scan_produce(struct rpc *r, void *arg)
     struct st_err err = {0};
     while (rows < SCAN_BATCH_ROWS && out.len - header < SCAN_BATCH_BYTES) {
         if (sc->bpos >= sc->b.nrows) {
-            if (sc->eof) break;
+            if (sc->eof)
+                break;
             if (rpc_cancelled(r)) { /* a selective filter may read long between rows */
                 buf_free(&out);
                 rpc_abort(r);
@@ -394,7 +418,8 @@ static void scan_produce(struct rpc *r, void *arg)
     }
     size_t len;
     uint8_t *p = buf_detach(&out, &len);
-    if (p == NULL) p = xcalloc(1, 1);
+    if (p == NULL)
+        p = xcalloc(1, 1);
     rpc_stream_send(r, p, len, sc->eof);
 }
 
@@ -406,7 +431,8 @@ static void h_scan(struct rpc *r)
     struct table *t = NULL;
     struct filter *f = NULL;
     Strike__V1__ScanRequest *q = unpack(r, &strike__v1__scan_request__descriptor, &a);
-    if (q == NULL) goto fail;
+    if (q == NULL)
+        goto fail;
     bool has_snapshot =
         q->snapshot_present_case == STRIKE__V1__SCAN_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT;
     bool has_limit = q->limit_present_case == STRIKE__V1__SCAN_REQUEST__LIMIT_PRESENT_LIMIT;
@@ -427,7 +453,8 @@ static void h_scan(struct rpc *r)
         .limit = q->limit,
     };
     struct scan *s;
-    if (failed(r, engine_scan_open(engine_of(r), t, &sr, &s, &err), &err)) goto fail;
+    if (failed(r, engine_scan_open(engine_of(r), t, &sr, &s, &err), &err))
+        goto fail;
     garena_free(&a);
 
     struct scan_call *sc = xcalloc(1, sizeof *sc);
@@ -463,7 +490,8 @@ static void h_plan_scan(struct rpc *r)
     struct plan_file *files = NULL;
     size_t n = 0;
     Strike__V1__PlanScanRequest *q = unpack(r, &strike__v1__plan_scan_request__descriptor, &a);
-    if (q == NULL) goto out;
+    if (q == NULL)
+        goto out;
     bool has_snapshot =
         q->snapshot_present_case == STRIKE__V1__PLAN_SCAN_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT;
     if (!nonneg(r, "snapshot", has_snapshot, q->snapshot) || !get_table(r, q->table, &t) ||
@@ -520,8 +548,10 @@ static void h_list_snapshots(struct rpc *r)
     size_t n = 0;
     Strike__V1__ListSnapshotsRequest *q =
         unpack(r, &strike__v1__list_snapshots_request__descriptor, &a);
-    if (q == NULL || !get_table(r, q->table, &t)) goto out;
-    if (failed(r, engine_list_snapshots(engine_of(r), t, &ss, &n, &err), &err)) goto out;
+    if (q == NULL || !get_table(r, q->table, &t))
+        goto out;
+    if (failed(r, engine_list_snapshots(engine_of(r), t, &ss, &n, &err), &err))
+        goto out;
     Strike__V1__ListSnapshotsResponse msg = STRIKE__V1__LIST_SNAPSHOTS_RESPONSE__INIT;
     msg.n_snapshots = n;
     msg.snapshots = garena_alloc(&a, (n ? n : 1) * sizeof *msg.snapshots);
@@ -614,7 +644,8 @@ static void h_get_dv(struct rpc *r)
     struct dv_bytes *b = NULL;
     Strike__V1__GetDeletionVectorRequest *q =
         unpack(r, &strike__v1__get_deletion_vector_request__descriptor, &a);
-    if (q == NULL) goto out;
+    if (q == NULL)
+        goto out;
     bool has_snapshot = q->snapshot_present_case ==
                         STRIKE__V1__GET_DELETION_VECTOR_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT;
     enum dv_format f = DV_FMT_ROARING64;
@@ -671,6 +702,7 @@ static const struct rpc_method methods[] = {
 const struct rpc_method *grpcs__method(const char *name)
 {
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
-        if (strcmp(methods[i].name, name) == 0) return &methods[i];
+        if (strcmp(methods[i].name, name) == 0)
+            return &methods[i];
     return NULL;
 }

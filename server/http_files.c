@@ -55,19 +55,24 @@ static bool etag_match(const char *inm, const char *etag)
     for (;;) {
         while (*p == ' ' || *p == '\t' || *p == ',')
             p++;
-        if (*p == '\0') return false;
-        if (*p == '*') return true;
-        if (p[0] == 'W' && p[1] == '/') p += 2;
+        if (*p == '\0')
+            return false;
+        if (*p == '*')
+            return true;
+        if (p[0] == 'W' && p[1] == '/')
+            p += 2;
         const char *s = p;
         if (*p == '"') {
             const char *q = strchr(p + 1, '"');
-            if (q == NULL) return false;
+            if (q == NULL)
+                return false;
             p = q + 1;
         } else {
             while (*p != '\0' && *p != ',')
                 p++;
         }
-        if ((size_t)(p - s) == el && memcmp(s, etag, el) == 0) return true;
+        if ((size_t)(p - s) == el && memcmp(s, etag, el) == 0)
+            return true;
     }
 }
 
@@ -150,13 +155,15 @@ static void tc_free(void *p)
     for (int i = 0; i < TCACHE_SLOTS; i++)
         table_unref(c->e[i].t);
     for (int i = 0; i < DCACHE_SLOTS; i++)
-        if (c->d[i].h != NULL) hdv_unref(c->d[i].h);
+        if (c->d[i].h != NULL)
+            hdv_unref(c->d[i].h);
     free(c);
 }
 
 static void tc_init(void)
 {
-    if (pthread_key_create(&tc_key, tc_free) != 0) abort();
+    if (pthread_key_create(&tc_key, tc_free) != 0)
+        abort();
 }
 
 static struct tcache *tc_get(void)
@@ -173,7 +180,8 @@ static struct tcache *tc_get(void)
 static struct tcache_ent *tc_find(struct tcache *c, const char *name)
 {
     for (int i = 0; i < TCACHE_SLOTS; i++)
-        if (c->e[i].t != NULL && strcmp(c->e[i].t->name, name) == 0) return &c->e[i];
+        if (c->e[i].t != NULL && strcmp(c->e[i].t->name, name) == 0)
+            return &c->e[i];
     return NULL;
 }
 
@@ -206,7 +214,8 @@ static void refresh_table(void *arg)
     struct refresh *f = arg;
     struct table *t = NULL;
     struct st_err err = {0};
-    if (engine_get_table_cached(f->e, f->name, &t, &err) == ST_OK) table_unref(t);
+    if (engine_get_table_cached(f->e, f->name, &t, &err) == ST_OK)
+        table_unref(t);
     free(f);
 }
 
@@ -216,30 +225,35 @@ static const struct table *fast_table(struct http_server *srv, struct tcache *c,
 {
     uint64_t gen = atomic_load(&srv->drop_gen);
     struct tcache_ent *ent = tc_find(c, name);
-    if (ent != NULL && ent->gen == gen && now - ent->verified_ns < FRESH_NS) return ent->t;
+    if (ent != NULL && ent->gen == gen && now - ent->verified_ns < FRESH_NS)
+        return ent->t;
     struct table *t;
     if (engine_peek_table(srv->app->engine, name, &t)) {
         ent = tc_note(c, t, now, gen);
         table_unref(t); /* the thread's cache holds one */
         return ent->t;
     }
-    if (ent == NULL || ent->gen != gen || now - ent->verified_ns > STALE_OK_NS) return NULL;
+    if (ent == NULL || ent->gen != gen || now - ent->verified_ns > STALE_OK_NS)
+        return NULL;
     if (now - ent->refresh_ns > REFRESH_EVERY_NS) {
         ent->refresh_ns = now;
         struct refresh *f = xmalloc(sizeof *f);
         f->e = srv->app->engine;
         memcpy(f->name, ent->t->name, sizeof f->name);
-        if (!workers_submit(srv->app->workers, refresh_table, f)) free(f);
+        if (!workers_submit(srv->app->workers, refresh_table, f))
+            free(f);
     }
     return ent->t;
 }
 
 bool http__dv_fast(struct hreq *r)
 {
-    if (!r->has_snapshot) return false; /* the current snapshot needs the catalog */
+    if (!r->has_snapshot)
+        return false; /* the current snapshot needs the catalog */
     struct tcache *c = tc_get();
     const struct table *t = fast_table(r->srv, c, r->table, st_mono_ns());
-    if (t == NULL) return false;
+    if (t == NULL)
+        return false;
     uint64_t hash = ((uint64_t)t->id * 0x9E3779B97F4A7C15ull) ^
                     ((uint64_t)r->file_id * 0xBF58476D1CE4E5B9ull) ^
                     ((uint64_t)r->snapshot * 0x94D049BB133111EBull) ^ (uint64_t)r->fmt;
@@ -255,7 +269,8 @@ bool http__dv_fast(struct hreq *r)
             http__metrics_dv(r->srv->m, true);
             return true;
         }
-        if (d->h != NULL) hdv_unref(d->h);
+        if (d->h != NULL)
+            hdv_unref(d->h);
         d->h = xmalloc(sizeof *d->h);
         atomic_init(&d->h->refs, 1);
         d->h->b = b;
@@ -273,7 +288,8 @@ bool http__dv_fast(struct hreq *r)
 void http__job_dv(struct hreq *r)
 {
     struct table *t = http__table(r, true);
-    if (t == NULL) return;
+    if (t == NULL)
+        return;
     struct dv_bytes *b = NULL;
     int64_t resolved = 0;
     struct st_err err = {0};
@@ -297,7 +313,8 @@ static bool digits(const char **p, uint64_t *v)
     const char *s = *p;
     uint64_t x = 0;
     while (**p >= '0' && **p <= '9') {
-        if (*p - s >= 18) return false;
+        if (*p - s >= 18)
+            return false;
         x = x * 10 + (uint64_t)(**p - '0');
         (*p)++;
     }
@@ -307,35 +324,44 @@ static bool digits(const char **p, uint64_t *v)
 
 static enum range_kind parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
 {
-    if (h == NULL) return RANGE_NONE;
+    if (h == NULL)
+        return RANGE_NONE;
     while (*h == ' ' || *h == '\t')
         h++;
-    if (strncasecmp(h, "bytes=", 6) != 0) return RANGE_NONE;
+    if (strncasecmp(h, "bytes=", 6) != 0)
+        return RANGE_NONE;
     const char *p = h + 6;
     while (*p == ' ' || *p == '\t')
         p++;
-    if (strchr(p, ',') != NULL) return RANGE_NONE; /* several ranges: served whole */
+    if (strchr(p, ',') != NULL)
+        return RANGE_NONE; /* several ranges: served whole */
     uint64_t first = 0, last = 0;
     bool suffix = *p == '-', has_last = false;
     if (suffix) {
         p++;
-        if (!digits(&p, &last)) return RANGE_NONE;
+        if (!digits(&p, &last))
+            return RANGE_NONE;
     } else {
-        if (!digits(&p, &first) || *p != '-') return RANGE_NONE;
+        if (!digits(&p, &first) || *p != '-')
+            return RANGE_NONE;
         p++;
         has_last = digits(&p, &last);
     }
     while (*p == ' ' || *p == '\t')
         p++;
-    if (*p != '\0') return RANGE_NONE;
+    if (*p != '\0')
+        return RANGE_NONE;
     if (suffix) {
-        if (last == 0 || size == 0) return RANGE_UNSAT;
+        if (last == 0 || size == 0)
+            return RANGE_UNSAT;
         *off = last >= size ? 0 : size - last;
         *len = size - *off;
         return RANGE_OK;
     }
-    if (has_last && last < first) return RANGE_NONE; /* invalid, so ignored */
-    if (first >= size) return RANGE_UNSAT;
+    if (has_last && last < first)
+        return RANGE_NONE; /* invalid, so ignored */
+    if (first >= size)
+        return RANGE_UNSAT;
     uint64_t end = has_last && last < size - 1 ? last : size - 1;
     *off = first;
     *len = end - first + 1;
@@ -345,7 +371,8 @@ static enum range_kind parse_range(const char *h, uint64_t size, uint64_t *off, 
 void http__job_file(struct hreq *r)
 {
     struct table *t = http__table(r, true);
-    if (t == NULL) return;
+    if (t == NULL)
+        return;
     char *path = NULL;
     int64_t catalog_size = 0;
     struct st_err err = {0};

@@ -86,11 +86,11 @@ struct hreply {
     const char *ctype; /* static; NULL: no Content-Type */
     char *body;        /* owned (malloc), len bytes */
     size_t len;
-    const void *ext;     /* a borrowed body (a cached DV), instead of body: */
+    const void *ext; /* a borrowed body (a cached DV), instead of body: */
     size_t extlen;
     void (*ext_free)(void *cls); /* called once when the body is no longer needed */
     void *ext_cls;
-    int fd;              /* a file range as the body (owned), instead of body; -1 none */
+    int fd; /* a file range as the body (owned), instead of body; -1 none */
     uint64_t foff, flen;
     bool stream; /* the scan's NDJSON stream */
     int nhdr;

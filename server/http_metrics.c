@@ -121,7 +121,8 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
         for (int hm = 0; hm < HM__COUNT; hm++)
             for (size_t si = 0; si < NSTATUS; si++) {
                 uint64_t n = atomic_load_explicit(&m->cells[rt][hm][si].count, RELAXED);
-                if (n == 0) continue;
+                if (n == 0)
+                    continue;
                 if (si < NCODES)
                     snprintf(status, sizeof status, "%u", status_codes[si]);
                 else
@@ -140,7 +141,8 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
             for (size_t si = 0; si < NSTATUS; si++) {
                 struct cell *c = &m->cells[rt][hm][si];
                 uint64_t n = atomic_load_explicit(&c->count, RELAXED);
-                if (n == 0) continue;
+                if (n == 0)
+                    continue;
                 if (si < NCODES)
                     snprintf(status, sizeof status, "%u", status_codes[si]);
                 else

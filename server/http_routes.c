@@ -30,7 +30,8 @@
 json_t *http__body_json(struct hreq *r, bool empty_ok)
 {
     if (r->body.len == 0) {
-        if (empty_ok) return json_object();
+        if (empty_ok)
+            return json_object();
         http__reply_problem(r, 400, "the request needs a JSON object as its body");
         return NULL;
     }
@@ -72,7 +73,8 @@ bool http__opt_uint(struct hreq *r, json_t *o, const char *name, bool *has, int6
 {
     json_t *j = json_object_get(o, name);
     *has = false;
-    if (j == NULL || json_is_null(j)) return true;
+    if (j == NULL || json_is_null(j))
+        return true;
     if (!json_is_integer(j)) {
         http__reply_problem(r, 400, "%s: expected an integer >= 0, got %s", name, lit_json_kind(j));
         return false;
@@ -107,7 +109,8 @@ static bool opt_string(struct hreq *r, json_t *o, const char *name, const char *
 {
     json_t *j = json_object_get(o, name);
     *out = NULL;
-    if (j == NULL || json_is_null(j)) return true;
+    if (j == NULL || json_is_null(j))
+        return true;
     if (!json_is_string(j)) {
         http__reply_problem(r, 400, "%s%s%s: expected a string, got %s", where ? where : "",
                             where ? "." : "", name, lit_json_kind(j));
@@ -125,7 +128,8 @@ static bool opt_string(struct hreq *r, json_t *o, const char *name, const char *
 /* Idempotency-Key: the key and a SHA-256 of method, path and body. */
 static const struct st_idem *idem_of(struct hreq *r, struct st_idem *idem)
 {
-    if (r->idem_key == NULL) return NULL;
+    if (r->idem_key == NULL)
+        return NULL;
     struct st_sha256 h;
     st_sha256_init(&h);
     const char *m = http__method_name(r->method);
@@ -172,7 +176,8 @@ void http__job_list_tables(struct hreq *r)
     buf_append_str(&b, "{\"tables\":[");
     for (size_t i = 0; i < n; i++) {
         char *s = engine_table_json(ts[i], NULL);
-        if (i > 0) buf_append_str(&b, ",");
+        if (i > 0)
+            buf_append_str(&b, ",");
         buf_append_str(&b, s);
         free(s);
         table_unref(ts[i]);
@@ -186,7 +191,8 @@ void http__job_list_tables(struct hreq *r)
 void http__job_get_table(struct hreq *r)
 {
     struct table *t = http__table(r, false);
-    if (t == NULL) return;
+    if (t == NULL)
+        return;
     struct table_stats st;
     struct st_err err = {0};
     int rc = engine_table_stats(r->srv->app->engine, t, &st, &err);
@@ -203,7 +209,8 @@ void http__job_drop_table(struct hreq *r)
     struct st_reply replay = {0};
     struct st_err err = {0};
     int rc = engine_drop_table(r->srv->app->engine, r->table, idem_of(r, &idem), &replay, &err);
-    if (rc == ST_OK) atomic_fetch_add(&r->srv->drop_gen, 1);
+    if (rc == ST_OK)
+        atomic_fetch_add(&r->srv->drop_gen, 1);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
     } else if (replay.body != NULL) {
@@ -220,14 +227,17 @@ static const char *type_names = "boolean, int, long, double, string or timestamp
 void http__job_create_table(struct hreq *r)
 {
     json_t *j = http__body_json(r, false);
-    if (j == NULL) return;
+    if (j == NULL)
+        return;
     struct st_column *cols = NULL;
     const char **pk = NULL;
     static const char *const top[] = {"name", "columns", "primary_key", "version_column", NULL};
     static const char *const colf[] = {"name", "type", "required", NULL};
-    if (!http__check_fields(r, j, top, NULL)) goto out;
+    if (!http__check_fields(r, j, top, NULL))
+        goto out;
     struct table_def def = {0};
-    if (!opt_string(r, j, "name", &def.name, NULL)) goto out;
+    if (!opt_string(r, j, "name", &def.name, NULL))
+        goto out;
     if (def.name == NULL) {
         http__reply_problem(r, 400, "name: required");
         goto out;
@@ -252,7 +262,8 @@ void http__job_create_table(struct hreq *r)
             http__reply_problem(r, 400, "%s: expected an object, got %s", where, lit_json_kind(c));
             goto out;
         }
-        if (!http__check_fields(r, c, colf, where)) goto out;
+        if (!http__check_fields(r, c, colf, where))
+            goto out;
         const char *name, *type;
         if (!opt_string(r, c, "name", &name, where) || !opt_string(r, c, "type", &type, where))
             goto out;
@@ -309,7 +320,8 @@ void http__job_create_table(struct hreq *r)
         def.npk = (int)np;
         def.pk = pk;
     }
-    if (!opt_string(r, j, "version_column", &def.version_column, NULL)) goto out;
+    if (!opt_string(r, j, "version_column", &def.version_column, NULL))
+        goto out;
 
     struct st_idem idem;
     struct st_reply replay = {0};
@@ -346,7 +358,8 @@ static bool wire_obj_of(struct hreq *r, json_t *o, const char *field, size_t row
                         struct wire_obj *out)
 {
     memset(out, 0, sizeof *out);
-    if (o == NULL || json_is_null(o)) return true;
+    if (o == NULL || json_is_null(o))
+        return true;
     if (!json_is_object(o)) {
         http__reply_problem(r, 400, "row %zu: %s: expected an object, got %s", row, field,
                             lit_json_kind(o));
@@ -379,7 +392,8 @@ static size_t obj_size(json_t *c, const char *name)
 void http__job_changes(struct hreq *r)
 {
     json_t *j = http__body_json(r, false);
-    if (j == NULL) return;
+    if (j == NULL)
+        return;
     struct table *t = NULL;
     struct wire_change *wire = NULL;
     struct pairs pp = {0};
@@ -387,7 +401,8 @@ void http__job_changes(struct hreq *r)
     static const char *const top[] = {"changes", "producer", "offset", "expected_seq", NULL};
     static const char *const chf[] = {"op",    "row",   "key",   "before",      "after", "source",
                                       "ts_ms", "ts_us", "ts_ns", "transaction", NULL};
-    if (!http__check_fields(r, j, top, NULL)) goto out;
+    if (!http__check_fields(r, j, top, NULL))
+        goto out;
     json_t *jc = json_object_get(j, "changes");
     if (!json_is_array(jc)) {
         http__reply_problem(r, 400, "changes: %s",
@@ -395,7 +410,8 @@ void http__job_changes(struct hreq *r)
         goto out;
     }
     const char *producer;
-    if (!opt_string(r, j, "producer", &producer, NULL)) goto out;
+    if (!opt_string(r, j, "producer", &producer, NULL))
+        goto out;
     if (producer != NULL && (producer[0] == '\0' || strlen(producer) > 255)) {
         http__reply_problem(r, 400, "producer: 1 to 255 characters");
         goto out;
@@ -425,12 +441,14 @@ void http__job_changes(struct hreq *r)
     for (size_t i = 0; i < n; i++) {
         json_t *c = json_array_get(jc, i);
         if (!json_is_object(c)) {
-            http__reply_problem(r, 400, "row %zu: expected a change object, got %s", i, lit_json_kind(c));
+            http__reply_problem(r, 400, "row %zu: expected a change object, got %s", i,
+                                lit_json_kind(c));
             goto out;
         }
         char where[32];
         snprintf(where, sizeof where, "row %zu", i);
-        if (!http__check_fields(r, c, chf, where)) goto out;
+        if (!http__check_fields(r, c, chf, where))
+            goto out;
         json_t *op = json_object_get(c, "op");
         if (!json_is_string(op)) {
             http__reply_problem(r, 400, "row %zu: op: %s", i,
@@ -445,7 +463,8 @@ void http__job_changes(struct hreq *r)
             !wire_obj_of(r, json_object_get(c, "after"), "after", i, &pp, &wire[i].after))
             goto out;
     }
-    if ((t = http__table(r, true)) == NULL) goto out;
+    if ((t = http__table(r, true)) == NULL)
+        goto out;
     struct st_err err = {0};
     int rc = changeset_build(t, wire, n, &cs, &err);
     if (rc != ST_OK) {
@@ -488,11 +507,13 @@ out:
 void http__job_delete(struct hreq *r)
 {
     json_t *j = http__body_json(r, false);
-    if (j == NULL) return;
+    if (j == NULL)
+        return;
     struct table *t = NULL;
     struct filter *f = NULL;
     static const char *const top[] = {"filter", "expected_seq", NULL};
-    if (!http__check_fields(r, j, top, NULL)) goto out;
+    if (!http__check_fields(r, j, top, NULL))
+        goto out;
     json_t *jf = json_object_get(j, "filter");
     if (jf == NULL || json_is_null(jf)) {
         http__reply_problem(r, 400, "filter: required ({\"filter\":true} deletes every row)");
@@ -500,8 +521,10 @@ void http__job_delete(struct hreq *r)
     }
     bool has_exp;
     int64_t exp = 0;
-    if (!http__opt_uint(r, j, "expected_seq", &has_exp, &exp)) goto out;
-    if ((t = http__table(r, true)) == NULL) goto out;
+    if (!http__opt_uint(r, j, "expected_seq", &has_exp, &exp))
+        goto out;
+    if ((t = http__table(r, true)) == NULL)
+        goto out;
     struct st_err err = {0};
     int rc = filter_parse_json(jf, t->cols, t->ncols, &f, &err);
     if (rc != ST_OK) {
@@ -531,17 +554,21 @@ out:
 void http__job_plan(struct hreq *r)
 {
     json_t *j = http__body_json(r, true);
-    if (j == NULL) return;
+    if (j == NULL)
+        return;
     struct table *t = NULL;
     struct filter *f = NULL;
     struct plan_file *files = NULL;
     size_t nfiles = 0;
     static const char *const top[] = {"snapshot", "filter", NULL};
-    if (!http__check_fields(r, j, top, NULL)) goto out;
+    if (!http__check_fields(r, j, top, NULL))
+        goto out;
     bool has_snap;
     int64_t snap = 0;
-    if (!http__opt_uint(r, j, "snapshot", &has_snap, &snap)) goto out;
-    if ((t = http__table(r, true)) == NULL) goto out;
+    if (!http__opt_uint(r, j, "snapshot", &has_snap, &snap))
+        goto out;
+    if ((t = http__table(r, true)) == NULL)
+        goto out;
     struct st_err err = {0};
     json_t *jf = json_object_get(j, "filter");
     int rc;
@@ -592,7 +619,8 @@ out:
 void http__job_snapshots(struct hreq *r)
 {
     struct table *t = http__table(r, true);
-    if (t == NULL) return;
+    if (t == NULL)
+        return;
     struct snapshot_info *s = NULL;
     size_t n = 0;
     struct st_err err = {0};

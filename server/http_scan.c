@@ -56,8 +56,10 @@ struct hscan {
 
 void http__scan_free(struct hscan *hs)
 {
-    if (hs == NULL) return;
-    if (hs->m != NULL) http__metrics_scan(hs->m, hs->rows, hs->bytes);
+    if (hs == NULL)
+        return;
+    if (hs->m != NULL)
+        http__metrics_scan(hs->m, hs->rows, hs->bytes);
     scan_close(hs->s);
     filter_free(hs->f);
     table_unref(hs->t);
@@ -76,10 +78,12 @@ static int fill(struct hscan *hs, struct buf *b, struct st_err *err)
     const struct st_column *cols = hs->t->cols;
     while (b->len < CHUNK) {
         if (hs->bi >= hs->b.nrows) {
-            if (hs->eof || atomic_load(hs->cancelled)) return ST_OK;
+            if (hs->eof || atomic_load(hs->cancelled))
+                return ST_OK;
             bool done = false;
             int rc = scan_next(hs->s, &hs->b, &done, err);
-            if (rc != ST_OK) return rc;
+            if (rc != ST_OK)
+                return rc;
             hs->bi = 0;
             if (done) {
                 hs->eof = true;
@@ -106,7 +110,8 @@ static void produce(struct hreq *r)
         int rc = ST_OK;
         bool gone = atomic_load(&r->cancelled);
         struct buf *b = &hs->slot[hs->wr];
-        if (!gone) rc = fill(hs, b, &err);
+        if (!gone)
+            rc = fill(hs, b, &err);
         bool end = gone || rc != ST_OK || hs->eof;
         if (rc != ST_OK)
             log_warn("scan of table %s cut after %" PRIu64 " rows: %s", hs->t->name, hs->rows,
@@ -131,7 +136,8 @@ static void produce(struct hreq *r)
         bool park = !end && hs->count == NSLOT;
         hs->parked = park;
         pthread_mutex_unlock(&r->mu);
-        if (end || park) return;
+        if (end || park)
+            return;
     }
 }
 
@@ -155,7 +161,8 @@ ssize_t http__scan_reader(void *cls, uint64_t pos, char *out, size_t max)
     }
     struct buf *b = &hs->slot[hs->head];
     size_t k = b->len - hs->off;
-    if (k > max) k = max;
+    if (k > max)
+        k = max;
     memcpy(out, b->data + hs->off, k);
     hs->off += k;
     hs->bytes += k;
@@ -185,7 +192,8 @@ static bool parse_columns(struct hreq *r, const struct table *t, json_t *jc, int
 {
     *out = NULL;
     *n = 0;
-    if (jc == NULL || json_is_null(jc)) return true;
+    if (jc == NULL || json_is_null(jc))
+        return true;
     if (!json_is_array(jc)) {
         http__reply_problem(r, 400, "columns: expected an array of column names");
         return false;
@@ -231,7 +239,8 @@ static bool parse_columns(struct hreq *r, const struct table *t, json_t *jc, int
 void http__job_scan(struct hreq *r)
 {
     json_t *j = http__body_json(r, true);
-    if (j == NULL) return;
+    if (j == NULL)
+        return;
     struct hscan *hs = xcalloc(1, sizeof *hs);
     hs->cancelled = &r->cancelled;
     static const char *const top[] = {"snapshot", "columns", "filter", "limit", NULL};
@@ -242,7 +251,8 @@ void http__job_scan(struct hreq *r)
         !http__opt_uint(r, j, "snapshot", &req.has_snapshot, &req.snapshot) ||
         !http__opt_uint(r, j, "limit", &req.has_limit, &req.limit))
         goto fail;
-    if ((hs->t = http__table(r, true)) == NULL) goto fail;
+    if ((hs->t = http__table(r, true)) == NULL)
+        goto fail;
     if (!parse_columns(r, hs->t, json_object_get(j, "columns"), &hs->cols, &req.ncolumns))
         goto fail;
     req.columns = hs->cols;
@@ -286,7 +296,8 @@ void http__job_scan(struct hreq *r)
     http__reply_header(r, "Strike-Snapshot", "%" PRId64, snap);
     bool more = !hs->done;
     http__publish(r);
-    if (more) produce(r);
+    if (more)
+        produce(r);
     return;
 fail:
     http__scan_free(hs);

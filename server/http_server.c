@@ -76,10 +76,14 @@ const char *http__method_name(enum http_method m)
 
 static enum http_method method_of(const char *m)
 {
-    if (strcmp(m, "GET") == 0) return HM_GET;
-    if (strcmp(m, "HEAD") == 0) return HM_HEAD;
-    if (strcmp(m, "POST") == 0) return HM_POST;
-    if (strcmp(m, "DELETE") == 0) return HM_DELETE;
+    if (strcmp(m, "GET") == 0)
+        return HM_GET;
+    if (strcmp(m, "HEAD") == 0)
+        return HM_HEAD;
+    if (strcmp(m, "POST") == 0)
+        return HM_POST;
+    if (strcmp(m, "DELETE") == 0)
+        return HM_DELETE;
     return HM_OTHER;
 }
 
@@ -87,7 +91,8 @@ static void set_early(struct hreq *r, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void set_early(struct hreq *r, unsigned status, const char *fmt, ...)
 {
-    if (r->early_status != 0) return;
+    if (r->early_status != 0)
+        return;
     r->early_status = status;
     char detail[512];
     va_list ap;
@@ -100,7 +105,8 @@ static void set_early(struct hreq *r, unsigned status, const char *fmt, ...)
 /* Next path segment after *p (which points at a '/'); false at the end. */
 static bool segment(const char **p, const char **s, size_t *n)
 {
-    if (**p != '/') return false;
+    if (**p != '/')
+        return false;
     *s = *p + 1;
     const char *e = strchr(*s, '/');
     *n = e ? (size_t)(e - *s) : strlen(*s);
@@ -148,7 +154,8 @@ static void classify(struct hreq *r, const char *url, const char *method)
                         {"snapshots", RT_SNAPSHOTS}, {"compact", RT_COMPACT},
                         {"expire", RT_EXPIRE},       {"erasures", RT_ERASURES}};
             for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-                if (seg_is(s[1], n[1], subs[i].name)) r->route = subs[i].rt;
+                if (seg_is(s[1], n[1], subs[i].name))
+                    r->route = subs[i].rt;
         } else if (k == 3 && seg_is(s[1], n[1], "files")) {
             r->route = RT_FILE;
         } else if (k == 3 && seg_is(s[1], n[1], "erasures")) {
@@ -194,20 +201,26 @@ static void classify(struct hreq *r, const char *url, const char *method)
 /* application/json, any case, with optional parameters; a charset must be UTF-8. */
 static bool json_media_type(const char *ct)
 {
-    if (ct == NULL) return false;
+    if (ct == NULL)
+        return false;
     while (*ct == ' ' || *ct == '\t')
         ct++;
     static const char jt[] = "application/json";
-    if (strncasecmp(ct, jt, sizeof jt - 1) != 0) return false;
+    if (strncasecmp(ct, jt, sizeof jt - 1) != 0)
+        return false;
     const char *p = ct + sizeof jt - 1;
     while (*p == ' ' || *p == '\t')
         p++;
-    if (*p == '\0') return true;
-    if (*p != ';') return false;
+    if (*p == '\0')
+        return true;
+    if (*p != ';')
+        return false;
     const char *cs = strcasestr(p, "charset=");
-    if (cs == NULL) return true;
+    if (cs == NULL)
+        return true;
     cs += 8;
-    if (*cs == '"') cs++;
+    if (*cs == '"')
+        cs++;
     return strncasecmp(cs, "utf-8", 5) == 0 || strncasecmp(cs, "utf8", 4) == 0;
 }
 
@@ -218,7 +231,8 @@ static bool rid_valid(const char *s)
     size_t n = 0;
     for (; s[n]; n++) {
         unsigned char ch = (unsigned char)s[n];
-        if (!(isalnum(ch) || strchr("-_.:/+=@", ch) != NULL)) return false;
+        if (!(isalnum(ch) || strchr("-_.:/+=@", ch) != NULL))
+            return false;
     }
     return n > 0 && n < 64;
 }
@@ -268,7 +282,8 @@ void http__req_ref(struct hreq *r)
 
 void http__req_unref(struct hreq *r)
 {
-    if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1) return;
+    if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
     http__scan_free(r->scan);
     http__reply_reset(&r->reply);
     buf_free(&r->body);
@@ -284,35 +299,40 @@ void http__req_unref(struct hreq *r)
 
 static void req_register(struct hreq *r)
 {
-    if (r->registered) return;
+    if (r->registered)
+        return;
     r->shard = (uint8_t)(((uintptr_t)r >> 10) % HTTP_LIVE_SHARDS);
     struct http_server *srv = r->srv;
     pthread_mutex_lock(&srv->shard[r->shard].mu);
     r->registered = true;
     r->prev = NULL;
     r->next = srv->shard[r->shard].live;
-    if (r->next != NULL) r->next->prev = r;
+    if (r->next != NULL)
+        r->next->prev = r;
     srv->shard[r->shard].live = r;
     pthread_mutex_unlock(&srv->shard[r->shard].mu);
 }
 
 static void req_unregister(struct hreq *r)
 {
-    if (!r->registered) return;
+    if (!r->registered)
+        return;
     struct http_server *srv = r->srv;
     pthread_mutex_lock(&srv->shard[r->shard].mu);
     if (r->prev != NULL)
         r->prev->next = r->next;
     else
         srv->shard[r->shard].live = r->next;
-    if (r->next != NULL) r->next->prev = r->prev;
+    if (r->next != NULL)
+        r->next->prev = r->prev;
     r->registered = false;
     pthread_mutex_unlock(&srv->shard[r->shard].mu);
 }
 
 bool http__suspend_locked(struct hreq *r)
 {
-    if (atomic_load(&r->srv->cutting)) return false;
+    if (atomic_load(&r->srv->cutting))
+        return false;
     if (!r->suspended) {
         MHD_suspend_connection(r->c);
         r->suspended = true;
@@ -353,7 +373,8 @@ static void run_job(void *arg)
         fn(r);
     else if (!atomic_load(&r->ready))
         http__reply_problem(r, 503, "the request was cancelled");
-    if (!atomic_load(&r->ready)) http__publish(r);
+    if (!atomic_load(&r->ready))
+        http__publish(r);
     st_log_set_rid(NULL);
     http__req_unref(r);
     atomic_fetch_sub(&srv->jobs, 1);
@@ -367,7 +388,8 @@ bool http__submit(struct hreq *r, void (*fn)(struct hreq *r))
     j->fn = fn;
     http__req_ref(r);
     atomic_fetch_add(&srv->jobs, 1);
-    if (workers_submit(srv->app->workers, run_job, j)) return true;
+    if (workers_submit(srv->app->workers, run_job, j))
+        return true;
     atomic_fetch_sub(&srv->jobs, 1);
     free(j);
     http__req_unref(r);
@@ -444,10 +466,13 @@ static const char *status_title(unsigned status)
 void http__reply_reset(struct hreply *p)
 {
     for (int i = 0; i < p->nhdr; i++)
-        if (p->hdr[i].owned) free((char *)p->hdr[i].value);
+        if (p->hdr[i].owned)
+            free((char *)p->hdr[i].value);
     free(p->body);
-    if (p->ext_free != NULL) p->ext_free(p->ext_cls);
-    if (p->fd >= 0) close(p->fd);
+    if (p->ext_free != NULL)
+        p->ext_free(p->ext_cls);
+    if (p->fd >= 0)
+        close(p->fd);
     memset(p, 0, sizeof *p);
     p->fd = -1;
 }
@@ -464,7 +489,8 @@ void http__reply_json(struct hreq *r, unsigned status, char *body)
 void http__reply_header_str(struct hreq *r, const char *name, const char *v)
 {
     struct hreply *p = &r->reply;
-    if (p->nhdr >= HTTP_MAX_HEADERS) return;
+    if (p->nhdr >= HTTP_MAX_HEADERS)
+        return;
     size_t len = strlen(v);
     struct hheader *h = &p->hdr[p->nhdr++];
     h->name = name;
@@ -487,7 +513,8 @@ void http__reply_header(struct hreq *r, const char *name, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(v, sizeof v, fmt, ap);
     va_end(ap);
-    if (n >= 0) http__reply_header_str(r, name, v);
+    if (n >= 0)
+        http__reply_header_str(r, name, v);
 }
 
 void http__reply_header_i64(struct hreq *r, const char *name, int64_t v)
@@ -499,7 +526,8 @@ void http__reply_header_i64(struct hreq *r, const char *name, int64_t v)
         *--p = (char)('0' + m % 10);
         m /= 10;
     } while (m != 0);
-    if (v < 0) *--p = '-';
+    if (v < 0)
+        *--p = '-';
     http__reply_header_str(r, name, p);
 }
 
@@ -523,8 +551,10 @@ void http__reply_problem(struct hreq *r, unsigned status, const char *fmt, ...)
     r->reply.ctype = "application/problem+json";
     r->reply.body = body;
     r->reply.len = strlen(body);
-    if (status == 405) http__reply_header(r, "Allow", "%s", routes[r->route].allow);
-    if (status == 503) http__reply_header(r, "Retry-After", "1");
+    if (status == 405)
+        http__reply_header(r, "Allow", "%s", routes[r->route].allow);
+    if (status == 503)
+        http__reply_header(r, "Retry-After", "1");
 }
 
 void http__reply_err(struct hreq *r, int code, const struct st_err *err)
@@ -548,7 +578,6 @@ void http__reply_replay(struct hreq *r, struct st_reply *rep)
     http__reply_header(r, "Idempotent-Replayed", "true");
 }
 
-
 static void stream_free_cb(void *cls)
 {
     http__req_unref(cls);
@@ -565,24 +594,29 @@ static enum MHD_Result send_reply(struct hreq *r)
         http__req_ref(r); /* the response's; released by stream_free_cb */
         resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK, http__scan_reader,
                                                  r, stream_free_cb);
-        if (resp == NULL) http__req_unref(r);
+        if (resp == NULL)
+            http__req_unref(r);
     } else if (p->fd >= 0) {
         resp = MHD_create_response_from_fd_at_offset64(p->flen, p->fd, p->foff);
-        if (resp != NULL) p->fd = -1; /* MHD closes it */
+        if (resp != NULL)
+            p->fd = -1; /* MHD closes it */
     } else if (p->ext != NULL) {
         resp = MHD_create_response_from_buffer_with_free_callback_cls(p->extlen, (void *)p->ext,
                                                                       p->ext_free, p->ext_cls);
-        if (resp != NULL) p->ext_free = NULL; /* MHD calls it */
+        if (resp != NULL)
+            p->ext_free = NULL; /* MHD calls it */
     } else {
         resp = MHD_create_response_from_buffer_with_free_callback_cls(
             p->len, p->len ? p->body : NULL, p->len ? free : NULL, p->len ? p->body : NULL);
-        if (resp != NULL && p->len) p->body = NULL;
+        if (resp != NULL && p->len)
+            p->body = NULL;
     }
     if (resp == NULL) {
         log_error("http: cannot create a response (out of memory or a bad file)");
         return MHD_NO;
     }
-    if (p->ctype != NULL) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->ctype);
+    if (p->ctype != NULL)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, p->ctype);
     for (int i = 0; i < p->nhdr; i++)
         MHD_add_response_header(resp, p->hdr[i].name, p->hdr[i].value);
     MHD_add_response_header(resp, "X-Request-Id", r->rid);
@@ -633,7 +667,8 @@ static enum MHD_Result query_cb(void *cls, enum MHD_ValueKind kind, const char *
     (void)value;
     struct query_check *q = cls;
     for (const char *const *a = q->allowed; *a != NULL; a++)
-        if (strcmp(*a, key) == 0) return MHD_YES;
+        if (strcmp(*a, key) == 0)
+            return MHD_YES;
     q->bad = key;
     return MHD_NO;
 }
@@ -658,7 +693,8 @@ static bool parse_dv_query(struct hreq *r)
     if (snap != NULL) {
         const char *p = snap;
         bool neg = *p == '-';
-        if (neg) p++;
+        if (neg)
+            p++;
         int64_t v = 0;
         bool ok = *p != '\0' && strlen(p) <= 18;
         for (; ok && *p; p++) {
@@ -775,9 +811,11 @@ static enum MHD_Result dispatch(struct hreq *r)
         r->range = header_copy(r, "Range");
         return go_async(r, http__job_file);
     case RT_DV:
-        if (!parse_dv_query(r)) return send_reply(r);
+        if (!parse_dv_query(r))
+            return send_reply(r);
         r->if_none_match = header_copy(r, "If-None-Match");
-        if (http__dv_fast(r)) return send_reply(r);
+        if (http__dv_fast(r))
+            return send_reply(r);
         return go_async(r, http__job_dv);
     case RT_COMPACT:
     case RT_EXPIRE:
@@ -844,13 +882,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     struct http_server *srv = cls;
     struct hreq *r = *req_cls;
-    if (r == NULL) return first_call(srv, c, url, method, req_cls);
+    if (r == NULL)
+        return first_call(srv, c, url, method, req_cls);
     if (*upload_data_size != 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
         r->body_seen += n;
-        if (r->phase != PH_READ) return MHD_YES;
-        if (r->discard || r->too_big) return r->body_seen > srv->drain_cap ? MHD_NO : MHD_YES;
+        if (r->phase != PH_READ)
+            return MHD_YES;
+        if (r->discard || r->too_big)
+            return r->body_seen > srv->drain_cap ? MHD_NO : MHD_YES;
         if (!buf_append_bounded(&r->body, upload_data, n, (size_t)srv->max_body)) {
             r->too_big = true; /* keep draining (bounded) to answer 413 */
             buf_free(&r->body);
@@ -881,12 +922,15 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     (void)c;
     struct http_server *srv = cls;
     struct hreq *r = *req_cls;
-    if (r == NULL) return;
+    if (r == NULL)
+        return;
     *req_cls = NULL;
     uint64_t ns = st_mono_ns() - r->t0;
     bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK;
-    if (r->status_sent != 0) http__metrics_observe(srv->m, r->route, r->method, r->status_sent, ns);
-    if (!ok || r->status_sent == 0) http__metrics_aborted(srv->m);
+    if (r->status_sent != 0)
+        http__metrics_observe(srv->m, r->route, r->method, r->status_sent, ns);
+    if (!ok || r->status_sent == 0)
+        http__metrics_aborted(srv->m);
     enum st_log_level lvl = r->status_sent >= 500 ? ST_LOG_WARN : ST_LOG_DEBUG;
     if (lvl >= st_log_get_level()) {
         char st[16], ms[32];
@@ -1019,7 +1063,8 @@ static void cut_all(struct http_server *h)
 
 void http_stop(struct http_server *h, int grace_ms)
 {
-    if (h == NULL) return;
+    if (h == NULL)
+        return;
     int waited = 0;
     while (atomic_load(&h->inflight) > 0 && waited < grace_ms) {
         sleep_ms(10);

@@ -32,7 +32,7 @@ struct pgembed {
     char *pgdata;
     char *socket_dir;
     char *pg_ctl;
-    bool as_postgres;  /* we are root: run PostgreSQL programs via runuser */
+    bool as_postgres; /* we are root: run PostgreSQL programs via runuser */
     int lock_fd;
 };
 
@@ -143,8 +143,9 @@ static int chown_postgres(const char *path, struct st_err *err)
 {
     struct passwd *pw = getpwnam("postgres");
     if (pw == NULL)
-        return st_errf(err, ST_EIO, "embedded catalog: running as root needs a 'postgres' user "
-                                    "(install postgresql-15, or pass --catalog)");
+        return st_errf(err, ST_EIO,
+                       "embedded catalog: running as root needs a 'postgres' user "
+                       "(install postgresql-15, or pass --catalog)");
     if (chown(path, pw->pw_uid, pw->pw_gid) != 0)
         return st_errf(err, ST_EIO, "embedded catalog: chown %s: %s", path, strerror(errno));
     return ST_OK;
@@ -203,8 +204,8 @@ static void clear_stale(struct pgembed *pg)
                  "stopping it",
                  (int)pid);
         char *log = st_path_join(pg->cluster_dir, "postgres.log");
-        char *const argv[] = {pg->pg_ctl, "-D", pg->pgdata, "-m", "fast", "-w", "-t", "30",
-                              "stop", NULL};
+        char *const argv[] = {pg->pg_ctl, "-D", pg->pgdata, "-m",   "fast",
+                              "-w",       "-t", "30",       "stop", NULL};
         run(pg->as_postgres, argv, log);
         free(log);
         if (!wait_gone(pid, 30))
@@ -251,8 +252,9 @@ static int initdb(struct pgembed *pg, struct st_err *err)
 {
     char *initdb_prog = pgembed_find_program("initdb");
     if (initdb_prog == NULL)
-        return st_errf(err, ST_EIO, "embedded catalog: initdb not found (install postgresql-15, "
-                                    "set STRIKE_PG_BINDIR, or pass --catalog)");
+        return st_errf(err, ST_EIO,
+                       "embedded catalog: initdb not found (install postgresql-15, "
+                       "set STRIKE_PG_BINDIR, or pass --catalog)");
     /* A half-made cluster from an interrupted first start is worthless: start over. */
     char *rm_argv_target = pg->pgdata;
     struct stat st;
@@ -262,13 +264,13 @@ static int initdb(struct pgembed *pg, struct st_err *err)
     }
     log_info("embedded catalog: creating a PostgreSQL cluster in %s", pg->pgdata);
     char *log = st_path_join(pg->cluster_dir, "initdb.log");
-    char *const argv[] = {initdb_prog, "-D",       pg->pgdata, "-U", "strike", "-A", "trust",
-                          "-E",        "UTF8",     "--locale=C", NULL};
+    char *const argv[] = {initdb_prog, "-D", pg->pgdata, "-U",         "strike", "-A",
+                          "trust",     "-E", "UTF8",     "--locale=C", NULL};
     int status = run(pg->as_postgres, argv, log);
     free(initdb_prog);
     if (status != 0) {
-        int rc = st_errf(err, ST_EIO, "embedded catalog: initdb failed (exit %d); see %s", status,
-                         log);
+        int rc =
+            st_errf(err, ST_EIO, "embedded catalog: initdb failed (exit %d); see %s", status, log);
         free(log);
         return rc;
     }
@@ -373,8 +375,9 @@ int pgembed_start(const char *data_dir, struct pgembed **out, char **conninfo, s
 
     pg->pg_ctl = pgembed_find_program("pg_ctl");
     if (pg->pg_ctl == NULL) {
-        rc = st_errf(err, ST_EIO, "embedded catalog: pg_ctl not found (install postgresql-15, "
-                                  "set STRIKE_PG_BINDIR, or pass --catalog)");
+        rc = st_errf(err, ST_EIO,
+                     "embedded catalog: pg_ctl not found (install postgresql-15, "
+                     "set STRIKE_PG_BINDIR, or pass --catalog)");
         goto fail;
     }
     if ((rc = choose_cluster_dir(pg, data_real, err)) != ST_OK)
@@ -412,12 +415,12 @@ int pgembed_start(const char *data_dir, struct pgembed **out, char **conninfo, s
 
     uint64_t t0 = (uint64_t)time(NULL);
     char *log = st_path_join(pg->cluster_dir, "postgres.log");
-    char *const argv[] = {pg->pg_ctl, "-D", pg->pgdata, "-l", log, "-w", "-t", "120", "-s",
-                          "start", NULL};
+    char *const argv[] = {pg->pg_ctl, "-D",  pg->pgdata, "-l",    log, "-w",
+                          "-t",       "120", "-s",       "start", NULL};
     int status = run(pg->as_postgres, argv, log);
     if (status != 0) {
-        rc = st_errf(err, ST_EIO, "embedded catalog: pg_ctl start failed (exit %d); see %s",
-                     status, log);
+        rc = st_errf(err, ST_EIO, "embedded catalog: pg_ctl start failed (exit %d); see %s", status,
+                     log);
         free(log);
         goto fail;
     }
@@ -444,8 +447,8 @@ void pgembed_stop(struct pgembed *pg)
         pid_t pid = read_pidfile(pg->pgdata);
         if (pid != 0 && is_our_postmaster(pid, pg->pgdata)) {
             char *log = st_path_join(pg->cluster_dir, "postgres.log");
-            char *const argv[] = {pg->pg_ctl, "-D", pg->pgdata, "-m", "fast", "-w", "-t", "30",
-                                  "-s", "stop", NULL};
+            char *const argv[] = {pg->pg_ctl, "-D", pg->pgdata, "-m",   "fast", "-w",
+                                  "-t",       "30", "-s",       "stop", NULL};
             int status = run(pg->as_postgres, argv, log);
             free(log);
             if (status != 0 || !wait_gone(pid, 10)) {

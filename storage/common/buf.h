@@ -19,11 +19,14 @@ struct buf {
     size_t cap;
 };
 
-#define BUF_INIT {NULL, 0, 0}
+#define BUF_INIT                                                                                   \
+    {                                                                                              \
+        NULL, 0, 0                                                                                 \
+    }
 
 void buf_init(struct buf *b);
-void buf_free(struct buf *b);                 /* frees the bytes; b is reusable */
-void buf_reset(struct buf *b);                /* len = 0, keeps the memory */
+void buf_free(struct buf *b);                  /* frees the bytes; b is reusable */
+void buf_reset(struct buf *b);                 /* len = 0, keeps the memory */
 void buf_reserve(struct buf *b, size_t extra); /* room for `extra` more bytes */
 void buf_append(struct buf *b, const void *p, size_t n);
 /* Append unless the result would pass `limit` bytes; then return false. */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 __attribute__((format(printf, 3, 0))) static int vrecord(struct st_err *e, int code,
-                                                       const char *fmt, va_list ap)
+                                                         const char *fmt, va_list ap)
 {
     if (e == NULL)
         return code;
@@ -69,20 +69,35 @@ void st_err_clear(struct st_err *e)
 const char *st_strerror(int code)
 {
     switch (code) {
-    case ST_OK: return "ok";
-    case ST_EINVAL: return "invalid input";
-    case ST_ENOTFOUND: return "not found";
-    case ST_EEXIST: return "already exists";
-    case ST_ECONFLICT: return "conflict";
-    case ST_ETOOBIG: return "too large";
-    case ST_EUNAVAIL: return "catalog unavailable";
-    case ST_EIO: return "I/O error";
-    case ST_ECORRUPT: return "corrupt data";
-    case ST_EUNSUPPORTED: return "unsupported";
-    case ST_EIDEMPOTENCY: return "idempotency key reused";
-    case ST_EGONE: return "expired";
-    case ST_EINTERNAL: return "internal error";
-    case ST_ERANGE: return "range not satisfiable";
-    default: return "unknown error";
+    case ST_OK:
+        return "ok";
+    case ST_EINVAL:
+        return "invalid input";
+    case ST_ENOTFOUND:
+        return "not found";
+    case ST_EEXIST:
+        return "already exists";
+    case ST_ECONFLICT:
+        return "conflict";
+    case ST_ETOOBIG:
+        return "too large";
+    case ST_EUNAVAIL:
+        return "catalog unavailable";
+    case ST_EIO:
+        return "I/O error";
+    case ST_ECORRUPT:
+        return "corrupt data";
+    case ST_EUNSUPPORTED:
+        return "unsupported";
+    case ST_EIDEMPOTENCY:
+        return "idempotency key reused";
+    case ST_EGONE:
+        return "expired";
+    case ST_EINTERNAL:
+        return "internal error";
+    case ST_ERANGE:
+        return "range not satisfiable";
+    default:
+        return "unknown error";
     }
 }

@@ -17,7 +17,7 @@ int st_mkdirs(const char *path, mode_t mode, struct st_err *err)
     size_t n = strlen(p);
     while (n > 1 && p[n - 1] == '/')
         p[--n] = '\0';
-    for (char *s = p + 1; ; s++) {
+    for (char *s = p + 1;; s++) {
         if (*s == '/' || *s == '\0') {
             char saved = *s;
             *s = '\0';

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 struct hmap_slot {
-    uint64_t hash;     /* 0 = empty */
+    uint64_t hash; /* 0 = empty */
     const uint8_t *key;
     uint32_t klen;
     void *val;
@@ -19,7 +19,7 @@ struct hmap_slot {
 
 struct hmap {
     struct hmap_slot *slots;
-    size_t cap;        /* power of two */
+    size_t cap; /* power of two */
     size_t count;
     size_t tombstones;
     struct hmap_chunk *arena; /* key storage */

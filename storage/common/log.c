@@ -62,11 +62,21 @@ static void json_escape(struct buf *b, const char *s)
 {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         switch (*p) {
-        case '"': buf_append_str(b, "\\\""); break;
-        case '\\': buf_append_str(b, "\\\\"); break;
-        case '\n': buf_append_str(b, "\\n"); break;
-        case '\r': buf_append_str(b, "\\r"); break;
-        case '\t': buf_append_str(b, "\\t"); break;
+        case '"':
+            buf_append_str(b, "\\\"");
+            break;
+        case '\\':
+            buf_append_str(b, "\\\\");
+            break;
+        case '\n':
+            buf_append_str(b, "\\n");
+            break;
+        case '\r':
+            buf_append_str(b, "\\r");
+            break;
+        case '\t':
+            buf_append_str(b, "\\t");
+            break;
         default:
             if (*p < 0x20)
                 buf_printf(b, "\\u%04x", *p);
@@ -79,10 +89,14 @@ static void json_escape(struct buf *b, const char *s)
 static const char *level_name(enum st_log_level l)
 {
     switch (l) {
-    case ST_LOG_DEBUG: return "debug";
-    case ST_LOG_INFO: return "info";
-    case ST_LOG_WARN: return "warn";
-    default: return "error";
+    case ST_LOG_DEBUG:
+        return "debug";
+    case ST_LOG_INFO:
+        return "info";
+    case ST_LOG_WARN:
+        return "warn";
+    default:
+        return "error";
     }
 }
 

@@ -60,11 +60,11 @@ void st_format_rfc3339(int64_t us, char out[ST_RFC3339_MAX])
     unsigned m, d;
     st_civil_from_days(days, &y, &m, &d);
     if (y >= 0 && y <= 9999)
-        snprintf(out, ST_RFC3339_MAX, "%04lld-%02u-%02uT%02d:%02d:%02d.%06lldZ", (long long)y, m,
-                 d, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (long long)frac);
+        snprintf(out, ST_RFC3339_MAX, "%04lld-%02u-%02uT%02d:%02d:%02d.%06lldZ", (long long)y, m, d,
+                 (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (long long)frac);
     else
-        snprintf(out, ST_RFC3339_MAX, "%+lld-%02u-%02uT%02d:%02d:%02d.%06lldZ", (long long)y, m,
-                 d, (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (long long)frac);
+        snprintf(out, ST_RFC3339_MAX, "%+lld-%02u-%02uT%02d:%02d:%02d.%06lldZ", (long long)y, m, d,
+                 (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (long long)frac);
 }
 
 static bool digits(const char **s, int n, int *out)

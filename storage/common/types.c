@@ -6,12 +6,18 @@
 const char *st_type_name(enum st_type t)
 {
     switch (t) {
-    case ST_T_BOOLEAN: return "boolean";
-    case ST_T_INT: return "int";
-    case ST_T_LONG: return "long";
-    case ST_T_DOUBLE: return "double";
-    case ST_T_STRING: return "string";
-    case ST_T_TIMESTAMP: return "timestamp";
+    case ST_T_BOOLEAN:
+        return "boolean";
+    case ST_T_INT:
+        return "int";
+    case ST_T_LONG:
+        return "long";
+    case ST_T_DOUBLE:
+        return "double";
+    case ST_T_STRING:
+        return "string";
+    case ST_T_TIMESTAMP:
+        return "timestamp";
     }
     return NULL;
 }
@@ -47,10 +53,13 @@ bool st_name_valid(const char *name)
 int st_value_cmp(enum st_type t, const struct st_value *a, const struct st_value *b)
 {
     switch (t) {
-    case ST_T_BOOLEAN: return (int)a->v.b - (int)b->v.b;
-    case ST_T_INT: return (a->v.i > b->v.i) - (a->v.i < b->v.i);
+    case ST_T_BOOLEAN:
+        return (int)a->v.b - (int)b->v.b;
+    case ST_T_INT:
+        return (a->v.i > b->v.i) - (a->v.i < b->v.i);
     case ST_T_LONG:
-    case ST_T_TIMESTAMP: return (a->v.l > b->v.l) - (a->v.l < b->v.l);
+    case ST_T_TIMESTAMP:
+        return (a->v.l > b->v.l) - (a->v.l < b->v.l);
     case ST_T_DOUBLE:
         /* NaN sorts after every other value, and equals itself, as in Iceberg. */
         if (a->v.d != a->v.d || b->v.d != b->v.d)
@@ -75,11 +84,19 @@ void st_colvec_get(const struct st_colvec *c, size_t i, struct st_value *out)
         return;
     }
     switch (c->type) {
-    case ST_T_BOOLEAN: out->v.b = c->v.b[i] != 0; break;
-    case ST_T_INT: out->v.i = c->v.i[i]; break;
+    case ST_T_BOOLEAN:
+        out->v.b = c->v.b[i] != 0;
+        break;
+    case ST_T_INT:
+        out->v.i = c->v.i[i];
+        break;
     case ST_T_LONG:
-    case ST_T_TIMESTAMP: out->v.l = c->v.l[i]; break;
-    case ST_T_DOUBLE: out->v.d = c->v.d[i]; break;
+    case ST_T_TIMESTAMP:
+        out->v.l = c->v.l[i];
+        break;
+    case ST_T_DOUBLE:
+        out->v.d = c->v.d[i];
+        break;
     case ST_T_STRING:
         out->v.s.p = (const char *)c->sdata + c->offs[i];
         out->v.s.len = c->offs[i + 1] - c->offs[i];
@@ -90,12 +107,16 @@ void st_colvec_get(const struct st_colvec *c, size_t i, struct st_value *out)
 size_t st_type_width(enum st_type t)
 {
     switch (t) {
-    case ST_T_BOOLEAN: return 1;
-    case ST_T_INT: return 4;
+    case ST_T_BOOLEAN:
+        return 1;
+    case ST_T_INT:
+        return 4;
     case ST_T_LONG:
     case ST_T_TIMESTAMP:
-    case ST_T_DOUBLE: return 8;
-    case ST_T_STRING: return 0;
+    case ST_T_DOUBLE:
+        return 8;
+    case ST_T_STRING:
+        return 0;
     }
     return 0;
 }

@@ -12,14 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ST_NAME_MAX 128            /* [A-Za-z_][A-Za-z0-9_]{0,127} */
-#define ST_STRING_MAX (1u << 20)   /* bytes in one string value */
-#define ST_COLUMNS_MAX 1024        /* columns in one table */
+#define ST_NAME_MAX 128          /* [A-Za-z_][A-Za-z0-9_]{0,127} */
+#define ST_STRING_MAX (1u << 20) /* bytes in one string value */
+#define ST_COLUMNS_MAX 1024      /* columns in one table */
 
 enum st_type {
     ST_T_BOOLEAN = 1,
-    ST_T_INT = 2,       /* 32-bit signed */
-    ST_T_LONG = 3,      /* 64-bit signed */
+    ST_T_INT = 2,  /* 32-bit signed */
+    ST_T_LONG = 3, /* 64-bit signed */
     ST_T_DOUBLE = 4,
     ST_T_STRING = 5,    /* UTF-8 */
     ST_T_TIMESTAMP = 6, /* int64 microseconds since the epoch, UTC */
@@ -67,13 +67,13 @@ struct st_colvec {
     size_t n;
     uint8_t *nulls;
     union {
-        uint8_t *b;  /* boolean, one byte per value, 0 or 1 */
+        uint8_t *b; /* boolean, one byte per value, 0 or 1 */
         int32_t *i;
         int64_t *l;
         double *d;
     } v;
-    uint32_t *offs;  /* strings only */
-    uint8_t *sdata;  /* strings only */
+    uint32_t *offs; /* strings only */
+    uint8_t *sdata; /* strings only */
 };
 
 /* Bytes of one value in a column vector: 1, 4 or 8; 0 for strings (offsets + data). */

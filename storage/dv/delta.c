@@ -22,9 +22,11 @@ static int get_int(json_t *o, const char *key, bool required, int64_t *out, bool
                    struct st_err *err)
 {
     json_t *v = json_object_get(o, key);
-    if (present != NULL) *present = v != NULL && !json_is_null(v);
+    if (present != NULL)
+        *present = v != NULL && !json_is_null(v);
     if (v == NULL || json_is_null(v)) {
-        if (required) return st_errf(err, ST_EINVAL, "deletionVector: \"%s\" is missing", key);
+        if (required)
+            return st_errf(err, ST_EINVAL, "deletionVector: \"%s\" is missing", key);
         return ST_OK;
     }
     if (!json_is_integer(v) || json_integer_value(v) < 0)
@@ -76,7 +78,8 @@ out:
 
 void delta_dv_descriptor_free(struct delta_dv_descriptor *d)
 {
-    if (d == NULL) return;
+    if (d == NULL)
+        return;
     free(d->path_or_inline_dv);
     d->path_or_inline_dv = NULL;
 }
@@ -100,7 +103,8 @@ int delta_dv_uuid_path(const char *path_or_inline_dv, const char *name_prefix, c
     char uuid[ST_UUID_STR_LEN + 1];
     st_uuid_format(raw.data, uuid);
     buf_free(&raw);
-    if (name_prefix == NULL) name_prefix = "";
+    if (name_prefix == NULL)
+        name_prefix = "";
     if (plen == 0)
         *out = xasprintf("%sdeletion_vector_%s.bin", name_prefix, uuid);
     else
@@ -111,7 +115,8 @@ int delta_dv_uuid_path(const char *path_or_inline_dv, const char *name_prefix, c
 
 void delta_dv_encode_uuid(const uint8_t uuid[16], const char *prefix, struct buf *out)
 {
-    if (prefix != NULL) buf_append_str(out, prefix);
+    if (prefix != NULL)
+        buf_append_str(out, prefix);
     z85_encode(uuid, 16, out);
 }
 
@@ -122,7 +127,8 @@ int delta_dv_resolve(const struct delta_dv_descriptor *d, const char *table_root
     if (d->storage_type == 'u') {
         char *rel;
         int rc = delta_dv_uuid_path(d->path_or_inline_dv, name_prefix, &rel, err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
         *path = st_path_join(table_root, rel);
         free(rel);
         return ST_OK;
@@ -173,20 +179,23 @@ static int load_file(const struct delta_dv_descriptor *d, const char *path, stru
         goto out;
     }
     uint8_t version;
-    if ((rc = st_pread_full(fd, &version, 1, 0, err)) != ST_OK) goto out;
+    if ((rc = st_pread_full(fd, &version, 1, 0, err)) != ST_OK)
+        goto out;
     if (version != DV_DELTA_FILE_VERSION) {
         rc = st_errf(err, ST_ECORRUPT, "%s: unsupported DV file version %u at byte 0", path,
                      version);
         goto out;
     }
     uint8_t *p = buf_extend(&b, need);
-    if ((rc = st_pread_full(fd, p, need, (uint64_t)offset, err)) != ST_OK) goto out;
+    if ((rc = st_pread_full(fd, p, need, (uint64_t)offset, err)) != ST_OK)
+        goto out;
     const uint8_t *data;
     uint32_t len;
     rc = dv__frame(p, need, (size_t)offset, true, &data, &len, err);
     if (rc == ST_OK)
         rc = dv__dec_magic_vector(data, len, (size_t)offset + 4, d->cardinality, out, err);
-    if (rc != ST_OK) st_err_prefix(err, "%s", path);
+    if (rc != ST_OK)
+        st_err_prefix(err, "%s", path);
 out:
     buf_free(&b);
     close(fd);
@@ -200,7 +209,8 @@ int delta_dv_load(const struct delta_dv_descriptor *d, const char *table_root,
     if (d->storage_type == 'i') {
         struct dv *v;
         int rc = dv_decode_delta_inline(d->path_or_inline_dv, (size_t)d->size_in_bytes, &v, err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
         if (dv_cardinality(v) != (uint64_t)d->cardinality) {
             uint64_t card = dv_cardinality(v);
             dv_free(v);
@@ -213,7 +223,8 @@ int delta_dv_load(const struct delta_dv_descriptor *d, const char *table_root,
     }
     char *path;
     int rc = delta_dv_resolve(d, table_root, name_prefix, &path, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     rc = load_file(d, path, out, err);
     free(path);
     return rc;

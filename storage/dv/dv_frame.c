@@ -17,7 +17,8 @@ static const uint8_t MAGIC[4] = {0xD1, 0xD3, 0x39, 0x64};
 
 int dv__check_dv_rule(const struct dv *d)
 {
-    if (d->n > 0 && d->b[d->n - 1].key > DV_MAX_KEY) return ST_EINVAL;
+    if (d->n > 0 && d->b[d->n - 1].key > DV_MAX_KEY)
+        return ST_EINVAL;
     return ST_OK;
 }
 
@@ -86,7 +87,8 @@ int dv__dec_magic_vector(const uint8_t *p, size_t len, size_t base, int64_t expe
     }
     struct dv *d;
     int rc = dv__dec64(p + 4, len - 4, base + 4, DV_RULE, &d, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (expected_card >= 0) {
         uint64_t card = dv_cardinality(d);
         if (card != (uint64_t)expected_card) {
@@ -108,7 +110,8 @@ int dv__decode_blob(const uint8_t *p, size_t n, size_t base, int64_t expected_ca
     const uint8_t *data;
     uint32_t len;
     int rc = dv__frame(p, n, base, true, &data, &len, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     return dv__dec_magic_vector(data, len, base + 4, expected_card, out, err);
 }
 
@@ -129,7 +132,8 @@ static void encode_blob(const struct dv *d, struct buf *out)
 
 int dv_encode_iceberg(const struct dv *d, struct buf *out)
 {
-    if (dv__check_dv_rule(d) != ST_OK) return ST_EINVAL;
+    if (dv__check_dv_rule(d) != ST_OK)
+        return ST_EINVAL;
     encode_blob(d, out);
     return ST_OK;
 }
@@ -157,7 +161,8 @@ int dv_decode_iceberg_at(const uint8_t *file, size_t file_len, uint64_t offset, 
 
 int dv_encode_delta_file(const struct dv *d, struct buf *out)
 {
-    if (dv__check_dv_rule(d) != ST_OK) return ST_EINVAL;
+    if (dv__check_dv_rule(d) != ST_OK)
+        return ST_EINVAL;
     buf_put_u8(out, DV_DELTA_FILE_VERSION);
     encode_blob(d, out);
     return ST_OK;
@@ -165,7 +170,8 @@ int dv_encode_delta_file(const struct dv *d, struct buf *out)
 
 static int check_version(const uint8_t *file, size_t n, struct st_err *err)
 {
-    if (n < 1) return st_errf(err, ST_ECORRUPT, "empty DV file: no version byte at byte 0");
+    if (n < 1)
+        return st_errf(err, ST_ECORRUPT, "empty DV file: no version byte at byte 0");
     if (file[0] != DV_DELTA_FILE_VERSION)
         return st_errf(err, ST_ECORRUPT, "unsupported DV file version %u at byte 0 (expected 1)",
                        file[0]);
@@ -177,7 +183,8 @@ int dv_decode_delta_entry(const uint8_t *file, size_t n, uint64_t offset, int64_
 {
     *out = NULL;
     int rc = check_version(file, n, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (offset < 1 || offset >= n)
         return st_errf(err, ST_ECORRUPT,
                        "DV offset %" PRIu64 " is outside the entries of the %zu-byte file "
@@ -193,7 +200,8 @@ int dv_decode_delta_entry(const uint8_t *file, size_t n, uint64_t offset, int64_
     const uint8_t *data;
     uint32_t len;
     rc = dv__frame(p, avail, (size_t)offset, false, &data, &len, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     return dv__dec_magic_vector(data, len, (size_t)offset + 4, -1, out, err);
 }
 
@@ -210,10 +218,12 @@ int dv_delta_cursor_next(struct dv_delta_cursor *c, uint64_t *offset, uint32_t *
                          struct dv **out, struct st_err *err)
 {
     *out = NULL;
-    if (c->next >= c->n) return 0;
+    if (c->next >= c->n)
+        return 0;
     uint64_t at = c->next;
     int rc = dv_decode_delta_entry(c->file, c->n, at, -1, out, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     uint32_t size = ld_u32be(c->file + at);
     c->next = at + (uint64_t)size + 8;
     *offset = at;
@@ -227,7 +237,8 @@ int dv_decode_delta_inline(const char *z85, size_t size_in_bytes, struct dv **ou
     *out = NULL;
     struct buf raw = BUF_INIT;
     int rc = z85_decode(z85, strlen(z85), &raw, err);
-    if (rc != ST_OK) goto out;
+    if (rc != ST_OK)
+        goto out;
     if (size_in_bytes > raw.len || raw.len - size_in_bytes >= 4) {
         rc = st_errf(err, ST_ECORRUPT,
                      "inline DV: sizeInBytes %zu does not match the %zu decoded bytes (Z85 pads "
@@ -243,7 +254,8 @@ out:
 
 int dv_encode_delta_inline(const struct dv *d, struct buf *out, size_t *size_in_bytes)
 {
-    if (dv__check_dv_rule(d) != ST_OK) return ST_EINVAL;
+    if (dv__check_dv_rule(d) != ST_OK)
+        return ST_EINVAL;
     struct buf raw = BUF_INIT;
     buf_append(&raw, MAGIC, 4);
     dv_encode_roaring64(d, &raw);
@@ -280,7 +292,8 @@ bool dv_format_parse(const char *name, enum dv_format *out)
 const char *dv_format_name(enum dv_format f)
 {
     for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
-        if (FORMATS[i].f == f) return FORMATS[i].name;
+        if (FORMATS[i].f == f)
+            return FORMATS[i].name;
     return "unknown";
 }
 
@@ -308,7 +321,8 @@ int dv_iceberg_to_wire(const uint8_t *blob, size_t n, enum dv_format fmt, struct
 {
     static const uint8_t version = DV_DELTA_FILE_VERSION;
     int rc = dv_iceberg_check(blob, n, false, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     switch (fmt) {
     case DV_FMT_ROARING64:
         iov[0].iov_base = (void *)(uintptr_t)(blob + DV_ICEBERG_VECTOR_OFFSET);

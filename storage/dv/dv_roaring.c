@@ -77,7 +77,8 @@ __attribute__((target("popcnt"))) static void bitset_info_hw(const uint64_t *w, 
 uint32_t dv__popcount(const uint8_t *p, size_t n)
 {
 #ifdef DV_POPCNT_DISPATCH
-    if (__builtin_cpu_supports("popcnt")) return popcount_hw(p, n);
+    if (__builtin_cpu_supports("popcnt"))
+        return popcount_hw(p, n);
 #endif
     uint32_t t = 0;
     POPCOUNT_LOOP(p, n, t);
@@ -160,7 +161,8 @@ static uint32_t collect(const roaring_bitmap_t *bm, struct cinfo **out, bool *ha
     *has_run = false;
     for (int32_t i = 0; i < ra->size; i++) {
         container_info(bm, i, &ci[m]);
-        if (ci[m].card == 0) continue;
+        if (ci[m].card == 0)
+            continue;
         *has_run |= ci[m].out == RUN_CONTAINER_TYPE_CODE;
         m++;
     }
@@ -170,7 +172,8 @@ static uint32_t collect(const roaring_bitmap_t *bm, struct cinfo **out, bool *ha
 
 static size_t header_size(uint32_t m, bool has_run)
 {
-    if (!has_run) return 8 + 8 * (size_t)m; /* cookie, count, descriptive + offset headers */
+    if (!has_run)
+        return 8 + 8 * (size_t)m; /* cookie, count, descriptive + offset headers */
     return 4 + (m + 7) / 8 + 4 * (size_t)m + (m >= 4 ? 4 * (size_t)m : 0);
 }
 
@@ -198,7 +201,8 @@ static void set_bit_range(uint8_t *bits, uint32_t s, uint32_t e /* inclusive */)
 {
     while (s <= e && (s & 7) != 0)
         bits[s >> 3] |= (uint8_t)(1u << (s & 7)), s++;
-    if (s > e) return;
+    if (s > e)
+        return;
     uint32_t full = (e + 1 - s) >> 3;
     memset(bits + (s >> 3), 0xff, full);
     s += full * 8;
@@ -285,7 +289,8 @@ static void emit_run(const struct cinfo *ci, uint8_t *w)
         uint64_t cur = bits[0];
         for (;;) {
             while (cur == 0) {
-                if (++i == 1024) return;
+                if (++i == 1024)
+                    return;
                 cur = bits[i];
             }
             uint32_t start = i * 64 + (uint32_t)__builtin_ctzll(cur);
@@ -319,7 +324,8 @@ void dv__enc32(const roaring_bitmap_t *bm, struct buf *out)
         uint8_t *flags = p;
         memset(flags, 0, (m + 7) / 8);
         for (uint32_t k = 0; k < m; k++)
-            if (ci[k].out == RUN_CONTAINER_TYPE_CODE) flags[k / 8] |= (uint8_t)(1u << (k % 8));
+            if (ci[k].out == RUN_CONTAINER_TYPE_CODE)
+                flags[k / 8] |= (uint8_t)(1u << (k % 8));
         p += (m + 7) / 8;
     } else {
         st_u32le(p, COOKIE_NO_RUN);
@@ -398,7 +404,8 @@ int dv_encode_roaring32(const struct dv *d, struct buf *out, struct st_err *err)
 int dv__dec32(const uint8_t *p, size_t n, size_t base, size_t *used, roaring_bitmap_t **out,
               struct st_err *err)
 {
-    if (out != NULL) *out = NULL;
+    if (out != NULL)
+        *out = NULL;
     NEED(n, 4, "the 32-bit bitmap cookie", base);
     uint32_t cookie = ld_u32le(p), m;
     size_t pos;
@@ -537,7 +544,8 @@ static int dec32_exact(const uint8_t *p, size_t n, size_t base, struct dv **out,
     size_t used;
     roaring_bitmap_t *bm;
     int rc = dv__dec32(p, n, base, &used, &bm, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (used != n) {
         if (bm != NULL) /* 0.2.66 does not accept NULL */
             roaring_bitmap_free(bm);
@@ -545,7 +553,8 @@ static int dec32_exact(const uint8_t *p, size_t n, size_t base, struct dv **out,
                        n - used, base + used);
     }
     struct dv *d = dv_new();
-    if (bm != NULL) dv__push_bucket(d, 0, bm);
+    if (bm != NULL)
+        dv__push_bucket(d, 0, bm);
     *out = d;
     return ST_OK;
 }
@@ -560,7 +569,8 @@ int dv_decode_roaring32_at(const uint8_t *file, size_t file_len, uint64_t offset
 {
     *out = NULL;
     int rc = check_slice(file_len, offset, length, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     return dec32_exact(file + offset, (size_t)length, (size_t)offset, out, err);
 }
 
@@ -610,8 +620,10 @@ int dv__dec64(const uint8_t *p, size_t n, size_t base, unsigned flags, struct dv
         size_t used;
         roaring_bitmap_t *bm;
         rc = dv__dec32(p + pos, n - pos, base + pos, &used, &bm, err);
-        if (rc != ST_OK) goto fail;
-        if (bm != NULL) dv__push_bucket(d, key, bm);
+        if (rc != ST_OK)
+            goto fail;
+        if (bm != NULL)
+            dv__push_bucket(d, key, bm);
         pos += used;
     }
     if (pos != n) {
@@ -637,6 +649,7 @@ int dv_decode_roaring64_at(const uint8_t *file, size_t file_len, uint64_t offset
 {
     *out = NULL;
     int rc = check_slice(file_len, offset, length, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     return dv__dec64(file + offset, (size_t)length, (size_t)offset, flags, out, err);
 }

@@ -17,7 +17,8 @@ _Static_assert(ROARING_VERSION_MAJOR == 0 && ROARING_VERSION_MINOR == 2,
 static roaring_bitmap_t *bitmap_new(void)
 {
     roaring_bitmap_t *bm = roaring_bitmap_create();
-    if (bm == NULL) abort(); /* out of memory, as xmalloc */
+    if (bm == NULL)
+        abort(); /* out of memory, as xmalloc */
     return bm;
 }
 
@@ -28,7 +29,8 @@ struct dv *dv_new(void)
 
 void dv_free(struct dv *d)
 {
-    if (d == NULL) return;
+    if (d == NULL)
+        return;
     for (size_t i = 0; i < d->n; i++)
         roaring_bitmap_free(d->b[i].bm);
     free(d->b);
@@ -44,7 +46,8 @@ struct dv *dv_clone(const struct dv *d)
     }
     for (size_t i = 0; i < d->n; i++) {
         roaring_bitmap_t *bm = roaring_bitmap_copy(d->b[i].bm);
-        if (bm == NULL) abort();
+        if (bm == NULL)
+            abort();
         c->b[i].key = d->b[i].key;
         c->b[i].bm = bm;
         c->n++;
@@ -55,7 +58,8 @@ struct dv *dv_clone(const struct dv *d)
 /* Index of the first bucket whose key is >= key. */
 static size_t lower_bound(const struct dv *d, uint32_t key)
 {
-    if (d->n > 0 && d->b[d->n - 1].key < key) return d->n;
+    if (d->n > 0 && d->b[d->n - 1].key < key)
+        return d->n;
     size_t lo = 0, hi = d->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -75,7 +79,8 @@ static const roaring_bitmap_t *find_bucket(const struct dv *d, uint32_t key)
 
 static void reserve(struct dv *d, size_t extra)
 {
-    if (d->n + extra <= d->cap) return;
+    if (d->n + extra <= d->cap)
+        return;
     size_t cap = d->cap ? d->cap * 2 : 4;
     while (cap < d->n + extra)
         cap *= 2;
@@ -86,7 +91,8 @@ static void reserve(struct dv *d, size_t extra)
 static roaring_bitmap_t *get_or_add(struct dv *d, uint32_t key)
 {
     size_t i = lower_bound(d, key);
-    if (i < d->n && d->b[i].key == key) return d->b[i].bm;
+    if (i < d->n && d->b[i].key == key)
+        return d->b[i].bm;
     reserve(d, 1);
     memmove(d->b + i + 1, d->b + i, (d->n - i) * sizeof *d->b);
     d->b[i].key = key;
@@ -124,14 +130,16 @@ void dv_add_many(struct dv *d, const uint64_t *pos, size_t n)
 
 void dv_add_range(struct dv *d, uint64_t lo, uint64_t hi)
 {
-    if (hi <= lo) return;
+    if (hi <= lo)
+        return;
     uint64_t last = hi - 1;
     uint32_t first_key = (uint32_t)(lo >> 32), last_key = (uint32_t)(last >> 32);
     for (uint32_t key = first_key;; key++) {
         uint32_t a = key == first_key ? (uint32_t)lo : 0;
         uint32_t b = key == last_key ? (uint32_t)last : UINT32_MAX;
         roaring_bitmap_add_range_closed(get_or_add(d, key), a, b);
-        if (key == last_key) break;
+        if (key == last_key)
+            break;
     }
 }
 
@@ -156,7 +164,8 @@ bool dv_is_empty(const struct dv *d)
 
 bool dv_max(const struct dv *d, uint64_t *out)
 {
-    if (d->n == 0) return false;
+    if (d->n == 0)
+        return false;
     const struct dv_bucket *b = &d->b[d->n - 1];
     *out = ((uint64_t)b->key << 32) | roaring_bitmap_maximum(b->bm);
     return true;
@@ -164,7 +173,8 @@ bool dv_max(const struct dv *d, uint64_t *out)
 
 bool dv_min(const struct dv *d, uint64_t *out)
 {
-    if (d->n == 0) return false;
+    if (d->n == 0)
+        return false;
     *out = ((uint64_t)d->b[0].key << 32) | roaring_bitmap_minimum(d->b[0].bm);
     return true;
 }
@@ -176,7 +186,8 @@ static uint64_t cont_card(const struct dv__cont *c)
         return (uint64_t)((const array_container_t *)c->c)->cardinality;
     if (c->type == BITSET_CONTAINER_TYPE_CODE) {
         const bitset_container_t *b = c->c;
-        if (b->cardinality >= 0) return (uint64_t)b->cardinality;
+        if (b->cardinality >= 0)
+            return (uint64_t)b->cardinality;
         return dv__popcount((const uint8_t *)b->array, 1024); /* unknown (lazy ops) */
     }
     const run_container_t *r = c->c;
@@ -212,7 +223,8 @@ static uint64_t cont_rank(const struct dv__cont *c, uint32_t v)
     }
     const uint64_t *w = ((const bitset_container_t *)c->c)->array;
     uint64_t last = w[v / 64];
-    if (v % 64 != 63) last &= (2ull << (v % 64)) - 1;
+    if (v % 64 != 63)
+        last &= (2ull << (v % 64)) - 1;
     return dv__popcount((const uint8_t *)w, v / 64) + (uint64_t)__builtin_popcountll(last);
 }
 
@@ -224,7 +236,8 @@ uint64_t dv_rank(const struct dv *d, uint64_t pos)
         const roaring_array_t *ra = &d->b[i].bm->high_low_container;
         for (int32_t k = 0; k < ra->size; k++) {
             struct dv__cont c;
-            if (d->b[i].key == key && ra->keys[k] > (low >> 16)) break;
+            if (d->b[i].key == key && ra->keys[k] > (low >> 16))
+                break;
             dv__container(d->b[i].bm, k, &c);
             if (d->b[i].key == key && ra->keys[k] == (low >> 16))
                 r += cont_rank(&c, low & 0xFFFF);
@@ -237,7 +250,8 @@ uint64_t dv_rank(const struct dv *d, uint64_t pos)
 
 void dv_rank_many(const struct dv *d, const uint64_t *pos, size_t n, uint64_t *out)
 {
-    if (n == 0) return;
+    if (n == 0)
+        return;
     struct dv_iter it;
     uint64_t buf[256];
     uint64_t hi = pos[0]; /* the largest query merged so far */
@@ -254,7 +268,8 @@ void dv_rank_many(const struct dv *d, const uint64_t *pos, size_t n, uint64_t *o
         hi = pos[i];
         for (;;) {
             if (bi == bn) {
-                if (done) break;
+                if (done)
+                    break;
                 bn = dv_iter_next_many(&it, buf, 256);
                 bi = 0;
                 if (bn == 0) {
@@ -262,7 +277,8 @@ void dv_rank_many(const struct dv *d, const uint64_t *pos, size_t n, uint64_t *o
                     break;
                 }
             }
-            if (buf[bi] > pos[i]) break;
+            if (buf[bi] > pos[i])
+                break;
             count++;
             bi++;
         }
@@ -272,7 +288,8 @@ void dv_rank_many(const struct dv *d, const uint64_t *pos, size_t n, uint64_t *o
 
 void dv_union(struct dv *dst, const struct dv *src)
 {
-    if (dst == src || src->n == 0) return;
+    if (dst == src || src->n == 0)
+        return;
     /* Merge the two sorted bucket arrays into a new one. */
     size_t cap = dst->n + src->n;
     struct dv_bucket *m = xreallocarray(NULL, cap, sizeof *m);
@@ -282,7 +299,8 @@ void dv_union(struct dv *dst, const struct dv *src)
             m[k++] = dst->b[i++];
         } else if (i == dst->n || src->b[j].key < dst->b[i].key) {
             roaring_bitmap_t *bm = roaring_bitmap_copy(src->b[j].bm);
-            if (bm == NULL) abort();
+            if (bm == NULL)
+                abort();
             m[k].key = src->b[j++].key;
             m[k++].bm = bm;
         } else {
@@ -298,12 +316,15 @@ void dv_union(struct dv *dst, const struct dv *src)
 
 bool dv_equal(const struct dv *a, const struct dv *b)
 {
-    if (a->n != b->n) return false;
+    if (a->n != b->n)
+        return false;
     for (size_t i = 0; i < a->n; i++) {
         const roaring_bitmap_t *x = a->b[i].bm, *y = b->b[i].bm;
-        if (a->b[i].key != b->b[i].key) return false;
+        if (a->b[i].key != b->b[i].key)
+            return false;
         uint64_t cx = roaring_bitmap_get_cardinality(x);
-        if (cx != roaring_bitmap_get_cardinality(y)) return false;
+        if (cx != roaring_bitmap_get_cardinality(y))
+            return false;
         /* equals() compares run containers run by run, so a decoded bitmap
            with adjacent (unmerged) runs needs the set-semantic check. */
         if (!roaring_bitmap_equals(x, y) && roaring_bitmap_and_cardinality(x, y) != cx)
@@ -371,18 +392,24 @@ static void fill_bucket(const roaring_bitmap_t *bm, uint32_t lo, uint32_t hi, ui
             const run_container_t *r = c.c;
             for (int32_t j = 0; j < r->n_runs; j++) {
                 uint32_t s = r->runs[j].value, e = s + r->runs[j].length;
-                if (e < clo) continue;
-                if (s > chi) break;
-                if (s < clo) s = clo;
-                if (e > chi) e = chi;
+                if (e < clo)
+                    continue;
+                if (s > chi)
+                    break;
+                if (s < clo)
+                    s = clo;
+                if (e > chi)
+                    e = chi;
                 memset(cm + (s - clo), 1, e - s + 1);
             }
         } else {
             const bitset_container_t *b = c.c;
             for (uint32_t w = clo >> 6; w <= (chi >> 6); w++) {
                 uint64_t word = b->array[w];
-                if (w == (clo >> 6)) word &= ~0ull << (clo & 63);
-                if (w == (chi >> 6) && (chi & 63) != 63) word &= (2ull << (chi & 63)) - 1;
+                if (w == (clo >> 6))
+                    word &= ~0ull << (clo & 63);
+                if (w == (chi >> 6) && (chi & 63) != 63)
+                    word &= (2ull << (chi & 63)) - 1;
                 while (word != 0) {
                     uint32_t v = w * 64 + (uint32_t)__builtin_ctzll(word);
                     cm[v - clo] = 1;
@@ -395,7 +422,8 @@ static void fill_bucket(const roaring_bitmap_t *bm, uint32_t lo, uint32_t hi, ui
 
 void dv_fill_mask(const struct dv *d, uint64_t start, size_t n, uint8_t *mask)
 {
-    if (n == 0) return;
+    if (n == 0)
+        return;
     memset(mask, 0, n);
     uint64_t last = (uint64_t)(n - 1) > UINT64_MAX - start ? UINT64_MAX : start + (n - 1);
     uint32_t first_key = (uint32_t)(start >> 32), last_key = (uint32_t)(last >> 32);
@@ -430,7 +458,8 @@ void dv_iter_seek(struct dv_iter *it, uint64_t pos)
     const roaring_bitmap_t *bm = d->b[it->bucket].bm;
     const roaring_array_t *ra = &bm->high_low_container;
     it->container = container_lower_bound(ra, (uint16_t)(low >> 16));
-    if (it->container >= ra->size || ra->keys[it->container] != (low >> 16)) return;
+    if (it->container >= ra->size || ra->keys[it->container] != (low >> 16))
+        return;
     uint32_t v = low & 0xFFFF;
     struct dv__cont c;
     dv__container(bm, it->container, &c);
@@ -451,7 +480,8 @@ void dv_iter_seek(struct dv_iter *it, uint64_t pos)
         while (i < (uint32_t)r->n_runs && (uint32_t)r->runs[i].value + r->runs[i].length < v)
             i++;
         it->idx = i;
-        if (i < (uint32_t)r->n_runs && r->runs[i].value < v) it->sub = v - r->runs[i].value;
+        if (i < (uint32_t)r->n_runs && r->runs[i].value < v)
+            it->sub = v - r->runs[i].value;
     } else {
         const bitset_container_t *b = c.c;
         it->idx = v / 64;
@@ -488,7 +518,8 @@ size_t dv_iter_next_many(struct dv_iter *it, uint64_t *out, size_t max)
             uint32_t card = (uint32_t)a->cardinality;
             while (k < max && it->idx < card)
                 out[k++] = base | a->array[it->idx++];
-            if (it->idx >= card) next_container(it);
+            if (it->idx >= card)
+                next_container(it);
         } else if (c.type == RUN_CONTAINER_TYPE_CODE) {
             const run_container_t *r = c.c;
             uint32_t nr = (uint32_t)r->n_runs;
@@ -501,7 +532,8 @@ size_t dv_iter_next_many(struct dv_iter *it, uint64_t *out, size_t max)
                     it->sub = 0;
                 }
             }
-            if (it->idx >= nr) next_container(it);
+            if (it->idx >= nr)
+                next_container(it);
         } else {
             /* sub == 1 once `word` holds the unreturned bits of word idx. */
             const bitset_container_t *b = c.c;
@@ -519,7 +551,8 @@ size_t dv_iter_next_many(struct dv_iter *it, uint64_t *out, size_t max)
                     it->sub = 0;
                 }
             }
-            if (it->idx >= 1024) next_container(it);
+            if (it->idx >= 1024)
+                next_container(it);
         }
     }
     return k;

@@ -9,7 +9,8 @@
 
 static int check_version(const uint8_t *file, size_t n, struct st_err *err)
 {
-    if (n < 1) return st_errf(err, ST_ECORRUPT, "empty dvindex file: no version byte at byte 0");
+    if (n < 1)
+        return st_errf(err, ST_ECORRUPT, "empty dvindex file: no version byte at byte 0");
     if (file[0] != PAIMON_DVINDEX_VERSION)
         return st_errf(err, ST_ECORRUPT, "unsupported dvindex version %u at byte 0 (expected 1)",
                        file[0]);
@@ -21,7 +22,8 @@ int paimon_decode_dv(const uint8_t *file, size_t n, uint64_t offset, int64_t len
 {
     *out = NULL;
     int rc = check_version(file, n, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (offset < 1 || offset >= n)
         return st_errf(err, ST_ECORRUPT,
                        "DV offset %" PRIu64 " is outside the entries of the %zu-byte file "
@@ -30,7 +32,8 @@ int paimon_decode_dv(const uint8_t *file, size_t n, uint64_t offset, int64_t len
     const uint8_t *data;
     uint32_t size;
     rc = dv__frame(file + offset, n - (size_t)offset, (size_t)offset, false, &data, &size, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     size_t at = (size_t)offset + 4;
     if (size < 4)
         return st_errf(err, ST_ECORRUPT, "truncated: the 4-byte magic at byte %zu is cut off", at);
@@ -40,7 +43,8 @@ int paimon_decode_dv(const uint8_t *file, size_t n, uint64_t offset, int64_t len
         size_t used;
         roaring_bitmap_t *bm;
         rc = dv__dec32(data + 4, size - 4, at + 4, &used, &bm, err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
         if (used != size - 4) {
             if (bm != NULL) /* 0.2.66 does not accept NULL */
                 roaring_bitmap_free(bm);
@@ -49,13 +53,15 @@ int paimon_decode_dv(const uint8_t *file, size_t n, uint64_t offset, int64_t len
                            size - 4 - used, at + 4 + used);
         }
         struct dv *d = dv_new();
-        if (bm != NULL) dv__push_bucket(d, 0, bm);
+        if (bm != NULL)
+            dv__push_bucket(d, 0, bm);
         *out = d;
     } else if (ld_u32le(data) == DV_MAGIC_LE) {
         ent.bitmap64 = true;
         ent.length = (uint64_t)size + 8;
         rc = dv__dec_magic_vector(data, size, at, -1, out, err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     } else {
         return st_errf(err, ST_ECORRUPT,
                        "bad magic %02x %02x %02x %02x at byte %zu (expected 5e 43 f2 d0 for a "
@@ -70,7 +76,8 @@ int paimon_decode_dv(const uint8_t *file, size_t n, uint64_t offset, int64_t len
                        "), but the index manifest says %" PRId64,
                        ent.bitmap64 ? "64-bit" : "32-bit", offset, ent.length, size, length);
     }
-    if (e != NULL) *e = ent;
+    if (e != NULL)
+        *e = ent;
     return ST_OK;
 }
 
@@ -86,9 +93,11 @@ int paimon_cursor_next(struct paimon_cursor *c, struct paimon_dv_entry *e, struc
                        struct st_err *err)
 {
     *out = NULL;
-    if (c->next >= c->n) return 0;
+    if (c->next >= c->n)
+        return 0;
     int rc = paimon_decode_dv(c->file, c->n, c->next, -1, e, out, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     c->next = e->offset + (uint64_t)e->size + 8;
     return 1;
 }

@@ -31,7 +31,8 @@ static void blob_free(struct puffin_blob *b)
 
 void puffin_footer_free(struct puffin_footer *f)
 {
-    if (f == NULL) return;
+    if (f == NULL)
+        return;
     for (size_t i = 0; i < f->n_blobs; i++)
         blob_free(&f->blobs[i]);
     free(f->blobs);
@@ -42,17 +43,20 @@ void puffin_footer_free(struct puffin_footer *f)
 const char *puffin_prop(const struct puffin_prop *props, size_t n, const char *key)
 {
     for (size_t i = 0; i < n; i++)
-        if (strcmp(props[i].key, key) == 0) return props[i].value;
+        if (strcmp(props[i].key, key) == 0)
+            return props[i].value;
     return NULL;
 }
 
 /* Strict non-negative decimal (no sign, no spaces, no leading zeros). */
 static bool parse_count(const char *s, int64_t *out)
 {
-    if (s == NULL || *s == '\0' || (s[0] == '0' && s[1] != '\0')) return false;
+    if (s == NULL || *s == '\0' || (s[0] == '0' && s[1] != '\0'))
+        return false;
     int64_t v = 0;
     for (; *s; s++) {
-        if (*s < '0' || *s > '9' || v > (INT64_MAX - (*s - '0')) / 10) return false;
+        if (*s < '0' || *s > '9' || v > (INT64_MAX - (*s - '0')) / 10)
+            return false;
         v = v * 10 + (*s - '0');
     }
     *out = v;
@@ -79,10 +83,13 @@ static int parse_props(struct ctx *c, size_t blob, json_t *o, struct puffin_prop
 {
     *out = NULL;
     *n = 0;
-    if (o == NULL) return ST_OK;
-    if (!json_is_object(o)) return bad(c, blob, "\"properties\" is not an object");
+    if (o == NULL)
+        return ST_OK;
+    if (!json_is_object(o))
+        return bad(c, blob, "\"properties\" is not an object");
     size_t cnt = json_object_size(o), i = 0;
-    if (cnt == 0) return ST_OK;
+    if (cnt == 0)
+        return ST_OK;
     struct puffin_prop *p = xcalloc(cnt, sizeof *p);
     const char *k;
     json_t *v;
@@ -117,11 +124,14 @@ static int parse_blob(struct ctx *c, size_t i, json_t *o, uint64_t blob_end, str
 {
     memset(b, 0, sizeof *b);
     b->cardinality = -1;
-    if (!json_is_object(o)) return bad(c, i, "not an object");
+    if (!json_is_object(o))
+        return bad(c, i, "not an object");
     json_t *type = json_object_get(o, "type"), *fields = json_object_get(o, "fields");
     json_t *codec = json_object_get(o, "compression-codec");
-    if (!json_is_string(type)) return bad(c, i, "\"type\" is missing or not a string");
-    if (!json_is_array(fields)) return bad(c, i, "\"fields\" is missing or not a list");
+    if (!json_is_string(type))
+        return bad(c, i, "\"type\" is missing or not a string");
+    if (!json_is_array(fields))
+        return bad(c, i, "\"fields\" is missing or not a list");
     if (codec != NULL && !json_is_string(codec))
         return bad(c, i, "\"compression-codec\" is not a string");
     int64_t offset, length;
@@ -163,7 +173,8 @@ static int parse_blob(struct ctx *c, size_t i, json_t *o, uint64_t blob_end, str
         b->compression_codec = xstrndup(json_string_value(codec), json_string_length(codec));
     b->referenced_data_file = puffin_prop(b->props, b->n_props, "referenced-data-file");
     int64_t card;
-    if (parse_count(puffin_prop(b->props, b->n_props, "cardinality"), &card)) b->cardinality = card;
+    if (parse_count(puffin_prop(b->props, b->n_props, "cardinality"), &card))
+        b->cardinality = card;
     return ST_OK;
 }
 
@@ -198,7 +209,8 @@ static int parse_footer(const uint8_t *head, const uint8_t *footer, uint64_t fil
     out->blobs = nb ? xcalloc(nb, sizeof *out->blobs) : NULL;
     for (size_t i = 0; i < nb; i++) {
         rc = parse_blob(&c, i, json_array_get(blobs, i), footer_offset, &out->blobs[i]);
-        if (rc != ST_OK) goto out;
+        if (rc != ST_OK)
+            goto out;
         out->n_blobs++;
     }
     rc = parse_props(&c, SIZE_MAX, json_object_get(root, "properties"), &out->props, &out->n_props);
@@ -264,7 +276,8 @@ int puffin_read_footer(const uint8_t *file, size_t n, struct puffin_footer *out,
     uint64_t footer_offset = 0;
     uint32_t size = 0;
     int rc = check_tail(file + n - TAIL, n, &footer_offset, &size, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     return parse_footer(file, file + footer_offset, n, footer_offset, size, out, err);
 }
 
@@ -282,10 +295,12 @@ int puffin_read_footer_fd(int fd, uint64_t file_size, struct puffin_footer *out,
         return rc;
     uint64_t footer_offset = 0;
     uint32_t size = 0;
-    if ((rc = check_tail(tail, file_size, &footer_offset, &size, err)) != ST_OK) return rc;
+    if ((rc = check_tail(tail, file_size, &footer_offset, &size, err)) != ST_OK)
+        return rc;
     uint8_t *footer = xmalloc((size_t)size + 4);
     rc = st_pread_full(fd, footer, (size_t)size + 4, footer_offset, err);
-    if (rc == ST_OK) rc = parse_footer(head, footer, file_size, footer_offset, size, out, err);
+    if (rc == ST_OK)
+        rc = parse_footer(head, footer, file_size, footer_offset, size, out, err);
     free(footer);
     return rc;
 }
@@ -294,7 +309,8 @@ const struct puffin_blob *puffin_find_blob(const struct puffin_footer *f, uint64
                                            uint64_t length)
 {
     for (size_t i = 0; i < f->n_blobs; i++)
-        if (f->blobs[i].offset == offset && f->blobs[i].length == length) return &f->blobs[i];
+        if (f->blobs[i].offset == offset && f->blobs[i].length == length)
+            return &f->blobs[i];
     return NULL;
 }
 
@@ -338,7 +354,8 @@ int puffin_decode_dv(const uint8_t *file, size_t n, const struct puffin_blob *b,
 {
     *out = NULL;
     int rc = puffin_check_dv_blob(b, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     return dv_decode_iceberg_at(file, n, b->offset, b->length, b->cardinality, out, err);
 }
 
@@ -346,7 +363,8 @@ int puffin_read_dv_fd(int fd, const struct puffin_blob *b, struct dv **out, stru
 {
     *out = NULL;
     int rc = puffin_check_dv_blob(b, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (b->length > PUFFIN_MAX_BLOB)
         return st_errf(err, ST_ETOOBIG,
                        "DV blob at byte %" PRIu64 " is %" PRIu64
@@ -421,7 +439,8 @@ static bool valid_utf8(const char *s)
 static int check_open(const struct puffin_writer *w, const char *referenced_file,
                       struct st_err *err)
 {
-    if (w->finished) return st_errf(err, ST_EINVAL, "the Puffin writer is already finished");
+    if (w->finished)
+        return st_errf(err, ST_EINVAL, "the Puffin writer is already finished");
     if (referenced_file != NULL && !valid_utf8(referenced_file))
         return st_errf(err, ST_EINVAL, "referenced data file name is not valid UTF-8");
     return ST_OK;
@@ -431,7 +450,8 @@ int puffin_writer_add_dv(struct puffin_writer *w, const char *referenced_file, c
                          uint64_t *offset, uint64_t *length, struct st_err *err)
 {
     int rc = check_open(w, referenced_file, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     size_t at = w->data.len;
     if (dv_encode_iceberg(d, &w->data) != ST_OK) {
         uint64_t max = 0;
@@ -451,8 +471,10 @@ int puffin_writer_add_dv_blob(struct puffin_writer *w, const char *referenced_fi
                               uint64_t *length, struct st_err *err)
 {
     int rc = check_open(w, referenced_file, err);
-    if (rc == ST_OK) rc = dv_iceberg_check(blob, n, true, err);
-    if (rc != ST_OK) return rc;
+    if (rc == ST_OK)
+        rc = dv_iceberg_check(blob, n, true, err);
+    if (rc != ST_OK)
+        return rc;
     *offset = w->data.len;
     *length = n;
     buf_append(&w->data, blob, n);
@@ -471,8 +493,10 @@ static json_t *props_json(const struct puffin_prop *p, size_t n)
 int puffin_writer_finish(struct puffin_writer *w, struct buf *out, struct st_err *err)
 {
     int rc = check_open(w, NULL, err);
-    if (rc != ST_OK) return rc;
-    if (!valid_utf8(w->created_by)) return st_errf(err, ST_EINVAL, "created-by is not valid UTF-8");
+    if (rc != ST_OK)
+        return rc;
+    if (!valid_utf8(w->created_by))
+        return st_errf(err, ST_EINVAL, "created-by is not valid UTF-8");
     json_t *root = json_object(), *blobs = json_array();
     for (size_t i = 0; i < w->n_blobs; i++) {
         const struct puffin_blob *b = &w->blobs[i];
@@ -495,7 +519,8 @@ int puffin_writer_finish(struct puffin_writer *w, struct buf *out, struct st_err
     json_object_set_new(root, "properties", props);
     char *payload = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
-    if (payload == NULL) abort(); /* out of memory: every string was checked above */
+    if (payload == NULL)
+        abort(); /* out of memory: every string was checked above */
     size_t plen = strlen(payload);
     buf_append(&w->data, PUFFIN_MAGIC, 4);
     buf_append(&w->data, payload, plen);
@@ -511,7 +536,8 @@ int puffin_writer_finish(struct puffin_writer *w, struct buf *out, struct st_err
 
 void puffin_writer_free(struct puffin_writer *w)
 {
-    if (w == NULL) return;
+    if (w == NULL)
+        return;
     buf_free(&w->data);
     for (size_t i = 0; i < w->n_blobs; i++)
         blob_free(&w->blobs[i]);

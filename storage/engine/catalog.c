@@ -15,14 +15,13 @@
 /* Key of the advisory lock that serialises migrations (ASCII "strikeMG"). */
 #define MIGRATION_LOCK_KEY 0x737472696b654d47LL
 
-
 struct cat_pool {
     char *conninfo;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     PGconn **idle;
     int nidle;
-    int open;      /* connections in use or idle */
+    int open; /* connections in use or idle */
     int max;
 };
 
@@ -108,12 +107,12 @@ int cat_migrate(PGconn *c, struct st_err *err)
     if ((rc = cat_exec(c, sql, "migration lock", err)) != ST_OK)
         goto rollback;
     rc = cat_exec(c,
-                 "CREATE SCHEMA IF NOT EXISTS strike;"
-                 "CREATE TABLE IF NOT EXISTS strike.schema_version ("
-                 "  version int PRIMARY KEY,"
-                 "  description text NOT NULL,"
-                 "  applied_at timestamptz NOT NULL DEFAULT now())",
-                 "migration bootstrap", err);
+                  "CREATE SCHEMA IF NOT EXISTS strike;"
+                  "CREATE TABLE IF NOT EXISTS strike.schema_version ("
+                  "  version int PRIMARY KEY,"
+                  "  description text NOT NULL,"
+                  "  applied_at timestamptz NOT NULL DEFAULT now())",
+                  "migration bootstrap", err);
     if (rc != ST_OK)
         goto rollback;
     PGresult *r = PQexec(c, "SELECT coalesce(max(version), 0) FROM strike.schema_version");
@@ -142,8 +141,9 @@ int cat_migrate(PGconn *c, struct st_err *err)
         snprintf(v, sizeof v, "%d", m->version);
         params[0] = v;
         params[1] = m->description;
-        r = PQexecParams(c, "INSERT INTO strike.schema_version (version, description) "
-                            "VALUES ($1, $2)",
+        r = PQexecParams(c,
+                         "INSERT INTO strike.schema_version (version, description) "
+                         "VALUES ($1, $2)",
                          2, NULL, params, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             rc = cat_fail(c, r, "recording the schema version", err);
@@ -159,8 +159,7 @@ rollback:
     return rc;
 }
 
-int cat_pool_open(const char *conninfo, int max_conns, struct cat_pool **out,
-                  struct st_err *err)
+int cat_pool_open(const char *conninfo, int max_conns, struct cat_pool **out, struct st_err *err)
 {
     *out = NULL;
     PGconn *c = connect_one(conninfo, err);

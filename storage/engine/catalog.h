@@ -21,8 +21,7 @@ struct cat_pool;
  * key=value string). Connects once to check the catalog, then runs the
  * migrations. Fails with ST_EUNAVAIL when the catalog cannot be reached.
  */
-int cat_pool_open(const char *conninfo, int max_conns, struct cat_pool **out,
-                  struct st_err *err);
+int cat_pool_open(const char *conninfo, int max_conns, struct cat_pool **out, struct st_err *err);
 void cat_pool_close(struct cat_pool *p);
 
 /*

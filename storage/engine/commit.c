@@ -59,7 +59,7 @@ struct item {
     enum item_kind kind;
     const struct change_req *req; /* ITEM_CHANGES */
     struct change_res *res;
-    struct table *t;              /* ITEM_DELETE_WHERE */
+    struct table *t; /* ITEM_DELETE_WHERE */
     const struct filter *filter;
     bool has_expected_seq;
     int64_t expected_seq;
@@ -187,10 +187,10 @@ static int submit(struct engine *e, int64_t table_id, struct item *it)
 /* ---- per-key state while replaying a batch --------------------------------- */
 
 struct kstate {
-    bool orig_exists;   /* in the key index at the base seq */
+    bool orig_exists; /* in the key index at the base seq */
     int64_t orig_file, orig_pos;
-    bool exists;        /* after the changes replayed so far */
-    bool touched;       /* an effective (non-stale) change happened */
+    bool exists;  /* after the changes replayed so far */
+    bool touched; /* an effective (non-stale) change happened */
     bool ver_null;
     uint32_t ver_off, ver_len; /* into batch.vers */
     uint32_t item, change;     /* the surviving upsert when exists && touched */
@@ -205,31 +205,31 @@ struct tfile {
     bool has_dv;
     char *dv_path;
     int64_t dv_offset, dv_length, dv_card;
-    struct dv *add;          /* positions to delete now */
+    struct dv *add; /* positions to delete now */
     /* outcome */
-    struct dv *merged;       /* base OR add (owned) */
-    bool whole;              /* delete every row (add is not filled in) */
-    bool removed;            /* every row deleted: the file leaves the table */
+    struct dv *merged; /* base OR add (owned) */
+    bool whole;        /* delete every row (add is not filled in) */
+    bool removed;      /* every row deleted: the file leaves the table */
     int64_t blob_offset, blob_length;
 };
 
 /* Everything one commit attempt writes. */
 struct plan {
-    int64_t base;              /* N */
-    int attempt;               /* 0 for the first try */
+    int64_t base; /* N */
+    int attempt;  /* 0 for the first try */
     const char *operation;
     uint8_t commit_id[16];
     char commit_id_s[ST_UUID_STR_LEN + 1];
     /* data file */
     bool has_file;
-    int64_t file_id;           /* reserved with nextval, kept with the file across retries */
+    int64_t file_id; /* reserved with nextval, kept with the file across retries */
     char *file_rel;
     int64_t file_rows, file_size;
     char *file_stats;
     /* deletion vectors */
     struct tfile *files;
     size_t nfiles;
-    char *puffin_rel;          /* NULL when no blob was written */
+    char *puffin_rel; /* NULL when no blob was written */
     /* key index (keys as int8 or bytea arrays, see key_is_i8) */
     bool i8;
     struct buf upd_keys, upd_pos, upd_vers; /* keys that exist: UPDATE */
@@ -367,11 +367,15 @@ static int reserve_file_id(PGconn *c, int64_t *id, struct st_err *err)
 static json_t *stat_value_json(enum st_type type, const struct st_value *v)
 {
     switch (type) {
-    case ST_T_BOOLEAN: return json_boolean(v->v.b);
-    case ST_T_INT: return json_integer(v->v.i);
+    case ST_T_BOOLEAN:
+        return json_boolean(v->v.b);
+    case ST_T_INT:
+        return json_integer(v->v.i);
     case ST_T_LONG:
-    case ST_T_TIMESTAMP: return json_integer(v->v.l);
-    case ST_T_DOUBLE: return v->v.d == v->v.d ? json_real(v->v.d) : NULL;
+    case ST_T_TIMESTAMP:
+        return json_integer(v->v.l);
+    case ST_T_DOUBLE:
+        return v->v.d == v->v.d ? json_real(v->v.d) : NULL;
     case ST_T_STRING:
         /* Long strings are not kept: no pruning on them is better than a huge catalog row. */
         return v->v.s.len <= 256 ? json_stringn(v->v.s.p, v->v.s.len) : NULL;
@@ -562,14 +566,15 @@ static const char *SQL_ADD_DVS =
     "blob_offset, blob_length, cardinality) SELECT $1, f, $2, $3, o, l, c FROM "
     "unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) AS u(f, o, l, c)";
 /* Key index statements, for "strike.key_index" (bytea) or "strike.key_index_i8" (bigint). */
-#define SQL_UPDATE_KEYS(tab, ty)                                                                  \
-    "UPDATE " tab " k SET file_id = $3, pos = u.p, seq = $2, version = u.v FROM unnest($4::" ty   \
+#define SQL_UPDATE_KEYS(tab, ty)                                                                   \
+    "UPDATE " tab " k SET file_id = $3, pos = u.p, seq = $2, version = u.v FROM unnest($4::" ty    \
     "[], $5::bigint[], $6::bytea[]) AS u(k, p, v) WHERE k.table_id = $1 AND k.key = u.k"
-#define SQL_INSERT_KEYS(tab, ty)                                                                  \
-    "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v " \
+#define SQL_INSERT_KEYS(tab, ty)                                                                   \
+    "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v "  \
     "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v)"
-#define SQL_DELETE_KEYS(tab, ty)                                                                  \
-    "DELETE FROM " tab " k USING unnest($2::" ty "[]) AS u(k) WHERE k.table_id = $1 AND k.key = u.k"
+#define SQL_DELETE_KEYS(tab, ty)                                                                   \
+    "DELETE FROM " tab " k USING unnest($2::" ty "[]) AS u(k) WHERE k.table_id = $1 AND k.key = "  \
+                                                 "u.k"
 #define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
 static const char *SQL_PRODUCERS =
     "INSERT INTO strike.producers (table_id, producer, last_offset, seq) SELECT $1, p, o, $2 "
@@ -587,8 +592,8 @@ static void terminate_backend(PGconn *c, int pid)
     const char *vals[1] = {p};
     PQclear(PQexecParams(c, "SELECT pg_terminate_backend($1::int)", 1, NULL, vals, NULL, NULL, 0));
     for (int i = 0; i < 200; i++) {
-        PGresult *r = PQexecParams(c, "SELECT 1 FROM pg_stat_activity WHERE pid = $1::int", 1,
-                                   NULL, vals, NULL, NULL, 0);
+        PGresult *r = PQexecParams(c, "SELECT 1 FROM pg_stat_activity WHERE pid = $1::int", 1, NULL,
+                                   vals, NULL, NULL, 0);
         bool gone = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 0;
         PQclear(r);
         if (gone)
@@ -614,9 +619,8 @@ static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int ol
         if (cat_acquire(e->pool, &c, 5000, &e2) == ST_OK) {
             terminate_backend(c, old_pid);
             const char *vals[1] = {p->commit_id_s};
-            PGresult *r = PQexecParams(c,
-                                       "SELECT seq FROM strike.snapshots WHERE commit_id = $1", 1,
-                                       NULL, vals, NULL, NULL, 0);
+            PGresult *r = PQexecParams(c, "SELECT seq FROM strike.snapshots WHERE commit_id = $1",
+                                       1, NULL, vals, NULL, NULL, 0);
             if (PQresultStatus(r) == PGRES_TUPLES_OK) {
                 bool found = PQntuples(r) == 1;
                 PQclear(r);
@@ -655,7 +659,8 @@ static enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struc
     if (force_conflict && !(p->attempt == 0 && atomic_load(&e->fault_conflict_first) > 0))
         atomic_fetch_sub(&e->fault_conflicts, 1);
     struct eng__num wrong;
-    const char *cas_vals[2] = {tid.s, force_conflict ? eng__i64(&wrong, p->base + 1000000) : base.s};
+    const char *cas_vals[2] = {tid.s,
+                               force_conflict ? eng__i64(&wrong, p->base + 1000000) : base.s};
 
     /* arrays for DV rows */
     struct buf closed = BUF_INIT, removed = BUF_INIT, dvf = BUF_INIT, dvo = BUF_INIT,
@@ -707,8 +712,13 @@ static enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struc
     struct eng__num fid;
     eng__i64(&fid, p->file_id);
     if (rc == ST_OK && p->has_file) {
-        const char *v[7] = {tid.s,   p->file_rel,  eng__i64(&frows, p->file_rows),
-                            eng__i64(&fsize, p->file_size), next.s, p->file_stats, fid.s};
+        const char *v[7] = {tid.s,
+                            p->file_rel,
+                            eng__i64(&frows, p->file_rows),
+                            eng__i64(&fsize, p->file_size),
+                            next.s,
+                            p->file_stats,
+                            fid.s};
         rc = pipe_send(&pp, SQL_FILE, 7, v, NULL, NULL, 0, err);
     }
     if (rc == ST_OK && nremoved > 0) {
@@ -752,8 +762,12 @@ static enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struc
     }
     const int f6[6] = {0, 0, 0, 1, 1, 1};
     if (rc == ST_OK && p->nupd > 0) {
-        const char *v[6] = {tid.s, next.s, fid.s, (const char *)p->upd_keys.data,
-                            (const char *)p->upd_pos.data, (const char *)p->upd_vers.data};
+        const char *v[6] = {tid.s,
+                            next.s,
+                            fid.s,
+                            (const char *)p->upd_keys.data,
+                            (const char *)p->upd_pos.data,
+                            (const char *)p->upd_vers.data};
         int l[6] = {0, 0, 0, (int)p->upd_keys.len, (int)p->upd_pos.len, (int)p->upd_vers.len};
         rc = pipe_send(&pp,
                        i8 ? SQL_UPDATE_KEYS("strike.key_index_i8", "bigint")
@@ -761,8 +775,12 @@ static enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struc
                        6, v, l, f6, 0, err);
     }
     if (rc == ST_OK && p->nins > 0) {
-        const char *v[6] = {tid.s, next.s, fid.s, (const char *)p->ins_keys.data,
-                            (const char *)p->ins_pos.data, (const char *)p->ins_vers.data};
+        const char *v[6] = {tid.s,
+                            next.s,
+                            fid.s,
+                            (const char *)p->ins_keys.data,
+                            (const char *)p->ins_pos.data,
+                            (const char *)p->ins_vers.data};
         int l[6] = {0, 0, 0, (int)p->ins_keys.len, (int)p->ins_pos.len, (int)p->ins_vers.len};
         rc = pipe_send(&pp,
                        i8 ? SQL_INSERT_KEYS("strike.key_index_i8", "bigint")
@@ -862,11 +880,11 @@ struct cbatch {
     struct item **items;
     size_t n;
     const struct table *t;
-    struct hmap keys;          /* key bytes -> index+1 into st */
+    struct hmap keys; /* key bytes -> index+1 into st */
     struct kstate *st;
     size_t nst, capst;
-    struct buf keybytes;       /* all keys, back to back */
-    struct buf vers;           /* version encodings */
+    struct buf keybytes; /* all keys, back to back */
+    struct buf vers;     /* version encodings */
 };
 
 static uint32_t cb_add_key(struct cbatch *b, const uint8_t *k, size_t klen, bool *created)
@@ -911,14 +929,14 @@ static void finish_item(struct item *it, int rc)
  * The key-index rows of keys[lo, hi) and, in the same statement, the live
  * files they point to with their live DVs: rows with a NULL key are files.
  */
-#define SQL_LOOKUP(tab, ty)                                                                       \
-    "WITH k AS MATERIALIZED (SELECT k.key, k.file_id, k.pos, k.version FROM unnest($2::" ty       \
-    "[]) AS u(key) JOIN " tab " k ON k.table_id = $1 AND k.key = u.key) "                         \
-    "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "     \
+#define SQL_LOOKUP(tab, ty)                                                                        \
+    "WITH k AS MATERIALIZED (SELECT k.key, k.file_id, k.pos, k.version FROM unnest($2::" ty        \
+    "[]) AS u(key) JOIN " tab " k ON k.table_id = $1 AND k.key = u.key) "                          \
+    "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "      \
     "NULL::bigint, NULL::bigint FROM k UNION ALL SELECT NULL, f.id, NULL, NULL, f.path, "          \
-    "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM "       \
-    "strike.data_files f LEFT JOIN strike.deletion_vectors dv ON dv.data_file_id = f.id AND "     \
-    "dv.removed_seq IS NULL WHERE f.table_id = $1 AND f.removed_seq IS NULL AND f.id IN (SELECT " \
+    "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM "         \
+    "strike.data_files f LEFT JOIN strike.deletion_vectors dv ON dv.data_file_id = f.id AND "      \
+    "dv.removed_seq IS NULL WHERE f.table_id = $1 AND f.removed_seq IS NULL AND f.id IN (SELECT "  \
     "file_id FROM k)"
 
 static int cmp_tfile(const void *a, const void *b)
@@ -1069,8 +1087,7 @@ static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *l
         size_t lo = ci * chunk, hi = lo + chunk < b->nst ? lo + chunk : b->nst;
         key_array_begin(&arrs[ci], p->i8, (uint32_t)(hi - lo));
         for (size_t i = lo; i < hi; i++)
-            key_array_add(&arrs[ci], p->i8, b->keybytes.data + b->st[i].key_off,
-                          b->st[i].key_len);
+            key_array_add(&arrs[ci], p->i8, b->keybytes.data + b->st[i].key_off, b->st[i].key_len);
         const char *v[2] = {tid.s, (const char *)arrs[ci].data};
         int l[2] = {0, (int)arrs[ci].len};
         rc = pipe_send(&pp,
@@ -1133,8 +1150,8 @@ static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *l
     if (st_prod >= 0) {
         r = pp.res[st_prod];
         for (int row = 0; row < PQntuples(r); row++) {
-            void **slot = hmap_put(last, PQgetvalue(r, row, 0), (size_t)PQgetlength(r, row, 0),
-                                   NULL);
+            void **slot =
+                hmap_put(last, PQgetvalue(r, row, 0), (size_t)PQgetlength(r, row, 0), NULL);
             free(*slot);
             int64_t *v = xmalloc(sizeof *v);
             *v = pg_bin_i64(r, row, 1);
@@ -1177,7 +1194,6 @@ static void free_map_values(struct hmap *m)
     hmap_free(m);
 }
 
-
 /* The final row of each (item, change) that survives, in arrival order. */
 struct outrow {
     uint32_t item, change;
@@ -1198,9 +1214,8 @@ static int cmp_outrow(const void *a, const void *b)
  * expected_seq mismatches) are finished and left out. *nothing is set when
  * no commit is needed.
  */
-static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p,
-                           struct outrow **rows_out, size_t *nrows_out, bool *nothing,
-                           struct st_err *err)
+static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
+                           size_t *nrows_out, bool *nothing, struct st_err *err)
 {
     const struct table *t = b->t;
     p->i8 = key_is_i8(t);
@@ -1608,9 +1623,8 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
         if (st_log_get_level() <= ST_LOG_DEBUG)
             log_debug("commit table=%s base=%lld attempt=%d requests=%zu rows=%zu dvs=%zu "
                       "prepare_ms=%.2f write_ms=%.2f commit_ms=%.2f outcome=%d",
-                      t->name, (long long)p.base, attempt, n, nrows, p.nfiles,
-                      (double)t_prep / 1e6, (double)t_write / 1e6, (double)t_commit / 1e6,
-                      (int)out);
+                      t->name, (long long)p.base, attempt, n, nrows, p.nfiles, (double)t_prep / 1e6,
+                      (double)t_write / 1e6, (double)t_commit / 1e6, (int)out);
         if (out == COMMITTED) {
             committed = true;
             atomic_fetch_add(&e->m_commits, 1);
@@ -1663,8 +1677,8 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
 /* ---- delete by filter --------------------------------------------------------- */
 
 static int scan_for_delete(struct engine *e, const struct table *t, const struct filter *f,
-                           struct snap_file *files, size_t nfiles, struct plan *p,
-                           int64_t *deleted, struct st_err *err)
+                           struct snap_file *files, size_t nfiles, struct plan *p, int64_t *deleted,
+                           struct st_err *err)
 {
     bool all = filter_is_true(f);
     bool *used = xcalloc((size_t)t->ncols, sizeof *used);
@@ -1699,8 +1713,8 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
         struct snap_file *sf = &files[fi];
         const struct dv *base = NULL;
         void *h = NULL;
-        if (sf->has_dv && (rc = dvc__get(e, sf->dv_path, sf->dv_offset, sf->dv_length,
-                                         sf->dv_card, &base, &h, err)) != ST_OK)
+        if (sf->has_dv && (rc = dvc__get(e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card,
+                                         &base, &h, err)) != ST_OK)
             break;
         struct dv *add = dv_new();
         int64_t ndeleted = 0;
@@ -1861,8 +1875,8 @@ static void process_delete(struct engine *e, struct item *it)
             p.nidem = 1;
             free(body);
         }
-        p.summary = xasprintf("{\"deleted\":%lld,\"changed_dvs\":%zu}", (long long)deleted,
-                              p.nfiles);
+        p.summary =
+            xasprintf("{\"deleted\":%lld,\"changed_dvs\":%zu}", (long long)deleted, p.nfiles);
         if (atomic_load(&e->fault_crash_before_commit) > 0) {
             log_warn("fault injection: exiting between blob write and commit");
             _exit(77);
@@ -1993,9 +2007,17 @@ int engine_delete_where(struct engine *e, struct table *t, const struct filter *
 void engine_test_fault(struct engine *e, enum engine_fault f, int n)
 {
     switch (f) {
-    case FAULT_CONFLICT_FIRST_ATTEMPT: atomic_store(&e->fault_conflict_first, n); break;
-    case FAULT_CONFLICT_NEXT: atomic_store(&e->fault_conflicts, n); break;
-    case FAULT_CRASH_BEFORE_COMMIT: atomic_store(&e->fault_crash_before_commit, n); break;
-    case FAULT_DROP_AT_COMMIT: atomic_store(&e->fault_drop_at_commit, n); break;
+    case FAULT_CONFLICT_FIRST_ATTEMPT:
+        atomic_store(&e->fault_conflict_first, n);
+        break;
+    case FAULT_CONFLICT_NEXT:
+        atomic_store(&e->fault_conflicts, n);
+        break;
+    case FAULT_CRASH_BEFORE_COMMIT:
+        atomic_store(&e->fault_crash_before_commit, n);
+        break;
+    case FAULT_DROP_AT_COMMIT:
+        atomic_store(&e->fault_drop_at_commit, n);
+        break;
     }
 }

@@ -228,8 +228,7 @@ static void loc_destroy(struct rc_obj *o)
 static struct dvb *empty_dvb[DV_FMT_PAIMON + 1];
 static pthread_once_t empty_once = PTHREAD_ONCE_INIT;
 
-static struct dvb *dvb_new(const uint8_t *p1, size_t n1, const uint8_t *p2, size_t n2,
-                           int64_t card)
+static struct dvb *dvb_new(const uint8_t *p1, size_t n1, const uint8_t *p2, size_t n2, int64_t card)
 {
     struct dvb *b = xmalloc(sizeof *b + n1 + n2);
     atomic_init(&b->rc.refs, 1);
@@ -284,8 +283,7 @@ void dvc__free(struct dvcache *c)
 void dvc__stats(struct engine *e, uint64_t *hits, uint64_t *misses)
 {
     struct dvcache *c = e->dvc;
-    *hits = atomic_load(&c->decoded.hits) + atomic_load(&c->bytes.hits) +
-            atomic_load(&c->loc.hits);
+    *hits = atomic_load(&c->decoded.hits) + atomic_load(&c->bytes.hits) + atomic_load(&c->loc.hits);
     *misses = atomic_load(&c->decoded.misses) + atomic_load(&c->bytes.misses) +
               atomic_load(&c->loc.misses);
 }
@@ -295,8 +293,8 @@ static int read_blob(struct engine *e, const char *rel, int64_t offset, int64_t 
                      uint8_t **out, struct st_err *err)
 {
     if (offset < 0 || length < (int64_t)DV_ICEBERG_OVERHEAD || (uint64_t)length > BLOB_MAX)
-        return st_errf(err, ST_ECORRUPT, "DV blob in %s at %lld has an impossible length %lld",
-                       rel, (long long)offset, (long long)length);
+        return st_errf(err, ST_ECORRUPT, "DV blob in %s at %lld has an impossible length %lld", rel,
+                       (long long)offset, (long long)length);
     char *abs = eng__abs(e, rel);
     int fd = open(abs, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -346,8 +344,7 @@ int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t l
         atomic_init(&dd->rc.refs, 1);
         dd->rc.destroy = dvd_destroy;
         dd->dv = d;
-        o = lru_put(&e->dvc->decoded, key, klen, &dd->rc,
-                    sizeof *dd + dv_roaring64_size(d) + 256);
+        o = lru_put(&e->dvc->decoded, key, klen, &dd->rc, sizeof *dd + dv_roaring64_size(d) + 256);
     }
     *out = ((struct dvd *)(void *)o)->dv;
     *handle = o;

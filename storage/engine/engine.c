@@ -448,8 +448,7 @@ static int validate_def(const struct table_def *d, int *pk_idx, int *version_idx
             return st_errf(err, ST_EINVAL, "columns[%d]: unknown type", i);
         for (int j = 0; j < i; j++)
             if (strcmp(d->cols[j].name, c->name) == 0)
-                return st_errf(err, ST_EINVAL, "columns[%d]: duplicate column \"%s\"", i,
-                               c->name);
+                return st_errf(err, ST_EINVAL, "columns[%d]: duplicate column \"%s\"", i, c->name);
     }
     if (d->npk < 0 || d->npk > PK_MAX)
         return st_errf(err, ST_EINVAL, "primary_key: at most %d columns", PK_MAX);
@@ -462,8 +461,7 @@ static int validate_def(const struct table_def *d, int *pk_idx, int *version_idx
             return st_errf(err, ST_EINVAL, "primary_key: unknown column \"%.200s\"", d->pk[i]);
         for (int j = 0; j < i; j++)
             if (pk_idx[j] == idx)
-                return st_errf(err, ST_EINVAL, "primary_key: column \"%s\" listed twice",
-                               d->pk[i]);
+                return st_errf(err, ST_EINVAL, "primary_key: column \"%s\" listed twice", d->pk[i]);
         if (!d->cols[idx].required)
             return st_errf(err, ST_EINVAL,
                            "primary_key: column \"%s\" must be required (\"required\":true)",
@@ -490,8 +488,7 @@ static int validate_def(const struct table_def *d, int *pk_idx, int *version_idx
                            d->version_column);
         for (int i = 0; i < d->npk; i++)
             if (pk_idx[i] == *version_idx)
-                return st_errf(err, ST_EINVAL,
-                               "version_column: \"%s\" is part of the primary key",
+                return st_errf(err, ST_EINVAL, "version_column: \"%s\" is part of the primary key",
                                d->version_column);
     }
     return ST_OK;
@@ -501,9 +498,9 @@ static char *columns_json(const struct st_column *cols, int n)
 {
     json_t *a = json_array();
     for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "name", cols[i].name, "type",
-                                           st_type_name(cols[i].type), "required",
-                                           cols[i].required));
+        json_array_append_new(a,
+                              json_pack("{s:s, s:s, s:b}", "name", cols[i].name, "type",
+                                        st_type_name(cols[i].type), "required", cols[i].required));
     char *s = json_dumps(a, JSON_COMPACT);
     json_decref(a);
     return s;
@@ -654,9 +651,8 @@ int engine_drop_table(struct engine *e, const char *name, const struct st_idem *
         if ((rc = eng__begin(c, false, err)) != ST_OK)
             break;
         const char *params[1] = {name};
-        PGresult *r = PQexecParams(c,
-                                   "DELETE FROM strike.tables WHERE name = $1 RETURNING id",
-                                   1, NULL, params, NULL, NULL, 0);
+        PGresult *r = PQexecParams(c, "DELETE FROM strike.tables WHERE name = $1 RETURNING id", 1,
+                                   NULL, params, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) == 0) {
             rc = PQresultStatus(r) != PGRES_TUPLES_OK
                      ? cat_fail(c, r, "dropping the table", err)
@@ -759,13 +755,12 @@ char *engine_table_json(const struct table *t, const struct table_stats *stats)
     st_format_rfc3339(t->created_us, created);
     json_object_set_new(o, "created_at", json_string(created));
     if (stats != NULL)
-        json_object_set_new(o, "stats",
-                            json_pack("{s:I, s:I, s:I, s:I, s:I}", "data_files",
-                                      (json_int_t)stats->data_files, "rows",
-                                      (json_int_t)stats->rows, "deleted_rows",
-                                      (json_int_t)stats->deleted_rows, "live_rows",
-                                      (json_int_t)stats->live_rows, "dv_files",
-                                      (json_int_t)stats->dv_files));
+        json_object_set_new(
+            o, "stats",
+            json_pack("{s:I, s:I, s:I, s:I, s:I}", "data_files", (json_int_t)stats->data_files,
+                      "rows", (json_int_t)stats->rows, "deleted_rows",
+                      (json_int_t)stats->deleted_rows, "live_rows", (json_int_t)stats->live_rows,
+                      "dv_files", (json_int_t)stats->dv_files));
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return s;

@@ -26,15 +26,15 @@ struct engine;
 struct filter;
 
 struct engine_opts {
-    const char *conninfo;     /* libpq URL or key=value string */
-    const char *data_dir;     /* blob store root */
-    int pool_size;            /* catalog connections (default 32) */
-    int64_t gc_grace_s;       /* orphan age before deletion (default 3600) */
-    int64_t gc_interval_s;    /* background orphan GC period; 0 = off */
-    size_t dv_cache_bytes;    /* decoded-DV cache bound (default 256 MiB) */
-    uint32_t row_group_rows;  /* Parquet row group size (default 131072) */
-    int zstd_level;           /* Parquet compression level (default 3) */
-    int commit_retries;       /* CAS retries before 409 (default 16) */
+    const char *conninfo;    /* libpq URL or key=value string */
+    const char *data_dir;    /* blob store root */
+    int pool_size;           /* catalog connections (default 32) */
+    int64_t gc_grace_s;      /* orphan age before deletion (default 3600) */
+    int64_t gc_interval_s;   /* background orphan GC period; 0 = off */
+    size_t dv_cache_bytes;   /* decoded-DV cache bound (default 256 MiB) */
+    uint32_t row_group_rows; /* Parquet row group size (default 131072) */
+    int zstd_level;          /* Parquet compression level (default 3) */
+    int commit_retries;      /* CAS retries before 409 (default 16) */
 };
 
 /* Connect, migrate, start background tasks. */
@@ -52,9 +52,9 @@ struct table {
     int ncols;
     struct st_column *cols;
     int npk;
-    int *pk;             /* column indexes of the primary key, in key order */
-    int version_col;     /* column index, or -1 */
-    int64_t seq;         /* current seq when this definition was read */
+    int *pk;         /* column indexes of the primary key, in key order */
+    int version_col; /* column index, or -1 */
+    int64_t seq;     /* current seq when this definition was read */
     int64_t created_us;
 };
 void table_ref(struct table *t);
@@ -71,8 +71,8 @@ struct table_def {
     int ncols;
     const struct st_column *cols;
     int npk;
-    const char *const *pk;       /* primary-key column names */
-    const char *version_column;  /* NULL: none */
+    const char *const *pk;      /* primary-key column names */
+    const char *version_column; /* NULL: none */
 };
 
 /*
@@ -126,10 +126,10 @@ struct change {
 };
 
 struct change_req {
-    struct table *table;        /* the definition the values were decoded against */
+    struct table *table; /* the definition the values were decoded against */
     const struct change *changes;
     size_t nchanges;
-    const char *producer;       /* NULL: none */
+    const char *producer; /* NULL: none */
     bool has_offset;
     int64_t offset;
     bool has_expected_seq;
@@ -166,12 +166,12 @@ struct scan;
 
 struct scan_req {
     bool has_snapshot;
-    int64_t snapshot;           /* >= 0 */
-    const int *columns;         /* output column indexes; NULL = all, in table order */
+    int64_t snapshot;   /* >= 0 */
+    const int *columns; /* output column indexes; NULL = all, in table order */
     int ncolumns;
     const struct filter *filter; /* NULL: all rows */
     bool has_limit;
-    int64_t limit;              /* >= 0 */
+    int64_t limit; /* >= 0 */
 };
 
 /*
@@ -203,7 +203,7 @@ void scan_close(struct scan *s); /* NULL ok */
 
 struct plan_file {
     int64_t id;
-    char *path;         /* relative to the blob store root */
+    char *path; /* relative to the blob store root */
     int64_t record_count, file_size, data_seq, deleted_count;
     bool has_dv;
     char *dv_path;
@@ -239,7 +239,7 @@ struct dv_bytes {
     const uint8_t *data;
     size_t len;
     int64_t cardinality;
-    char etag[40];      /* strong: "\"" + 32 hex of SHA-256(bytes) + "\"" */
+    char etag[40]; /* strong: "\"" + 32 hex of SHA-256(bytes) + "\"" */
 };
 void dv_bytes_unref(struct dv_bytes *b); /* NULL ok */
 
@@ -292,16 +292,17 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
 
 struct engine_metrics {
     uint64_t commits, conflicts, retries, commit_failures;
-    uint64_t batch_hist[8];      /* group-commit requests per commit: 1, 2, 3-4, 5-8, ..., >64 */
+    uint64_t batch_hist[8]; /* group-commit requests per commit: 1, 2, 3-4, 5-8, ..., >64 */
     uint64_t dv_cache_hits, dv_cache_misses;
-    uint64_t bytes_written;      /* Parquet + Puffin */
+    uint64_t bytes_written; /* Parquet + Puffin */
     uint64_t rows_written;
 };
 void engine_metrics(struct engine *e, struct engine_metrics *out);
 
 /* ---- JSON renderings shared by HTTP responses and idempotent replays ---- */
 
-/* {"name","columns":[...],"primary_key":[...],"version_column"?,"seq", "stats"? } ; caller frees. */
+/* {"name","columns":[...],"primary_key":[...],"version_column"?,"seq", "stats"? } ; caller frees.
+ */
 char *engine_table_json(const struct table *t, const struct table_stats *stats /* NULL: none */);
 /* {"seq":..,"inserted":..,"updated":..,"deleted":..,"missing":..,"stale":..,"duplicate":..} */
 char *engine_change_res_json(const struct change_res *r);

@@ -25,14 +25,14 @@ struct table_slot {
 
 struct engine {
     struct engine_opts o;
-    char *data_dir;  /* absolute */
+    char *data_dir; /* absolute */
     struct cat_pool *pool;
 
     pthread_mutex_t tables_mu;
     struct table_slot *tables; /* by name; small */
 
     pthread_mutex_t gcq_mu;
-    struct gcq *queues;        /* one per table id with pending work (commit.c) */
+    struct gcq *queues; /* one per table id with pending work (commit.c) */
 
     struct dvcache *dvc;
 
@@ -58,8 +58,8 @@ struct engine {
 
 /* Parse a table row (id, uuid, name, columns, primary_key, version_column, seq, created_us). */
 int eng__table_from_row(PGresult *r, int row, struct table **out, struct st_err *err);
-#define ENG__TABLE_COLS                                                                          \
-    "id, uuid::text, name, columns::text, primary_key::text, coalesce(version_column, ''), seq, " \
+#define ENG__TABLE_COLS                                                                            \
+    "id, uuid::text, name, columns::text, primary_key::text, coalesce(version_column, ''), seq, "  \
     "(extract(epoch from created_at) * 1000000)::bigint"
 /* Replace the cached definition (or drop it when t == NULL). */
 void eng__cache_table(struct engine *e, const char *name, struct table *t);
@@ -110,7 +110,7 @@ struct snap_file {
     int64_t id;
     char *path;
     int64_t record_count, file_size, data_seq;
-    char *stats_json;   /* may be NULL */
+    char *stats_json; /* may be NULL */
     bool has_dv;
     char *dv_path;
     int64_t dv_offset, dv_length, dv_card;

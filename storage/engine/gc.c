@@ -52,8 +52,9 @@ static int walk_blobs(struct engine *e, blob_fn fn, void *ctx, struct st_err *er
     char *root = eng__abs(e, "tables");
     DIR *d = opendir(root);
     if (d == NULL) {
-        int rc = errno == ENOENT ? ST_OK : st_errf(err, ST_EIO, "cannot list %s: %s", root,
-                                                   strerror(errno));
+        int rc = errno == ENOENT
+                     ? ST_OK
+                     : st_errf(err, ST_EIO, "cannot list %s: %s", root, strerror(errno));
         free(root);
         return rc;
     }
@@ -131,8 +132,8 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report 
         return rc;
     /* Read the references after a first look at the clock: a blob written
        after `cutoff` is never deleted, whatever the listing order. */
-    struct gc_ctx g = {.e = e, .cutoff = time(NULL) - (time_t)grace_s, .dry_run = dry_run,
-                       .rep = out};
+    struct gc_ctx g = {
+        .e = e, .cutoff = time(NULL) - (time_t)grace_s, .dry_run = dry_run, .rep = out};
     struct hmap refs;
     hmap_init(&refs);
     g.refs = &refs;
@@ -230,8 +231,8 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
     PQclear(r);
     struct hmap refs;
     hmap_init(&refs);
-    struct gc_ctx g = {.e = e, .refs = &refs, .dry_run = true, .rep = out, .report = fn,
-                       .report_ctx = ctx};
+    struct gc_ctx g = {
+        .e = e, .refs = &refs, .dry_run = true, .rep = out, .report = fn, .report_ctx = ctx};
     rc = referenced_set(c, &refs, &out->referenced, err);
     if (rc == ST_OK)
         rc = walk_blobs(e, gc_one, &g, err);

@@ -132,8 +132,8 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
 
 /* Column ranges of a file from its catalog stats, for pruning. The strings
    in `ranges` point into the returned JSON, which the caller decrefs. */
-static json_t *file_ranges(const struct table *t, const char *stats_json,
-                           struct col_range *ranges, const struct col_range **rp)
+static json_t *file_ranges(const struct table *t, const char *stats_json, struct col_range *ranges,
+                           const struct col_range **rp)
 {
     for (int k = 0; k < t->ncols; k++)
         rp[k] = NULL;
@@ -206,15 +206,15 @@ struct scan {
     const struct filter *filter;
     bool has_limit;
     int64_t remaining;
-    int *out;               /* output columns (table indexes) */
+    int *out; /* output columns (table indexes) */
     int nout;
-    bool *needed;           /* table columns to decode */
+    bool *needed; /* table columns to decode */
     /* current file */
     struct pq_reader *r;
-    int *pq_cols;           /* parquet column per decoded column */
-    int *tcol_of;           /* decoded column -> table column */
+    int *pq_cols; /* parquet column per decoded column */
+    int *tcol_of; /* decoded column -> table column */
     int ndecoded;
-    int *slot_of;           /* table column -> decoded column, or -1 */
+    int *slot_of; /* table column -> decoded column, or -1 */
     int rg;
     const struct dv *dv;
     void *dv_handle;

@@ -13,8 +13,8 @@ const struct migration cat__migrations[] = {
      "  id bigserial PRIMARY KEY,"
      "  uuid uuid NOT NULL UNIQUE,"
      "  name text NOT NULL UNIQUE,"
-     "  columns jsonb NOT NULL,"              /* [{"name","type","required"}] */
-     "  primary_key jsonb NOT NULL,"          /* ["col", ...] */
+     "  columns jsonb NOT NULL,"     /* [{"name","type","required"}] */
+     "  primary_key jsonb NOT NULL," /* ["col", ...] */
      "  version_column text,"
      "  seq bigint NOT NULL DEFAULT 0,"
      "  properties jsonb NOT NULL DEFAULT '{}',"
@@ -38,7 +38,7 @@ const struct migration cat__migrations[] = {
      "  file_size bigint NOT NULL,"
      "  data_seq bigint NOT NULL,"
      "  removed_seq bigint,"
-     "  stats jsonb NOT NULL DEFAULT '{}');"   /* {"col":{"min":v,"max":v,"nulls":n}} */
+     "  stats jsonb NOT NULL DEFAULT '{}');" /* {"col":{"min":v,"max":v,"nulls":n}} */
      "CREATE INDEX data_files_by_table ON strike.data_files (table_id, data_seq, id);"
      "CREATE INDEX data_files_live ON strike.data_files (table_id) WHERE removed_seq IS NULL;"
 

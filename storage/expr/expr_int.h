@@ -35,9 +35,11 @@ static inline size_t expr__utf8_seq(const unsigned char *s, size_t n)
     } else {
         return 0;
     }
-    if (n < len || s[1] < lo || s[1] > hi) return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
     for (size_t k = 2; k < len; k++) {
-        if ((s[k] & 0xC0) != 0x80) return 0;
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
     }
     return len;
 }

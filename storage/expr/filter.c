@@ -43,7 +43,8 @@ __attribute__((format(printf, 3, 4))) static int fail(struct parser *p, int code
 
 static void node_free(struct fnode *nd)
 {
-    if (nd == NULL) return;
+    if (nd == NULL)
+        return;
     for (size_t k = 0; k < nd->nkids; k++)
         node_free(nd->kids[k]);
     free(nd->kids);
@@ -102,7 +103,8 @@ static const struct opname OPS[] = {
 static const char *op_name(enum fop op)
 {
     for (size_t k = 0; k < sizeof OPS / sizeof OPS[0]; k++) {
-        if (OPS[k].op == op) return OPS[k].name;
+        if (OPS[k].op == op)
+            return OPS[k].name;
     }
     return "?";
 }
@@ -130,7 +132,8 @@ static void shown(const char *s, char out[72])
 static int find_column(struct parser *p, const char *name, int *col)
 {
     *col = expr__lookup_find(&p->names, name);
-    if (*col >= 0) return ST_OK;
+    if (*col >= 0)
+        return ST_OK;
     char s[72];
     shown(name, s);
     return fail(p, ST_EINVAL, "unknown column \"%s\"", s);
@@ -146,8 +149,10 @@ static const char *type_of(const json_t *j)
 static int parse_reference(struct parser *p, const json_t *j, int *col)
 {
     const json_t *name = json_object_get(j, "name");
-    if (name == NULL) name = json_object_get(j, "term");
-    if (json_is_string(name)) return find_column(p, json_string_value(name), col);
+    if (name == NULL)
+        name = json_object_get(j, "term");
+    if (json_is_string(name))
+        return find_column(p, json_string_value(name), col);
     if (json_object_get(j, "id") != NULL)
         return fail(p, ST_EUNSUPPORTED,
                     "references by field id are not supported; use "
@@ -160,7 +165,8 @@ static int refuse_term_type(struct parser *p, const char *type)
 {
     if (strcmp(type, "transform") == 0)
         return fail(p, ST_EUNSUPPORTED, "transforms are not supported");
-    if (strcmp(type, "apply") == 0) return fail(p, ST_EUNSUPPORTED, "functions are not supported");
+    if (strcmp(type, "apply") == 0)
+        return fail(p, ST_EUNSUPPORTED, "functions are not supported");
     char s[72];
     shown(type, s);
     return fail(p, ST_EINVAL, "expected a column reference or a literal, got \"%s\"", s);
@@ -169,10 +175,13 @@ static int refuse_term_type(struct parser *p, const char *type)
 /* A released-form "term": a column name, a reference object, or a (refused) transform. */
 static int parse_term(struct parser *p, const json_t *j, int *col)
 {
-    if (json_is_string(j)) return find_column(p, json_string_value(j), col);
+    if (json_is_string(j))
+        return find_column(p, json_string_value(j), col);
     const char *type = type_of(j);
-    if (type != NULL && strcmp(type, "reference") == 0) return parse_reference(p, j, col);
-    if (type != NULL && strcmp(type, "transform") == 0) return refuse_term_type(p, type);
+    if (type != NULL && strcmp(type, "reference") == 0)
+        return parse_reference(p, j, col);
+    if (type != NULL && strcmp(type, "transform") == 0)
+        return refuse_term_type(p, type);
     return fail(p, ST_EINVAL, "\"term\" must be a column name or a reference, got %s",
                 lit_json_kind(j));
 }
@@ -189,7 +198,8 @@ static int unwrap_literal(struct parser *p, const json_t *j, const json_t **out)
     const char *type = type_of(j);
     if (type != NULL && strcmp(type, "literal") == 0) {
         j = json_object_get(j, "value");
-        if (j == NULL) return fail(p, ST_EINVAL, "a literal needs a \"value\"");
+        if (j == NULL)
+            return fail(p, ST_EINVAL, "a literal needs a \"value\"");
     }
     *out = j;
     return ST_OK;
@@ -201,9 +211,12 @@ static int parse_operand(struct parser *p, const json_t *j, struct operand *out)
     out->lit = NULL;
     if (json_is_object(j)) {
         const char *type = type_of(j);
-        if (type == NULL) return fail(p, ST_EINVAL, "an operand object needs a \"type\"");
-        if (strcmp(type, "reference") == 0) return parse_reference(p, j, &out->col);
-        if (strcmp(type, "literal") == 0) return unwrap_literal(p, j, &out->lit);
+        if (type == NULL)
+            return fail(p, ST_EINVAL, "an operand object needs a \"type\"");
+        if (strcmp(type, "reference") == 0)
+            return parse_reference(p, j, &out->col);
+        if (strcmp(type, "literal") == 0)
+            return unwrap_literal(p, j, &out->lit);
         return refuse_term_type(p, type);
     }
     if (json_is_array(j))
@@ -221,11 +234,14 @@ static int bind_literal(struct parser *p, int col, const json_t *j, struct flit 
     struct st_literal lit;
     struct st_value v;
     int rc = unwrap_literal(p, j, &j);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     rc = lit_from_json(j, &lit, p->err);
-    if (rc == ST_OK) rc = lit_coerce(&lit, c->type, &v, p->err);
+    if (rc == ST_OK)
+        rc = lit_coerce(&lit, c->type, &v, p->err);
     if (rc != ST_OK) {
-        if (p->err != NULL) st_err_prefix(p->err, "filter: column \"%s\"", c->name);
+        if (p->err != NULL)
+            st_err_prefix(p->err, "filter: column \"%s\"", c->name);
         return rc;
     }
     if (v.null)
@@ -284,7 +300,8 @@ static int bind_set(struct parser *p, struct fnode *nd, const json_t *values)
             return fail(p, ST_EINVAL, "\"%s\" values must be a list", name);
         values = json_object_get(values, "values");
     }
-    if (!json_is_array(values)) return fail(p, ST_EINVAL, "\"%s\" needs a \"values\" list", name);
+    if (!json_is_array(values))
+        return fail(p, ST_EINVAL, "\"%s\" needs a \"values\" list", name);
     size_t n = json_array_size(values);
     if (n > FILTER_MAX_VALUES)
         return fail(p, ST_EINVAL, "\"%s\" has %zu values; at most %d are allowed", name, n,
@@ -307,7 +324,8 @@ static int bind_set(struct parser *p, struct fnode *nd, const json_t *values)
             s->d[k] = lits[k].d;
         qsort(s->d, n, sizeof *s->d, cmp_dbl);
         for (size_t k = 0; k < n; k++) {
-            if (s->n == 0 || s->d[s->n - 1] != s->d[k]) s->d[s->n++] = s->d[k];
+            if (s->n == 0 || s->d[s->n - 1] != s->d[k])
+                s->d[s->n++] = s->d[k];
         }
         free(lits);
         break;
@@ -316,13 +334,15 @@ static int bind_set(struct parser *p, struct fnode *nd, const json_t *values)
         s->bytes = xmalloc(bytes ? bytes : 1);
         size_t off = 0;
         for (size_t k = 0; k < n; k++) {
-            if (lits[k].slen > 0) memcpy(s->bytes + off, lits[k].s, lits[k].slen);
+            if (lits[k].slen > 0)
+                memcpy(s->bytes + off, lits[k].s, lits[k].slen);
             lits[k].s = s->bytes + off;
             off += lits[k].slen;
         }
         qsort(lits, n, sizeof *lits, cmp_str);
         for (size_t k = 0; k < n; k++) {
-            if (s->n == 0 || cmp_str(&lits[s->n - 1], &lits[k]) != 0) lits[s->n++] = lits[k];
+            if (s->n == 0 || cmp_str(&lits[s->n - 1], &lits[k]) != 0)
+                lits[s->n++] = lits[k];
         }
         s->s = lits;
         break;
@@ -333,7 +353,8 @@ static int bind_set(struct parser *p, struct fnode *nd, const json_t *values)
             s->i[k] = lits[k].i;
         qsort(s->i, n, sizeof *s->i, cmp_i64);
         for (size_t k = 0; k < n; k++) {
-            if (s->n == 0 || s->i[s->n - 1] != s->i[k]) s->i[s->n++] = s->i[k];
+            if (s->n == 0 || s->i[s->n - 1] != s->i[k])
+                s->i[s->n++] = s->i[k];
         }
         free(lits);
         break;
@@ -377,11 +398,14 @@ static int predicate_column(struct parser *p, const json_t *j, enum fop op, int 
     const json_t *child = json_object_get(j, "child");
     if (term != NULL && child != NULL)
         return fail(p, ST_EINVAL, "\"%s\" has both \"term\" and \"child\"", op_name(op));
-    if (term != NULL) return parse_term(p, term, col);
-    if (child == NULL) return fail(p, ST_EINVAL, "\"%s\" needs \"term\" or \"child\"", op_name(op));
+    if (term != NULL)
+        return parse_term(p, term, col);
+    if (child == NULL)
+        return fail(p, ST_EINVAL, "\"%s\" needs \"term\" or \"child\"", op_name(op));
     struct operand o;
     int rc = parse_operand(p, child, &o);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (o.col < 0)
         return fail(p, ST_EINVAL,
                     "\"%s\" needs a column reference in \"child\", like "
@@ -402,7 +426,8 @@ static int comparison_operands(struct parser *p, const json_t *j, enum fop *op, 
         if (left != NULL || right != NULL)
             return fail(p, ST_EINVAL, "\"%s\" has both \"term\" and \"left\"/\"right\"", name);
         *lit = json_object_get(j, "value");
-        if (*lit == NULL) return fail(p, ST_EINVAL, "\"%s\" with \"term\" needs a \"value\"", name);
+        if (*lit == NULL)
+            return fail(p, ST_EINVAL, "\"%s\" with \"term\" needs a \"value\"", name);
         return parse_term(p, term, col);
     }
     if (left == NULL || right == NULL)
@@ -410,8 +435,10 @@ static int comparison_operands(struct parser *p, const json_t *j, enum fop *op, 
                     name);
     struct operand l, r;
     int rc = parse_operand(p, left, &l);
-    if (rc == ST_OK) rc = parse_operand(p, right, &r);
-    if (rc != ST_OK) return rc;
+    if (rc == ST_OK)
+        rc = parse_operand(p, right, &r);
+    if (rc != ST_OK)
+        return rc;
     if (l.col >= 0 && r.col >= 0)
         return fail(p, ST_EUNSUPPORTED, "comparing two columns is not supported");
     if (l.col < 0 && r.col < 0)
@@ -438,7 +465,8 @@ static int parse_predicate(struct parser *p, const json_t *j, enum fop op, struc
         rc = comparison_operands(p, j, &op, &col, &lit);
     else
         rc = predicate_column(p, j, op, &col);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     const struct st_column *c = &p->cols[col];
     if ((op == OP_SW || op == OP_NSW) && c->type != ST_T_STRING)
         return fail(p, ST_EINVAL, "%s needs a string column; column \"%s\" is %s", op_name(op),
@@ -454,7 +482,8 @@ static int parse_predicate(struct parser *p, const json_t *j, enum fop op, struc
         if (rc == ST_OK && c->type == ST_T_STRING) {
             /* Own the bytes: the filter outlives the JSON. */
             char *copy = xmalloc(nd->lit.slen ? nd->lit.slen : 1);
-            if (nd->lit.slen > 0) memcpy(copy, nd->lit.s, nd->lit.slen);
+            if (nd->lit.slen > 0)
+                memcpy(copy, nd->lit.s, nd->lit.slen);
             nd->lit.s = copy;
         } else {
             nd->lit.s = NULL;
@@ -518,7 +547,8 @@ static int parse_chain(struct parser *p, const json_t *j, enum fop op, int depth
         }
         struct fnode *kid = NULL;
         rc = parse_expr(p, e, depth + 1, &kid);
-        if (rc != ST_OK) break;
+        if (rc != ST_OK)
+            break;
         if (kid->op == neutral || absorbed) {
             node_free(kid);
         } else if (kid->op == absorbing) {
@@ -549,10 +579,12 @@ static int parse_chain(struct parser *p, const json_t *j, enum fop op, int depth
 static int parse_not(struct parser *p, const json_t *j, int depth, struct fnode **out)
 {
     const json_t *child = json_object_get(j, "child");
-    if (child == NULL) return fail(p, ST_EINVAL, "\"not\" needs a \"child\"");
+    if (child == NULL)
+        return fail(p, ST_EINVAL, "\"not\" needs a \"child\"");
     struct fnode *kid = NULL;
     int rc = parse_expr(p, child, depth + 1, &kid);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (kid->op == OP_TRUE || kid->op == OP_FALSE) {
         kid->op = kid->op == OP_TRUE ? OP_FALSE : OP_TRUE;
         *out = kid;
@@ -575,7 +607,8 @@ static int parse_expr(struct parser *p, const json_t *j, int depth, struct fnode
     if (depth > FILTER_MAX_DEPTH)
         return fail(p, ST_EINVAL, "expression nested deeper than %d levels", FILTER_MAX_DEPTH);
     int rc = count_node(p);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (json_is_boolean(j)) {
         *out = node_new(json_is_true(j) ? OP_TRUE : OP_FALSE);
         return ST_OK;
@@ -584,7 +617,8 @@ static int parse_expr(struct parser *p, const json_t *j, int depth, struct fnode
         return fail(p, ST_EINVAL, "expected an expression object or true/false, got %s",
                     lit_json_kind(j));
     const json_t *type = json_object_get(j, "type");
-    if (!json_is_string(type)) return fail(p, ST_EINVAL, "an expression needs a \"type\" string");
+    if (!json_is_string(type))
+        return fail(p, ST_EINVAL, "an expression needs a \"type\" string");
     const char *name = json_string_value(type);
     enum fop op = OP_TRUE;
     bool known = false;
@@ -638,14 +672,16 @@ int filter_parse_json(const json_t *expr, const struct st_column *cols, int ncol
                       struct filter **out, struct st_err *err)
 {
     *out = NULL;
-    if (expr == NULL) return st_errf(err, ST_EINVAL, "filter: missing expression");
+    if (expr == NULL)
+        return st_errf(err, ST_EINVAL, "filter: missing expression");
     if (ncols < 0 || ncols > ST_COLUMNS_MAX)
         return st_errf(err, ST_EINTERNAL, "filter: bad column count %d", ncols);
     struct parser p = {.cols = cols, .ncols = ncols, .nodes = 0, .err = err};
     expr__lookup_init(&p.names, cols, ncols);
     struct fnode *root = NULL;
     int rc = parse_expr(&p, expr, 1, &root);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     struct filter *f = xcalloc(1, sizeof *f);
     f->root = root;
     f->depth = tree_depth(root);
@@ -669,7 +705,8 @@ int filter_parse(const char *text, size_t len, const struct st_column *cols, int
 
 void filter_free(struct filter *f)
 {
-    if (f == NULL) return;
+    if (f == NULL)
+        return;
     node_free(f->root);
     free(f);
 }
@@ -686,7 +723,8 @@ bool filter_is_false(const struct filter *f)
 
 static void columns_of(const struct fnode *nd, bool *used)
 {
-    if (nd->col >= 0) used[nd->col] = true;
+    if (nd->col >= 0)
+        used[nd->col] = true;
     for (size_t k = 0; k < nd->nkids; k++)
         columns_of(nd->kids[k], used);
 }

@@ -65,7 +65,8 @@ static inline bool set_has_i64(const struct fset *s, int64_t x)
 {
     if (s->n < SMALL_SET) {
         for (size_t k = 0; k < s->n; k++) {
-            if (s->i[k] == x) return true;
+            if (s->i[k] == x)
+                return true;
         }
         return false;
     }
@@ -77,7 +78,8 @@ static inline bool set_has_dbl(const struct fset *s, double x)
 {
     if (s->n < SMALL_SET) {
         for (size_t k = 0; k < s->n; k++) {
-            if (s->d[k] == x) return true;
+            if (s->d[k] == x)
+                return true;
         }
         return false;
     }
@@ -272,7 +274,8 @@ static void eval_leaf(const struct fnode *nd, const struct batch *b, const uint3
     /* Null rows were compared on whatever their slot holds; they are unknown. */
     if (nulls != NULL) {
         for (size_t j = 0; j < m; j++) {
-            if (nulls[sel[j]]) out[sel[j]] = TV_UNKNOWN;
+            if (nulls[sel[j]])
+                out[sel[j]] = TV_UNKNOWN;
         }
     }
 }
@@ -355,7 +358,8 @@ void filter_eval(const struct filter *f, const struct st_colvec *const *vecs, si
             cand[m] = (uint32_t)r;
             m += sel[base + r] != 0;
         }
-        if (m == 0) continue;
+        if (m == 0)
+            continue;
         struct batch b = {vecs, base};
         eval_node(root, &b, cand, m, res, &inner, 0);
         for (size_t j = 0; j < m; j++)
@@ -417,7 +421,8 @@ static bool has_prefix(const struct flit *s, const struct flit *p)
 /* May some string in [min, max] start with p? Those strings form the interval [p, p\xff\xff...). */
 static bool range_may_start_with(const struct bounds *bd, const struct flit *p)
 {
-    if (filter__bytes_cmp(bd->max.s, bd->max.slen, p->s, p->slen) < 0) return false;
+    if (filter__bytes_cmp(bd->max.s, bd->max.slen, p->s, p->slen) < 0)
+        return false;
     uint32_t n = bd->min.slen < p->slen ? bd->min.slen : p->slen;
     return filter__bytes_cmp(bd->min.s, n, p->s, p->slen) <= 0;
 }
@@ -442,7 +447,8 @@ static bool range_may_hit_set(enum st_type t, const struct bounds *bd, const str
 /* Is every value in [min, max] in the set (min == max, in the set)? */
 static bool range_inside_set(enum st_type t, const struct bounds *bd, const struct fset *s)
 {
-    if (cmp_flit(t, &bd->min, &bd->max) != 0) return false;
+    if (cmp_flit(t, &bd->min, &bd->max) != 0)
+        return false;
     switch (t) {
     case ST_T_DOUBLE:
         return set_has_dbl(s, bd->min.d);
@@ -497,11 +503,15 @@ static bool leaf_may(const struct fnode *nd, const struct col_range *const *stat
     bool known_nulls = st != NULL && st->has_null_count;
     bool some_null = !known_nulls || st->null_count > 0;
     bool some_value = !known_nulls || st->null_count < nrows;
-    if (nd->op == OP_ISNULL) return want ? some_null : some_value;
-    if (nd->op == OP_NOTNULL) return want ? some_value : some_null;
+    if (nd->op == OP_ISNULL)
+        return want ? some_null : some_value;
+    if (nd->op == OP_NOTNULL)
+        return want ? some_value : some_null;
     /* Everything else is unknown on null: it needs a value. */
-    if (!some_value) return false;
-    if (st == NULL || !st->has_minmax || nd->op == OP_ISNAN || nd->op == OP_NOTNAN) return true;
+    if (!some_value)
+        return false;
+    if (st == NULL || !st->has_minmax || nd->op == OP_ISNAN || nd->op == OP_NOTNAN)
+        return true;
     struct bounds bd;
     to_flit(nd->type, &st->min, &bd.min);
     to_flit(nd->type, &st->max, &bd.max);
@@ -510,9 +520,11 @@ static bool leaf_may(const struct fnode *nd, const struct col_range *const *stat
          * Bounds may leave NaN out (Iceberg and Parquet do) or hold it; a
          * NaN row is FALSE for lt..eq and in, TRUE for not-eq and not-in.
          */
-        if (isnan(bd.min.d) || isnan(bd.max.d) || isnan(nd->lit.d)) return true;
+        if (isnan(bd.min.d) || isnan(bd.max.d) || isnan(nd->lit.d))
+            return true;
         bool nan_gives = nd->op == OP_NE || nd->op == OP_NIN;
-        if (want == nan_gives) return true;
+        if (want == nan_gives)
+            return true;
     }
     return range_may(nd, &bd, want);
 }
@@ -534,8 +546,10 @@ static bool node_may(const struct fnode *nd, const struct col_range *const *stat
         bool all = (nd->op == OP_AND) == want;
         for (size_t k = 0; k < nd->nkids; k++) {
             bool m = node_may(nd->kids[k], stats, nrows, want);
-            if (all && !m) return false;
-            if (!all && m) return true;
+            if (all && !m)
+                return false;
+            if (!all && m)
+                return true;
         }
         return all;
     }
@@ -546,6 +560,7 @@ static bool node_may(const struct fnode *nd, const struct col_range *const *stat
 
 bool filter_may_match(const struct filter *f, const struct col_range *const *stats, uint64_t nrows)
 {
-    if (nrows == 0) return false;
+    if (nrows == 0)
+        return false;
     return node_may(f->root, stats, nrows, true);
 }

@@ -74,7 +74,8 @@ static inline int filter__bytes_cmp(const char *a, uint32_t alen, const char *b,
 {
     uint32_t n = alen < blen ? alen : blen;
     int c = n ? memcmp(a, b, n) : 0;
-    if (c != 0) return c;
+    if (c != 0)
+        return c;
     return (alen > blen) - (alen < blen);
 }
 

@@ -90,16 +90,19 @@ size_t lit_utf8_check(const char *str, size_t n)
         while (i + 8 <= n) {
             uint64_t w;
             memcpy(&w, s + i, 8);
-            if (w & 0x8080808080808080ull) break;
+            if (w & 0x8080808080808080ull)
+                break;
             i += 8;
         }
-        if (i >= n) break;
+        if (i >= n)
+            break;
         if (s[i] < 0x80) {
             i++;
             continue;
         }
         size_t len = expr__utf8_seq(s + i, n - i);
-        if (len == 0) return i;
+        if (len == 0)
+            return i;
         i += len;
     }
     return n;
@@ -137,7 +140,8 @@ static int coerce_string(const struct st_literal *lit, struct st_value *out, str
     if (lit->slen > 0 && memchr(lit->s, '\0', lit->slen) != NULL)
         return st_errf(err, ST_EINVAL, "string contains U+0000");
     size_t bad = lit_utf8_check(lit->s, lit->slen);
-    if (bad != lit->slen) return st_errf(err, ST_EINVAL, "invalid UTF-8 at byte %zu", bad);
+    if (bad != lit->slen)
+        return st_errf(err, ST_EINVAL, "invalid UTF-8 at byte %zu", bad);
     out->v.s.p = lit->slen > 0 ? lit->s : "";
     out->v.s.len = (uint32_t)lit->slen;
     return ST_OK;
@@ -193,19 +197,24 @@ int lit_coerce(const struct st_literal *lit, enum st_type t, struct st_value *ou
     }
     switch (t) {
     case ST_T_BOOLEAN:
-        if (lit->kind != LIT_BOOL) break;
+        if (lit->kind != LIT_BOOL)
+            break;
         out->v.b = lit->b;
         return ST_OK;
     case ST_T_INT:
-        if (lit->kind == LIT_DOUBLE) return refuse_number_for_integer(lit, t, err);
-        if (lit->kind != LIT_INT) break;
+        if (lit->kind == LIT_DOUBLE)
+            return refuse_number_for_integer(lit, t, err);
+        if (lit->kind != LIT_INT)
+            break;
         if (lit->i < INT32_MIN || lit->i > INT32_MAX)
             return st_errf(err, ST_EINVAL, "%" PRId64 " is out of range for int", lit->i);
         out->v.i = (int32_t)lit->i;
         return ST_OK;
     case ST_T_LONG:
-        if (lit->kind == LIT_DOUBLE) return refuse_number_for_integer(lit, t, err);
-        if (lit->kind != LIT_INT) break;
+        if (lit->kind == LIT_DOUBLE)
+            return refuse_number_for_integer(lit, t, err);
+        if (lit->kind != LIT_INT)
+            break;
         out->v.l = lit->i;
         return ST_OK;
     case ST_T_DOUBLE:
@@ -213,7 +222,8 @@ int lit_coerce(const struct st_literal *lit, enum st_type t, struct st_value *ou
             out->v.d = (double)lit->i;
             return ST_OK;
         }
-        if (lit->kind != LIT_DOUBLE) break;
+        if (lit->kind != LIT_DOUBLE)
+            break;
         if (!isfinite(lit->d))
             return st_errf(err, ST_EINVAL, "expected a finite double, got %s",
                            isnan(lit->d) ? "NaN"
@@ -222,7 +232,8 @@ int lit_coerce(const struct st_literal *lit, enum st_type t, struct st_value *ou
         out->v.d = lit->d;
         return ST_OK;
     case ST_T_STRING:
-        if (lit->kind != LIT_STRING) break;
+        if (lit->kind != LIT_STRING)
+            break;
         return coerce_string(lit, out, err);
     case ST_T_TIMESTAMP:
         return coerce_timestamp(lit, out, err);

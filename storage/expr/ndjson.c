@@ -163,7 +163,8 @@ static struct decimal shortest_decimal(uint64_t ieee_m, uint32_t ieee_e)
                 dropped++;
             }
         }
-        if (vr_exact && last == 5 && vr % 2 == 0) last = 4; /* exactly halfway: round to even */
+        if (vr_exact && last == 5 && vr % 2 == 0)
+            last = 4; /* exactly halfway: round to even */
         bool below = vr == vm && (!owns_ends || !vm_exact);
         out = vr + (below || last >= 5);
     } else {
@@ -219,7 +220,8 @@ static void put_digits(char *p, uint64_t v, int len)
         memcpy(p + i - 2, DIGIT_PAIRS + 2 * r, 2);
         i -= 2;
     }
-    if (i == 1) p[0] = (char)('0' + v);
+    if (i == 1)
+        p[0] = (char)('0' + v);
 }
 
 /* Unsigned decimal of v at p; returns the length. */
@@ -242,7 +244,8 @@ size_t ndjson_format_double(double d, char out[NDJSON_DOUBLE_MAX])
         return 4;
     }
     size_t o = 0;
-    if (neg) out[o++] = '-';
+    if (neg)
+        out[o++] = '-';
     if (ieee_e == 0 && ieee_m == 0) {
         memcpy(out + o, "0.0", 4);
         return o + 3;
@@ -355,7 +358,8 @@ void ndjson_append_string(struct buf *out, const char *str, size_t n)
 /* Room for `n` more bytes; returns where they go. The caller bumps out->len. */
 static inline char *room(struct buf *out, size_t n)
 {
-    if (out->cap - out->len < n) buf_reserve(out, n);
+    if (out->cap - out->len < n)
+        buf_reserve(out, n);
     return (char *)out->data + out->len;
 }
 
@@ -425,7 +429,8 @@ static void put_key(struct buf *out, const char *name, bool first)
     bool plain = true;
     for (size_t k = 0; k < n && plain; k++)
         plain = PLAIN[(unsigned char)name[k]];
-    if (!first) buf_append(out, ",", 1);
+    if (!first)
+        buf_append(out, ",", 1);
     if (!plain) {
         ndjson_append_string(out, name, n);
         buf_append(out, ":", 1);

@@ -20,7 +20,8 @@ void expr__lookup_init(struct col_lookup *lk, const struct st_column *cols, int 
     lk->cols = cols;
     lk->ncols = ncols;
     lk->hashed = ncols > LOOKUP_LINEAR_MAX && ncols <= ST_COLUMNS_MAX;
-    if (!lk->hashed) return;
+    if (!lk->hashed)
+        return;
     memset(lk->slot, 0, sizeof lk->slot);
     for (int k = 0; k < ncols; k++) {
         uint32_t h = name_hash(cols[k].name, strlen(cols[k].name)) & (LOOKUP_SLOTS - 1);
@@ -34,17 +35,20 @@ void expr__lookup_init(struct col_lookup *lk, const struct st_column *cols, int 
 int expr__lookup_find(const struct col_lookup *lk, const char *name)
 {
     size_t n = strlen(name);
-    if (n == 0 || n > ST_NAME_MAX) return -1;
+    if (n == 0 || n > ST_NAME_MAX)
+        return -1;
     if (!lk->hashed) {
         for (int k = 0; k < lk->ncols; k++) {
-            if (lk->cols[k].name[0] == name[0] && strcmp(lk->cols[k].name, name) == 0) return k;
+            if (lk->cols[k].name[0] == name[0] && strcmp(lk->cols[k].name, name) == 0)
+                return k;
         }
         return -1;
     }
     uint32_t h = name_hash(name, n) & (LOOKUP_SLOTS - 1);
     while (lk->slot[h] != 0) {
         int k = lk->slot[h] - 1;
-        if (strcmp(lk->cols[k].name, name) == 0) return k;
+        if (strcmp(lk->cols[k].name, name) == 0)
+            return k;
         h = (h + 1) & (LOOKUP_SLOTS - 1);
     }
     return -1;
@@ -85,7 +89,8 @@ static int refuse_unknown(const struct col_lookup *lk, const char *name, enum ro
 /* Put `column "c": ` before the message in err (which may be NULL); return rc. */
 static int name_error(struct st_err *err, int rc, const struct st_column *c)
 {
-    if (err != NULL) st_err_prefix(err, "column \"%s\"", c->name);
+    if (err != NULL)
+        st_err_prefix(err, "column \"%s\"", c->name);
     return rc;
 }
 
@@ -94,7 +99,8 @@ static int coerce_column(const struct st_column *c, const struct st_literal *lit
                          enum row_mode mode, struct st_value *out, struct st_err *err)
 {
     int rc = lit_coerce(lit, c->type, out, err);
-    if (rc != ST_OK) return name_error(err, rc, c);
+    if (rc != ST_OK)
+        return name_error(err, rc, c);
     if (out->null && (c->required || mode == ROW_KEY))
         return st_errf(err, ST_EINVAL, "column \"%s\" is required", c->name);
     return ST_OK;
@@ -106,7 +112,8 @@ static int check_mode(const struct st_column *cols, int ncols, const int *pk, in
     if (ncols < 0 || ncols > ST_COLUMNS_MAX)
         return st_errf(err, ST_EINTERNAL, "bad column count %d", ncols);
     if (mode == ROW_KEY) {
-        if (npk <= 0) return st_errf(err, ST_EINVAL, "the table has no primary key");
+        if (npk <= 0)
+            return st_errf(err, ST_EINVAL, "the table has no primary key");
         for (int j = 0; j < npk; j++) {
             if (pk[j] < 0 || pk[j] >= ncols)
                 return st_errf(err, ST_EINTERNAL, "bad key column %d", pk[j]);
@@ -124,7 +131,8 @@ int row_from_json(const json_t *obj, const struct st_column *cols, int ncols, co
                   int npk, enum row_mode mode, struct st_value *out, struct st_err *err)
 {
     int rc = check_mode(cols, ncols, pk, npk, mode, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (!json_is_object(obj)) {
         const char *kind = json_is_array(obj)    ? "array"
                            : json_is_string(obj) ? "string"
@@ -155,7 +163,8 @@ int row_from_json(const json_t *obj, const struct st_column *cols, int ncols, co
                 for (int j = 0; j < npk; j++)
                     ok = ok || pk[j] == k;
             }
-            if (!ok) return refuse_unknown(&lk, key, mode, err);
+            if (!ok)
+                return refuse_unknown(&lk, key, mode, err);
         }
         return st_errf(err, ST_EINTERNAL, "row object has keys that match no column");
     }
@@ -170,9 +179,11 @@ int row_from_json(const json_t *obj, const struct st_column *cols, int ncols, co
         }
         struct st_literal lit;
         rc = lit_from_json(vals[j], &lit, err);
-        if (rc != ST_OK) return name_error(err, rc, c);
+        if (rc != ST_OK)
+            return name_error(err, rc, c);
         rc = coerce_column(c, &lit, mode, &out[j], err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     return ST_OK;
 }
@@ -182,7 +193,8 @@ int row_from_literals(const char *const *names, const struct st_literal *lits, s
                       enum row_mode mode, struct st_value *out, struct st_err *err)
 {
     int rc = check_mode(cols, ncols, pk, npk, mode, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     /* slot_of[k]: the position in out[] of column k, or -1 when not wanted. */
     int16_t slot_of[ST_COLUMNS_MAX];
     uint8_t seen[ST_COLUMNS_MAX];
@@ -199,7 +211,8 @@ int row_from_literals(const char *const *names, const struct st_literal *lits, s
     expr__lookup_init(&lk, cols, ncols);
     for (size_t m = 0; m < n; m++) {
         int k = expr__lookup_find(&lk, names[m]);
-        if (k < 0 || slot_of[k] < 0) return refuse_unknown(&lk, names[m], mode, err);
+        if (k < 0 || slot_of[k] < 0)
+            return refuse_unknown(&lk, names[m], mode, err);
         if (seen[k]) {
             char shown[80];
             name_for_msg(names[m], shown);
@@ -207,11 +220,13 @@ int row_from_literals(const char *const *names, const struct st_literal *lits, s
         }
         seen[k] = 1;
         rc = coerce_column(&cols[k], &lits[m], mode, &out[slot_of[k]], err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     for (int j = 0; j < want; j++) {
         int k = mode == ROW_KEY ? pk[j] : j;
-        if (seen[k]) continue;
+        if (seen[k])
+            continue;
         if (cols[k].required || mode == ROW_KEY)
             return st_errf(err, ST_EINVAL, "column \"%s\" is required", cols[k].name);
         memset(&out[j], 0, sizeof out[j]);

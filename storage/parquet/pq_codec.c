@@ -32,7 +32,8 @@ static int gunzip(const uint8_t *src, size_t sn, uint8_t *dst, size_t dn, struct
     for (;;) {
         int zr = inflate(&z, Z_FINISH);
         if (zr == Z_STREAM_END) {
-            if (z.avail_in == 0) break;
+            if (z.avail_in == 0)
+                break;
             /* concatenated gzip members */
             if (inflateReset(&z) != Z_OK) {
                 rc = st_errf(err, ST_ECORRUPT, "GZIP stream is corrupt");
@@ -80,8 +81,10 @@ int pq__decompress(int codec, const uint8_t *src, size_t sn, uint8_t *dst, size_
         return ST_OK;
     }
     case PQ_CODEC_ZSTD: {
-        if (*zstd_dctx == NULL) *zstd_dctx = ZSTD_createDCtx();
-        if (*zstd_dctx == NULL) return st_errf(err, ST_EINTERNAL, "cannot create a ZSTD context");
+        if (*zstd_dctx == NULL)
+            *zstd_dctx = ZSTD_createDCtx();
+        if (*zstd_dctx == NULL)
+            return st_errf(err, ST_EINTERNAL, "cannot create a ZSTD context");
         size_t r = ZSTD_decompressDCtx(*zstd_dctx, dst, dn, src, sn);
         if (ZSTD_isError(r))
             return st_errf(err, ST_ECORRUPT, "ZSTD data is corrupt (%s)", ZSTD_getErrorName(r));

@@ -16,7 +16,8 @@ bool pq__get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
     uint64_t r = 0;
     for (int shift = 0; shift < 64 && p < end; shift += 7) {
         uint8_t b = *p++;
-        if (shift == 63 && b > 1) return false;
+        if (shift == 63 && b > 1)
+            return false;
         r |= (uint64_t)(b & 0x7f) << shift;
         if ((b & 0x80) == 0) {
             *pp = p;
@@ -59,10 +60,12 @@ static inline uint32_t get_bits32(const uint8_t *base, const uint8_t *lim, uint6
 static int rle_next_run(struct pq__rle *d)
 {
     uint64_t h;
-    if (!pq__get_uvarint(&d->p, d->end, &h)) return ST_ECORRUPT;
+    if (!pq__get_uvarint(&d->p, d->end, &h))
+        return ST_ECORRUPT;
     if (h & 1) {
         uint64_t groups = h >> 1;
-        if (groups > (1u << 28)) return ST_ECORRUPT;
+        if (groups > (1u << 28))
+            return ST_ECORRUPT;
         uint64_t bytes = groups * (uint64_t)d->bw;
         uint64_t values = groups * 8;
         size_t left = (size_t)(d->end - d->p);
@@ -78,14 +81,17 @@ static int rle_next_run(struct pq__rle *d)
         d->p += bytes;
     } else {
         uint64_t run = h >> 1;
-        if (run > UINT32_MAX) return ST_ECORRUPT;
+        if (run > UINT32_MAX)
+            return ST_ECORRUPT;
         int nb = (d->bw + 7) / 8;
-        if (d->end - d->p < nb) return ST_ECORRUPT;
+        if (d->end - d->p < nb)
+            return ST_ECORRUPT;
         uint32_t v = 0;
         for (int i = 0; i < nb; i++)
             v |= (uint32_t)d->p[i] << (8 * i);
         d->p += nb;
-        if (d->bw < 32 && (v >> d->bw) != 0) return ST_ECORRUPT;
+        if (d->bw < 32 && (v >> d->bw) != 0)
+            return ST_ECORRUPT;
         d->rle_value = v;
         d->rle_left = (uint32_t)run;
     }
@@ -138,9 +144,11 @@ int pq__rle_get(struct pq__rle *d, uint32_t *out32, uint8_t *out8, size_t count)
             i += n;
             continue;
         }
-        if (d->p >= d->end) return ST_ECORRUPT;
+        if (d->p >= d->end)
+            return ST_ECORRUPT;
         int rc = rle_next_run(d);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     return ST_OK;
 }
@@ -155,7 +163,8 @@ struct rle_enc {
 
 static void flush_packed(struct rle_enc *e)
 {
-    if (e->groups == 0) return;
+    if (e->groups == 0)
+        return;
     pq__put_uvarint(e->out, e->groups << 1 | 1);
     buf_append(e->out, e->packed.data, e->packed.len);
     buf_reset(&e->packed);
@@ -184,7 +193,8 @@ static void put_group(struct rle_enc *e, const uint32_t g[8])
         }
     }
     e->groups++;
-    if (e->groups == (1u << 20)) flush_packed(e);
+    if (e->groups == (1u << 20))
+        flush_packed(e);
 }
 
 #define RLE_ENCODE_BODY(V)                                                                         \
@@ -245,7 +255,8 @@ static int delta_header(const uint8_t **q, const uint8_t *end, uint64_t *block, 
     if (*block == 0 || *block % 128 != 0 || *block > (1u << 20) || *mbs == 0 ||
         *block % *mbs != 0 || (*block / *mbs) % 32 != 0)
         return ST_ECORRUPT;
-    if (*total > (1ull << 40)) return ST_ECORRUPT;
+    if (*total > (1ull << 40))
+        return ST_ECORRUPT;
     return ST_OK;
 }
 
@@ -255,7 +266,8 @@ int pq__delta_count(const uint8_t *p, size_t n, size_t *nvals)
     int64_t first;
     const uint8_t *q = p;
     int rc = delta_header(&q, p + n, &block, &mbs, &total, &first);
-    if (rc == ST_OK) *nvals = (size_t)total;
+    if (rc == ST_OK)
+        *nvals = (size_t)total;
     return rc;
 }
 
@@ -266,27 +278,33 @@ int pq__delta_decode(const uint8_t *p, size_t n, int64_t *out, size_t count, siz
     uint64_t block, mbs, total;
     int64_t first;
     int rc = delta_header(&q, end, &block, &mbs, &total, &first);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     *nvals = (size_t)total;
     size_t want = count < total ? count : (size_t)total;
     uint64_t vpm = block / mbs;
     uint64_t last = (uint64_t)first;
     size_t got = 0;
-    if (want > 0) out[got++] = first;
+    if (want > 0)
+        out[got++] = first;
     while (got < want) {
         uint64_t z;
-        if (!pq__get_uvarint(&q, end, &z)) return ST_ECORRUPT;
+        if (!pq__get_uvarint(&q, end, &z))
+            return ST_ECORRUPT;
         uint64_t min_delta = (uint64_t)((int64_t)(z >> 1) ^ -(int64_t)(z & 1));
-        if ((uint64_t)(end - q) < mbs) return ST_ECORRUPT;
+        if ((uint64_t)(end - q) < mbs)
+            return ST_ECORRUPT;
         const uint8_t *widths = q;
         q += mbs;
         for (uint64_t m = 0; m < mbs && got < want; m++) {
             int bw = widths[m];
-            if (bw > maxbw) return ST_ECORRUPT;
+            if (bw > maxbw)
+                return ST_ECORRUPT;
             uint64_t bytes = vpm * (uint64_t)bw / 8;
             size_t take = want - got < vpm ? want - got : (size_t)vpm;
             uint64_t need = ((uint64_t)take * (uint64_t)bw + 7) / 8;
-            if (need > (uint64_t)(end - q)) return ST_ECORRUPT;
+            if (need > (uint64_t)(end - q))
+                return ST_ECORRUPT;
             if (bw == 0) {
                 for (size_t k = 0; k < take; k++) {
                     last += min_delta;
@@ -322,10 +340,12 @@ bool pq__utf8_valid(const uint8_t *p, size_t n)
                 break;
             i += 8;
         }
-        if (i >= n) break;
+        if (i >= n)
+            break;
         uint8_t c = p[i];
         if (c < 0x80) {
-            if (c == 0) return false;
+            if (c == 0)
+                return false;
             i++;
             continue;
         }
@@ -343,10 +363,12 @@ bool pq__utf8_valid(const uint8_t *p, size_t n)
         } else {
             return false;
         }
-        if (n - i < len) return false;
+        if (n - i < len)
+            return false;
         for (size_t k = 1; k < len; k++) {
             uint8_t cc = p[i + k];
-            if ((cc & 0xc0) != 0x80) return false;
+            if ((cc & 0xc0) != 0x80)
+                return false;
             cp = cp << 6 | (cc & 0x3f);
         }
         if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||

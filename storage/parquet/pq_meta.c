@@ -15,7 +15,8 @@
 #define NEXT_FIELD(t, last, ty, id)                                                                \
     do {                                                                                           \
         int rc_ = pq__tr_field((t), &(last), &(ty), &(id));                                        \
-        if (rc_ != ST_OK) return rc_;                                                              \
+        if (rc_ != ST_OK)                                                                          \
+            return rc_;                                                                            \
     } while (0)
 
 static int str_field(struct pq__tr *t, int ty, struct pq__str *s)
@@ -26,13 +27,15 @@ static int str_field(struct pq__tr *t, int ty, struct pq__str *s)
 static int statistics(struct pq__tr *t, int ty, struct pq__stats *s)
 {
     int rc = pq__tr_struct_begin(t, ty);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         switch (id) {
         case 1:
             rc = str_field(t, fty, &s->max);
@@ -61,7 +64,8 @@ static int statistics(struct pq__tr *t, int ty, struct pq__stats *s)
         default:
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     pq__tr_struct_end(t);
     return ST_OK;
@@ -71,16 +75,20 @@ static int statistics(struct pq__tr *t, int ty, struct pq__stats *s)
 static int time_unit(struct pq__tr *t, int ty, int *unit)
 {
     int rc = pq__tr_struct_begin(t, ty);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
-        if (id >= 1 && id <= 3 && fty == PQ_TT_STRUCT && *unit == 0) *unit = id;
+        if (fty == PQ_TT_STOP)
+            break;
+        if (id >= 1 && id <= 3 && fty == PQ_TT_STRUCT && *unit == 0)
+            *unit = id;
         rc = pq__tr_skip(t, fty);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     pq__tr_struct_end(t);
     return ST_OK;
@@ -90,20 +98,23 @@ static int time_unit(struct pq__tr *t, int ty, int *unit)
 static int time_type(struct pq__tr *t, int ty, struct pq__schema_el *e)
 {
     int rc = pq__tr_struct_begin(t, ty);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         if (id == 1)
             rc = pq__tr_bool(t, fty, &e->ts_utc);
         else if (id == 2)
             rc = time_unit(t, fty, &e->unit);
         else
             rc = pq__tr_skip(t, fty);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     pq__tr_struct_end(t);
     return ST_OK;
@@ -113,13 +124,15 @@ static int time_type(struct pq__tr *t, int ty, struct pq__schema_el *e)
 static int int_pair_type(struct pq__tr *t, int ty, struct pq__schema_el *e, int which)
 {
     int rc = pq__tr_struct_begin(t, ty);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         int32_t v = 0;
         if (which == PQ_LT_INTEGER && id == 1) {
             rc = pq__tr_i32(t, fty, &v);
@@ -133,7 +146,8 @@ static int int_pair_type(struct pq__tr *t, int ty, struct pq__schema_el *e, int 
         } else {
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     pq__tr_struct_end(t);
     return ST_OK;
@@ -142,13 +156,15 @@ static int int_pair_type(struct pq__tr *t, int ty, struct pq__schema_el *e, int 
 static int logical_type(struct pq__tr *t, int ty, struct pq__schema_el *e)
 {
     int rc = pq__tr_struct_begin(t, ty);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         if (e->logical != 0 || fty != PQ_TT_STRUCT) {
             rc = pq__tr_skip(t, fty); /* a union has one member; ignore extras */
         } else {
@@ -166,7 +182,8 @@ static int logical_type(struct pq__tr *t, int ty, struct pq__schema_el *e)
                 rc = pq__tr_skip(t, fty);
             }
         }
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     pq__tr_struct_end(t);
     return ST_OK;
@@ -181,14 +198,16 @@ static int schema_element(struct pq__tr *t, struct pq__schema_el *e)
     e->converted = -1;
     e->scale = e->precision = -1;
     int rc = pq__tr_struct_begin(t, PQ_TT_STRUCT);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     bool have_name = false;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         switch (id) {
         case 1:
             rc = pq__tr_i32(t, fty, &e->type);
@@ -221,24 +240,28 @@ static int schema_element(struct pq__tr *t, struct pq__schema_el *e)
         default:
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     pq__tr_struct_end(t);
-    if (!have_name) return pq__tr_fail(t, "SchemaElement without a name");
+    if (!have_name)
+        return pq__tr_fail(t, "SchemaElement without a name");
     return ST_OK;
 }
 
 static int column_meta(struct pq__tr *t, int ty, struct pq__chunk *c)
 {
     int rc = pq__tr_struct_begin(t, ty);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     unsigned have = 0;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         switch (id) {
         case 1:
             rc = pq__tr_i32(t, fty, &c->type);
@@ -250,16 +273,19 @@ static int column_meta(struct pq__tr *t, int ty, struct pq__chunk *c)
             for (uint32_t i = 0; i < n && rc == ST_OK; i++) {
                 int32_t enc;
                 rc = pq__tr_i32(t, et, &enc);
-                if (rc == ST_OK && enc >= 0 && enc < 32) c->encodings |= 1u << enc;
+                if (rc == ST_OK && enc >= 0 && enc < 32)
+                    c->encodings |= 1u << enc;
             }
             break;
         }
         case 3: {
             int et = 0;
             uint32_t n = 0;
-            if (c->path != NULL) return pq__tr_fail(t, "ColumnMetaData.path_in_schema repeated");
+            if (c->path != NULL)
+                return pq__tr_fail(t, "ColumnMetaData.path_in_schema repeated");
             rc = pq__tr_list(t, fty, &et, &n);
-            if (rc != ST_OK) break;
+            if (rc != ST_OK)
+                break;
             c->path = xcalloc(n ? n : 1, sizeof *c->path);
             c->npath = n;
             for (uint32_t i = 0; i < n && rc == ST_OK; i++)
@@ -294,14 +320,17 @@ static int column_meta(struct pq__tr *t, int ty, struct pq__chunk *c)
         default:
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
-        if (id >= 1 && id <= 9) have |= 1u << id;
+        if (rc != ST_OK)
+            return rc;
+        if (id >= 1 && id <= 9)
+            have |= 1u << id;
     }
     pq__tr_struct_end(t);
     /* type, encodings, path, codec, num_values, sizes, data_page_offset */
     unsigned need = (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4) | (1u << 5) | (1u << 6) |
                     (1u << 7) | (1u << 9);
-    if ((have & need) != need) return pq__tr_fail(t, "ColumnMetaData misses a required field");
+    if ((have & need) != need)
+        return pq__tr_fail(t, "ColumnMetaData misses a required field");
     return ST_OK;
 }
 
@@ -309,13 +338,15 @@ static int column_chunk(struct pq__tr *t, struct pq__chunk *c)
 {
     c->data_page_offset = c->dict_page_offset = c->index_page_offset = -1;
     int rc = pq__tr_struct_begin(t, PQ_TT_STRUCT);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         switch (id) {
         case 1: {
             struct pq__str s;
@@ -324,14 +355,16 @@ static int column_chunk(struct pq__tr *t, struct pq__chunk *c)
             break;
         }
         case 3:
-            if (c->has_meta) return pq__tr_fail(t, "ColumnChunk.meta_data repeated");
+            if (c->has_meta)
+                return pq__tr_fail(t, "ColumnChunk.meta_data repeated");
             c->has_meta = true;
             rc = column_meta(t, fty, c);
             break;
         default:
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     pq__tr_struct_end(t);
     return ST_OK;
@@ -340,22 +373,26 @@ static int column_chunk(struct pq__tr *t, struct pq__chunk *c)
 static int row_group(struct pq__tr *t, struct pq__rowgroup *g)
 {
     int rc = pq__tr_struct_begin(t, PQ_TT_STRUCT);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     bool have_cols = false, have_rows = false;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         switch (id) {
         case 1: {
             int et = 0;
             uint32_t n = 0;
-            if (have_cols) return pq__tr_fail(t, "RowGroup.columns repeated");
+            if (have_cols)
+                return pq__tr_fail(t, "RowGroup.columns repeated");
             have_cols = true;
             rc = pq__tr_list(t, fty, &et, &n);
-            if (rc != ST_OK) break;
+            if (rc != ST_OK)
+                break;
             if (et != PQ_TT_STRUCT)
                 return pq__tr_fail(t, "RowGroup.columns is not a list of structs");
             g->cols = xcalloc(n ? n : 1, sizeof *g->cols);
@@ -374,24 +411,28 @@ static int row_group(struct pq__tr *t, struct pq__rowgroup *g)
         default:
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     pq__tr_struct_end(t);
-    if (!have_cols || !have_rows) return pq__tr_fail(t, "RowGroup misses columns or num_rows");
+    if (!have_cols || !have_rows)
+        return pq__tr_fail(t, "RowGroup misses columns or num_rows");
     return ST_OK;
 }
 
 static int key_value(struct pq__tr *t, struct pq__kv *kv)
 {
     int rc = pq__tr_struct_begin(t, PQ_TT_STRUCT);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     bool have_key = false;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         if (id == 1) {
             rc = str_field(t, fty, &kv->key);
             have_key = true;
@@ -401,26 +442,32 @@ static int key_value(struct pq__tr *t, struct pq__kv *kv)
         } else {
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     pq__tr_struct_end(t);
-    if (!have_key) return pq__tr_fail(t, "KeyValue without a key");
+    if (!have_key)
+        return pq__tr_fail(t, "KeyValue without a key");
     return ST_OK;
 }
 
 static int column_order(struct pq__tr *t, int *order)
 {
     int rc = pq__tr_struct_begin(t, PQ_TT_STRUCT);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
-        if (*order == 0 && fty == PQ_TT_STRUCT && id > 0) *order = id;
+        if (fty == PQ_TT_STOP)
+            break;
+        if (*order == 0 && fty == PQ_TT_STRUCT && id > 0)
+            *order = id;
         rc = pq__tr_skip(t, fty);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     pq__tr_struct_end(t);
     return ST_OK;
@@ -430,7 +477,8 @@ static int struct_list(struct pq__tr *t, int fty, uint32_t *n)
 {
     int et = 0;
     int rc = pq__tr_list(t, fty, &et, n);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (et != PQ_TT_STRUCT)
         return pq__tr_fail(t, "expected a list of structs, found element type %d", et);
     return ST_OK;
@@ -439,7 +487,8 @@ static int struct_list(struct pq__tr *t, int fty, uint32_t *n)
 static int filemeta(struct pq__tr *t, struct pq__filemeta *m)
 {
     int rc = pq__tr_struct_begin(t, PQ_TT_STRUCT);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     bool have_schema = false, have_rows = false, have_rgs = false, have_kv = false;
     int16_t last = 0;
     for (;;) {
@@ -447,16 +496,19 @@ static int filemeta(struct pq__tr *t, struct pq__filemeta *m)
         int16_t id = 0;
         uint32_t n = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         switch (id) {
         case 1:
             rc = pq__tr_i32(t, fty, &m->version);
             break;
         case 2:
-            if (have_schema) return pq__tr_fail(t, "FileMetaData.schema repeated");
+            if (have_schema)
+                return pq__tr_fail(t, "FileMetaData.schema repeated");
             have_schema = true;
             rc = struct_list(t, fty, &n);
-            if (rc != ST_OK) break;
+            if (rc != ST_OK)
+                break;
             m->schema = xcalloc(n ? n : 1, sizeof *m->schema);
             m->nschema = n;
             for (uint32_t i = 0; i < n && rc == ST_OK; i++)
@@ -467,20 +519,24 @@ static int filemeta(struct pq__tr *t, struct pq__filemeta *m)
             have_rows = true;
             break;
         case 4:
-            if (have_rgs) return pq__tr_fail(t, "FileMetaData.row_groups repeated");
+            if (have_rgs)
+                return pq__tr_fail(t, "FileMetaData.row_groups repeated");
             have_rgs = true;
             rc = struct_list(t, fty, &n);
-            if (rc != ST_OK) break;
+            if (rc != ST_OK)
+                break;
             m->rgs = xcalloc(n ? n : 1, sizeof *m->rgs);
             m->nrgs = n;
             for (uint32_t i = 0; i < n && rc == ST_OK; i++)
                 rc = row_group(t, &m->rgs[i]);
             break;
         case 5:
-            if (have_kv) return pq__tr_fail(t, "FileMetaData.key_value_metadata repeated");
+            if (have_kv)
+                return pq__tr_fail(t, "FileMetaData.key_value_metadata repeated");
             have_kv = true;
             rc = struct_list(t, fty, &n);
-            if (rc != ST_OK) break;
+            if (rc != ST_OK)
+                break;
             m->kv = xcalloc(n ? n : 1, sizeof *m->kv);
             m->nkv = n;
             for (uint32_t i = 0; i < n && rc == ST_OK; i++)
@@ -491,10 +547,12 @@ static int filemeta(struct pq__tr *t, struct pq__filemeta *m)
             m->has_created_by = true;
             break;
         case 7:
-            if (m->has_orders) return pq__tr_fail(t, "FileMetaData.column_orders repeated");
+            if (m->has_orders)
+                return pq__tr_fail(t, "FileMetaData.column_orders repeated");
             m->has_orders = true;
             rc = struct_list(t, fty, &n);
-            if (rc != ST_OK) break;
+            if (rc != ST_OK)
+                break;
             m->orders = xcalloc(n ? n : 1, sizeof *m->orders);
             m->norders = n;
             for (uint32_t i = 0; i < n && rc == ST_OK; i++)
@@ -507,7 +565,8 @@ static int filemeta(struct pq__tr *t, struct pq__filemeta *m)
         default:
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     pq__tr_struct_end(t);
     if (!have_schema || !have_rows || !have_rgs)
@@ -522,13 +581,15 @@ int pq__filemeta_decode(const uint8_t *p, size_t n, uint64_t base, struct pq__fi
     struct pq__tr t;
     pq__tr_init(&t, p, n, base, "footer", err);
     int rc = filemeta(&t, m);
-    if (rc != ST_OK) pq__filemeta_free(m);
+    if (rc != ST_OK)
+        pq__filemeta_free(m);
     return rc;
 }
 
 void pq__filemeta_free(struct pq__filemeta *m)
 {
-    if (m == NULL) return;
+    if (m == NULL)
+        return;
     for (uint32_t i = 0; m->rgs != NULL && i < m->nrgs; i++) {
         struct pq__rowgroup *g = &m->rgs[i];
         for (uint32_t j = 0; g->cols != NULL && j < g->ncols; j++)
@@ -547,14 +608,16 @@ void pq__filemeta_free(struct pq__filemeta *m)
 static int data_page_header(struct pq__tr *t, int ty, struct pq__page_header *h)
 {
     int rc = pq__tr_struct_begin(t, ty);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     unsigned have = 0;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         switch (id) {
         case 1:
             rc = pq__tr_i32(t, fty, &h->num_values);
@@ -571,25 +634,30 @@ static int data_page_header(struct pq__tr *t, int ty, struct pq__page_header *h)
         default:
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
-        if (id >= 1 && id <= 4) have |= 1u << id;
+        if (rc != ST_OK)
+            return rc;
+        if (id >= 1 && id <= 4)
+            have |= 1u << id;
     }
     pq__tr_struct_end(t);
-    if (have != 0x1e) return pq__tr_fail(t, "DataPageHeader misses a required field");
+    if (have != 0x1e)
+        return pq__tr_fail(t, "DataPageHeader misses a required field");
     return ST_OK;
 }
 
 static int dict_page_header(struct pq__tr *t, int ty, struct pq__page_header *h)
 {
     int rc = pq__tr_struct_begin(t, ty);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     unsigned have = 0;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         switch (id) {
         case 1:
             rc = pq__tr_i32(t, fty, &h->num_values);
@@ -600,18 +668,22 @@ static int dict_page_header(struct pq__tr *t, int ty, struct pq__page_header *h)
         default:
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
-        if (id >= 1 && id <= 2) have |= 1u << id;
+        if (rc != ST_OK)
+            return rc;
+        if (id >= 1 && id <= 2)
+            have |= 1u << id;
     }
     pq__tr_struct_end(t);
-    if (have != 0x6) return pq__tr_fail(t, "DictionaryPageHeader misses a required field");
+    if (have != 0x6)
+        return pq__tr_fail(t, "DictionaryPageHeader misses a required field");
     return ST_OK;
 }
 
 static int data_page_header_v2(struct pq__tr *t, int ty, struct pq__page_header *h)
 {
     int rc = pq__tr_struct_begin(t, ty);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     unsigned have = 0;
     h->is_compressed = true;
     int16_t last = 0;
@@ -619,7 +691,8 @@ static int data_page_header_v2(struct pq__tr *t, int ty, struct pq__page_header 
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         switch (id) {
         case 1:
             rc = pq__tr_i32(t, fty, &h->num_values);
@@ -645,11 +718,14 @@ static int data_page_header_v2(struct pq__tr *t, int ty, struct pq__page_header 
         default:
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
-        if (id >= 1 && id <= 6) have |= 1u << id;
+        if (rc != ST_OK)
+            return rc;
+        if (id >= 1 && id <= 6)
+            have |= 1u << id;
     }
     pq__tr_struct_end(t);
-    if (have != 0x7e) return pq__tr_fail(t, "DataPageHeaderV2 misses a required field");
+    if (have != 0x7e)
+        return pq__tr_fail(t, "DataPageHeaderV2 misses a required field");
     return ST_OK;
 }
 
@@ -658,14 +734,16 @@ int pq__page_header_decode(struct pq__tr *t, struct pq__page_header *h)
     memset(h, 0, sizeof *h);
     h->type = -1;
     int rc = pq__tr_struct_begin(t, PQ_TT_STRUCT);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     unsigned have = 0;
     int16_t last = 0;
     for (;;) {
         int fty = 0;
         int16_t id = 0;
         NEXT_FIELD(t, last, fty, id);
-        if (fty == PQ_TT_STOP) break;
+        if (fty == PQ_TT_STOP)
+            break;
         switch (id) {
         case 1:
             rc = pq__tr_i32(t, fty, &h->type);
@@ -697,11 +775,14 @@ int pq__page_header_decode(struct pq__tr *t, struct pq__page_header *h)
         default:
             rc = pq__tr_skip(t, fty);
         }
-        if (rc != ST_OK) return rc;
-        if (id >= 1 && id <= 3) have |= 1u << id;
+        if (rc != ST_OK)
+            return rc;
+        if (id >= 1 && id <= 3)
+            have |= 1u << id;
     }
     pq__tr_struct_end(t);
-    if (have != 0xe) return pq__tr_fail(t, "PageHeader misses type or sizes");
+    if (have != 0xe)
+        return pq__tr_fail(t, "PageHeader misses type or sizes");
     if (h->uncompressed_size < 0 || h->compressed_size < 0)
         return pq__tr_fail(t, "negative page size");
     return ST_OK;

@@ -105,7 +105,8 @@ struct pq_reader {
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap) return p;
+    if (need <= *cap)
+        return p;
     size_t n = *cap ? *cap : 256;
     while (n < need)
         n *= 2;
@@ -128,7 +129,8 @@ const char *pq_encoding_name(int enc)
                                         "RLE_DICTIONARY",
                                         "BYTE_STREAM_SPLIT",
                                         "ALP"};
-    if (enc < 0 || enc >= (int)(sizeof names / sizeof names[0])) return "?";
+    if (enc < 0 || enc >= (int)(sizeof names / sizeof names[0]))
+        return "?";
     return names[enc];
 }
 
@@ -136,7 +138,8 @@ const char *pq_codec_name(int codec)
 {
     static const char *const names[] = {"UNCOMPRESSED", "SNAPPY", "GZIP", "LZO",
                                         "BROTLI",       "LZ4",    "ZSTD", "LZ4_RAW"};
-    if (codec < 0 || codec >= (int)(sizeof names / sizeof names[0])) return "?";
+    if (codec < 0 || codec >= (int)(sizeof names / sizeof names[0]))
+        return "?";
     return names[codec];
 }
 
@@ -144,7 +147,8 @@ static const char *physical_name(int t)
 {
     static const char *const names[] = {"BOOLEAN", "INT32",  "INT64",      "INT96",
                                         "FLOAT",   "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
-    if (t < 0 || t >= (int)(sizeof names / sizeof names[0])) return "?";
+    if (t < 0 || t >= (int)(sizeof names / sizeof names[0]))
+        return "?";
     return names[t];
 }
 
@@ -172,7 +176,8 @@ static const char *converted_name(int c)
                                         "JSON",
                                         "BSON",
                                         "INTERVAL"};
-    if (c < 0 || c >= (int)(sizeof names / sizeof names[0])) return NULL;
+    if (c < 0 || c >= (int)(sizeof names / sizeof names[0]))
+        return NULL;
     return names[c];
 }
 
@@ -268,7 +273,8 @@ static void map_type(struct rcol *c, const struct pq__schema_el *e)
     case PQ_BOOLEAN:
         c->col.type = ST_T_BOOLEAN;
         c->signed_order = true;
-        if (lg != 0) unsupported(c, phys, ann);
+        if (lg != 0)
+            unsupported(c, phys, ann);
         return;
     case PQ_INT32:
         c->col.type = ST_T_INT;
@@ -281,7 +287,8 @@ static void map_type(struct rcol *c, const struct pq__schema_el *e)
             } else if (e->int_bits != 8 && e->int_bits != 16 && e->int_bits != 32) {
                 unsupported(c, phys, ann);
             }
-            if (!e->int_signed) c->signed_order = false;
+            if (!e->int_signed)
+                c->signed_order = false;
             return;
         }
         if (lg != 0) {
@@ -321,7 +328,8 @@ static void map_type(struct rcol *c, const struct pq__schema_el *e)
             return;
         }
         if (lg == PQ_LT_INTEGER) {
-            if (e->int_bits != 64 || !e->int_signed) unsupported(c, phys, ann);
+            if (e->int_bits != 64 || !e->int_signed)
+                unsupported(c, phys, ann);
             return;
         }
         if (lg != 0) {
@@ -346,22 +354,26 @@ static void map_type(struct rcol *c, const struct pq__schema_el *e)
     case PQ_INT96:
         c->col.type = ST_T_TIMESTAMP;
         c->conv = CV_INT96;
-        if (lg != 0 || e->converted != -1) unsupported(c, phys, ann);
+        if (lg != 0 || e->converted != -1)
+            unsupported(c, phys, ann);
         return;
     case PQ_FLOAT:
         c->col.type = ST_T_DOUBLE;
         c->conv = CV_FLOAT;
         c->signed_order = true;
-        if (lg != 0) unsupported(c, phys, ann);
+        if (lg != 0)
+            unsupported(c, phys, ann);
         return;
     case PQ_DOUBLE:
         c->col.type = ST_T_DOUBLE;
         c->signed_order = true;
-        if (lg != 0) unsupported(c, phys, ann);
+        if (lg != 0)
+            unsupported(c, phys, ann);
         return;
     case PQ_BYTE_ARRAY:
         c->col.type = ST_T_STRING;
-        if (lg == PQ_LT_STRING || lg == PQ_LT_ENUM || lg == PQ_LT_JSON) return;
+        if (lg == PQ_LT_STRING || lg == PQ_LT_ENUM || lg == PQ_LT_JSON)
+            return;
         if (lg == 0 && (e->converted == PQ_CT_UTF8 || e->converted == PQ_CT_ENUM ||
                         e->converted == PQ_CT_JSON))
             return;
@@ -404,7 +416,8 @@ static int walk_schema(struct walk *w, int depth, const char *prefix, int def, i
     char name[ST_NAME_MAX + 1];
     size_t nlen = e->name.n;
     bool bad_name = nlen > ST_NAME_MAX || nlen == 0 || memchr(e->name.p, 0, nlen) != NULL;
-    if (nlen > ST_NAME_MAX) nlen = ST_NAME_MAX;
+    if (nlen > ST_NAME_MAX)
+        nlen = ST_NAME_MAX;
     memcpy(name, e->name.p, nlen);
     name[nlen] = '\0';
     char *path = prefix[0] ? xasprintf("%s.%.*s", prefix, (int)e->name.n, (const char *)e->name.p)
@@ -449,7 +462,8 @@ static int walk_schema(struct walk *w, int depth, const char *prefix, int def, i
                      "column name is empty, longer than %d bytes or "
                      "holds NUL",
                      ST_NAME_MAX);
-        if (depth != 1 || rep > 0 || bad_name) c->unsupported = c->reason;
+        if (depth != 1 || rep > 0 || bad_name)
+            c->unsupported = c->reason;
     }
     if (e->type == PQ_FIXED_LEN_BYTE_ARRAY && e->type_length < 0) {
         return st_errf(w->err, ST_ECORRUPT, "footer: column '%s' has no type_length", c->path);
@@ -460,7 +474,8 @@ static int walk_schema(struct walk *w, int depth, const char *prefix, int def, i
 static int chunk_start(const struct pq__chunk *ch, int64_t *start)
 {
     int64_t s = ch->data_page_offset;
-    if (ch->dict_page_offset > 0 && ch->dict_page_offset < s) s = ch->dict_page_offset;
+    if (ch->dict_page_offset > 0 && ch->dict_page_offset < s)
+        s = ch->dict_page_offset;
     *start = s;
     return ST_OK;
 }
@@ -470,19 +485,22 @@ static int validate(struct pq_reader *r, struct st_err *err)
     struct pq__filemeta *m = &r->m;
     if (m->encrypted)
         return st_errf(err, ST_EUNSUPPORTED, "encrypted Parquet files are not supported");
-    if (m->nschema == 0) return st_errf(err, ST_ECORRUPT, "footer: empty schema");
+    if (m->nschema == 0)
+        return st_errf(err, ST_ECORRUPT, "footer: empty schema");
     const struct pq__schema_el *root = &m->schema[0];
     if (root->type >= 0 || root->num_children < 0)
         return st_errf(err, ST_ECORRUPT, "footer: the schema root is not a group");
     struct walk w = {r, 1, 0, err};
     for (int32_t i = 0; i < root->num_children; i++) {
         int rc = walk_schema(&w, 1, "", 0, 0);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     if (w.next != m->nschema)
         return st_errf(err, ST_ECORRUPT, "footer: schema has %u elements, its groups hold %u",
                        m->nschema, w.next);
-    if (m->num_rows < 0) return st_errf(err, ST_ECORRUPT, "footer: negative num_rows");
+    if (m->num_rows < 0)
+        return st_errf(err, ST_ECORRUPT, "footer: negative num_rows");
     r->rg_first = xcalloc(m->nrgs ? m->nrgs : 1, sizeof *r->rg_first);
     uint64_t total = 0;
     for (uint32_t g = 0; g < m->nrgs; g++) {
@@ -565,7 +583,8 @@ static int validate(struct pq_reader *r, struct st_err *err)
         r->kv_vals[i] =
             m->kv[i].has_value ? xstrndup((const char *)m->kv[i].value.p, m->kv[i].value.n) : NULL;
     }
-    if (m->has_created_by) r->created_by = xstrndup((const char *)m->created_by.p, m->created_by.n);
+    if (m->has_created_by)
+        r->created_by = xstrndup((const char *)m->created_by.p, m->created_by.n);
     return ST_OK;
 }
 
@@ -609,7 +628,8 @@ int pq_reader_open_mem(const uint8_t *p, size_t n, struct pq_reader **out, struc
     if (rc == ST_OK)
         rc = pq__filemeta_decode(p + r->data_end, (size_t)(n - 8 - r->data_end), r->data_end, &r->m,
                                  err);
-    if (rc == ST_OK) rc = validate(r, err);
+    if (rc == ST_OK)
+        rc = validate(r, err);
     if (rc != ST_OK) {
         pq_reader_close(r);
         return rc;
@@ -639,18 +659,23 @@ int pq_reader_open(const char *path, struct pq_reader **out, struct st_err *err)
     if (r->file_size < 12)
         rc = st_errf(err, ST_ECORRUPT, "not a Parquet file: %llu bytes",
                      (unsigned long long)r->file_size);
-    if (rc == ST_OK) rc = st_pread_full(fd, tail, 8, r->file_size - 8, err);
-    if (rc == ST_OK) rc = st_pread_full(fd, head, 4, 0, err);
-    if (rc == ST_OK) rc = open_common(r, tail, err);
+    if (rc == ST_OK)
+        rc = st_pread_full(fd, tail, 8, r->file_size - 8, err);
+    if (rc == ST_OK)
+        rc = st_pread_full(fd, head, 4, 0, err);
+    if (rc == ST_OK)
+        rc = open_common(r, tail, err);
     if (rc == ST_OK && memcmp(head, "PAR1", 4) != 0)
         rc = st_errf(err, ST_ECORRUPT, "not a Parquet file: no PAR1 magic at the start");
     if (rc == ST_OK) {
         size_t flen = (size_t)(r->file_size - 8 - r->data_end);
         r->footer_owned = xmalloc(flen ? flen : 1);
         rc = st_pread_full(fd, r->footer_owned, flen, r->data_end, err);
-        if (rc == ST_OK) rc = pq__filemeta_decode(r->footer_owned, flen, r->data_end, &r->m, err);
+        if (rc == ST_OK)
+            rc = pq__filemeta_decode(r->footer_owned, flen, r->data_end, &r->m, err);
     }
-    if (rc == ST_OK) rc = validate(r, err);
+    if (rc == ST_OK)
+        rc = validate(r, err);
     if (rc != ST_OK) {
         st_err_prefix(err, "%s", path);
         pq_reader_close(r);
@@ -662,8 +687,10 @@ int pq_reader_open(const char *path, struct pq_reader **out, struct st_err *err)
 
 void pq_reader_close(struct pq_reader *r)
 {
-    if (r == NULL) return;
-    if (r->fd >= 0) close(r->fd);
+    if (r == NULL)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
     for (int i = 0; i < r->ncols; i++)
         free(r->cols[i].path);
     free(r->cols);
@@ -727,7 +754,8 @@ const char *pq_column_unsupported(const struct pq_reader *r, int i)
 int pq_find_column(const struct pq_reader *r, const char *name)
 {
     for (int i = 0; i < r->ncols; i++)
-        if (strcmp(r->cols[i].path, name) == 0) return i;
+        if (strcmp(r->cols[i].path, name) == 0)
+            return i;
     return -1;
 }
 
@@ -795,10 +823,12 @@ void pq_chunk_info(const struct pq_reader *r, int rg, int col, struct pq_chunk_i
     out->codec = pq_codec_name(ch->codec);
     size_t n = 0;
     for (int e = 0; e < 32; e++) {
-        if (!(ch->encodings & (1u << e))) continue;
+        if (!(ch->encodings & (1u << e)))
+            continue;
         int k = snprintf(out->encodings + n, sizeof out->encodings - n, "%s%s", n ? "," : "",
                          pq_encoding_name(e));
-        if (k < 0 || (size_t)k >= sizeof out->encodings - n) break;
+        if (k < 0 || (size_t)k >= sizeof out->encodings - n)
+            break;
         n += (size_t)k;
     }
     out->num_values = ch->num_values;
@@ -829,7 +859,8 @@ static bool int96_micros(const uint8_t *p, int64_t *out)
     int64_t nanos = (int64_t)ld_u64le(p);
     int64_t day = (int32_t)ld_u32le(p + 8);
     int64_t us;
-    if (__builtin_mul_overflow(day - 2440588, (int64_t)86400000000, &us)) return false;
+    if (__builtin_mul_overflow(day - 2440588, (int64_t)86400000000, &us))
+        return false;
     int64_t nus = nanos / 1000 - (nanos % 1000 < 0);
     return !__builtin_add_overflow(us, nus, out);
 }
@@ -839,28 +870,33 @@ static bool stat_value(const struct rcol *c, const struct pq__str *s, struct st_
     memset(v, 0, sizeof *v);
     switch (c->phys) {
     case PQ_BOOLEAN:
-        if (s->n < 1) return false;
+        if (s->n < 1)
+            return false;
         v->v.b = (s->p[0] & 1) != 0;
         return true;
     case PQ_INT32:
-        if (s->n != 4) return false;
+        if (s->n != 4)
+            return false;
         if (c->conv == CV_U32)
             v->v.l = (int64_t)ld_u32le(s->p);
         else
             v->v.i = (int32_t)ld_u32le(s->p);
         return true;
     case PQ_INT64:
-        if (s->n != 8) return false;
+        if (s->n != 8)
+            return false;
         return conv_i64(c->conv, (int64_t)ld_u64le(s->p), &v->v.l);
     case PQ_FLOAT: {
-        if (s->n != 4) return false;
+        if (s->n != 4)
+            return false;
         float f;
         memcpy(&f, s->p, 4);
         v->v.d = f;
         return v->v.d == v->v.d;
     }
     case PQ_DOUBLE:
-        if (s->n != 8) return false;
+        if (s->n != 8)
+            return false;
         memcpy(&v->v.d, s->p, 8);
         return v->v.d == v->v.d;
     case PQ_BYTE_ARRAY:
@@ -877,7 +913,8 @@ bool pq_row_group_stats(const struct pq_reader *r, int rg, int col, struct pq_co
     memset(out, 0, sizeof *out);
     const struct pq__chunk *ch = &r->m.rgs[rg].cols[col];
     const struct rcol *c = &r->cols[col];
-    if (!ch->has_stats) return false;
+    if (!ch->has_stats)
+        return false;
     const struct pq__stats *s = &ch->stats;
     out->has_null_count = s->has_null_count;
     out->null_count = s->has_null_count ? (uint64_t)s->null_count : 0;
@@ -885,7 +922,8 @@ bool pq_row_group_stats(const struct pq_reader *r, int rg, int col, struct pq_co
         out->has_nan_count = s->has_nan_count;
         out->nan_count = s->has_nan_count ? (uint64_t)s->nan_count : 0;
     }
-    if (c->unsupported != NULL || c->conv == CV_INT96) return true;
+    if (c->unsupported != NULL || c->conv == CV_INT96)
+        return true;
     int order = r->m.has_orders && (uint32_t)col < r->m.norders ? r->m.orders[col] : 0;
     const struct pq__str *mn = NULL, *mx = NULL;
     if (s->has_min_value && s->has_max_value &&
@@ -897,15 +935,20 @@ bool pq_row_group_stats(const struct pq_reader *r, int rg, int col, struct pq_co
         mn = &s->min;
         mx = &s->max;
     }
-    if (mn == NULL) return true;
+    if (mn == NULL)
+        return true;
     struct st_value lo, hi;
-    if (!stat_value(c, mn, &lo) || !stat_value(c, mx, &hi)) return true;
+    if (!stat_value(c, mn, &lo) || !stat_value(c, mx, &hi))
+        return true;
     if (c->col.type == ST_T_DOUBLE) {
         /* a zero bound may stand for either sign */
-        if (lo.v.d == 0) lo.v.d = -0.0;
-        if (hi.v.d == 0) hi.v.d = 0.0;
+        if (lo.v.d == 0)
+            lo.v.d = -0.0;
+        if (hi.v.d == 0)
+            hi.v.d = 0.0;
     }
-    if (st_value_cmp(c->col.type, &lo, &hi) > 0) return true; /* inconsistent: no bounds */
+    if (st_value_cmp(c->col.type, &lo, &hi) > 0)
+        return true; /* inconsistent: no bounds */
     out->has_minmax = true;
     out->min = lo;
     out->max = hi;
@@ -916,7 +959,8 @@ bool pq_row_group_stats(const struct pq_reader *r, int rg, int col, struct pq_co
 
 void pq_batch_free(struct pq_batch *b)
 {
-    if (b == NULL) return;
+    if (b == NULL)
+        return;
     for (int i = 0; i < b->mem_cap_; i++) {
         free(b->mem_[i].vals);
         free(b->mem_[i].nulls);
@@ -952,7 +996,8 @@ static inline int put_string(struct pq_reader *r, struct buf *sd, const uint8_t 
     if (n > r->max_bytes || sd->len > r->max_bytes - n || sd->len + n > UINT32_MAX)
         return st_errf(err, ST_ETOOBIG, "strings of one column pass %llu bytes in a row group",
                        (unsigned long long)r->max_bytes);
-    if (!pq__utf8_valid(p, n)) return CORRUPT(err, "string value is not UTF-8 or holds U+0000");
+    if (!pq__utf8_valid(p, n))
+        return CORRUPT(err, "string value is not UTF-8 or holds U+0000");
     buf_append(sd, p, n);
     *end = (uint32_t)sd->len;
     return ST_OK;
@@ -970,7 +1015,8 @@ static int plain_strings(struct pq_reader *r, const uint8_t *p, const uint8_t *e
         if (n > (size_t)(end - p))
             return CORRUPT(err, "PLAIN strings: value %zu length %u runs past the page", j, n);
         int rc = put_string(r, sd, p, n, &ends[j], err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
         p += n;
     }
     return ST_OK;
@@ -1125,12 +1171,14 @@ static int load_dict(struct pq_reader *r, const struct rcol *c, const uint8_t *p
         r->dict_offs = grow(r->dict_offs, &r->dict_offs_cap, n + 1, sizeof *r->dict_offs);
         r->dict_offs[0] = 0;
         int rc = plain_strings(r, p, end, n, &r->dict_sdata, r->dict_offs + 1, err);
-        if (rc != ST_OK) return st_err_prefix(err, "dictionary page");
+        if (rc != ST_OK)
+            return st_err_prefix(err, "dictionary page");
     } else {
         size_t w = st_type_width(c->col.type);
         r->dict_vals = grow(r->dict_vals, &r->dict_vals_cap, n * w + 1, 1);
         int rc = plain_fixed(c, p, end, n, r->dict_vals, err);
-        if (rc != ST_OK) return st_err_prefix(err, "dictionary page");
+        if (rc != ST_OK)
+            return st_err_prefix(err, "dictionary page");
     }
     r->dict_n = n;
     return ST_OK;
@@ -1140,11 +1188,15 @@ static int load_dict(struct pq_reader *r, const struct rcol *c, const uint8_t *p
 static int dict_values(struct pq_reader *r, struct target *t, const uint8_t *p, const uint8_t *end,
                        size_t k, uint8_t *dst, uint32_t *ends, bool have_dict, struct st_err *err)
 {
-    if (!have_dict) return CORRUPT(err, "dictionary-encoded page without a dictionary page");
-    if (k == 0) return ST_OK;
-    if (p >= end) return CORRUPT(err, "dictionary indices: empty page");
+    if (!have_dict)
+        return CORRUPT(err, "dictionary-encoded page without a dictionary page");
+    if (k == 0)
+        return ST_OK;
+    if (p >= end)
+        return CORRUPT(err, "dictionary indices: empty page");
     int bw = *p++;
-    if (bw > 32) return CORRUPT(err, "dictionary indices: bit width %d", bw);
+    if (bw > 32)
+        return CORRUPT(err, "dictionary indices: bit width %d", bw);
     r->u32 = grow(r->u32, &r->u32_cap, k, sizeof *r->u32);
     struct pq__rle d;
     pq__rle_init(&d, p, end, bw);
@@ -1214,7 +1266,8 @@ static int delta_length_strings(struct pq_reader *r, struct buf *sd, const uint8
                            "page",
                            j, (long long)n);
         int rc = put_string(r, sd, p, (size_t)n, &ends[j], err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
         p += n;
     }
     return ST_OK;
@@ -1270,17 +1323,21 @@ static int decode_values(struct pq_reader *r, struct target *t, int enc, const u
     size_t w = st_type_width(c->col.type);
     uint8_t *dst = w ? m->vals + t->row * w : NULL;
     uint32_t *ends = c->col.type == ST_T_STRING ? m->offs + t->row + 1 : NULL;
-    if (enc >= 0 && enc < 32) r->counters.encodings_seen |= 1u << enc;
+    if (enc >= 0 && enc < 32)
+        r->counters.encodings_seen |= 1u << enc;
     switch (enc) {
     case PQ_ENC_PLAIN:
-        if (c->col.type == ST_T_STRING) return plain_strings(r, p, end, k, &m->sdata, ends, err);
+        if (c->col.type == ST_T_STRING)
+            return plain_strings(r, p, end, k, &m->sdata, ends, err);
         return plain_fixed(c, p, end, k, dst, err);
     case PQ_ENC_PLAIN_DICTIONARY:
     case PQ_ENC_RLE_DICTIONARY:
         return dict_values(r, t, p, end, k, dst, ends, have_dict, err);
     case PQ_ENC_RLE: {
-        if (c->phys != PQ_BOOLEAN) break;
-        if (end - p < 4) return CORRUPT(err, "RLE booleans: no length");
+        if (c->phys != PQ_BOOLEAN)
+            break;
+        if (end - p < 4)
+            return CORRUPT(err, "RLE booleans: no length");
         uint32_t len = ld_u32le(p);
         p += 4;
         if (len > (size_t)(end - p))
@@ -1292,7 +1349,8 @@ static int decode_values(struct pq_reader *r, struct target *t, int enc, const u
         return ST_OK;
     }
     case PQ_ENC_DELTA_BINARY_PACKED: {
-        if (c->phys != PQ_INT32 && c->phys != PQ_INT64) break;
+        if (c->phys != PQ_INT32 && c->phys != PQ_INT64)
+            break;
         size_t nv, used;
         r->i64 = grow(r->i64, &r->i64_cap, k + 1, sizeof *r->i64);
         /*
@@ -1302,14 +1360,17 @@ static int decode_values(struct pq_reader *r, struct target *t, int enc, const u
          */
         if (pq__delta_decode(p, (size_t)(end - p), r->i64, k, &nv, &used, 64) != ST_OK)
             return CORRUPT(err, "DELTA_BINARY_PACKED: corrupt");
-        if (nv < k) return CORRUPT(err, "DELTA_BINARY_PACKED: %zu values for %zu", nv, k);
+        if (nv < k)
+            return CORRUPT(err, "DELTA_BINARY_PACKED: %zu values for %zu", nv, k);
         return from_i64(c, r->i64, k, dst, err);
     }
     case PQ_ENC_DELTA_LENGTH_BYTE_ARRAY:
-        if (c->phys != PQ_BYTE_ARRAY) break;
+        if (c->phys != PQ_BYTE_ARRAY)
+            break;
         return delta_length_strings(r, &m->sdata, p, end, k, ends, err);
     case PQ_ENC_DELTA_BYTE_ARRAY:
-        if (c->phys != PQ_BYTE_ARRAY) break;
+        if (c->phys != PQ_BYTE_ARRAY)
+            break;
         return delta_strings(r, &m->sdata, p, end, k, ends, err);
     case PQ_ENC_BYTE_STREAM_SPLIT:
         return byte_stream_split(c, p, (size_t)(end - p), k, dst, err);
@@ -1330,7 +1391,8 @@ static void spread(struct pq_reader *r, struct target *t, size_t n, size_t k)
     uint8_t *nulls = m->nulls + t->row;
     for (size_t i = 0; i < n; i++)
         nulls[i] = defs[i] != md;
-    if (k == n) return;
+    if (k == n)
+        return;
     t->any_null = true;
     size_t j = k;
     switch (c->col.type) {
@@ -1419,20 +1481,23 @@ static int decode_chunk(struct pq_reader *r, int rg, int col, struct target *t, 
     chunk_start(ch, &start);
     size_t len = (size_t)ch->total_compressed;
     const uint8_t *base;
-    if (t->nrows == 0) return ST_OK;
+    if (t->nrows == 0)
+        return ST_OK;
     if (r->mem != NULL) {
         base = r->mem + start;
     } else {
         buf_reset(&r->chunk);
         buf_reserve(&r->chunk, len);
         int rc = st_pread_full(r->fd, r->chunk.data, len, (uint64_t)start, err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
         base = r->chunk.data;
     }
     if (!pq__codec_supported(ch->codec))
         return st_errf(err, ST_EUNSUPPORTED, "compression codec %s is not supported",
                        pq_codec_name(ch->codec));
-    if ((unsigned)ch->codec < 32) r->counters.codecs_seen |= 1u << ch->codec;
+    if ((unsigned)ch->codec < 32)
+        r->counters.codecs_seen |= 1u << ch->codec;
     bool have_dict = false;
     size_t pos = 0;
     while (t->row < t->nrows) {
@@ -1443,7 +1508,8 @@ static int decode_chunk(struct pq_reader *r, int rg, int col, struct target *t, 
         pq__tr_init(&tr, base + pos, len - pos, page_off, "page header", err);
         struct pq__page_header h;
         int rc = pq__page_header_decode(&tr, &h);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
         size_t hlen = (size_t)(tr.p - (base + pos));
         size_t csize = (size_t)h.compressed_size, usize = (size_t)h.uncompressed_size;
         if (csize > len - pos - hlen)
@@ -1464,7 +1530,8 @@ static int decode_chunk(struct pq_reader *r, int rg, int col, struct target *t, 
             if (h.encoding != PQ_ENC_PLAIN && h.encoding != PQ_ENC_PLAIN_DICTIONARY)
                 return st_errf(err, ST_EUNSUPPORTED, "dictionary page encoding %s",
                                pq_encoding_name(h.encoding));
-            if (h.num_values < 0) return CORRUPT(err, "dictionary page: negative value count");
+            if (h.num_values < 0)
+                return CORRUPT(err, "dictionary page: negative value count");
             rc = decompress_into_page(r, ch->codec, body, csize, usize, err);
             if (rc == ST_OK)
                 rc = load_dict(r, c, r->page, r->page + usize, (size_t)h.num_values, err);
@@ -1547,11 +1614,13 @@ static int decode_chunk(struct pq_reader *r, int rg, int col, struct target *t, 
                 vend = vsrc + vcn;
             }
         }
-        if (c->col.type == ST_T_STRING) t->mem->offs[t->row] = (uint32_t)t->mem->sdata.len;
+        if (c->col.type == ST_T_STRING)
+            t->mem->offs[t->row] = (uint32_t)t->mem->sdata.len;
         rc = decode_values(r, t, h.encoding, vp, vend, k, have_dict, err);
         if (rc != ST_OK)
             return st_err_prefix(err, "page at offset %llu", (unsigned long long)page_off);
-        if (c->max_def > 0) spread(r, t, n, k);
+        if (c->max_def > 0)
+            spread(r, t, n, k);
         t->row += n;
     }
     return ST_OK;
@@ -1573,7 +1642,8 @@ int pq_read_row_group(struct pq_reader *r, int rg, const int *cols, int ncols, s
     if (rg < 0 || (uint32_t)rg >= r->m.nrgs)
         return st_errf(err, ST_EINVAL, "row group %d does not exist (%u row groups)", rg,
                        r->m.nrgs);
-    if (ncols < 0) return st_errf(err, ST_EINVAL, "negative column count");
+    if (ncols < 0)
+        return st_errf(err, ST_EINVAL, "negative column count");
     for (int k = 0; k < ncols; k++) {
         if (cols[k] < 0 || cols[k] >= r->ncols)
             return st_errf(err, ST_EINVAL, "column %d does not exist (%d columns)", cols[k],
@@ -1599,8 +1669,10 @@ int pq_read_row_group(struct pq_reader *r, int rg, const int *cols, int ncols, s
         struct pq__vecmem *m = &b->mem_[k];
         struct st_colvec *v = &b->cols[k];
         size_t w = st_type_width(c->col.type);
-        if (w > 0) m->vals = grow(m->vals, &m->vals_cap, w * nrows + 8, 1);
-        if (c->max_def > 0) m->nulls = grow(m->nulls, &m->nulls_cap, nrows + 1, 1);
+        if (w > 0)
+            m->vals = grow(m->vals, &m->vals_cap, w * nrows + 8, 1);
+        if (c->max_def > 0)
+            m->nulls = grow(m->nulls, &m->nulls_cap, nrows + 1, 1);
         if (c->col.type == ST_T_STRING) {
             m->offs = grow(m->offs, &m->offs_cap, nrows + 1, sizeof *m->offs);
             m->offs[0] = 0;
@@ -1610,7 +1682,8 @@ int pq_read_row_group(struct pq_reader *r, int rg, const int *cols, int ncols, s
         struct target t = {c, m, nrows, 0, false, c->path};
         r->dict_n = 0;
         int rc = decode_chunk(r, rg, cols[k], &t, err);
-        if (rc != ST_OK) return st_err_prefix(err, "column '%s' row group %d", c->path, rg);
+        if (rc != ST_OK)
+            return st_err_prefix(err, "column '%s' row group %d", c->path, rg);
         memset(v, 0, sizeof *v);
         v->type = c->col.type;
         v->n = nrows;

@@ -42,7 +42,8 @@ int pq__tr_fail(struct pq__tr *t, const char *fmt, ...)
 
 static int uvarint(struct pq__tr *t, uint64_t *v)
 {
-    if (!pq__get_uvarint(&t->p, t->end, v)) return pq__tr_fail(t, "truncated or overlong varint");
+    if (!pq__get_uvarint(&t->p, t->end, v))
+        return pq__tr_fail(t, "truncated or overlong varint");
     return ST_OK;
 }
 
@@ -53,7 +54,8 @@ static int64_t unzigzag(uint64_t v)
 
 int pq__tr_field(struct pq__tr *t, int16_t *last_id, int *type, int16_t *id)
 {
-    if (t->p >= t->end) return pq__tr_fail(t, "truncated struct (no stop byte)");
+    if (t->p >= t->end)
+        return pq__tr_fail(t, "truncated struct (no stop byte)");
     uint8_t b = *t->p++;
     if (b == 0) {
         *type = PQ_TT_STOP;
@@ -62,20 +64,23 @@ int pq__tr_field(struct pq__tr *t, int16_t *last_id, int *type, int16_t *id)
     }
     int ty = b & 0x0f;
     int delta = b >> 4;
-    if (ty > PQ_TT_UUID) return pq__tr_fail(t, "unknown field type %d", ty);
+    if (ty > PQ_TT_UUID)
+        return pq__tr_fail(t, "unknown field type %d", ty);
     int32_t fid;
     if (delta != 0) {
         fid = (int32_t)*last_id + delta;
     } else {
         uint64_t z;
         int rc = uvarint(t, &z);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
         int64_t s = unzigzag(z);
         if (s < INT16_MIN || s > INT16_MAX)
             return pq__tr_fail(t, "field id %lld out of range", (long long)s);
         fid = (int32_t)s;
     }
-    if (fid > INT16_MAX) return pq__tr_fail(t, "field id %ld out of range", (long)fid);
+    if (fid > INT16_MAX)
+        return pq__tr_fail(t, "field id %ld out of range", (long)fid);
     *type = ty;
     *id = (int16_t)fid;
     *last_id = (int16_t)fid;
@@ -85,7 +90,8 @@ int pq__tr_field(struct pq__tr *t, int16_t *last_id, int *type, int16_t *id)
 int pq__tr_i64(struct pq__tr *t, int type, int64_t *v)
 {
     if (type == PQ_TT_I8) {
-        if (t->p >= t->end) return pq__tr_fail(t, "truncated i8");
+        if (t->p >= t->end)
+            return pq__tr_fail(t, "truncated i8");
         *v = (int8_t)*t->p++;
         return ST_OK;
     }
@@ -93,7 +99,8 @@ int pq__tr_i64(struct pq__tr *t, int type, int64_t *v)
         return pq__tr_fail(t, "expected an integer, found wire type %d", type);
     uint64_t z;
     int rc = uvarint(t, &z);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     *v = unzigzag(z);
     return ST_OK;
 }
@@ -102,7 +109,8 @@ int pq__tr_i32(struct pq__tr *t, int type, int32_t *v)
 {
     int64_t x = 0;
     int rc = pq__tr_i64(t, type, &x);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (x < INT32_MIN || x > INT32_MAX)
         return pq__tr_fail(t, "i32 value %lld out of range", (long long)x);
     *v = (int32_t)x;
@@ -124,20 +132,24 @@ int pq__tr_bool(struct pq__tr *t, int type, bool *v)
 
 int pq__tr_elem_bool(struct pq__tr *t, bool *v)
 {
-    if (t->p >= t->end) return pq__tr_fail(t, "truncated bool");
+    if (t->p >= t->end)
+        return pq__tr_fail(t, "truncated bool");
     uint8_t b = *t->p++;
     /* The spec says 1/0; some writers use the field encoding 1/2. */
-    if (b > 2) return pq__tr_fail(t, "bad bool element %u", b);
+    if (b > 2)
+        return pq__tr_fail(t, "bad bool element %u", b);
     *v = b == 1;
     return ST_OK;
 }
 
 int pq__tr_binary(struct pq__tr *t, int type, const uint8_t **p, uint32_t *n)
 {
-    if (type != PQ_TT_BINARY) return pq__tr_fail(t, "expected binary, found wire type %d", type);
+    if (type != PQ_TT_BINARY)
+        return pq__tr_fail(t, "expected binary, found wire type %d", type);
     uint64_t len;
     int rc = uvarint(t, &len);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     if (len > (uint64_t)(t->end - t->p))
         return pq__tr_fail(t, "binary of %llu bytes runs past the end (%zu left)",
                            (unsigned long long)len, (size_t)(t->end - t->p));
@@ -151,13 +163,15 @@ int pq__tr_list(struct pq__tr *t, int type, int *etype, uint32_t *n)
 {
     if (type != PQ_TT_LIST && type != PQ_TT_SET)
         return pq__tr_fail(t, "expected a list, found wire type %d", type);
-    if (t->p >= t->end) return pq__tr_fail(t, "truncated list header");
+    if (t->p >= t->end)
+        return pq__tr_fail(t, "truncated list header");
     uint8_t b = *t->p++;
     uint64_t size = b >> 4;
     *etype = b & 0x0f;
     if (size == 15) {
         int rc = uvarint(t, &size);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     if (*etype == PQ_TT_STOP || *etype > PQ_TT_UUID)
         return pq__tr_fail(t, "bad list element type %d", *etype);
@@ -171,7 +185,8 @@ int pq__tr_list(struct pq__tr *t, int type, int *etype, uint32_t *n)
 
 int pq__tr_struct_begin(struct pq__tr *t, int type)
 {
-    if (type != PQ_TT_STRUCT) return pq__tr_fail(t, "expected a struct, found wire type %d", type);
+    if (type != PQ_TT_STRUCT)
+        return pq__tr_fail(t, "expected a struct, found wire type %d", type);
     if (++t->depth > PQ_THRIFT_DEPTH_MAX)
         return pq__tr_fail(t, "structs nested deeper than %d", PQ_THRIFT_DEPTH_MAX);
     return ST_OK;
@@ -188,10 +203,13 @@ int pq__tr_skip_struct_rest(struct pq__tr *t, int16_t *last_id)
         int ty = 0;
         int16_t id = 0;
         int rc = pq__tr_field(t, last_id, &ty, &id);
-        if (rc != ST_OK) return rc;
-        if (ty == PQ_TT_STOP) return ST_OK;
+        if (rc != ST_OK)
+            return rc;
+        if (ty == PQ_TT_STOP)
+            return ST_OK;
         rc = pq__tr_skip(t, ty);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
 }
 
@@ -218,11 +236,13 @@ int pq__tr_skip(struct pq__tr *t, int type)
         return pq__tr_i64(t, type, &v);
     }
     case PQ_TT_DOUBLE:
-        if (t->end - t->p < 8) return pq__tr_fail(t, "truncated double");
+        if (t->end - t->p < 8)
+            return pq__tr_fail(t, "truncated double");
         t->p += 8;
         return ST_OK;
     case PQ_TT_UUID:
-        if (t->end - t->p < 16) return pq__tr_fail(t, "truncated uuid");
+        if (t->end - t->p < 16)
+            return pq__tr_fail(t, "truncated uuid");
         t->p += 16;
         return ST_OK;
     case PQ_TT_BINARY: {
@@ -235,7 +255,8 @@ int pq__tr_skip(struct pq__tr *t, int type)
         int et = 0;
         uint32_t n = 0;
         int rc = pq__tr_list(t, type, &et, &n);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
         if (++t->depth > PQ_THRIFT_DEPTH_MAX)
             return pq__tr_fail(t, "values nested deeper than %d", PQ_THRIFT_DEPTH_MAX);
         for (uint32_t i = 0; i < n && rc == ST_OK; i++)
@@ -246,9 +267,12 @@ int pq__tr_skip(struct pq__tr *t, int type)
     case PQ_TT_MAP: {
         uint64_t n;
         int rc = uvarint(t, &n);
-        if (rc != ST_OK) return rc;
-        if (n == 0) return ST_OK;
-        if (t->p >= t->end) return pq__tr_fail(t, "truncated map header");
+        if (rc != ST_OK)
+            return rc;
+        if (n == 0)
+            return ST_OK;
+        if (t->p >= t->end)
+            return pq__tr_fail(t, "truncated map header");
         uint8_t kv = *t->p++;
         int kt = kv >> 4, vt = kv & 0x0f;
         if (kt == 0 || kt > PQ_TT_UUID || vt == 0 || vt > PQ_TT_UUID)
@@ -259,14 +283,16 @@ int pq__tr_skip(struct pq__tr *t, int type)
             return pq__tr_fail(t, "values nested deeper than %d", PQ_THRIFT_DEPTH_MAX);
         for (uint64_t i = 0; i < n && rc == ST_OK; i++) {
             rc = skip_elem(t, kt);
-            if (rc == ST_OK) rc = skip_elem(t, vt);
+            if (rc == ST_OK)
+                rc = skip_elem(t, vt);
         }
         t->depth--;
         return rc;
     }
     case PQ_TT_STRUCT: {
         int rc = pq__tr_struct_begin(t, type);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
         int16_t last = 0;
         rc = pq__tr_skip_struct_rest(t, &last);
         pq__tr_struct_end(t);
@@ -348,7 +374,8 @@ void pq__tw_binary(struct pq__tw *w, int16_t id, const void *p, size_t n)
 static void push(struct pq__tw *w)
 {
     /* Our own structures nest a few levels; overflowing is a bug. */
-    if (w->depth + 1 >= PQ_THRIFT_DEPTH_MAX) __builtin_trap();
+    if (w->depth + 1 >= PQ_THRIFT_DEPTH_MAX)
+        __builtin_trap();
     w->last[++w->depth] = 0;
 }
 

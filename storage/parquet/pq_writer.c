@@ -158,7 +158,8 @@ static uint32_t hash_bytes(const uint8_t *p, size_t n)
         n -= 8;
     }
     uint64_t w = 0;
-    if (n > 0) memcpy(&w, p, n);
+    if (n > 0)
+        memcpy(&w, p, n);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
     h ^= h >> 29;
     return (uint32_t)h;
@@ -168,14 +169,16 @@ static int bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
 {
     size_t n = an < bn ? an : bn;
     int c = n ? memcmp(a, b, n) : 0;
-    if (c != 0) return c;
+    if (c != 0)
+        return c;
     return (an > bn) - (an < bn);
 }
 
 /* Length of the longest prefix of p[0..n) of at most `max` bytes ending on a character boundary. */
 static uint32_t utf8_prefix(const uint8_t *p, uint32_t n, uint32_t max)
 {
-    if (n <= max) return n;
+    if (n <= max)
+        return n;
     uint32_t k = max;
     while (k > 0 && (p[k] & 0xc0) == 0x80)
         k--;
@@ -210,7 +213,8 @@ static uint32_t utf8_put(uint8_t *o, uint32_t cp)
 static void bound_min(struct wbound *o, const uint8_t *p, uint32_t n, bool *exact)
 {
     uint32_t k = utf8_prefix(p, n, PQ_STATS_STRING_MAX);
-    if (k > 0) memcpy(o->b, p, k);
+    if (k > 0)
+        memcpy(o->b, p, k);
     o->n = k;
     *exact = k == n;
 }
@@ -223,7 +227,8 @@ static void bound_min(struct wbound *o, const uint8_t *p, uint32_t n, bool *exac
 static bool bound_max(struct wbound *o, const uint8_t *p, uint32_t n, bool *exact)
 {
     if (n <= PQ_STATS_STRING_MAX) {
-        if (n > 0) memcpy(o->b, p, n);
+        if (n > 0)
+            memcpy(o->b, p, n);
         o->n = n;
         *exact = true;
         return true;
@@ -277,9 +282,12 @@ static void col_reset(struct wcol *c)
     buf_reset(&c->sdata);
     buf_reset(&c->ddata);
     c->nent = 0;
-    if (c->htab != NULL) memset(c->htab, 0, c->hcap * sizeof *c->htab);
-    if (c->soffs != NULL) c->soffs[0] = 0;
-    if (c->doffs != NULL) c->doffs[0] = 0;
+    if (c->htab != NULL)
+        memset(c->htab, 0, c->hcap * sizeof *c->htab);
+    if (c->soffs != NULL)
+        c->soffs[0] = 0;
+    if (c->doffs != NULL)
+        c->doffs[0] = 0;
     c->dict_on = false;
     c->st.has = false;
     c->st.nulls = c->st.nans = 0;
@@ -299,7 +307,8 @@ int pq_writer_open(struct pq_writer **out, const struct st_column *cols, int nco
     if (ncols < 1 || ncols > ST_COLUMNS_MAX)
         return st_errf(err, ST_EINVAL, "parquet writer: %d columns (1..%d allowed)", ncols,
                        ST_COLUMNS_MAX);
-    if (write == NULL) return st_errf(err, ST_EINVAL, "parquet writer: no write function");
+    if (write == NULL)
+        return st_errf(err, ST_EINVAL, "parquet writer: no write function");
     for (int i = 0; i < ncols; i++) {
         if (!st_name_valid(cols[i].name))
             return st_errf(err, ST_EINVAL, "parquet writer: column %d: invalid name", i);
@@ -318,14 +327,17 @@ int pq_writer_open(struct pq_writer **out, const struct st_column *cols, int nco
          opts.zstd_level == 0))
         return st_errf(err, ST_EINVAL, "parquet writer: zstd level %d out of range (%d..%d)",
                        opts.zstd_level, ZSTD_minCLevel(), ZSTD_maxCLevel());
-    if (opts.row_group_rows == 0) opts.row_group_rows = 131072;
+    if (opts.row_group_rows == 0)
+        opts.row_group_rows = 131072;
     if (opts.row_group_rows > PQ_DEFAULT_MAX_BATCH_ROWS)
         return st_errf(err, ST_EINVAL,
                        "parquet writer: %u rows per row group (at most %u, what the reader "
                        "decodes at once)",
                        opts.row_group_rows, PQ_DEFAULT_MAX_BATCH_ROWS);
-    if (opts.row_group_bytes == 0) opts.row_group_bytes = 256u << 20;
-    if (opts.row_group_bytes > PQ_RG_BYTES_MAX) opts.row_group_bytes = PQ_RG_BYTES_MAX;
+    if (opts.row_group_bytes == 0)
+        opts.row_group_bytes = 256u << 20;
+    if (opts.row_group_bytes > PQ_RG_BYTES_MAX)
+        opts.row_group_bytes = PQ_RG_BYTES_MAX;
 
     struct pq_writer *w = xcalloc(1, sizeof *w);
     w->o = opts;
@@ -371,7 +383,8 @@ int pq_writer_open(struct pq_writer **out, const struct st_column *cols, int nco
 
 static int flush_out(struct pq_writer *w, struct st_err *err)
 {
-    if (w->out.len == 0) return ST_OK;
+    if (w->out.len == 0)
+        return ST_OK;
     int rc = w->write(w->ctx, w->out.data, w->out.len, err);
     if (rc != ST_OK) {
         w->failed = rc;
@@ -385,7 +398,8 @@ static int emit(struct pq_writer *w, const void *p, size_t n, struct st_err *err
 {
     buf_append(&w->out, p, n);
     w->offset += n;
-    if (w->out.len >= PQ_OUT_FLUSH) return flush_out(w, err);
+    if (w->out.len >= PQ_OUT_FLUSH)
+        return flush_out(w, err);
     return ST_OK;
 }
 
@@ -419,7 +433,8 @@ static int check_value(const struct wcol *c, const struct st_value *v, uint64_t 
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 {
-    if (need <= *cap) return p;
+    if (need <= *cap)
+        return p;
     size_t n = *cap ? *cap : 1024;
     while (n < need)
         n *= 2;
@@ -448,7 +463,8 @@ static void update_str_stats(struct wcol *c, const uint8_t *p, uint32_t n)
 static void plain_append(struct wcol *c, const uint8_t *p, uint32_t n)
 {
     c->soffs = grow(c->soffs, &c->soffs_cap, c->nvals + 2, sizeof *c->soffs);
-    if (c->nvals == 0) c->soffs[0] = 0;
+    if (c->nvals == 0)
+        c->soffs[0] = 0;
     buf_append(&c->sdata, p, n);
     c->soffs[c->nvals + 1] = (uint32_t)c->sdata.len;
 }
@@ -467,7 +483,8 @@ static void dict_abandon(struct wcol *c)
     c->dict_on = false;
     buf_reset(&c->ddata);
     c->nent = 0;
-    if (c->htab != NULL) memset(c->htab, 0, c->hcap * sizeof *c->htab);
+    if (c->htab != NULL)
+        memset(c->htab, 0, c->hcap * sizeof *c->htab);
 }
 
 static void dict_rehash(struct wcol *c, size_t cap)
@@ -487,11 +504,13 @@ static void dict_rehash(struct wcol *c, size_t cap)
 static bool dict_add(struct wcol *c, const uint8_t *p, uint32_t n, bool *is_new)
 {
     uint32_t hv = hash_bytes(p, n);
-    if (c->htab == NULL) dict_rehash(c, 1024);
+    if (c->htab == NULL)
+        dict_rehash(c, 1024);
     size_t h = hv & (c->hcap - 1);
     for (;;) {
         uint32_t e1 = c->htab[h];
-        if (e1 == 0) break;
+        if (e1 == 0)
+            break;
         uint32_t e = e1 - 1;
         if (c->dhash[e] == hv && c->doffs[e + 1] - c->doffs[e] == n &&
             (n == 0 || memcmp(c->ddata.data + c->doffs[e], p, n) == 0)) {
@@ -513,13 +532,15 @@ static bool dict_add(struct wcol *c, const uint8_t *p, uint32_t n, bool *is_new)
         c->dhash = xreallocarray(c->dhash, cap, sizeof *c->dhash);
         c->dcap = cap;
     }
-    if (e == 0) c->doffs[0] = 0;
+    if (e == 0)
+        c->doffs[0] = 0;
     buf_append(&c->ddata, p, n);
     c->doffs[e + 1] = (uint32_t)c->ddata.len;
     c->dhash[e] = hv;
     c->nent++;
     c->htab[h] = (uint32_t)e + 1;
-    if (c->nent * 2 > c->hcap) dict_rehash(c, c->hcap * 2);
+    if (c->nent * 2 > c->hcap)
+        dict_rehash(c, c->hcap * 2);
     c->idx = grow(c->idx, &c->idx_cap, c->nvals + 1, sizeof *c->idx);
     c->idx[c->nvals] = (uint32_t)e;
     *is_new = true;
@@ -556,8 +577,10 @@ static uint64_t append_value(struct pq_writer *w, struct wcol *c, const struct s
     case ST_T_INT: {
         uint8_t *p = buf_extend(&c->fixed, 4);
         st_u32le(p, (uint32_t)v->v.i);
-        if (!s->has || v->v.i < s->min.i) s->min.i = v->v.i;
-        if (!s->has || v->v.i > s->max.i) s->max.i = v->v.i;
+        if (!s->has || v->v.i < s->min.i)
+            s->min.i = v->v.i;
+        if (!s->has || v->v.i > s->max.i)
+            s->max.i = v->v.i;
         s->has = true;
         bytes += 4;
         break;
@@ -566,8 +589,10 @@ static uint64_t append_value(struct pq_writer *w, struct wcol *c, const struct s
     case ST_T_TIMESTAMP: {
         uint8_t *p = buf_extend(&c->fixed, 8);
         st_u64le(p, (uint64_t)v->v.l);
-        if (!s->has || v->v.l < s->min.l) s->min.l = v->v.l;
-        if (!s->has || v->v.l > s->max.l) s->max.l = v->v.l;
+        if (!s->has || v->v.l < s->min.l)
+            s->min.l = v->v.l;
+        if (!s->has || v->v.l > s->max.l)
+            s->max.l = v->v.l;
         s->has = true;
         bytes += 8;
         break;
@@ -581,8 +606,10 @@ static uint64_t append_value(struct pq_writer *w, struct wcol *c, const struct s
         if (isnan(d)) {
             s->nans++;
         } else {
-            if (!s->has || d < s->min.d) s->min.d = d;
-            if (!s->has || d > s->max.d) s->max.d = d;
+            if (!s->has || d < s->min.d)
+                s->min.d = d;
+            if (!s->has || d > s->max.d)
+                s->max.d = d;
             s->has = true;
         }
         bytes += 8;
@@ -591,14 +618,17 @@ static uint64_t append_value(struct pq_writer *w, struct wcol *c, const struct s
     case ST_T_STRING: {
         const uint8_t *p = (const uint8_t *)v->v.s.p;
         uint32_t n = v->v.s.len;
-        if (c->nvals == 0 && w->o.dictionary) c->dict_on = true;
+        if (c->nvals == 0 && w->o.dictionary)
+            c->dict_on = true;
         bool is_new = true;
         if (c->dict_on && !dict_add(c, p, n, &is_new)) {
             dict_abandon(c);
             is_new = true;
         }
-        if (!c->dict_on) plain_append(c, p, n);
-        if (is_new) update_str_stats(c, p, n);
+        if (!c->dict_on)
+            plain_append(c, p, n);
+        if (is_new)
+            update_str_stats(c, p, n);
         bytes += (uint64_t)n + (c->dict_on ? 4 : 8);
         break;
     }
@@ -611,7 +641,8 @@ static int flush_row_group(struct pq_writer *w, struct st_err *err);
 
 static int writer_usable(struct pq_writer *w, struct st_err *err)
 {
-    if (w->finished) return st_errf(err, ST_EINTERNAL, "parquet writer: already finished");
+    if (w->finished)
+        return st_errf(err, ST_EINTERNAL, "parquet writer: already finished");
     if (w->failed != ST_OK)
         return st_errf(err, w->failed, "parquet writer: an earlier write failed");
     return ST_OK;
@@ -633,10 +664,12 @@ static int add_checked_row(struct pq_writer *w, const struct st_value *row, stru
 int pq_writer_add_row(struct pq_writer *w, const struct st_value *row, struct st_err *err)
 {
     int rc = writer_usable(w, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     for (int i = 0; i < w->ncols; i++) {
         rc = check_value(&w->cols[i], &row[i], w->rows, err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     return add_checked_row(w, row, err);
 }
@@ -645,7 +678,8 @@ int pq_writer_add_colvecs(struct pq_writer *w, const struct st_colvec *cols, siz
                           struct st_err *err)
 {
     int rc = writer_usable(w, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     for (int i = 0; i < w->ncols; i++)
         if (cols[i].type != w->cols[i].col.type)
             return st_errf(err, ST_EINVAL, "parquet writer: column '%s': vector of type %s",
@@ -655,10 +689,12 @@ int pq_writer_add_colvecs(struct pq_writer *w, const struct st_colvec *cols, siz
         for (int i = 0; i < w->ncols; i++) {
             st_colvec_get(&cols[i], r, &w->rowtmp[i]);
             rc = check_value(&w->cols[i], &w->rowtmp[i], w->rows, err);
-            if (rc != ST_OK) return rc;
+            if (rc != ST_OK)
+                return rc;
         }
         rc = add_checked_row(w, w->rowtmp, err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     return ST_OK;
 }
@@ -700,7 +736,8 @@ static int emit_page(struct pq_writer *w, struct wchunk *ch, int type, int32_t n
     const uint8_t *body = NULL;
     size_t bn = 0;
     int rc = compress_page(w, &w->page, &body, &bn, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     struct pq__page_header h;
     memset(&h, 0, sizeof h);
     h.type = type;
@@ -715,7 +752,8 @@ static int emit_page(struct pq_writer *w, struct wchunk *ch, int type, int32_t n
     ch->total_comp += (int64_t)(w->hdr.len + bn);
     ch->total_uncomp += (int64_t)(w->hdr.len + w->page.len);
     rc = emit(w, w->hdr.data, w->hdr.len, err);
-    if (rc == ST_OK) rc = emit(w, body, bn, err);
+    if (rc == ST_OK)
+        rc = emit(w, body, bn, err);
     return rc;
 }
 
@@ -736,7 +774,8 @@ static void finish_stats(struct wcol *c, struct wchunk *ch)
     f->nulls += s->nulls;
     f->nans += s->nans;
     ch->has_minmax = false;
-    if (!s->has) return;
+    if (!s->has)
+        return;
     ch->min_exact = ch->max_exact = true;
     struct st_value mn, mx;
     memset(&mn, 0, sizeof mn);
@@ -788,13 +827,17 @@ static void finish_stats(struct wcol *c, struct wchunk *ch)
     ch->has_minmax = true;
     if (c->col.type == ST_T_STRING) {
         bool first = !f->has;
-        if (first || bytes_cmp(ch->min.b, ch->min.n, f->smin.b, f->smin.n) < 0) f->smin = ch->min;
-        if (first || bytes_cmp(ch->max.b, ch->max.n, f->smax.b, f->smax.n) > 0) f->smax = ch->max;
+        if (first || bytes_cmp(ch->min.b, ch->min.n, f->smin.b, f->smin.n) < 0)
+            f->smin = ch->min;
+        if (first || bytes_cmp(ch->max.b, ch->max.n, f->smax.b, f->smax.n) > 0)
+            f->smax = ch->max;
         f->has = true;
         return;
     }
-    if (!f->has || st_value_cmp(c->col.type, &mn, &f->min) < 0) f->min = mn;
-    if (!f->has || st_value_cmp(c->col.type, &mx, &f->max) > 0) f->max = mx;
+    if (!f->has || st_value_cmp(c->col.type, &mn, &f->min) < 0)
+        f->min = mn;
+    if (!f->has || st_value_cmp(c->col.type, &mx, &f->max) > 0)
+        f->max = mx;
     f->has = true;
 }
 
@@ -816,7 +859,8 @@ static int write_chunk(struct pq_writer *w, struct wcol *c, struct wchunk *ch, s
     int bw = 1;
     if (c->col.type == ST_T_STRING && c->dict_on && c->nvals > 0) {
         bw = pq__bit_width(c->nent - 1);
-        if (bw == 0) bw = 1;
+        if (bw == 0)
+            bw = 1;
         uint64_t plain = (uint64_t)c->nvals * 4;
         for (size_t j = 0; j < c->nvals; j++)
             plain += c->doffs[c->idx[j] + 1] - c->doffs[c->idx[j]];
@@ -839,7 +883,8 @@ static int write_chunk(struct pq_writer *w, struct wcol *c, struct wchunk *ch, s
             buf_append(&w->page, c->ddata.data + c->doffs[e], n);
         }
         rc = emit_page(w, ch, PQ_PAGE_DICTIONARY, (int32_t)c->nent, PQ_ENC_PLAIN, err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
     }
     ch->data_off = (int64_t)w->offset;
 
@@ -886,7 +931,8 @@ static int write_chunk(struct pq_writer *w, struct wcol *c, struct wchunk *ch, s
             }
         }
         rc = emit_page(w, ch, PQ_PAGE_DATA, (int32_t)(row - r0), enc, err);
-        if (rc != ST_OK) return rc;
+        if (rc != ST_OK)
+            return rc;
         ch->data_pages++;
     }
     return ST_OK;
@@ -894,7 +940,8 @@ static int write_chunk(struct pq_writer *w, struct wcol *c, struct wchunk *ch, s
 
 static int flush_row_group(struct pq_writer *w, struct st_err *err)
 {
-    if (w->rg_rows == 0) return ST_OK;
+    if (w->rg_rows == 0)
+        return ST_OK;
     if (w->nrgs == w->rgs_cap) {
         w->rgs_cap = w->rgs_cap ? w->rgs_cap * 2 : 16;
         w->rgs = xreallocarray(w->rgs, w->rgs_cap, sizeof *w->rgs);
@@ -965,7 +1012,8 @@ static void write_statistics(struct pq__tw *t, const struct wcol *c, const struc
         pq__tw_bool(t, 7, ch->max_exact);
         pq__tw_bool(t, 8, ch->min_exact);
     }
-    if (c->col.type == ST_T_DOUBLE) pq__tw_i64(t, 9, (int64_t)ch->nan_count);
+    if (c->col.type == ST_T_DOUBLE)
+        pq__tw_i64(t, 9, (int64_t)ch->nan_count);
     pq__tw_struct_end(t);
 }
 
@@ -979,8 +1027,10 @@ static void write_column_chunk(struct pq__tw *t, const struct pq_writer *w, cons
     int encs[3];
     uint32_t nenc = 0;
     encs[nenc++] = PQ_ENC_PLAIN;
-    if (!c->col.required) encs[nenc++] = PQ_ENC_RLE;
-    if (ch->dict) encs[nenc++] = PQ_ENC_RLE_DICTIONARY;
+    if (!c->col.required)
+        encs[nenc++] = PQ_ENC_RLE;
+    if (ch->dict)
+        encs[nenc++] = PQ_ENC_RLE_DICTIONARY;
     pq__tw_list_begin(t, 2, PQ_TT_I32, nenc);
     for (uint32_t i = 0; i < nenc; i++)
         pq__tw_elem_i32(t, encs[i]);
@@ -991,7 +1041,8 @@ static void write_column_chunk(struct pq__tw *t, const struct pq_writer *w, cons
     pq__tw_i64(t, 6, ch->total_uncomp);
     pq__tw_i64(t, 7, ch->total_comp);
     pq__tw_i64(t, 9, ch->data_off);
-    if (ch->dict_off >= 0) pq__tw_i64(t, 11, ch->dict_off);
+    if (ch->dict_off >= 0)
+        pq__tw_i64(t, 11, ch->dict_off);
     write_statistics(t, c, ch);
     /* encoding_stats: which pages use which encoding */
     pq__tw_list_begin(t, 13, PQ_TT_STRUCT, ch->dict ? 2 : 1);
@@ -1036,7 +1087,8 @@ static void write_footer(struct pq_writer *w, struct buf *b)
         pq__tw_i64(&t, 3, rg->num_rows);
         pq__tw_i64(&t, 5, rg->file_offset);
         pq__tw_i64(&t, 6, rg->total_comp);
-        if (g <= INT16_MAX) pq__tw_i16(&t, 7, (int16_t)g);
+        if (g <= INT16_MAX)
+            pq__tw_i16(&t, 7, (int16_t)g);
         pq__tw_struct_end(&t);
     }
     if (w->nkv > 0) {
@@ -1061,21 +1113,27 @@ static void write_footer(struct pq_writer *w, struct buf *b)
 
 int pq_writer_finish(struct pq_writer *w, struct pq_file_stats *stats, struct st_err *err)
 {
-    if (stats != NULL) memset(stats, 0, sizeof *stats);
+    if (stats != NULL)
+        memset(stats, 0, sizeof *stats);
     int rc = writer_usable(w, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     rc = flush_row_group(w, err);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     struct buf footer = BUF_INIT;
     write_footer(w, &footer);
     uint8_t tail[8];
     st_u32le(tail, (uint32_t)footer.len);
     memcpy(tail + 4, "PAR1", 4);
     rc = emit(w, footer.data, footer.len, err);
-    if (rc == ST_OK) rc = emit(w, tail, 8, err);
-    if (rc == ST_OK) rc = flush_out(w, err);
+    if (rc == ST_OK)
+        rc = emit(w, tail, 8, err);
+    if (rc == ST_OK)
+        rc = flush_out(w, err);
     buf_free(&footer);
-    if (rc != ST_OK) return rc;
+    if (rc != ST_OK)
+        return rc;
     w->finished = true;
     if (stats != NULL) {
         stats->num_rows = w->rows;
@@ -1097,7 +1155,8 @@ int pq_writer_finish(struct pq_writer *w, struct pq_file_stats *stats, struct st
                 s->nan_count = c->fs.nans;
             }
             s->has_minmax = c->fs.has;
-            if (!c->fs.has) continue;
+            if (!c->fs.has)
+                continue;
             if (c->col.type == ST_T_STRING) {
                 memcpy(sp, c->fs.smin.b, c->fs.smin.n);
                 sp[c->fs.smin.n] = '\0';
@@ -1120,7 +1179,8 @@ int pq_writer_finish(struct pq_writer *w, struct pq_file_stats *stats, struct st
 
 void pq_file_stats_free(struct pq_file_stats *s)
 {
-    if (s == NULL) return;
+    if (s == NULL)
+        return;
     free(s->cols);
     free(s->strings_);
     s->cols = NULL;
@@ -1130,7 +1190,8 @@ void pq_file_stats_free(struct pq_file_stats *s)
 
 void pq_writer_free(struct pq_writer *w)
 {
-    if (w == NULL) return;
+    if (w == NULL)
+        return;
     for (int i = 0; i < w->ncols; i++) {
         struct wcol *c = &w->cols[i];
         free(c->defs);

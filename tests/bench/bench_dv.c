@@ -54,7 +54,8 @@ static uint64_t *sample(uint64_t rows, double frac, uint32_t seed, size_t *n)
     uint64_t *v = xmalloc(cap * sizeof *v);
     for (uint64_t i = 0; i < rows; i++) {
         if (mulberry32() < frac) {
-            if (k == cap) v = xreallocarray(v, cap *= 2, sizeof *v);
+            if (k == cap)
+                v = xreallocarray(v, cap *= 2, sizeof *v);
             v[k++] = i;
         }
     }
@@ -383,7 +384,8 @@ static void bench_set(const char *name, const uint64_t *pos, size_t n, uint64_t 
     buf_free(&blob);
     buf_free(&c.out);
     dv_free(d);
-    if (c.sink == 42) printf("(sink)\n");
+    if (c.sink == 42)
+        printf("(sink)\n");
 }
 
 int main(int argc, char **argv)
@@ -402,7 +404,8 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (runs < 1) runs = 1;
+    if (runs < 1)
+        runs = 1;
     printf("bench_dv: strike %s, CRoaring %d.%d.%d, %d runs per row (min / median / max, us)\n",
            STRIKE_VERSION, ROARING_VERSION_MAJOR, ROARING_VERSION_MINOR, ROARING_VERSION_REVISION,
            runs);

@@ -255,9 +255,10 @@ static void measure_ingest(struct engine *e)
         batches++;
     }
     double s = (double)(st_mono_ns() - t0) / 1e9;
-    printf("{\"measure\":\"ingest\",\"rows\":%ld,\"batch\":%ld,\"seconds\":%.4f,\"rows_per_s\":%.0f,"
-           "\"inserted\":%ld,\"updated\":%ld}\n",
-           done, arg_batch, s, (double)done / s, inserted, updated);
+    printf(
+        "{\"measure\":\"ingest\",\"rows\":%ld,\"batch\":%ld,\"seconds\":%.4f,\"rows_per_s\":%.0f,"
+        "\"inserted\":%ld,\"updated\":%ld}\n",
+        done, arg_batch, s, (double)done / s, inserted, updated);
     free(rb);
     free(ch);
     table_unref(t);
@@ -300,15 +301,16 @@ static void measure_delete1(struct engine *e)
         if (res.deleted != 1)
             missed++;
     }
-    char *wal = pg_value(cat, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint",
-                         lsn0);
+    char *wal = pg_value(
+        cat, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint", lsn0);
     engine_metrics(e, &m1);
     double p50 = pct(lat, (size_t)arg_samples, 0.5), p99 = pct(lat, (size_t)arg_samples, 0.99);
     printf("{\"measure\":\"delete1\",\"ms\":[");
     for (long i = 0; i < arg_samples; i++)
         printf("%s%.3f", i ? "," : "", lat[i]);
     printf("],\"rows\":%ld,\"samples\":%ld,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
-           "\"min_ms\":%.3f,\"max_ms\":%.3f,\"dv_bytes_per_delete\":%.0f,\"wal_bytes_per_delete\":%.0f,"
+           "\"min_ms\":%.3f,\"max_ms\":%.3f,\"dv_bytes_per_delete\":%.0f,\"wal_bytes_per_delete\":%"
+           ".0f,"
            "\"commits\":%llu,\"missed\":%ld}\n",
            arg_rows, arg_samples, p50, p99, lat[0], lat[arg_samples - 1],
            (double)(m1.bytes_written - m0.bytes_written) / (double)arg_samples,
@@ -380,7 +382,8 @@ static long writers_lost(struct engine *e, struct table *t, const struct writer 
             long last = j + WRITER_KEYS * ((ws[w].commits - 1 - j) / WRITER_KEYS);
             struct rowbuf rb;
             make_row(&rb, id.v.l, (uint64_t)last);
-            if (uid.v.l == rb.v[1].v.l && amt.v.d == rb.v[2].v.d && pay.v.s.len == rb.v[4].v.s.len &&
+            if (uid.v.l == rb.v[1].v.l && amt.v.d == rb.v[2].v.d &&
+                pay.v.s.len == rb.v[4].v.s.len &&
                 memcmp(pay.v.s.p, rb.v[4].v.s.p, pay.v.s.len) == 0)
                 matched++;
         }

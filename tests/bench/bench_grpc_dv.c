@@ -117,7 +117,8 @@ static bool check_reply(struct worker *w, struct slot *s)
         return false;
     }
     grpc_byte_buffer_reader rd;
-    if (!grpc_byte_buffer_reader_init(&rd, s->reply)) return false;
+    if (!grpc_byte_buffer_reader_init(&rd, s->reply))
+        return false;
     grpc_slice all = grpc_byte_buffer_reader_readall(&rd);
     grpc_byte_buffer_reader_destroy(&rd);
     Strike__V1__DeletionVector *dv = strike__v1__deletion_vector__unpack(
@@ -129,7 +130,8 @@ static bool check_reply(struct worker *w, struct slot *s)
         w->card = dv->cardinality;
     }
     ok = ok && dv->data.len == w->reply_len && dv->data.len > 0;
-    if (dv != NULL) strike__v1__deletion_vector__free_unpacked(dv, NULL);
+    if (dv != NULL)
+        strike__v1__deletion_vector__free_unpacked(dv, NULL);
     return ok;
 }
 
@@ -141,7 +143,8 @@ static void *run(void *arg)
         start_call(&w->slots[i]);
     while (active > 0) {
         grpc_event ev = grpc_completion_queue_next(w->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-        if (ev.type != GRPC_OP_COMPLETE) break;
+        if (ev.type != GRPC_OP_COMPLETE)
+            break;
         struct slot *s = ev.tag;
         uint64_t t = now_ns();
         bool ok = ev.success && check_reply(w, s);
@@ -152,13 +155,15 @@ static void *run(void *arg)
                 if (w->nlat == w->caplat) {
                     w->caplat = w->caplat ? w->caplat * 2 : 65536;
                     w->lat = realloc(w->lat, w->caplat * sizeof *w->lat);
-                    if (w->lat == NULL) abort();
+                    if (w->lat == NULL)
+                        abort();
                 }
                 w->lat[w->nlat++] = t - s->t0;
             }
         }
         grpc_byte_buffer_destroy(s->req);
-        if (s->reply != NULL) grpc_byte_buffer_destroy(s->reply);
+        if (s->reply != NULL)
+            grpc_byte_buffer_destroy(s->reply);
         grpc_metadata_array_destroy(&s->init_md);
         grpc_metadata_array_destroy(&s->trail_md);
         grpc_slice_unref(s->details);
@@ -192,7 +197,8 @@ int main(int argc, char **argv)
         .format = "", .concurrency = 64, .channels = 4, .threads = 1, .seconds = 5, .warmup = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v == NULL) usage();
+        if (v == NULL)
+            usage();
         i++;
         if (strcmp(a, "--target") == 0)
             o.target = v;
@@ -275,7 +281,8 @@ int main(int argc, char **argv)
         pthread_join(ws[t].th, NULL);
         errors += ws[t].errors;
         total += ws[t].nlat;
-        if (ws[t].reply_len) reply_len = ws[t].reply_len, card = ws[t].card;
+        if (ws[t].reply_len)
+            reply_len = ws[t].reply_len, card = ws[t].card;
     }
     uint64_t *all = malloc((total ? total : 1) * sizeof *all);
     size_t k = 0;

@@ -35,7 +35,8 @@ static int fd_write(void *ctx, const void *p, size_t n, struct st_err *err)
     while (n > 0) {
         ssize_t w = write(fd, c, n);
         if (w < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             return st_errf(err, ST_EIO, "write: %s", strerror(errno));
         }
         c += w;
@@ -96,12 +97,14 @@ static uint64_t read_file(const char *path, const int *cols, int ncols, uint64_t
     struct st_err err = {0};
     uint64_t t0 = st_mono_ns();
     struct pq_reader *r;
-    if (pq_reader_open(path, &r, &err) != ST_OK) die(path, &err);
+    if (pq_reader_open(path, &r, &err) != ST_OK)
+        die(path, &err);
     struct pq_batch b = {0};
     uint64_t *hs = xcalloc((size_t)ncols, sizeof *hs);
     uint64_t fold_ns = 0;
     for (int g = 0; g < pq_num_row_groups(r); g++) {
-        if (pq_read_row_group(r, g, cols, ncols, &b, &err) != ST_OK) die(path, &err);
+        if (pq_read_row_group(r, g, cols, ncols, &b, &err) != ST_OK)
+            die(path, &err);
         if (sum != NULL) {
             uint64_t f0 = st_mono_ns();
             fold(hs, &b);
@@ -136,10 +139,12 @@ int main(int argc, char **argv)
     }
     const char *in = argv[1], *out = argv[2];
     int runs = argc > 3 ? atoi(argv[3]) : 3;
-    if (runs < 1 || runs > 100) runs = 3;
+    if (runs < 1 || runs > 100)
+        runs = 3;
     struct st_err err = {0};
     struct pq_reader *r;
-    if (pq_reader_open(in, &r, &err) != ST_OK) die(in, &err);
+    if (pq_reader_open(in, &r, &err) != ST_OK)
+        die(in, &err);
     int ncols = pq_ncols(r);
     int *all = xcalloc((size_t)ncols, sizeof *all);
     struct st_column *schema = xcalloc((size_t)ncols, sizeof *schema);
@@ -158,7 +163,8 @@ int main(int argc, char **argv)
     struct pq_batch b = {0};
     for (int run = 0; run < runs; run++) {
         int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0) die(out, NULL);
+        if (fd < 0)
+            die(out, NULL);
         struct pq_writer *w;
         const char *const kv[] = {"strike.bench", "peers", NULL};
         struct pq_write_opts o;
@@ -170,7 +176,8 @@ int main(int argc, char **argv)
         t_write += st_mono_ns() - t0;
         logical = 0;
         for (int g = 0; g < pq_num_row_groups(r); g++) {
-            if (pq_read_row_group(r, g, all, ncols, &b, &err) != ST_OK) die(in, &err);
+            if (pq_read_row_group(r, g, all, ncols, &b, &err) != ST_OK)
+                die(in, &err);
             for (int c = 0; c < ncols; c++) {
                 const struct st_colvec *v = &b.cols[c];
                 logical += v->type == ST_T_STRING    ? v->offs[v->n] - v->offs[0]
@@ -185,7 +192,8 @@ int main(int argc, char **argv)
         }
         struct pq_file_stats st;
         t0 = st_mono_ns();
-        if (pq_writer_finish(w, &st, &err) != ST_OK) die("finish", &err);
+        if (pq_writer_finish(w, &st, &err) != ST_OK)
+            die("finish", &err);
         t_write += st_mono_ns() - t0;
         out_size = st.file_size;
         pq_file_stats_free(&st);
@@ -194,7 +202,8 @@ int main(int argc, char **argv)
         write_s[run] = secs(t_write);
 
         read_ours[run] = secs(read_file(out, all, ncols, NULL));
-        if (amount >= 0) read_amount[run] = secs(read_file(out, &amount, 1, NULL));
+        if (amount >= 0)
+            read_amount[run] = secs(read_file(out, &amount, 1, NULL));
         read_duck[run] = secs(read_file(in, all, ncols, NULL));
     }
     uint64_t h_in, h_out;

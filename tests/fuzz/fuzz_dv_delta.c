@@ -15,7 +15,8 @@ static void delta_file(const uint8_t *p, size_t n)
 {
     struct st_err e = {0};
     struct dv_delta_cursor c;
-    if (dv_delta_cursor_init(&c, p, n, &e) != ST_OK) return;
+    if (dv_delta_cursor_init(&c, p, n, &e) != ST_OK)
+        return;
     uint64_t off;
     uint32_t sz;
     struct dv *d;
@@ -27,12 +28,14 @@ static void delta_file(const uint8_t *p, size_t n)
         dv_free(again);
         dv_free(d);
     }
-    if (rc < 0 && (d != NULL || e.msg[0] == '\0')) abort();
+    if (rc < 0 && (d != NULL || e.msg[0] == '\0'))
+        abort();
 }
 
 static void inline_dv(const uint8_t *p, size_t n)
 {
-    if (n < 2) return;
+    if (n < 2)
+        return;
     size_t size_in_bytes = p[0] | ((size_t)p[1] << 8);
     char *z = xstrndup((const char *)p + 2, n - 2);
     struct st_err e = {0};
@@ -52,12 +55,14 @@ static void inline_dv(const uint8_t *p, size_t n)
     struct buf raw = BUF_INIT, txt = BUF_INIT;
     if (z85_decode(z, strlen(z), &raw, &e) == ST_OK) {
         z85_encode(raw.data, raw.len, &txt);
-        if (strcmp(buf_cstr(&txt), z) != 0) abort();
+        if (strcmp(buf_cstr(&txt), z) != 0)
+            abort();
     }
     buf_free(&raw);
     buf_free(&txt);
     char *rel;
-    if (delta_dv_uuid_path(z, NULL, &rel, &e) == ST_OK) free(rel);
+    if (delta_dv_uuid_path(z, NULL, &rel, &e) == ST_OK)
+        free(rel);
     free(z);
 }
 
@@ -65,17 +70,20 @@ static void descriptor(const uint8_t *p, size_t n)
 {
     struct delta_dv_descriptor d;
     struct st_err e = {0};
-    if (delta_dv_descriptor_parse((const char *)p, n, &d, &e) != ST_OK) return;
+    if (delta_dv_descriptor_parse((const char *)p, n, &d, &e) != ST_OK)
+        return;
     if (d.storage_type == 'i') {
         struct dv *v;
-        if (delta_dv_load(&d, "/nonexistent", NULL, &v, &e) == ST_OK) dv_free(v);
+        if (delta_dv_load(&d, "/nonexistent", NULL, &v, &e) == ST_OK)
+            dv_free(v);
     }
     delta_dv_descriptor_free(&d);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size == 0) return 0;
+    if (size == 0)
+        return 0;
     switch (data[0] % 3) {
     case 0:
         delta_file(data + 1, size - 1);

@@ -10,7 +10,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct st_err e = {0};
     struct paimon_cursor c;
-    if (paimon_cursor_init(&c, data, size, &e) != ST_OK) return 0;
+    if (paimon_cursor_init(&c, data, size, &e) != ST_OK)
+        return 0;
     struct paimon_dv_entry ent;
     struct dv *d;
     int rc;
@@ -22,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         struct buf b = BUF_INIT;
         paimon_dvindex_begin(&b);
-        if (paimon_dvindex_add(&b, d, ent.bitmap64, NULL, &e) != ST_OK) abort();
+        if (paimon_dvindex_add(&b, d, ent.bitmap64, NULL, &e) != ST_OK)
+            abort();
         dv_free(again);
         if (paimon_decode_dv(b.data, b.len, 1, -1, NULL, &again, &e) != ST_OK ||
             !dv_equal(again, d))
@@ -31,6 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         buf_free(&b);
         dv_free(d);
     }
-    if (rc < 0 && (d != NULL || e.msg[0] == '\0')) abort();
+    if (rc < 0 && (d != NULL || e.msg[0] == '\0'))
+        abort();
     return 0;
 }

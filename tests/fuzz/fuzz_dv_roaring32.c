@@ -12,11 +12,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct st_err e = {0};
     struct dv *d;
     if (dv_decode_roaring32(data, size, &d, &e) != ST_OK) {
-        if (d != NULL || e.msg[0] == '\0') abort();
+        if (d != NULL || e.msg[0] == '\0')
+            abort();
         return 0;
     }
     struct buf b = BUF_INIT;
-    if (dv_encode_roaring32(d, &b, &e) != ST_OK) abort();
+    if (dv_encode_roaring32(d, &b, &e) != ST_OK)
+        abort();
     struct dv *back;
     if (dv_decode_roaring32(b.data, b.len, &back, &e) != ST_OK || !dv_equal(back, d) ||
         dv_cardinality(back) != dv_cardinality(d))
@@ -25,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t min = 0;
     if (dv_min(d, &min)) {
         dv_fill_mask(d, min, sizeof mask, mask);
-        if (mask[0] != 1 || dv_rank(d, min) != 1) abort();
+        if (mask[0] != 1 || dv_rank(d, min) != 1)
+            abort();
     }
     dv_free(back);
     buf_free(&b);

@@ -14,17 +14,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct dv *d, *dr;
     int rc = dv_decode_roaring64(data, size, 0, &d, &e);
     int rcr = dv_decode_roaring64(data, size, DV_RULE, &dr, &e2);
-    if (rcr == ST_OK && (rc != ST_OK || !dv_equal(d, dr))) abort();
+    if (rcr == ST_OK && (rc != ST_OK || !dv_equal(d, dr)))
+        abort();
     dv_free(dr);
     if (rc != ST_OK) {
-        if (d != NULL || e.msg[0] == '\0') abort();
+        if (d != NULL || e.msg[0] == '\0')
+            abort();
         return 0;
     }
     struct buf b = BUF_INIT;
     dv_encode_roaring64(d, &b);
-    if (b.len != dv_roaring64_size(d)) abort();
+    if (b.len != dv_roaring64_size(d))
+        abort();
     struct dv *back;
-    if (dv_decode_roaring64(b.data, b.len, 0, &back, &e) != ST_OK || !dv_equal(back, d)) abort();
+    if (dv_decode_roaring64(b.data, b.len, 0, &back, &e) != ST_OK || !dv_equal(back, d))
+        abort();
     /* iteration agrees with the cardinality */
     struct dv_iter it;
     uint64_t buf[512], n = 0, prev = 0;
@@ -32,24 +36,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     dv_iter_init(&it, d);
     while ((k = dv_iter_next_many(&it, buf, 512)) > 0) {
         for (size_t i = 0; i < k; i++) {
-            if (n + i > 0 && buf[i] <= prev) abort();
+            if (n + i > 0 && buf[i] <= prev)
+                abort();
             prev = buf[i];
             /* rank, seek and mask agree with the iteration (sampled) */
             if ((n + i) % 97 == 0) {
-                if (dv_rank(d, buf[i]) != n + i + 1 || !dv_contains(d, buf[i])) abort();
+                if (dv_rank(d, buf[i]) != n + i + 1 || !dv_contains(d, buf[i]))
+                    abort();
                 struct dv_iter s;
                 uint64_t x;
                 dv_iter_init(&s, d);
                 dv_iter_seek(&s, buf[i]);
-                if (!dv_iter_next(&s, &x) || x != buf[i]) abort();
+                if (!dv_iter_next(&s, &x) || x != buf[i])
+                    abort();
                 uint8_t m[3];
                 dv_fill_mask(d, buf[i], 3, m);
-                if (m[0] != 1) abort();
+                if (m[0] != 1)
+                    abort();
             }
         }
         n += k;
     }
-    if (n != dv_cardinality(d)) abort();
+    if (n != dv_cardinality(d))
+        abort();
     dv_free(back);
     buf_free(&b);
     dv_free(d);

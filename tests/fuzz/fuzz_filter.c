@@ -69,16 +69,20 @@ static void stats_of(const uint8_t *keep, struct col_range *rg, uint64_t *nrows)
         s->has_null_count = true;
         bool first = true;
         for (int r = 0; r < NROWS; r++) {
-            if (!keep[r]) continue;
+            if (!keep[r])
+                continue;
             struct st_value v;
             st_colvec_get(&vecs[c], (size_t)r, &v);
             if (v.null) {
                 s->null_count++;
                 continue;
             }
-            if (vecs[c].type == ST_T_DOUBLE && isnan(v.v.d)) continue;
-            if (first || st_value_cmp(vecs[c].type, &v, &s->min) < 0) s->min = v;
-            if (first || st_value_cmp(vecs[c].type, &v, &s->max) > 0) s->max = v;
+            if (vecs[c].type == ST_T_DOUBLE && isnan(v.v.d))
+                continue;
+            if (first || st_value_cmp(vecs[c].type, &v, &s->min) < 0)
+                s->min = v;
+            if (first || st_value_cmp(vecs[c].type, &v, &s->max) > 0)
+                s->max = v;
             first = false;
         }
         s->has_minmax = !first;
@@ -97,7 +101,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct filter *f = NULL;
     struct st_err err = {0};
     if (filter_parse((const char *)data, size, COLS, NCOLS, &f, &err) != ST_OK) {
-        if (f != NULL || err.code == ST_OK || strncmp(err.msg, "filter: ", 8) != 0) abort();
+        if (f != NULL || err.code == ST_OK || strncmp(err.msg, "filter: ", 8) != 0)
+            abort();
         return 0;
     }
     bool used[NCOLS] = {0};
@@ -111,14 +116,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(sel, cand, sizeof sel);
     filter_eval(f, vp, NROWS, sel);
     for (int r = 0; r < NROWS; r++) {
-        if (sel[r] > 1 || (sel[r] && !cand[r])) abort();
-        if (filter_is_true(f) && sel[r] != cand[r]) abort();
-        if (filter_is_false(f) && sel[r]) abort();
+        if (sel[r] > 1 || (sel[r] && !cand[r]))
+            abort();
+        if (filter_is_true(f) && sel[r] != cand[r])
+            abort();
+        if (filter_is_false(f) && sel[r])
+            abort();
         /* Row by row gives the same answer. */
         uint8_t one[NROWS] = {0};
         one[r] = cand[r];
         filter_eval(f, vp, NROWS, one);
-        if (one[r] != sel[r]) abort();
+        if (one[r] != sel[r])
+            abort();
     }
     /* Pruning: whenever a row matches, the batch's stats must not rule it out. */
     bool any = false;
@@ -130,14 +139,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     stats_of(cand, rg, &nrows);
     for (int c = 0; c < NCOLS; c++)
         sp[c] = &rg[c];
-    if (any && (!filter_may_match(f, sp, nrows) || !filter_may_match(f, NULL, nrows))) abort();
+    if (any && (!filter_may_match(f, sp, nrows) || !filter_may_match(f, NULL, nrows)))
+        abort();
     /* Each row alone, with its own exact statistics. */
     for (int r = 0; r < NROWS; r++) {
-        if (!sel[r]) continue;
+        if (!sel[r])
+            continue;
         uint8_t keep[NROWS] = {0};
         keep[r] = 1;
         stats_of(keep, rg, &nrows);
-        if (!filter_may_match(f, sp, nrows)) abort();
+        if (!filter_may_match(f, sp, nrows))
+            abort();
     }
     filter_free(f);
     return 0;

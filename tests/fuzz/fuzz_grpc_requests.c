@@ -61,20 +61,23 @@ static void requests(int kind, const uint8_t *p, size_t n)
     garena_init(&a);
     struct st_err err = {0};
     ProtobufCMessage *m = gconv_unpack(d, p, n, &a, &err);
-    if (m == NULL) goto out;
+    if (m == NULL)
+        goto out;
     uint8_t h1[32], h2[32];
     gconv_canonicalize(m);
     gconv_hash("/strike.v1.Strike/X", m, h1);
     gconv_canonicalize(m); /* idempotent: the same bytes again */
     gconv_hash("/strike.v1.Strike/X", m, h2);
-    if (memcmp(h1, h2, 32) != 0) abort();
+    if (memcmp(h1, h2, 32) != 0)
+        abort();
     if (d == &strike__v1__apply_changes_request__descriptor) {
         Strike__V1__ApplyChangesRequest *q = (Strike__V1__ApplyChangesRequest *)m;
         struct wire_change *w;
         struct changeset cs;
         if (gconv_changes(q, &a, &w, &err) == ST_OK &&
             changeset_build(&table, w, q->n_changes, &cs, &err) == ST_OK) {
-            if (cs.n > 2 * q->n_changes) abort();
+            if (cs.n > 2 * q->n_changes)
+                abort();
             changeset_free(&cs);
         }
     } else if (d == &strike__v1__create_table_request__descriptor) {
@@ -87,7 +90,8 @@ static void requests(int kind, const uint8_t *p, size_t n)
         int *idx, ni;
         if (gconv_columns(&table, q->columns, q->n_columns, &a, &idx, &ni, &err) == ST_OK)
             for (int i = 0; i < ni; i++)
-                if (idx[i] < 0 || idx[i] >= NCOLS) abort();
+                if (idx[i] < 0 || idx[i] >= NCOLS)
+                    abort();
         check_filter(q->filter);
     } else if (d == &strike__v1__delete_where_request__descriptor) {
         check_filter(((Strike__V1__DeleteWhereRequest *)m)->filter);
@@ -159,14 +163,17 @@ static void batch(const uint8_t *p, size_t n)
     for (size_t r = 0; r < rows; r++)
         gconv_batch_row(&b, vp, NCOLS, (uint32_t)r);
     Strike__V1__ScanBatch *m = strike__v1__scan_batch__unpack(NULL, b.len, b.data);
-    if (m == NULL || m->snapshot != snapshot || m->n_columns != NCOLS || m->n_rows != rows) abort();
+    if (m == NULL || m->snapshot != snapshot || m->n_columns != NCOLS || m->n_rows != rows)
+        abort();
     for (size_t r = 0; r < rows; r++) {
-        if (m->rows[r]->n_values != NCOLS) abort();
+        if (m->rows[r]->n_values != NCOLS)
+            abort();
         for (int j = 0; j < NCOLS; j++) {
             const struct st_colvec *v = &vecs[j];
             const Strike__V1__Value *x = m->rows[r]->values[j];
             if (v->nulls[r]) {
-                if (x->kind_case != STRIKE__V1__VALUE__KIND_NULL_VALUE || !x->null_value) abort();
+                if (x->kind_case != STRIKE__V1__VALUE__KIND_NULL_VALUE || !x->null_value)
+                    abort();
                 continue;
             }
             bool ok;
@@ -197,7 +204,8 @@ static void batch(const uint8_t *p, size_t n)
                      memcmp(x->string_value, v->sdata + v->offs[r], len) == 0;
             }
             }
-            if (!ok) abort();
+            if (!ok)
+                abort();
         }
     }
     strike__v1__scan_batch__free_unpacked(m, NULL);
@@ -241,7 +249,8 @@ static void misc(const uint8_t *p, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size == 0) return 0;
+    if (size == 0)
+        return 0;
     uint8_t sel = data[0];
     if (sel < 200)
         requests(sel, data + 1, size - 1);

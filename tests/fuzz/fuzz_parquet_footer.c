@@ -60,7 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct pq__page_header h;
     st_err_clear(&err);
     pq__tr_init(&t, f, n, 0, "page header", &err);
-    if (pq__page_header_decode(&t, &h) != ST_OK && err.msg[0] == '\0') abort();
+    if (pq__page_header_decode(&t, &h) != ST_OK && err.msg[0] == '\0')
+        abort();
 
     /* the same bytes as the footer of a file with no data pages */
     struct buf file = BUF_INIT;
@@ -75,7 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pq__reader_set_limits(r, 1u << 16, 16u << 20, 4u << 20);
         int cols[8], k = 0;
         for (int i = 0; i < pq_ncols(r) && k < 8; i++)
-            if (pq_column_unsupported(r, i) == NULL) cols[k++] = i;
+            if (pq_column_unsupported(r, i) == NULL)
+                cols[k++] = i;
         struct pq_batch b = {0};
         for (int g = 0; g < pq_num_row_groups(r); g++)
             (void)pq_read_row_group(r, g, cols, k, &b, &err);

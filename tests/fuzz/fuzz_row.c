@@ -30,7 +30,8 @@ static const int PK[2] = {6, 0};
 
 static bool same_value(enum st_type t, const struct st_value *a, const struct st_value *b)
 {
-    if (a->null || b->null) return a->null == b->null;
+    if (a->null || b->null)
+        return a->null == b->null;
     switch (t) {
     case ST_T_BOOLEAN:
         return a->v.b == b->v.b;
@@ -66,15 +67,19 @@ static void check_literals(const json_t *obj, enum row_mode mode, int rc,
         }
         names[n++] = key;
     }
-    if (!convertible) return;
+    if (!convertible)
+        return;
     struct st_value out2[NCOLS];
     struct st_err err = {0};
     int rc2 = row_from_literals(names, lits, n, COLS, NCOLS, PK, 2, mode, out2, &err);
-    if ((rc == ST_OK) != (rc2 == ST_OK)) abort();
-    if (rc2 != ST_OK && err.msg[0] == '\0') abort();
+    if ((rc == ST_OK) != (rc2 == ST_OK))
+        abort();
+    if (rc2 != ST_OK && err.msg[0] == '\0')
+        abort();
     int want = mode == ROW_KEY ? 2 : NCOLS;
     for (int j = 0; rc == ST_OK && j < want; j++) {
-        if (!same_value(COLS[mode == ROW_KEY ? PK[j] : j].type, &out[j], &out2[j])) abort();
+        if (!same_value(COLS[mode == ROW_KEY ? PK[j] : j].type, &out[j], &out2[j]))
+            abort();
     }
 }
 
@@ -126,15 +131,19 @@ static void check_roundtrip(const struct st_value *row)
     }
     struct buf out = BUF_INIT;
     ndjson_append_row(&out, COLS, idx, NCOLS, vp, 0);
-    if (out.len < 3 || out.data[out.len - 1] != '\n') abort();
+    if (out.len < 3 || out.data[out.len - 1] != '\n')
+        abort();
     json_error_t je;
     json_t *back = json_loadb((const char *)out.data, out.len - 1, JSON_REJECT_DUPLICATES, &je);
-    if (back == NULL) abort();
+    if (back == NULL)
+        abort();
     struct st_value row2[NCOLS];
     struct st_err err = {0};
-    if (row_from_json(back, COLS, NCOLS, PK, 2, ROW_FULL, row2, &err) != ST_OK) abort();
+    if (row_from_json(back, COLS, NCOLS, PK, 2, ROW_FULL, row2, &err) != ST_OK)
+        abort();
     for (int c = 0; c < NCOLS; c++) {
-        if (!same_value(COLS[c].type, &row[c], &row2[c])) abort();
+        if (!same_value(COLS[c].type, &row[c], &row2[c]))
+            abort();
     }
     json_decref(back);
     buf_free(&out);
@@ -147,15 +156,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     json_error_t je;
     /* Front ends may allow \u0000 so that the row decoder can name the column. */
     json_t *obj = json_loadb((const char *)data, size, JSON_ALLOW_NUL, &je);
-    if (obj == NULL) return 0;
+    if (obj == NULL)
+        return 0;
     struct st_value out[NCOLS];
     for (int m = 0; m < 2; m++) {
         enum row_mode mode = m ? ROW_KEY : ROW_FULL;
         struct st_err err = {0};
         int rc = row_from_json(obj, COLS, NCOLS, PK, 2, mode, out, &err);
-        if (rc != ST_OK && (err.code != rc || err.msg[0] == '\0')) abort();
-        if (json_is_object(obj)) check_literals(obj, mode, rc, out);
-        if (rc == ST_OK && mode == ROW_FULL) check_roundtrip(out);
+        if (rc != ST_OK && (err.code != rc || err.msg[0] == '\0'))
+            abort();
+        if (json_is_object(obj))
+            check_literals(obj, mode, rc, out);
+        if (rc == ST_OK && mode == ROW_FULL)
+            check_roundtrip(out);
     }
     json_decref(obj);
     return 0;

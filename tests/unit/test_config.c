@@ -11,10 +11,10 @@
 
 #include "config.h"
 
-static const char *const ENV_VARS[] = {"STRIKE_HTTP",         "STRIKE_GRPC",       "STRIKE_DATA",
-                                       "STRIKE_CATALOG",      "STRIKE_TOKENS",     "STRIKE_MAX_BODY",
-                                       "STRIKE_HTTP_THREADS", "STRIKE_GRPC_THREADS", "STRIKE_WORKERS",
-                                       "STRIKE_GC_GRACE",     "STRIKE_GC_INTERVAL", "STRIKE_LOG_LEVEL"};
+static const char *const ENV_VARS[] = {
+    "STRIKE_HTTP",    "STRIKE_GRPC",     "STRIKE_DATA",         "STRIKE_CATALOG",
+    "STRIKE_TOKENS",  "STRIKE_MAX_BODY", "STRIKE_HTTP_THREADS", "STRIKE_GRPC_THREADS",
+    "STRIKE_WORKERS", "STRIKE_GC_GRACE", "STRIKE_GC_INTERVAL",  "STRIKE_LOG_LEVEL"};
 
 static int clear_env(void **state)
 {

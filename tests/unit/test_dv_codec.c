@@ -35,7 +35,8 @@ static void roundtrip(const struct dv *d, const struct model *m)
     }
     assert_int_equal(dv_decode_roaring64(r64.data, r64.len, DV_RULE, &x, &e), ST_OK);
     assert_true(dv_equal(x, d));
-    if (m != NULL) tdv_assert_model(x, m);
+    if (m != NULL)
+        tdv_assert_model(x, m);
     /* canonical: re-encoding the decoded set gives the same bytes */
     struct buf again = BUF_INIT;
     dv_encode_roaring64(x, &again);
@@ -51,7 +52,8 @@ static void roundtrip(const struct dv *d, const struct model *m)
         assert_true(dv_equal(x, d));
         dv_free(x);
         /* the vector of key 0 (when present) is the 32-bit bitmap */
-        if (!dv_is_empty(d)) assert_memory_equal(r32.data, r64.data + 12, r32.len);
+        if (!dv_is_empty(d))
+            assert_memory_equal(r32.data, r64.data + 12, r32.len);
     } else {
         assert_int_equal(dv_encode_roaring32(d, &r32, &e), ST_EINVAL);
         assert_int_equal(r32.len, 0);
@@ -143,7 +145,8 @@ static void roundtrip(const struct dv *d, const struct model *m)
 
     /* paimon: 64-bit always, 32-bit when it fits */
     for (int b64 = 0; b64 < 2; b64++) {
-        if (!b64 && !fits32) continue;
+        if (!b64 && !fits32)
+            continue;
         struct buf pm = BUF_INIT;
         struct paimon_dv_entry ent;
         paimon_dvindex_begin(&pm);
@@ -214,7 +217,8 @@ static void test_reference_encoder(void **state)
                         in = (v / (dens + 1)) % 2 == 0;
                     else /* near the 4096 / 2047-run thresholds */
                         in = v < 4096 + dens - 32 || (v % 32 < 3 && v < 65536 - dens * 8);
-                    if (in) model_push(&m, base + v);
+                    if (in)
+                        model_push(&m, base + v);
                 }
             }
         }
@@ -320,7 +324,8 @@ static void expect_bad32(const struct buf *b, const char *needle)
     struct st_err e = {0};
     struct dv *d = (struct dv *)1;
     int rc = dv_decode_roaring32(b->data, b->len, &d, &e);
-    if (rc == ST_OK) fail_msg("decoded, expected an error with \"%s\"", needle);
+    if (rc == ST_OK)
+        fail_msg("decoded, expected an error with \"%s\"", needle);
     assert_null(d);
     tdv_assert_msg(&e, needle);
     /* the same bitmap inside a 64-bit vector: the same error, offsets + 12 */
@@ -338,7 +343,8 @@ static void expect_ok32(const struct buf *b, const uint64_t *v, size_t n)
 {
     struct st_err e = {0};
     struct dv *d;
-    if (dv_decode_roaring32(b->data, b->len, &d, &e) != ST_OK) fail_msg("refused: %s", e.msg);
+    if (dv_decode_roaring32(b->data, b->len, &d, &e) != ST_OK)
+        fail_msg("refused: %s", e.msg);
     struct model m = {0};
     for (size_t i = 0; i < n; i++)
         model_push(&m, v[i]);
@@ -768,7 +774,8 @@ static void test_corruption_sweep(void **state)
             continue; /* large; covered by the fuzz targets */
         struct model m = {0};
         tdv_gen((enum tdv_shape)shape, 3, &m);
-        if (m.n > 300) m.n = 300;
+        if (m.n > 300)
+            m.n = 300;
         struct dv *d = tdv_from_model(&m);
         struct buf b64 = BUF_INIT, ice = BUF_INIT, b32 = BUF_INIT;
         struct st_err e = {0};
@@ -776,7 +783,8 @@ static void test_corruption_sweep(void **state)
         dv_encode_iceberg(d, &ice);
         sweep(b64.data, b64.len, 0);
         sweep(ice.data, ice.len, 2);
-        if (dv_encode_roaring32(d, &b32, &e) == ST_OK) sweep(b32.data, b32.len, 1);
+        if (dv_encode_roaring32(d, &b32, &e) == ST_OK)
+            sweep(b32.data, b32.len, 1);
         buf_free(&b64);
         buf_free(&ice);
         buf_free(&b32);
@@ -997,8 +1005,10 @@ static void expect_bad_puffin(const struct buf *b, int code, const char *needle)
     struct puffin_footer f;
     struct st_err e = {0};
     int rc = puffin_read_footer(b->data, b->len, &f, &e);
-    if (rc == ST_OK) fail_msg("footer accepted, expected \"%s\"", needle);
-    if (code != 0) assert_int_equal(rc, code);
+    if (rc == ST_OK)
+        fail_msg("footer accepted, expected \"%s\"", needle);
+    if (code != 0)
+        assert_int_equal(rc, code);
     tdv_assert_msg(&e, needle);
 }
 

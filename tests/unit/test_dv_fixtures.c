@@ -548,7 +548,8 @@ static void test_puffin_metric_files(void **state)
     puffin_footer_free(&f);
     /* A wrong footer payload size must fail (TestPuffinReader:65-89). */
     for (int delta = -3; delta <= 3; delta++) {
-        if (delta == 0) continue;
+        if (delta == 0)
+            continue;
         uint32_t size = ld_u32le(b.data + b.len - 12);
         st_u32le(b.data + b.len - 12, size + (uint32_t)delta);
         st_err_clear(&e);
@@ -600,7 +601,8 @@ static void check_delta_dv(const char *table, const char *prefix, const char *lo
     free(line);
     fclose(fp);
     free(logpath);
-    if (!found) fail_msg("no add with a DV for %s in %s/%s", part, table, log);
+    if (!found)
+        fail_msg("no add with a DV for %s in %s/%s", part, table, log);
 }
 
 static void test_delta_tables(void **state)

@@ -50,7 +50,8 @@ static void test_build(void **state)
 
             /* one at a time, in a shuffled order, with duplicates */
             uint64_t *sh = xreallocarray(NULL, m.n + 1, sizeof *sh);
-            if (m.n > 0) memcpy(sh, m.v, m.n * sizeof *sh);
+            if (m.n > 0)
+                memcpy(sh, m.v, m.n * sizeof *sh);
             uint64_t s = SEEDS[si];
             for (size_t i = m.n; i > 1; i--) {
                 size_t j = tdv_rand(&s) % i;
@@ -61,7 +62,8 @@ static void test_build(void **state)
             struct dv *one = dv_new();
             for (size_t i = 0; i < m.n; i++) {
                 dv_add(one, sh[i]);
-                if (i % 7 == 0) dv_add(one, sh[i]);
+                if (i % 7 == 0)
+                    dv_add(one, sh[i]);
             }
             tdv_assert_model(one, &m);
             struct dv *many = dv_new();
@@ -258,9 +260,11 @@ static void test_iter(void **state)
                 for (size_t i = 0; i < k; i++)
                     assert_int_equal(two[i], m.v[at + i]);
                 at += k;
-                if (k < 2) break;
+                if (k < 2)
+                    break;
             } else {
-                if (!dv_iter_next(&it, &x)) break;
+                if (!dv_iter_next(&it, &x))
+                    break;
                 assert_int_equal(x, m.v[at]);
                 at++;
             }
@@ -318,7 +322,8 @@ static void test_add_range(void **state)
                                   (1ull << 63) - 100};
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
         uint64_t len = 1 + tdv_rand(&s) % 140000;
-        if (at[i] + len > (1ull << 63)) len = (1ull << 63) - at[i];
+        if (at[i] + len > (1ull << 63))
+            len = (1ull << 63) - at[i];
         dv_add_range(d, at[i], at[i] + len);
         for (uint64_t v = at[i]; v < at[i] + len; v++)
             model_push(&m, v);

@@ -54,7 +54,8 @@ static inline void tdv_read(const char *rel, struct buf *b)
 {
     char *p = tdv_path(rel);
     struct st_err e = {0};
-    if (st_read_file(p, 1u << 26, b, &e) != ST_OK) fail_msg("fixture %s: %s", p, e.msg);
+    if (st_read_file(p, 1u << 26, b, &e) != ST_OK)
+        fail_msg("fixture %s: %s", p, e.msg);
     free(p);
 }
 
@@ -84,11 +85,13 @@ static inline int tdv_cmp_u64(const void *a, const void *b)
 /* Sort and remove duplicates. */
 static inline void model_normalize(struct model *m)
 {
-    if (m->n == 0) return;
+    if (m->n == 0)
+        return;
     qsort(m->v, m->n, sizeof *m->v, tdv_cmp_u64);
     size_t k = 1;
     for (size_t i = 1; i < m->n; i++)
-        if (m->v[i] != m->v[k - 1]) m->v[k++] = m->v[i];
+        if (m->v[i] != m->v[k - 1])
+            m->v[k++] = m->v[i];
     m->n = k;
 }
 
@@ -210,7 +213,8 @@ static inline void tdv_gen(enum tdv_shape shape, uint64_t seed, struct model *m)
     case SHAPE_BITSET: {
         uint64_t base = (tdv_rand(&s) % 4) << 32;
         for (uint64_t v = 0; v < 3 * 65536; v++)
-            if (tdv_rand(&s) & 1) model_push(m, base + v);
+            if (tdv_rand(&s) & 1)
+                model_push(m, base + v);
         break;
     }
     case SHAPE_MIXED:
@@ -221,7 +225,8 @@ static inline void tdv_gen(enum tdv_shape shape, uint64_t seed, struct model *m)
             for (uint64_t v = 65536; v < 65536 + 20000; v++)
                 model_push(m, b + v); /* run */
             for (uint64_t v = 2 * 65536; v < 3 * 65536; v++)
-                if (tdv_rand(&s) % 3 == 0) model_push(m, b + v); /* bitset */
+                if (tdv_rand(&s) % 3 == 0)
+                    model_push(m, b + v); /* bitset */
             for (uint64_t v = 3 * 65536; v < 4 * 65536; v += 2)
                 model_push(m, b + v); /* bitset with 32768 runs */
         }
@@ -268,7 +273,8 @@ static inline void ref_enc32(const uint32_t *v, size_t n, struct buf *out)
     /* split into containers */
     size_t *starts = xmalloc(65537 * sizeof *starts), m = 0;
     for (size_t i = 0; i < n; i++)
-        if (i == 0 || (v[i] >> 16) != (v[i - 1] >> 16)) starts[m++] = i;
+        if (i == 0 || (v[i] >> 16) != (v[i - 1] >> 16))
+            starts[m++] = i;
     starts[m] = n;
     uint8_t *type = xmalloc(65536); /* 0 array, 1 bitset, 2 run */
     uint32_t *runs = xmalloc(65536 * sizeof *runs), *size = xmalloc(65536 * sizeof *size);
@@ -295,7 +301,8 @@ static inline void ref_enc32(const uint32_t *v, size_t n, struct buf *out)
         buf_put_u32le(out, 12347u | (uint32_t)((m - 1) << 16));
         uint8_t *flags = xcalloc(8192, 1);
         for (size_t k = 0; k < m; k++)
-            if (type[k] == 2) flags[k / 8] |= (uint8_t)(1 << (k % 8));
+            if (type[k] == 2)
+                flags[k / 8] |= (uint8_t)(1 << (k % 8));
         buf_append(out, flags, (m + 7) / 8);
         free(flags);
         header = 4 + (m + 7) / 8 + 4 * m + (m >= 4 ? 4 * m : 0);

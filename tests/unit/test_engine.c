@@ -40,44 +40,44 @@ static int teardown(void **state)
 
 /* ---- small builders --------------------------------------------------------- */
 
-static struct st_value L(int64_t v)
-{
+static struct st_value L(int64_t v) {
     struct st_value x = {0};
     x.v.l = v;
     return x;
 }
 
-static struct st_value I(int32_t v)
-{
+static struct st_value
+I(int32_t v) {
     struct st_value x = {0};
     x.v.i = v;
     return x;
 }
 
-static struct st_value D(double v)
-{
+static struct st_value
+D(double v) {
     struct st_value x = {0};
     x.v.d = v;
     return x;
 }
 
-static struct st_value S(const char *s)
-{
+static struct st_value
+S(const char *s) {
     struct st_value x = {0};
     x.v.s.p = s;
     x.v.s.len = (uint32_t)strlen(s);
     return x;
 }
 
-static struct st_value N(void)
-{
+static struct st_value
+N(void) {
     struct st_value x = {0};
     x.null = true;
     return x;
 }
 
-static int apply(struct table *t, struct change *ch, size_t n, const char *producer,
-                 int64_t offset, struct change_res *res, struct st_err *err)
+static int
+apply(struct table *t, struct change *ch, size_t n, const char *producer, int64_t offset,
+      struct change_res *res, struct st_err *err)
 {
     struct change_req req = {.table = t, .changes = ch, .nchanges = n};
     if (producer) {
@@ -238,8 +238,8 @@ static void test_counts_and_stats(void **state)
     snapshots_free(snaps, ns);
 
     /* expected_seq */
-    struct change_req req = {.table = t, .changes = ch3, .nchanges = 1,
-                             .has_expected_seq = true, .expected_seq = 1};
+    struct change_req req = {
+        .table = t, .changes = ch3, .nchanges = 1, .has_expected_seq = true, .expected_seq = 1};
     struct st_reply rep = {0};
     st_err_clear(&err);
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_ECONFLICT);
@@ -260,9 +260,8 @@ static void test_counts_and_stats(void **state)
         deleted_total += pf[i].deleted_count;
         struct dv_bytes *b;
         int64_t snap;
-        assert_int_equal(engine_get_dv(T.e, t, pf[i].id, true, seq, DV_FMT_ROARING64, &b, &snap,
-                                       &err),
-                         ST_OK);
+        assert_int_equal(
+            engine_get_dv(T.e, t, pf[i].id, true, seq, DV_FMT_ROARING64, &b, &snap, &err), ST_OK);
         assert_int_equal(snap, seq);
         assert_int_equal(b->cardinality, pf[i].deleted_count);
         struct dv *d;
@@ -363,8 +362,13 @@ static void test_duplicate_ignores_expected_seq(void **state)
     struct st_err err = {0};
     assert_int_equal(apply(t, c1, 1, "p", 5, &res, &err), ST_OK);
     assert_int_equal(res.seq, 1);
-    struct change_req req = {.table = t, .changes = c2, .nchanges = 1, .producer = "p",
-                             .has_offset = true, .offset = 5, .has_expected_seq = true,
+    struct change_req req = {.table = t,
+                             .changes = c2,
+                             .nchanges = 1,
+                             .producer = "p",
+                             .has_offset = true,
+                             .offset = 5,
+                             .has_expected_seq = true,
                              .expected_seq = 77};
     struct st_reply rep = {0};
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_OK);
@@ -415,8 +419,7 @@ static void check_scan(struct table *t, const struct model *m, int64_t snapshot)
     for (int k = 0; k < MODEL_KEYS; k++)
         live += m->rows[k].live;
     if (rows.n != live)
-        fail_msg("snapshot %lld: scan has %zu rows, model %zu", (long long)snapshot, rows.n,
-                 live);
+        fail_msg("snapshot %lld: scan has %zu rows, model %zu", (long long)snapshot, rows.n, live);
     for (size_t i = 0; i < rows.n; i++) {
         const struct st_value *v = rows.rows[i].v;
         int64_t id = v[0].v.l;
@@ -426,8 +429,7 @@ static void check_scan(struct table *t, const struct model *m, int64_t snapshot)
         seen[id] = true;
         const struct mrow *r = &m->rows[id];
         if (!r->live)
-            fail_msg("snapshot %lld: key %lld should be gone", (long long)snapshot,
-                     (long long)id);
+            fail_msg("snapshot %lld: key %lld should be gone", (long long)snapshot, (long long)id);
         assert_int_equal(v[1].v.i, r->grp);
         assert_int_equal(v[2].null, r->amount_null);
         if (!r->amount_null)
@@ -456,8 +458,8 @@ static bool version_lower(const struct mrow *stored, bool vnull, int64_t v)
  */
 static void run_model(bool composite)
 {
-    const char *cols[] = {"id:long!", "grp:int!", "amount:double", "name:string!", "ver:long",
-                          "tag:string!"};
+    const char *cols[] = {"id:long!",     "grp:int!", "amount:double",
+                          "name:string!", "ver:long", "tag:string!"};
     const char *pk[] = {"id", "tag"};
     const char *name = composite ? "model_composite" : "model";
     struct table *t = et_create(&T, name, cols, 6, pk, composite ? 2 : 1, "ver");
@@ -466,7 +468,7 @@ static void run_model(bool composite)
     memset(&cur, 0, sizeof cur);
     int64_t seq = 0;
     int64_t offset = 0;
-    char (*names)[16] = xcalloc(64 * 20, sizeof *names);
+    char(*names)[16] = xcalloc(64 * 20, sizeof *names);
     for (int op = 0; op < MODEL_OPS; op++) {
         uint64_t kind = rnd() % 100;
         struct st_err err = {0};
@@ -493,8 +495,8 @@ static void run_model(bool composite)
                 struct mrow *r = &cur.rows[k];
                 if (!r->live)
                     continue;
-                bool match = by_grp ? r->grp == g
-                                    : (!r->amount_null && r->amount < lim && !r->ver_null);
+                bool match =
+                    by_grp ? r->grp == g : (!r->amount_null && r->amount < lim && !r->ver_null);
                 if (match) {
                     r->live = false;
                     expect++;

@@ -68,7 +68,8 @@ static void batch_build(struct batch *b)
 {
     size_t n = b->n, bytes = 0;
     for (size_t r = 0; r < n; r++) {
-        if (!b->cells[C_S][r].null) bytes += strlen(b->cells[C_S][r].s);
+        if (!b->cells[C_S][r].null)
+            bytes += strlen(b->cells[C_S][r].s);
     }
     b->sdata = malloc(bytes + 1);
     for (int c = 0; c < NCOLS; c++) {
@@ -158,7 +159,8 @@ static struct filter *parse_ok(const char *text)
     struct filter *f = NULL;
     struct st_err err = {0};
     int rc = filter_parse(text, strlen(text), COLS, NCOLS, &f, &err);
-    if (rc != ST_OK) fail_msg("%s: unexpected error: %s", text, err.msg);
+    if (rc != ST_OK)
+        fail_msg("%s: unexpected error: %s", text, err.msg);
     return f;
 }
 
@@ -216,14 +218,16 @@ static void check(const char *text, const char *want)
     for (int r = 0; r < N8; r++)
         got[r] = (char)('0' + sel[r]);
     got[N8] = '\0';
-    if (strcmp(got, want) != 0) fail_msg("%s\n  got  %s\n  want %s", text, got, want);
+    if (strcmp(got, want) != 0)
+        fail_msg("%s\n  got  %s\n  want %s", text, got, want);
     /* Rows that are not candidates never match, and others are unaffected. */
     static const uint8_t skip[N8] = {0, 1, 7, 1, 0, 1, 1, 0};
     memcpy(sel, skip, sizeof sel);
     filter_eval(f, fixed.vp, N8, sel);
     for (int r = 0; r < N8; r++) {
         uint8_t exp = skip[r] && want[r] == '1';
-        if (sel[r] != exp) fail_msg("%s: with skipped rows, row %d is %d", text, r, sel[r]);
+        if (sel[r] != exp)
+            fail_msg("%s: with skipped rows, row %d is %d", text, r, sel[r]);
     }
     filter_free(f);
 }
@@ -577,9 +581,11 @@ static void expect_error(const char *text, int code, const char *want)
     struct filter *f = NULL;
     struct st_err err = {0};
     int rc = filter_parse(text, strlen(text), COLS, NCOLS, &f, &err);
-    if (rc != code) fail_msg("%s: code %d, want %d (%s)", text, rc, code, err.msg);
+    if (rc != code)
+        fail_msg("%s: code %d, want %d (%s)", text, rc, code, err.msg);
     assert_null(f);
-    if (strcmp(err.msg, want) != 0) fail_msg("%s\n  got  %s\n  want %s", text, err.msg, want);
+    if (strcmp(err.msg, want) != 0)
+        fail_msg("%s\n  got  %s\n  want %s", text, err.msg, want);
 }
 
 static void test_errors(void **state)
@@ -729,7 +735,8 @@ static json_t *nest_nots(int levels)
 /* A balanced or-tree over n leaves l = k. */
 static json_t *or_tree(int lo, int hi)
 {
-    if (hi - lo == 1) return leaf_eq("l", lo);
+    if (hi - lo == 1)
+        return leaf_eq("l", lo);
     int mid = lo + (hi - lo) / 2;
     return json_pack("{s:s, s:o, s:o}", "type", "or", "left", or_tree(lo, mid), "right",
                      or_tree(mid, hi));
@@ -864,7 +871,8 @@ static void test_large_in(void **state)
     for (int r = 0; r < ROWS; r++) {
         int64_t v = (int64_t)r * 3;
         bool want = r != 6 && r % 97 != 0 && v % 2 == 0 && v < 2 * VALS;
-        if (sel[r] != want) fail_msg("row %d: %d", r, sel[r]);
+        if (sel[r] != want)
+            fail_msg("row %d: %d", r, sel[r]);
     }
     filter_free(f);
     free(sel);
@@ -1047,14 +1055,16 @@ static json_t *lit_json(int col, const struct cell *v, bool allow_wrap)
         j = json_null();
         break;
     }
-    if (allow_wrap && rndn(5) == 0) j = json_pack("{s:s, s:o}", "type", "literal", "value", j);
+    if (allow_wrap && rndn(5) == 0)
+        j = json_pack("{s:s, s:o}", "type", "literal", "value", j);
     return j;
 }
 
 static json_t *ref_json(int col, bool term_ok)
 {
     int form = rndn(term_ok ? 3 : 2);
-    if (form == 2) return json_string(COLS[col].name);
+    if (form == 2)
+        return json_string(COLS[col].name);
     return json_pack("{s:s, s:s}", "type", "reference", form ? "name" : "term", COLS[col].name);
 }
 
@@ -1079,7 +1089,8 @@ static json_t *ast_json(const struct ast *a)
     switch (a->op) {
     case A_TRUE:
     case A_FALSE:
-        if (rndn(2)) return json_boolean(a->op == A_TRUE);
+        if (rndn(2))
+            return json_boolean(a->op == A_TRUE);
         return json_pack("{s:s}", "type", ANAME[a->op]);
     case A_NOT:
         return json_pack("{s:s, s:o}", "type", "not", "child", ast_json(a->kid[0]));
@@ -1143,7 +1154,8 @@ static int ref_cmp(int c, const struct cell *x, const struct cell *y)
 {
     switch (COLS[c].type) {
     case ST_T_DOUBLE:
-        if (isnan(x->d) || isnan(y->d)) return 2;
+        if (isnan(x->d) || isnan(y->d))
+            return 2;
         return (x->d > y->d) - (x->d < y->d);
     case ST_T_STRING: {
         int r = strcmp(x->s, y->s); /* no NUL inside: strcmp is byte order */
@@ -1176,9 +1188,12 @@ static int ref_eval(const struct ast *a, const struct batch *b, size_t r)
         break;
     }
     const struct cell *x = &b->cells[a->col][r];
-    if (a->op == A_ISNULL) return x->null ? TV_T : TV_F;
-    if (a->op == A_NOTNULL) return x->null ? TV_F : TV_T;
-    if (x->null) return TV_U;
+    if (a->op == A_ISNULL)
+        return x->null ? TV_T : TV_F;
+    if (a->op == A_NOTNULL)
+        return x->null ? TV_F : TV_T;
+    if (x->null)
+        return TV_U;
     bool res = false;
     int c = ref_cmp(a->col, x, &a->lit);
     switch (a->op) {
@@ -1265,21 +1280,25 @@ static void batch_stats(const struct batch *b, struct col_range *rg, const struc
                 v.v.s.len = (uint32_t)strlen(x->s);
                 break;
             }
-            if (first || st_value_cmp(COLS[c].type, &v, &s->min) < 0) s->min = v;
-            if (first || st_value_cmp(COLS[c].type, &v, &s->max) > 0) s->max = v;
+            if (first || st_value_cmp(COLS[c].type, &v, &s->min) < 0)
+                s->min = v;
+            if (first || st_value_cmp(COLS[c].type, &v, &s->max) > 0)
+                s->max = v;
             first = false;
         }
         s->has_minmax = !first && rndn(8) != 0;
         if (s->has_minmax && COLS[c].type == ST_T_STRING && rndn(3) == 0) {
             /* Truncated bounds, as Parquet writers keep them: a prefix of min, a bumped max. */
-            if (s->min.v.s.len > 1) s->min.v.s.len = 1;
+            if (s->min.v.s.len > 1)
+                s->min.v.s.len = 1;
             if (s->max.v.s.len >= 1 && (unsigned char)s->max.v.s.p[0] < 0xFF) {
                 trunc[c][1][0] = (char)(s->max.v.s.p[0] + 1);
                 s->max.v.s.p = trunc[c][1];
                 s->max.v.s.len = 1;
             }
         }
-        if (s->has_null_count && rndn(10) == 0) s->has_null_count = false;
+        if (s->has_null_count && rndn(10) == 0)
+            s->has_null_count = false;
     }
 }
 

@@ -21,7 +21,8 @@ static json_t *js(const char *text)
 {
     json_error_t je;
     json_t *j = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    if (j == NULL) fail_msg("bad test JSON %s: %s", text, je.text);
+    if (j == NULL)
+        fail_msg("bad test JSON %s: %s", text, je.text);
     return j;
 }
 
@@ -32,7 +33,8 @@ static int coerce_text(const char *text, enum st_type t, struct st_value *v, cha
     struct st_literal lit;
     struct st_err err = {0};
     int rc = lit_from_json(j, &lit, &err);
-    if (rc == ST_OK) rc = lit_coerce(&lit, t, v, &err);
+    if (rc == ST_OK)
+        rc = lit_coerce(&lit, t, v, &err);
     strcpy(msg, err.msg);
     json_decref(j);
     return rc;
@@ -42,7 +44,8 @@ static void expect_ok(const char *text, enum st_type t, struct st_value *v)
 {
     char msg[ST_ERR_MSG_MAX];
     int rc = coerce_text(text, t, v, msg);
-    if (rc != ST_OK) fail_msg("%s as %s: unexpected error: %s", text, st_type_name(t), msg);
+    if (rc != ST_OK)
+        fail_msg("%s as %s: unexpected error: %s", text, st_type_name(t), msg);
 }
 
 static void expect_err(const char *text, enum st_type t, const char *want)
@@ -50,7 +53,8 @@ static void expect_err(const char *text, enum st_type t, const char *want)
     char msg[ST_ERR_MSG_MAX];
     struct st_value v;
     int rc = coerce_text(text, t, &v, msg);
-    if (rc != ST_EINVAL) fail_msg("%s as %s: expected an error", text, st_type_name(t));
+    if (rc != ST_EINVAL)
+        fail_msg("%s as %s: expected an error", text, st_type_name(t));
     if (strcmp(msg, want) != 0)
         fail_msg("%s as %s:\n  got  %s\n  want %s", text, st_type_name(t), msg, want);
 }
@@ -322,8 +326,10 @@ static void expect_row_err(const char *text, enum row_mode mode, const char *wan
     struct st_value out[NCOLS];
     char msg[ST_ERR_MSG_MAX];
     int rc = row_text(text, mode, PK, 1, out, msg, NULL);
-    if (rc != ST_EINVAL) fail_msg("%s: expected an error", text);
-    if (strcmp(msg, want) != 0) fail_msg("%s:\n  got  %s\n  want %s", text, msg, want);
+    if (rc != ST_EINVAL)
+        fail_msg("%s: expected an error", text);
+    if (strcmp(msg, want) != 0)
+        fail_msg("%s:\n  got  %s\n  want %s", text, msg, want);
 }
 
 static void test_row_full(void **state)
@@ -487,7 +493,8 @@ static void test_row_wide(void **state)
     for (int k = 0; k < W; k++) {
         bool present = k % 2 == 0 || k % 7 == 0;
         assert_int_equal(out[k].null, !present);
-        if (present) assert_true(out[k].v.l == k * 10);
+        if (present)
+            assert_true(out[k].v.l == k * 10);
     }
     json_object_set_new(obj, "c299x", json_integer(1));
     assert_int_equal(row_from_json(obj, cols, W, NULL, 0, ROW_FULL, out, &err), ST_EINVAL);

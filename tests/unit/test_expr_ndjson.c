@@ -49,9 +49,11 @@ static int sig_digits(const char *t, char *dig)
     int n = 0;
     bool started = false;
     for (const char *p = t; *p != '\0' && *p != 'e'; p++) {
-        if (*p < '0' || *p > '9') continue;
+        if (*p < '0' || *p > '9')
+            continue;
         started = started || *p != '0';
-        if (started) dig[n++] = *p;
+        if (started)
+            dig[n++] = *p;
     }
     while (n > 1 && dig[n - 1] == '0')
         n--;
@@ -75,14 +77,19 @@ static void check_double(double d)
         return;
     }
     double back = strtod(out, NULL);
-    if (!same_bits(back, d)) fail_msg("%a: wrote %s, which reads back as %a", d, out, back);
+    if (!same_bits(back, d))
+        fail_msg("%a: wrote %s, which reads back as %a", d, out, back);
     /* Shape: plain in [1e-5, 1e16), always a '.' or an exponent, no '+', no leading zeros. */
     double a = fabs(d);
     bool has_e = strchr(out, 'e') != NULL;
-    if (a != 0 && (a < 1e-5 || a >= 1e16) != has_e) fail_msg("%a: %s: wrong notation", d, out);
-    if (!has_e && strchr(out, '.') == NULL) fail_msg("%a: %s: no '.'", d, out);
-    if (strchr(out, '+') != NULL) fail_msg("%a: %s: '+'", d, out);
-    if (d == 0) return;
+    if (a != 0 && (a < 1e-5 || a >= 1e16) != has_e)
+        fail_msg("%a: %s: wrong notation", d, out);
+    if (!has_e && strchr(out, '.') == NULL)
+        fail_msg("%a: %s: no '.'", d, out);
+    if (strchr(out, '+') != NULL)
+        fail_msg("%a: %s: '+'", d, out);
+    if (d == 0)
+        return;
     /* Fewer digits: the nearest shorter decimals below and above |d| must not read back. */
     char dig[32];
     int p = sig_digits(out, dig);
@@ -92,7 +99,8 @@ static void check_double(double d)
         char lead[32];
         int k = 0;
         for (const char *q = exact; *q != 'e' && k < p - 1; q++) {
-            if (*q >= '0' && *q <= '9') lead[k++] = *q;
+            if (*q >= '0' && *q <= '9')
+                lead[k++] = *q;
         }
         lead[k] = '\0';
         int e10 = atoi(strchr(exact, 'e') + 1);
@@ -110,7 +118,8 @@ static void check_double(double d)
     snprintf(cr, sizeof cr, "%.*e", p - 1, a);
     if (strtod(cr, NULL) == a) {
         sig_digits(cr, crd);
-        if (strcmp(crd, dig) != 0) fail_msg("%a: %s, but %s is nearer", d, out, cr);
+        if (strcmp(crd, dig) != 0)
+            fail_msg("%a: %s, but %s is nearer", d, out, cr);
     }
 }
 
@@ -222,12 +231,14 @@ static void test_double_json(void **state)
     (void)state;
     for (int k = 0; k < 200000; k++) {
         double d = bits_to_double(rnd());
-        if (!isfinite(d)) continue;
+        if (!isfinite(d))
+            continue;
         char out[NDJSON_DOUBLE_MAX];
         ndjson_format_double(d, out);
         json_error_t je;
         json_t *j = json_loads(out, JSON_DECODE_ANY, &je);
-        if (j == NULL || !json_is_real(j)) fail_msg("%s: not a JSON real: %s", out, je.text);
+        if (j == NULL || !json_is_real(j))
+            fail_msg("%s: not a JSON real: %s", out, je.text);
         assert_true(same_bits(json_real_value(j), d));
         json_decref(j);
     }
@@ -244,7 +255,8 @@ static void check_json_string(const char *in, size_t n, const char *want)
     /* Always valid JSON. */
     json_error_t je;
     json_t *j = json_loadb((const char *)b.data, b.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    if (j == NULL || !json_is_string(j)) fail_msg("%s is not a JSON string: %s", want, je.text);
+    if (j == NULL || !json_is_string(j))
+        fail_msg("%s is not a JSON string: %s", want, je.text);
     json_decref(j);
     buf_free(&b);
 }
@@ -292,13 +304,15 @@ static void test_strings_random(void **state)
             } else {
                 in[n++] = (char)rnd();
             }
-            if (rnd() % 40 == 0) break;
+            if (rnd() % 40 == 0)
+                break;
         }
         struct buf b = BUF_INIT;
         ndjson_append_string(&b, in, n);
         json_error_t je;
         json_t *j = json_loadb((const char *)b.data, b.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-        if (j == NULL) fail_msg("not JSON: %s", je.text);
+        if (j == NULL)
+            fail_msg("not JSON: %s", je.text);
         if (valid) {
             assert_int_equal(json_string_length(j), n);
             assert_memory_equal(json_string_value(j), in, n);
@@ -467,7 +481,8 @@ static void test_rows_roundtrip(void **state)
         assert_non_null(nl);
         json_error_t je;
         json_t *o = json_loadb(p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, &je);
-        if (o == NULL) fail_msg("row %d: %s: %.*s", r, je.text, (int)(nl - p), p);
+        if (o == NULL)
+            fail_msg("row %d: %s: %.*s", r, je.text, (int)(nl - p), p);
         assert_int_equal(json_object_size(o), RCOLS);
         /* Keys in the requested order. */
         const char *key = json_object_iter_key(json_object_iter(o));

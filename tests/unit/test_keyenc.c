@@ -39,9 +39,13 @@ static void random_value(enum st_type t, struct st_value *v, char *sbuf)
 {
     memset(v, 0, sizeof *v);
     switch (t) {
-    case ST_T_BOOLEAN: v->v.b = rnd() & 1; break;
-    case ST_T_INT: v->v.i = (int32_t)(rnd() % 7 == 0 ? (rnd() & 1 ? INT32_MIN : INT32_MAX)
-                                                      : (int64_t)(rnd() % 2001) - 1000); break;
+    case ST_T_BOOLEAN:
+        v->v.b = rnd() & 1;
+        break;
+    case ST_T_INT:
+        v->v.i = (int32_t)(rnd() % 7 == 0 ? (rnd() & 1 ? INT32_MIN : INT32_MAX)
+                                          : (int64_t)(rnd() % 2001) - 1000);
+        break;
     case ST_T_LONG:
     case ST_T_TIMESTAMP:
         v->v.l = rnd() % 7 == 0 ? (rnd() & 1 ? INT64_MIN : INT64_MAX) : (int64_t)rnd();

@@ -231,7 +231,8 @@ static void test_rle_roundtrip(void **state)
             size_t at = 0;
             while (at < n) {
                 size_t k = 1 + (at * 7) % 301;
-                if (k > n - at) k = n - at;
+                if (k > n - at)
+                    k = n - at;
                 assert_int_equal(pq__rle_get(&d, out + at, NULL, k), ST_OK);
                 at += k;
             }
@@ -379,8 +380,10 @@ static void gen(uint64_t i, int c, struct st_value *v, char tmp[64])
 
 static bool same_value(enum st_type t, const struct st_value *a, const struct st_value *b)
 {
-    if (a->null || b->null) return a->null == b->null;
-    if (t == ST_T_DOUBLE) return memcmp(&a->v.d, &b->v.d, 8) == 0; /* bit for bit: -0.0, NaN */
+    if (a->null || b->null)
+        return a->null == b->null;
+    if (t == ST_T_DOUBLE)
+        return memcmp(&a->v.d, &b->v.d, 8) == 0; /* bit for bit: -0.0, NaN */
     if (t == ST_T_STRING)
         return a->v.s.len == b->v.s.len &&
                (a->v.s.len == 0 || memcmp(a->v.s.p, b->v.s.p, a->v.s.len) == 0);
@@ -402,7 +405,8 @@ static void write_rows(struct memfile *mf, const struct pq_write_opts *o, uint64
             fail_msg("add_row %llu: %s", (unsigned long long)i, err.msg);
     }
     assert_int_equal(pq_writer_rows(w), nrows);
-    if (pq_writer_finish(w, stats, &err) != ST_OK) fail_msg("finish: %s", err.msg);
+    if (pq_writer_finish(w, stats, &err) != ST_OK)
+        fail_msg("finish: %s", err.msg);
     pq_writer_free(w);
 }
 
@@ -441,8 +445,10 @@ static void expected_stats(uint64_t first, uint64_t n, int c, struct expect_stat
                 e->max.v.s.len = v.v.s.len;
             }
         } else {
-            if (!e->has || st_value_cmp(schema[c].type, &v, &e->min) < 0) e->min = v;
-            if (!e->has || st_value_cmp(schema[c].type, &v, &e->max) > 0) e->max = v;
+            if (!e->has || st_value_cmp(schema[c].type, &v, &e->min) < 0)
+                e->min = v;
+            if (!e->has || st_value_cmp(schema[c].type, &v, &e->max) > 0)
+                e->max = v;
         }
         e->has = true;
     }
@@ -457,22 +463,27 @@ static void check_stats(enum st_type t, const struct expect_stats *e, const stru
         assert_int_equal(s->nan_count, e->nans);
     }
     assert_int_equal(s->has_minmax, e->has);
-    if (!e->has) return;
+    if (!e->has)
+        return;
     if (t == ST_T_STRING) {
         /* bounds: exact when short, else a prefix below and a bound above, both short */
         assert_true(st_value_cmp(t, &s->min, &e->min) <= 0);
         assert_true(st_value_cmp(t, &s->max, &e->max) >= 0);
         assert_true(s->min.v.s.len <= 68 && s->max.v.s.len <= 68);
-        if (e->min.v.s.len <= 64) assert_true(same_value(t, &s->min, &e->min));
-        if (e->max.v.s.len <= 64) assert_true(same_value(t, &s->max, &e->max));
+        if (e->min.v.s.len <= 64)
+            assert_true(same_value(t, &s->min, &e->min));
+        if (e->max.v.s.len <= 64)
+            assert_true(same_value(t, &s->max, &e->max));
         return;
     }
     if (t == ST_T_DOUBLE) {
         /* zero bounds: min -0.0, max +0.0 (parquet.thrift) */
         assert_true(s->min.v.d == e->min.v.d);
         assert_true(s->max.v.d == e->max.v.d);
-        if (e->min.v.d == 0) assert_true(signbit(s->min.v.d));
-        if (e->max.v.d == 0) assert_false(signbit(s->max.v.d));
+        if (e->min.v.d == 0)
+            assert_true(signbit(s->min.v.d));
+        if (e->max.v.d == 0)
+            assert_false(signbit(s->max.v.d));
         return;
     }
     assert_true(same_value(t, &s->min, &e->min));
@@ -484,7 +495,8 @@ static void verify_file(const uint8_t *p, size_t n, uint64_t nrows, uint32_t rg_
 {
     struct st_err err = {0};
     struct pq_reader *r;
-    if (pq_reader_open_mem(p, n, &r, &err) != ST_OK) fail_msg("open: %s", err.msg);
+    if (pq_reader_open_mem(p, n, &r, &err) != ST_OK)
+        fail_msg("open: %s", err.msg);
     assert_int_equal(pq_num_rows(r), nrows);
     assert_int_equal(pq_ncols(r), NCOLS);
     for (int c = 0; c < NCOLS; c++) {
@@ -521,7 +533,8 @@ static void verify_file(const uint8_t *p, size_t n, uint64_t nrows, uint32_t rg_
         for (int c = 0; c < NCOLS; c++) {
             assert_int_equal(b.cols[c].type, schema[c].type);
             assert_int_equal(b.cols[c].n, cnt);
-            if (schema[c].required) assert_null(b.cols[c].nulls);
+            if (schema[c].required)
+                assert_null(b.cols[c].nulls);
             for (size_t i = 0; i < cnt; i++) {
                 struct st_value want, got;
                 gen(first + i, c, &want, tmp);
@@ -567,7 +580,8 @@ static void verify_file(const uint8_t *p, size_t n, uint64_t nrows, uint32_t rg_
     assert_int_equal(pq_read_row_group(r, pq_num_row_groups(r), all, 1, &b, &err), ST_EINVAL);
     int bad = NCOLS;
     st_err_clear(&err);
-    if (nrows > 0) assert_int_equal(pq_read_row_group(r, 0, &bad, 1, &b, &err), ST_EINVAL);
+    if (nrows > 0)
+        assert_int_equal(pq_read_row_group(r, 0, &bad, 1, &b, &err), ST_EINVAL);
     pq_batch_free(&b);
     pq_reader_close(r);
 }
@@ -682,7 +696,8 @@ static void test_long_strings(void **state)
         struct st_value v = {.null = false};
         v.v.s.p = big;
         v.v.s.len = (uint32_t)lens[i];
-        if (lens[i] > 62 && lens[i] < 66) v.v.s.len = 62; /* keep the character whole */
+        if (lens[i] > 62 && lens[i] < 66)
+            v.v.s.len = 62; /* keep the character whole */
         assert_int_equal(pq_writer_add_row(w, &v, &err), ST_OK);
     }
     struct st_value over = {.null = false};
@@ -1066,7 +1081,8 @@ static int read_all(const uint8_t *p, size_t n)
     int cols[64];
     int k = 0;
     for (int i = 0; i < pq_ncols(r) && k < 64; i++)
-        if (pq_column_unsupported(r, i) == NULL) cols[k++] = i;
+        if (pq_column_unsupported(r, i) == NULL)
+            cols[k++] = i;
     struct pq_batch b = {0};
     for (int g = 0; g < pq_num_row_groups(r); g++) {
         struct pq_col_stats st;

@@ -43,14 +43,16 @@ static int64_t *read_ints(const char *path, const char *name, size_t *n)
 {
     struct st_err err = {0};
     struct pq_reader *r;
-    if (pq_reader_open(path, &r, &err) != ST_OK) fail_msg("%s", err.msg);
+    if (pq_reader_open(path, &r, &err) != ST_OK)
+        fail_msg("%s", err.msg);
     int c = pq_find_column(r, name);
     assert_true(c >= 0);
     int64_t *out = xcalloc(pq_num_rows(r) + 1, sizeof *out);
     struct pq_batch b = {0};
     size_t k = 0;
     for (int g = 0; g < pq_num_row_groups(r); g++) {
-        if (pq_read_row_group(r, g, &c, 1, &b, &err) != ST_OK) fail_msg("%s: %s", path, err.msg);
+        if (pq_read_row_group(r, g, &c, 1, &b, &err) != ST_OK)
+            fail_msg("%s: %s", path, err.msg);
         assert_int_equal(b.first_row, k);
         for (size_t i = 0; i < b.nrows; i++) {
             struct st_value v;
@@ -122,7 +124,8 @@ static void test_delta_short_dv(void **state)
         assert_int_equal(pq_column(r, 2)->type, ST_T_TIMESTAMP);
         struct pq_batch b = {0};
         for (int g = 0; g < pq_num_row_groups(r); g++)
-            if (pq_read_row_group(r, g, cols, 4, &b, &err) != ST_OK) fail_msg("%s", err.msg);
+            if (pq_read_row_group(r, g, cols, 4, &b, &err) != ST_OK)
+                fail_msg("%s", err.msg);
         pq_batch_free(&b);
         pq_reader_close(r);
         free(v);
@@ -162,7 +165,8 @@ static void test_delta_dv_large(void **state)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
-        if (len < 8 || strcmp(e->d_name + len - 8, ".parquet") != 0) continue;
+        if (len < 8 || strcmp(e->d_name + len - 8, ".parquet") != 0)
+            continue;
         assert_true(nf < 32);
         memset(&fs[nf], 0, sizeof fs[nf]);
         snprintf(fs[nf].name, sizeof fs[nf].name, "%s", e->d_name);
@@ -324,7 +328,8 @@ static void check_arrow_file(const char *name, uint32_t want_pages_v2, uint32_t 
     char *path = st_path_join(env_dir("STRIKE_SOURCE_DIR"), rel);
     struct st_err err = {0};
     struct pq_reader *r;
-    if (pq_reader_open(path, &r, &err) != ST_OK) fail_msg("%s", err.msg);
+    if (pq_reader_open(path, &r, &err) != ST_OK)
+        fail_msg("%s", err.msg);
     assert_int_equal(pq_num_rows(r), 3000);
     assert_int_equal(pq_ncols(r), 7);
     static const enum st_type types[7] = {ST_T_BOOLEAN, ST_T_INT,    ST_T_LONG,     ST_T_DOUBLE,
@@ -335,7 +340,8 @@ static void check_arrow_file(const char *name, uint32_t want_pages_v2, uint32_t 
     struct pq_batch b = {0};
     char tmp[64];
     for (int g = 0; g < pq_num_row_groups(r); g++) {
-        if (pq_read_row_group(r, g, cols, 7, &b, &err) != ST_OK) fail_msg("%s: %s", name, err.msg);
+        if (pq_read_row_group(r, g, cols, 7, &b, &err) != ST_OK)
+            fail_msg("%s: %s", name, err.msg);
         for (int c = 0; c < 7; c++) {
             uint64_t nulls = 0;
             for (size_t k = 0; k < b.nrows; k++) {
