@@ -31,7 +31,7 @@ static const struct option_def options[] = {
     {"data", "STRIKE_DATA", K_PATH, "./strike-data", OFF(data_dir), "blob store root directory"},
     {"catalog", "STRIKE_CATALOG", K_STRING, NULL, OFF(catalog),
      "PostgreSQL URL (default: an embedded cluster in DATA/catalog)"},
-    {"tokens", "STRIKE_TOKENS", K_PATH, NULL, OFF(tokens_file), "bearer tokens file"},
+    {"tokens", "STRIKE_TOKENS", K_PATH, NULL, OFF(tokens_file), "bearer tokens file (not available in this version: refused)"},
     {"insecure", NULL, K_FLAG, NULL, OFF(insecure),
      "allow a non-loopback listener without authentication"},
     {"max-body", "STRIKE_MAX_BODY", K_SIZE, "64M", OFF(max_body),
