@@ -17,6 +17,7 @@
 
 struct cat_pool {
     char *conninfo;
+    cat_conn_hook hook;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     PGconn **idle;
@@ -182,6 +183,17 @@ int cat_pool_open(const char *conninfo, int max_conns, struct cat_pool **out, st
     return ST_OK;
 }
 
+int cat_pool_set_hook(struct cat_pool *p, cat_conn_hook fn, struct st_err *err)
+{
+    pthread_mutex_lock(&p->mu);
+    p->hook = fn;
+    int rc = ST_OK;
+    for (int i = 0; i < p->nidle && rc == ST_OK; i++)
+        rc = fn(p->idle[i], err);
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
 void cat_pool_close(struct cat_pool *p)
 {
     if (p == NULL)
@@ -227,6 +239,10 @@ int cat_acquire(struct cat_pool *p, PGconn **out, int wait_ms, struct st_err *er
     }
     if (c == NULL) {
         c = connect_one(p->conninfo, err);
+        if (c != NULL && p->hook != NULL && p->hook(c, err) != ST_OK) {
+            PQfinish(c);
+            c = NULL;
+        }
         if (c == NULL) {
             pthread_mutex_lock(&p->mu);
             p->open--;

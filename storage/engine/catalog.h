@@ -22,6 +22,14 @@ struct cat_pool;
  * migrations. Fails with ST_EUNAVAIL when the catalog cannot be reached.
  */
 int cat_pool_open(const char *conninfo, int max_conns, struct cat_pool **out, struct st_err *err);
+
+/*
+ * Run `fn` on every connection the pool makes from now on, after migrations,
+ * and on the connections it holds (e.g. to PQprepare statements). A failing
+ * hook fails the connection.
+ */
+typedef int (*cat_conn_hook)(PGconn *c, struct st_err *err);
+int cat_pool_set_hook(struct cat_pool *p, cat_conn_hook fn, struct st_err *err);
 void cat_pool_close(struct cat_pool *p);
 
 /*

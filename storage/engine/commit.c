@@ -566,6 +566,19 @@ static const char *SQL_ADD_DVS =
     "blob_offset, blob_length, cardinality) SELECT $1, f, $2, $3, o, l, c FROM "
     "unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) AS u(f, o, l, c)";
 /* Key index statements, for "strike.key_index" (bytea) or "strike.key_index_i8" (bigint). */
+/*
+ * The key-index rows of keys[lo, hi) and, in the same statement, the live
+ * files they point to with their live DVs: rows with a NULL key are files.
+ */
+#define SQL_LOOKUP(tab, ty)                                                                        \
+    "WITH k AS MATERIALIZED (SELECT k.key, k.file_id, k.pos, k.version FROM unnest($2::" ty        \
+    "[]) AS u(key) JOIN " tab " k ON k.table_id = $1 AND k.key = u.key) "                          \
+    "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "      \
+    "NULL::bigint, NULL::bigint FROM k UNION ALL SELECT NULL, f.id, NULL, NULL, f.path, "          \
+    "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM "         \
+    "strike.data_files f LEFT JOIN strike.deletion_vectors dv ON dv.data_file_id = f.id AND "      \
+    "dv.removed_seq IS NULL WHERE f.table_id = $1 AND f.removed_seq IS NULL AND f.id IN (SELECT "  \
+    "file_id FROM k)"
 #define SQL_UPDATE_KEYS(tab, ty)                                                                   \
     "UPDATE " tab " k SET file_id = $3, pos = u.p, seq = $2, version = u.v FROM unnest($4::" ty    \
     "[], $5::bigint[], $6::bytea[]) AS u(k, p, v) WHERE k.table_id = $1 AND k.key = u.k"
@@ -574,7 +587,7 @@ static const char *SQL_ADD_DVS =
     "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v)"
 #define SQL_DELETE_KEYS(tab, ty)                                                                   \
     "DELETE FROM " tab " k USING unnest($2::" ty "[]) AS u(k) WHERE k.table_id = $1 AND k.key = "  \
-                                                 "u.k"
+    "u.k"
 #define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
 static const char *SQL_PRODUCERS =
     "INSERT INTO strike.producers (table_id, producer, last_offset, seq) SELECT $1, p, o, $2 "
@@ -583,6 +596,86 @@ static const char *SQL_PRODUCERS =
 static const char *SQL_IDEM =
     "INSERT INTO strike.idempotency_keys (scope, key, request_hash, status, response) SELECT "
     "$1, k, h, 200, r FROM unnest($2::text[], $3::bytea[], $4::text[]) AS u(k, h, r)";
+
+static const char *SQL_SEQ = "SELECT seq FROM strike.tables WHERE id = $1";
+static const char *SQL_IDEM_SELECT =
+    "SELECT key, request_hash, status, response FROM strike.idempotency_keys WHERE scope = $1 "
+    "AND key = ANY($2::text[])";
+static const char *SQL_PROD_SELECT = "SELECT producer, last_offset FROM strike.producers WHERE "
+                                     "table_id = $1 AND producer = ANY($2::text[])";
+static const char *SQL_ADVANCE = "SELECT strike.advance_seq($1, $2)";
+
+/*
+ * The statements of the commit path, prepared once per catalog connection
+ * (eng__prepare_statements, run by the pool on each new connection): a
+ * commit then costs no parse or plan of its own. From here on pipe_send is
+ * send_sql, which uses the prepared name of any statement listed here.
+ */
+static const char *prepared_sql(int i)
+{
+    static const char *const *all[] = {
+        &SQL_SEQ,  &SQL_IDEM_SELECT,  &SQL_PROD_SELECT, &SQL_ADVANCE, &SQL_KEY_PLANS, &SQL_SNAPSHOT,
+        &SQL_FILE, &SQL_REMOVE_FILES, &SQL_CLOSE_DVS,   &SQL_ADD_DVS, &SQL_PRODUCERS, &SQL_IDEM,
+        NULL};
+    static const char *const keyed[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"),
+                                        SQL_LOOKUP("strike.key_index", "bytea"),
+                                        SQL_UPDATE_KEYS("strike.key_index_i8", "bigint"),
+                                        SQL_UPDATE_KEYS("strike.key_index", "bytea"),
+                                        SQL_INSERT_KEYS("strike.key_index_i8", "bigint"),
+                                        SQL_INSERT_KEYS("strike.key_index", "bytea"),
+                                        SQL_DELETE_KEYS("strike.key_index_i8", "bigint"),
+                                        SQL_DELETE_KEYS("strike.key_index", "bytea"),
+                                        SQL_DELETE_ALL_KEYS("strike.key_index_i8"),
+                                        SQL_DELETE_ALL_KEYS("strike.key_index"),
+                                        NULL};
+    int n = 0;
+    while (all[n] != NULL)
+        n++;
+    if (i < n)
+        return *all[i];
+    i -= n;
+    for (int k = 0; keyed[k] != NULL; k++)
+        if (k == i)
+            return keyed[k];
+    return NULL;
+}
+
+int eng__prepare_statements(PGconn *c, struct st_err *err)
+{
+    for (int i = 0;; i++) {
+        const char *sql = prepared_sql(i);
+        if (sql == NULL)
+            return ST_OK;
+        char name[24];
+        snprintf(name, sizeof name, "strike_%d", i);
+        PGresult *r = PQprepare(c, name, sql, 0, NULL);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            int rc = cat_fail(c, r, "preparing statements", err);
+            PQclear(r);
+            return rc;
+        }
+        PQclear(r);
+    }
+}
+
+/* pipe_send of commit.c: a prepared statement by name when the SQL is one of them. */
+static int send_sql(struct pipe *pp, const char *sql, int nparams, const char *const *values,
+                    const int *lengths, const int *formats, int result_format, struct st_err *err)
+{
+    for (int i = 0;; i++) {
+        const char *p = prepared_sql(i);
+        if (p == NULL)
+            break;
+        if (p == sql || strcmp(p, sql) == 0) {
+            char name[24];
+            snprintf(name, sizeof name, "strike_%d", i);
+            return pipe_send_prepared(pp, name, nparams, values, lengths, formats, result_format,
+                                      err);
+        }
+    }
+    return pipe_send(pp, sql, nparams, values, lengths, formats, result_format, err);
+}
+#define pipe_send send_sql
 
 /* Wait for a backend to exit (after pg_terminate_backend); bounded. */
 static void terminate_backend(PGconn *c, int pid)
@@ -702,7 +795,7 @@ static enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struc
     const int b2[8] = {0, 0, 1, 1, 1, 1, 1, 1};
     int rc = pipe_send(&pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK)
-        rc = pipe_send(&pp, "SELECT strike.advance_seq($1, $2)", 2, cas_vals, NULL, NULL, 0, err);
+        rc = pipe_send(&pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
     if (rc == ST_OK)
         rc = pipe_send(&pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK) {
@@ -925,20 +1018,6 @@ static void finish_item(struct item *it, int rc)
     it->finished = true;
 }
 
-/*
- * The key-index rows of keys[lo, hi) and, in the same statement, the live
- * files they point to with their live DVs: rows with a NULL key are files.
- */
-#define SQL_LOOKUP(tab, ty)                                                                        \
-    "WITH k AS MATERIALIZED (SELECT k.key, k.file_id, k.pos, k.version FROM unnest($2::" ty        \
-    "[]) AS u(key) JOIN " tab " k ON k.table_id = $1 AND k.key = u.key) "                          \
-    "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "      \
-    "NULL::bigint, NULL::bigint FROM k UNION ALL SELECT NULL, f.id, NULL, NULL, f.path, "          \
-    "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM "         \
-    "strike.data_files f LEFT JOIN strike.deletion_vectors dv ON dv.data_file_id = f.id AND "      \
-    "dv.removed_seq IS NULL WHERE f.table_id = $1 AND f.removed_seq IS NULL AND f.id IN (SELECT "  \
-    "file_id FROM k)"
-
 static int cmp_tfile(const void *a, const void *b)
 {
     int64_t x = ((const struct tfile *)a)->id, y = ((const struct tfile *)b)->id;
@@ -1061,26 +1140,19 @@ static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *l
     st_seq = pp.n;
     const char *v1[1] = {tid.s};
     if (rc == ST_OK)
-        rc = pipe_send(&pp, "SELECT seq FROM strike.tables WHERE id = $1", 1, v1, NULL, NULL, 0,
-                       err);
+        rc = pipe_send(&pp, SQL_SEQ, 1, v1, NULL, NULL, 0, err);
     const int f2[2] = {0, 1};
     if (rc == ST_OK && nidem > 0) {
         st_idem = pp.n;
         const char *v[2] = {t->name, (const char *)idem_keys.data};
         int l[2] = {0, (int)idem_keys.len};
-        rc = pipe_send(&pp,
-                       "SELECT key, request_hash, status, response FROM strike.idempotency_keys "
-                       "WHERE scope = $1 AND key = ANY($2::text[])",
-                       2, v, l, f2, 1, err);
+        rc = pipe_send(&pp, SQL_IDEM_SELECT, 2, v, l, f2, 1, err);
     }
     if (rc == ST_OK && nprod > 0) {
         st_prod = pp.n;
         const char *v[2] = {tid.s, (const char *)prods.data};
         int l[2] = {0, (int)prods.len};
-        rc = pipe_send(&pp,
-                       "SELECT producer, last_offset FROM strike.producers WHERE table_id = $1 "
-                       "AND producer = ANY($2::text[])",
-                       2, v, l, f2, 1, err);
+        rc = pipe_send(&pp, SQL_PROD_SELECT, 2, v, l, f2, 1, err);
     }
     st_first_lookup = pp.n;
     for (size_t ci = 0; rc == ST_OK && ci < nchunks; ci++) {

@@ -99,6 +99,10 @@ int engine_open(const struct engine_opts *o, struct engine **out, struct st_err 
     pthread_cond_init(&e->gc_cv, NULL);
     if ((rc = cat_pool_open(o->conninfo, e->o.pool_size, &e->pool, err)) != ST_OK)
         goto fail_sync;
+    if ((rc = cat_pool_set_hook(e->pool, eng__prepare_statements, err)) != ST_OK) {
+        cat_pool_close(e->pool);
+        goto fail_sync;
+    }
     e->dvc = dvc__new(e->o.dv_cache_bytes);
     if (e->o.gc_interval_s > 0 && (rc = eng__gc_start(e)) != ST_OK) {
         st_errf(err, rc, "cannot start the orphan collector");

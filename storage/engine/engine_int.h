@@ -89,6 +89,9 @@ struct eng__num {
 const char *eng__i64(struct eng__num *n, int64_t v);
 int64_t eng__get_i64(const PGresult *r, int row, int col);
 
+/* Prepare the commit path's statements on a new catalog connection (commit.c). */
+int eng__prepare_statements(PGconn *c, struct st_err *err);
+
 /* ---- keys (keyenc.c) ---- */
 #include "keyenc.h"
 

@@ -58,6 +58,18 @@ int pipe_send(struct pipe *p, const char *sql, int nparams, const char *const *v
     return ST_OK;
 }
 
+int pipe_send_prepared(struct pipe *p, const char *name, int nparams, const char *const *values,
+                       const int *lengths, const int *formats, int result_format,
+                       struct st_err *err)
+{
+    if (p->n >= PIPE_MAX)
+        return st_errf(err, ST_EINTERNAL, "pipeline longer than %d statements", PIPE_MAX);
+    if (PQsendQueryPrepared(p->c, name, nparams, values, lengths, formats, result_format) != 1)
+        return cat_fail(p->c, NULL, "sending a statement", err);
+    p->n++;
+    return ST_OK;
+}
+
 int pipe_run(struct pipe *p, struct st_err *err)
 {
     if (PQpipelineSync(p->c) != 1) {

@@ -39,6 +39,10 @@ int pipe_begin(struct pipe *p, PGconn *c, struct st_err *err);
 /* Queue a statement. Parameters as PQsendQueryParams; results in text (0) or binary (1). */
 int pipe_send(struct pipe *p, const char *sql, int nparams, const char *const *values,
               const int *lengths, const int *formats, int result_format, struct st_err *err);
+/* Queue a statement prepared on this connection (PQprepare) under `name`. */
+int pipe_send_prepared(struct pipe *p, const char *name, int nparams, const char *const *values,
+                       const int *lengths, const int *formats, int result_format,
+                       struct st_err *err);
 /*
  * Sync, collect every result, leave pipeline mode. Returns ST_OK when the
  * pipeline ran (statements may still have failed: check pipe_failed);
