@@ -1,8 +1,17 @@
 /*
  * http_routes.c - the JSON endpoints of API.md: tables, changes, delete by
  * filter, plan, snapshots, readiness. Each runs on a worker (it blocks on
- * the catalog), reads the request body parsed with jansson, calls the
- * engine and leaves its answer in r->reply.
+ * the catalog), reads the request body, calls the engine and leaves its
+ * answer in r->reply.
+ *
+ * Bodies: POST /v1/tables and .../changes (the CDC hot path) are read with
+ * jdoc (common/jdoc.h: one arena per body, values and names borrowed from
+ * it until the engine call returns); the routes that hand a filter to
+ * storage/expr (delete, plan, and scan in http_scan.c) with jansson, whose
+ * tree filter_parse_json takes. jdoc accepts, refuses and words refusals
+ * as jansson does, so every route answers the same JSON the same way; the
+ * one difference is jdoc's depth limit (64 levels; jansson's is 2048),
+ * beyond anything a change or a table definition can use.
  *
  * Request bodies: members a route does not define are refused with a 400
  * that names them (a misspelt "limt" must not silently scan everything).
@@ -13,6 +22,7 @@
 #include "http_int.h"
 
 #include "changeset.h"
+#include "common/jdoc.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/timeutil.h"
@@ -27,6 +37,12 @@
 
 /* ---- shared helpers ------------------------------------------------------------ */
 
+/* The body was not JSON: where and why, in the words of both parsers. */
+static void reply_bad_json(struct hreq *r, int line, int column, const char *text)
+{
+    http__reply_problem(r, 400, "invalid JSON at line %d column %d: %s", line, column, text);
+}
+
 json_t *http__body_json(struct hreq *r, bool empty_ok)
 {
     if (r->body.len == 0) {
@@ -39,8 +55,7 @@ json_t *http__body_json(struct hreq *r, bool empty_ok)
     /* No JSON_ALLOW_NUL: U+0000 is refused in every string (API.md "Types"), keys included. */
     json_t *j = json_loadb((const char *)r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &je);
     if (j == NULL) {
-        http__reply_problem(r, 400, "invalid JSON at line %d column %d: %s", je.line, je.column,
-                            je.text);
+        reply_bad_json(r, je.line, je.column, je.text);
         return NULL;
     }
     if (!json_is_object(j)) {
@@ -51,42 +66,113 @@ json_t *http__body_json(struct hreq *r, bool empty_ok)
     return j;
 }
 
+/*
+ * http__body_json with jdoc, for a route whose body is required: the
+ * document (caller frees with jdoc_free) with an object at its root, or NULL
+ * with the same problem.
+ */
+static struct jdoc *body_jdoc(struct hreq *r)
+{
+    if (r->body.len == 0) {
+        http__reply_problem(r, 400, "the request needs a JSON object as its body");
+        return NULL;
+    }
+    struct jdoc_error je;
+    struct jdoc *d = jdoc_parse(r->body.data, r->body.len, NULL, &je);
+    if (d == NULL) {
+        reply_bad_json(r, je.line, je.column, je.text);
+        return NULL;
+    }
+    if (!jdoc_is(jdoc_root(d), JDOC_OBJECT)) {
+        http__reply_problem(r, 400, "the body must be a JSON object, got %s",
+                            lit_jdoc_kind(jdoc_root(d)));
+        jdoc_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+static bool field_known(const char *const *allowed, const char *key)
+{
+    for (const char *const *a = allowed; *a != NULL; a++)
+        if (strcmp(*a, key) == 0)
+            return true;
+    return false;
+}
+
+static void reply_unknown_field(struct hreq *r, const char *where, const char *key)
+{
+    http__reply_problem(r, 400, "%s%sunknown field \"%.100s\"", where ? where : "",
+                        where ? ": " : "", key);
+}
+
 bool http__check_fields(struct hreq *r, json_t *o, const char *const *allowed, const char *where)
 {
     const char *key;
     json_t *v;
     json_object_foreach(o, key, v)
     {
-        bool known = false;
-        for (const char *const *a = allowed; *a != NULL && !known; a++)
-            known = strcmp(*a, key) == 0;
-        if (!known) {
-            http__reply_problem(r, 400, "%s%sunknown field \"%.100s\"", where ? where : "",
-                                where ? ": " : "", key);
+        if (!field_known(allowed, key)) {
+            reply_unknown_field(r, where, key);
             return false;
         }
     }
     return true;
 }
 
-bool http__opt_uint(struct hreq *r, json_t *o, const char *name, bool *has, int64_t *v)
+/* http__check_fields for a jdoc object. */
+static bool check_fields(struct hreq *r, const struct jdoc_val *o, const char *const *allowed,
+                         const char *where)
 {
-    json_t *j = json_object_get(o, name);
+    for (size_t i = 0; i < jdoc_size(o); i++) {
+        const char *key = jdoc_member(o, i)->key.u.s;
+        if (!field_known(allowed, key)) {
+            reply_unknown_field(r, where, key);
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * The verdict on an optional integer >= 0 named `name` (present: not null;
+ * kind: its JSON kind; integer: whether it is one, and its value).
+ */
+static bool opt_uint_of(struct hreq *r, const char *name, bool present, const char *kind,
+                        bool integer, int64_t value, bool *has, int64_t *v)
+{
     *has = false;
-    if (j == NULL || json_is_null(j))
+    if (!present)
         return true;
-    if (!json_is_integer(j)) {
-        http__reply_problem(r, 400, "%s: expected an integer >= 0, got %s", name, lit_json_kind(j));
+    if (!integer) {
+        http__reply_problem(r, 400, "%s: expected an integer >= 0, got %s", name, kind);
         return false;
     }
-    if (json_integer_value(j) < 0) {
-        http__reply_problem(r, 400, "%s: must be >= 0, got %" JSON_INTEGER_FORMAT, name,
-                            json_integer_value(j));
+    if (value < 0) {
+        http__reply_problem(r, 400, "%s: must be >= 0, got %" PRId64, name, value);
         return false;
     }
     *has = true;
-    *v = json_integer_value(j);
+    *v = value;
     return true;
+}
+
+bool http__opt_uint(struct hreq *r, json_t *o, const char *name, bool *has, int64_t *v)
+{
+    json_t *j = json_object_get(o, name);
+    bool present = j != NULL && !json_is_null(j);
+    return opt_uint_of(r, name, present, present ? lit_json_kind(j) : NULL, json_is_integer(j),
+                       (int64_t)json_integer_value(j), has, v);
+}
+
+/* http__opt_uint for a jdoc object. */
+static bool opt_uint(struct hreq *r, const struct jdoc_val *o, const char *name, bool *has,
+                     int64_t *v)
+{
+    const struct jdoc_val *j = jdoc_get(o, name);
+    bool present = j != NULL && !jdoc_is(j, JDOC_NULL);
+    return opt_uint_of(r, name, present, present ? lit_jdoc_kind(j) : NULL, jdoc_is(j, JDOC_INT),
+                       jdoc_int(j), has, v);
 }
 
 struct table *http__table(struct hreq *r, bool cached)
@@ -104,24 +190,24 @@ struct table *http__table(struct hreq *r, bool cached)
 }
 
 /* A C string member: absent is ok (NULL), else a string without U+0000. */
-static bool opt_string(struct hreq *r, json_t *o, const char *name, const char **out,
+static bool opt_string(struct hreq *r, const struct jdoc_val *o, const char *name, const char **out,
                        const char *where)
 {
-    json_t *j = json_object_get(o, name);
+    const struct jdoc_val *j = jdoc_get(o, name);
     *out = NULL;
-    if (j == NULL || json_is_null(j))
+    if (j == NULL || jdoc_is(j, JDOC_NULL))
         return true;
-    if (!json_is_string(j)) {
+    if (!jdoc_is(j, JDOC_STRING)) {
         http__reply_problem(r, 400, "%s%s%s: expected a string, got %s", where ? where : "",
-                            where ? "." : "", name, lit_json_kind(j));
+                            where ? "." : "", name, lit_jdoc_kind(j));
         return false;
     }
-    if (strlen(json_string_value(j)) != json_string_length(j)) {
+    if (memchr(j->u.s, '\0', j->n) != NULL) { /* jdoc refuses U+0000; kept as the contract */
         http__reply_problem(r, 400, "%s%s%s: contains U+0000", where ? where : "", where ? "." : "",
                             name);
         return false;
     }
-    *out = json_string_value(j);
+    *out = j->u.s;
     return true;
 }
 
@@ -226,14 +312,15 @@ static const char *type_names = "boolean, int, long, double, string or timestamp
 
 void http__job_create_table(struct hreq *r)
 {
-    json_t *j = http__body_json(r, false);
-    if (j == NULL)
+    struct jdoc *d = body_jdoc(r);
+    if (d == NULL)
         return;
+    const struct jdoc_val *j = jdoc_root(d);
     struct st_column *cols = NULL;
     const char **pk = NULL;
     static const char *const top[] = {"name", "columns", "primary_key", "version_column", NULL};
     static const char *const colf[] = {"name", "type", "required", NULL};
-    if (!http__check_fields(r, j, top, NULL))
+    if (!check_fields(r, j, top, NULL))
         goto out;
     struct table_def def = {0};
     if (!opt_string(r, j, "name", &def.name, NULL))
@@ -242,27 +329,27 @@ void http__job_create_table(struct hreq *r)
         http__reply_problem(r, 400, "name: required");
         goto out;
     }
-    json_t *jc = json_object_get(j, "columns");
-    if (!json_is_array(jc)) {
+    const struct jdoc_val *jc = jdoc_get(j, "columns");
+    if (!jdoc_is(jc, JDOC_ARRAY)) {
         http__reply_problem(r, 400, "columns: %s",
                             jc ? "expected an array of columns" : "required");
         goto out;
     }
-    size_t nc = json_array_size(jc);
+    size_t nc = jdoc_size(jc);
     if (nc > ST_COLUMNS_MAX) {
         http__reply_problem(r, 400, "columns: at most %d columns", ST_COLUMNS_MAX);
         goto out;
     }
     cols = xcalloc(nc ? nc : 1, sizeof *cols);
     for (size_t i = 0; i < nc; i++) {
-        json_t *c = json_array_get(jc, i);
+        const struct jdoc_val *c = jdoc_at(jc, i);
         char where[32];
         snprintf(where, sizeof where, "columns[%zu]", i);
-        if (!json_is_object(c)) {
-            http__reply_problem(r, 400, "%s: expected an object, got %s", where, lit_json_kind(c));
+        if (!jdoc_is(c, JDOC_OBJECT)) {
+            http__reply_problem(r, 400, "%s: expected an object, got %s", where, lit_jdoc_kind(c));
             goto out;
         }
-        if (!http__check_fields(r, c, colf, where))
+        if (!check_fields(r, c, colf, where))
             goto out;
         const char *name, *type;
         if (!opt_string(r, c, "name", &name, where) || !opt_string(r, c, "type", &type, where))
@@ -285,37 +372,37 @@ void http__job_create_table(struct hreq *r)
                                 type_names);
             goto out;
         }
-        json_t *req = json_object_get(c, "required");
-        if (req != NULL && !json_is_boolean(req) && !json_is_null(req)) {
+        const struct jdoc_val *req = jdoc_get(c, "required");
+        if (req != NULL && !jdoc_is(req, JDOC_BOOL) && !jdoc_is(req, JDOC_NULL)) {
             http__reply_problem(r, 400, "%s.required: expected a boolean, got %s", where,
-                                lit_json_kind(req));
+                                lit_jdoc_kind(req));
             goto out;
         }
-        cols[i].required = json_is_true(req);
+        cols[i].required = jdoc_true(req);
     }
     def.ncols = (int)nc;
     def.cols = cols;
-    json_t *jp = json_object_get(j, "primary_key");
-    if (jp != NULL && !json_is_null(jp)) {
-        if (!json_is_array(jp)) {
+    const struct jdoc_val *jp = jdoc_get(j, "primary_key");
+    if (jp != NULL && !jdoc_is(jp, JDOC_NULL)) {
+        if (!jdoc_is(jp, JDOC_ARRAY)) {
             http__reply_problem(r, 400, "primary_key: expected an array of column names, got %s",
-                                lit_json_kind(jp));
+                                lit_jdoc_kind(jp));
             goto out;
         }
-        size_t np = json_array_size(jp);
+        size_t np = jdoc_size(jp);
         if (np > ST_COLUMNS_MAX) {
             http__reply_problem(r, 400, "primary_key: too many columns");
             goto out;
         }
         pk = xcalloc(np ? np : 1, sizeof *pk);
         for (size_t i = 0; i < np; i++) {
-            json_t *e = json_array_get(jp, i);
-            if (!json_is_string(e)) {
+            const struct jdoc_val *e = jdoc_at(jp, i);
+            if (!jdoc_is(e, JDOC_STRING)) {
                 http__reply_problem(r, 400, "primary_key[%zu]: expected a column name, got %s", i,
-                                    lit_json_kind(e));
+                                    lit_jdoc_kind(e));
                 goto out;
             }
-            pk[i] = json_string_value(e);
+            pk[i] = e->u.s;
         }
         def.npk = (int)np;
         def.pk = pk;
@@ -342,69 +429,102 @@ void http__job_create_table(struct hreq *r)
 out:
     free(cols);
     free(pk);
-    json_decref(j);
+    jdoc_free(d);
 }
 
 /* ---- changes --------------------------------------------------------------------- */
 
-/* Name/literal pairs of every object member, carved from one allocation per request. */
-struct pairs {
-    const char **names;
-    struct st_literal *lits;
-    size_t used, cap;
-};
-
-static bool wire_obj_of(struct hreq *r, json_t *o, const char *field, size_t row, struct pairs *pp,
-                        struct wire_obj *out)
+/*
+ * A change's object (row, key, before or after) as name/literal pairs. The
+ * names are the document's keys and string values point into it; the pair
+ * arrays come from its arena too: all of it lives until jdoc_free.
+ */
+static bool wire_obj_of(struct hreq *r, struct jdoc *d, const struct jdoc_val *o, const char *field,
+                        size_t row, struct wire_obj *out)
 {
     memset(out, 0, sizeof *out);
-    if (o == NULL || json_is_null(o))
+    if (o == NULL || jdoc_is(o, JDOC_NULL))
         return true;
-    if (!json_is_object(o)) {
+    if (!jdoc_is(o, JDOC_OBJECT)) {
         http__reply_problem(r, 400, "row %zu: %s: expected an object, got %s", row, field,
-                            lit_json_kind(o));
+                            lit_jdoc_kind(o));
         return false;
     }
-    out->present = true;
-    out->n = json_object_size(o);
-    out->names = pp->names + pp->used;
-    out->lits = pp->lits + pp->used;
-    const char *key;
-    json_t *v;
-    json_object_foreach(o, key, v)
-    {
-        struct st_err err = {0};
-        if (lit_from_json(v, &pp->lits[pp->used], &err) != ST_OK) {
-            http__reply_problem(r, 400, "row %zu: column \"%.128s\": %s", row, key, err.msg);
+    size_t n = jdoc_size(o);
+    const char **names = jdoc_alloc(d, n * sizeof *names);
+    struct st_literal *lits = jdoc_alloc(d, n * sizeof *lits);
+    struct st_err err; /* not zeroed whole (512 bytes) for every value: the first error ends it */
+    err.code = ST_OK;
+    err.msg[0] = '\0';
+    for (size_t k = 0; k < n; k++) {
+        const struct jdoc_member *m = jdoc_member(o, k);
+        if (lit_from_jdoc(&m->val, &lits[k], &err) != ST_OK) {
+            http__reply_problem(r, 400, "row %zu: column \"%.128s\": %s", row, m->key.u.s, err.msg);
             return false;
         }
-        pp->names[pp->used++] = key;
+        names[k] = m->key.u.s;
     }
+    out->present = true;
+    out->n = n;
+    out->names = names;
+    out->lits = lits;
     return true;
 }
 
-static size_t obj_size(json_t *c, const char *name)
+/* The members a change may have; the Debezium envelope's metadata is allowed and ignored. */
+enum change_field { CF_OP, CF_ROW, CF_KEY, CF_BEFORE, CF_AFTER, CF__USED };
+static const char *const change_fields[] = {"op",    "row",         "key",   "before",
+                                            "after", "source",      "ts_ms", "ts_us",
+                                            "ts_ns", "transaction", NULL};
+
+/* Change i (an object) into wire, checked in the order the handler always checked changes. */
+static bool change_of(struct hreq *r, struct jdoc *d, const struct jdoc_val *c, size_t i,
+                      struct wire_change *wire)
 {
-    json_t *o = json_object_get(c, name);
-    return json_is_object(o) ? json_object_size(o) : 0;
+    /* One pass over the members: the first unknown one (in document order) is refused, as
+       http__check_fields does, and the others are picked up for the checks below. */
+    const struct jdoc_val *f[CF__USED] = {NULL};
+    for (size_t k = 0; k < jdoc_size(c); k++) {
+        const struct jdoc_member *m = jdoc_member(c, k);
+        size_t w = 0;
+        while (change_fields[w] != NULL && strcmp(change_fields[w], m->key.u.s) != 0)
+            w++;
+        if (change_fields[w] == NULL) {
+            char where[32];
+            snprintf(where, sizeof where, "row %zu", i);
+            reply_unknown_field(r, where, m->key.u.s);
+            return false;
+        }
+        if (w < CF__USED)
+            f[w] = &m->val;
+    }
+    if (!jdoc_is(f[CF_OP], JDOC_STRING)) {
+        http__reply_problem(r, 400, "row %zu: op: %s", i,
+                            f[CF_OP] ? "expected a string"
+                                     : "required (upsert, delete, c, r, u or d)");
+        return false;
+    }
+    wire->op = f[CF_OP]->u.s;
+    return wire_obj_of(r, d, f[CF_ROW], "row", i, &wire->row) &&
+           wire_obj_of(r, d, f[CF_KEY], "key", i, &wire->key) &&
+           wire_obj_of(r, d, f[CF_BEFORE], "before", i, &wire->before) &&
+           wire_obj_of(r, d, f[CF_AFTER], "after", i, &wire->after);
 }
 
 void http__job_changes(struct hreq *r)
 {
-    json_t *j = http__body_json(r, false);
-    if (j == NULL)
+    struct jdoc *d = body_jdoc(r);
+    if (d == NULL)
         return;
+    const struct jdoc_val *j = jdoc_root(d);
     struct table *t = NULL;
     struct wire_change *wire = NULL;
-    struct pairs pp = {0};
     struct changeset cs = {0};
     static const char *const top[] = {"changes", "producer", "offset", "expected_seq", NULL};
-    static const char *const chf[] = {"op",    "row",   "key",   "before",      "after", "source",
-                                      "ts_ms", "ts_us", "ts_ns", "transaction", NULL};
-    if (!http__check_fields(r, j, top, NULL))
+    if (!check_fields(r, j, top, NULL))
         goto out;
-    json_t *jc = json_object_get(j, "changes");
-    if (!json_is_array(jc)) {
+    const struct jdoc_val *jc = jdoc_get(j, "changes");
+    if (!jdoc_is(jc, JDOC_ARRAY)) {
         http__reply_problem(r, 400, "changes: %s",
                             jc ? "expected an array of changes" : "required (it may be empty)");
         goto out;
@@ -418,8 +538,8 @@ void http__job_changes(struct hreq *r)
     }
     bool has_offset, has_exp;
     int64_t offset = 0, exp = 0;
-    if (!http__opt_uint(r, j, "offset", &has_offset, &offset) ||
-        !http__opt_uint(r, j, "expected_seq", &has_exp, &exp))
+    if (!opt_uint(r, j, "offset", &has_offset, &offset) ||
+        !opt_uint(r, j, "expected_seq", &has_exp, &exp))
         goto out;
     if (has_offset != (producer != NULL)) {
         http__reply_problem(r, 400, "%s",
@@ -427,40 +547,16 @@ void http__job_changes(struct hreq *r)
                                      : "producer: required with \"offset\"");
         goto out;
     }
-    size_t n = json_array_size(jc);
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        json_t *c = json_array_get(jc, i);
-        total +=
-            obj_size(c, "row") + obj_size(c, "key") + obj_size(c, "before") + obj_size(c, "after");
-    }
-    pp.names = xcalloc(total ? total : 1, sizeof *pp.names);
-    pp.lits = xcalloc(total ? total : 1, sizeof *pp.lits);
-    pp.cap = total;
+    size_t n = jdoc_size(jc);
     wire = xcalloc(n ? n : 1, sizeof *wire);
     for (size_t i = 0; i < n; i++) {
-        json_t *c = json_array_get(jc, i);
-        if (!json_is_object(c)) {
+        const struct jdoc_val *c = jdoc_at(jc, i);
+        if (!jdoc_is(c, JDOC_OBJECT)) {
             http__reply_problem(r, 400, "row %zu: expected a change object, got %s", i,
-                                lit_json_kind(c));
+                                lit_jdoc_kind(c));
             goto out;
         }
-        char where[32];
-        snprintf(where, sizeof where, "row %zu", i);
-        if (!http__check_fields(r, c, chf, where))
-            goto out;
-        json_t *op = json_object_get(c, "op");
-        if (!json_is_string(op)) {
-            http__reply_problem(r, 400, "row %zu: op: %s", i,
-                                op ? "expected a string"
-                                   : "required (upsert, delete, c, r, u or d)");
-            goto out;
-        }
-        wire[i].op = json_string_value(op);
-        if (!wire_obj_of(r, json_object_get(c, "row"), "row", i, &pp, &wire[i].row) ||
-            !wire_obj_of(r, json_object_get(c, "key"), "key", i, &pp, &wire[i].key) ||
-            !wire_obj_of(r, json_object_get(c, "before"), "before", i, &pp, &wire[i].before) ||
-            !wire_obj_of(r, json_object_get(c, "after"), "after", i, &pp, &wire[i].after))
+        if (!change_of(r, d, c, i, &wire[i]))
             goto out;
     }
     if ((t = http__table(r, true)) == NULL)
@@ -496,10 +592,8 @@ void http__job_changes(struct hreq *r)
 out:
     changeset_free(&cs);
     free(wire);
-    free(pp.names);
-    free(pp.lits);
     table_unref(t);
-    json_decref(j);
+    jdoc_free(d); /* last: the changes borrowed names and strings from it */
 }
 
 /* ---- delete by filter ------------------------------------------------------------- */

@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "common/err.h"
+#include "common/jdoc.h"
 #include "common/types.h"
 
 /* Timestamps (microseconds) that RFC 3339 can express: 0000-01-01 to 9999-12-31T23:59:59.999999. */
@@ -48,6 +49,8 @@ const char *lit_kind_name(enum lit_kind k);
 /* The JSON kind of a value for messages: "object", "array", "string", "integer",
    "number", "boolean", "null". */
 const char *lit_json_kind(const json_t *j);
+/* The same for a value of a jdoc document (the same words for the same JSON). */
+const char *lit_jdoc_kind(const struct jdoc_val *v);
 
 /*
  * Read a JSON scalar into `out`. A string is borrowed from `j` (valid while
@@ -57,6 +60,13 @@ const char *lit_json_kind(const json_t *j);
  * parses text, so every JSON integer here fits. Returns 0 or ST_EINVAL.
  */
 int lit_from_json(const json_t *j, struct st_literal *out, struct st_err *err);
+/*
+ * lit_from_json for a value of a jdoc document: the same rules and messages
+ * (both end in one conversion). A string is borrowed from the document's
+ * arena (valid until jdoc_free); jdoc refuses U+0000 and integers beyond
+ * int64 when it parses, as jansson does.
+ */
+int lit_from_jdoc(const struct jdoc_val *v, struct st_literal *out, struct st_err *err);
 
 /*
  * Coerce `lit` to column type `t` (rules above). On success `out` holds the
