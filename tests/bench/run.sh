@@ -20,7 +20,9 @@
 #      in BUILD_DIR/bench/data), each measure with strike and its peer in
 #      alternation, the table on stdout, the raw runs as JSON in BUILD_DIR/bench/
 #      (run-<time>.json, latest.json; the table and notes in latest.md).
-# --quick: tiny sizes and 2 rounds. Every server started here (PostgreSQL,
+# --quick: tiny sizes and 2 rounds. STRIKE_BENCH_ONLY=m3,m8 runs some
+# measures only; STRIKE_BENCH_LOG_LEVEL=debug logs every commit's timings
+# (striked's log is kept as BUILD_DIR/bench/striked.log). Every server started here (PostgreSQL,
 # striked, the fresh striked of measure 8 by its pid file; nginx inside
 # http_dv_bench.sh) is stopped by pid on exit, also on error or Ctrl-C.
 # Nothing is asserted about speed.
@@ -35,6 +37,9 @@ esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 SHARED=${STRIKE_SHARED_DIR:-$SRC/../shared}
+if [ ! -d "$SHARED/peers" ] && [ -d /work/shared/peers ]; then
+  SHARED=/work/shared # a clone made away from the workplace's shared folder
+fi
 SHARED=$(cd "$SHARED" && pwd)
 export STRIKE_SHARED_DIR=$SHARED
 OUT=$BUILD/bench
@@ -88,6 +93,7 @@ cleanup() {
     echo "run.sh: striked's log (last lines):" >&2
     tail -n 20 "$WORK/striked.log" >&2 || true
   fi
+  [ -f "$WORK/striked.log" ] && cp "$WORK/striked.log" "$OUT/striked.log" 2>/dev/null || true
   rm -rf "$WORK"
   exit $rc
 }
@@ -103,7 +109,7 @@ free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("12
 HPORT=$(free_port)
 GPORT=$(free_port)
 "$BUILD/bin/striked" --catalog "postgresql://postgres@/strike?host=$PG" --data "$WORK/data" \
-  --http "127.0.0.1:$HPORT" --grpc "127.0.0.1:$GPORT" --max-body 1G --log-level warn \
+  --http "127.0.0.1:$HPORT" --grpc "127.0.0.1:$GPORT" --max-body 1G --log-level "${STRIKE_BENCH_LOG_LEVEL:-warn}" \
   >"$WORK/striked.log" 2>&1 &
 STRIKED_PID=$!
 ready=
