@@ -565,29 +565,41 @@ static const char *SQL_ADD_DVS =
     "INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, puffin_path, "
     "blob_offset, blob_length, cardinality) SELECT $1, f, $2, $3, o, l, c FROM "
     "unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) AS u(f, o, l, c)";
-/* Key index statements, for "strike.key_index" (bytea) or "strike.key_index_i8" (bigint). */
+/*
+ * Key index statements, for "strike.key_index" (bytea) or
+ * "strike.key_index_i8" (bigint). They are prepared once per connection, so
+ * after five runs PostgreSQL may keep a generic plan made when the table was
+ * small (or never analyzed): a join of the key array with the table could
+ * then become a nested loop over every key of the table for every key of the
+ * batch, O(batch x table). Each statement is written so that its only plan
+ * is one index probe per key of the batch: a LATERAL subquery with LIMIT 1
+ * (never flattened into a join), `key = ANY`, and INSERT ... ON CONFLICT.
+ */
 /*
  * The key-index rows of keys[lo, hi) and, in the same statement, the live
  * files they point to with their live DVs: rows with a NULL key are files.
  */
 #define SQL_LOOKUP(tab, ty)                                                                        \
-    "WITH k AS MATERIALIZED (SELECT k.key, k.file_id, k.pos, k.version FROM unnest($2::" ty        \
-    "[]) AS u(key) JOIN " tab " k ON k.table_id = $1 AND k.key = u.key) "                          \
+    "WITH k AS MATERIALIZED (SELECT u.key, x.file_id, x.pos, x.version FROM unnest($2::" ty        \
+    "[]) AS u(key) CROSS JOIN LATERAL (SELECT i.file_id, i.pos, i.version FROM " tab " i WHERE "   \
+    "i.table_id = $1 AND i.key = u.key LIMIT 1) x) "                                               \
     "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "      \
     "NULL::bigint, NULL::bigint FROM k UNION ALL SELECT NULL, f.id, NULL, NULL, f.path, "          \
     "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM "         \
     "strike.data_files f LEFT JOIN strike.deletion_vectors dv ON dv.data_file_id = f.id AND "      \
     "dv.removed_seq IS NULL WHERE f.table_id = $1 AND f.removed_seq IS NULL AND f.id IN (SELECT "  \
     "file_id FROM k)"
+/* Keys that exist (the CAS on the base seq guarantees it): moved to the new file. */
 #define SQL_UPDATE_KEYS(tab, ty)                                                                   \
-    "UPDATE " tab " k SET file_id = $3, pos = u.p, seq = $2, version = u.v FROM unnest($4::" ty    \
-    "[], $5::bigint[], $6::bytea[]) AS u(k, p, v) WHERE k.table_id = $1 AND k.key = u.k"
+    "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v "  \
+    "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v) ON CONFLICT (table_id, "   \
+    "key) DO UPDATE SET file_id = EXCLUDED.file_id, pos = EXCLUDED.pos, seq = EXCLUDED.seq, "      \
+    "version = EXCLUDED.version"
 #define SQL_INSERT_KEYS(tab, ty)                                                                   \
     "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v "  \
     "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v)"
 #define SQL_DELETE_KEYS(tab, ty)                                                                   \
-    "DELETE FROM " tab " k USING unnest($2::" ty "[]) AS u(k) WHERE k.table_id = $1 AND k.key = "  \
-    "u.k"
+    "DELETE FROM " tab " WHERE table_id = $1 AND key = ANY($2::" ty "[])"
 #define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
 static const char *SQL_PRODUCERS =
     "INSERT INTO strike.producers (table_id, producer, last_offset, seq) SELECT $1, p, o, $2 "
@@ -605,6 +617,19 @@ static const char *SQL_PROD_SELECT = "SELECT producer, last_offset FROM strike.p
                                      "table_id = $1 AND producer = ANY($2::text[])";
 static const char *SQL_ADVANCE = "SELECT strike.advance_seq($1, $2)";
 
+/* The key index statements of both key types (the per-key ones first). */
+static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"),
+                                      SQL_LOOKUP("strike.key_index", "bytea"),
+                                      SQL_UPDATE_KEYS("strike.key_index_i8", "bigint"),
+                                      SQL_UPDATE_KEYS("strike.key_index", "bytea"),
+                                      SQL_INSERT_KEYS("strike.key_index_i8", "bigint"),
+                                      SQL_INSERT_KEYS("strike.key_index", "bytea"),
+                                      SQL_DELETE_KEYS("strike.key_index_i8", "bigint"),
+                                      SQL_DELETE_KEYS("strike.key_index", "bytea"),
+                                      SQL_DELETE_ALL_KEYS("strike.key_index_i8"),
+                                      SQL_DELETE_ALL_KEYS("strike.key_index"),
+                                      NULL};
+
 /*
  * The statements of the commit path, prepared once per catalog connection
  * (eng__prepare_statements, run by the pool on each new connection): a
@@ -617,26 +642,15 @@ static const char *prepared_sql(int i)
         &SQL_SEQ,  &SQL_IDEM_SELECT,  &SQL_PROD_SELECT, &SQL_ADVANCE, &SQL_KEY_PLANS, &SQL_SNAPSHOT,
         &SQL_FILE, &SQL_REMOVE_FILES, &SQL_CLOSE_DVS,   &SQL_ADD_DVS, &SQL_PRODUCERS, &SQL_IDEM,
         NULL};
-    static const char *const keyed[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"),
-                                        SQL_LOOKUP("strike.key_index", "bytea"),
-                                        SQL_UPDATE_KEYS("strike.key_index_i8", "bigint"),
-                                        SQL_UPDATE_KEYS("strike.key_index", "bytea"),
-                                        SQL_INSERT_KEYS("strike.key_index_i8", "bigint"),
-                                        SQL_INSERT_KEYS("strike.key_index", "bytea"),
-                                        SQL_DELETE_KEYS("strike.key_index_i8", "bigint"),
-                                        SQL_DELETE_KEYS("strike.key_index", "bytea"),
-                                        SQL_DELETE_ALL_KEYS("strike.key_index_i8"),
-                                        SQL_DELETE_ALL_KEYS("strike.key_index"),
-                                        NULL};
     int n = 0;
     while (all[n] != NULL)
         n++;
     if (i < n)
         return *all[i];
     i -= n;
-    for (int k = 0; keyed[k] != NULL; k++)
+    for (int k = 0; KEY_SQL[k] != NULL; k++)
         if (k == i)
-            return keyed[k];
+            return KEY_SQL[k];
     return NULL;
 }
 
@@ -2092,4 +2106,15 @@ void engine_test_fault(struct engine *e, enum engine_fault f, int n)
         atomic_store(&e->fault_drop_at_commit, n);
         break;
     }
+}
+
+const char *engine_test_key_sql(int i)
+{
+    /* the per-key statements: every entry of KEY_SQL but the two DELETE ALLs */
+    return i >= 0 && i < 8 ? KEY_SQL[i] : NULL;
+}
+
+const char *engine_test_key_plan_settings(void)
+{
+    return SQL_KEY_PLANS;
 }

@@ -21,4 +21,12 @@ enum engine_fault {
 /* Arm a fault: `n` is a count (NEXT, DROP) or 0/1 (the others). */
 void engine_test_fault(struct engine *e, enum engine_fault f, int n);
 
+/*
+ * The commit path's per-key statements on the key index (lookup, update,
+ * insert, delete; NULL after the last) and the planner settings the engine
+ * runs before them in the same transaction: for tests of their plans.
+ */
+const char *engine_test_key_sql(int i);
+const char *engine_test_key_plan_settings(void);
+
 #endif
