@@ -44,7 +44,7 @@ void st_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
     *y += *m <= 2;
 }
 
-void st_format_rfc3339(int64_t us, char out[ST_RFC3339_MAX])
+void st_civil_from_us(int64_t us, struct st_civil *c)
 {
     int64_t secs = us / 1000000, frac = us % 1000000;
     if (frac < 0) {
@@ -56,15 +56,21 @@ void st_format_rfc3339(int64_t us, char out[ST_RFC3339_MAX])
         rem += 86400;
         days -= 1;
     }
-    int64_t y;
-    unsigned m, d;
-    st_civil_from_days(days, &y, &m, &d);
-    if (y >= 0 && y <= 9999)
-        snprintf(out, ST_RFC3339_MAX, "%04lld-%02u-%02uT%02d:%02d:%02d.%06lldZ", (long long)y, m, d,
-                 (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (long long)frac);
-    else
-        snprintf(out, ST_RFC3339_MAX, "%+lld-%02u-%02uT%02d:%02d:%02d.%06lldZ", (long long)y, m, d,
-                 (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (long long)frac);
+    st_civil_from_days(days, &c->year, &c->month, &c->day);
+    c->hour = (unsigned)(rem / 3600);
+    c->minute = (unsigned)(rem / 60 % 60);
+    c->second = (unsigned)(rem % 60);
+    c->micros = (unsigned)frac;
+}
+
+void st_format_rfc3339(int64_t us, char out[ST_RFC3339_MAX])
+{
+    struct st_civil c;
+    st_civil_from_us(us, &c);
+    snprintf(out, ST_RFC3339_MAX,
+             c.year >= 0 && c.year <= 9999 ? "%04lld-%02u-%02uT%02u:%02u:%02u.%06uZ"
+                                           : "%+lld-%02u-%02uT%02u:%02u:%02u.%06uZ",
+             (long long)c.year, c.month, c.day, c.hour, c.minute, c.second, c.micros);
 }
 
 static bool digits(const char **s, int n, int *out)

@@ -25,6 +25,13 @@ bool st_parse_rfc3339(const char *s, int64_t *us);
 /* The proleptic Gregorian date of a day count since 1970-01-01 (any sign). */
 void st_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
 
+/* A timestamp's UTC calendar fields (any sign: floor division throughout). */
+struct st_civil {
+    int64_t year;
+    unsigned month, day, hour, minute, second, micros;
+};
+void st_civil_from_us(int64_t us, struct st_civil *c);
+
 /* Parse a duration: digits with s, m, h or d ("90s", "1h"); bare digits are seconds. */
 bool st_parse_duration(const char *s, int64_t *seconds);
 

@@ -378,46 +378,36 @@ static void put_i64(struct buf *out, int64_t v)
 
 static void put_timestamp(struct buf *out, int64_t us)
 {
-    int64_t secs = us / 1000000, frac = us % 1000000;
-    if (frac < 0) {
-        frac += 1000000;
-        secs -= 1;
-    }
-    int64_t days = secs / 86400, rem = secs % 86400;
-    if (rem < 0) {
-        rem += 86400;
-        days -= 1;
-    }
-    int64_t y;
-    unsigned mo, d;
-    st_civil_from_days(days, &y, &mo, &d);
-    if (y < 0 || y > 9999) {
+    struct st_civil c;
+    st_civil_from_us(us, &c);
+    if (c.year < 0 || c.year > 9999) {
         /* Outside RFC 3339's four-digit years: the common formatter's extended form. */
         char text[ST_RFC3339_MAX];
         st_format_rfc3339(us, text);
-        char *p = room(out, strlen(text) + 2);
+        size_t n = strlen(text);
+        char *p = room(out, n + 2);
         p[0] = '"';
-        memcpy(p + 1, text, strlen(text));
-        p[1 + strlen(text)] = '"';
-        out->len += strlen(text) + 2;
+        memcpy(p + 1, text, n);
+        p[1 + n] = '"';
+        out->len += n + 2;
         return;
     }
     /* "YYYY-MM-DDTHH:MM:SS.ffffffZ" */
     char *p = room(out, 29);
     p[0] = '"';
-    put_digits(p + 1, (uint64_t)y, 4);
+    put_digits(p + 1, (uint64_t)c.year, 4);
     p[5] = '-';
-    put_digits(p + 6, mo, 2);
+    put_digits(p + 6, c.month, 2);
     p[8] = '-';
-    put_digits(p + 9, d, 2);
+    put_digits(p + 9, c.day, 2);
     p[11] = 'T';
-    put_digits(p + 12, (uint64_t)(rem / 3600), 2);
+    put_digits(p + 12, c.hour, 2);
     p[14] = ':';
-    put_digits(p + 15, (uint64_t)(rem / 60 % 60), 2);
+    put_digits(p + 15, c.minute, 2);
     p[17] = ':';
-    put_digits(p + 18, (uint64_t)(rem % 60), 2);
+    put_digits(p + 18, c.second, 2);
     p[20] = '.';
-    put_digits(p + 21, (uint64_t)frac, 6);
+    put_digits(p + 21, c.micros, 6);
     p[27] = 'Z';
     p[28] = '"';
     out->len += 29;

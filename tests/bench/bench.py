@@ -575,8 +575,9 @@ class Bench:
                         f"{self.z['big']:,}-row scan streamed {fmt_bytes(runs[0]['big']['bytes'])} at "
                         f"{spread(rate, fmt_num)} rows/s (curl to /dev/null); peak = max(VmHWM, VmRSS sampled "
                         f"every 10 ms). The same {self.z['big']:,}-row scan on a striked started with MALLOC_ARENA_MAX=1 peaks at "
-                        f"{spread([x['big_one_arena']['peak'] for x in runs], mib)} (glibc keeps one arena per "
-                        f"thread at its high-water mark, and the scan moves across worker threads). The long-running "
+                        f"{spread([x['big_one_arena']['peak'] for x in runs], mib)} (striked itself caps glibc at 4 "
+                        f"arenas and serves buffers of 1 MiB or more from mmap, so freed row-group buffers go back "
+                        f"to the system instead of staying at each arena's high-water mark). The long-running "
                         f"striked of this run, after the measures before it (HTTP ingest of measure 3 included), "
                         f"held {mib(main_rss)} RSS")
         self.row(8, f"peak RSS of striked during a {self.z['big']:,}-row scan", f"fresh striked, {self.z['small']:,}-row scan",
