@@ -645,7 +645,17 @@ void rpc_reply(struct rpc *r, const ProtobufCMessage *msg)
 
 void rpc_fail(struct rpc *r, int st_code, const char *detail)
 {
-    finish(r, status_of(st_code), detail ? detail : st_strerror(st_code), NULL);
+    grpc_status_code code = status_of(st_code);
+    if (code == GRPC_STATUS_UNAVAILABLE || code == GRPC_STATUS_INTERNAL) {
+        /* as HTTP's 5xx: the catalog's and the system's own words stay in the log */
+        log_warn("grpc %s: %s", path_of(r), detail ? detail : st_strerror(st_code));
+        finish(r, code,
+               code == GRPC_STATUS_UNAVAILABLE ? "the catalog is unreachable; retry later"
+                                               : "internal error; the server log has the details",
+               NULL);
+        return;
+    }
+    finish(r, code, detail ? detail : st_strerror(st_code), NULL);
 }
 
 void rpc_abort(struct rpc *r)

@@ -240,7 +240,7 @@ void http__job_readyz(struct hreq *r)
     }
     int rc = engine_ping(r->srv->app->engine, &err);
     if (rc != ST_OK) {
-        http__reply_problem(r, 503, "%s", err.msg[0] ? err.msg : "the catalog does not answer");
+        http__reply_err(r, ST_EUNAVAIL, &err); /* 503; the catalog's words go to the log */
         return;
     }
     http__reply_json(r, 200, xstrdup("{\"status\":\"ready\"}"));

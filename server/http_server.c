@@ -561,6 +561,20 @@ void http__reply_err(struct hreq *r, int code, const struct st_err *err)
 {
     unsigned status = http__status_of(code);
     const char *msg = err != NULL && err->msg[0] ? err->msg : st_strerror(code);
+    if (status >= 500) {
+        /* The catalog's and the system's own words (socket paths, SQL) stay in
+           the log, under the request id the client also has. */
+        log_warn("request %s: %s", r->rid, msg);
+        if (code == ST_EUNAVAIL)
+            http__reply_problem(r, status, "the catalog is unreachable; retry later (request %s)",
+                                r->rid);
+        else
+            http__reply_problem(r, status,
+                                "internal error; the server log has the details "
+                                "(request %s)",
+                                r->rid);
+        return;
+    }
     if (code == ST_EGONE && strstr(msg, "expired") == NULL)
         http__reply_problem(r, status, "%s (expired)", msg);
     else
@@ -951,6 +965,46 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 }
 
 /* MHD's own messages; the format string is libmicrohttpd's, not ours. */
+/*
+ * Percent-decoding of the path and of query values, in place. An escape that
+ * would decode to NUL or '/' stays as it is: libmicrohttpd hands us C strings,
+ * so a decoded NUL would cut "victim%00x" to "victim", and a decoded '/' would
+ * make "orders%2Fsnapshots" another route. Left escaped, such a name or value
+ * is refused by its own validation (400), as API.md asks for names that cannot
+ * be valid. Malformed escapes are kept too.
+ */
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls;
+    (void)c;
+    char *w = s;
+    for (const char *r = s; *r != '\0';) {
+        if (r[0] == '%' && r[1] != '\0' && r[2] != '\0') {
+            int hi = hexval(r[1]), lo = hexval(r[2]);
+            int v = hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+            if (v > 0 && v != '/') {
+                *w++ = (char)v;
+                r += 3;
+                continue;
+            }
+        }
+        *w++ = *r++;
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -1004,8 +1058,9 @@ int http_start(struct app *app, struct http_server **out, int *port, struct st_e
     srv->m = http__metrics_new();
     srv->d = MHD_start_daemon(
         flags, (uint16_t)la->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-        NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)4096, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, srv, MHD_OPTION_END);
     if (srv->d == NULL) {

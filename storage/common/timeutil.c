@@ -112,12 +112,8 @@ bool st_parse_rfc3339(const char *s, int64_t *us)
         s++;
         int n = 0;
         while (*s >= '0' && *s <= '9') {
-            if (n >= 6) {
-                if (*s != '0')
-                    return false; /* finer than a microsecond */
-            } else {
+            if (n < 6) /* digits finer than a microsecond are truncated */
                 frac = frac * 10 + (*s - '0');
-            }
             n++;
             s++;
         }

@@ -17,8 +17,10 @@ void st_format_rfc3339(int64_t us, char out[ST_RFC3339_MAX]);
 
 /*
  * Parse an RFC 3339 date-time: YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM),
- * 't'/'T'/' ' as separator, 'z' or 'Z'. Fractions finer than microseconds are
- * refused rather than rounded. Returns false on any malformation or overflow.
+ * 't'/'T'/' ' as separator, 'z' or 'Z'. Digits of the fraction finer than a
+ * microsecond are truncated (as Iceberg reads a timestamp literal), so that
+ * nanosecond timestamps from CDC sources are accepted. Returns false on any
+ * malformation or overflow.
  */
 bool st_parse_rfc3339(const char *s, int64_t *us);
 

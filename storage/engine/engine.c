@@ -678,6 +678,17 @@ int engine_drop_table(struct engine *e, const char *name, const struct st_idem *
                 rc = cat_fail(c, r2, "dropping the key index", err);
             PQclear(r2);
         }
+        /* Idempotency keys are scoped to the table: a table created later
+           under this name starts with none (the drop's own key is stored
+           next, so a retried drop still replays its 204). */
+        if (rc == ST_OK) {
+            const char *np[1] = {name};
+            PGresult *r3 = PQexecParams(c, "DELETE FROM strike.idempotency_keys WHERE scope = $1",
+                                        1, NULL, np, NULL, NULL, 0);
+            if (PQresultStatus(r3) != PGRES_COMMAND_OK)
+                rc = cat_fail(c, r3, "dropping the table's idempotency keys", err);
+            PQclear(r3);
+        }
         if (rc != ST_OK) {
             eng__rollback(c);
             break;

@@ -383,6 +383,56 @@ class Api(unittest.TestCase):
         x2 = self.s.req("DELETE", "/v1/tables/idem2", headers={"Idempotency-Key": "x-1"})
         self.assertEqual((x1.status, x2.status), (204, 204))
 
+    def test_idempotency_key_scoped_to_the_table(self):
+        """A key does not outlive its table: a table created later under the
+        same name is a new resource and replays nothing of the old one."""
+        self.create("idem3")
+        body = {"changes": [{"op": "upsert", "row": {"order_id": 1, "user_id": 1}}]}
+        r1 = self.s.req("POST", "/v1/tables/idem3/changes", body, {"Idempotency-Key": "z"})
+        self.assertEqual((r1.status, r1.json()["seq"]), (200, 1), r1)
+        x1 = self.s.req("DELETE", "/v1/tables/idem3", headers={"Idempotency-Key": "drop-1"})
+        self.assertEqual(x1.status, 204, x1)
+        c1 = self.s.req("POST", "/v1/tables", u.table_def("idem3"), {"Idempotency-Key": "c-3"})
+        self.assertEqual(c1.status, 201, c1)
+        # a retried drop of the old table replays its 204 and leaves the new one alone
+        x2 = self.s.req("DELETE", "/v1/tables/idem3", headers={"Idempotency-Key": "drop-1"})
+        self.assertEqual((x2.status, x2.header("Idempotent-Replayed")), (204, "true"))
+        self.assertEqual(self.s.req("GET", "/v1/tables/idem3").status, 200)
+        r2 = self.s.req("POST", "/v1/tables/idem3/changes", body, {"Idempotency-Key": "z"})
+        self.assertEqual(r2.status, 200, r2)
+        self.assertIsNone(r2.header("Idempotent-Replayed"))
+        self.assertEqual(r2.json()["seq"], 1)
+        self.assertEqual(len(u.scan_rows(self, self.s, "idem3")), 1)
+        # the same for a create key: after a drop, a create with it creates again
+        self.assertEqual(self.s.req("DELETE", "/v1/tables/idem3").status, 204)
+        c2 = self.s.req("POST", "/v1/tables", u.table_def("idem3"), {"Idempotency-Key": "c-3"})
+        self.assertEqual(c2.status, 201, c2)
+        self.assertIsNone(c2.header("Idempotent-Replayed"))
+        self.assertNotEqual(c2.json()["uuid"], c1.json()["uuid"])
+        self.assertEqual(self.s.req("GET", "/v1/tables/idem3").status, 200)
+
+    def test_escaped_nul_and_slash_in_paths(self):
+        """%00 would cut a name short and %2F would move to another route: both
+        stay escaped, so the name or id cannot be valid (400), nothing is
+        dropped or read."""
+        self.create("victim")
+        self.create("pct")
+        u.ok_changes(self, self.s, "pct", [{"op": "upsert", "row": {"order_id": 1, "user_id": 1}}])
+        u.assert_problem(self, self.s.req("DELETE", "/v1/tables/victim%00anything"), 400, "table name")
+        self.assertEqual(self.s.req("GET", "/v1/tables/victim").status, 200)
+        for path in ("/v1/tables/pct%00junk", "/v1/tables/pct%2Fsnapshots", "/v1/tables/pct%2fsnapshots"):
+            u.assert_problem(self, self.s.req("GET", path), 400, "table name")
+        fid = self.s.req("POST", "/v1/tables/pct/plan", {}).json()["files"][0]["id"]
+        u.assert_problem(self, self.s.req("GET", f"/v1/tables/pct/files/{fid}%00/dv"), 400, "file id")
+        u.assert_problem(self, self.s.req("GET", f"/v1/tables/pct/files/{fid}/dv?snapshot=1%00x"), 400, "snapshot")
+        u.assert_problem(self, self.s.req("GET", f"/v1/tables/pct/files/{fid}/dv?format=delta-dv%00x"), 400,
+                         "format")
+        u.assert_problem(self, self.s.req("POST", "/v1/tables/pct%00x/scan", {}), 400, "table name")
+        # other escapes still decode
+        self.assertEqual(self.s.req("GET", "/v1/tables/%70ct").status, 200)
+        r = self.s.req("GET", f"/v1/tables/pct/files/{fid}/dv?format=iceberg%2Ddv&snapshot=%31")
+        self.assertEqual(r.status, 200, r)
+
     # ---- delete by filter -------------------------------------------------------------
 
     def test_delete_by_filter(self):

@@ -154,8 +154,11 @@ class CatalogOutage(unittest.TestCase):
                                         {"changes": [{"op": "upsert", "row": {"order_id": 2, "user_id": 1}}]}),
                                        ("GET", "/v1/tables", None)):
                 r = s.req(method, path, body)
-                u.assert_problem(self, r, 503)
+                u.assert_problem(self, r, 503, "catalog is unreachable")
                 self.assertEqual(r.header("Retry-After"), "1")
+                # the catalog's own words (its address, libpq's message) stay in the log
+                self.assertNotIn("127.0.0.1", r.json()["detail"])
+                self.assertIn(r.header("X-Request-Id"), r.json()["detail"])
             self.assertEqual(s.req("GET", "/healthz").status, 200)  # alive, just not ready
             proxy.up()
             deadline = time.monotonic() + 30

@@ -112,7 +112,12 @@ static void test_time(void **state)
     assert_true(st_parse_rfc3339("2024-02-29t00:00:00z", &us));
     assert_false(st_parse_rfc3339("2023-02-29T00:00:00Z", &us));
     assert_false(st_parse_rfc3339("2026-11-29T13:40:45", &us));
-    assert_false(st_parse_rfc3339("2026-11-29T13:40:45.1234567Z", &us));
+    assert_true(st_parse_rfc3339("2026-11-29T13:40:45.123456789Z", &us)); /* truncated */
+    st_format_rfc3339(us, s);
+    assert_string_equal(s, "2026-11-29T13:40:45.123456Z");
+    assert_true(st_parse_rfc3339("1969-12-31T23:59:59.9999999Z", &us));
+    assert_int_equal(us, -1);
+    assert_false(st_parse_rfc3339("2026-11-29T13:40:45.Z", &us));
     assert_false(st_parse_rfc3339("2026-13-01T00:00:00Z", &us));
     assert_false(st_parse_rfc3339("2026-11-29T13:40:45Zjunk", &us));
 }
