@@ -6,6 +6,7 @@
  */
 #include "http_int.h"
 
+#include "common/hex.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/uuid.h"
@@ -973,16 +974,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
  * is refused by its own validation (400), as API.md asks for names that cannot
  * be valid. Malformed escapes are kept too.
  */
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 {
@@ -991,7 +982,7 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
     char *w = s;
     for (const char *r = s; *r != '\0';) {
         if (r[0] == '%' && r[1] != '\0' && r[2] != '\0') {
-            int hi = hexval(r[1]), lo = hexval(r[2]);
+            int hi = st_hex_value(r[1]), lo = st_hex_value(r[2]);
             int v = hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
             if (v > 0 && v != '/') {
                 *w++ = (char)v;

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/hex.h"
 #include "common/xalloc.h"
 
 _Static_assert(sizeof(struct jdoc_member) == 2 * sizeof(struct jdoc_val),
@@ -289,17 +290,6 @@ static inline bool is_digit(int c)
 static inline bool is_alpha(int c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-
-static inline int hex_val(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /*
@@ -649,7 +639,7 @@ static bool hex4(struct jp *j, size_t q, uint32_t *v)
         int c = rd(j, q + i);
         if (c == C_ERR)
             return false;
-        int h = hex_val(c);
+        int h = st_hex_value(c);
         if (h < 0) { /* the character is part of the token, the end of the text is not */
             fail(j, c == C_EOF ? j->len : q + i + 1, "invalid escape");
             return false;
@@ -666,7 +656,7 @@ static bool peek_u(const struct jp *j, size_t q, uint32_t *v)
         return false;
     *v = 0;
     for (size_t i = 2; i < 6; i++) {
-        int h = hex_val(j->s[q + i]);
+        int h = st_hex_value(j->s[q + i]);
         if (h < 0)
             return false;
         *v = (*v << 4) | (uint32_t)h;

@@ -1,5 +1,6 @@
 /* uuid.c - RFC 9562 UUIDs. */
 #include "uuid.h"
+#include "common/hex.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -55,17 +56,6 @@ void st_uuid_format(const uint8_t u[16], char out[ST_UUID_STR_LEN + 1])
     *p = '\0';
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 bool st_uuid_parse(const char *s, uint8_t out[16])
 {
     if (strlen(s) != ST_UUID_STR_LEN)
@@ -78,7 +68,7 @@ bool st_uuid_parse(const char *s, uint8_t out[16])
             i++;
             continue;
         }
-        int hi = hexval(s[i]), lo = hexval(s[i + 1]);
+        int hi = st_hex_value(s[i]), lo = st_hex_value(s[i + 1]);
         if (hi < 0 || lo < 0)
             return false;
         out[j++] = (uint8_t)(hi << 4 | lo);
