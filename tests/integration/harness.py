@@ -111,21 +111,38 @@ class Striked:
             self.owned_dir = tmpdir()
             data_dir = os.path.join(self.owned_dir, "data")
         self.data_dir = data_dir
+        self._catalog, self._extra, self._env = catalog, list(extra_args), env
+        self.log = None
+        # free_port() releases the port before striked binds it, so a test
+        # running in parallel (ctest -j2) may take it first: then striked
+        # cannot listen, and it is started again on other ports.
+        for attempt in range(4):
+            self._spawn()
+            if not wait:
+                return
+            try:
+                self.wait_healthy()
+                return
+            except RuntimeError:
+                if attempt == 3 or "cannot listen" not in self.logs():
+                    raise
+
+    def _spawn(self):
         self.http_port = free_port()
         self.grpc_port = free_port()
-        args = [os.path.join(BIN_DIR, "striked"), "--data", data_dir,
+        args = [os.path.join(BIN_DIR, "striked"), "--data", self.data_dir,
                 "--http", f"127.0.0.1:{self.http_port}", "--grpc", f"127.0.0.1:{self.grpc_port}"]
-        if catalog:
-            args += ["--catalog", catalog]
-        args += list(extra_args)
+        if self._catalog:
+            args += ["--catalog", self._catalog]
+        args += self._extra
+        if self.log is not None:
+            self.log.close()
         self.log_path = os.path.join(tempfile.gettempdir(), f"striked-{os.getpid()}-{self.http_port}.log")
         self.log = open(self.log_path, "wb")
         e = dict(os.environ)
-        e.update(env or {})
+        e.update(self._env or {})
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=e)
         self.started = time.monotonic()
-        if wait:
-            self.wait_healthy()
 
     def wait_healthy(self, timeout=120):
         deadline = time.monotonic() + timeout
