@@ -181,9 +181,8 @@ static int load_file(const struct delta_dv_descriptor *d, const char *path, stru
     uint8_t version;
     if ((rc = st_pread_full(fd, &version, 1, 0, err)) != ST_OK)
         goto out;
-    if (version != DV_DELTA_FILE_VERSION) {
-        rc = st_errf(err, ST_ECORRUPT, "%s: unsupported DV file version %u at byte 0", path,
-                     version);
+    if ((rc = dv__check_version(&version, 1, "DV file", DV_DELTA_FILE_VERSION, err)) != ST_OK) {
+        st_err_prefix(err, "%s", path);
         goto out;
     }
     uint8_t *p = buf_extend(&b, need);

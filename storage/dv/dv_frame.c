@@ -168,21 +168,21 @@ int dv_encode_delta_file(const struct dv *d, struct buf *out)
     return ST_OK;
 }
 
-static int check_version(const uint8_t *file, size_t n, struct st_err *err)
+int dv__check_version(const uint8_t *file, size_t n, const char *kind, unsigned version,
+                      struct st_err *err)
 {
     if (n < 1)
-        return st_errf(err, ST_ECORRUPT, "empty DV file: no version byte at byte 0");
-    if (file[0] != DV_DELTA_FILE_VERSION)
-        return st_errf(err, ST_ECORRUPT, "unsupported DV file version %u at byte 0 (expected 1)",
-                       file[0]);
+        return st_errf(err, ST_ECORRUPT, "empty %s: no version byte at byte 0", kind);
+    if (file[0] != version)
+        return st_errf(err, ST_ECORRUPT, "unsupported %s version %u at byte 0 (expected %u)", kind,
+                       file[0], version);
     return ST_OK;
 }
 
-int dv_decode_delta_entry(const uint8_t *file, size_t n, uint64_t offset, int64_t size_in_bytes,
-                          struct dv **out, struct st_err *err)
+int dv__check_entry(const uint8_t *file, size_t n, uint64_t offset, const char *kind,
+                    unsigned version, struct st_err *err)
 {
-    *out = NULL;
-    int rc = check_version(file, n, err);
+    int rc = dv__check_version(file, n, kind, version, err);
     if (rc != ST_OK)
         return rc;
     if (offset < 1 || offset >= n)
@@ -190,6 +190,16 @@ int dv_decode_delta_entry(const uint8_t *file, size_t n, uint64_t offset, int64_
                        "DV offset %" PRIu64 " is outside the entries of the %zu-byte file "
                        "(entries start at byte 1)",
                        offset, n);
+    return ST_OK;
+}
+
+int dv_decode_delta_entry(const uint8_t *file, size_t n, uint64_t offset, int64_t size_in_bytes,
+                          struct dv **out, struct st_err *err)
+{
+    *out = NULL;
+    int rc = dv__check_entry(file, n, offset, "DV file", DV_DELTA_FILE_VERSION, err);
+    if (rc != ST_OK)
+        return rc;
     const uint8_t *p = file + offset;
     size_t avail = n - (size_t)offset;
     if (avail >= 4 && size_in_bytes >= 0 && ld_u32be(p) != (uint64_t)size_in_bytes)
@@ -211,7 +221,7 @@ int dv_delta_cursor_init(struct dv_delta_cursor *c, const uint8_t *file, size_t 
     c->file = file;
     c->n = n;
     c->next = 1;
-    return check_version(file, n, err);
+    return dv__check_version(file, n, "DV file", DV_DELTA_FILE_VERSION, err);
 }
 
 int dv_delta_cursor_next(struct dv_delta_cursor *c, uint64_t *offset, uint32_t *size_in_bytes,

@@ -67,6 +67,15 @@ int dv__dec64(const uint8_t *p, size_t n, size_t base, unsigned flags, struct dv
  */
 int dv__frame(const uint8_t *p, size_t avail, size_t base, bool exact, const uint8_t **data,
               uint32_t *len, struct st_err *err);
+/*
+ * Files of framed entries behind a version byte (Delta DV files, Paimon
+ * dvindex files; `kind` names them in messages): byte 0 must be `version`,
+ * and an entry's offset must fall inside the entries (at or after byte 1).
+ */
+int dv__check_version(const uint8_t *file, size_t n, const char *kind, unsigned version,
+                      struct st_err *err);
+int dv__check_entry(const uint8_t *file, size_t n, uint64_t offset, const char *kind,
+                    unsigned version, struct st_err *err);
 /* Decode a RoaringBitmapArray payload (LE magic + vector) of len bytes. */
 int dv__dec_magic_vector(const uint8_t *p, size_t len, size_t base, int64_t expected_card,
                          struct dv **out, struct st_err *err);

@@ -7,28 +7,13 @@
 
 #include "dv_int.h"
 
-static int check_version(const uint8_t *file, size_t n, struct st_err *err)
-{
-    if (n < 1)
-        return st_errf(err, ST_ECORRUPT, "empty dvindex file: no version byte at byte 0");
-    if (file[0] != PAIMON_DVINDEX_VERSION)
-        return st_errf(err, ST_ECORRUPT, "unsupported dvindex version %u at byte 0 (expected 1)",
-                       file[0]);
-    return ST_OK;
-}
-
 int paimon_decode_dv(const uint8_t *file, size_t n, uint64_t offset, int64_t length,
                      struct paimon_dv_entry *e, struct dv **out, struct st_err *err)
 {
     *out = NULL;
-    int rc = check_version(file, n, err);
+    int rc = dv__check_entry(file, n, offset, "dvindex", PAIMON_DVINDEX_VERSION, err);
     if (rc != ST_OK)
         return rc;
-    if (offset < 1 || offset >= n)
-        return st_errf(err, ST_ECORRUPT,
-                       "DV offset %" PRIu64 " is outside the entries of the %zu-byte file "
-                       "(entries start at byte 1)",
-                       offset, n);
     const uint8_t *data;
     uint32_t size;
     rc = dv__frame(file + offset, n - (size_t)offset, (size_t)offset, false, &data, &size, err);
@@ -86,7 +71,7 @@ int paimon_cursor_init(struct paimon_cursor *c, const uint8_t *file, size_t n, s
     c->file = file;
     c->n = n;
     c->next = 1;
-    return check_version(file, n, err);
+    return dv__check_version(file, n, "dvindex", PAIMON_DVINDEX_VERSION, err);
 }
 
 int paimon_cursor_next(struct paimon_cursor *c, struct paimon_dv_entry *e, struct dv **out,
