@@ -202,6 +202,21 @@ static void print_stats(struct buf *b, enum st_type t, const struct pq_col_stats
         buf_printf(b, " nans=%" PRIu64, s->nan_count);
 }
 
+/* The FILE operand of a subcommand, opened: 0, or the exit code (usage 2, unreadable 1). */
+static int open_file(const char *cmd, const char *path, struct pq_reader **r)
+{
+    if (path == NULL) {
+        usage(stderr);
+        return 2;
+    }
+    struct st_err err = {0};
+    if (pq_reader_open(path, r, &err) != ST_OK) {
+        fprintf(stderr, "strike parquet %s: %s\n", cmd, err.msg);
+        return 1;
+    }
+    return 0;
+}
+
 static int cmd_meta(int argc, char **argv)
 {
     const char *path = NULL;
@@ -218,16 +233,11 @@ static int cmd_meta(int argc, char **argv)
         } else
             path = argv[i];
     }
-    if (path == NULL) {
-        usage(stderr);
-        return 2;
-    }
-    struct st_err err = {0};
     struct pq_reader *r;
-    if (pq_reader_open(path, &r, &err) != ST_OK) {
-        fprintf(stderr, "strike parquet meta: %s\n", err.msg);
-        return 1;
-    }
+    int code = open_file("meta", path, &r);
+    if (code != 0)
+        return code;
+    struct st_err err = {0};
     struct buf b = BUF_INIT;
     buf_append_str(&b, "file: ");
     put_json_string(&b, path, strlen(path));
@@ -378,16 +388,11 @@ static int cmd_cat(int argc, char **argv)
             path = argv[i];
         }
     }
-    if (path == NULL) {
-        usage(stderr);
-        return 2;
-    }
-    struct st_err err = {0};
     struct pq_reader *r;
-    if (pq_reader_open(path, &r, &err) != ST_OK) {
-        fprintf(stderr, "strike parquet cat: %s\n", err.msg);
-        return 1;
-    }
+    int code = open_file("cat", path, &r);
+    if (code != 0)
+        return code;
+    struct st_err err = {0};
     int ncols = pq_ncols(r);
     int *cols = NULL;
     int k = 0;
