@@ -46,6 +46,16 @@ void buf_put_u32le(struct buf *b, uint32_t v);
 void buf_put_u64le(struct buf *b, uint64_t v);
 void buf_put_u32be(struct buf *b, uint32_t v);
 
+/* Compare two byte strings in memcmp order, the shorter first on a tie: -1, 0 or 1. */
+static inline int st_bytes_cmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c != 0)
+        return c < 0 ? -1 : 1;
+    return (alen > blen) - (alen < blen);
+}
+
 static inline uint16_t ld_u16le(const uint8_t *p)
 {
     return (uint16_t)(p[0] | (p[1] << 8));

@@ -1,6 +1,8 @@
 /* types.c - column types and values. */
 #include "types.h"
 
+#include "buf.h"
+
 #include <string.h>
 
 const char *st_type_name(enum st_type t)
@@ -65,13 +67,8 @@ int st_value_cmp(enum st_type t, const struct st_value *a, const struct st_value
         if (a->v.d != a->v.d || b->v.d != b->v.d)
             return (a->v.d != a->v.d) - (b->v.d != b->v.d);
         return (a->v.d > b->v.d) - (a->v.d < b->v.d);
-    case ST_T_STRING: {
-        uint32_t n = a->v.s.len < b->v.s.len ? a->v.s.len : b->v.s.len;
-        int c = n ? memcmp(a->v.s.p, b->v.s.p, n) : 0;
-        if (c != 0)
-            return c < 0 ? -1 : 1;
-        return (a->v.s.len > b->v.s.len) - (a->v.s.len < b->v.s.len);
-    }
+    case ST_T_STRING:
+        return st_bytes_cmp(a->v.s.p, a->v.s.len, b->v.s.p, b->v.s.len);
     }
     return 0;
 }

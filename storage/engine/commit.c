@@ -1020,10 +1020,7 @@ static bool version_lower(const struct cbatch *b, const struct kstate *s, bool v
         return false; /* nothing is lower than null */
     if (vnull)
         return true;
-    const uint8_t *sv = b->vers.data + s->ver_off;
-    size_t n = vlen < s->ver_len ? vlen : s->ver_len;
-    int c = memcmp(v, sv, n);
-    return c < 0 || (c == 0 && vlen < s->ver_len);
+    return st_bytes_cmp(v, vlen, b->vers.data + s->ver_off, s->ver_len) < 0;
 }
 
 static void finish_item(struct item *it, int rc)

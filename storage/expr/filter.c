@@ -287,7 +287,7 @@ static int cmp_dbl(const void *a, const void *b)
 static int cmp_str(const void *a, const void *b)
 {
     const struct flit *x = a, *y = b;
-    return filter__bytes_cmp(x->s, x->slen, y->s, y->slen);
+    return st_bytes_cmp(x->s, x->slen, y->s, y->slen);
 }
 
 /* The list of an in/not-in: [LITERAL...] or {"type":"literals","values":[...]}. */

@@ -53,7 +53,7 @@ size_t filter__lower_str(const struct flit *a, size_t n, const char *s, uint32_t
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (filter__bytes_cmp(a[mid].s, a[mid].slen, s, len) < 0)
+        if (st_bytes_cmp(a[mid].s, a[mid].slen, s, len) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -90,7 +90,7 @@ static inline bool set_has_dbl(const struct fset *s, double x)
 static inline bool set_has_str(const struct fset *s, const char *p, uint32_t len)
 {
     size_t k = filter__lower_str(s->s, s->n, p, len);
-    return k < s->n && filter__bytes_cmp(s->s[k].s, s->s[k].slen, p, len) == 0;
+    return k < s->n && st_bytes_cmp(s->s[k].s, s->s[k].slen, p, len) == 0;
 }
 
 /* ---- evaluation ---------------------------------------------------------- */
@@ -194,7 +194,7 @@ static void eval_string(const struct fnode *nd, const struct st_colvec *v, size_
             break;
         }
         default: {
-            int c = filter__bytes_cmp(p, len, lp, ln);
+            int c = st_bytes_cmp(p, len, lp, ln);
             out[r] = STRING_CMP[nd->op - OP_LT][(c > 0) - (c < 0) + 1];
             break;
         }
@@ -382,7 +382,7 @@ static int cmp_flit(enum st_type t, const struct flit *a, const struct flit *b)
     case ST_T_DOUBLE:
         return (a->d > b->d) - (a->d < b->d);
     case ST_T_STRING:
-        return filter__bytes_cmp(a->s, a->slen, b->s, b->slen);
+        return st_bytes_cmp(a->s, a->slen, b->s, b->slen);
     default:
         return (a->i > b->i) - (a->i < b->i);
     }
@@ -421,10 +421,10 @@ static bool has_prefix(const struct flit *s, const struct flit *p)
 /* May some string in [min, max] start with p? Those strings form the interval [p, p\xff\xff...). */
 static bool range_may_start_with(const struct bounds *bd, const struct flit *p)
 {
-    if (filter__bytes_cmp(bd->max.s, bd->max.slen, p->s, p->slen) < 0)
+    if (st_bytes_cmp(bd->max.s, bd->max.slen, p->s, p->slen) < 0)
         return false;
     uint32_t n = bd->min.slen < p->slen ? bd->min.slen : p->slen;
-    return filter__bytes_cmp(bd->min.s, n, p->s, p->slen) <= 0;
+    return st_bytes_cmp(bd->min.s, n, p->s, p->slen) <= 0;
 }
 
 /* May a value in [min, max] be in the set? */

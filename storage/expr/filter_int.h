@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "common/buf.h"
 #include "expr/filter.h"
 
 enum fop {
@@ -68,16 +69,6 @@ struct filter {
 
 /* Three-valued results, ordered so that AND is min, OR is max and NOT is 2 - x. */
 enum { TV_FALSE = 0, TV_UNKNOWN = 1, TV_TRUE = 2 };
-
-/* Compare two byte strings as memcmp order: <0, 0, >0. */
-static inline int filter__bytes_cmp(const char *a, uint32_t alen, const char *b, uint32_t blen)
-{
-    uint32_t n = alen < blen ? alen : blen;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c != 0)
-        return c;
-    return (alen > blen) - (alen < blen);
-}
 
 /* Index of the first element >= x in a sorted array (n if none). */
 size_t filter__lower_i64(const int64_t *a, size_t n, int64_t x);

@@ -28,6 +28,7 @@
 #include <zstd.h>
 
 #include "common/fsutil.h"
+#include "common/hmap.h"
 #include "common/xalloc.h"
 
 #define PQ_PAGE_TARGET (1u << 20)
@@ -144,34 +145,6 @@ static int phys_type(enum st_type t)
         return PQ_BYTE_ARRAY;
     }
     return -1;
-}
-
-static uint32_t hash_bytes(const uint8_t *p, size_t n)
-{
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-        p += 8;
-        n -= 8;
-    }
-    uint64_t w = 0;
-    if (n > 0)
-        memcpy(&w, p, n);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 29;
-    return (uint32_t)h;
-}
-
-static int bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
-{
-    size_t n = an < bn ? an : bn;
-    int c = n ? memcmp(a, b, n) : 0;
-    if (c != 0)
-        return c;
-    return (an > bn) - (an < bn);
 }
 
 /* Length of the longest prefix of p[0..n) of at most `max` bytes ending on a character boundary. */
@@ -451,10 +424,10 @@ static void update_str_stats(struct wcol *c, const uint8_t *p, uint32_t n)
         s->has = true;
         return;
     }
-    if (bytes_cmp(p, n, s->smin.data, s->smin.len) < 0) {
+    if (st_bytes_cmp(p, n, s->smin.data, s->smin.len) < 0) {
         buf_reset(&s->smin);
         buf_append(&s->smin, p, n);
-    } else if (bytes_cmp(p, n, s->smax.data, s->smax.len) > 0) {
+    } else if (st_bytes_cmp(p, n, s->smax.data, s->smax.len) > 0) {
         buf_reset(&s->smax);
         buf_append(&s->smax, p, n);
     }
@@ -503,7 +476,7 @@ static void dict_rehash(struct wcol *c, size_t cap)
 /* Add a value in dictionary mode; false when the dictionary gives up (then nothing was added). */
 static bool dict_add(struct wcol *c, const uint8_t *p, uint32_t n, bool *is_new)
 {
-    uint32_t hv = hash_bytes(p, n);
+    uint32_t hv = (uint32_t)hmap_hash(p, n);
     if (c->htab == NULL)
         dict_rehash(c, 1024);
     size_t h = hv & (c->hcap - 1);
@@ -827,9 +800,9 @@ static void finish_stats(struct wcol *c, struct wchunk *ch)
     ch->has_minmax = true;
     if (c->col.type == ST_T_STRING) {
         bool first = !f->has;
-        if (first || bytes_cmp(ch->min.b, ch->min.n, f->smin.b, f->smin.n) < 0)
+        if (first || st_bytes_cmp(ch->min.b, ch->min.n, f->smin.b, f->smin.n) < 0)
             f->smin = ch->min;
-        if (first || bytes_cmp(ch->max.b, ch->max.n, f->smax.b, f->smax.n) > 0)
+        if (first || st_bytes_cmp(ch->max.b, ch->max.n, f->smax.b, f->smax.n) > 0)
             f->smax = ch->max;
         f->has = true;
         return;
