@@ -101,6 +101,10 @@ def request(port, method, path, body=None, headers=None, timeout=60):
     return Response(r.status, r.getheaders(), data)
 
 
+# What the sanitizers print; UBSan's "runtime error:" does not change the exit code.
+SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "runtime error:", "UndefinedBehaviorSanitizer")
+
+
 class Striked:
     """The real striked binary, started on free ports and stopped at the end."""
 
@@ -195,6 +199,21 @@ class Striked:
         self.log.close()
         if self.owned_dir:
             shutil.rmtree(self.owned_dir, ignore_errors=True)
+
+    def close_clean(self, sig=signal.SIGTERM):
+        """Stop, clean up, and fail unless striked exited 0 (ASan/LSan exit
+        non-zero on a leak or an error) with no sanitizer report in its log.
+        Returns the seconds the stop took."""
+        code, took = self.stop(sig)
+        logs = self.logs()
+        self.close()
+        if code != 0:
+            raise AssertionError(f"striked exited with {code} after {signal.Signals(sig).name} "
+                                 f"(leak or crash?):\n{logs[-5000:]}")
+        for m in SANITIZER_MARKS:
+            if m in logs:
+                raise AssertionError(f"sanitizer report in the server log:\n{logs[-8000:]}")
+        return took
 
     def __enter__(self):
         return self

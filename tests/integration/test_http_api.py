@@ -27,11 +27,7 @@ class Api(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code, _ = cls.s.stop()
-        logs = cls.s.logs()
-        cls.s.close()
-        if code != 0:
-            raise AssertionError(f"striked exited with {code} (leak or crash?):\n{logs[-5000:]}")
+        cls.s.close_clean()
 
     def create(self, name, **over):
         r = self.s.req("POST", "/v1/tables", u.table_def(name, **over))

@@ -56,10 +56,8 @@ class RemoteEngine(unittest.TestCase):
         self.work = h.tmpdir("strike-duck-")
 
     def tearDown(self):
-        code, _ = self.s.stop()
-        self.s.close()
         subprocess.run(["rm", "-rf", self.work])
-        self.assertEqual(code, 0)
+        self.s.close_clean()
 
     def row(self, rnd, k):
         return {"id": k, "grp": rnd.randrange(-5, 5), "amount": rnd.choice([None, rnd.uniform(-1e6, 1e6), 0.1, 1e-300]),

@@ -33,11 +33,7 @@ class BodyLimits(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code, _ = cls.s.stop()
-        logs = cls.s.logs()
-        cls.s.close()
-        if code != 0:
-            raise AssertionError(f"striked exited with {code}:\n{logs[-5000:]}")
+        cls.s.close_clean()
 
     def test_413_from_content_length_before_reading(self):
         head = (b"POST /v1/tables/lim/changes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
