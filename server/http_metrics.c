@@ -109,11 +109,23 @@ static void counter(struct buf *b, const char *name, const char *help, uint64_t 
     buf_printf(b, "%s %llu\n", name, (unsigned long long)v);
 }
 
+/* The labels of one request cell: route pattern, method and status. */
+static void cell_labels(char *out, size_t n, int rt, int hm, size_t si)
+{
+    char status[8];
+    if (si < NCODES)
+        snprintf(status, sizeof status, "%u", status_codes[si]);
+    else
+        snprintf(status, sizeof status, "other");
+    snprintf(out, n, "route=\"%s\",method=\"%s\",status=\"%s\"",
+             http__route_pattern((enum http_route)rt), http__method_name((enum http_method)hm),
+             status);
+}
+
 char *http__metrics_render(struct http_server *srv, size_t *len)
 {
     struct http_metrics *m = srv->m;
     struct buf b = BUF_INIT;
-    char status[8];
 
     family(&b, "strike_http_requests_total", "counter",
            "HTTP requests answered, by route pattern, method and status.");
@@ -123,15 +135,10 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
                 uint64_t n = atomic_load_explicit(&m->cells[rt][hm][si].count, RELAXED);
                 if (n == 0)
                     continue;
-                if (si < NCODES)
-                    snprintf(status, sizeof status, "%u", status_codes[si]);
-                else
-                    snprintf(status, sizeof status, "other");
-                buf_printf(&b,
-                           "strike_http_requests_total{route=\"%s\",method=\"%s\",status=\"%s\"} "
-                           "%llu\n",
-                           http__route_pattern((enum http_route)rt),
-                           http__method_name((enum http_method)hm), status, (unsigned long long)n);
+                char labels[200];
+                cell_labels(labels, sizeof labels, rt, hm, si);
+                buf_printf(&b, "strike_http_requests_total{%s} %llu\n", labels,
+                           (unsigned long long)n);
             }
 
     family(&b, "strike_http_request_duration_seconds", "histogram",
@@ -143,14 +150,8 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
                 uint64_t n = atomic_load_explicit(&c->count, RELAXED);
                 if (n == 0)
                     continue;
-                if (si < NCODES)
-                    snprintf(status, sizeof status, "%u", status_codes[si]);
-                else
-                    snprintf(status, sizeof status, "other");
                 char labels[200];
-                snprintf(labels, sizeof labels, "route=\"%s\",method=\"%s\",status=\"%s\"",
-                         http__route_pattern((enum http_route)rt),
-                         http__method_name((enum http_method)hm), status);
+                cell_labels(labels, sizeof labels, rt, hm, si);
                 uint64_t cum = 0;
                 for (size_t i = 0; i <= NBOUNDS; i++) {
                     cum += atomic_load_explicit(&c->bucket[i], RELAXED);
