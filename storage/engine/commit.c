@@ -1178,24 +1178,8 @@ static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *l
                              : SQL_LOOKUP("strike.key_index", "bytea"),
                        2, v, l, f2, 1, err);
     }
-    if (rc == ST_OK)
-        rc = pipe_send(&pp, "ROLLBACK", 0, NULL, NULL, NULL, 0, err);
-    if (rc != ST_OK) {
-        PQexitPipelineMode(c);
-        pipe_clear(&pp);
+    if ((rc = pipe_finish(&pp, rc, "ROLLBACK", "reading the base state", err)) != ST_OK)
         goto out;
-    }
-    if ((rc = pipe_run(&pp, err)) != ST_OK) {
-        pipe_clear(&pp);
-        goto out;
-    }
-    int bad = pipe_failed(&pp);
-    if (bad >= 0) {
-        rc = cat_fail(c, pp.res[bad], "reading the base state", err);
-        pipe_clear(&pp);
-        eng__rollback(c);
-        goto out;
-    }
     PGresult *r = pp.res[st_seq];
     if (PQntuples(r) == 0) {
         rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);

@@ -99,6 +99,30 @@ int pipe_run(struct pipe *p, struct st_err *err)
     return ST_OK;
 }
 
+int pipe_finish(struct pipe *p, int rc, const char *end, const char *what, struct st_err *err)
+{
+    if (rc == ST_OK)
+        rc = pipe_send(p, end, 0, NULL, NULL, NULL, 0, err);
+    if (rc != ST_OK) {
+        PQexitPipelineMode(p->c);
+        pipe_clear(p);
+        return rc;
+    }
+    if ((rc = pipe_run(p, err)) != ST_OK) {
+        pipe_clear(p);
+        return rc;
+    }
+    int bad = pipe_failed(p);
+    if (bad >= 0) {
+        rc = cat_fail(p->c, p->res[bad], what, err);
+        pipe_clear(p);
+        if (PQtransactionStatus(p->c) != PQTRANS_IDLE)
+            PQclear(PQexec(p->c, "ROLLBACK"));
+        return rc;
+    }
+    return ST_OK;
+}
+
 int pipe_failed(const struct pipe *p)
 {
     for (int i = 0; i < p->n; i++) {

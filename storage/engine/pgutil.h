@@ -49,6 +49,13 @@ int pipe_send_prepared(struct pipe *p, const char *name, int nparams, const char
  * ST_EUNAVAIL when the connection broke (outcome of a COMMIT unknown).
  */
 int pipe_run(struct pipe *p, struct st_err *err);
+/*
+ * End a read pipeline: `rc` is the outcome of queueing its statements; if it
+ * is ST_OK, queue `end` (COMMIT or ROLLBACK), run, and check every
+ * statement. On ST_OK the results are in p->res; on any failure they are
+ * cleared, the transaction is rolled back and the error says "during <what>".
+ */
+int pipe_finish(struct pipe *p, int rc, const char *end, const char *what, struct st_err *err);
 /* Index of the first statement that failed (not aborted-by-earlier), or -1. */
 int pipe_failed(const struct pipe *p);
 /* SQLSTATE of statement i, or "". */

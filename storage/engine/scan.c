@@ -67,24 +67,8 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
             "WHERE f.table_id = $1 AND f.data_seq <= s.seq AND (f.removed_seq IS NULL OR "
             "f.removed_seq > s.seq) ORDER BY f.data_seq, f.id",
             2, vals, NULL, NULL, 0, err);
-    if (rc == ST_OK)
-        rc = pipe_send(&pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
-    if (rc != ST_OK) {
-        PQexitPipelineMode(c);
-        pipe_clear(&pp);
+    if ((rc = pipe_finish(&pp, rc, "COMMIT", "reading the snapshot", err)) != ST_OK)
         return rc;
-    }
-    if ((rc = pipe_run(&pp, err)) != ST_OK) {
-        pipe_clear(&pp);
-        return rc;
-    }
-    int bad = pipe_failed(&pp);
-    if (bad >= 0) {
-        rc = cat_fail(c, pp.res[bad], "reading the snapshot", err);
-        pipe_clear(&pp);
-        eng__rollback(c);
-        return rc;
-    }
     PGresult *r = pp.res[1];
     if (PQntuples(r) == 0) {
         pipe_clear(&pp);
