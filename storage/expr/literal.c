@@ -218,7 +218,7 @@ static int coerce_timestamp(const struct st_literal *lit, struct st_value *out, 
     }
     if (lit->kind != LIT_STRING)
         return st_errf(err, ST_EINVAL, "expected timestamp, got %s", lit_kind_name(lit->kind));
-    /* The longest valid form has a long fraction of zeros; 64 bytes is plenty. */
+    /* 64 bytes hold any real timestamp (nanoseconds and an offset take 35). */
     char text[65];
     bool ok = lit->slen < sizeof text && memchr(lit->s, '\0', lit->slen) == NULL;
     if (ok) {
