@@ -1700,7 +1700,6 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
                     items[i]->res->seq = p.base + 1;
                     finish_item(items[i], ST_OK);
                 }
-            eng__cache_seq(e, t->id, p.base + 1);
             break;
         }
         unlink_rel(e, p.puffin_rel);
@@ -1953,7 +1952,6 @@ static void process_delete(struct engine *e, struct item *it)
         if (out == COMMITTED) {
             atomic_fetch_add(&e->m_commits, 1);
             it->dres->seq = seq + 1;
-            eng__cache_seq(e, t->id, seq + 1);
             break;
         }
         unlink_rel(e, p.puffin_rel);

@@ -289,27 +289,6 @@ void eng__cache_table(struct engine *e, const char *name, struct table *t)
     pthread_mutex_unlock(&e->tables_mu);
 }
 
-void eng__cache_seq(struct engine *e, int64_t table_id, int64_t seq)
-{
-    pthread_mutex_lock(&e->tables_mu);
-    for (struct table_slot *s = e->tables; s != NULL; s = s->next) {
-        if (s->t->id == table_id && s->t->seq < seq) {
-            /* Definitions are immutable: publish a copy with the new seq. */
-            struct table *n = table_alloc();
-            struct table *o = s->t;
-            memcpy(n, o, sizeof *n);
-            n->cols = xcalloc((size_t)o->ncols, sizeof *n->cols);
-            memcpy(n->cols, o->cols, (size_t)o->ncols * sizeof *n->cols);
-            n->pk = xcalloc((size_t)(o->npk ? o->npk : 1), sizeof *n->pk);
-            memcpy(n->pk, o->pk, (size_t)o->npk * sizeof *n->pk);
-            n->seq = seq;
-            table_unref(o);
-            s->t = n;
-        }
-    }
-    pthread_mutex_unlock(&e->tables_mu);
-}
-
 static int fetch_table(struct engine *e, PGconn *c, const char *name, struct table **out,
                        struct st_err *err)
 {

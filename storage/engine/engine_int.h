@@ -63,8 +63,6 @@ int eng__table_from_row(PGresult *r, int row, struct table **out, struct st_err 
     "(extract(epoch from created_at) * 1000000)::bigint"
 /* Replace the cached definition (or drop it when t == NULL). */
 void eng__cache_table(struct engine *e, const char *name, struct table *t);
-/* Update the cached seq of a table after a local commit. */
-void eng__cache_seq(struct engine *e, int64_t table_id, int64_t seq);
 
 /* Idempotency: look up a stored response; replay->body set if it exists with the same hash. */
 int eng__idem_lookup(PGconn *c, const char *scope, const struct st_idem *idem,
