@@ -222,7 +222,8 @@ struct plan {
     char commit_id_s[ST_UUID_STR_LEN + 1];
     /* data file */
     bool has_file;
-    int64_t file_id; /* reserved with nextval, kept with the file across retries */
+    int64_t file_id;     /* the file's id, kept with the file across retries */
+    int64_t new_file_id; /* reserved by this attempt's base read (-1: none) */
     char *file_rel;
     int64_t file_rows, file_size;
     char *file_stats;
@@ -349,19 +350,6 @@ static void key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n)
 static void array_set_count(struct buf *arr, uint32_t n)
 {
     st_u32be(arr->data + 12, n);
-}
-
-static int reserve_file_id(PGconn *c, int64_t *id, struct st_err *err)
-{
-    PGresult *r = PQexec(c, "SELECT nextval('strike.data_files_id_seq')");
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        int rc = cat_fail(c, r, "reserving a file id", err);
-        PQclear(r);
-        return rc;
-    }
-    *id = eng__get_i64(r, 0, 0);
-    PQclear(r);
-    return ST_OK;
 }
 
 static json_t *stat_value_json(enum st_type type, const struct st_value *v)
@@ -609,7 +597,10 @@ static const char *SQL_IDEM =
     "INSERT INTO strike.idempotency_keys (scope, key, request_hash, status, response) SELECT "
     "$1, k, h, 200, r FROM unnest($2::text[], $3::bytea[], $4::text[]) AS u(k, h, r)";
 
-static const char *SQL_SEQ = "SELECT seq FROM strike.tables WHERE id = $1";
+/* The base seq and, when the batch may write rows ($2), the id of its data file. */
+static const char *SQL_SEQ =
+    "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
+    "strike.tables WHERE id = $1";
 static const char *SQL_IDEM_SELECT =
     "SELECT key, request_hash, status, response FROM strike.idempotency_keys WHERE scope = $1 "
     "AND key = ANY($2::text[])";
@@ -1114,6 +1105,7 @@ static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *l
     eng__i64(&tid, t->id);
     struct buf idem_keys = BUF_INIT, prods = BUF_INIT;
     uint32_t nidem = 0, nprod = 0;
+    bool upserts = false;
     for (size_t i = 0; i < b->n; i++) {
         const struct item *it = b->items[i];
         if (it->finished)
@@ -1122,6 +1114,8 @@ static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *l
             nidem++;
         if (it->req->producer != NULL && it->req->has_offset)
             nprod++;
+        for (size_t j = 0; j < it->req->nchanges && !upserts; j++)
+            upserts = it->req->changes[j].op == CHANGE_UPSERT;
     }
     pga_begin(&idem_keys, PG_OID_TEXT, nidem);
     pga_begin(&prods, PG_OID_TEXT, nprod);
@@ -1149,9 +1143,9 @@ static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *l
     if (rc == ST_OK)
         rc = pipe_send(&pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
     st_seq = pp.n;
-    const char *v1[1] = {tid.s};
+    const char *v1[2] = {tid.s, upserts ? "t" : "f"};
     if (rc == ST_OK)
-        rc = pipe_send(&pp, SQL_SEQ, 1, v1, NULL, NULL, 0, err);
+        rc = pipe_send(&pp, SQL_SEQ, 2, v1, NULL, NULL, 0, err);
     const int f2[2] = {0, 1};
     if (rc == ST_OK && nidem > 0) {
         st_idem = pp.n;
@@ -1187,6 +1181,7 @@ static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *l
         goto out;
     }
     p->base = eng__get_i64(r, 0, 0);
+    p->new_file_id = PQgetisnull(r, 0, 1) ? -1 : eng__get_i64(r, 0, 1);
     if (st_idem >= 0) {
         r = pp.res[st_idem];
         for (size_t i = 0; i < b->n; i++) {
@@ -1657,9 +1652,8 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
                 p.file_rel = p.file_stats = NULL;
                 p.has_file = false;
             }
-            if (nrows > 0 && (rc = reserve_file_id(c, &p.file_id, &err)) != ST_OK)
-                break;
             if (nrows > 0) {
+                p.file_id = p.new_file_id; /* rows come from upserts: reserved */
                 struct st_value **rp = xcalloc(nrows, sizeof *rp);
                 for (size_t i = 0; i < nrows; i++)
                     rp[i] = items[rows[i].item]->req->changes[rows[i].change].vals;
