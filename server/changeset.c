@@ -8,8 +8,8 @@
 #include <string.h>
 
 /* Pairs of `o` whose names are primary-key columns (the rest of a before-image is ignored). */
-static int key_from_image(const struct table *t, const struct wire_obj *o, struct st_value *out,
-                          struct st_err *err)
+static int key_from_image(const struct table *t, const struct row_names *rn,
+                          const struct wire_obj *o, struct st_value *out, struct st_err *err)
 {
     const char **names = xcalloc(o->n ? o->n : 1, sizeof *names);
     struct st_literal *lits = xcalloc(o->n ? o->n : 1, sizeof *lits);
@@ -23,17 +23,16 @@ static int key_from_image(const struct table *t, const struct wire_obj *o, struc
             }
         }
     }
-    int rc = row_from_literals(names, lits, m, t->cols, t->ncols, t->pk, t->npk, ROW_KEY, out, err);
+    int rc = row_from_literals_idx(rn, names, lits, m, t->pk, t->npk, ROW_KEY, out, err);
     free(names);
     free(lits);
     return rc;
 }
 
-static int full_row(const struct table *t, const struct wire_obj *o, struct st_value *out,
-                    struct st_err *err)
+static int full_row(const struct table *t, const struct row_names *rn, const struct wire_obj *o,
+                    struct st_value *out, struct st_err *err)
 {
-    return row_from_literals(o->names, o->lits, o->n, t->cols, t->ncols, t->pk, t->npk, ROW_FULL,
-                             out, err);
+    return row_from_literals_idx(rn, o->names, o->lits, o->n, t->pk, t->npk, ROW_FULL, out, err);
 }
 
 static bool same_key(const struct table *t, const struct st_value *key, const struct st_value *row)
@@ -49,8 +48,8 @@ static bool same_key(const struct table *t, const struct st_value *key, const st
 }
 
 /* One wire change into one or two typed changes (errors without the "row i" prefix). */
-static int build_one(const struct table *t, const struct wire_change *w, struct st_value *slot,
-                     struct changeset *out, struct st_err *err)
+static int build_one(const struct table *t, const struct row_names *rn, const struct wire_change *w,
+                     struct st_value *slot, struct changeset *out, struct st_err *err)
 {
     const char *op = w->op ? w->op : "";
     bool upsert = strcmp(op, "upsert") == 0, del = strcmp(op, "delete") == 0;
@@ -68,15 +67,15 @@ static int build_one(const struct table *t, const struct wire_change *w, struct 
     if (upsert) {
         if (!w->row.present)
             return st_errf(err, ST_EINVAL, "an upsert needs \"row\"");
-        if ((rc = full_row(t, &w->row, slot, err)) == ST_OK)
+        if ((rc = full_row(t, rn, &w->row, slot, err)) == ST_OK)
             out->changes[out->n++] = (struct change){CHANGE_UPSERT, slot};
         return rc;
     }
     if (del) {
         if (!w->key.present)
             return st_errf(err, ST_EINVAL, "a delete needs \"key\"");
-        rc = row_from_literals(w->key.names, w->key.lits, w->key.n, t->cols, t->ncols, t->pk,
-                               t->npk, ROW_KEY, slot, err);
+        rc = row_from_literals_idx(rn, w->key.names, w->key.lits, w->key.n, t->pk, t->npk, ROW_KEY,
+                                   slot, err);
         if (rc == ST_OK)
             out->changes[out->n++] = (struct change){CHANGE_DELETE, slot};
         return rc;
@@ -85,17 +84,17 @@ static int build_one(const struct table *t, const struct wire_change *w, struct 
         const struct wire_obj *src = w->before.present ? &w->before : &w->key;
         if (!src->present)
             return st_errf(err, ST_EINVAL, "op \"d\" needs \"before\"");
-        if ((rc = key_from_image(t, src, slot, err)) == ST_OK)
+        if ((rc = key_from_image(t, rn, src, slot, err)) == ST_OK)
             out->changes[out->n++] = (struct change){CHANGE_DELETE, slot};
         return rc;
     }
     if (!w->after.present)
         return st_errf(err, ST_EINVAL, "op \"%s\" needs \"after\"", op);
-    if ((rc = full_row(t, &w->after, slot, err)) != ST_OK)
+    if ((rc = full_row(t, rn, &w->after, slot, err)) != ST_OK)
         return rc;
     if (dbz_upd && w->before.present && t->npk > 0) {
         struct st_value *key = slot + t->ncols;
-        if ((rc = key_from_image(t, &w->before, key, err)) != ST_OK)
+        if ((rc = key_from_image(t, rn, &w->before, key, err)) != ST_OK)
             return rc;
         if (!same_key(t, key, slot))
             out->changes[out->n++] = (struct change){CHANGE_DELETE, key};
@@ -111,15 +110,17 @@ int changeset_build(const struct table *t, const struct wire_change *in, size_t 
     size_t width = (size_t)t->ncols + (size_t)t->npk; /* room for a u with a key change */
     out->changes = xcalloc(n ? 2 * n : 1, sizeof *out->changes);
     out->vals = xcalloc(n ? n * width : 1, sizeof *out->vals);
-    for (size_t i = 0; i < n; i++) {
-        int rc = build_one(t, &in[i], out->vals + i * width, out, err);
+    struct row_names *rn = row_names_new(t->cols, t->ncols); /* once, not per row */
+    int rc = ST_OK;
+    for (size_t i = 0; i < n && rc == ST_OK; i++) {
+        rc = build_one(t, rn, &in[i], out->vals + i * width, out, err);
         if (rc != ST_OK) {
             st_err_prefix(err, "row %zu", i);
             changeset_free(out);
-            return rc;
         }
     }
-    return ST_OK;
+    row_names_free(rn);
+    return rc;
 }
 
 void changeset_free(struct changeset *cs)

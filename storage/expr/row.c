@@ -1,8 +1,10 @@
 /* row.c - rows addressed by column name, validated against a schema. */
 #include "expr/row.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/xalloc.h"
 #include "expr/expr_int.h"
 
 static uint32_t name_hash(const char *s, size_t n)
@@ -188,13 +190,29 @@ int row_from_json(const json_t *obj, const struct st_column *cols, int ncols, co
     return ST_OK;
 }
 
-int row_from_literals(const char *const *names, const struct st_literal *lits, size_t n,
-                      const struct st_column *cols, int ncols, const int *pk, int npk,
-                      enum row_mode mode, struct st_value *out, struct st_err *err)
+struct row_names {
+    struct col_lookup lk;
+};
+
+struct row_names *row_names_new(const struct st_column *cols, int ncols)
 {
-    int rc = check_mode(cols, ncols, pk, npk, mode, err);
-    if (rc != ST_OK)
-        return rc;
+    struct row_names *rn = xmalloc(sizeof *rn);
+    expr__lookup_init(&rn->lk, cols, ncols);
+    return rn;
+}
+
+void row_names_free(struct row_names *rn)
+{
+    free(rn);
+}
+
+static int decode_literals(const struct col_lookup *lk, const char *const *names,
+                           const struct st_literal *lits, size_t n, const int *pk, int npk,
+                           enum row_mode mode, struct st_value *out, struct st_err *err)
+{
+    const struct st_column *cols = lk->cols;
+    int ncols = lk->ncols;
+    int rc;
     /* slot_of[k]: the position in out[] of column k, or -1 when not wanted. */
     int16_t slot_of[ST_COLUMNS_MAX];
     uint8_t seen[ST_COLUMNS_MAX];
@@ -207,12 +225,10 @@ int row_from_literals(const char *const *names, const struct st_literal *lits, s
         for (int j = 0; j < npk; j++)
             slot_of[pk[j]] = (int16_t)j;
     }
-    struct col_lookup lk;
-    expr__lookup_init(&lk, cols, ncols);
     for (size_t m = 0; m < n; m++) {
-        int k = expr__lookup_find(&lk, names[m]);
+        int k = expr__lookup_find(lk, names[m]);
         if (k < 0 || slot_of[k] < 0)
-            return refuse_unknown(&lk, names[m], mode, err);
+            return refuse_unknown(lk, names[m], mode, err);
         if (seen[k]) {
             char shown[80];
             name_for_msg(names[m], shown);
@@ -233,4 +249,26 @@ int row_from_literals(const char *const *names, const struct st_literal *lits, s
         out[j].null = true;
     }
     return ST_OK;
+}
+
+int row_from_literals(const char *const *names, const struct st_literal *lits, size_t n,
+                      const struct st_column *cols, int ncols, const int *pk, int npk,
+                      enum row_mode mode, struct st_value *out, struct st_err *err)
+{
+    int rc = check_mode(cols, ncols, pk, npk, mode, err);
+    if (rc != ST_OK)
+        return rc;
+    struct col_lookup lk;
+    expr__lookup_init(&lk, cols, ncols);
+    return decode_literals(&lk, names, lits, n, pk, npk, mode, out, err);
+}
+
+int row_from_literals_idx(const struct row_names *rn, const char *const *names,
+                          const struct st_literal *lits, size_t n, const int *pk, int npk,
+                          enum row_mode mode, struct st_value *out, struct st_err *err)
+{
+    int rc = check_mode(rn->lk.cols, rn->lk.ncols, pk, npk, mode, err);
+    if (rc != ST_OK)
+        return rc;
+    return decode_literals(&rn->lk, names, lits, n, pk, npk, mode, out, err);
 }

@@ -43,4 +43,17 @@ int row_from_literals(const char *const *names, const struct st_literal *lits, s
                       const struct st_column *cols, int ncols, const int *pk, int npk,
                       enum row_mode mode, struct st_value *out, struct st_err *err);
 
+/*
+ * Columns indexed by name once, for decoding many rows of one table (a
+ * request's changes): row_from_literals indexes them again on every call,
+ * which on a wide table costs more than the row. cols must outlive it.
+ */
+struct row_names;
+struct row_names *row_names_new(const struct st_column *cols, int ncols);
+void row_names_free(struct row_names *rn);
+/* row_from_literals with the columns of `rn`. */
+int row_from_literals_idx(const struct row_names *rn, const char *const *names,
+                          const struct st_literal *lits, size_t n, const int *pk, int npk,
+                          enum row_mode mode, struct st_value *out, struct st_err *err);
+
 #endif

@@ -491,6 +491,21 @@ static void test_row_wide(void **state)
                      ST_OK);
     for (int k = 0; k < W; k++)
         assert_true(!out[k].null && out[k].v.l == k * 10);
+    /* the same through a name index built once, for many rows, and its refusals */
+    struct row_names *rn = row_names_new(cols, W);
+    for (int round = 0; round < 3; round++) {
+        memset(out, 0, W * sizeof *out);
+        assert_int_equal(row_from_literals_idx(rn, names, lits, W, NULL, 0, ROW_FULL, out, &err),
+                         ST_OK);
+        for (int k = 0; k < W; k++)
+            assert_true(!out[k].null && out[k].v.l == k * 10);
+    }
+    const char *unknown[1] = {"c300"};
+    assert_int_equal(row_from_literals_idx(rn, unknown, lits, 1, NULL, 0, ROW_FULL, out, &err),
+                     ST_EINVAL);
+    assert_non_null(strstr(err.msg, "unknown column \"c300\""));
+    st_err_clear(&err);
+    row_names_free(rn);
     assert_int_equal(row_from_json(obj, cols, W, NULL, 0, ROW_FULL, out, &err), ST_OK);
     for (int k = 0; k < W; k++) {
         bool present = k % 2 == 0 || k % 7 == 0;
