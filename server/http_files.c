@@ -374,9 +374,8 @@ void http__job_file(struct hreq *r)
     if (t == NULL)
         return;
     char *path = NULL;
-    int64_t catalog_size = 0;
     struct st_err err = {0};
-    int rc = engine_file_path(r->srv->app->engine, t, r->file_id, &path, &catalog_size, &err);
+    int rc = engine_file_path(r->srv->app->engine, t, r->file_id, &path, &err);
     table_unref(t);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);

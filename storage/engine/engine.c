@@ -35,11 +35,9 @@ int64_t eng__get_i64(const PGresult *r, int row, int col)
     return strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
-int eng__begin(PGconn *c, bool repeatable_read, struct st_err *err)
+int eng__begin(PGconn *c, struct st_err *err)
 {
-    return eng__exec(c,
-                     repeatable_read ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN",
-                     "begin", err);
+    return eng__exec(c, "BEGIN", "begin", err);
 }
 
 void eng__rollback(PGconn *c)
@@ -517,7 +515,7 @@ int engine_create_table(struct engine *e, const struct table_def *def, const str
     for (int attempt = 0; attempt < 2; attempt++) {
         if ((rc = eng__idem_lookup(c, def->name, idem, replay, err)) != ST_OK || replay->body)
             break;
-        if ((rc = eng__begin(c, false, err)) != ST_OK)
+        if ((rc = eng__begin(c, err)) != ST_OK)
             break;
         const char *params[5] = {uuid, def->name, cols, pk, def->version_column};
         PGresult *r = PQexecParams(
@@ -631,7 +629,7 @@ int engine_drop_table(struct engine *e, const char *name, const struct st_idem *
     for (int attempt = 0; attempt < 2; attempt++) {
         if ((rc = eng__idem_lookup(c, name, idem, replay, err)) != ST_OK || replay->body)
             break;
-        if ((rc = eng__begin(c, false, err)) != ST_OK)
+        if ((rc = eng__begin(c, err)) != ST_OK)
             break;
         const char *params[1] = {name};
         PGresult *r = PQexecParams(c, "DELETE FROM strike.tables WHERE name = $1 RETURNING id", 1,

@@ -225,9 +225,9 @@ int engine_list_snapshots(struct engine *e, struct table *t, struct snapshot_inf
                           struct st_err *err);
 void snapshots_free(struct snapshot_info *s, size_t n);
 
-/* A data file of the table (live or not, while it exists): its absolute path and size. */
+/* A data file of the table (live or not, while it exists): its absolute path. */
 int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
-                     int64_t *size, struct st_err *err);
+                     struct st_err *err);
 
 /* ---- deletion vectors ---------------------------------------------------- */
 

@@ -74,7 +74,7 @@ int eng__idem_store(PGconn *c, const char *scope, const struct st_idem *idem, in
 
 /* PQexec helpers: ST_OK or a mapped error. */
 #define eng__exec cat_exec
-int eng__begin(PGconn *c, bool repeatable_read, struct st_err *err);
+int eng__begin(PGconn *c, struct st_err *err);
 void eng__rollback(PGconn *c);
 
 /* Absolute path of a blob-store-relative path; caller frees. */

@@ -559,7 +559,7 @@ int engine_list_snapshots(struct engine *e, struct table *t, struct snapshot_inf
 }
 
 int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
-                     int64_t *size, struct st_err *err)
+                     struct st_err *err)
 {
     *abs_path = NULL;
     PGconn *c;
@@ -568,10 +568,9 @@ int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **
         return rc;
     struct eng__num tid, fid;
     const char *vals[2] = {eng__i64(&tid, t->id), eng__i64(&fid, file_id)};
-    PGresult *r = PQexecParams(c,
-                               "SELECT path, file_size FROM strike.data_files WHERE table_id = $1 "
-                               "AND id = $2",
-                               2, NULL, vals, NULL, NULL, 0);
+    PGresult *r =
+        PQexecParams(c, "SELECT path FROM strike.data_files WHERE table_id = $1 AND id = $2", 2,
+                     NULL, vals, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "reading the file", err);
     } else if (PQntuples(r) == 0) {
@@ -579,7 +578,6 @@ int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **
                      (long long)file_id);
     } else {
         *abs_path = eng__abs(e, PQgetvalue(r, 0, 0));
-        *size = eng__get_i64(r, 0, 1);
     }
     PQclear(r);
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
