@@ -31,7 +31,6 @@
 
 #define SCAN_BATCH_ROWS 4096        /* rows per ScanBatch at most */
 #define SCAN_BATCH_BYTES (1u << 20) /* a batch closes once past this size */
-#define IDEM_KEY_MAX 255
 
 static struct engine *engine_of(struct rpc *r)
 {
@@ -66,11 +65,7 @@ static bool idem_of(struct rpc *r, ProtobufCMessage *m, struct st_idem *buf,
     const char *key = rpc_idem_key(r);
     if (key == NULL)
         return true;
-    size_t n = strlen(key);
-    bool ok = n > 0 && n <= IDEM_KEY_MAX;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = key[i] >= 0x21 && key[i] <= 0x7e;
-    if (!ok) {
+    if (!st_idem_key_valid(key)) {
         rpc_fail(r, ST_EINVAL, "idempotency-key: 1 to 255 visible ASCII characters");
         return false;
     }
@@ -242,10 +237,6 @@ static void h_apply_changes(struct rpc *r)
     bool has_expected = q->expected_seq_present_case ==
                         STRIKE__V1__APPLY_CHANGES_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ;
     bool has_producer = q->producer[0] != '\0';
-    if (strlen(q->producer) > 255) {
-        rpc_fail(r, ST_EINVAL, "producer: 1 to 255 characters");
-        goto out;
-    }
     if (!nonneg(r, "offset", has_offset, q->offset) ||
         !nonneg(r, "expected_seq", has_expected, q->expected_seq))
         goto out;

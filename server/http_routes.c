@@ -532,10 +532,6 @@ void http__job_changes(struct hreq *r)
     const char *producer;
     if (!opt_string(r, j, "producer", &producer, NULL))
         goto out;
-    if (producer != NULL && (producer[0] == '\0' || strlen(producer) > 255)) {
-        http__reply_problem(r, 400, "producer: 1 to 255 characters");
-        goto out;
-    }
     bool has_offset, has_exp;
     int64_t offset = 0, exp = 0;
     if (!opt_uint(r, j, "offset", &has_offset, &offset) ||

@@ -791,11 +791,7 @@ static enum MHD_Result dispatch(struct hreq *r)
     if (mutating) {
         r->idem_key = header_copy(r, "Idempotency-Key");
         if (r->idem_key != NULL) {
-            size_t n = strlen(r->idem_key);
-            bool ok = n > 0 && n <= 255;
-            for (size_t i = 0; ok && i < n; i++)
-                ok = r->idem_key[i] >= 0x21 && r->idem_key[i] <= 0x7e;
-            if (!ok) {
+            if (!st_idem_key_valid(r->idem_key)) {
                 http__reply_problem(r, 400, "Idempotency-Key: 1 to 255 visible ASCII characters");
                 return send_reply(r);
             }

@@ -1989,8 +1989,9 @@ static int check_changes(const struct change_req *q, struct st_err *err)
         return st_errf(err, ST_EINVAL, "producer: needs an offset");
     if (q->has_offset && q->producer == NULL)
         return st_errf(err, ST_EINVAL, "offset: needs a producer");
-    if (q->producer != NULL && (strlen(q->producer) == 0 || strlen(q->producer) > 256))
-        return st_errf(err, ST_EINVAL, "producer: 1 to 256 characters");
+    if (q->producer != NULL &&
+        (q->producer[0] == '\0' || strlen(q->producer) > ENGINE_PRODUCER_MAX))
+        return st_errf(err, ST_EINVAL, "producer: 1 to %d characters", ENGINE_PRODUCER_MAX);
     if (q->has_expected_seq && q->expected_seq < 0)
         return st_errf(err, ST_EINVAL, "expected_seq: must be >= 0");
     for (size_t i = 0; i < q->nchanges; i++) {

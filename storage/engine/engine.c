@@ -51,6 +51,15 @@ char *eng__abs(const struct engine *e, const char *rel)
     return st_path_join(e->data_dir, rel);
 }
 
+bool st_idem_key_valid(const char *key)
+{
+    size_t n = strlen(key);
+    bool ok = n > 0 && n <= ST_IDEM_KEY_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = key[i] >= 0x21 && key[i] <= 0x7e;
+    return ok;
+}
+
 void st_reply_clear(struct st_reply *r)
 {
     if (r == NULL)

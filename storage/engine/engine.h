@@ -86,6 +86,9 @@ struct st_idem {
     const char *key;
     uint8_t hash[32];
 };
+/* A key is 1 to 255 visible ASCII characters (both front ends check with this). */
+#define ST_IDEM_KEY_MAX 255
+bool st_idem_key_valid(const char *key);
 /* A stored response (status and JSON body). body == NULL when not a replay. */
 struct st_reply {
     int status;
@@ -125,11 +128,13 @@ struct change {
     struct st_value *vals;
 };
 
+#define ENGINE_PRODUCER_MAX 255
+
 struct change_req {
     struct table *table; /* the definition the values were decoded against */
     const struct change *changes;
     size_t nchanges;
-    const char *producer; /* NULL: none */
+    const char *producer; /* NULL: none; else 1 to ENGINE_PRODUCER_MAX bytes */
     bool has_offset;
     int64_t offset;
     bool has_expected_seq;

@@ -272,6 +272,10 @@ class Changes(unittest.TestCase):
         d = rpc_error(self, grpc.StatusCode.INVALID_ARGUMENT, C.apply, self.t, [],
                       metadata=[("idempotency-key", "x" * 256)])
         self.assertEqual(d, "idempotency-key: 1 to 255 visible ASCII characters")
+        d = rpc_error(self, grpc.StatusCode.INVALID_ARGUMENT, C.apply, self.t, [], producer="p" * 256,
+                      offset=1)
+        self.assertEqual(d, "producer: 1 to 255 characters")
+        self.assertEqual(C.call("GetTable", name=self.t).seq, r1.seq)
 
         md = [("idempotency-key", "del-1")]
         d1 = C.call("DeleteWhere", table=self.t, filter='{"type":"lt","term":"id","value":2}', metadata=md)

@@ -324,6 +324,13 @@ class Api(unittest.TestCase):
         # an empty batch that advances the offset still counts as applied once
         u.ok_changes(self, self.s, "prod", [], producer="cdc-1", offset=7)
         self.assertTrue(u.ok_changes(self, self.s, "prod", [], producer="cdc-1", offset=7)["duplicate"])
+        # a producer name is 1 to 255 characters; a refused one changes nothing
+        seq = self.seq("prod")
+        for bad in ("", "p" * 256):
+            u.assert_problem(self, u.changes(self.s, "prod", [row(9)], producer=bad, offset=1), 400,
+                             "producer: 1 to 255 characters")
+        self.assertEqual(self.seq("prod"), seq)
+        self.assertFalse(u.ok_changes(self, self.s, "prod", [row(9)], producer="p" * 255, offset=1)["duplicate"])
 
     def test_duplicate_ignores_expected_seq(self):
         """API.md: a duplicate answers 200 "whatever its expected_seq"."""
