@@ -564,22 +564,6 @@ out:
     garena_free(&a);
 }
 
-/* The formats the DV endpoint serves; "" is the default (roaring64). */
-static int format_of(const char *name, enum dv_format *f, struct st_err *err)
-{
-    if (name[0] == '\0' || strcmp(name, "roaring64") == 0)
-        *f = DV_FMT_ROARING64;
-    else if (strcmp(name, "iceberg-dv") == 0)
-        *f = DV_FMT_ICEBERG;
-    else if (strcmp(name, "delta-dv") == 0)
-        *f = DV_FMT_DELTA;
-    else
-        return st_errf(err, ST_EINVAL,
-                       "format: unknown format \"%.40s\" (use roaring64, iceberg-dv or delta-dv)",
-                       name);
-    return ST_OK;
-}
-
 static void dv_reply(struct rpc *r, const struct dv_bytes *b, enum dv_format f, int64_t snapshot)
 {
     Strike__V1__DeletionVector msg = STRIKE__V1__DELETION_VECTOR__INIT;
@@ -608,7 +592,7 @@ static bool f_get_dv(struct rpc *r)
         p ? (Strike__V1__GetDeletionVectorRequest *)gconv_unpack(
                 &strike__v1__get_deletion_vector_request__descriptor, p, n, &a, &err)
           : NULL;
-    if (q == NULL || format_of(q->format, &f, &err) != ST_OK ||
+    if (q == NULL || engine_dv_format(q->format, &f, &err) != ST_OK ||
         q->snapshot_present_case !=
             STRIKE__V1__GET_DELETION_VECTOR_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT ||
         q->snapshot < 0 || q->file_id <= 0)
@@ -648,7 +632,7 @@ static void h_get_dv(struct rpc *r)
         goto out;
     }
     if (!nonneg(r, "snapshot", has_snapshot, q->snapshot) ||
-        failed(r, format_of(q->format, &f, &err), &err) || !get_table(r, q->table, &t))
+        failed(r, engine_dv_format(q->format, &f, &err), &err) || !get_table(r, q->table, &t))
         goto out;
     int64_t resolved;
     if (failed(r,

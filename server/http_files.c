@@ -140,7 +140,7 @@ struct tcache {
     unsigned next;
     struct dcache_ent {
         int64_t table_id, file_id, snapshot;
-        int fmt;
+        enum dv_format fmt;
         struct hdv *h; /* NULL: empty slot */
     } d[DCACHE_SLOTS];
 };
@@ -261,8 +261,7 @@ bool http__dv_fast(struct hreq *r)
     if (d->h == NULL || d->table_id != t->id || d->file_id != r->file_id ||
         d->snapshot != r->snapshot || d->fmt != r->fmt) {
         struct dv_bytes *b;
-        if (!engine_peek_dv(r->srv->app->engine, t, r->file_id, r->snapshot, (enum dv_format)r->fmt,
-                            &b))
+        if (!engine_peek_dv(r->srv->app->engine, t, r->file_id, r->snapshot, r->fmt, &b))
             return false;
         if (b->len > DCACHE_MAX_LEN) { /* too big to keep here: use the engine's reference */
             dv_reply(r, b, dv_bytes_unref_cb, b, r->snapshot, true);
@@ -293,8 +292,8 @@ void http__job_dv(struct hreq *r)
     struct dv_bytes *b = NULL;
     int64_t resolved = 0;
     struct st_err err = {0};
-    int rc = engine_get_dv(r->srv->app->engine, t, r->file_id, r->has_snapshot, r->snapshot,
-                           (enum dv_format)r->fmt, &b, &resolved, &err);
+    int rc = engine_get_dv(r->srv->app->engine, t, r->file_id, r->has_snapshot, r->snapshot, r->fmt,
+                           &b, &resolved, &err);
     table_unref(t);
     http__metrics_dv(r->srv->m, false);
     if (rc != ST_OK) {

@@ -166,7 +166,7 @@ struct hreq {
     char *range;
     bool has_snapshot; /* DV: ?snapshot= */
     int64_t snapshot;
-    int fmt; /* DV: enum dv_format */
+    enum dv_format fmt; /* DV */
 
     /* the answer */
     void (*job)(struct hreq *r); /* the job to run next on a worker */

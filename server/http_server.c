@@ -727,21 +727,11 @@ static bool parse_dv_query(struct hreq *r)
         r->has_snapshot = true;
         r->snapshot = v;
     }
-    r->fmt = DV_FMT_ROARING64;
-    if (fmt != NULL) {
-        if (strcmp(fmt, "roaring64") == 0)
-            r->fmt = DV_FMT_ROARING64;
-        else if (strcmp(fmt, "iceberg-dv") == 0)
-            r->fmt = DV_FMT_ICEBERG;
-        else if (strcmp(fmt, "delta-dv") == 0)
-            r->fmt = DV_FMT_DELTA;
-        else {
-            http__reply_problem(r, 400,
-                                "format: unknown format \"%.40s\" (use roaring64, iceberg-dv "
-                                "or delta-dv)",
-                                fmt);
-            return false;
-        }
+    struct st_err err = {0};
+    int rc = engine_dv_format(fmt, &r->fmt, &err);
+    if (rc != ST_OK) {
+        http__reply_err(r, rc, &err);
+        return false;
     }
     return true;
 }

@@ -513,3 +513,18 @@ bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, in
     *out = &((struct dvb *)(void *)o)->pub;
     return true;
 }
+
+int engine_dv_format(const char *name, enum dv_format *out, struct st_err *err)
+{
+    if (name == NULL || name[0] == '\0' || strcmp(name, "roaring64") == 0)
+        *out = DV_FMT_ROARING64;
+    else if (strcmp(name, "iceberg-dv") == 0)
+        *out = DV_FMT_ICEBERG;
+    else if (strcmp(name, "delta-dv") == 0)
+        *out = DV_FMT_DELTA;
+    else
+        return st_errf(err, ST_EINVAL,
+                       "format: unknown format \"%.40s\" (use roaring64, iceberg-dv or delta-dv)",
+                       name);
+    return ST_OK;
+}

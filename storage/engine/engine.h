@@ -249,6 +249,13 @@ struct dv_bytes {
 void dv_bytes_unref(struct dv_bytes *b); /* NULL ok */
 
 /*
+ * The formats the DV endpoint serves, by their API.md names: roaring64 (also
+ * for NULL or ""), iceberg-dv, delta-dv. Anything else is ST_EINVAL with a
+ * message naming the three.
+ */
+int engine_dv_format(const char *name, enum dv_format *out, struct st_err *err);
+
+/*
  * The positions deleted in `file_id` at the snapshot (has_snapshot false:
  * current), in format `f` (DV_FMT_ROARING64, DV_FMT_ICEBERG or DV_FMT_DELTA;
  * others are ST_EINVAL). A live file with no deletes gives the empty
