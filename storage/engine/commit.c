@@ -1746,10 +1746,12 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
     for (int i = 0; i < t->npk; i++)
         used[t->pk[i]] = true;
     int *cols = xcalloc((size_t)t->ncols, sizeof *cols);
-    int *pos_of = xcalloc((size_t)t->ncols, sizeof *pos_of); /* table col -> batch col */
+    int *pos_of = xcalloc((size_t)t->ncols, sizeof *pos_of);     /* table col -> batch col */
+    int *file_col = xcalloc((size_t)t->ncols, sizeof *file_col); /* for statistics */
     int ncols = 0;
     for (int i = 0; i < t->ncols; i++) {
         pos_of[i] = -1;
+        file_col[i] = used[i] ? i : -1;
         if (used[i] && !all) {
             pos_of[i] = ncols;
             cols[ncols++] = i;
@@ -1771,6 +1773,8 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
         key_array_begin(&p->del_keys, p->i8, 0);
     for (size_t fi = 0; fi < nfiles && rc == ST_OK; fi++) {
         struct snap_file *sf = &files[fi];
+        if (!all && !eng__file_may_match(t, sf, f, ranges, rp))
+            continue; /* the catalog's statistics rule the file out: no I/O */
         const struct dv *base = NULL;
         void *h = NULL;
         if (sf->has_dv && (rc = dvc__get(e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card,
@@ -1786,21 +1790,9 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
             rc = pq_reader_open(abs, &r, err);
             free(abs);
             for (int rg = 0; rc == ST_OK && rg < pq_num_row_groups(r); rg++) {
-                for (int k = 0; k < t->ncols; k++) {
-                    rp[k] = NULL;
-                    struct pq_col_stats cs;
-                    if (!used[k] || !pq_row_group_stats(r, rg, k, &cs))
-                        continue;
-                    ranges[k].has_minmax = cs.has_minmax;
-                    ranges[k].min = cs.min;
-                    ranges[k].max = cs.max;
-                    ranges[k].has_null_count = true;
-                    ranges[k].null_count = cs.null_count;
-                    rp[k] = &ranges[k];
-                }
                 uint64_t first, nr;
                 pq_row_group(r, rg, &first, &nr);
-                if (!filter_may_match(f, rp, nr))
+                if (!eng__row_group_may_match(t, r, rg, file_col, f, ranges, rp, nr))
                     continue;
                 if ((rc = pq_read_row_group(r, rg, cols, ncols, &batch, err)) != ST_OK)
                     break;
@@ -1808,13 +1800,7 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
                     selcap = batch.nrows;
                     sel = xrealloc(sel, selcap);
                 }
-                if (base != NULL) {
-                    dv_fill_mask(base, first, batch.nrows, sel);
-                    for (size_t i = 0; i < batch.nrows; i++)
-                        sel[i] = !sel[i];
-                } else {
-                    memset(sel, 1, batch.nrows);
-                }
+                eng__live_mask(base, first, batch.nrows, sel);
                 for (int k = 0; k < t->ncols; k++)
                     vecs[k] = pos_of[k] >= 0 ? &batch.cols[pos_of[k]] : NULL;
                 filter_eval(f, vecs, batch.nrows, sel);
@@ -1868,6 +1854,7 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
     free(used);
     free(cols);
     free(pos_of);
+    free(file_col);
     free(vecs);
     free(ranges);
     free(rp);

@@ -12,8 +12,11 @@
 #include "catalog.h"
 #include "engine.h"
 
+struct col_range;
 struct dv;
 struct dvcache;
+struct filter;
+struct pq_reader;
 struct gcq; /* a table's group-commit queue (commit.c) */
 
 /* Named cache entry for a table definition (engine.c). */
@@ -121,6 +124,19 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
                         int64_t snapshot, int64_t *seq, struct snap_file **files, size_t *n,
                         struct st_err *err);
 void eng__snap_files_free(struct snap_file *f, size_t n);
+/*
+ * Pruning (scan, plan, delete by filter). May a row of the file match `f`,
+ * from its catalog statistics (no I/O)? May a row of row group `rg` match,
+ * from the Parquet statistics (file_col[k]: the file's column of table
+ * column k, or -1 to ignore it)? ranges/rp: scratch of t->ncols entries.
+ */
+bool eng__file_may_match(const struct table *t, const struct snap_file *sf, const struct filter *f,
+                         struct col_range *ranges, const struct col_range **rp);
+bool eng__row_group_may_match(const struct table *t, struct pq_reader *r, int rg,
+                              const int *file_col, const struct filter *f, struct col_range *ranges,
+                              const struct col_range **rp, uint64_t nrows);
+/* sel[i] = 1 when position first + i is live (not in dv; dv NULL: all live). */
+void eng__live_mask(const struct dv *dv, uint64_t first, size_t n, uint8_t *sel);
 
 /* ---- gc.c ---- */
 int eng__gc_start(struct engine *e);

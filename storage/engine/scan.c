@@ -179,6 +179,45 @@ static json_t *file_ranges(const struct table *t, const char *stats_json, struct
     return o;
 }
 
+bool eng__file_may_match(const struct table *t, const struct snap_file *sf, const struct filter *f,
+                         struct col_range *ranges, const struct col_range **rp)
+{
+    json_t *j = file_ranges(t, sf->stats_json, ranges, rp);
+    bool may = filter_may_match(f, rp, (uint64_t)sf->record_count);
+    json_decref(j);
+    return may;
+}
+
+bool eng__row_group_may_match(const struct table *t, struct pq_reader *r, int rg,
+                              const int *file_col, const struct filter *f, struct col_range *ranges,
+                              const struct col_range **rp, uint64_t nrows)
+{
+    for (int k = 0; k < t->ncols; k++) {
+        rp[k] = NULL;
+        struct pq_col_stats cs;
+        if (file_col[k] < 0 || !pq_row_group_stats(r, rg, file_col[k], &cs))
+            continue;
+        ranges[k].has_minmax = cs.has_minmax;
+        ranges[k].min = cs.min;
+        ranges[k].max = cs.max;
+        ranges[k].has_null_count = true;
+        ranges[k].null_count = cs.null_count;
+        rp[k] = &ranges[k];
+    }
+    return filter_may_match(f, rp, nrows);
+}
+
+void eng__live_mask(const struct dv *dv, uint64_t first, size_t n, uint8_t *sel)
+{
+    if (dv == NULL) {
+        memset(sel, 1, n);
+        return;
+    }
+    dv_fill_mask(dv, first, n, sel);
+    for (size_t i = 0; i < n; i++)
+        sel[i] ^= 1;
+}
+
 /* ---- scans ---------------------------------------------------------------- */
 
 struct scan {
@@ -198,7 +237,8 @@ struct scan {
     int *pq_cols; /* parquet column per decoded column */
     int *tcol_of; /* decoded column -> table column */
     int ndecoded;
-    int *slot_of; /* table column -> decoded column, or -1 */
+    int *slot_of;  /* table column -> decoded column, or -1 */
+    int *file_col; /* table column -> the open file's column, or -1 when not decoded */
     int rg;
     const struct dv *dv;
     void *dv_handle;
@@ -264,6 +304,7 @@ int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *r
     s->pq_cols = xcalloc((size_t)t->ncols, sizeof *s->pq_cols);
     s->tcol_of = xcalloc((size_t)t->ncols, sizeof *s->tcol_of);
     s->slot_of = xcalloc((size_t)t->ncols, sizeof *s->slot_of);
+    s->file_col = xcalloc((size_t)t->ncols, sizeof *s->file_col);
     s->vecs_by_table = xcalloc((size_t)t->ncols, sizeof *s->vecs_by_table);
     s->out_vecs = xcalloc((size_t)s->nout, sizeof *s->out_vecs);
     s->ranges = xcalloc((size_t)t->ncols, sizeof *s->ranges);
@@ -287,14 +328,9 @@ static int open_file(struct scan *s, struct st_err *err)
 {
     const struct table *t = s->t;
     struct snap_file *f = &s->files[s->fi];
-    if (s->filter != NULL) {
-        json_t *j = file_ranges(t, f->stats_json, s->ranges, s->rp);
-        bool may = filter_may_match(s->filter, s->rp, (uint64_t)f->record_count);
-        json_decref(j);
-        if (!may) {
-            s->fi++;
-            return ST_OK;
-        }
+    if (s->filter != NULL && !eng__file_may_match(t, f, s->filter, s->ranges, s->rp)) {
+        s->fi++;
+        return ST_OK;
     }
     if (f->has_dv && f->dv_card >= f->record_count) {
         s->fi++;
@@ -308,6 +344,7 @@ static int open_file(struct scan *s, struct st_err *err)
     s->ndecoded = 0;
     for (int k = 0; k < t->ncols; k++) {
         s->slot_of[k] = -1;
+        s->file_col[k] = -1;
         if (!s->needed[k])
             continue;
         int pc = pq_find_column(s->r, t->cols[k].name);
@@ -318,6 +355,7 @@ static int open_file(struct scan *s, struct st_err *err)
                            (long long)f->id, t->cols[k].name);
         }
         s->slot_of[k] = s->ndecoded;
+        s->file_col[k] = pc;
         s->tcol_of[s->ndecoded] = k;
         s->pq_cols[s->ndecoded++] = pc;
     }
@@ -363,23 +401,9 @@ int scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st_err *e
         int rg = s->rg++;
         uint64_t first, nr;
         pq_row_group(s->r, rg, &first, &nr);
-        if (s->filter != NULL) {
-            for (int k = 0; k < t->ncols; k++) {
-                s->rp[k] = NULL;
-                struct pq_col_stats cs;
-                if (s->slot_of[k] < 0 ||
-                    !pq_row_group_stats(s->r, rg, s->pq_cols[s->slot_of[k]], &cs))
-                    continue;
-                s->ranges[k].has_minmax = cs.has_minmax;
-                s->ranges[k].min = cs.min;
-                s->ranges[k].max = cs.max;
-                s->ranges[k].has_null_count = true;
-                s->ranges[k].null_count = cs.null_count;
-                s->rp[k] = &s->ranges[k];
-            }
-            if (!filter_may_match(s->filter, s->rp, nr))
-                continue;
-        }
+        if (s->filter != NULL &&
+            !eng__row_group_may_match(t, s->r, rg, s->file_col, s->filter, s->ranges, s->rp, nr))
+            continue;
         int rc = pq_read_row_group(s->r, rg, s->pq_cols, s->ndecoded, &s->batch, err);
         if (rc != ST_OK)
             return st_err_prefix(err, "data file %lld", (long long)s->files[s->fi].id);
@@ -389,13 +413,7 @@ int scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st_err *e
             s->sel = xrealloc(s->sel, n);
             s->rows = xreallocarray(s->rows, n, sizeof *s->rows);
         }
-        if (s->dv != NULL) {
-            dv_fill_mask(s->dv, first, n, s->sel);
-            for (size_t i = 0; i < n; i++)
-                s->sel[i] ^= 1;
-        } else {
-            memset(s->sel, 1, n);
-        }
+        eng__live_mask(s->dv, first, n, s->sel);
         for (int k = 0; k < t->ncols; k++)
             s->vecs_by_table[k] = s->slot_of[k] >= 0 ? &s->batch.cols[s->slot_of[k]] : NULL;
         if (s->filter != NULL)
@@ -437,6 +455,7 @@ void scan_close(struct scan *s)
     free(s->pq_cols);
     free(s->tcol_of);
     free(s->slot_of);
+    free(s->file_col);
     free(s->sel);
     free(s->rows);
     free(s->vecs_by_table);
@@ -480,13 +499,8 @@ int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t sn
     for (size_t i = 0; i < n; i++) {
         if (sf[i].has_dv && sf[i].dv_card >= sf[i].record_count)
             continue;
-        if (f != NULL) {
-            json_t *j = file_ranges(t, sf[i].stats_json, ranges, rp);
-            bool may = filter_may_match(f, rp, (uint64_t)sf[i].record_count);
-            json_decref(j);
-            if (!may)
-                continue;
-        }
+        if (f != NULL && !eng__file_may_match(t, &sf[i], f, ranges, rp))
+            continue;
         struct plan_file *p = &out[m++];
         p->id = sf[i].id;
         p->path = xstrdup(sf[i].path);
