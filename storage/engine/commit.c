@@ -1031,7 +1031,9 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size
                        struct st_err *err)
 {
     const bool i8 = p->i8;
-    for (int i = 0; i < PQntuples(r); i++) {
+    struct buf kb = BUF_INIT; /* i8 keys back in the map's encoding, one row at a time */
+    int rc = ST_OK;
+    for (int i = 0; i < PQntuples(r) && rc == ST_OK; i++) {
         if (PQgetisnull(r, i, 0)) { /* a file */
             int64_t id = pg_bin_i64(r, i, 1);
             bool seen = false;
@@ -1062,20 +1064,21 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size
         if (i8) {
             /* back to the key's encoding, the map's key */
             struct st_value kv = {0};
-            struct buf kb = BUF_INIT;
             enum st_type kt = b->t->cols[b->t->pk[0]].type;
             if (kt == ST_T_INT)
                 kv.v.i = (int32_t)pg_bin_i64(r, i, 0);
             else
                 kv.v.l = pg_bin_i64(r, i, 0);
+            buf_reset(&kb);
             key_encode_value(kt, &kv, &kb);
             slot = hmap_get(&b->keys, kb.data, kb.len);
-            buf_free(&kb);
         } else {
             slot = hmap_get(&b->keys, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
         }
-        if (slot == NULL)
-            return st_errf(err, ST_EINTERNAL, "key lookup returned a key that was not asked for");
+        if (slot == NULL) {
+            rc = st_errf(err, ST_EINTERNAL, "key lookup returned a key that was not asked for");
+            break;
+        }
         struct kstate *s = &b->st[(uintptr_t)*slot - 1];
         s->orig_exists = s->exists = true;
         s->orig_file = pg_bin_i64(r, i, 1);
@@ -1087,7 +1090,8 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size
             buf_append(&b->vers, PQgetvalue(r, i, 3), s->ver_len);
         }
     }
-    return ST_OK;
+    buf_free(&kb);
+    return rc;
 }
 
 /*
@@ -1287,9 +1291,17 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct o
     b->nst = 0;
     buf_reset(&b->keybytes);
     buf_reset(&b->vers);
-    struct buf kb = BUF_INIT;
+    struct buf kb = BUF_INIT, vb = BUF_INIT; /* key and version encodings, reused */
+    /* every change's key state, kidx[koff[i] + j], for the replay below */
+    size_t total = 0;
+    for (size_t i = 0; i < b->n; i++)
+        total += b->items[i]->finished ? 0 : b->items[i]->req->nchanges;
+    uint32_t *kidx = xcalloc(total ? total : 1, sizeof *kidx);
+    size_t *koff = xcalloc(b->n ? b->n : 1, sizeof *koff);
     if (t->npk > 0) {
+        size_t nk = 0;
         for (size_t i = 0; i < b->n; i++) {
+            koff[i] = nk;
             if (b->items[i]->finished)
                 continue;
             const struct change_req *q = b->items[i]->req;
@@ -1300,16 +1312,18 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct o
                 else
                     key_encode(t, q->changes[j].vals, &kb);
                 bool created;
-                cb_add_key(b, kb.data, kb.len, &created);
+                kidx[nk++] = cb_add_key(b, kb.data, kb.len, &created);
             }
         }
     }
+    buf_free(&kb);
     struct hmap last;
     hmap_init(&last);
     int rc = read_base(c, b, p, &last, err);
     if (rc != ST_OK) {
         free_map_values(&last);
-        buf_free(&kb);
+        free(kidx);
+        free(koff);
         return rc;
     }
 
@@ -1363,14 +1377,7 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct o
                 it->res->inserted++;
                 continue;
             }
-            buf_reset(&kb);
-            if (ch->op == CHANGE_UPSERT)
-                key_encode_row(t, ch->vals, &kb);
-            else
-                key_encode(t, ch->vals, &kb);
-            bool created;
-            uint32_t si = cb_add_key(b, kb.data, kb.len, &created);
-            struct kstate *s = &b->st[si];
+            struct kstate *s = &b->st[kidx[koff[i] + j]];
             if (ch->op == CHANGE_DELETE) {
                 if (!s->exists) {
                     it->res->missing++;
@@ -1382,7 +1389,7 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct o
                 continue;
             }
             bool vnull = true;
-            struct buf vb = BUF_INIT;
+            buf_reset(&vb);
             if (t->version_col >= 0) {
                 const struct st_value *vv = &ch->vals[t->version_col];
                 vnull = vv->null;
@@ -1390,7 +1397,6 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct o
                     key_encode_value(t->cols[t->version_col].type, vv, &vb);
                 if (s->exists && version_lower(b, s, vnull, vb.data, vb.len)) {
                     it->res->stale++;
-                    buf_free(&vb);
                     continue;
                 }
             }
@@ -1408,10 +1414,11 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct o
                 s->ver_len = (uint32_t)vb.len;
                 buf_append(&b->vers, vb.data, vb.len);
             }
-            buf_free(&vb);
         }
     }
-    buf_free(&kb);
+    free(kidx);
+    free(koff);
+    buf_free(&vb);
 
     /* outcome per key */
     for (size_t k = 0; k < b->nst; k++) {
