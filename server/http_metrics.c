@@ -201,8 +201,12 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
     for (int i = 0; i < 8; i++)
         buf_printf(&b, "strike_group_commits_total{batch=\"%s\"} %llu\n", batch[i],
                    (unsigned long long)em.batch_hist[i]);
-    counter(&b, "strike_dv_cache_hits_total", "Decoded-DV cache hits.", em.dv_cache_hits);
-    counter(&b, "strike_dv_cache_misses_total", "Decoded-DV cache misses.", em.dv_cache_misses);
+    counter(&b, "strike_dv_cache_hits_total",
+            "DV cache hits (decoded DVs, DV bytes per format and DV locations together).",
+            em.dv_cache_hits);
+    counter(&b, "strike_dv_cache_misses_total",
+            "DV cache misses (decoded DVs, DV bytes per format and DV locations together).",
+            em.dv_cache_misses);
     counter(&b, "strike_bytes_written_total", "Parquet and Puffin bytes written.",
             em.bytes_written);
     counter(&b, "strike_rows_written_total", "Rows written to Parquet files.", em.rows_written);
