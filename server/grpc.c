@@ -164,30 +164,15 @@ static void on_send(struct tag *t, bool ok);
 
 /* ---- status codes ------------------------------------------------------------- */
 
-/* API.md "gRPC": the engine's codes as gRPC status codes. */
+/* API.md "gRPC": the engine's codes as gRPC status codes (err.h's status table). */
 static grpc_status_code status_of(int st)
 {
     switch (st) {
-    case ST_OK:
-        return GRPC_STATUS_OK;
-    case ST_EINVAL:
-    case ST_EUNSUPPORTED: /* a valid request strike cannot serve: HTTP 400 too */
-        return GRPC_STATUS_INVALID_ARGUMENT;
-    case ST_ENOTFOUND:
-    case ST_EGONE:
-        return GRPC_STATUS_NOT_FOUND;
-    case ST_EEXIST:
-        return GRPC_STATUS_ALREADY_EXISTS;
-    case ST_ECONFLICT:
-        return GRPC_STATUS_ABORTED;
-    case ST_ETOOBIG:
-        return GRPC_STATUS_RESOURCE_EXHAUSTED;
-    case ST_EUNAVAIL:
-        return GRPC_STATUS_UNAVAILABLE;
-    case ST_EIDEMPOTENCY: /* HTTP 422: the key's first request does not match */
-        return GRPC_STATUS_FAILED_PRECONDITION;
-    case ST_ERANGE:
-        return GRPC_STATUS_OUT_OF_RANGE;
+#define ST_X_GRPC(c, value, name, http, grpc, detail)                                              \
+    case c:                                                                                        \
+        return GRPC_STATUS_##grpc;
+        ST_STATUS_TABLE(ST_X_GRPC)
+#undef ST_X_GRPC
     default:
         return GRPC_STATUS_INTERNAL;
     }
@@ -645,17 +630,9 @@ void rpc_reply(struct rpc *r, const ProtobufCMessage *msg)
 
 void rpc_fail(struct rpc *r, int st_code, const char *detail)
 {
-    grpc_status_code code = status_of(st_code);
-    if (code == GRPC_STATUS_UNAVAILABLE || code == GRPC_STATUS_INTERNAL) {
-        /* as HTTP's 5xx: the catalog's and the system's own words stay in the log */
+    if (st_status_redacted(st_code)) /* as HTTP's 5xx: the details stay in the log */
         log_warn("grpc %s: %s", path_of(r), detail ? detail : st_strerror(st_code));
-        finish(r, code,
-               code == GRPC_STATUS_UNAVAILABLE ? "the catalog is unreachable; retry later"
-                                               : "internal error; the server log has the details",
-               NULL);
-        return;
-    }
-    finish(r, code, detail ? detail : st_strerror(st_code), NULL);
+    finish(r, status_of(st_code), st_status_public(st_code, detail), NULL);
 }
 
 void rpc_abort(struct rpc *r)

@@ -402,30 +402,7 @@ bool http__submit(struct hreq *r, void (*fn)(struct hreq *r))
 
 unsigned http__status_of(int code)
 {
-    switch (code) {
-    case ST_EINVAL:
-        return 400;
-    case ST_EUNSUPPORTED:
-        return 400;
-    case ST_ENOTFOUND:
-        return 404;
-    case ST_EGONE:
-        return 404;
-    case ST_EEXIST:
-        return 409;
-    case ST_ECONFLICT:
-        return 409;
-    case ST_ETOOBIG:
-        return 413;
-    case ST_EIDEMPOTENCY:
-        return 422;
-    case ST_EUNAVAIL:
-        return 503;
-    case ST_ERANGE:
-        return 416;
-    default:
-        return 500;
-    }
+    return st_status_http(code);
 }
 
 static const char *status_title(unsigned status)
@@ -562,18 +539,11 @@ void http__reply_err(struct hreq *r, int code, const struct st_err *err)
 {
     unsigned status = http__status_of(code);
     const char *msg = err != NULL && err->msg[0] ? err->msg : st_strerror(code);
-    if (status >= 500) {
+    if (st_status_redacted(code)) {
         /* The catalog's and the system's own words (socket paths, SQL) stay in
            the log, under the request id the client also has. */
         log_warn("request %s: %s", r->rid, msg);
-        if (code == ST_EUNAVAIL)
-            http__reply_problem(r, status, "the catalog is unreachable; retry later (request %s)",
-                                r->rid);
-        else
-            http__reply_problem(r, status,
-                                "internal error; the server log has the details "
-                                "(request %s)",
-                                r->rid);
+        http__reply_problem(r, status, "%s (request %s)", st_status_public(code, msg), r->rid);
         return;
     }
     if (code == ST_EGONE && strstr(msg, "expired") == NULL)

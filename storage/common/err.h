@@ -10,23 +10,43 @@
 #ifndef STRIKE_ERR_H
 #define STRIKE_ERR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
+/*
+ * The status table: every code once, with what each front end makes of it.
+ *   X(code, value, name, http, grpc, public_detail)
+ * name:          st_strerror's short words.
+ * http:          the HTTP status of API.md "Errors".
+ * grpc:          the gRPC status, as the suffix of GRPC_STATUS_* (API.md "gRPC").
+ * public_detail: NULL when the code's message goes to the client as it is;
+ *                else the words the client gets instead (5xx: the catalog's
+ *                and the system's own words, socket paths and SQL, stay in
+ *                the server log under the request id).
+ */
+#define ST_STATUS_TABLE(X)                                                                         \
+    X(ST_OK, 0, "ok", 200, OK, NULL)                                                               \
+    X(ST_EINVAL, -1, "invalid input", 400, INVALID_ARGUMENT, NULL)                                 \
+    X(ST_ENOTFOUND, -2, "not found", 404, NOT_FOUND, NULL)                                         \
+    X(ST_EEXIST, -3, "already exists", 409, ALREADY_EXISTS, NULL)                                  \
+    X(ST_ECONFLICT, -4, "conflict", 409, ABORTED, NULL)                                            \
+    X(ST_ETOOBIG, -5, "too large", 413, RESOURCE_EXHAUSTED, NULL)                                  \
+    X(ST_EUNAVAIL, -6, "catalog unavailable", 503, UNAVAILABLE,                                    \
+      "the catalog is unreachable; retry later")                                                   \
+    X(ST_EIO, -7, "I/O error", 500, INTERNAL, ST_INTERNAL_DETAIL)                                  \
+    X(ST_ECORRUPT, -8, "corrupt data", 500, INTERNAL, ST_INTERNAL_DETAIL)                          \
+    X(ST_EUNSUPPORTED, -9, "unsupported", 400, INVALID_ARGUMENT, NULL)                             \
+    X(ST_EIDEMPOTENCY, -10, "idempotency key reused", 422, FAILED_PRECONDITION, NULL)              \
+    X(ST_EGONE, -11, "expired", 404, NOT_FOUND, NULL)                                              \
+    X(ST_EINTERNAL, -12, "internal error", 500, INTERNAL, ST_INTERNAL_DETAIL)                      \
+    X(ST_ERANGE, -13, "range not satisfiable", 416, OUT_OF_RANGE, NULL)
+
+#define ST_INTERNAL_DETAIL "internal error; the server log has the details"
+
 enum st_status {
-    ST_OK = 0,
-    ST_EINVAL = -1,        /* malformed or invalid input (HTTP 400) */
-    ST_ENOTFOUND = -2,     /* unknown table, file or snapshot (404) */
-    ST_EEXIST = -3,        /* already exists (409) */
-    ST_ECONFLICT = -4,     /* expected_seq mismatch, retries exhausted (409) */
-    ST_ETOOBIG = -5,       /* a size limit was exceeded (413) */
-    ST_EUNAVAIL = -6,      /* catalog unreachable (503) */
-    ST_EIO = -7,           /* blob store or OS failure (500) */
-    ST_ECORRUPT = -8,      /* stored or supplied bytes fail validation */
-    ST_EUNSUPPORTED = -9,  /* valid but not supported by strike */
-    ST_EIDEMPOTENCY = -10, /* Idempotency-Key reused with another body (422) */
-    ST_EGONE = -11,        /* snapshot expired (404 with its own detail) */
-    ST_EINTERNAL = -12,    /* a bug: an invariant did not hold (500) */
-    ST_ERANGE = -13,       /* unsatisfiable range (416) */
+#define ST_X_ENUM(code, value, name, http, grpc, detail) code = value,
+    ST_STATUS_TABLE(ST_X_ENUM)
+#undef ST_X_ENUM
 };
 
 #define ST_ERR_MSG_MAX 512
@@ -56,5 +76,18 @@ void st_err_clear(struct st_err *e);
 
 /* A short constant name for a code ("invalid input", "not found", ...). */
 const char *st_strerror(int code);
+
+/* The HTTP status of a code (500 for a code not in the table). */
+unsigned st_status_http(int code);
+
+/*
+ * What a client may be told about an error of this code: `msg` itself, or
+ * the table's public detail for codes whose messages stay in the log.
+ * `msg` NULL or empty: the code's name.
+ */
+const char *st_status_public(int code, const char *msg);
+
+/* Whether a code's message is withheld from clients (its public detail is set). */
+bool st_status_redacted(int code);
 
 #endif
