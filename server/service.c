@@ -1,0 +1,331 @@
+/*
+ * service.c - the operations of docs/API.md over the engine (see service.h).
+ *
+ * Checks run in the order a reader of the request meets them: the scalar
+ * fields first, then the table, then what depends on the table (columns,
+ * filter, changes). A rejected request changes nothing: every check runs
+ * before the engine call.
+ */
+#include "service.h"
+
+#include "common/xalloc.h"
+#include "expr/filter.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char svc_type_names[] = "boolean, int, long, double, string or timestamp";
+
+static bool missing(const char *s)
+{
+    return s == NULL || s[0] == '\0';
+}
+
+/* An optional count: present means >= 0. */
+static int check_count(const char *name, struct svc_count c, struct st_err *err)
+{
+    if (c.has && c.v < 0)
+        return st_errf(err, ST_EINVAL, "%s: must be >= 0, got %" PRId64, name, c.v);
+    return ST_OK;
+}
+
+/* A table for reads and writes: the cached definition (at most ~1 s old). */
+static int table_of(struct engine *e, const char *name, struct table **out, struct st_err *err)
+{
+    *out = NULL;
+    return engine_get_table_cached(e, name, out, err);
+}
+
+/* The filter of a request compiled against t: *out NULL when none was given. */
+static int filter_of(const struct table *t, const struct svc_filter *f, struct filter **out,
+                     struct st_err *err)
+{
+    *out = NULL;
+    if (f->doc != NULL)
+        return filter_parse_jdoc(f->doc, t->cols, t->ncols, out, err);
+    if (!missing(f->text))
+        return filter_parse(f->text, strlen(f->text), t->cols, t->ncols, out, err);
+    return ST_OK;
+}
+
+static bool filter_given(const struct svc_filter *f)
+{
+    return f->doc != NULL || !missing(f->text);
+}
+
+/* ---- tables ------------------------------------------------------------------- */
+
+void svc_table_res_clear(struct svc_table_res *r)
+{
+    table_unref(r->table);
+    memset(r, 0, sizeof *r);
+}
+
+/* The definition as the engine takes it: names checked, types parsed. */
+static int table_def_of(const struct svc_create_req *q, struct st_column *cols,
+                        struct table_def *def, struct st_err *err)
+{
+    memset(def, 0, sizeof *def);
+    if (missing(q->name))
+        return st_errf(err, ST_EINVAL, "name: required");
+    if (q->ncols > ST_COLUMNS_MAX)
+        return st_errf(err, ST_EINVAL, "columns: at most %d columns", ST_COLUMNS_MAX);
+    for (size_t i = 0; i < q->ncols; i++) {
+        const struct svc_column *c = &q->cols[i];
+        if (missing(c->name) || missing(c->type))
+            return st_errf(err, ST_EINVAL, "columns[%zu]: \"%s\" is required", i,
+                           missing(c->name) ? "name" : "type");
+        if (!st_name_valid(c->name))
+            return st_errf(err, ST_EINVAL,
+                           "columns[%zu].name: \"%.200s\" is not a valid column name "
+                           "([A-Za-z_][A-Za-z0-9_]{0,127})",
+                           i, c->name);
+        memcpy(cols[i].name, c->name, strlen(c->name) + 1);
+        if (!st_type_parse(c->type, &cols[i].type))
+            return st_errf(err, ST_EINVAL, "columns[%zu].type: unknown type \"%.60s\" (use %s)", i,
+                           c->type, svc_type_names);
+        cols[i].required = c->required;
+    }
+    if (q->npk > ST_COLUMNS_MAX)
+        return st_errf(err, ST_EINVAL, "primary_key: too many columns");
+    def->name = q->name;
+    def->ncols = (int)q->ncols;
+    def->cols = cols;
+    def->npk = (int)q->npk;
+    def->pk = q->pk;
+    def->version_column = missing(q->version_column) ? NULL : q->version_column;
+    return ST_OK;
+}
+
+int svc_create_table(struct engine *e, const struct svc_create_req *q, struct svc_table_res *out,
+                     struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct st_column *cols = xcalloc(q->ncols ? q->ncols : 1, sizeof *cols);
+    struct table_def def;
+    int rc = table_def_of(q, cols, &def, err);
+    if (rc == ST_OK)
+        rc = engine_create_table(e, &def, q->idem, &out->table, &out->replayed, err);
+    free(cols);
+    return rc;
+}
+
+int svc_get_table(struct engine *e, const char *name, struct svc_table_res *out,
+                  struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = engine_get_table(e, name, &out->table, err);
+    if (rc == ST_OK)
+        rc = engine_table_stats(e, out->table, &out->stats, err);
+    if (rc != ST_OK) {
+        svc_table_res_clear(out);
+        return rc;
+    }
+    out->has_stats = true;
+    return ST_OK;
+}
+
+int svc_list_tables(struct engine *e, struct svc_table_list *out, struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    return engine_list_tables(e, &out->tables, &out->n, err);
+}
+
+void svc_table_list_clear(struct svc_table_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        table_unref(l->tables[i]);
+    free(l->tables);
+    memset(l, 0, sizeof *l);
+}
+
+int svc_drop_table(struct engine *e, const char *name, const struct st_idem *idem, bool *replayed,
+                   struct st_err *err)
+{
+    return engine_drop_table(e, name, idem, replayed, err);
+}
+
+/* ---- changes and deletes ------------------------------------------------------- */
+
+/* API.md "Changes": `producer` and `offset` come together; the producer's length is bounded. */
+static int check_producer(const struct svc_changes_req *q, struct st_err *err)
+{
+    int rc;
+    if ((rc = check_count("offset", q->offset, err)) != ST_OK ||
+        (rc = check_count("expected_seq", q->expected_seq, err)) != ST_OK)
+        return rc;
+    bool has_producer = !missing(q->producer);
+    if (q->offset.has != has_producer)
+        return st_errf(err, ST_EINVAL, "%s",
+                       has_producer ? "offset: required with \"producer\""
+                                    : "producer: required with \"offset\"");
+    if (has_producer && strlen(q->producer) > ENGINE_PRODUCER_MAX)
+        return st_errf(err, ST_EINVAL, "producer: 1 to %d characters", ENGINE_PRODUCER_MAX);
+    return ST_OK;
+}
+
+int svc_apply_changes(struct engine *e, const struct svc_changes_req *q, struct change_res *out,
+                      struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = check_producer(q, err);
+    if (rc != ST_OK)
+        return rc;
+    struct table *t = NULL;
+    struct changeset cs = {0};
+    if ((rc = table_of(e, q->table, &t, err)) == ST_OK &&
+        (rc = changeset_build(t, q->changes, q->nchanges, &cs, err)) == ST_OK) {
+        struct change_req req = {
+            .table = t,
+            .changes = cs.changes,
+            .nchanges = cs.n,
+            .producer = missing(q->producer) ? NULL : q->producer,
+            .has_offset = q->offset.has,
+            .offset = q->offset.v,
+            .has_expected_seq = q->expected_seq.has,
+            .expected_seq = q->expected_seq.v,
+            .idem = q->idem,
+        };
+        rc = engine_apply_changes(e, &req, out, err);
+    }
+    changeset_free(&cs);
+    table_unref(t);
+    return rc;
+}
+
+int svc_delete_where(struct engine *e, const struct svc_delete_req *q, struct delete_res *out,
+                     struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = check_count("expected_seq", q->expected_seq, err);
+    if (rc != ST_OK)
+        return rc;
+    if (!filter_given(&q->filter))
+        return st_errf(err, ST_EINVAL, "filter: required ({\"filter\":true} deletes every row)");
+    struct table *t = NULL;
+    struct filter *f = NULL;
+    if ((rc = table_of(e, q->table, &t, err)) == ST_OK &&
+        (rc = filter_of(t, &q->filter, &f, err)) == ST_OK)
+        rc = engine_delete_where(e, t, f, q->expected_seq.has, q->expected_seq.v, q->idem, out,
+                                 err);
+    filter_free(f);
+    table_unref(t);
+    return rc;
+}
+
+/* ---- reads -------------------------------------------------------------------- */
+
+/* A scan's column list: distinct names of t, at least one when given. */
+static int columns_of(const struct table *t, const struct svc_scan_req *q, int **out,
+                      struct st_err *err)
+{
+    *out = NULL;
+    if (!q->has_columns)
+        return ST_OK;
+    size_t n = q->ncolumns;
+    if (n == 0)
+        return st_errf(err, ST_EINVAL,
+                       "columns: an empty list selects nothing; omit it for all columns");
+    if (n > (size_t)t->ncols)
+        return st_errf(err, ST_EINVAL, "columns: %zu names for a table of %d columns", n, t->ncols);
+    int *idx = xcalloc(n, sizeof *idx);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = q->columns[i];
+        idx[i] = name != NULL ? table_column(t, name) : -1;
+        int rc = ST_OK;
+        if (name == NULL)
+            rc = st_errf(err, ST_EINVAL, "columns[%zu]: expected a column name", i);
+        else if (idx[i] < 0)
+            rc = st_errf(err, ST_EINVAL, "columns[%zu]: unknown column \"%.128s\"", i, name);
+        for (size_t j = 0; rc == ST_OK && j < i; j++)
+            if (idx[j] == idx[i])
+                rc = st_errf(err, ST_EINVAL, "columns[%zu]: column \"%s\" is listed twice", i,
+                             name);
+        if (rc != ST_OK) {
+            free(idx);
+            return rc;
+        }
+    }
+    *out = idx;
+    return ST_OK;
+}
+
+int svc_scan_open(struct engine *e, const struct svc_scan_req *q, struct svc_scan *out,
+                  struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc;
+    if ((rc = check_count("snapshot", q->snapshot, err)) != ST_OK ||
+        (rc = check_count("limit", q->limit, err)) != ST_OK)
+        return rc;
+    if ((rc = table_of(e, q->table, &out->table, err)) == ST_OK &&
+        (rc = columns_of(out->table, q, &out->columns, err)) == ST_OK &&
+        (rc = filter_of(out->table, &q->filter, &out->filter, err)) == ST_OK) {
+        struct scan_req req = {
+            .has_snapshot = q->snapshot.has,
+            .snapshot = q->snapshot.v,
+            .columns = out->columns,
+            .ncolumns = out->columns != NULL ? (int)q->ncolumns : 0,
+            .filter = out->filter,
+            .has_limit = q->limit.has,
+            .limit = q->limit.v,
+        };
+        rc = engine_scan_open(e, out->table, &req, &out->scan, err);
+    }
+    if (rc != ST_OK)
+        svc_scan_close(out);
+    return rc;
+}
+
+void svc_scan_close(struct svc_scan *s)
+{
+    scan_close(s->scan); /* first: the scan reads with the filter and the table */
+    filter_free(s->filter);
+    table_unref(s->table);
+    free(s->columns);
+    memset(s, 0, sizeof *s);
+}
+
+int svc_plan(struct engine *e, const struct svc_plan_req *q, struct svc_plan_res *out,
+             struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = check_count("snapshot", q->snapshot, err);
+    if (rc != ST_OK)
+        return rc;
+    struct filter *f = NULL;
+    if ((rc = table_of(e, q->table, &out->table, err)) == ST_OK &&
+        (rc = filter_of(out->table, &q->filter, &f, err)) == ST_OK)
+        rc = engine_plan(e, out->table, q->snapshot.has, q->snapshot.v, f, &out->files,
+                         &out->nfiles, &out->seq, err);
+    filter_free(f);
+    if (rc != ST_OK)
+        svc_plan_res_clear(out);
+    return rc;
+}
+
+void svc_plan_res_clear(struct svc_plan_res *r)
+{
+    plan_free(r->files, r->nfiles);
+    table_unref(r->table);
+    memset(r, 0, sizeof *r);
+}
+
+int svc_list_snapshots(struct engine *e, const char *table, struct svc_snapshots_res *out,
+                       struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct table *t = NULL;
+    int rc = table_of(e, table, &t, err);
+    if (rc == ST_OK)
+        rc = engine_list_snapshots(e, t, &out->snapshots, &out->n, err);
+    table_unref(t);
+    return rc;
+}
+
+void svc_snapshots_res_clear(struct svc_snapshots_res *r)
+{
+    snapshots_free(r->snapshots, r->n);
+    memset(r, 0, sizeof *r);
+}
