@@ -27,7 +27,6 @@
 #ifndef STRIKE_HTTP_INT_H
 #define STRIKE_HTTP_INT_H
 
-#include <jansson.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,6 +37,7 @@
 #include "app.h"
 #include "common/buf.h"
 #include "common/err.h"
+#include "common/jdoc.h"
 #include "common/types.h"
 #include "engine/engine.h"
 #include "http.h"
@@ -223,20 +223,24 @@ void http__job_plan(struct hreq *r);
 void http__job_snapshots(struct hreq *r);
 
 /*
- * Parse the request body as a JSON object (an empty body is `{}` when
- * empty_ok, else an error). On failure the reply holds the problem and NULL
- * is returned.
+ * Parse the request body with jdoc as a JSON object, nesting at most
+ * max_depth levels (0: jdoc's default; the filter routes pass
+ * FILTER_JSON_DEPTH). An empty body is `{}` when empty_ok, else an error.
+ * Returns the document (caller frees with jdoc_free), or NULL with the
+ * problem in the reply.
  */
-json_t *http__body_json(struct hreq *r, bool empty_ok);
+struct jdoc *http__body_jdoc(struct hreq *r, bool empty_ok, unsigned max_depth);
 /* Refuse members of `o` not named in allowed[] (NULL-terminated): 400 naming the field. */
-bool http__check_fields(struct hreq *r, json_t *o, const char *const *allowed, const char *where);
+bool http__check_fields(struct hreq *r, const struct jdoc_val *o, const char *const *allowed,
+                        const char *where);
 /* The table (fresh from the catalog, or cached within ~1 s when `cached`); else a problem. */
 struct table *http__table(struct hreq *r, bool cached);
 /*
- * An optional non-negative integer member: false (with a 400 reply) when it
- * is present but not an integer >= 0.
+ * An optional non-negative integer member (null counts as absent): false
+ * (with a 400 reply) when it is present but not an integer >= 0.
  */
-bool http__opt_uint(struct hreq *r, json_t *o, const char *name, bool *has, int64_t *v);
+bool http__opt_uint(struct hreq *r, const struct jdoc_val *o, const char *name, bool *has,
+                    int64_t *v);
 
 /* ---- http_scan.c ---- */
 

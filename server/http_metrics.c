@@ -17,6 +17,7 @@
 #include "common/xalloc.h"
 #include "workers.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -4,14 +4,16 @@
  * the catalog), reads the request body, calls the engine and leaves its
  * answer in r->reply.
  *
- * Bodies: POST /v1/tables and .../changes (the CDC hot path) are read with
- * jdoc (common/jdoc.h: one arena per body, values and names borrowed from
- * it until the engine call returns); the routes that hand a filter to
- * storage/expr (delete, plan, and scan in http_scan.c) with jansson, whose
- * tree filter_parse_json takes. jdoc accepts, refuses and words refusals
- * as jansson does, so every route answers the same JSON the same way; the
- * one difference is jdoc's depth limit (64 levels; jansson's is 2048),
- * beyond anything a change or a table definition can use.
+ * Bodies: every route reads its body with jdoc (common/jdoc.h: one arena
+ * per body, values and names borrowed from it until the engine call
+ * returns); the routes that hand a filter to storage/expr (delete, plan,
+ * and scan in http_scan.c) pass the body's "filter" value to
+ * filter_parse_jdoc. jdoc accepts, refuses and words refusals as jansson
+ * does, so every route answers the same JSON the same way. Depth: POST
+ * /v1/tables and .../changes take jdoc's default (64 levels), beyond
+ * anything a change or a table definition can use; the filter routes take
+ * FILTER_JSON_DEPTH (2048, jansson's, which read them before), since a
+ * chain of one operator nests as deep as it is long.
  *
  * Request bodies: members a route does not define are refused with a 400
  * that names them (a misspelt "limt" must not silently scan everything).
@@ -31,6 +33,7 @@
 #include "expr/literal.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,42 +46,22 @@ static void reply_bad_json(struct hreq *r, int line, int column, const char *tex
     http__reply_problem(r, 400, "invalid JSON at line %d column %d: %s", line, column, text);
 }
 
-json_t *http__body_json(struct hreq *r, bool empty_ok)
+struct jdoc *http__body_jdoc(struct hreq *r, bool empty_ok, unsigned max_depth)
 {
-    if (r->body.len == 0) {
-        if (empty_ok)
-            return json_object();
-        http__reply_problem(r, 400, "the request needs a JSON object as its body");
-        return NULL;
+    const void *text = r->body.data;
+    size_t len = r->body.len;
+    if (len == 0) {
+        if (!empty_ok) {
+            http__reply_problem(r, 400, "the request needs a JSON object as its body");
+            return NULL;
+        }
+        text = "{}";
+        len = 2;
     }
-    json_error_t je;
-    /* No JSON_ALLOW_NUL: U+0000 is refused in every string (API.md "Types"), keys included. */
-    json_t *j = json_loadb((const char *)r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &je);
-    if (j == NULL) {
-        reply_bad_json(r, je.line, je.column, je.text);
-        return NULL;
-    }
-    if (!json_is_object(j)) {
-        http__reply_problem(r, 400, "the body must be a JSON object, got %s", lit_json_kind(j));
-        json_decref(j);
-        return NULL;
-    }
-    return j;
-}
-
-/*
- * http__body_json with jdoc, for a route whose body is required: the
- * document (caller frees with jdoc_free) with an object at its root, or NULL
- * with the same problem.
- */
-static struct jdoc *body_jdoc(struct hreq *r)
-{
-    if (r->body.len == 0) {
-        http__reply_problem(r, 400, "the request needs a JSON object as its body");
-        return NULL;
-    }
+    /* jdoc refuses U+0000 in every string (API.md "Types"), keys included. */
+    struct jdoc_opts opts = {.max_depth = max_depth};
     struct jdoc_error je;
-    struct jdoc *d = jdoc_parse(r->body.data, r->body.len, NULL, &je);
+    struct jdoc *d = jdoc_parse(text, len, &opts, &je);
     if (d == NULL) {
         reply_bad_json(r, je.line, je.column, je.text);
         return NULL;
@@ -90,6 +73,12 @@ static struct jdoc *body_jdoc(struct hreq *r)
         return NULL;
     }
     return d;
+}
+
+/* http__body_jdoc for a route whose body is required, at jdoc's default depth. */
+static struct jdoc *body_jdoc(struct hreq *r)
+{
+    return http__body_jdoc(r, false, 0);
 }
 
 static bool field_known(const char *const *allowed, const char *key)
@@ -106,21 +95,7 @@ static void reply_unknown_field(struct hreq *r, const char *where, const char *k
                         where ? ": " : "", key);
 }
 
-bool http__check_fields(struct hreq *r, json_t *o, const char *const *allowed, const char *where)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(o, key, v)
-    {
-        if (!field_known(allowed, key)) {
-            reply_unknown_field(r, where, key);
-            return false;
-        }
-    }
-    return true;
-}
-
-/* http__check_fields for a jdoc object. */
+/* Refuse the first member of `o` (in document order) not named in allowed[]. */
 static bool check_fields(struct hreq *r, const struct jdoc_val *o, const char *const *allowed,
                          const char *where)
 {
@@ -134,45 +109,39 @@ static bool check_fields(struct hreq *r, const struct jdoc_val *o, const char *c
     return true;
 }
 
-/*
- * The verdict on an optional integer >= 0 named `name` (present: not null;
- * kind: its JSON kind; integer: whether it is one, and its value).
- */
-static bool opt_uint_of(struct hreq *r, const char *name, bool present, const char *kind,
-                        bool integer, int64_t value, bool *has, int64_t *v)
+/* check_fields for http_scan.c (the routes of this file call it by its static name). */
+bool http__check_fields(struct hreq *r, const struct jdoc_val *o, const char *const *allowed,
+                        const char *where)
 {
-    *has = false;
-    if (!present)
-        return true;
-    if (!integer) {
-        http__reply_problem(r, 400, "%s: expected an integer >= 0, got %s", name, kind);
-        return false;
-    }
-    if (value < 0) {
-        http__reply_problem(r, 400, "%s: must be >= 0, got %" PRId64, name, value);
-        return false;
-    }
-    *has = true;
-    *v = value;
-    return true;
+    return check_fields(r, o, allowed, where);
 }
 
-bool http__opt_uint(struct hreq *r, json_t *o, const char *name, bool *has, int64_t *v)
-{
-    json_t *j = json_object_get(o, name);
-    bool present = j != NULL && !json_is_null(j);
-    return opt_uint_of(r, name, present, present ? lit_json_kind(j) : NULL, json_is_integer(j),
-                       (int64_t)json_integer_value(j), has, v);
-}
-
-/* http__opt_uint for a jdoc object. */
+/* An optional integer >= 0 member (null counts as absent); false with a 400 reply otherwise. */
 static bool opt_uint(struct hreq *r, const struct jdoc_val *o, const char *name, bool *has,
                      int64_t *v)
 {
     const struct jdoc_val *j = jdoc_get(o, name);
-    bool present = j != NULL && !jdoc_is(j, JDOC_NULL);
-    return opt_uint_of(r, name, present, present ? lit_jdoc_kind(j) : NULL, jdoc_is(j, JDOC_INT),
-                       jdoc_int(j), has, v);
+    *has = false;
+    if (j == NULL || jdoc_is(j, JDOC_NULL))
+        return true;
+    if (!jdoc_is(j, JDOC_INT)) {
+        http__reply_problem(r, 400, "%s: expected an integer >= 0, got %s", name, lit_jdoc_kind(j));
+        return false;
+    }
+    if (j->u.i < 0) {
+        http__reply_problem(r, 400, "%s: must be >= 0, got %" PRId64, name, j->u.i);
+        return false;
+    }
+    *has = true;
+    *v = j->u.i;
+    return true;
+}
+
+/* opt_uint for http_scan.c. */
+bool http__opt_uint(struct hreq *r, const struct jdoc_val *o, const char *name, bool *has,
+                    int64_t *v)
+{
+    return opt_uint(r, o, name, has, v);
 }
 
 struct table *http__table(struct hreq *r, bool cached)
@@ -596,27 +565,28 @@ out:
 
 void http__job_delete(struct hreq *r)
 {
-    json_t *j = http__body_json(r, false);
-    if (j == NULL)
+    struct jdoc *d = http__body_jdoc(r, false, FILTER_JSON_DEPTH);
+    if (d == NULL)
         return;
+    const struct jdoc_val *j = jdoc_root(d);
     struct table *t = NULL;
     struct filter *f = NULL;
     static const char *const top[] = {"filter", "expected_seq", NULL};
-    if (!http__check_fields(r, j, top, NULL))
+    if (!check_fields(r, j, top, NULL))
         goto out;
-    json_t *jf = json_object_get(j, "filter");
-    if (jf == NULL || json_is_null(jf)) {
+    const struct jdoc_val *jf = jdoc_get(j, "filter");
+    if (jf == NULL || jdoc_is(jf, JDOC_NULL)) {
         http__reply_problem(r, 400, "filter: required ({\"filter\":true} deletes every row)");
         goto out;
     }
     bool has_exp;
     int64_t exp = 0;
-    if (!http__opt_uint(r, j, "expected_seq", &has_exp, &exp))
+    if (!opt_uint(r, j, "expected_seq", &has_exp, &exp))
         goto out;
     if ((t = http__table(r, true)) == NULL)
         goto out;
     struct st_err err = {0};
-    int rc = filter_parse_json(jf, t->cols, t->ncols, &f, &err);
+    int rc = filter_parse_jdoc(jf, t->cols, t->ncols, &f, &err);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
         goto out;
@@ -636,34 +606,35 @@ void http__job_delete(struct hreq *r)
 out:
     filter_free(f);
     table_unref(t);
-    json_decref(j);
+    jdoc_free(d);
 }
 
 /* ---- plan ---------------------------------------------------------------------------- */
 
 void http__job_plan(struct hreq *r)
 {
-    json_t *j = http__body_json(r, true);
-    if (j == NULL)
+    struct jdoc *d = http__body_jdoc(r, true, FILTER_JSON_DEPTH);
+    if (d == NULL)
         return;
+    const struct jdoc_val *j = jdoc_root(d);
     struct table *t = NULL;
     struct filter *f = NULL;
     struct plan_file *files = NULL;
     size_t nfiles = 0;
     static const char *const top[] = {"snapshot", "filter", NULL};
-    if (!http__check_fields(r, j, top, NULL))
+    if (!check_fields(r, j, top, NULL))
         goto out;
     bool has_snap;
     int64_t snap = 0;
-    if (!http__opt_uint(r, j, "snapshot", &has_snap, &snap))
+    if (!opt_uint(r, j, "snapshot", &has_snap, &snap))
         goto out;
     if ((t = http__table(r, true)) == NULL)
         goto out;
     struct st_err err = {0};
-    json_t *jf = json_object_get(j, "filter");
+    const struct jdoc_val *jf = jdoc_get(j, "filter");
     int rc;
-    if (jf != NULL && !json_is_null(jf) &&
-        (rc = filter_parse_json(jf, t->cols, t->ncols, &f, &err)) != ST_OK) {
+    if (jf != NULL && !jdoc_is(jf, JDOC_NULL) &&
+        (rc = filter_parse_jdoc(jf, t->cols, t->ncols, &f, &err)) != ST_OK) {
         http__reply_err(r, rc, &err);
         goto out;
     }
@@ -701,7 +672,7 @@ out:
     plan_free(files, nfiles);
     filter_free(f);
     table_unref(t);
-    json_decref(j);
+    jdoc_free(d);
 }
 
 /* ---- snapshots ------------------------------------------------------------------------ */

@@ -188,17 +188,18 @@ ssize_t http__scan_reader(void *cls, uint64_t pos, char *out, size_t max)
 }
 
 /* Parse "columns": a non-empty list of distinct column names. */
-static bool parse_columns(struct hreq *r, const struct table *t, json_t *jc, int **out, int *n)
+static bool parse_columns(struct hreq *r, const struct table *t, const struct jdoc_val *jc,
+                          int **out, int *n)
 {
     *out = NULL;
     *n = 0;
-    if (jc == NULL || json_is_null(jc))
+    if (jc == NULL || jdoc_is(jc, JDOC_NULL))
         return true;
-    if (!json_is_array(jc)) {
+    if (!jdoc_is(jc, JDOC_ARRAY)) {
         http__reply_problem(r, 400, "columns: expected an array of column names");
         return false;
     }
-    size_t m = json_array_size(jc);
+    size_t m = jdoc_size(jc);
     if (m == 0) {
         http__reply_problem(r, 400,
                             "columns: an empty list selects nothing; omit it for all columns");
@@ -210,8 +211,7 @@ static bool parse_columns(struct hreq *r, const struct table *t, json_t *jc, int
     }
     int *cols = xcalloc(m, sizeof *cols);
     for (size_t i = 0; i < m; i++) {
-        json_t *e = json_array_get(jc, i);
-        const char *name = json_string_value(e);
+        const char *name = jdoc_str(jdoc_at(jc, i), NULL);
         int k = name != NULL ? table_column(t, name) : -1;
         if (name == NULL) {
             http__reply_problem(r, 400, "columns[%zu]: expected a column name", i);
@@ -238,9 +238,10 @@ static bool parse_columns(struct hreq *r, const struct table *t, json_t *jc, int
 
 void http__job_scan(struct hreq *r)
 {
-    json_t *j = http__body_json(r, true);
-    if (j == NULL)
+    struct jdoc *d = http__body_jdoc(r, true, FILTER_JSON_DEPTH);
+    if (d == NULL)
         return;
+    const struct jdoc_val *j = jdoc_root(d);
     struct hscan *hs = xcalloc(1, sizeof *hs);
     hs->cancelled = &r->cancelled;
     static const char *const top[] = {"snapshot", "columns", "filter", "limit", NULL};
@@ -253,12 +254,12 @@ void http__job_scan(struct hreq *r)
         goto fail;
     if ((hs->t = http__table(r, true)) == NULL)
         goto fail;
-    if (!parse_columns(r, hs->t, json_object_get(j, "columns"), &hs->cols, &req.ncolumns))
+    if (!parse_columns(r, hs->t, jdoc_get(j, "columns"), &hs->cols, &req.ncolumns))
         goto fail;
     req.columns = hs->cols;
-    json_t *jf = json_object_get(j, "filter");
-    if (jf != NULL && !json_is_null(jf) &&
-        (rc = filter_parse_json(jf, hs->t->cols, hs->t->ncols, &hs->f, &err)) != ST_OK) {
+    const struct jdoc_val *jf = jdoc_get(j, "filter");
+    if (jf != NULL && !jdoc_is(jf, JDOC_NULL) &&
+        (rc = filter_parse_jdoc(jf, hs->t->cols, hs->t->ncols, &hs->f, &err)) != ST_OK) {
         http__reply_err(r, rc, &err);
         goto fail;
     }
@@ -275,8 +276,8 @@ void http__job_scan(struct hreq *r)
         http__reply_err(r, rc, &err);
         goto fail;
     }
-    json_decref(j);
-    j = NULL;
+    jdoc_free(d); /* the filter and the columns own what they took from it */
+    d = NULL;
     int64_t snap = scan_snapshot(hs->s);
     if (hs->slot[0].len > 0) {
         hs->count = 1;
@@ -301,5 +302,5 @@ void http__job_scan(struct hreq *r)
     return;
 fail:
     http__scan_free(hs);
-    json_decref(j);
+    jdoc_free(d);
 }

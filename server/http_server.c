@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <jansson.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>

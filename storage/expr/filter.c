@@ -140,20 +140,20 @@ static int find_column(struct parser *p, const char *name, int *col)
 }
 
 /* The "type" of an expression object, or NULL. */
-static const char *type_of(const json_t *j)
+static const char *type_of(const struct jdoc_val *j)
 {
-    return json_is_object(j) ? json_string_value(json_object_get(j, "type")) : NULL;
+    return jdoc_str(jdoc_get(j, "type"), NULL); /* NULL for a non-object */
 }
 
 /* {"type":"reference", "name":N} (newer), {"type":"reference","term":N} (older), "id" (refused). */
-static int parse_reference(struct parser *p, const json_t *j, int *col)
+static int parse_reference(struct parser *p, const struct jdoc_val *j, int *col)
 {
-    const json_t *name = json_object_get(j, "name");
+    const struct jdoc_val *name = jdoc_get(j, "name");
     if (name == NULL)
-        name = json_object_get(j, "term");
-    if (json_is_string(name))
-        return find_column(p, json_string_value(name), col);
-    if (json_object_get(j, "id") != NULL)
+        name = jdoc_get(j, "term");
+    if (jdoc_is(name, JDOC_STRING))
+        return find_column(p, jdoc_str(name, NULL), col);
+    if (jdoc_get(j, "id") != NULL)
         return fail(p, ST_EUNSUPPORTED,
                     "references by field id are not supported; use "
                     "{\"type\":\"reference\",\"name\":\"column\"}");
@@ -173,31 +173,31 @@ static int refuse_term_type(struct parser *p, const char *type)
 }
 
 /* A released-form "term": a column name, a reference object, or a (refused) transform. */
-static int parse_term(struct parser *p, const json_t *j, int *col)
+static int parse_term(struct parser *p, const struct jdoc_val *j, int *col)
 {
-    if (json_is_string(j))
-        return find_column(p, json_string_value(j), col);
+    if (jdoc_is(j, JDOC_STRING))
+        return find_column(p, jdoc_str(j, NULL), col);
     const char *type = type_of(j);
     if (type != NULL && strcmp(type, "reference") == 0)
         return parse_reference(p, j, col);
     if (type != NULL && strcmp(type, "transform") == 0)
         return refuse_term_type(p, type);
     return fail(p, ST_EINVAL, "\"term\" must be a column name or a reference, got %s",
-                lit_json_kind(j));
+                lit_jdoc_kind(j));
 }
 
 /* A newer-form operand: a reference (col set) or a literal (*lit set). */
 struct operand {
-    int col;           /* >= 0 for a reference */
-    const json_t *lit; /* the literal's JSON value otherwise */
+    int col;                    /* >= 0 for a reference */
+    const struct jdoc_val *lit; /* the literal's JSON value otherwise */
 };
 
 /* LITERAL: a JSON scalar, or {"type":"literal","value":V[,"data-type":T]}. */
-static int unwrap_literal(struct parser *p, const json_t *j, const json_t **out)
+static int unwrap_literal(struct parser *p, const struct jdoc_val *j, const struct jdoc_val **out)
 {
     const char *type = type_of(j);
     if (type != NULL && strcmp(type, "literal") == 0) {
-        j = json_object_get(j, "value");
+        j = jdoc_get(j, "value");
         if (j == NULL)
             return fail(p, ST_EINVAL, "a literal needs a \"value\"");
     }
@@ -205,11 +205,11 @@ static int unwrap_literal(struct parser *p, const json_t *j, const json_t **out)
     return ST_OK;
 }
 
-static int parse_operand(struct parser *p, const json_t *j, struct operand *out)
+static int parse_operand(struct parser *p, const struct jdoc_val *j, struct operand *out)
 {
     out->col = -1;
     out->lit = NULL;
-    if (json_is_object(j)) {
+    if (jdoc_is(j, JDOC_OBJECT)) {
         const char *type = type_of(j);
         if (type == NULL)
             return fail(p, ST_EINVAL, "an operand object needs a \"type\"");
@@ -219,7 +219,7 @@ static int parse_operand(struct parser *p, const json_t *j, struct operand *out)
             return unwrap_literal(p, j, &out->lit);
         return refuse_term_type(p, type);
     }
-    if (json_is_array(j))
+    if (jdoc_is(j, JDOC_ARRAY))
         return fail(p, ST_EINVAL, "expected a column reference or a literal, got array");
     out->lit = j;
     return ST_OK;
@@ -228,7 +228,7 @@ static int parse_operand(struct parser *p, const json_t *j, struct operand *out)
 /* ---- literals ------------------------------------------------------------ */
 
 /* Coerce the JSON literal j to column `col`'s type into *out (strings still borrowed). */
-static int bind_literal(struct parser *p, int col, const json_t *j, struct flit *out)
+static int bind_literal(struct parser *p, int col, const struct jdoc_val *j, struct flit *out)
 {
     const struct st_column *c = &p->cols[col];
     struct st_literal lit;
@@ -236,7 +236,7 @@ static int bind_literal(struct parser *p, int col, const json_t *j, struct flit 
     int rc = unwrap_literal(p, j, &j);
     if (rc != ST_OK)
         return rc;
-    rc = lit_from_json(j, &lit, p->err);
+    rc = lit_from_jdoc(j, &lit, p->err);
     if (rc == ST_OK)
         rc = lit_coerce(&lit, c->type, &v, p->err);
     if (rc != ST_OK) {
@@ -291,25 +291,25 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* The list of an in/not-in: [LITERAL...] or {"type":"literals","values":[...]}. */
-static int bind_set(struct parser *p, struct fnode *nd, const json_t *values)
+static int bind_set(struct parser *p, struct fnode *nd, const struct jdoc_val *values)
 {
     const char *name = op_name(nd->op);
-    if (json_is_object(values)) {
+    if (jdoc_is(values, JDOC_OBJECT)) {
         const char *type = type_of(values);
         if (type == NULL || strcmp(type, "literals") != 0)
             return fail(p, ST_EINVAL, "\"%s\" values must be a list", name);
-        values = json_object_get(values, "values");
+        values = jdoc_get(values, "values");
     }
-    if (!json_is_array(values))
+    if (!jdoc_is(values, JDOC_ARRAY))
         return fail(p, ST_EINVAL, "\"%s\" needs a \"values\" list", name);
-    size_t n = json_array_size(values);
+    size_t n = jdoc_size(values);
     if (n > FILTER_MAX_VALUES)
         return fail(p, ST_EINVAL, "\"%s\" has %zu values; at most %d are allowed", name, n,
                     FILTER_MAX_VALUES);
     struct flit *lits = xcalloc(n ? n : 1, sizeof *lits);
     size_t bytes = 0;
     for (size_t k = 0; k < n; k++) {
-        int rc = bind_literal(p, nd->col, json_array_get(values, k), &lits[k]);
+        int rc = bind_literal(p, nd->col, jdoc_at(values, k), &lits[k]);
         if (rc != ST_OK) {
             free(lits);
             return rc;
@@ -392,10 +392,10 @@ static enum fop flipped(enum fop op)
 }
 
 /* The column of a set or unary predicate: "term" (released) or "child" (newer). */
-static int predicate_column(struct parser *p, const json_t *j, enum fop op, int *col)
+static int predicate_column(struct parser *p, const struct jdoc_val *j, enum fop op, int *col)
 {
-    const json_t *term = json_object_get(j, "term");
-    const json_t *child = json_object_get(j, "child");
+    const struct jdoc_val *term = jdoc_get(j, "term");
+    const struct jdoc_val *child = jdoc_get(j, "child");
     if (term != NULL && child != NULL)
         return fail(p, ST_EINVAL, "\"%s\" has both \"term\" and \"child\"", op_name(op));
     if (term != NULL)
@@ -416,16 +416,16 @@ static int predicate_column(struct parser *p, const json_t *j, enum fop op, int 
 }
 
 /* lt .. not-starts-with: returns the column and the literal's JSON, op possibly flipped. */
-static int comparison_operands(struct parser *p, const json_t *j, enum fop *op, int *col,
-                               const json_t **lit)
+static int comparison_operands(struct parser *p, const struct jdoc_val *j, enum fop *op, int *col,
+                               const struct jdoc_val **lit)
 {
     const char *name = op_name(*op);
-    const json_t *term = json_object_get(j, "term");
-    const json_t *left = json_object_get(j, "left"), *right = json_object_get(j, "right");
+    const struct jdoc_val *term = jdoc_get(j, "term");
+    const struct jdoc_val *left = jdoc_get(j, "left"), *right = jdoc_get(j, "right");
     if (term != NULL) {
         if (left != NULL || right != NULL)
             return fail(p, ST_EINVAL, "\"%s\" has both \"term\" and \"left\"/\"right\"", name);
-        *lit = json_object_get(j, "value");
+        *lit = jdoc_get(j, "value");
         if (*lit == NULL)
             return fail(p, ST_EINVAL, "\"%s\" with \"term\" needs a \"value\"", name);
         return parse_term(p, term, col);
@@ -456,10 +456,11 @@ static int comparison_operands(struct parser *p, const json_t *j, enum fop *op, 
     return ST_OK;
 }
 
-static int parse_predicate(struct parser *p, const json_t *j, enum fop op, struct fnode **out)
+static int parse_predicate(struct parser *p, const struct jdoc_val *j, enum fop op,
+                           struct fnode **out)
 {
     int col = -1;
-    const json_t *lit = NULL;
+    const struct jdoc_val *lit = NULL;
     int rc;
     if (is_cmp(op))
         rc = comparison_operands(p, j, &op, &col, &lit);
@@ -489,7 +490,7 @@ static int parse_predicate(struct parser *p, const json_t *j, enum fop op, struc
             nd->lit.s = NULL;
         }
     } else if (is_set(op)) {
-        rc = bind_set(p, nd, json_object_get(j, "values"));
+        rc = bind_set(p, nd, jdoc_get(j, "values"));
     }
     if (rc != ST_OK) {
         node_free(nd);
@@ -501,7 +502,7 @@ static int parse_predicate(struct parser *p, const json_t *j, enum fop op, struc
 
 /* ---- logic --------------------------------------------------------------- */
 
-static int parse_expr(struct parser *p, const json_t *j, int depth, struct fnode **out);
+static int parse_expr(struct parser *p, const struct jdoc_val *j, int depth, struct fnode **out);
 
 static void add_kid(struct fnode *nd, struct fnode *kid, size_t *cap)
 {
@@ -516,22 +517,22 @@ static void add_kid(struct fnode *nd, struct fnode *kid, size_t *cap)
  * and/or: collect the operands of the whole chain of this operator (any
  * shape) with an explicit stack, fold constants, and make one n-ary node.
  */
-static int parse_chain(struct parser *p, const json_t *j, enum fop op, int depth,
+static int parse_chain(struct parser *p, const struct jdoc_val *j, enum fop op, int depth,
                        struct fnode **out)
 {
     enum fop absorbing = op == OP_AND ? OP_FALSE : OP_TRUE; /* x and false = false */
     enum fop neutral = op == OP_AND ? OP_TRUE : OP_FALSE;   /* x and true = x */
     struct fnode *nd = node_new(op);
     size_t cap = 0, sp = 0, scap = 16;
-    const json_t **stack = xmalloc(scap * sizeof *stack);
+    const struct jdoc_val **stack = xmalloc(scap * sizeof *stack);
     bool absorbed = false;
     int rc = ST_OK;
     stack[sp++] = j;
     while (sp > 0 && rc == ST_OK) {
-        const json_t *e = stack[--sp];
+        const struct jdoc_val *e = stack[--sp];
         const char *type = type_of(e);
         if (type != NULL && strcmp(type, op_name(op)) == 0) {
-            const json_t *l = json_object_get(e, "left"), *r = json_object_get(e, "right");
+            const struct jdoc_val *l = jdoc_get(e, "left"), *r = jdoc_get(e, "right");
             if (l == NULL || r == NULL) {
                 rc = fail(p, ST_EINVAL, "\"%s\" needs \"left\" and \"right\"", op_name(op));
                 break;
@@ -576,9 +577,9 @@ static int parse_chain(struct parser *p, const json_t *j, enum fop op, int depth
     return ST_OK;
 }
 
-static int parse_not(struct parser *p, const json_t *j, int depth, struct fnode **out)
+static int parse_not(struct parser *p, const struct jdoc_val *j, int depth, struct fnode **out)
 {
-    const json_t *child = json_object_get(j, "child");
+    const struct jdoc_val *child = jdoc_get(j, "child");
     if (child == NULL)
         return fail(p, ST_EINVAL, "\"not\" needs a \"child\"");
     struct fnode *kid = NULL;
@@ -602,24 +603,24 @@ static int parse_not(struct parser *p, const json_t *j, int depth, struct fnode 
     return ST_OK;
 }
 
-static int parse_expr(struct parser *p, const json_t *j, int depth, struct fnode **out)
+static int parse_expr(struct parser *p, const struct jdoc_val *j, int depth, struct fnode **out)
 {
     if (depth > FILTER_MAX_DEPTH)
         return fail(p, ST_EINVAL, "expression nested deeper than %d levels", FILTER_MAX_DEPTH);
     int rc = count_node(p);
     if (rc != ST_OK)
         return rc;
-    if (json_is_boolean(j)) {
-        *out = node_new(json_is_true(j) ? OP_TRUE : OP_FALSE);
+    if (jdoc_is(j, JDOC_BOOL)) {
+        *out = node_new(jdoc_true(j) ? OP_TRUE : OP_FALSE);
         return ST_OK;
     }
-    if (!json_is_object(j))
+    if (!jdoc_is(j, JDOC_OBJECT))
         return fail(p, ST_EINVAL, "expected an expression object or true/false, got %s",
-                    lit_json_kind(j));
-    const json_t *type = json_object_get(j, "type");
-    if (!json_is_string(type))
+                    lit_jdoc_kind(j));
+    const struct jdoc_val *type = jdoc_get(j, "type");
+    if (!jdoc_is(type, JDOC_STRING))
         return fail(p, ST_EINVAL, "an expression needs a \"type\" string");
-    const char *name = json_string_value(type);
+    const char *name = jdoc_str(type, NULL);
     enum fop op = OP_TRUE;
     bool known = false;
     for (size_t k = 0; k < sizeof OPS / sizeof OPS[0] && !known; k++) {
@@ -668,7 +669,7 @@ static int tree_depth(const struct fnode *nd)
 
 /* ---- the contract -------------------------------------------------------- */
 
-int filter_parse_json(const json_t *expr, const struct st_column *cols, int ncols,
+int filter_parse_jdoc(const struct jdoc_val *expr, const struct st_column *cols, int ncols,
                       struct filter **out, struct st_err *err)
 {
     *out = NULL;
@@ -693,13 +694,14 @@ int filter_parse(const char *text, size_t len, const struct st_column *cols, int
                  struct filter **out, struct st_err *err)
 {
     *out = NULL;
-    json_error_t jerr;
-    json_t *j = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-    if (j == NULL)
+    struct jdoc_opts opts = {.max_depth = FILTER_JSON_DEPTH, .flags = JDOC_ANY_ROOT};
+    struct jdoc_error jerr;
+    struct jdoc *d = jdoc_parse(text, len, &opts, &jerr);
+    if (d == NULL)
         return st_errf(err, ST_EINVAL, "filter: invalid JSON at line %d column %d: %s", jerr.line,
                        jerr.column, jerr.text);
-    int rc = filter_parse_json(j, cols, ncols, out, err);
-    json_decref(j);
+    int rc = filter_parse_jdoc(jdoc_root(d), cols, ncols, out, err);
+    jdoc_free(d);
     return rc;
 }
 

@@ -51,28 +51,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "common/err.h"
+#include "common/jdoc.h"
 #include "common/types.h"
 
 #define FILTER_MAX_DEPTH 64
 #define FILTER_MAX_NODES 100000
 #define FILTER_MAX_VALUES 100000
+/*
+ * JSON nesting allowed in a filter's text, and in a request body that holds
+ * a filter: jansson's limit (JSON_PARSER_MAX_DEPTH), which read these texts
+ * before jdoc did. Not jdoc's default of 64: a chain of one operator is one
+ * level of FILTER_MAX_DEPTH however deep its JSON nests (and(and(a,b),c)),
+ * and such chains of more than 64 operands were always accepted.
+ */
+#define FILTER_JSON_DEPTH 2048
 
 struct filter;
 
 /*
- * Bind the expression `expr` to cols[0..ncols) and compile it. On success
- * *out is a new filter the caller frees with filter_free(); it keeps no
- * reference to `expr` or `cols`. Returns 0, ST_EINVAL or ST_EUNSUPPORTED.
+ * Bind the expression `expr` (a value of a jdoc document; NULL: absent) to
+ * cols[0..ncols) and compile it. On success *out is a new filter the caller
+ * frees with filter_free(); it keeps no reference to `expr` or `cols`.
+ * Returns 0, ST_EINVAL or ST_EUNSUPPORTED.
  */
-int filter_parse_json(const json_t *expr, const struct st_column *cols, int ncols,
+int filter_parse_jdoc(const struct jdoc_val *expr, const struct st_column *cols, int ncols,
                       struct filter **out, struct st_err *err);
 
 /*
- * The same from JSON text text[0..len) (the gRPC string field). Duplicate
- * object keys and U+0000 are refused; malformed JSON reads
+ * The same from JSON text text[0..len) (the gRPC string field), read with
+ * jdoc (any value at the top, FILTER_JSON_DEPTH levels). Duplicate object
+ * keys and U+0000 are refused; malformed JSON reads
  * "filter: invalid JSON at line L column C: ...".
  */
 int filter_parse(const char *text, size_t len, const struct st_column *cols, int ncols,

@@ -27,118 +27,56 @@ const char *lit_kind_name(enum lit_kind k)
     return "value";
 }
 
-/* The kinds of JSON value, whichever parser read them: one list of names, one conversion. */
-enum json_kind { JK_OBJECT, JK_ARRAY, JK_STRING, JK_INTEGER, JK_REAL, JK_TRUE, JK_FALSE, JK_NULL };
-
-static const char *const json_kind_names[] = {
-    [JK_OBJECT] = "object", [JK_ARRAY] = "array",  [JK_STRING] = "string", [JK_INTEGER] = "integer",
-    [JK_REAL] = "number",   [JK_TRUE] = "boolean", [JK_FALSE] = "boolean", [JK_NULL] = "null",
-};
-
-static enum json_kind kind_of_json(const json_t *j)
-{
-    switch (json_typeof(j)) {
-    case JSON_OBJECT:
-        return JK_OBJECT;
-    case JSON_ARRAY:
-        return JK_ARRAY;
-    case JSON_STRING:
-        return JK_STRING;
-    case JSON_INTEGER:
-        return JK_INTEGER;
-    case JSON_REAL:
-        return JK_REAL;
-    case JSON_TRUE:
-        return JK_TRUE;
-    case JSON_FALSE:
-        return JK_FALSE;
-    case JSON_NULL:
-        break;
-    }
-    return JK_NULL;
-}
-
-static enum json_kind kind_of_jdoc(const struct jdoc_val *v)
+const char *lit_jdoc_kind(const struct jdoc_val *v)
 {
     switch ((enum jdoc_type)v->type) {
     case JDOC_OBJECT:
-        return JK_OBJECT;
+        return "object";
     case JDOC_ARRAY:
-        return JK_ARRAY;
+        return "array";
     case JDOC_STRING:
-        return JK_STRING;
+        return "string";
     case JDOC_INT:
-        return JK_INTEGER;
+        return "integer";
     case JDOC_REAL:
-        return JK_REAL;
+        return "number";
     case JDOC_BOOL:
-        return v->b ? JK_TRUE : JK_FALSE;
+        return "boolean";
     case JDOC_NULL:
         break;
     }
-    return JK_NULL;
-}
-
-const char *lit_json_kind(const json_t *j)
-{
-    return json_kind_names[kind_of_json(j)];
-}
-
-const char *lit_jdoc_kind(const struct jdoc_val *v)
-{
-    return json_kind_names[kind_of_jdoc(v)];
-}
-
-/*
- * A JSON value of kind k as a literal, from the parts its parser already
- * took out (only the part of its kind is read): the one conversion behind
- * lit_from_json and lit_from_jdoc.
- */
-static int lit_of(enum json_kind k, int64_t i, double d, const char *s, size_t slen,
-                  struct st_literal *out, struct st_err *err)
-{
-    memset(out, 0, sizeof *out);
-    switch (k) {
-    case JK_NULL:
-        out->kind = LIT_NULL;
-        return ST_OK;
-    case JK_TRUE:
-    case JK_FALSE:
-        out->kind = LIT_BOOL;
-        out->b = k == JK_TRUE;
-        return ST_OK;
-    case JK_INTEGER:
-        out->kind = LIT_INT;
-        out->i = i;
-        return ST_OK;
-    case JK_REAL:
-        out->kind = LIT_DOUBLE;
-        out->d = d;
-        return ST_OK;
-    case JK_STRING:
-        out->kind = LIT_STRING;
-        out->s = s;
-        out->slen = slen;
-        return ST_OK;
-    case JK_OBJECT:
-    case JK_ARRAY:
-        break;
-    }
-    return st_errf(err, ST_EINVAL, "expected a value, got %s", json_kind_names[k]);
-}
-
-int lit_from_json(const json_t *j, struct st_literal *out, struct st_err *err)
-{
-    enum json_kind k = kind_of_json(j);
-    return lit_of(k, (int64_t)json_integer_value(j), json_real_value(j), json_string_value(j),
-                  json_string_length(j), out, err);
+    return "null";
 }
 
 int lit_from_jdoc(const struct jdoc_val *v, struct st_literal *out, struct st_err *err)
 {
-    enum json_kind k = kind_of_jdoc(v);
-    return lit_of(k, k == JK_INTEGER ? v->u.i : 0, k == JK_REAL ? v->u.d : 0.0,
-                  k == JK_STRING ? v->u.s : NULL, k == JK_STRING ? v->n : 0, out, err);
+    memset(out, 0, sizeof *out);
+    switch ((enum jdoc_type)v->type) {
+    case JDOC_NULL:
+        out->kind = LIT_NULL;
+        return ST_OK;
+    case JDOC_BOOL:
+        out->kind = LIT_BOOL;
+        out->b = v->b;
+        return ST_OK;
+    case JDOC_INT:
+        out->kind = LIT_INT;
+        out->i = v->u.i;
+        return ST_OK;
+    case JDOC_REAL:
+        out->kind = LIT_DOUBLE;
+        out->d = v->u.d;
+        return ST_OK;
+    case JDOC_STRING:
+        out->kind = LIT_STRING;
+        out->s = v->u.s;
+        out->slen = v->n;
+        return ST_OK;
+    case JDOC_OBJECT:
+    case JDOC_ARRAY:
+        break;
+    }
+    return st_errf(err, ST_EINVAL, "expected a value, got %s", lit_jdoc_kind(v));
 }
 
 size_t lit_utf8_check(const char *str, size_t n)

@@ -22,8 +22,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 #include "common/err.h"
 #include "common/jdoc.h"
 #include "common/types.h"
@@ -46,25 +44,16 @@ struct st_literal {
 
 /* "null", "boolean", "integer", "number" or "string", for messages. */
 const char *lit_kind_name(enum lit_kind k);
-/* The JSON kind of a value for messages: "object", "array", "string", "integer",
-   "number", "boolean", "null". */
-const char *lit_json_kind(const json_t *j);
-/* The same for a value of a jdoc document (the same words for the same JSON). */
+/* The JSON kind of a value of a jdoc document, for messages: "object", "array", "string",
+   "integer", "number", "boolean", "null". */
 const char *lit_jdoc_kind(const struct jdoc_val *v);
 
 /*
- * Read a JSON scalar into `out`. A string is borrowed from `j` (valid while
- * `j` lives) and may hold U+0000 when the text was parsed with JSON_ALLOW_NUL;
- * lit_coerce() refuses that. Objects and arrays are refused ("expected a
- * value, got object"). jansson itself refuses integers beyond int64 when it
- * parses text, so every JSON integer here fits. Returns 0 or ST_EINVAL.
- */
-int lit_from_json(const json_t *j, struct st_literal *out, struct st_err *err);
-/*
- * lit_from_json for a value of a jdoc document: the same rules and messages
- * (both end in one conversion). A string is borrowed from the document's
- * arena (valid until jdoc_free); jdoc refuses U+0000 and integers beyond
- * int64 when it parses, as jansson does.
+ * Read a JSON scalar (a value of a jdoc document) into `out`. A string is
+ * borrowed from the document's arena (valid until jdoc_free). Objects and
+ * arrays are refused ("expected a value, got object"). jdoc refuses U+0000
+ * and integers beyond int64 when it parses, so every JSON integer here
+ * fits. Returns 0 or ST_EINVAL.
  */
 int lit_from_jdoc(const struct jdoc_val *v, struct st_literal *out, struct st_err *err);
 

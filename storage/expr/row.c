@@ -129,67 +129,6 @@ static int check_mode(const struct st_column *cols, int ncols, const int *pk, in
     return ST_OK;
 }
 
-int row_from_json(const json_t *obj, const struct st_column *cols, int ncols, const int *pk,
-                  int npk, enum row_mode mode, struct st_value *out, struct st_err *err)
-{
-    int rc = check_mode(cols, ncols, pk, npk, mode, err);
-    if (rc != ST_OK)
-        return rc;
-    if (!json_is_object(obj)) {
-        const char *kind = json_is_array(obj)    ? "array"
-                           : json_is_string(obj) ? "string"
-                           : json_is_number(obj) ? "number"
-                           : json_is_null(obj)   ? "null"
-                                                 : "boolean";
-        return st_errf(err, ST_EINVAL, "expected a JSON object, got %s", kind);
-    }
-    /* First find every wanted column, so that a misspelt name is reported as such. */
-    json_t *vals[ST_COLUMNS_MAX];
-    int want = mode == ROW_KEY ? npk : ncols;
-    size_t found = 0;
-    for (int j = 0; j < want; j++) {
-        vals[j] = json_object_get(obj, cols[mode == ROW_KEY ? pk[j] : j].name);
-        found += vals[j] != NULL;
-    }
-    if (json_object_size(obj) != found) {
-        struct col_lookup lk;
-        expr__lookup_init(&lk, cols, ncols);
-        const char *key;
-        json_t *v;
-        json_object_foreach((json_t *)obj, key, v)
-        {
-            int k = expr__lookup_find(&lk, key);
-            bool ok = k >= 0;
-            if (ok && mode == ROW_KEY) {
-                ok = false;
-                for (int j = 0; j < npk; j++)
-                    ok = ok || pk[j] == k;
-            }
-            if (!ok)
-                return refuse_unknown(&lk, key, mode, err);
-        }
-        return st_errf(err, ST_EINTERNAL, "row object has keys that match no column");
-    }
-    for (int j = 0; j < want; j++) {
-        const struct st_column *c = &cols[mode == ROW_KEY ? pk[j] : j];
-        if (vals[j] == NULL) {
-            if (c->required || mode == ROW_KEY)
-                return st_errf(err, ST_EINVAL, "column \"%s\" is required", c->name);
-            memset(&out[j], 0, sizeof out[j]);
-            out[j].null = true;
-            continue;
-        }
-        struct st_literal lit;
-        rc = lit_from_json(vals[j], &lit, err);
-        if (rc != ST_OK)
-            return name_error(err, rc, c);
-        rc = coerce_column(c, &lit, mode, &out[j], err);
-        if (rc != ST_OK)
-            return rc;
-    }
-    return ST_OK;
-}
-
 struct row_names {
     struct col_lookup lk;
 };

@@ -1,6 +1,6 @@
 /*
- * row.h - rows addressed by column name, from JSON objects (HTTP) or from
- * name/value pairs (the gRPC map<string, Value>), validated against a schema.
+ * row.h - rows addressed by column name, from name/value pairs (a JSON
+ * object's members, the gRPC map<string, Value>), validated against a schema.
  *
  * Error messages name the column and leave the row to the caller, who
  * prefixes "row 3: " or "changes[2].key: " with st_err_prefix().
@@ -9,8 +9,6 @@
 #define STRIKE_EXPR_ROW_H
 
 #include <stddef.h>
-
-#include <jansson.h>
 
 #include "common/err.h"
 #include "common/types.h"
@@ -22,22 +20,16 @@ enum row_mode {
 };
 
 /*
- * Decode the JSON object `obj` against cols[0..ncols). ROW_FULL fills
- * out[0..ncols) in table order; ROW_KEY fills out[0..npk) in key order
- * (out[j] is column pk[j]) and refuses a table with no key. Strings are
- * borrowed from `obj`. Messages: `column "amount": expected double, got
- * string`, `unknown column "x"`, `column "id" is required` (missing, or null
- * in a required column), `column "amount" is not part of the primary key`,
- * `expected a JSON object, got array`. Returns 0 or ST_EINVAL; `out` is
- * unspecified on failure.
- */
-int row_from_json(const json_t *obj, const struct st_column *cols, int ncols, const int *pk,
-                  int npk, enum row_mode mode, struct st_value *out, struct st_err *err);
-
-/*
- * The same from n already split pairs (names[k], lits[k]); names are
- * NUL-terminated. A name given twice is refused (`duplicate column "x"`).
- * Strings point into the literals.
+ * Decode n pairs (names[k], lits[k]) against cols[0..ncols): the members of
+ * a JSON object (HTTP: the names are a jdoc document's keys, the literals
+ * from lit_from_jdoc) or a gRPC map<string, Value>. Names are
+ * NUL-terminated. ROW_FULL fills out[0..ncols) in table order; ROW_KEY
+ * fills out[0..npk) in key order (out[j] is column pk[j]) and refuses a
+ * table with no key. Strings point into the literals. Messages: `column
+ * "amount": expected double, got string`, `unknown column "x"`, `column
+ * "id" is required` (missing, or null in a required column), `column
+ * "amount" is not part of the primary key`, `duplicate column "x"` (a name
+ * given twice). Returns 0 or ST_EINVAL; `out` is unspecified on failure.
  */
 int row_from_literals(const char *const *names, const struct st_literal *lits, size_t n,
                       const struct st_column *cols, int ncols, const int *pk, int npk,

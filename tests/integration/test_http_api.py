@@ -491,6 +491,21 @@ class Api(unittest.TestCase):
         self.assertEqual([x["order_id"] for x in rows], [10, 12, 2])
         rows = u.scan_rows(self, self.s, "sc", {"filter": {"type": "is-null", "child": {"type": "reference", "name": "amount"}}})
         self.assertEqual([x["order_id"] for x in rows], [1, 2])
+        # a chain of one operator is one filter level however deep its JSON nests: bodies with a
+        # filter nest up to 2048 values deep (jansson's limit, which read them before jdoc did)
+        def chain_body(ors):  # the leaf's members are values at depth ors + 3
+            return ('{"filter":' + '{"type":"or","left":' * ors + '{"type":"eq","term":"order_id","value":12}'
+                    + ',"right":{"type":"eq","term":"order_id","value":-1}}' * ors + '}')
+        js = {"Content-Type": "application/json"}
+        r = self.s.req("POST", "/v1/tables/sc/scan", chain_body(2045), js)
+        self.assertEqual((r.status, [x["order_id"] for x in r.ndjson()]), (200, [12]), r)
+        r = self.s.req("POST", "/v1/tables/sc/plan", chain_body(2045), js)
+        self.assertEqual(r.status, 200, r)
+        r = self.s.req("POST", "/v1/tables/sc/scan", chain_body(2046), js)
+        u.assert_problem(self, r, 400, "invalid JSON at line 1 column ")
+        self.assertIn(": maximum parsing depth reached near '", r.json()["detail"])
+        u.assert_problem(self, self.s.req("POST", "/v1/tables/sc/delete", chain_body(2046), js), 400,
+                         "maximum parsing depth reached")
         # errors
         u.assert_problem(self, u.scan(self.s, "sc", {"columns": []}), 400, "columns")
         u.assert_problem(self, u.scan(self.s, "sc", {"columns": ["nope"]}), 400, 'unknown column "nope"')

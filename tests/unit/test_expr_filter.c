@@ -7,6 +7,9 @@
  *     JSON in randomly mixed released/newer forms);
  *   - pruning is sound: when a row matches, filter_may_match on the batch's
  *     true statistics is true.
+ * Expressions built in code are written with jansson (a JSON writer
+ * independent of the code under test) and read back with jdoc, as the
+ * front ends read them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,7 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "common/err.h"
+#include "common/jdoc.h"
 #include "common/timeutil.h"
 #include "common/types.h"
 #include "expr/filter.h"
@@ -702,7 +708,7 @@ static void test_errors(void **state)
     /* A NULL expression (absent field) and a NULL err. */
     struct filter *f = NULL;
     struct st_err err = {0};
-    assert_int_equal(filter_parse_json(NULL, COLS, NCOLS, &f, &err), ST_EINVAL);
+    assert_int_equal(filter_parse_jdoc(NULL, COLS, NCOLS, &f, &err), ST_EINVAL);
     assert_string_equal(err.msg, "filter: missing expression");
     assert_int_equal(
         filter_parse("{\"type\":\"eq\",\"term\":\"d\",\"value\":\"x\"}", 36, COLS, NCOLS, &f, NULL),
@@ -716,10 +722,30 @@ static json_t *leaf_eq(const char *col, json_int_t v)
     return json_pack("{s:s, s:s, s:I}", "type", "eq", "term", col, "value", v);
 }
 
+/*
+ * Compile the expression `j` (written with jansson) the way the HTTP routes
+ * do: its text read with jdoc at FILTER_JSON_DEPTH, the value handed to
+ * filter_parse_jdoc.
+ */
+static int parse_tree(const json_t *j, struct filter **f, struct st_err *err)
+{
+    char *text = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+    assert_non_null(text);
+    struct jdoc_opts opts = {.max_depth = FILTER_JSON_DEPTH, .flags = JDOC_ANY_ROOT};
+    struct jdoc_error je;
+    struct jdoc *d = jdoc_parse(text, strlen(text), &opts, &je);
+    if (d == NULL)
+        fail_msg("jdoc refused the test's JSON: %s", je.text);
+    int rc = filter_parse_jdoc(jdoc_root(d), COLS, NCOLS, f, err);
+    jdoc_free(d);
+    free(text);
+    return rc;
+}
+
 static int parse_j(json_t *j, struct filter **f, struct st_err *err)
 {
     st_err_clear(err);
-    int rc = filter_parse_json(j, COLS, NCOLS, f, err);
+    int rc = parse_tree(j, f, err);
     json_decref(j);
     return rc;
 }
@@ -740,6 +766,24 @@ static json_t *or_tree(int lo, int hi)
     int mid = lo + (hi - lo) / 2;
     return json_pack("{s:s, s:o, s:o}", "type", "or", "left", or_tree(lo, mid), "right",
                      or_tree(mid, hi));
+}
+
+/* An or-chain of `ors` operators nested in "left", as text: its values nest ors + 2 deep. */
+static char *or_chain_text(int ors)
+{
+    static const char head[] = "{\"type\":\"or\",\"left\":";
+    static const char leaf[] = "{\"type\":\"eq\",\"term\":\"l\",\"value\":10}";
+    static const char tail[] = ",\"right\":{\"type\":\"eq\",\"term\":\"l\",\"value\":30}}";
+    size_t no = sizeof head - 1, nl = sizeof leaf - 1, nc = sizeof tail - 1;
+    char *text = malloc((size_t)ors * (no + nc) + nl + 1), *p = text;
+    for (int k = 0; k < ors; k++, p += no)
+        memcpy(p, head, no);
+    memcpy(p, leaf, nl);
+    p += nl;
+    for (int k = 0; k < ors; k++, p += nc)
+        memcpy(p, tail, nc);
+    *p = '\0';
+    return text;
 }
 
 static void test_limits(void **state)
@@ -799,6 +843,26 @@ static void test_limits(void **state)
     filter_free(f);
     assert_int_equal(parse_j(or_tree(0, 60000), &f, &err), ST_EINVAL);
     assert_string_equal(err.msg, "filter: more than 100000 expression nodes");
+    /* Text nests as deep as jansson allowed (2048 values, scalars included), no deeper. */
+    char *text = or_chain_text(FILTER_JSON_DEPTH - 2);
+    st_err_clear(&err);
+    assert_int_equal(filter_parse(text, strlen(text), COLS, NCOLS, &f, &err), ST_OK);
+    memset(sel, 1, N8);
+    filter_eval(f, fixed.vp, N8, sel);
+    assert_memory_equal(sel, "\1\0\1\0\0\0\0\0", N8); /* l in 10, 30 */
+    filter_free(f);
+    free(text);
+    text = or_chain_text(FILTER_JSON_DEPTH - 1);
+    assert_int_equal(filter_parse(text, strlen(text), COLS, NCOLS, &f, &err), ST_EINVAL);
+    assert_null(f);
+    json_error_t je; /* the words jansson used for it when it read filters */
+    assert_null(json_loadb(text, strlen(text), JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je));
+    char want[ST_ERR_MSG_MAX];
+    snprintf(want, sizeof want, "filter: invalid JSON at line %d column %d: %s", je.line, je.column,
+             je.text);
+    assert_string_equal(err.msg, want);
+    assert_non_null(strstr(err.msg, "maximum parsing depth reached"));
+    free(text);
     /* List size. */
     json_t *vals = json_array();
     for (int k = 0; k < FILTER_MAX_VALUES; k++)
@@ -1314,7 +1378,7 @@ static void test_random_against_reference(void **state)
         json_t *j = ast_json(a);
         struct filter *f = NULL;
         struct st_err err = {0};
-        if (filter_parse_json(j, COLS, NCOLS, &f, &err) != ST_OK) {
+        if (parse_tree(j, &f, &err) != ST_OK) {
             char *text = json_dumps(j, JSON_ENCODE_ANY);
             fail_msg("%s: %s", text, err.msg);
         }
@@ -1358,7 +1422,7 @@ static void test_pruning_sound(void **state)
         json_t *j = ast_json(a);
         struct filter *f = NULL;
         struct st_err err = {0};
-        assert_int_equal(filter_parse_json(j, COLS, NCOLS, &f, &err), ST_OK);
+        assert_int_equal(parse_tree(j, &f, &err), ST_OK);
         uint8_t sel[8];
         memset(sel, 1, sizeof sel);
         filter_eval(f, b.vp, n, sel);

@@ -11,32 +11,42 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/jdoc.h"
 #include "common/timeutil.h"
 #include "common/types.h"
 #include "expr/literal.h"
 #include "expr/row.h"
 
-/* Parse JSON text (any value, NUL allowed) or fail the test. */
-static json_t *js(const char *text)
+/* Parse JSON text (any value) with jdoc, as the HTTP front end does, or fail the test. */
+static struct jdoc *jd(const char *text)
 {
-    json_error_t je;
-    json_t *j = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    if (j == NULL)
+    struct jdoc_opts opts = {.flags = JDOC_ANY_ROOT};
+    struct jdoc_error je;
+    struct jdoc *d = jdoc_parse(text, strlen(text), &opts, &je);
+    if (d == NULL)
         fail_msg("bad test JSON %s: %s", text, je.text);
-    return j;
+    return d;
+}
+
+/* jdoc's refusal of `text` (any value at the top): its message. */
+static const char *jd_refusal(const char *text, struct jdoc_error *je)
+{
+    struct jdoc_opts opts = {.flags = JDOC_ANY_ROOT};
+    assert_null(jdoc_parse(text, strlen(text), &opts, je));
+    return je->text;
 }
 
 /* Coerce the JSON text to type t; returns the status, fills *v and the message. */
 static int coerce_text(const char *text, enum st_type t, struct st_value *v, char *msg)
 {
-    json_t *j = js(text);
+    struct jdoc *d = jd(text);
     struct st_literal lit;
     struct st_err err = {0};
-    int rc = lit_from_json(j, &lit, &err);
+    int rc = lit_from_jdoc(jdoc_root(d), &lit, &err);
     if (rc == ST_OK)
         rc = lit_coerce(&lit, t, v, &err);
     strcpy(msg, err.msg);
-    json_decref(j);
+    jdoc_free(d);
     return rc;
 }
 
@@ -69,39 +79,52 @@ static void test_kind_names(void **state)
     assert_string_equal(lit_kind_name(LIT_STRING), "string");
 }
 
-static void test_from_json(void **state)
+static void test_from_jdoc(void **state)
 {
     (void)state;
     struct st_literal lit;
     struct st_err err = {0};
-    json_t *j = js("[null, true, false, -12, 2.5, \"h\\u00e9\"]");
-    assert_int_equal(lit_from_json(json_array_get(j, 0), &lit, &err), ST_OK);
+    struct jdoc *d = jd("[null, true, false, -12, 2.5, \"h\\u00e9\"]");
+    const struct jdoc_val *j = jdoc_root(d);
+    assert_int_equal(lit_from_jdoc(jdoc_at(j, 0), &lit, &err), ST_OK);
     assert_int_equal(lit.kind, LIT_NULL);
-    assert_int_equal(lit_from_json(json_array_get(j, 1), &lit, &err), ST_OK);
+    assert_int_equal(lit_from_jdoc(jdoc_at(j, 1), &lit, &err), ST_OK);
     assert_true(lit.kind == LIT_BOOL && lit.b);
-    assert_int_equal(lit_from_json(json_array_get(j, 2), &lit, &err), ST_OK);
+    assert_int_equal(lit_from_jdoc(jdoc_at(j, 2), &lit, &err), ST_OK);
     assert_true(lit.kind == LIT_BOOL && !lit.b);
-    assert_int_equal(lit_from_json(json_array_get(j, 3), &lit, &err), ST_OK);
+    assert_int_equal(lit_from_jdoc(jdoc_at(j, 3), &lit, &err), ST_OK);
     assert_true(lit.kind == LIT_INT && lit.i == -12);
-    assert_int_equal(lit_from_json(json_array_get(j, 4), &lit, &err), ST_OK);
+    assert_int_equal(lit_from_jdoc(jdoc_at(j, 4), &lit, &err), ST_OK);
     assert_true(lit.kind == LIT_DOUBLE && lit.d == 2.5);
-    assert_int_equal(lit_from_json(json_array_get(j, 5), &lit, &err), ST_OK);
+    assert_int_equal(lit_from_jdoc(jdoc_at(j, 5), &lit, &err), ST_OK);
     assert_int_equal(lit.kind, LIT_STRING);
     assert_int_equal(lit.slen, 3);
     assert_memory_equal(lit.s, "h\xc3\xa9", 3);
-    assert_ptr_equal(lit.s, json_string_value(json_array_get(j, 5))); /* borrowed */
-    assert_int_equal(lit_from_json(j, &lit, &err), ST_EINVAL);
+    assert_ptr_equal(lit.s, jdoc_str(jdoc_at(j, 5), NULL)); /* borrowed */
+    assert_int_equal(lit_from_jdoc(j, &lit, &err), ST_EINVAL);
     assert_string_equal(err.msg, "expected a value, got array");
-    json_decref(j);
+    jdoc_free(d);
     st_err_clear(&err);
-    j = js("{}");
-    assert_int_equal(lit_from_json(j, &lit, &err), ST_EINVAL);
+    d = jd("{}");
+    assert_int_equal(lit_from_jdoc(jdoc_root(d), &lit, &err), ST_EINVAL);
     assert_string_equal(err.msg, "expected a value, got object");
-    json_decref(j);
-    /* jansson refuses integers beyond int64 when it parses, so none reach lit_from_json. */
-    json_error_t je;
-    assert_null(json_loads("9223372036854775808", JSON_DECODE_ANY, &je));
-    assert_null(json_loads("-9223372036854775809", JSON_DECODE_ANY, &je));
+    jdoc_free(d);
+    /* The kinds, as messages name them. */
+    static const char *const kinds[][2] = {
+        {"{}", "object"},  {"[]", "array"},     {"\"\"", "string"},   {"-0", "integer"},
+        {"1e0", "number"}, {"true", "boolean"}, {"false", "boolean"}, {"null", "null"},
+    };
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        d = jd(kinds[k][0]);
+        assert_string_equal(lit_jdoc_kind(jdoc_root(d)), kinds[k][1]);
+        jdoc_free(d);
+    }
+    /* jdoc refuses integers beyond int64 when it parses, so none reach lit_from_jdoc. */
+    struct jdoc_error je;
+    assert_string_equal(jd_refusal("9223372036854775808", &je),
+                        "too big integer near '9223372036854775808'");
+    assert_string_equal(jd_refusal("-9223372036854775809", &je),
+                        "too big negative integer near '-9223372036854775809'");
 }
 
 static void test_integers(void **state)
@@ -165,9 +188,9 @@ static void test_doubles(void **state)
     lit.d = -INFINITY;
     assert_int_equal(lit_coerce(&lit, ST_T_DOUBLE, &v, &err), ST_EINVAL);
     assert_string_equal(err.msg, "expected a finite double, got -Infinity");
-    /* jansson refuses overflowing reals at parse time. */
-    json_error_t je;
-    assert_null(json_loads("1e400", JSON_DECODE_ANY, &je));
+    /* jdoc refuses overflowing reals at parse time. */
+    struct jdoc_error je;
+    assert_string_equal(jd_refusal("1e400", &je), "real number overflow near '1e400'");
 }
 
 static void test_booleans_strings_null(void **state)
@@ -205,13 +228,12 @@ static void expect_string_err(const char *bytes, size_t n, const char *want)
 static void test_string_validation(void **state)
 {
     (void)state;
-    /* U+0000 arrives through \u0000 when the front end allows it (JSON_ALLOW_NUL). */
-    char msg[ST_ERR_MSG_MAX];
+    /* U+0000 cannot come through JSON (jdoc refuses \u0000); a protobuf string can carry it. */
     struct st_value v;
-    assert_int_equal(coerce_text("\"a\\u0000b\"", ST_T_STRING, &v, msg), ST_EINVAL);
-    assert_string_equal(msg, "string contains U+0000");
-    json_error_t je;
-    assert_null(json_loads("\"a\\u0000b\"", JSON_DECODE_ANY, &je)); /* the default refuses it */
+    expect_string_err("a\0b", 3, "string contains U+0000");
+    struct jdoc_error je;
+    assert_string_equal(jd_refusal("\"a\\u0000b\"", &je),
+                        "\\u0000 is not allowed without JSON_ALLOW_NUL near '\"a\\u0000b\"'");
     expect_string_err("\xc3\x28", 2, "invalid UTF-8 at byte 0");
     expect_string_err("ab\xc0\xaf", 4, "invalid UTF-8 at byte 2");           /* overlong '/' */
     expect_string_err("\xe0\x80\xaf", 3, "invalid UTF-8 at byte 0");         /* overlong */
@@ -282,8 +304,11 @@ static void test_timestamps(void **state)
     struct st_value ns;
     expect_ok("\"2026-11-29T13:40:45.123456789Z\"", ST_T_TIMESTAMP, &ns);
     assert_true(ns.v.l == base);
-    expect_err("\"2026-11-29T13:40:45Z\\u0000\"", ST_T_TIMESTAMP,
-               "not an RFC 3339 timestamp: \"2026-11-29T13:40:45Z\\x00\"");
+    /* a NUL inside: a protobuf string can carry one (JSON cannot: jdoc refuses \u0000) */
+    struct st_literal nul = {.kind = LIT_STRING, .s = "2026-11-29T13:40:45Z\0", .slen = 21};
+    struct st_err nerr = {0};
+    assert_int_equal(lit_coerce(&nul, ST_T_TIMESTAMP, &ns, &nerr), ST_EINVAL);
+    assert_string_equal(nerr.msg, "not an RFC 3339 timestamp: \"2026-11-29T13:40:45Z\\x00\"");
     expect_err("\"say \\\"hi\\\"\"", ST_T_TIMESTAMP,
                "not an RFC 3339 timestamp: \"say \\\"hi\\\"\"");
     expect_err("1.5", ST_T_TIMESTAMP, "expected timestamp, got number");
@@ -309,17 +334,48 @@ static const struct st_column COLS[] = {
 static const int PK[] = {0};
 static const int PK2[] = {1, 0}; /* composite, not in table order */
 
-static int row_text(const char *text, enum row_mode mode, const int *pk, int npk,
-                    struct st_value *out, char *msg, json_t **keep)
+/*
+ * A row from a JSON value the way POST .../changes decodes one: the
+ * object's members through lit_from_jdoc (a refusal named by its column),
+ * then row_from_literals. A value that is not an object is worded as the
+ * route words it, with lit_jdoc_kind.
+ */
+static int row_of_jdoc(const struct jdoc_val *o, const struct st_column *cols, int ncols,
+                       const int *pk, int npk, enum row_mode mode, struct st_value *out,
+                       struct st_err *err)
 {
-    json_t *j = js(text);
+    if (!jdoc_is(o, JDOC_OBJECT))
+        return st_errf(err, ST_EINVAL, "expected a JSON object, got %s", lit_jdoc_kind(o));
+    size_t n = jdoc_size(o);
+    const char **names = calloc(n + 1, sizeof *names);
+    struct st_literal *lits = calloc(n + 1, sizeof *lits);
+    int rc = ST_OK;
+    for (size_t k = 0; k < n && rc == ST_OK; k++) {
+        const struct jdoc_member *m = jdoc_member(o, k);
+        names[k] = m->key.u.s;
+        rc = lit_from_jdoc(&m->val, &lits[k], err);
+        if (rc != ST_OK && err != NULL)
+            st_err_prefix(err, "column \"%s\"", m->key.u.s);
+    }
+    if (rc == ST_OK)
+        rc = row_from_literals(names, lits, n, cols, ncols, pk, npk, mode, out, err);
+    free(names);
+    free(lits);
+    return rc;
+}
+
+/* row_of_jdoc on JSON text; *keep (if not NULL) receives the document the strings point into. */
+static int row_text(const char *text, enum row_mode mode, const int *pk, int npk,
+                    struct st_value *out, char *msg, struct jdoc **keep)
+{
+    struct jdoc *d = jd(text);
     struct st_err err = {0};
-    int rc = row_from_json(j, COLS, NCOLS, pk, npk, mode, out, &err);
+    int rc = row_of_jdoc(jdoc_root(d), COLS, NCOLS, pk, npk, mode, out, &err);
     strcpy(msg, err.msg);
     if (keep != NULL)
-        *keep = j;
+        *keep = d;
     else
-        json_decref(j);
+        jdoc_free(d);
     return rc;
 }
 
@@ -339,18 +395,18 @@ static void test_row_full(void **state)
     (void)state;
     struct st_value out[NCOLS];
     char msg[ST_ERR_MSG_MAX];
-    json_t *j;
+    struct jdoc *j;
     int rc = row_text("{\"order_id\":1,\"user_id\":7,\"amount\":9.5,\"status\":\"NEW\","
                       "\"updated_at\":\"2026-01-02T03:04:05Z\",\"qty\":3,\"paid\":true}",
                       ROW_FULL, PK, 1, out, msg, &j);
     assert_int_equal(rc, ST_OK);
     assert_true(out[0].v.l == 1 && out[1].v.l == 7 && out[2].v.d == 9.5);
     assert_int_equal(out[3].v.s.len, 3);
-    assert_ptr_equal(out[3].v.s.p, json_string_value(json_object_get(j, "status")));
+    assert_ptr_equal(out[3].v.s.p, jdoc_str(jdoc_get(jdoc_root(j), "status"), NULL));
     assert_true(out[5].v.i == 3 && out[6].v.b);
     for (int k = 0; k < NCOLS; k++)
         assert_false(out[k].null);
-    json_decref(j);
+    jdoc_free(j);
     /* Missing and null nullable columns are null. */
     rc =
         row_text("{\"user_id\":7,\"order_id\":2,\"status\":null}", ROW_FULL, PK, 1, out, msg, NULL);
@@ -376,15 +432,17 @@ static void test_row_full(void **state)
     expect_row_err("null", ROW_FULL, "expected a JSON object, got null");
     /* The caller names the row. */
     struct st_err err = {0};
-    json_t *bad = js("{\"order_id\":true,\"user_id\":1}");
-    assert_int_equal(row_from_json(bad, COLS, NCOLS, PK, 1, ROW_FULL, out, &err), ST_EINVAL);
+    struct jdoc *bad = jd("{\"order_id\":true,\"user_id\":1}");
+    assert_int_equal(row_of_jdoc(jdoc_root(bad), COLS, NCOLS, PK, 1, ROW_FULL, out, &err),
+                     ST_EINVAL);
     st_err_prefix(&err, "row %d", 3);
     assert_string_equal(err.msg, "row 3: column \"order_id\": expected long, got boolean");
-    json_decref(bad);
+    jdoc_free(bad);
     /* A NULL err is allowed and keeps the code. */
-    bad = js("{\"order_id\":1,\"user_id\":\"x\"}");
-    assert_int_equal(row_from_json(bad, COLS, NCOLS, PK, 1, ROW_FULL, out, NULL), ST_EINVAL);
-    json_decref(bad);
+    bad = jd("{\"order_id\":1,\"user_id\":\"x\"}");
+    assert_int_equal(row_of_jdoc(jdoc_root(bad), COLS, NCOLS, PK, 1, ROW_FULL, out, NULL),
+                     ST_EINVAL);
+    jdoc_free(bad);
 }
 
 static void test_row_key(void **state)
@@ -471,7 +529,10 @@ static void test_row_wide(void **state)
     const char **names = calloc(W, sizeof *names);
     struct st_literal *lits = calloc(W, sizeof *lits);
     struct st_value *out = calloc(W, sizeof *out);
-    json_t *obj = json_object();
+    /* the present columns as a JSON object, in the same reverse order */
+    char *text = malloc((size_t)W * 24 + 16);
+    size_t len = 0;
+    text[len++] = '{';
     for (int k = 0; k < W; k++) {
         snprintf(cols[k].name, sizeof cols[k].name, "c%d", k);
         cols[k].type = ST_T_LONG;
@@ -484,7 +545,8 @@ static void test_row_wide(void **state)
         lits[k].kind = LIT_INT;
         lits[k].i = src * 10;
         if (src % 2 == 0 || src % 7 == 0)
-            json_object_set_new(obj, cols[src].name, json_integer(src * 10));
+            len += (size_t)sprintf(text + len, "%s\"%s\":%d", len > 1 ? "," : "", cols[src].name,
+                                   src * 10);
     }
     struct st_err err = {0};
     assert_int_equal(row_from_literals(names, lits, W, cols, W, NULL, 0, ROW_FULL, out, &err),
@@ -506,22 +568,27 @@ static void test_row_wide(void **state)
     assert_non_null(strstr(err.msg, "unknown column \"c300\""));
     st_err_clear(&err);
     row_names_free(rn);
-    assert_int_equal(row_from_json(obj, cols, W, NULL, 0, ROW_FULL, out, &err), ST_OK);
+    strcpy(text + len, "}");
+    struct jdoc *obj = jd(text);
+    assert_int_equal(row_of_jdoc(jdoc_root(obj), cols, W, NULL, 0, ROW_FULL, out, &err), ST_OK);
     for (int k = 0; k < W; k++) {
         bool present = k % 2 == 0 || k % 7 == 0;
         assert_int_equal(out[k].null, !present);
         if (present)
             assert_true(out[k].v.l == k * 10);
     }
-    json_object_set_new(obj, "c299x", json_integer(1));
-    assert_int_equal(row_from_json(obj, cols, W, NULL, 0, ROW_FULL, out, &err), ST_EINVAL);
+    jdoc_free(obj);
+    strcpy(text + len, ",\"c299x\":1}");
+    obj = jd(text);
+    assert_int_equal(row_of_jdoc(jdoc_root(obj), cols, W, NULL, 0, ROW_FULL, out, &err), ST_EINVAL);
     assert_string_equal(err.msg, "unknown column \"c299x\"");
     st_err_clear(&err);
     names[5] = "c0";
     assert_int_equal(row_from_literals(names, lits, W, cols, W, NULL, 0, ROW_FULL, out, &err),
                      ST_EINVAL);
     assert_string_equal(err.msg, "duplicate column \"c0\"");
-    json_decref(obj);
+    jdoc_free(obj);
+    free(text);
     free(cols);
     free(names);
     free(lits);
@@ -532,7 +599,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kind_names),
-        cmocka_unit_test(test_from_json),
+        cmocka_unit_test(test_from_jdoc),
         cmocka_unit_test(test_integers),
         cmocka_unit_test(test_doubles),
         cmocka_unit_test(test_booleans_strings_null),
