@@ -102,14 +102,6 @@ int gconv_columns(const struct table *t, char *const *names, size_t n, struct ga
 void gconv_table(const struct table *t, const struct table_stats *stats, struct garena *a,
                  Strike__V1__Table *out);
 
-/* Stored idempotent replays (the JSON HTTP sent) back into replies. ST_EINTERNAL if malformed. */
-int gconv_table_from_json(const char *json, struct garena *a, Strike__V1__Table *out,
-                          struct st_err *err);
-int gconv_change_res_from_json(const char *json, Strike__V1__ApplyChangesResponse *out,
-                               struct st_err *err);
-int gconv_delete_res_from_json(const char *json, Strike__V1__DeleteWhereResponse *out,
-                               struct st_err *err);
-
 /* The HTTP URL of a data file and of its DV, as the plan reports them (arena). */
 char *gconv_file_url(struct garena *a, const char *table, int64_t file_id);
 char *gconv_dv_url(struct garena *a, const char *table, int64_t file_id, int64_t snapshot);

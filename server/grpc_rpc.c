@@ -13,8 +13,8 @@
  * Idempotency-Key: the `idempotency-key` metadata; the request hash is
  * SHA-256 of the method path, a NUL, and the request re-packed in canonical
  * form (map entries sorted by key: clients do not serialize maps in a fixed
- * order, so a retry may arrive as other bytes). A replay is the JSON HTTP
- * would have sent, parsed back into the reply.
+ * order, so a retry may arrive as other bytes). The engine replays the
+ * first call's result struct, which is rendered like a fresh one.
  */
 #include "grpc_conv.h"
 #include "grpc_int.h"
@@ -123,7 +123,7 @@ static void h_create_table(struct rpc *r)
     struct st_idem ib;
     const struct st_idem *idem;
     struct table *t = NULL;
-    struct st_reply replay = {0};
+    bool replayed;
     Strike__V1__CreateTableRequest *q =
         unpack(r, &strike__v1__create_table_request__descriptor, &a);
     if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
@@ -131,19 +131,13 @@ static void h_create_table(struct rpc *r)
     struct table_def def;
     if (failed(r, gconv_table_def(q, &a, &def, &err), &err))
         goto out;
-    if (failed(r, engine_create_table(engine_of(r), &def, idem, &t, &replay, &err), &err))
+    if (failed(r, engine_create_table(engine_of(r), &def, idem, &t, &replayed, &err), &err))
         goto out;
     Strike__V1__Table msg;
-    if (replay.body != NULL) {
-        if (failed(r, gconv_table_from_json(replay.body, &a, &msg, &err), &err))
-            goto out;
-    } else {
-        gconv_table(t, NULL, &a, &msg);
-    }
+    gconv_table(t, NULL, &a, &msg);
     rpc_reply(r, &msg.base);
 out:
     table_unref(t);
-    st_reply_clear(&replay);
     garena_free(&a);
 }
 
@@ -203,16 +197,15 @@ static void h_drop_table(struct rpc *r)
     struct st_err err = {0};
     struct st_idem ib;
     const struct st_idem *idem;
-    struct st_reply replay = {0};
+    bool replayed;
     Strike__V1__DropTableRequest *q = unpack(r, &strike__v1__drop_table_request__descriptor, &a);
     if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
         goto out;
-    if (failed(r, engine_drop_table(engine_of(r), q->name, idem, &replay, &err), &err))
+    if (failed(r, engine_drop_table(engine_of(r), q->name, idem, &replayed, &err), &err))
         goto out;
     Strike__V1__DropTableResponse msg = STRIKE__V1__DROP_TABLE_RESPONSE__INIT;
     rpc_reply(r, &msg.base);
 out:
-    st_reply_clear(&replay);
     garena_free(&a);
 }
 
@@ -227,7 +220,6 @@ static void h_apply_changes(struct rpc *r)
     const struct st_idem *idem;
     struct table *t = NULL;
     struct changeset cs = {0};
-    struct st_reply replay = {0};
     Strike__V1__ApplyChangesRequest *q =
         unpack(r, &strike__v1__apply_changes_request__descriptor, &a);
     if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
@@ -262,26 +254,20 @@ static void h_apply_changes(struct rpc *r)
         .idem = idem,
     };
     struct change_res res;
-    if (failed(r, engine_apply_changes(engine_of(r), &cr, &res, &replay, &err), &err))
+    if (failed(r, engine_apply_changes(engine_of(r), &cr, &res, &err), &err))
         goto out;
     Strike__V1__ApplyChangesResponse msg;
-    if (replay.body != NULL) {
-        if (failed(r, gconv_change_res_from_json(replay.body, &msg, &err), &err))
-            goto out;
-    } else {
-        strike__v1__apply_changes_response__init(&msg);
-        msg.seq = res.seq;
-        msg.inserted = res.inserted;
-        msg.updated = res.updated;
-        msg.deleted = res.deleted;
-        msg.missing = res.missing;
-        msg.stale = res.stale;
-        msg.duplicate = res.duplicate;
-    }
+    strike__v1__apply_changes_response__init(&msg);
+    msg.seq = res.seq;
+    msg.inserted = res.inserted;
+    msg.updated = res.updated;
+    msg.deleted = res.deleted;
+    msg.missing = res.missing;
+    msg.stale = res.stale;
+    msg.duplicate = res.duplicate;
     rpc_reply(r, &msg.base);
 out:
     changeset_free(&cs);
-    st_reply_clear(&replay);
     table_unref(t);
     garena_free(&a);
 }
@@ -295,7 +281,6 @@ static void h_delete_where(struct rpc *r)
     const struct st_idem *idem;
     struct table *t = NULL;
     struct filter *f = NULL;
-    struct st_reply replay = {0};
     Strike__V1__DeleteWhereRequest *q =
         unpack(r, &strike__v1__delete_where_request__descriptor, &a);
     if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
@@ -313,22 +298,16 @@ static void h_delete_where(struct rpc *r)
     struct delete_res res;
     if (failed(r,
                engine_delete_where(engine_of(r), t, f, has_expected, q->expected_seq, idem, &res,
-                                   &replay, &err),
+                                   &err),
                &err))
         goto out;
     Strike__V1__DeleteWhereResponse msg;
-    if (replay.body != NULL) {
-        if (failed(r, gconv_delete_res_from_json(replay.body, &msg, &err), &err))
-            goto out;
-    } else {
-        strike__v1__delete_where_response__init(&msg);
-        msg.seq = res.seq;
-        msg.deleted = res.deleted;
-    }
+    strike__v1__delete_where_response__init(&msg);
+    msg.seq = res.seq;
+    msg.deleted = res.deleted;
     rpc_reply(r, &msg.base);
 out:
     filter_free(f);
-    st_reply_clear(&replay);
     table_unref(t);
     garena_free(&a);
 }

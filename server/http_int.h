@@ -202,8 +202,8 @@ void http__reply_problem(struct hreq *r, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The problem for an engine error (status from the code, detail from the message). */
 void http__reply_err(struct hreq *r, int code, const struct st_err *err);
-/* A stored response of an Idempotency-Key replay (status and body taken from rep). */
-void http__reply_replay(struct hreq *r, struct st_reply *rep);
+/* Mark the reply as an Idempotency-Key replay (header Idempotent-Replayed: true). */
+void http__reply_replayed(struct hreq *r);
 void http__reply_header(struct hreq *r, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The same without formatting (the hot DV path). */
@@ -241,6 +241,20 @@ struct table *http__table(struct hreq *r, bool cached);
  */
 bool http__opt_uint(struct hreq *r, const struct jdoc_val *o, const char *name, bool *has,
                     int64_t *v);
+
+/* ---- http_render.c: the JSON bodies of engine results (fresh or replayed alike) ---- */
+
+struct change_res;
+struct delete_res;
+struct table;
+struct table_stats;
+/* {"name","columns":[...],"primary_key":[...],"version_column","seq","uuid","created_at",
+    "stats"?}; caller frees. */
+char *http__table_json(const struct table *t, const struct table_stats *stats /* NULL: none */);
+/* {"seq","inserted","updated","deleted","missing","stale","duplicate"}; caller frees. */
+char *http__change_res_json(const struct change_res *r);
+/* {"seq","deleted"}; caller frees. */
+char *http__delete_res_json(const struct delete_res *r);
 
 /* ---- http_scan.c ---- */
 

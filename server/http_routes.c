@@ -230,7 +230,7 @@ void http__job_list_tables(struct hreq *r)
     struct buf b = BUF_INIT;
     buf_append_str(&b, "{\"tables\":[");
     for (size_t i = 0; i < n; i++) {
-        char *s = engine_table_json(ts[i], NULL);
+        char *s = http__table_json(ts[i], NULL);
         if (i > 0)
             buf_append_str(&b, ",");
         buf_append_str(&b, s);
@@ -254,27 +254,26 @@ void http__job_get_table(struct hreq *r)
     if (rc != ST_OK)
         http__reply_err(r, rc, &err);
     else
-        http__reply_json(r, 200, engine_table_json(t, &st));
+        http__reply_json(r, 200, http__table_json(t, &st));
     table_unref(t);
 }
 
 void http__job_drop_table(struct hreq *r)
 {
     struct st_idem idem;
-    struct st_reply replay = {0};
+    bool replayed;
     struct st_err err = {0};
-    int rc = engine_drop_table(r->srv->app->engine, r->table, idem_of(r, &idem), &replay, &err);
+    int rc = engine_drop_table(r->srv->app->engine, r->table, idem_of(r, &idem), &replayed, &err);
     if (rc == ST_OK)
         atomic_fetch_add(&r->srv->drop_gen, 1);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
-    } else if (replay.body != NULL) {
-        http__reply_replay(r, &replay);
     } else {
         http__reply_reset(&r->reply);
         r->reply.status = 204;
+        if (replayed)
+            http__reply_replayed(r);
     }
-    st_reply_clear(&replay);
 }
 
 static const char *type_names = "boolean, int, long, double, string or timestamp";
@@ -380,20 +379,18 @@ void http__job_create_table(struct hreq *r)
         goto out;
 
     struct st_idem idem;
-    struct st_reply replay = {0};
+    bool replayed;
     struct st_err err = {0};
     struct table *t = NULL;
-    int rc = engine_create_table(r->srv->app->engine, &def, idem_of(r, &idem), &t, &replay, &err);
+    int rc = engine_create_table(r->srv->app->engine, &def, idem_of(r, &idem), &t, &replayed, &err);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
-    } else if (replay.body != NULL) {
-        http__reply_replay(r, &replay);
-        http__reply_header(r, "Location", "/v1/tables/%s", def.name);
     } else {
-        http__reply_json(r, 201, engine_table_json(t, NULL));
+        http__reply_json(r, 201, http__table_json(t, NULL));
         http__reply_header(r, "Location", "/v1/tables/%s", t->name);
+        if (replayed)
+            http__reply_replayed(r);
     }
-    st_reply_clear(&replay);
     table_unref(t);
 out:
     free(cols);
@@ -545,15 +542,14 @@ void http__job_changes(struct hreq *r)
         .idem = idem_of(r, &idem),
     };
     struct change_res res = {0};
-    struct st_reply replay = {0};
-    rc = engine_apply_changes(r->srv->app->engine, &req, &res, &replay, &err);
-    if (rc != ST_OK)
+    rc = engine_apply_changes(r->srv->app->engine, &req, &res, &err);
+    if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
-    else if (replay.body != NULL)
-        http__reply_replay(r, &replay);
-    else
-        http__reply_json(r, 200, engine_change_res_json(&res));
-    st_reply_clear(&replay);
+    } else {
+        http__reply_json(r, 200, http__change_res_json(&res));
+        if (res.replayed)
+            http__reply_replayed(r);
+    }
 out:
     changeset_free(&cs);
     free(wire);
@@ -593,16 +589,15 @@ void http__job_delete(struct hreq *r)
     }
     struct st_idem idem;
     struct delete_res res = {0};
-    struct st_reply replay = {0};
-    rc = engine_delete_where(r->srv->app->engine, t, f, has_exp, exp, idem_of(r, &idem), &res,
-                             &replay, &err);
-    if (rc != ST_OK)
+    rc =
+        engine_delete_where(r->srv->app->engine, t, f, has_exp, exp, idem_of(r, &idem), &res, &err);
+    if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
-    else if (replay.body != NULL)
-        http__reply_replay(r, &replay);
-    else
-        http__reply_json(r, 200, engine_delete_res_json(&res));
-    st_reply_clear(&replay);
+    } else {
+        http__reply_json(r, 200, http__delete_res_json(&res));
+        if (res.replayed)
+            http__reply_replayed(r);
+    }
 out:
     filter_free(f);
     table_unref(t);

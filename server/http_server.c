@@ -553,15 +553,9 @@ void http__reply_err(struct hreq *r, int code, const struct st_err *err)
         http__reply_problem(r, status, "%s", msg);
 }
 
-void http__reply_replay(struct hreq *r, struct st_reply *rep)
+void http__reply_replayed(struct hreq *r)
 {
-    http__reply_reset(&r->reply);
-    r->reply.status = (unsigned)rep->status;
-    r->reply.body = rep->body;
-    r->reply.len = rep->body ? strlen(rep->body) : 0;
-    r->reply.ctype = r->reply.len > 0 ? "application/json" : NULL;
-    rep->body = NULL;
-    http__reply_header(r, "Idempotent-Replayed", "true");
+    http__reply_header_str(r, "Idempotent-Replayed", "true");
 }
 
 static void stream_free_cb(void *cls)

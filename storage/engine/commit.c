@@ -65,7 +65,6 @@ struct item {
     int64_t expected_seq;
     const struct st_idem *idem;
     struct delete_res *dres;
-    struct st_reply *replay;
     struct st_err *err;
     int rc;
     bool finished; /* result decided during processing (not yet published) */
@@ -245,8 +244,9 @@ struct plan {
     /* producers and idempotency responses */
     struct buf prod_names, prod_offsets;
     uint32_t nprod;
-    struct buf idem_keys, idem_hashes, idem_bodies;
+    struct buf idem_keys, idem_hashes, idem_bodies; /* bodies: eng__result_encode records */
     uint32_t nidem;
+    enum eng__op idem_op; /* the kind of every record (ENG__OP_CHANGES or ENG__OP_DELETE) */
     char *summary;
 };
 
@@ -594,16 +594,16 @@ static const char *SQL_PRODUCERS =
     "FROM unnest($3::text[], $4::bigint[]) AS u(p, o) ON CONFLICT (table_id, producer) DO "
     "UPDATE SET last_offset = EXCLUDED.last_offset, seq = EXCLUDED.seq";
 static const char *SQL_IDEM =
-    "INSERT INTO strike.idempotency_keys (scope, key, request_hash, status, response) SELECT "
-    "$1, k, h, 200, r FROM unnest($2::text[], $3::bytea[], $4::text[]) AS u(k, h, r)";
+    "INSERT INTO strike.idempotency_keys (scope, key, request_hash, kind, response) SELECT "
+    "$1, k, h, $5, r FROM unnest($2::text[], $3::bytea[], $4::text[]) AS u(k, h, r)";
 
 /* The base seq and, when the batch may write rows ($2), the id of its data file. */
 static const char *SQL_SEQ =
     "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
     "strike.tables WHERE id = $1";
 static const char *SQL_IDEM_SELECT =
-    "SELECT key, request_hash, status, response FROM strike.idempotency_keys WHERE scope = $1 "
-    "AND key = ANY($2::text[])";
+    "SELECT key, request_hash, kind, status, response FROM strike.idempotency_keys WHERE scope = "
+    "$1 AND key = ANY($2::text[])";
 static const char *SQL_PROD_SELECT = "SELECT producer, last_offset FROM strike.producers WHERE "
                                      "table_id = $1 AND producer = ANY($2::text[])";
 static const char *SQL_ADVANCE = "SELECT strike.advance_seq($1, $2)";
@@ -893,12 +893,13 @@ static enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struc
         rc = pipe_send(&pp, SQL_PRODUCERS, 4, v, l, f4, 0, err);
     }
     if (rc == ST_OK && p->nidem > 0) {
-        const char *v[4] = {t->name, (const char *)p->idem_keys.data,
-                            (const char *)p->idem_hashes.data, (const char *)p->idem_bodies.data};
-        int l[4] = {0, (int)p->idem_keys.len, (int)p->idem_hashes.len, (int)p->idem_bodies.len};
-        const int f4[4] = {0, 1, 1, 1};
+        const char *v[5] = {t->name, (const char *)p->idem_keys.data,
+                            (const char *)p->idem_hashes.data, (const char *)p->idem_bodies.data,
+                            eng__op_name(p->idem_op)};
+        int l[5] = {0, (int)p->idem_keys.len, (int)p->idem_hashes.len, (int)p->idem_bodies.len, 0};
+        const int f5[5] = {0, 1, 1, 1, 0};
         idem_stmt = pp.n;
-        rc = pipe_send(&pp, SQL_IDEM, 4, v, l, f4, 0, err);
+        rc = pipe_send(&pp, SQL_IDEM, 5, v, l, f5, 0, err);
     }
     if (rc == ST_OK)
         rc = pipe_send(&pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
@@ -1197,18 +1198,8 @@ static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *l
                     memcmp(PQgetvalue(r, row, 0), it->req->idem->key,
                            (size_t)PQgetlength(r, row, 0)) != 0)
                     continue;
-                if (PQgetlength(r, row, 1) != 32 ||
-                    memcmp(PQgetvalue(r, row, 1), it->req->idem->hash, 32) != 0) {
-                    finish_item(it, st_errf(it->err, ST_EIDEMPOTENCY,
-                                            "Idempotency-Key \"%.100s\" was already used with a "
-                                            "different request",
-                                            it->req->idem->key));
-                } else {
-                    it->replay->status = (int)ld_u32be((const uint8_t *)PQgetvalue(r, row, 2));
-                    it->replay->body =
-                        xstrndup(PQgetvalue(r, row, 3), (size_t)PQgetlength(r, row, 3));
-                    finish_item(it, ST_OK);
-                }
+                struct eng__result prior = {.op = ENG__OP_CHANGES, .changes = it->res};
+                finish_item(it, eng__idem_row(r, row, 1, it->req->idem, &prior, it->err));
                 break;
             }
         }
@@ -1542,12 +1533,14 @@ static void plan_idem(struct plan *p, struct cbatch *b, int64_t seq)
     pga_begin(&p->idem_keys, PG_OID_TEXT, n);
     pga_begin(&p->idem_hashes, PG_OID_BYTEA, n);
     pga_begin(&p->idem_bodies, PG_OID_TEXT, n);
+    p->idem_op = ENG__OP_CHANGES;
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = b->items[i];
         if (it->finished || it->req->idem == NULL)
             continue;
         it->res->seq = seq;
-        char *body = engine_change_res_json(it->res);
+        struct eng__result res = {.op = ENG__OP_CHANGES, .changes = it->res};
+        char *body = eng__result_encode(&res);
         pga_bytes(&p->idem_keys, it->req->idem->key, strlen(it->req->idem->key));
         pga_bytes(&p->idem_hashes, it->req->idem->hash, 32);
         pga_bytes(&p->idem_bodies, body, strlen(body));
@@ -1587,13 +1580,14 @@ static int store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, i
         if (it->finished || it->req->idem == NULL)
             continue;
         it->res->seq = seq;
-        char *body = engine_change_res_json(it->res);
-        int rc = eng__idem_store(c, t->name, it->req->idem, 200, body, err);
-        free(body);
+        struct eng__result res = {.op = ENG__OP_CHANGES, .changes = it->res};
+        int rc = eng__idem_store(c, t->name, it->req->idem, &res, err);
         if (rc == ST_ECONFLICT) {
-            /* another attempt with this key finished first: answer with its response */
-            st_reply_clear(it->replay);
-            rc = eng__idem_lookup(c, t->name, it->req->idem, it->replay, it->err);
+            /* another attempt with this key finished first: answer with its result */
+            bool found;
+            rc = eng__idem_lookup(c, t->name, it->req->idem, &res, &found, it->err);
+            if (rc == ST_OK && !found)
+                rc = st_errf(it->err, ST_EINTERNAL, "idempotency key vanished while storing it");
             finish_item(it, rc);
             continue;
         }
@@ -1879,10 +1873,12 @@ static void process_delete(struct engine *e, struct item *it)
     int rc = cat_acquire(e->pool, &c, 10000, err);
     int attempt = 0;
     record_batch_metric(e, 1);
+    struct eng__result res = {.op = ENG__OP_DELETE, .del = it->dres};
     while (rc == ST_OK) {
         cplan_reset(&p);
-        if ((rc = eng__idem_lookup(c, t->name, it->idem, it->replay, err)) != ST_OK ||
-            it->replay->body != NULL)
+        bool replayed;
+        if ((rc = eng__idem_lookup(c, t->name, it->idem, &res, &replayed, err)) != ST_OK ||
+            replayed)
             break;
         struct snap_file *files = NULL;
         size_t nfiles = 0;
@@ -1907,9 +1903,7 @@ static void process_delete(struct engine *e, struct item *it)
         if (deleted == 0) {
             it->dres->seq = seq;
             if (it->idem != NULL) {
-                char *body = engine_delete_res_json(it->dres);
-                rc = eng__idem_store(c, t->name, it->idem, 200, body, err);
-                free(body);
+                rc = eng__idem_store(c, t->name, it->idem, &res, err);
                 if (rc == ST_ECONFLICT)
                     continue; /* the same key finished concurrently: replay it */
             }
@@ -1919,7 +1913,8 @@ static void process_delete(struct engine *e, struct item *it)
             break;
         if (it->idem != NULL) {
             it->dres->seq = seq + 1;
-            char *body = engine_delete_res_json(it->dres);
+            char *body = eng__result_encode(&res);
+            p.idem_op = ENG__OP_DELETE;
             pga_begin(&p.idem_keys, PG_OID_TEXT, 1);
             pga_begin(&p.idem_hashes, PG_OID_BYTEA, 1);
             pga_begin(&p.idem_bodies, PG_OID_TEXT, 1);
@@ -2021,7 +2016,7 @@ static int check_changes(const struct change_req *q, struct st_err *err)
 }
 
 int engine_apply_changes(struct engine *e, const struct change_req *req, struct change_res *res,
-                         struct st_reply *replay, struct st_err *err)
+                         struct st_err *err)
 {
     memset(res, 0, sizeof *res);
     int rc = check_changes(req, err);
@@ -2032,14 +2027,13 @@ int engine_apply_changes(struct engine *e, const struct change_req *req, struct 
     it.kind = ITEM_CHANGES;
     it.req = req;
     it.res = res;
-    it.replay = replay;
     it.err = err;
     return submit(e, req->table->id, &it);
 }
 
 int engine_delete_where(struct engine *e, struct table *t, const struct filter *f,
                         bool has_expected_seq, int64_t expected_seq, const struct st_idem *idem,
-                        struct delete_res *res, struct st_reply *replay, struct st_err *err)
+                        struct delete_res *res, struct st_err *err)
 {
     memset(res, 0, sizeof *res);
     if (has_expected_seq && expected_seq < 0)
@@ -2053,7 +2047,6 @@ int engine_delete_where(struct engine *e, struct table *t, const struct filter *
     it.expected_seq = expected_seq;
     it.idem = idem;
     it.dres = res;
-    it.replay = replay;
     it.err = err;
     return submit(e, t->id, &it);
 }

@@ -1,6 +1,6 @@
 /*
- * engine.c - the engine's lifecycle, tables, idempotency keys, metrics and
- * the JSON renderings that front ends and idempotent replays share.
+ * engine.c - the engine's lifecycle, tables (definitions, cache, create,
+ * list, drop, stats) and metrics.
  */
 #include "engine_int.h"
 
@@ -49,24 +49,6 @@ void eng__rollback(PGconn *c)
 char *eng__abs(const struct engine *e, const char *rel)
 {
     return st_path_join(e->data_dir, rel);
-}
-
-bool st_idem_key_valid(const char *key)
-{
-    size_t n = strlen(key);
-    bool ok = n > 0 && n <= ST_IDEM_KEY_MAX;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = key[i] >= 0x21 && key[i] <= 0x7e;
-    return ok;
-}
-
-void st_reply_clear(struct st_reply *r)
-{
-    if (r == NULL)
-        return;
-    free(r->body);
-    r->body = NULL;
-    r->status = 0;
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -211,59 +193,60 @@ static struct table *table_alloc(void)
     return &rc->t;
 }
 
-int eng__table_from_row(PGresult *r, int row, struct table **out, struct st_err *err)
+/* Columns and primary key from their catalog JSON; name, ids and seq are the caller's. */
+int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char *version_col,
+                         struct table **out, struct st_err *err)
 {
-    struct table *t = table_alloc();
-    t->id = eng__get_i64(r, row, 0);
-    snprintf(t->uuid, sizeof t->uuid, "%s", PQgetvalue(r, row, 1));
-    snprintf(t->name, sizeof t->name, "%s", PQgetvalue(r, row, 2));
-    t->seq = eng__get_i64(r, row, 6);
-    t->created_us = eng__get_i64(r, row, 7);
-    json_error_t je;
-    json_t *cols = json_loads(PQgetvalue(r, row, 3), 0, &je);
-    json_t *pk = json_loads(PQgetvalue(r, row, 4), 0, &je);
+    *out = NULL;
     if (!json_is_array(cols) || !json_is_array(pk) || json_array_size(cols) == 0 ||
-        json_array_size(cols) > ST_COLUMNS_MAX || json_array_size(pk) > PK_MAX) {
-        json_decref(cols);
-        json_decref(pk);
-        table_unref(t);
-        return st_errf(err, ST_EINTERNAL, "catalog: table %s has a malformed definition",
-                       PQgetvalue(r, row, 2));
-    }
+        json_array_size(cols) > ST_COLUMNS_MAX || json_array_size(pk) > PK_MAX)
+        return st_errf(err, ST_EINTERNAL, "catalog: table %s has a malformed definition", name);
+    struct table *t = table_alloc();
+    snprintf(t->name, sizeof t->name, "%s", name);
     t->ncols = (int)json_array_size(cols);
     t->cols = xcalloc((size_t)t->ncols, sizeof *t->cols);
     for (int i = 0; i < t->ncols; i++) {
         json_t *c = json_array_get(cols, (size_t)i);
-        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *cname = json_string_value(json_object_get(c, "name"));
         const char *type = json_string_value(json_object_get(c, "type"));
-        if (name == NULL || type == NULL || !st_type_parse(type, &t->cols[i].type)) {
-            json_decref(cols);
-            json_decref(pk);
+        if (cname == NULL || type == NULL || !st_type_parse(type, &t->cols[i].type)) {
             table_unref(t);
-            return st_errf(err, ST_EINTERNAL, "catalog: table %s has a malformed column",
-                           PQgetvalue(r, row, 2));
+            return st_errf(err, ST_EINTERNAL, "catalog: table %s has a malformed column", name);
         }
-        snprintf(t->cols[i].name, sizeof t->cols[i].name, "%s", name);
+        snprintf(t->cols[i].name, sizeof t->cols[i].name, "%s", cname);
         t->cols[i].required = json_is_true(json_object_get(c, "required"));
     }
     t->npk = (int)json_array_size(pk);
     t->pk = xcalloc((size_t)(t->npk ? t->npk : 1), sizeof *t->pk);
     for (int i = 0; i < t->npk; i++) {
-        const char *name = json_string_value(json_array_get(pk, (size_t)i));
-        t->pk[i] = name ? table_column(t, name) : -1;
+        const char *cname = json_string_value(json_array_get(pk, (size_t)i));
+        t->pk[i] = cname ? table_column(t, cname) : -1;
         if (t->pk[i] < 0) {
-            json_decref(cols);
-            json_decref(pk);
             table_unref(t);
             return st_errf(err, ST_EINTERNAL, "catalog: table %s has a malformed primary key",
-                           PQgetvalue(r, row, 2));
+                           name);
         }
     }
-    const char *vc = PQgetvalue(r, row, 5);
-    t->version_col = *vc ? table_column(t, vc) : -1;
+    t->version_col = version_col != NULL && *version_col ? table_column(t, version_col) : -1;
+    *out = t;
+    return ST_OK;
+}
+
+int eng__table_from_row(PGresult *r, int row, struct table **out, struct st_err *err)
+{
+    json_error_t je;
+    json_t *cols = json_loads(PQgetvalue(r, row, 3), 0, &je);
+    json_t *pk = json_loads(PQgetvalue(r, row, 4), 0, &je);
+    int rc = eng__table_from_json(PQgetvalue(r, row, 2), cols, pk, PQgetvalue(r, row, 5), out, err);
     json_decref(cols);
     json_decref(pk);
-    *out = t;
+    if (rc != ST_OK)
+        return rc;
+    struct table *t = *out;
+    t->id = eng__get_i64(r, row, 0);
+    snprintf(t->uuid, sizeof t->uuid, "%s", PQgetvalue(r, row, 1));
+    t->seq = eng__get_i64(r, row, 6);
+    t->created_us = eng__get_i64(r, row, 7);
     return ST_OK;
 }
 
@@ -360,62 +343,6 @@ int engine_get_table_cached(struct engine *e, const char *name, struct table **o
     return engine_get_table(e, name, out, err);
 }
 
-/* ---- idempotency ---------------------------------------------------------- */
-
-int eng__idem_lookup(PGconn *c, const char *scope, const struct st_idem *idem,
-                     struct st_reply *replay, struct st_err *err)
-{
-    if (idem == NULL)
-        return ST_OK;
-    const char *params[2] = {scope, idem->key};
-    PGresult *r = PQexecParams(c,
-                               "SELECT request_hash, status, response FROM strike.idempotency_keys "
-                               "WHERE scope = $1 AND key = $2",
-                               2, NULL, params, NULL, NULL, 1);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        int rc = cat_fail(c, r, "reading the idempotency key", err);
-        PQclear(r);
-        return rc;
-    }
-    int rc = ST_OK;
-    if (PQntuples(r) == 1) {
-        if (PQgetlength(r, 0, 0) != 32 || memcmp(PQgetvalue(r, 0, 0), idem->hash, 32) != 0) {
-            rc = st_errf(err, ST_EIDEMPOTENCY,
-                         "Idempotency-Key \"%.100s\" was already used with a different request",
-                         idem->key);
-        } else {
-            replay->status = (int)ld_u32be((const uint8_t *)PQgetvalue(r, 0, 1));
-            replay->body = xstrndup(PQgetvalue(r, 0, 2), (size_t)PQgetlength(r, 0, 2));
-        }
-    }
-    PQclear(r);
-    return rc;
-}
-
-int eng__idem_store(PGconn *c, const char *scope, const struct st_idem *idem, int status,
-                    const char *body, struct st_err *err)
-{
-    if (idem == NULL)
-        return ST_OK;
-    char st[16];
-    snprintf(st, sizeof st, "%d", status);
-    const char *params[5] = {scope, idem->key, (const char *)idem->hash, st, body};
-    int lengths[5] = {0, 0, 32, 0, 0};
-    int formats[5] = {0, 0, 1, 0, 0};
-    PGresult *r = PQexecParams(c,
-                               "INSERT INTO strike.idempotency_keys (scope, key, request_hash, "
-                               "status, response) VALUES ($1, $2, $3, $4, $5) "
-                               "ON CONFLICT (scope, key) DO NOTHING RETURNING 1",
-                               5, NULL, params, lengths, formats, 0);
-    int rc = ST_OK;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        rc = cat_fail(c, r, "storing the idempotency key", err);
-    else if (PQntuples(r) == 0)
-        rc = ST_ECONFLICT; /* a concurrent request with the same key won */
-    PQclear(r);
-    return rc;
-}
-
 /* ---- create / list / drop / stats ---------------------------------------- */
 
 static int validate_def(const struct table_def *d, int *pk_idx, int *version_idx,
@@ -497,9 +424,10 @@ static char *columns_json(const struct st_column *cols, int n)
 }
 
 int engine_create_table(struct engine *e, const struct table_def *def, const struct st_idem *idem,
-                        struct table **out, struct st_reply *replay, struct st_err *err)
+                        struct table **out, bool *replayed, struct st_err *err)
 {
     *out = NULL;
+    *replayed = false;
     int pk_idx[PK_MAX], version_idx;
     int rc = validate_def(def, pk_idx, &version_idx, err);
     if (rc != ST_OK)
@@ -522,7 +450,9 @@ int engine_create_table(struct engine *e, const struct table_def *def, const str
     if ((rc = cat_acquire(e->pool, &c, 5000, err)) != ST_OK)
         goto out_free;
     for (int attempt = 0; attempt < 2; attempt++) {
-        if ((rc = eng__idem_lookup(c, def->name, idem, replay, err)) != ST_OK || replay->body)
+        struct eng__result prior = {.op = ENG__OP_CREATE, .table = out};
+        if ((rc = eng__idem_lookup(c, def->name, idem, &prior, replayed, err)) != ST_OK ||
+            *replayed)
             break;
         if ((rc = eng__begin(c, err)) != ST_OK)
             break;
@@ -565,9 +495,8 @@ int engine_create_table(struct engine *e, const struct table_def *def, const str
             break;
         }
         PQclear(r);
-        char *body = engine_table_json(t, NULL);
-        rc = eng__idem_store(c, def->name, idem, 201, body, err);
-        free(body);
+        struct eng__result res = {.op = ENG__OP_CREATE, .table = &t};
+        rc = eng__idem_store(c, def->name, idem, &res, err);
         if (rc == ST_ECONFLICT) {
             eng__rollback(c); /* the same key committed concurrently: replay it */
             table_unref(t);
@@ -627,8 +556,9 @@ int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct 
 }
 
 int engine_drop_table(struct engine *e, const char *name, const struct st_idem *idem,
-                      struct st_reply *replay, struct st_err *err)
+                      bool *replayed, struct st_err *err)
 {
+    *replayed = false;
     if (!st_name_valid(name))
         return st_errf(err, ST_EINVAL, "\"%.200s\" is not a valid table name", name);
     PGconn *c;
@@ -636,7 +566,8 @@ int engine_drop_table(struct engine *e, const char *name, const struct st_idem *
     if (rc != ST_OK)
         return rc;
     for (int attempt = 0; attempt < 2; attempt++) {
-        if ((rc = eng__idem_lookup(c, name, idem, replay, err)) != ST_OK || replay->body)
+        struct eng__result res = {.op = ENG__OP_DROP};
+        if ((rc = eng__idem_lookup(c, name, idem, &res, replayed, err)) != ST_OK || *replayed)
             break;
         if ((rc = eng__begin(c, err)) != ST_OK)
             break;
@@ -666,7 +597,7 @@ int engine_drop_table(struct engine *e, const char *name, const struct st_idem *
         }
         /* Idempotency keys are scoped to the table: a table created later
            under this name starts with none (the drop's own key is stored
-           next, so a retried drop still replays its 204). */
+           next, so a retried drop still replays). */
         if (rc == ST_OK) {
             const char *np[1] = {name};
             PGresult *r3 = PQexecParams(c, "DELETE FROM strike.idempotency_keys WHERE scope = $1",
@@ -679,7 +610,7 @@ int engine_drop_table(struct engine *e, const char *name, const struct st_idem *
             eng__rollback(c);
             break;
         }
-        rc = eng__idem_store(c, name, idem, 204, "", err);
+        rc = eng__idem_store(c, name, idem, &res, err);
         if (rc == ST_ECONFLICT) {
             eng__rollback(c);
             continue;
@@ -691,7 +622,7 @@ int engine_drop_table(struct engine *e, const char *name, const struct st_idem *
         break;
     }
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
-    if (rc == ST_OK && replay->body == NULL) {
+    if (rc == ST_OK && !*replayed) {
         eng__cache_table(e, name, NULL);
         log_info("dropped table %s", name);
     }
@@ -729,54 +660,4 @@ int engine_table_stats(struct engine *e, const struct table *t, struct table_sta
     PQclear(r);
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
     return rc;
-}
-
-/* ---- JSON renderings ------------------------------------------------------- */
-
-char *engine_table_json(const struct table *t, const struct table_stats *stats)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(t->name));
-    json_t *cols = json_array();
-    for (int i = 0; i < t->ncols; i++)
-        json_array_append_new(cols, json_pack("{s:s, s:s, s:b}", "name", t->cols[i].name, "type",
-                                              st_type_name(t->cols[i].type), "required",
-                                              t->cols[i].required));
-    json_object_set_new(o, "columns", cols);
-    json_t *pk = json_array();
-    for (int i = 0; i < t->npk; i++)
-        json_array_append_new(pk, json_string(t->cols[t->pk[i]].name));
-    json_object_set_new(o, "primary_key", pk);
-    json_object_set_new(o, "version_column",
-                        t->version_col >= 0 ? json_string(t->cols[t->version_col].name)
-                                            : json_null());
-    json_object_set_new(o, "seq", json_integer(t->seq));
-    json_object_set_new(o, "uuid", json_string(t->uuid));
-    char created[ST_RFC3339_MAX];
-    st_format_rfc3339(t->created_us, created);
-    json_object_set_new(o, "created_at", json_string(created));
-    if (stats != NULL)
-        json_object_set_new(
-            o, "stats",
-            json_pack("{s:I, s:I, s:I, s:I, s:I}", "data_files", (json_int_t)stats->data_files,
-                      "rows", (json_int_t)stats->rows, "deleted_rows",
-                      (json_int_t)stats->deleted_rows, "live_rows", (json_int_t)stats->live_rows,
-                      "dv_files", (json_int_t)stats->dv_files));
-    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    return s;
-}
-
-char *engine_change_res_json(const struct change_res *r)
-{
-    return xasprintf("{\"seq\":%lld,\"inserted\":%lld,\"updated\":%lld,\"deleted\":%lld,"
-                     "\"missing\":%lld,\"stale\":%lld,\"duplicate\":%s}",
-                     (long long)r->seq, (long long)r->inserted, (long long)r->updated,
-                     (long long)r->deleted, (long long)r->missing, (long long)r->stale,
-                     r->duplicate ? "true" : "false");
-}
-
-char *engine_delete_res_json(const struct delete_res *r)
-{
-    return xasprintf("{\"seq\":%lld,\"deleted\":%lld}", (long long)r->seq, (long long)r->deleted);
 }

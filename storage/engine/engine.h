@@ -77,9 +77,11 @@ struct table_def {
 
 /*
  * Idempotency-Key (API.md "Changes"): a mutating call with `idem` set stores
- * its 2xx response in the same transaction as its commit; a later call with
- * the same key and the same request hash gets that response back in
- * `replay` instead of committing again; another hash is ST_EIDEMPOTENCY.
+ * its result (the engine's own encoding of the result struct, with the
+ * operation's kind; no wire format) in the same transaction as its commit.
+ * A later call with the same key and the same request hash gets that result
+ * back, marked `replayed`, instead of committing again; another hash, or a
+ * key stored by another kind of operation, is ST_EIDEMPOTENCY.
  * Scope: the table name. `hash` is a digest of the request as received.
  */
 struct st_idem {
@@ -89,16 +91,16 @@ struct st_idem {
 /* A key is 1 to 255 visible ASCII characters (both front ends check with this). */
 #define ST_IDEM_KEY_MAX 255
 bool st_idem_key_valid(const char *key);
-/* A stored response (status and JSON body). body == NULL when not a replay. */
-struct st_reply {
-    int status;
-    char *body; /* owned; free with st_reply_clear */
-};
-void st_reply_clear(struct st_reply *r);
 
-/* Validate and create (snapshot 0). ST_EINVAL with detail, ST_EEXIST. */
+/*
+ * Validate and create (snapshot 0). ST_EINVAL with detail, ST_EEXIST. *out
+ * is the new table (caller unrefs). A replay (see st_idem) sets *replayed
+ * and gives the table as the first request created it (name, uuid,
+ * columns, primary key, version column, seq, created time), whether or not
+ * it still exists.
+ */
 int engine_create_table(struct engine *e, const struct table_def *def, const struct st_idem *idem,
-                        struct table **out, struct st_reply *replay, struct st_err *err);
+                        struct table **out, bool *replayed, struct st_err *err);
 /* The current definition (seq fresh from the catalog). ST_ENOTFOUND. */
 int engine_get_table(struct engine *e, const char *name, struct table **out, struct st_err *err);
 /* Like engine_get_table but may answer from a cache up to ~1 s old (seq may lag). */
@@ -114,8 +116,9 @@ int engine_table_stats(struct engine *e, const struct table *t, struct table_sta
                        struct st_err *err);
 /* All tables, by name. Caller unrefs each and frees the array. */
 int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct st_err *err);
+/* Drop a table and everything it holds. ST_ENOTFOUND. *replayed: see st_idem. */
 int engine_drop_table(struct engine *e, const char *name, const struct st_idem *idem,
-                      struct st_reply *replay, struct st_err *err);
+                      bool *replayed, struct st_err *err);
 
 /* ---- changes ----------------------------------------------------------- */
 
@@ -146,6 +149,7 @@ struct change_res {
     int64_t seq;
     int64_t inserted, updated, deleted, missing, stale;
     bool duplicate;
+    bool replayed; /* the stored result of an earlier call with the same Idempotency-Key */
 };
 
 /*
@@ -154,16 +158,17 @@ struct change_res {
  * exhausted, or the table was re-created since `table` was read.
  */
 int engine_apply_changes(struct engine *e, const struct change_req *req, struct change_res *res,
-                         struct st_reply *replay, struct st_err *err);
+                         struct st_err *err);
 
 struct delete_res {
     int64_t seq;
     int64_t deleted;
+    bool replayed; /* as in change_res */
 };
 /* Delete every row live at commit time for which `f` is true. */
 int engine_delete_where(struct engine *e, struct table *t, const struct filter *f,
                         bool has_expected_seq, int64_t expected_seq, const struct st_idem *idem,
-                        struct delete_res *res, struct st_reply *replay, struct st_err *err);
+                        struct delete_res *res, struct st_err *err);
 
 /* ---- reads ------------------------------------------------------------- */
 
@@ -310,15 +315,5 @@ struct engine_metrics {
     uint64_t rows_written;
 };
 void engine_metrics(struct engine *e, struct engine_metrics *out);
-
-/* ---- JSON renderings shared by HTTP responses and idempotent replays ---- */
-
-/* {"name","columns":[...],"primary_key":[...],"version_column"?,"seq", "stats"? } ; caller frees.
- */
-char *engine_table_json(const struct table *t, const struct table_stats *stats /* NULL: none */);
-/* {"seq":..,"inserted":..,"updated":..,"deleted":..,"missing":..,"stale":..,"duplicate":..} */
-char *engine_change_res_json(const struct change_res *r);
-/* {"seq":..,"deleted":..} */
-char *engine_delete_res_json(const struct delete_res *r);
 
 #endif

@@ -1,10 +1,11 @@
 /*
- * engine_int.h - internals shared by the engine's modules (engine.c,
+ * engine_int.h - internals shared by the engine's modules (engine.c, idem.c,
  * commit.c, scan.c, dvcache.c, gc.c). Not part of the engine's contract.
  */
 #ifndef STRIKE_ENGINE_INT_H
 #define STRIKE_ENGINE_INT_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -67,13 +68,47 @@ int eng__table_from_row(PGresult *r, int row, struct table **out, struct st_err 
 /* Replace the cached definition (or drop it when t == NULL). */
 void eng__cache_table(struct engine *e, const char *name, struct table *t);
 
-/* Idempotency: look up a stored response; replay->body set if it exists with the same hash. */
+/* Columns and primary key from their catalog JSON (borrowed); the caller sets the rest. */
+int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char *version_col,
+                         struct table **out, struct st_err *err);
+
+/* ---- idempotency records (idem.c) ---- */
+
+/* The kind of a mutating call, stored with its result. */
+enum eng__op { ENG__OP_CREATE, ENG__OP_DROP, ENG__OP_CHANGES, ENG__OP_DELETE };
+const char *eng__op_name(enum eng__op op); /* "create", "drop", "changes", "delete" */
+
+/* A call's result: what to encode, or where a decoded replay goes (the member of `op`). */
+struct eng__result {
+    enum eng__op op;
+    struct table **table;       /* ENG__OP_CREATE: a decoded table is the caller's to unref */
+    struct change_res *changes; /* ENG__OP_CHANGES */
+    struct delete_res *del;     /* ENG__OP_DELETE */
+};
+/* The stored record of a result (a small versioned JSON object); caller frees. */
+char *eng__result_encode(const struct eng__result *r);
+/*
+ * Decode a stored record into r (replayed set). kind: the row's kind, or
+ * NULL for a row written before schema version 2, whose HTTP status is
+ * `status`. ST_EIDEMPOTENCY (no message) when it is the result of another
+ * kind of call; ST_EINTERNAL when malformed.
+ */
+int eng__result_decode(struct eng__result *r, const char *kind, int status, const char *rec,
+                       size_t len, struct st_err *err);
+/*
+ * A row of (request_hash, kind, status, response) at column `col` of a
+ * binary-format result: decoded into out when its hash is the request's,
+ * else ST_EIDEMPOTENCY with the message the client sees.
+ */
+int eng__idem_row(const PGresult *r, int row, int col, const struct st_idem *idem,
+                  struct eng__result *out, struct st_err *err);
+/* Look up a stored result; *found when the key holds one for this request (out filled). */
 int eng__idem_lookup(PGconn *c, const char *scope, const struct st_idem *idem,
-                     struct st_reply *replay, struct st_err *err);
-/* Store a response inside the caller's transaction. ST_ECONFLICT when another request
+                     struct eng__result *out, bool *found, struct st_err *err);
+/* Store a result inside the caller's transaction. ST_ECONFLICT when another request
    stored the key first (the caller rolls back and looks it up again). */
-int eng__idem_store(PGconn *c, const char *scope, const struct st_idem *idem, int status,
-                    const char *body, struct st_err *err);
+int eng__idem_store(PGconn *c, const char *scope, const struct st_idem *idem,
+                    const struct eng__result *res, struct st_err *err);
 
 /* PQexec helpers: ST_OK or a mapped error. */
 #define eng__exec cat_exec

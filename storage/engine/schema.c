@@ -114,6 +114,17 @@ const struct migration cat__migrations[] = {
      "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
      "  created_at timestamptz NOT NULL DEFAULT now(),"
      "  receipt jsonb NOT NULL);"},
+
+    /* Idempotency records hold the engine's encoding of the call's result
+       and the kind of the call (idem.c), no HTTP status. Rows stored by
+       version 1 keep their status and HTTP body (kind NULL); idem.c reads
+       both. A version-1 striked refuses to start on this schema (cat_migrate). */
+    {2, "idempotency records: the operation's kind and result, not an HTTP response",
+     "ALTER TABLE strike.idempotency_keys ADD COLUMN kind text,"
+     "  ALTER COLUMN status DROP NOT NULL,"
+     "  ADD CONSTRAINT idempotency_keys_kind CHECK ("
+     "    (kind IN ('create', 'drop', 'changes', 'delete') AND status IS NULL)"
+     "    OR (kind IS NULL AND status IS NOT NULL));"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

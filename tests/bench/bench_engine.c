@@ -115,9 +115,9 @@ static struct engine *open_engine(void)
 
 static struct table *fresh_table(struct engine *e, const char *name)
 {
-    struct st_reply rep = {0};
+    bool replayed;
     struct st_err err = {0};
-    engine_drop_table(e, name, NULL, &rep, &err);
+    engine_drop_table(e, name, NULL, &replayed, &err);
     struct st_column cols[5] = {{"id", ST_T_LONG, true},
                                 {"user_id", ST_T_LONG, true},
                                 {"amount", ST_T_DOUBLE, false},
@@ -127,7 +127,7 @@ static struct table *fresh_table(struct engine *e, const char *name)
     struct table_def d = {name, 5, cols, 1, pk, NULL};
     struct table *t;
     st_err_clear(&err);
-    if (engine_create_table(e, &d, NULL, &t, &rep, &err) != ST_OK)
+    if (engine_create_table(e, &d, NULL, &t, &replayed, &err) != ST_OK)
         die("create table", &err);
     return t;
 }
@@ -194,9 +194,8 @@ static void load(struct engine *e, struct table *t, int64_t lo, int64_t hi, long
         }
         struct change_req req = {.table = t, .changes = ch, .nchanges = n};
         struct change_res res;
-        struct st_reply rep = {0};
         struct st_err err = {0};
-        if (engine_apply_changes(e, &req, &res, &rep, &err) != ST_OK)
+        if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("load", &err);
     }
     free(rb);
@@ -245,9 +244,8 @@ static void measure_ingest(struct engine *e)
         }
         struct change_req req = {.table = t, .changes = ch, .nchanges = (size_t)arg_batch};
         struct change_res res;
-        struct st_reply rep = {0};
         struct st_err err = {0};
-        if (engine_apply_changes(e, &req, &res, &rep, &err) != ST_OK)
+        if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("ingest", &err);
         inserted += (long)res.inserted;
         updated += (long)res.updated;
@@ -278,9 +276,8 @@ static void measure_delete1(struct engine *e)
         struct change ch = {CHANGE_DELETE, &key};
         struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
         struct change_res res;
-        struct st_reply rep = {0};
         struct st_err err = {0};
-        if (engine_apply_changes(e, &req, &res, &rep, &err) != ST_OK)
+        if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("delete", &err);
     }
     struct engine_metrics m0, m1;
@@ -292,10 +289,9 @@ static void measure_delete1(struct engine *e)
         struct change ch = {CHANGE_DELETE, &key};
         struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
         struct change_res res;
-        struct st_reply rep = {0};
         struct st_err err = {0};
         uint64_t t0 = st_mono_ns();
-        if (engine_apply_changes(e, &req, &res, &rep, &err) != ST_OK)
+        if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("delete", &err);
         lat[i] = (double)(st_mono_ns() - t0) / 1e6;
         if (res.deleted != 1)
@@ -342,9 +338,8 @@ static void *writer_main(void *p)
         struct change ch = {CHANGE_UPSERT, rb.v};
         struct change_req req = {.table = w->t, .changes = &ch, .nchanges = 1};
         struct change_res res;
-        struct st_reply rep = {0};
         struct st_err err = {0};
-        if (engine_apply_changes(w->e, &req, &res, &rep, &err) != ST_OK)
+        if (engine_apply_changes(w->e, &req, &res, &err) != ST_OK)
             die("writer", &err);
         w->commits++;
     }
@@ -449,9 +444,8 @@ static void measure_lookup(struct engine *e)
         }
         struct change_req req = {.table = t, .changes = ch, .nchanges = (size_t)arg_batch};
         struct change_res res;
-        struct st_reply rep = {0};
         struct st_err err = {0};
-        if (engine_apply_changes(e, &req, &res, &rep, &err) != ST_OK)
+        if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("lookup", &err);
         if (r >= 0) {
             total += arg_batch;
@@ -579,8 +573,7 @@ static void measure_load(struct engine *e)
             }
         struct change_req req = {.table = t, .changes = ch, .nchanges = n};
         struct change_res res;
-        struct st_reply rep = {0};
-        if (engine_apply_changes(e, &req, &res, &rep, &err) != ST_OK)
+        if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("load", &err);
         if (res.inserted != (int64_t)n) {
             fprintf(stderr, "bench_engine: load: %lld of %zu rows inserted\n",

@@ -292,6 +292,41 @@ class Changes(unittest.TestCase):
         C.call("DropTable", name=name, metadata=md)
         C.call("DropTable", name=name, metadata=md)
 
+    def test_idempotency_key_across_protocols(self):
+        """The engine stores a neutral result, but a key stays tied to its first
+        request as received: HTTP hashes the method, path and body bytes, gRPC the
+        method and the canonical message. The same change sent with the same key
+        over the other protocol is another request (422 / FAILED_PRECONDITION) and
+        commits nothing; each protocol's retry replays the stored result."""
+        row = {"id": 7, "user_id": 1, "amount": 1.5, "status": "s", "at": None}
+        body = {"changes": [{"op": "upsert", "row": row}]}
+        grow = [gc.change("upsert", row=row)]
+        # first used over HTTP
+        hk = {"Idempotency-Key": "cross-http"}
+        h1 = S.req("POST", f"/v1/tables/{self.t}/changes", body, hk)
+        self.assertEqual(h1.status, 200)
+        self.assertIsNone(h1.header("Idempotent-Replayed"))
+        h2 = S.req("POST", f"/v1/tables/{self.t}/changes", body, hk)
+        self.assertEqual((h2.status, h2.json(), h2.header("Idempotent-Replayed")), (200, h1.json(), "true"))
+        d = rpc_error(self, grpc.StatusCode.FAILED_PRECONDITION, C.apply, self.t, grow,
+                      metadata=[("idempotency-key", "cross-http")])
+        self.assertEqual(d, 'Idempotency-Key "cross-http" was already used with a different request')
+        self.assertEqual(C.call("GetTable", name=self.t).seq, h1.json()["seq"])
+        # first used over gRPC
+        gk = [("idempotency-key", "cross-grpc")]
+        g1 = C.apply(self.t, grow, metadata=gk)
+        self.assertEqual((g1.seq, g1.updated), (h1.json()["seq"] + 1, 1))
+        r = S.req("POST", f"/v1/tables/{self.t}/changes", body, {"Idempotency-Key": "cross-grpc"})
+        self.assertEqual(r.status, 422, r.body)
+        self.assertIn('"cross-grpc" was already used with a different request', r.json()["detail"])
+        self.assertEqual(C.apply(self.t, grow, metadata=gk), g1)
+        self.assertEqual(C.call("GetTable", name=self.t).seq, g1.seq)
+        # both render a replayed result field for field like a fresh one
+        fresh_json = {"seq": g1.seq, "inserted": g1.inserted, "updated": g1.updated,
+                      "deleted": g1.deleted, "missing": g1.missing, "stale": g1.stale,
+                      "duplicate": g1.duplicate}
+        self.assertEqual(set(fresh_json), set(h2.json()))
+
     def test_delete_where(self):
         C.apply(self.t, rows_of(self.t, 10))
         r = C.call("DeleteWhere", table=self.t,

@@ -382,9 +382,14 @@ class Api(unittest.TestCase):
         c2 = self.s.req("POST", "/v1/tables", u.table_def("idem2"), {"Idempotency-Key": "c-1"})
         self.assertEqual((c1.status, c2.status), (201, 201))
         self.assertEqual(c1.json(), c2.json())
+        self.assertEqual((c1.header("Idempotent-Replayed"), c2.header("Idempotent-Replayed")), (None, "true"))
+        self.assertEqual(c2.header("Location"), "/v1/tables/idem2")
+        self.assertEqual(d2.header("Idempotent-Replayed"), "true")
         x1 = self.s.req("DELETE", "/v1/tables/idem2", headers={"Idempotency-Key": "x-1"})
         x2 = self.s.req("DELETE", "/v1/tables/idem2", headers={"Idempotency-Key": "x-1"})
         self.assertEqual((x1.status, x2.status), (204, 204))
+        self.assertEqual((x1.header("Idempotent-Replayed"), x2.header("Idempotent-Replayed")), (None, "true"))
+        self.assertEqual(x2.body, b"")
 
     def test_idempotency_key_scoped_to_the_table(self):
         """A key does not outlive its table: a table created later under the

@@ -70,9 +70,9 @@ struct table *et_create(struct et *t, const char *name, const char *const *cols,
     }
     struct table_def d = {name, ncols, c, npk, pk, version_col};
     struct table *tab = NULL;
-    struct st_reply rep = {0};
+    bool replayed;
     struct st_err err = {0};
-    if (engine_create_table(t->e, &d, NULL, &tab, &rep, &err) != ST_OK)
+    if (engine_create_table(t->e, &d, NULL, &tab, &replayed, &err) != ST_OK)
         die("create table", &err);
     free(c);
     return tab;

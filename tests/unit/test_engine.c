@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libpq-fe.h>
+
 #include "common/xalloc.h"
 #include "dv/dv.h"
 #include "engine/engine.h"
@@ -85,9 +87,7 @@ apply(struct table *t, struct change *ch, size_t n, const char *producer, int64_
         req.has_offset = true;
         req.offset = offset;
     }
-    struct st_reply rep = {0};
-    int rc = engine_apply_changes(T.e, &req, res, &rep, err);
-    st_reply_clear(&rep);
+    int rc = engine_apply_changes(T.e, &req, res, err);
     return rc;
 }
 
@@ -120,22 +120,22 @@ static void test_tables(void **state)
     /* duplicates and bad definitions */
     struct st_column c[2] = {{"id", ST_T_LONG, true}, {"id", ST_T_STRING, false}};
     struct table_def d = {"basic", 1, c, 1, pk, NULL};
-    struct st_reply rep = {0};
+    bool replayed;
     st_err_clear(&err);
-    assert_int_equal(engine_create_table(T.e, &d, NULL, &again, &rep, &err), ST_EEXIST);
+    assert_int_equal(engine_create_table(T.e, &d, NULL, &again, &replayed, &err), ST_EEXIST);
     d.name = "dup_cols";
     d.ncols = 2;
     st_err_clear(&err);
-    assert_int_equal(engine_create_table(T.e, &d, NULL, &again, &rep, &err), ST_EINVAL);
+    assert_int_equal(engine_create_table(T.e, &d, NULL, &again, &replayed, &err), ST_EINVAL);
     assert_non_null(strstr(err.msg, "duplicate column"));
     struct st_column c2[1] = {{"id", ST_T_LONG, false}};
     struct table_def d2 = {"nullable_pk", 1, c2, 1, pk, NULL};
     st_err_clear(&err);
-    assert_int_equal(engine_create_table(T.e, &d2, NULL, &again, &rep, &err), ST_EINVAL);
+    assert_int_equal(engine_create_table(T.e, &d2, NULL, &again, &replayed, &err), ST_EINVAL);
     assert_non_null(strstr(err.msg, "must be required"));
     struct table_def d3 = {"bad-name", 1, c, 1, pk, NULL};
     st_err_clear(&err);
-    assert_int_equal(engine_create_table(T.e, &d3, NULL, &again, &rep, &err), ST_EINVAL);
+    assert_int_equal(engine_create_table(T.e, &d3, NULL, &again, &replayed, &err), ST_EINVAL);
 
     struct table **all;
     size_t n;
@@ -155,11 +155,11 @@ static void test_tables(void **state)
     assert_int_equal(rows.snapshot, 0);
     et_rows_free(&rows);
 
-    assert_int_equal(engine_drop_table(T.e, "basic", NULL, &rep, &err), ST_OK);
+    assert_int_equal(engine_drop_table(T.e, "basic", NULL, &replayed, &err), ST_OK);
     st_err_clear(&err);
     assert_int_equal(engine_get_table(T.e, "basic", &again, &err), ST_ENOTFOUND);
     st_err_clear(&err);
-    assert_int_equal(engine_drop_table(T.e, "basic", NULL, &rep, &err), ST_ENOTFOUND);
+    assert_int_equal(engine_drop_table(T.e, "basic", NULL, &replayed, &err), ST_ENOTFOUND);
     table_unref(t);
 }
 
@@ -240,9 +240,8 @@ static void test_counts_and_stats(void **state)
     /* expected_seq */
     struct change_req req = {
         .table = t, .changes = ch3, .nchanges = 1, .has_expected_seq = true, .expected_seq = 1};
-    struct st_reply rep = {0};
     st_err_clear(&err);
-    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_ECONFLICT);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_ECONFLICT);
     assert_non_null(strstr(err.msg, "expected_seq"));
 
     /* delete by key of a table that has one, and DV fetch */
@@ -301,9 +300,8 @@ static void test_no_primary_key(void **state)
 
     struct filter *f = parse_filter(t, "{\"type\":\"eq\",\"term\":\"n\",\"value\":1}");
     struct delete_res dr;
-    struct st_reply rep = {0};
     st_err_clear(&err);
-    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &rep, &err), ST_OK);
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
     assert_int_equal(dr.deleted, 2);
     filter_free(f);
     struct et_rows rows;
@@ -325,25 +323,213 @@ static void test_idempotency(void **state)
     memset(idem.hash, 7, 32);
     struct change_req req = {.table = t, .changes = ch, .nchanges = 1, .idem = &idem};
     struct change_res res;
-    struct st_reply rep = {0};
     struct st_err err = {0};
-    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_OK);
-    assert_null(rep.body);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_false(res.replayed);
     assert_int_equal(res.seq, 1);
-    /* the retry replays the first response, without a second commit */
-    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_OK);
-    assert_non_null(rep.body);
-    assert_int_equal(rep.status, 200);
-    assert_non_null(strstr(rep.body, "\"seq\":1"));
-    assert_non_null(strstr(rep.body, "\"inserted\":1"));
-    st_reply_clear(&rep);
+    /* the retry replays the first result, without a second commit */
+    memset(&res, 0x55, sizeof res);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_true(res.replayed);
+    assert_int_equal(res.seq, 1);
+    assert_int_equal(res.inserted, 1);
+    assert_int_equal(res.updated + res.deleted + res.missing + res.stale, 0);
+    assert_false(res.duplicate);
     /* another body with the same key is refused */
     memset(idem.hash, 8, 32);
-    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_EIDEMPOTENCY);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_EIDEMPOTENCY);
+    /* and so is the same key and hash for another kind of call */
+    memset(idem.hash, 7, 32);
+    struct filter *f = parse_filter(t, "true");
+    struct delete_res dr;
+    st_err_clear(&err);
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, &idem, &dr, &err), ST_EIDEMPOTENCY);
+    assert_non_null(strstr(err.msg, "abc"));
+    /* a delete by filter replays too */
+    struct st_idem didem = {.key = "del"};
+    memset(didem.hash, 9, 32);
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, &didem, &dr, &err), ST_OK);
+    assert_false(dr.replayed);
+    assert_int_equal(dr.seq, 2);
+    assert_int_equal(dr.deleted, 1);
+    assert_int_equal(apply(t, ch, 1, NULL, 0, &res, &err), ST_OK); /* seq 3 */
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, &didem, &dr, &err), ST_OK);
+    assert_true(dr.replayed);
+    assert_int_equal(dr.seq, 2);
+    assert_int_equal(dr.deleted, 1);
+    filter_free(f);
     struct table *cur;
     st_err_clear(&err);
     assert_int_equal(engine_get_table(T.e, "idem", &cur, &err), ST_OK);
-    assert_int_equal(cur->seq, 1);
+    assert_int_equal(cur->seq, 3);
+    table_unref(cur);
+    table_unref(t);
+}
+
+static void assert_same_table(const struct table *a, const struct table *b)
+{
+    assert_string_equal(a->name, b->name);
+    assert_string_equal(a->uuid, b->uuid);
+    assert_int_equal(a->ncols, b->ncols);
+    for (int i = 0; i < a->ncols; i++) {
+        assert_string_equal(a->cols[i].name, b->cols[i].name);
+        assert_int_equal(a->cols[i].type, b->cols[i].type);
+        assert_int_equal(a->cols[i].required, b->cols[i].required);
+    }
+    assert_int_equal(a->npk, b->npk);
+    for (int i = 0; i < a->npk; i++)
+        assert_int_equal(a->pk[i], b->pk[i]);
+    assert_int_equal(a->version_col, b->version_col);
+    assert_int_equal(a->seq, b->seq);
+    assert_int_equal(a->created_us, b->created_us);
+}
+
+/* A replayed create gives the table as the first call created it, and replayed = true. */
+static void test_idempotent_create_and_drop(void **state)
+{
+    (void)state;
+    struct st_column c[3] = {
+        {"k", ST_T_STRING, true}, {"n", ST_T_INT, true}, {"ver", ST_T_TIMESTAMP, false}};
+    const char *pk[] = {"n", "k"};
+    struct table_def d = {"idem_create", 3, c, 2, pk, "ver"};
+    struct st_idem idem = {.key = "create-1"};
+    memset(idem.hash, 3, 32);
+    struct table *t1 = NULL, *t2 = NULL;
+    bool replayed = true;
+    struct st_err err = {0};
+    assert_int_equal(engine_create_table(T.e, &d, &idem, &t1, &replayed, &err), ST_OK);
+    assert_false(replayed);
+    assert_non_null(t1);
+    /* the table moves on; the replay still answers the table as created */
+    struct st_value r[3] = {S("a"), I(1), N()};
+    struct change ch[] = {{CHANGE_UPSERT, r}};
+    struct change_res res;
+    assert_int_equal(apply(t1, ch, 1, NULL, 0, &res, &err), ST_OK);
+    assert_int_equal(res.seq, 1);
+    assert_int_equal(engine_create_table(T.e, &d, &idem, &t2, &replayed, &err), ST_OK);
+    assert_true(replayed);
+    assert_non_null(t2);
+    assert_ptr_not_equal(t1, t2);
+    assert_same_table(t1, t2);
+    assert_int_equal(t2->seq, 0);
+    assert_int_equal(t2->id, t1->id);
+    assert_int_equal(t2->pk[0], 1);
+    assert_int_equal(t2->version_col, 2);
+    table_unref(t2);
+    /* without the key, the same definition is a duplicate */
+    assert_int_equal(engine_create_table(T.e, &d, NULL, &t2, &replayed, &err), ST_EEXIST);
+    assert_false(replayed);
+    /* drop: the retry replays, and does not find the table gone */
+    struct st_idem didem = {.key = "drop-1"};
+    memset(didem.hash, 4, 32);
+    assert_int_equal(engine_drop_table(T.e, "idem_create", &didem, &replayed, &err), ST_OK);
+    assert_false(replayed);
+    assert_int_equal(engine_drop_table(T.e, "idem_create", &didem, &replayed, &err), ST_OK);
+    assert_true(replayed);
+    st_err_clear(&err);
+    assert_int_equal(engine_drop_table(T.e, "idem_create", NULL, &replayed, &err), ST_ENOTFOUND);
+    table_unref(t1);
+}
+
+/* Store a row as striked stored them before schema version 2 (HTTP status and body). */
+static void put_legacy(PGconn *c, const char *scope, const char *key, uint8_t hash_byte, int status,
+                       const char *body)
+{
+    uint8_t h[32];
+    memset(h, hash_byte, sizeof h);
+    char st[8];
+    snprintf(st, sizeof st, "%d", status);
+    const char *v[5] = {scope, key, (const char *)h, st, body};
+    int l[5] = {0, 0, 32, 0, 0}, f[5] = {0, 0, 1, 0, 0};
+    PGresult *r = PQexecParams(c,
+                               "INSERT INTO strike.idempotency_keys (scope, key, request_hash, "
+                               "status, response) VALUES ($1, $2, $3, $4, $5)",
+                               5, NULL, v, l, f, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        fail_msg("legacy row: %s", PQerrorMessage(c));
+    PQclear(r);
+}
+
+/* Rows written before schema version 2 still replay after the upgrade. */
+static void test_idempotency_legacy_rows(void **state)
+{
+    (void)state;
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    put_legacy(c, "legacy_t", "c", 1, 201,
+               "{\"name\":\"legacy_t\",\"columns\":[{\"name\":\"id\",\"type\":\"long\","
+               "\"required\":true},{\"name\":\"v\",\"type\":\"string\",\"required\":false}],"
+               "\"primary_key\":[\"id\"],\"version_column\":null,\"seq\":0,"
+               "\"uuid\":\"0190f1a2-0000-7000-8000-000000000001\","
+               "\"created_at\":\"2024-05-01T10:00:00.123456Z\"}");
+    put_legacy(c, "legacy_t", "ch", 2, 200,
+               "{\"seq\":7,\"inserted\":1,\"updated\":2,\"deleted\":3,\"missing\":4,\"stale\":5,"
+               "\"duplicate\":true}");
+    put_legacy(c, "legacy_t", "del", 3, 200, "{\"seq\":8,\"deleted\":9}");
+    put_legacy(c, "legacy_t", "drop", 4, 204, "");
+    PQfinish(c);
+
+    struct st_column cols[2] = {{"id", ST_T_LONG, true}, {"v", ST_T_STRING, false}};
+    const char *pk[] = {"id"};
+    struct table_def d = {"legacy_t", 2, cols, 1, pk, NULL};
+    struct st_idem idem = {.key = "c"};
+    memset(idem.hash, 1, 32);
+    struct table *t = NULL;
+    bool replayed = false;
+    struct st_err err = {0};
+    assert_int_equal(engine_create_table(T.e, &d, &idem, &t, &replayed, &err), ST_OK);
+    assert_true(replayed);
+    assert_string_equal(t->name, "legacy_t");
+    assert_string_equal(t->uuid, "0190f1a2-0000-7000-8000-000000000001");
+    assert_int_equal(t->ncols, 2);
+    assert_string_equal(t->cols[1].name, "v");
+    assert_int_equal(t->cols[1].type, ST_T_STRING);
+    assert_false(t->cols[1].required);
+    assert_int_equal(t->npk, 1);
+    assert_int_equal(t->pk[0], 0);
+    assert_int_equal(t->version_col, -1);
+    assert_int_equal(t->created_us, 1714557600123456LL);
+    table_unref(t);
+    /* the replay created nothing: the table can be created now, without the key */
+    t = et_create(&T, "legacy_t", (const char *[]){"id:long!", "v:string"}, 2, pk, 1, NULL);
+
+    struct st_value r[2] = {L(1), S("x")};
+    struct change ch[] = {{CHANGE_UPSERT, r}};
+    idem.key = "ch";
+    memset(idem.hash, 2, 32);
+    struct change_req req = {.table = t, .changes = ch, .nchanges = 1, .idem = &idem};
+    struct change_res res;
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_true(res.replayed);
+    assert_int_equal(res.seq, 7);
+    assert_int_equal(res.inserted, 1);
+    assert_int_equal(res.updated, 2);
+    assert_int_equal(res.deleted, 3);
+    assert_int_equal(res.missing, 4);
+    assert_int_equal(res.stale, 5);
+    assert_true(res.duplicate);
+
+    idem.key = "del";
+    memset(idem.hash, 3, 32);
+    struct filter *f = parse_filter(t, "true");
+    struct delete_res dr;
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, &idem, &dr, &err), ST_OK);
+    assert_true(dr.replayed);
+    assert_int_equal(dr.seq, 8);
+    assert_int_equal(dr.deleted, 9);
+    filter_free(f);
+    /* a 204 (drop) row is not the result of a create */
+    idem.key = "drop";
+    memset(idem.hash, 4, 32);
+    struct table *t2 = NULL;
+    assert_int_equal(engine_create_table(T.e, &d, &idem, &t2, &replayed, &err), ST_EIDEMPOTENCY);
+    assert_null(t2);
+    assert_int_equal(engine_drop_table(T.e, "legacy_t", &idem, &replayed, &err), ST_OK);
+    assert_true(replayed);
+    /* nothing was committed by the replays */
+    struct table *cur;
+    assert_int_equal(engine_get_table(T.e, "legacy_t", &cur, &err), ST_OK);
+    assert_int_equal(cur->seq, 0);
     table_unref(cur);
     table_unref(t);
 }
@@ -370,14 +556,13 @@ static void test_duplicate_ignores_expected_seq(void **state)
                              .offset = 5,
                              .has_expected_seq = true,
                              .expected_seq = 77};
-    struct st_reply rep = {0};
-    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_OK);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     assert_true(res.duplicate);
     assert_int_equal(res.seq, 1);
     assert_int_equal(res.inserted, 0);
     /* a new offset with a wrong expected_seq is still a conflict */
     req.offset = 6;
-    assert_int_equal(engine_apply_changes(T.e, &req, &res, &rep, &err), ST_ECONFLICT);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_ECONFLICT);
     table_unref(t);
 }
 
@@ -486,9 +671,7 @@ static void run_model(bool composite)
                          lim);
             struct filter *f = parse_filter(t, json);
             struct delete_res dr;
-            struct st_reply rep = {0};
-            assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &rep, &err),
-                             ST_OK);
+            assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
             filter_free(f);
             int64_t expect = 0;
             for (int k = 0; k < MODEL_KEYS; k++) {
@@ -651,6 +834,8 @@ int main(void)
         cmocka_unit_test(test_counts_and_stats),
         cmocka_unit_test(test_no_primary_key),
         cmocka_unit_test(test_idempotency),
+        cmocka_unit_test(test_idempotent_create_and_drop),
+        cmocka_unit_test(test_idempotency_legacy_rows),
         cmocka_unit_test(test_duplicate_ignores_expected_seq),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_model_composite_key),

@@ -80,9 +80,8 @@ static void *run_worker(void *p)
         }
         struct change_req req = {.table = w->t, .changes = ch, .nchanges = (size_t)rec->nch};
         struct change_res res;
-        struct st_reply rep = {0};
         struct st_err err = {0};
-        if (engine_apply_changes(w->e, &req, &res, &rep, &err) != ST_OK) {
+        if (engine_apply_changes(w->e, &req, &res, &err) != ST_OK) {
             /* a 409 after exhausted retries is allowed, but it must not be acknowledged */
             fprintf(stderr, "writer %d request %d: %s\n", w->writer, r, err.msg);
             w->failures++;

@@ -53,8 +53,7 @@ static int upsert(struct table *t, int64_t id, int64_t v, struct change_res *res
     vals[1].v.l = v;
     struct change ch = {CHANGE_UPSERT, vals};
     struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
-    struct st_reply rep = {0};
-    return engine_apply_changes(T.e, &req, res, &rep, err);
+    return engine_apply_changes(T.e, &req, res, err);
 }
 
 static int64_t value_of(struct table *t, int64_t id, int *count)
@@ -116,8 +115,7 @@ static void test_conflict_on_every_first_attempt(void **state)
     const char *js = "{\"type\":\"lt\",\"term\":\"id\",\"value\":2}";
     assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
     struct delete_res dr;
-    struct st_reply rep = {0};
-    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &rep, &err), ST_OK);
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
     assert_int_equal(dr.deleted, 2);
     assert_int_equal(dr.seq, 21);
     filter_free(f);
@@ -159,8 +157,7 @@ static void test_crash_between_blobs_and_commit(void **state)
     two[1][1].v.l = 20;
     struct change seed[2] = {{CHANGE_UPSERT, two[0]}, {CHANGE_UPSERT, two[1]}};
     struct change_req sreq = {.table = t, .changes = seed, .nchanges = 2};
-    struct st_reply srep = {0};
-    assert_int_equal(engine_apply_changes(T.e, &sreq, &res, &srep, &err), ST_OK);
+    assert_int_equal(engine_apply_changes(T.e, &sreq, &res, &err), ST_OK);
     assert_int_equal(res.seq, 1);
 
     fflush(NULL);
@@ -181,8 +178,7 @@ static void test_crash_between_blobs_and_commit(void **state)
         vals[1].v.l = 99;
         struct change ch = {CHANGE_UPSERT, vals};
         struct change_req req = {.table = ct, .changes = &ch, .nchanges = 1};
-        struct st_reply rep = {0};
-        engine_apply_changes(e, &req, &res, &rep, &e2);
+        engine_apply_changes(e, &req, &res, &e2);
         _exit(5); /* not reached: the fault exits with 77 */
     }
     int status;
