@@ -11,7 +11,6 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 
-#include <jansson.h>
 #include <stdalign.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -364,68 +363,6 @@ int gconv_changes(const Strike__V1__ApplyChangesRequest *req, struct garena *a,
     return ST_OK;
 }
 
-int gconv_table_def(const Strike__V1__CreateTableRequest *req, struct garena *a,
-                    struct table_def *def, struct st_err *err)
-{
-    /* The HTTP handler's words for the same mistakes; the rest is the engine's. */
-    static const char *type_names = "boolean, int, long, double, string or timestamp";
-    memset(def, 0, sizeof *def);
-    if (req->name[0] == '\0')
-        return st_errf(err, ST_EINVAL, "name: required");
-    if (req->n_columns > ST_COLUMNS_MAX)
-        return st_errf(err, ST_EINVAL, "columns: at most %d columns", ST_COLUMNS_MAX);
-    struct st_column *cols = garena_alloc(a, (req->n_columns ? req->n_columns : 1) * sizeof *cols);
-    for (size_t i = 0; i < req->n_columns; i++) {
-        const Strike__V1__Column *c = req->columns[i];
-        if (c->name[0] == '\0' || c->type[0] == '\0')
-            return st_errf(err, ST_EINVAL, "columns[%zu]: \"%s\" is required", i,
-                           c->name[0] == '\0' ? "name" : "type");
-        if (!st_name_valid(c->name))
-            return st_errf(err, ST_EINVAL,
-                           "columns[%zu].name: \"%.200s\" is not a valid column name "
-                           "([A-Za-z_][A-Za-z0-9_]{0,127})",
-                           i, c->name);
-        memcpy(cols[i].name, c->name, strlen(c->name) + 1);
-        if (!st_type_parse(c->type, &cols[i].type))
-            return st_errf(err, ST_EINVAL, "columns[%zu].type: unknown type \"%.60s\" (use %s)", i,
-                           c->type, type_names);
-        cols[i].required = c->required != 0;
-    }
-    if (req->n_primary_key > ST_COLUMNS_MAX)
-        return st_errf(err, ST_EINVAL, "primary_key: too many columns");
-    def->name = req->name;
-    def->ncols = (int)req->n_columns;
-    def->cols = cols;
-    def->npk = (int)req->n_primary_key;
-    def->pk = (const char *const *)req->primary_key;
-    def->version_column = req->version_column[0] ? req->version_column : NULL;
-    return ST_OK;
-}
-
-int gconv_columns(const struct table *t, char *const *names, size_t n, struct garena *a, int **out,
-                  int *nout, struct st_err *err)
-{
-    *out = NULL;
-    *nout = 0;
-    if (n == 0)
-        return ST_OK;
-    if (n > (size_t)t->ncols)
-        return st_errf(err, ST_EINVAL, "columns: %zu names for a table of %d columns", n, t->ncols);
-    int *idx = garena_alloc(a, n * sizeof *idx);
-    for (size_t i = 0; i < n; i++) {
-        idx[i] = table_column(t, names[i]);
-        if (idx[i] < 0)
-            return st_errf(err, ST_EINVAL, "columns[%zu]: unknown column \"%.128s\"", i, names[i]);
-        for (size_t j = 0; j < i; j++)
-            if (idx[j] == idx[i])
-                return st_errf(err, ST_EINVAL, "columns[%zu]: column \"%s\" is listed twice", i,
-                               names[i]);
-    }
-    *out = idx;
-    *nout = (int)n;
-    return ST_OK;
-}
-
 /* ---- replies ------------------------------------------------------------------- */
 
 void gconv_table(const struct table *t, const struct table_stats *stats, struct garena *a,
@@ -467,15 +404,30 @@ void gconv_table(const struct table *t, const struct table_stats *stats, struct 
     }
 }
 
-char *gconv_file_url(struct garena *a, const char *table, int64_t file_id)
+Strike__V1__PlannedFile *gconv_planned_file(struct garena *a, const char *table, int64_t seq,
+                                            const struct plan_file *pf)
 {
-    return garena_printf(a, "/v1/tables/%s/files/%lld", table, (long long)file_id);
-}
-
-char *gconv_dv_url(struct garena *a, const char *table, int64_t file_id, int64_t snapshot)
-{
-    return garena_printf(a, "/v1/tables/%s/files/%lld/dv?snapshot=%lld", table, (long long)file_id,
-                         (long long)snapshot);
+    Strike__V1__PlannedFile *m = garena_alloc(a, sizeof *m);
+    strike__v1__planned_file__init(m);
+    m->id = pf->id;
+    m->path = pf->path;
+    m->url = garena_printf(a, "/v1/tables/%s/files/%lld", table, (long long)pf->id);
+    m->format = (char *)"parquet";
+    m->record_count = pf->record_count;
+    m->file_size = pf->file_size;
+    m->data_seq = pf->data_seq;
+    m->deleted_count = pf->deleted_count;
+    if (pf->has_dv) {
+        Strike__V1__DvRef *d = garena_alloc(a, sizeof *d);
+        strike__v1__dv_ref__init(d);
+        d->url = garena_printf(a, "%s/dv?snapshot=%lld", m->url, (long long)seq);
+        d->path = pf->dv_path;
+        d->offset = pf->dv_offset;
+        d->length = pf->dv_length;
+        d->cardinality = pf->dv_cardinality;
+        m->dv = d;
+    }
+    return m;
 }
 
 /* ---- scan batches ------------------------------------------------------------ */

@@ -80,31 +80,15 @@ int gconv_literal(const Strike__V1__Value *v, struct st_literal *out, struct st_
 int gconv_changes(const Strike__V1__ApplyChangesRequest *req, struct garena *a,
                   struct wire_change **out, struct st_err *err);
 
-/*
- * A CreateTableRequest as a table_def (cols in the arena), refusing what the
- * HTTP handler refuses with the same words (names, types); the engine checks
- * the rest.
- */
-int gconv_table_def(const Strike__V1__CreateTableRequest *req, struct garena *a,
-                    struct table_def *def, struct st_err *err);
-
-/*
- * Scan columns by name -> table column indexes (arena): known, distinct, as
- * HTTP checks them. n == 0 gives *out = NULL (all columns: proto3 cannot
- * tell an empty list from none).
- */
-int gconv_columns(const struct table *t, char *const *names, size_t n, struct garena *a, int **out,
-                  int *nout, struct st_err *err);
-
 /* ---- replies ------------------------------------------------------------------- */
 
 /* Fill `out` (initialised here) from a table definition; stats may be NULL. */
 void gconv_table(const struct table *t, const struct table_stats *stats, struct garena *a,
                  Strike__V1__Table *out);
 
-/* The HTTP URL of a data file and of its DV, as the plan reports them (arena). */
-char *gconv_file_url(struct garena *a, const char *table, int64_t file_id);
-char *gconv_dv_url(struct garena *a, const char *table, int64_t file_id, int64_t snapshot);
+/* A file of a plan at `seq`, with the HTTP URLs of the file and of its DV (arena). */
+Strike__V1__PlannedFile *gconv_planned_file(struct garena *a, const char *table, int64_t seq,
+                                            const struct plan_file *pf);
 
 /* ---- scan batches, encoded by hand (no per-value allocation) ------------------- */
 

@@ -18,6 +18,7 @@
  */
 #include "grpc_conv.h"
 #include "grpc_int.h"
+#include "service.h"
 
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -85,35 +86,19 @@ static bool failed(struct rpc *r, int rc, const struct st_err *err)
     return true;
 }
 
-/* An optional count given as a oneof: like HTTP, it must not be negative. */
-static bool nonneg(struct rpc *r, const char *name, bool has, int64_t v)
-{
-    if (!has || v >= 0)
-        return true;
-    char msg[120];
-    snprintf(msg, sizeof msg, "%s: must be >= 0, got %lld", name, (long long)v);
-    rpc_fail(r, ST_EINVAL, msg);
-    return false;
-}
-
-/* A table definition for reads and writes (may be up to ~1 s old, like HTTP's). */
-static bool get_table(struct rpc *r, const char *name, struct table **t)
-{
-    struct st_err err = {0};
-    return !failed(r, engine_get_table_cached(engine_of(r), name, t, &err), &err);
-}
-
-/* An optional filter: empty text is none. */
-static bool parse_filter(struct rpc *r, const struct table *t, const char *text, struct filter **f)
-{
-    *f = NULL;
-    if (text[0] == '\0')
-        return true;
-    struct st_err err = {0};
-    return !failed(r, filter_parse(text, strlen(text), t->cols, t->ncols, f, &err), &err);
-}
-
 /* ---- tables ---------------------------------------------------------------------- */
+
+/* A proto3 string as the service takes it: "" is absent (proto3 cannot tell them apart). */
+static const char *opt_str(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+/* A oneof count as the service takes it. */
+static struct svc_count count_of(bool has, int64_t v)
+{
+    return (struct svc_count){.has = has, .v = v};
+}
 
 static void h_create_table(struct rpc *r)
 {
@@ -122,22 +107,31 @@ static void h_create_table(struct rpc *r)
     struct st_err err = {0};
     struct st_idem ib;
     const struct st_idem *idem;
-    struct table *t = NULL;
-    bool replayed;
+    struct svc_table_res res = {0};
     Strike__V1__CreateTableRequest *q =
         unpack(r, &strike__v1__create_table_request__descriptor, &a);
     if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
         goto out;
-    struct table_def def;
-    if (failed(r, gconv_table_def(q, &a, &def, &err), &err))
-        goto out;
-    if (failed(r, engine_create_table(engine_of(r), &def, idem, &t, &replayed, &err), &err))
+    struct svc_column *cols = garena_alloc(&a, (q->n_columns ? q->n_columns : 1) * sizeof *cols);
+    for (size_t i = 0; i < q->n_columns; i++)
+        cols[i] = (struct svc_column){opt_str(q->columns[i]->name), opt_str(q->columns[i]->type),
+                                      q->columns[i]->required != 0};
+    struct svc_create_req cq = {
+        .name = opt_str(q->name),
+        .cols = cols,
+        .ncols = q->n_columns,
+        .pk = (const char *const *)q->primary_key,
+        .npk = q->n_primary_key,
+        .version_column = opt_str(q->version_column),
+        .idem = idem,
+    };
+    if (failed(r, svc_create_table(engine_of(r), &cq, &res, &err), &err))
         goto out;
     Strike__V1__Table msg;
-    gconv_table(t, NULL, &a, &msg);
+    gconv_table(res.table, NULL, &a, &msg);
     rpc_reply(r, &msg.base);
 out:
-    table_unref(t);
+    svc_table_res_clear(&res);
     garena_free(&a);
 }
 
@@ -146,20 +140,15 @@ static void h_get_table(struct rpc *r)
     struct garena a;
     garena_init(&a);
     struct st_err err = {0};
-    struct table *t = NULL;
+    struct svc_table_res res = {0};
     Strike__V1__GetTableRequest *q = unpack(r, &strike__v1__get_table_request__descriptor, &a);
-    if (q == NULL)
-        goto out;
-    if (failed(r, engine_get_table(engine_of(r), q->name, &t, &err), &err))
-        goto out;
-    struct table_stats stats;
-    if (failed(r, engine_table_stats(engine_of(r), t, &stats, &err), &err))
+    if (q == NULL || failed(r, svc_get_table(engine_of(r), q->name, &res, &err), &err))
         goto out;
     Strike__V1__Table msg;
-    gconv_table(t, &stats, &a, &msg);
+    gconv_table(res.table, &res.stats, &a, &msg);
     rpc_reply(r, &msg.base);
 out:
-    table_unref(t);
+    svc_table_res_clear(&res);
     garena_free(&a);
 }
 
@@ -168,25 +157,22 @@ static void h_list_tables(struct rpc *r)
     struct garena a;
     garena_init(&a);
     struct st_err err = {0};
-    struct table **ts = NULL;
-    size_t n = 0;
-    if (unpack(r, &strike__v1__list_tables_request__descriptor, &a) == NULL)
+    struct svc_table_list l = {0};
+    if (unpack(r, &strike__v1__list_tables_request__descriptor, &a) == NULL ||
+        failed(r, svc_list_tables(engine_of(r), &l, &err), &err))
         goto out;
-    if (failed(r, engine_list_tables(engine_of(r), &ts, &n, &err), &err))
-        goto out;
+    size_t n = l.n;
     Strike__V1__ListTablesResponse msg = STRIKE__V1__LIST_TABLES_RESPONSE__INIT;
     msg.n_tables = n;
     msg.tables = garena_alloc(&a, (n ? n : 1) * sizeof *msg.tables);
     Strike__V1__Table *tm = garena_alloc(&a, (n ? n : 1) * sizeof *tm);
     for (size_t i = 0; i < n; i++) {
-        gconv_table(ts[i], NULL, &a, &tm[i]);
+        gconv_table(l.tables[i], NULL, &a, &tm[i]);
         msg.tables[i] = &tm[i];
     }
     rpc_reply(r, &msg.base);
 out:
-    for (size_t i = 0; i < n; i++)
-        table_unref(ts[i]);
-    free(ts);
+    svc_table_list_clear(&l);
     garena_free(&a);
 }
 
@@ -199,9 +185,8 @@ static void h_drop_table(struct rpc *r)
     const struct st_idem *idem;
     bool replayed;
     Strike__V1__DropTableRequest *q = unpack(r, &strike__v1__drop_table_request__descriptor, &a);
-    if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
-        goto out;
-    if (failed(r, engine_drop_table(engine_of(r), q->name, idem, &replayed, &err), &err))
+    if (q == NULL || !idem_of(r, &q->base, &ib, &idem) ||
+        failed(r, svc_drop_table(engine_of(r), q->name, idem, &replayed, &err), &err))
         goto out;
     Strike__V1__DropTableResponse msg = STRIKE__V1__DROP_TABLE_RESPONSE__INIT;
     rpc_reply(r, &msg.base);
@@ -218,46 +203,31 @@ static void h_apply_changes(struct rpc *r)
     struct st_err err = {0};
     struct st_idem ib;
     const struct st_idem *idem;
-    struct table *t = NULL;
-    struct changeset cs = {0};
     Strike__V1__ApplyChangesRequest *q =
         unpack(r, &strike__v1__apply_changes_request__descriptor, &a);
     if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
         goto out;
-    bool has_offset =
-        q->offset_present_case == STRIKE__V1__APPLY_CHANGES_REQUEST__OFFSET_PRESENT_OFFSET;
-    bool has_expected = q->expected_seq_present_case ==
-                        STRIKE__V1__APPLY_CHANGES_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ;
-    bool has_producer = q->producer[0] != '\0';
-    if (!nonneg(r, "offset", has_offset, q->offset) ||
-        !nonneg(r, "expected_seq", has_expected, q->expected_seq))
-        goto out;
-    if (has_offset != has_producer) {
-        rpc_fail(r, ST_EINVAL,
-                 has_producer ? "offset: required with \"producer\""
-                              : "producer: required with \"offset\"");
-        goto out;
-    }
-    struct wire_change *w;
-    if (failed(r, gconv_changes(q, &a, &w, &err), &err) || !get_table(r, q->table, &t) ||
-        failed(r, changeset_build(t, w, q->n_changes, &cs, &err), &err))
-        goto out;
-    struct change_req cr = {
-        .table = t,
-        .changes = cs.changes,
-        .nchanges = cs.n,
-        .producer = has_producer ? q->producer : NULL,
-        .has_offset = has_offset,
-        .offset = q->offset,
-        .has_expected_seq = has_expected,
-        .expected_seq = q->expected_seq,
+    struct svc_changes_req cq = {
+        .table = q->table,
+        .nchanges = q->n_changes,
+        .producer = opt_str(q->producer),
+        .offset = count_of(q->offset_present_case ==
+                               STRIKE__V1__APPLY_CHANGES_REQUEST__OFFSET_PRESENT_OFFSET,
+                           q->offset),
+        .expected_seq = count_of(
+            q->expected_seq_present_case ==
+                STRIKE__V1__APPLY_CHANGES_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ,
+            q->expected_seq),
         .idem = idem,
     };
-    struct change_res res;
-    if (failed(r, engine_apply_changes(engine_of(r), &cr, &res, &err), &err))
+    struct wire_change *w;
+    if (failed(r, gconv_changes(q, &a, &w, &err), &err))
         goto out;
-    Strike__V1__ApplyChangesResponse msg;
-    strike__v1__apply_changes_response__init(&msg);
+    cq.changes = w;
+    struct change_res res;
+    if (failed(r, svc_apply_changes(engine_of(r), &cq, &res, &err), &err))
+        goto out;
+    Strike__V1__ApplyChangesResponse msg = STRIKE__V1__APPLY_CHANGES_RESPONSE__INIT;
     msg.seq = res.seq;
     msg.inserted = res.inserted;
     msg.updated = res.updated;
@@ -267,8 +237,6 @@ static void h_apply_changes(struct rpc *r)
     msg.duplicate = res.duplicate;
     rpc_reply(r, &msg.base);
 out:
-    changeset_free(&cs);
-    table_unref(t);
     garena_free(&a);
 }
 
@@ -279,45 +247,34 @@ static void h_delete_where(struct rpc *r)
     struct st_err err = {0};
     struct st_idem ib;
     const struct st_idem *idem;
-    struct table *t = NULL;
-    struct filter *f = NULL;
     Strike__V1__DeleteWhereRequest *q =
         unpack(r, &strike__v1__delete_where_request__descriptor, &a);
     if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
         goto out;
-    bool has_expected = q->expected_seq_present_case ==
-                        STRIKE__V1__DELETE_WHERE_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ;
-    if (!nonneg(r, "expected_seq", has_expected, q->expected_seq))
-        goto out;
-    if (q->filter[0] == '\0') {
-        rpc_fail(r, ST_EINVAL, "filter: required (the expression \"true\" deletes every row)");
-        goto out;
-    }
-    if (!get_table(r, q->table, &t) || !parse_filter(r, t, q->filter, &f))
-        goto out;
+    struct svc_delete_req dq = {
+        .table = q->table,
+        .filter.text = q->filter,
+        .expected_seq = count_of(
+            q->expected_seq_present_case ==
+                STRIKE__V1__DELETE_WHERE_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ,
+            q->expected_seq),
+        .idem = idem,
+    };
     struct delete_res res;
-    if (failed(r,
-               engine_delete_where(engine_of(r), t, f, has_expected, q->expected_seq, idem, &res,
-                                   &err),
-               &err))
+    if (failed(r, svc_delete_where(engine_of(r), &dq, &res, &err), &err))
         goto out;
-    Strike__V1__DeleteWhereResponse msg;
-    strike__v1__delete_where_response__init(&msg);
+    Strike__V1__DeleteWhereResponse msg = STRIKE__V1__DELETE_WHERE_RESPONSE__INIT;
     msg.seq = res.seq;
     msg.deleted = res.deleted;
     rpc_reply(r, &msg.base);
 out:
-    filter_free(f);
-    table_unref(t);
     garena_free(&a);
 }
 
 /* ---- scan (server streaming) -------------------------------------------------------- */
 
 struct scan_call {
-    struct table *t;
-    struct filter *f; /* the scan borrows it */
-    struct scan *s;
+    struct svc_scan sv;
     struct scan_batch b; /* rows not sent yet: b.rows[bpos..b.nrows) */
     size_t bpos;
     bool eof, first;
@@ -329,9 +286,7 @@ struct scan_call {
 static void scan_call_free(void *p)
 {
     struct scan_call *sc = p;
-    scan_close(sc->s);
-    filter_free(sc->f);
-    table_unref(sc->t);
+    svc_scan_close(&sc->sv);
     free(sc->names);
     free(sc);
 }
@@ -354,7 +309,7 @@ static void scan_produce(struct rpc *r, void *arg)
                 return;
             }
             bool done;
-            int rc = scan_next(sc->s, &sc->b, &done, &err);
+            int rc = scan_next(sc->sv.scan, &sc->b, &done, &err);
             if (rc != ST_OK) {
                 buf_free(&out);
                 rpc_fail(r, rc, err.msg);
@@ -398,39 +353,28 @@ static void h_scan(struct rpc *r)
     struct garena a;
     garena_init(&a);
     struct st_err err = {0};
-    struct table *t = NULL;
-    struct filter *f = NULL;
+    struct scan_call *sc = xcalloc(1, sizeof *sc);
     Strike__V1__ScanRequest *q = unpack(r, &strike__v1__scan_request__descriptor, &a);
     if (q == NULL)
         goto fail;
-    bool has_snapshot =
-        q->snapshot_present_case == STRIKE__V1__SCAN_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT;
-    bool has_limit = q->limit_present_case == STRIKE__V1__SCAN_REQUEST__LIMIT_PRESENT_LIMIT;
-    if (!nonneg(r, "snapshot", has_snapshot, q->snapshot) ||
-        !nonneg(r, "limit", has_limit, q->limit) || !get_table(r, q->table, &t))
-        goto fail;
-    int *cols, ncols;
-    if (failed(r, gconv_columns(t, q->columns, q->n_columns, &a, &cols, &ncols, &err), &err) ||
-        !parse_filter(r, t, q->filter, &f))
-        goto fail;
-    struct scan_req sr = {
-        .has_snapshot = has_snapshot,
-        .snapshot = q->snapshot,
-        .columns = cols,
-        .ncolumns = ncols,
-        .filter = f,
-        .has_limit = has_limit,
-        .limit = q->limit,
+    struct svc_scan_req sq = {
+        .table = q->table,
+        .snapshot = count_of(q->snapshot_present_case ==
+                                 STRIKE__V1__SCAN_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT,
+                             q->snapshot),
+        .has_columns = q->n_columns > 0, /* proto3: an empty list is an absent one */
+        .columns = (const char *const *)q->columns,
+        .ncolumns = q->n_columns,
+        .filter.text = q->filter,
+        .limit = count_of(q->limit_present_case == STRIKE__V1__SCAN_REQUEST__LIMIT_PRESENT_LIMIT,
+                          q->limit),
     };
-    struct scan *s;
-    if (failed(r, engine_scan_open(engine_of(r), t, &sr, &s, &err), &err))
+    if (failed(r, svc_scan_open(engine_of(r), &sq, &sc->sv, &err), &err))
         goto fail;
     garena_free(&a);
 
-    struct scan_call *sc = xcalloc(1, sizeof *sc);
-    sc->t = t;
-    sc->f = f;
-    sc->s = s;
+    struct scan *s = sc->sv.scan;
+    const struct table *t = sc->sv.table;
     sc->first = true;
     sc->snapshot = scan_snapshot(s);
     const int *out = scan_columns(s, &sc->ncols);
@@ -443,8 +387,7 @@ static void h_scan(struct rpc *r)
     rpc_stream_start(r, sc, scan_produce, scan_call_free);
     return;
 fail:
-    filter_free(f);
-    table_unref(t);
+    scan_call_free(sc);
     garena_free(&a);
 }
 
@@ -455,56 +398,29 @@ static void h_plan_scan(struct rpc *r)
     struct garena a;
     garena_init(&a);
     struct st_err err = {0};
-    struct table *t = NULL;
-    struct filter *f = NULL;
-    struct plan_file *files = NULL;
-    size_t n = 0;
+    struct svc_plan_res res = {0};
     Strike__V1__PlanScanRequest *q = unpack(r, &strike__v1__plan_scan_request__descriptor, &a);
     if (q == NULL)
         goto out;
-    bool has_snapshot =
-        q->snapshot_present_case == STRIKE__V1__PLAN_SCAN_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT;
-    if (!nonneg(r, "snapshot", has_snapshot, q->snapshot) || !get_table(r, q->table, &t) ||
-        !parse_filter(r, t, q->filter, &f))
+    struct svc_plan_req pq = {
+        .table = q->table,
+        .snapshot = count_of(q->snapshot_present_case ==
+                                 STRIKE__V1__PLAN_SCAN_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT,
+                             q->snapshot),
+        .filter.text = q->filter,
+    };
+    if (failed(r, svc_plan(engine_of(r), &pq, &res, &err), &err))
         goto out;
-    int64_t seq;
-    if (failed(r,
-               engine_plan(engine_of(r), t, has_snapshot, q->snapshot, f, &files, &n, &seq, &err),
-               &err))
-        goto out;
+    size_t n = res.nfiles;
     Strike__V1__PlanScanResponse msg = STRIKE__V1__PLAN_SCAN_RESPONSE__INIT;
-    msg.seq = seq;
+    msg.seq = res.seq;
     msg.n_files = n;
     msg.files = garena_alloc(&a, (n ? n : 1) * sizeof *msg.files);
-    for (size_t i = 0; i < n; i++) {
-        const struct plan_file *pf = &files[i];
-        Strike__V1__PlannedFile *m = garena_alloc(&a, sizeof *m);
-        strike__v1__planned_file__init(m);
-        m->id = pf->id;
-        m->path = pf->path;
-        m->url = gconv_file_url(&a, t->name, pf->id);
-        m->format = (char *)"parquet";
-        m->record_count = pf->record_count;
-        m->file_size = pf->file_size;
-        m->data_seq = pf->data_seq;
-        m->deleted_count = pf->deleted_count;
-        if (pf->has_dv) {
-            Strike__V1__DvRef *d = garena_alloc(&a, sizeof *d);
-            strike__v1__dv_ref__init(d);
-            d->url = gconv_dv_url(&a, t->name, pf->id, seq);
-            d->path = pf->dv_path;
-            d->offset = pf->dv_offset;
-            d->length = pf->dv_length;
-            d->cardinality = pf->dv_cardinality;
-            m->dv = d;
-        }
-        msg.files[i] = m;
-    }
+    for (size_t i = 0; i < n; i++)
+        msg.files[i] = gconv_planned_file(&a, res.table->name, res.seq, &res.files[i]);
     rpc_reply(r, &msg.base);
 out:
-    plan_free(files, n);
-    filter_free(f);
-    table_unref(t);
+    svc_plan_res_clear(&res);
     garena_free(&a);
 }
 
@@ -513,33 +429,30 @@ static void h_list_snapshots(struct rpc *r)
     struct garena a;
     garena_init(&a);
     struct st_err err = {0};
-    struct table *t = NULL;
-    struct snapshot_info *ss = NULL;
-    size_t n = 0;
+    struct svc_snapshots_res res = {0};
     Strike__V1__ListSnapshotsRequest *q =
         unpack(r, &strike__v1__list_snapshots_request__descriptor, &a);
-    if (q == NULL || !get_table(r, q->table, &t))
+    if (q == NULL || failed(r, svc_list_snapshots(engine_of(r), q->table, &res, &err), &err))
         goto out;
-    if (failed(r, engine_list_snapshots(engine_of(r), t, &ss, &n, &err), &err))
-        goto out;
+    size_t n = res.n;
     Strike__V1__ListSnapshotsResponse msg = STRIKE__V1__LIST_SNAPSHOTS_RESPONSE__INIT;
     msg.n_snapshots = n;
     msg.snapshots = garena_alloc(&a, (n ? n : 1) * sizeof *msg.snapshots);
     for (size_t i = 0; i < n; i++) {
+        const struct snapshot_info *si = &res.snapshots[i];
         Strike__V1__Snapshot *m = garena_alloc(&a, sizeof *m);
         strike__v1__snapshot__init(m);
-        m->seq = ss[i].seq;
+        m->seq = si->seq;
         char at[ST_RFC3339_MAX];
-        st_format_rfc3339(ss[i].committed_us, at);
+        st_format_rfc3339(si->committed_us, at);
         m->committed_at = garena_strdup(&a, at);
-        m->operation = ss[i].operation;
-        m->summary = ss[i].summary_json;
+        m->operation = si->operation;
+        m->summary = si->summary_json;
         msg.snapshots[i] = m;
     }
     rpc_reply(r, &msg.base);
 out:
-    snapshots_free(ss, n);
-    table_unref(t);
+    svc_snapshots_res_clear(&res);
     garena_free(&a);
 }
 
@@ -594,35 +507,24 @@ static void h_get_dv(struct rpc *r)
     struct garena a;
     garena_init(&a);
     struct st_err err = {0};
-    struct table *t = NULL;
-    struct dv_bytes *b = NULL;
+    struct svc_dv_res res = {0};
     Strike__V1__GetDeletionVectorRequest *q =
         unpack(r, &strike__v1__get_deletion_vector_request__descriptor, &a);
     if (q == NULL)
         goto out;
-    bool has_snapshot = q->snapshot_present_case ==
-                        STRIKE__V1__GET_DELETION_VECTOR_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT;
-    enum dv_format f = DV_FMT_ROARING64;
-    if (q->file_id <= 0) {
-        char msg[100];
-        snprintf(msg, sizeof msg, "file_id: expected a positive integer, got %lld",
-                 (long long)q->file_id);
-        rpc_fail(r, ST_EINVAL, msg);
+    struct svc_dv_req dq = {
+        .table = q->table,
+        .file_id = q->file_id,
+        .snapshot = count_of(q->snapshot_present_case ==
+                                 STRIKE__V1__GET_DELETION_VECTOR_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT,
+                             q->snapshot),
+    };
+    if (failed(r, engine_dv_format(q->format, &dq.format, &err), &err) ||
+        failed(r, svc_get_dv(engine_of(r), &dq, &res, &err), &err))
         goto out;
-    }
-    if (!nonneg(r, "snapshot", has_snapshot, q->snapshot) ||
-        failed(r, engine_dv_format(q->format, &f, &err), &err) || !get_table(r, q->table, &t))
-        goto out;
-    int64_t resolved;
-    if (failed(r,
-               engine_get_dv(engine_of(r), t, q->file_id, has_snapshot, q->snapshot, f, &b,
-                             &resolved, &err),
-               &err))
-        goto out;
-    dv_reply(r, b, f, resolved);
+    dv_reply(r, res.bytes, dq.format, res.snapshot);
 out:
-    dv_bytes_unref(b);
-    table_unref(t);
+    svc_dv_res_clear(&res);
     garena_free(&a);
 }
 

@@ -286,21 +286,21 @@ bool http__dv_fast(struct hreq *r)
 
 void http__job_dv(struct hreq *r)
 {
-    struct table *t = http__table(r, true);
-    if (t == NULL)
-        return;
-    struct dv_bytes *b = NULL;
-    int64_t resolved = 0;
+    struct svc_dv_req q = {
+        .table = r->table,
+        .file_id = r->file_id,
+        .snapshot = {r->has_snapshot, r->snapshot},
+        .format = r->fmt,
+    };
+    struct svc_dv_res res;
     struct st_err err = {0};
-    int rc = engine_get_dv(r->srv->app->engine, t, r->file_id, r->has_snapshot, r->snapshot, r->fmt,
-                           &b, &resolved, &err);
-    table_unref(t);
+    int rc = svc_get_dv(r->srv->app->engine, &q, &res, &err);
     http__metrics_dv(r->srv->m, false);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
         return;
     }
-    dv_reply(r, b, dv_bytes_unref_cb, b, resolved, r->has_snapshot);
+    dv_reply(r, res.bytes, dv_bytes_unref_cb, res.bytes, res.snapshot, r->has_snapshot);
 }
 
 /* ---- data files --------------------------------------------------------------------- */
@@ -369,13 +369,9 @@ static enum range_kind parse_range(const char *h, uint64_t size, uint64_t *off, 
 
 void http__job_file(struct hreq *r)
 {
-    struct table *t = http__table(r, true);
-    if (t == NULL)
-        return;
     char *path = NULL;
     struct st_err err = {0};
-    int rc = engine_file_path(r->srv->app->engine, t, r->file_id, &path, &err);
-    table_unref(t);
+    int rc = svc_file_path(r->srv->app->engine, r->table, r->file_id, &path, &err);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
         return;

@@ -41,6 +41,7 @@
 #include "common/types.h"
 #include "engine/engine.h"
 #include "http.h"
+#include "service.h"
 
 enum http_route {
     RT_OTHER = 0,
@@ -233,14 +234,15 @@ struct jdoc *http__body_jdoc(struct hreq *r, bool empty_ok, unsigned max_depth);
 /* Refuse members of `o` not named in allowed[] (NULL-terminated): 400 naming the field. */
 bool http__check_fields(struct hreq *r, const struct jdoc_val *o, const char *const *allowed,
                         const char *where);
-/* The table (fresh from the catalog, or cached within ~1 s when `cached`); else a problem. */
-struct table *http__table(struct hreq *r, bool cached);
 /*
- * An optional non-negative integer member (null counts as absent): false
- * (with a 400 reply) when it is present but not an integer >= 0.
+ * An optional integer member (null counts as absent): false (with a 400
+ * reply) when it is present but not an integer. Its range is the
+ * service's to check (service.h: counts are >= 0).
  */
-bool http__opt_uint(struct hreq *r, const struct jdoc_val *o, const char *name, bool *has,
-                    int64_t *v);
+bool http__opt_int(struct hreq *r, const struct jdoc_val *o, const char *name, bool *has,
+                   int64_t *v);
+/* Member `name` of o, or NULL when absent or null. */
+const struct jdoc_val *http__opt_value(const struct jdoc_val *o, const char *name);
 
 /* ---- http_render.c: the JSON bodies of engine results (fresh or replayed alike) ---- */
 
@@ -255,6 +257,13 @@ char *http__table_json(const struct table *t, const struct table_stats *stats /*
 char *http__change_res_json(const struct change_res *r);
 /* {"seq","deleted"}; caller frees. */
 char *http__delete_res_json(const struct delete_res *r);
+struct plan_file;
+struct snapshot_info;
+/* {"seq","files":[{"id","path","url","format","record_count",...,"dv":{...}|null}]}. */
+char *http__plan_json(const struct table *t, int64_t seq, const struct plan_file *files,
+                      size_t nfiles);
+/* {"snapshots":[{"seq","committed_at","operation","summary"}...]}. */
+char *http__snapshots_json(const struct snapshot_info *s, size_t n);
 
 /* ---- http_scan.c ---- */
 

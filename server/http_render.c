@@ -9,7 +9,9 @@
 #include "common/xalloc.h"
 #include "engine/engine.h"
 
+#include <inttypes.h>
 #include <jansson.h>
+#include <stdio.h>
 
 char *http__table_json(const struct table *t, const struct table_stats *stats)
 {
@@ -57,4 +59,50 @@ char *http__change_res_json(const struct change_res *r)
 char *http__delete_res_json(const struct delete_res *r)
 {
     return xasprintf("{\"seq\":%lld,\"deleted\":%lld}", (long long)r->seq, (long long)r->deleted);
+}
+
+char *http__plan_json(const struct table *t, int64_t seq, const struct plan_file *files,
+                      size_t nfiles)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < nfiles; i++) {
+        const struct plan_file *p = &files[i];
+        char url[256];
+        snprintf(url, sizeof url, "/v1/tables/%s/files/%" PRId64, t->name, p->id);
+        json_t *dv = json_null();
+        if (p->has_dv) {
+            char dvurl[300];
+            snprintf(dvurl, sizeof dvurl, "%s/dv?snapshot=%" PRId64, url, seq);
+            dv = json_pack("{s:s, s:s, s:I, s:I, s:I}", "url", dvurl, "path", p->dv_path, "offset",
+                           (json_int_t)p->dv_offset, "length", (json_int_t)p->dv_length,
+                           "cardinality", (json_int_t)p->dv_cardinality);
+        }
+        json_array_append_new(
+            arr, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "id", (json_int_t)p->id,
+                           "path", p->path, "url", url, "format", "parquet", "record_count",
+                           (json_int_t)p->record_count, "file_size", (json_int_t)p->file_size,
+                           "data_seq", (json_int_t)p->data_seq, "deleted_count",
+                           (json_int_t)p->deleted_count, "dv", dv));
+    }
+    json_t *o = json_pack("{s:I, s:o}", "seq", (json_int_t)seq, "files", arr);
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}
+
+char *http__snapshots_json(const struct snapshot_info *s, size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        char ts[ST_RFC3339_MAX];
+        st_format_rfc3339(s[i].committed_us, ts);
+        json_t *sum = s[i].summary_json ? json_loads(s[i].summary_json, 0, NULL) : NULL;
+        json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:o}", "seq", (json_int_t)s[i].seq,
+                                             "committed_at", ts, "operation", s[i].operation,
+                                             "summary", sum ? sum : json_object()));
+    }
+    json_t *o = json_pack("{s:o}", "snapshots", arr);
+    char *out = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return out;
 }

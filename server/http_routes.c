@@ -95,9 +95,8 @@ static void reply_unknown_field(struct hreq *r, const char *where, const char *k
                         where ? ": " : "", key);
 }
 
-/* Refuse the first member of `o` (in document order) not named in allowed[]. */
-static bool check_fields(struct hreq *r, const struct jdoc_val *o, const char *const *allowed,
-                         const char *where)
+bool http__check_fields(struct hreq *r, const struct jdoc_val *o, const char *const *allowed,
+                        const char *where)
 {
     for (size_t i = 0; i < jdoc_size(o); i++) {
         const char *key = jdoc_member(o, i)->key.u.s;
@@ -109,16 +108,8 @@ static bool check_fields(struct hreq *r, const struct jdoc_val *o, const char *c
     return true;
 }
 
-/* check_fields for http_scan.c (the routes of this file call it by its static name). */
-bool http__check_fields(struct hreq *r, const struct jdoc_val *o, const char *const *allowed,
-                        const char *where)
-{
-    return check_fields(r, o, allowed, where);
-}
-
-/* An optional integer >= 0 member (null counts as absent); false with a 400 reply otherwise. */
-static bool opt_uint(struct hreq *r, const struct jdoc_val *o, const char *name, bool *has,
-                     int64_t *v)
+bool http__opt_int(struct hreq *r, const struct jdoc_val *o, const char *name, bool *has,
+                   int64_t *v)
 {
     const struct jdoc_val *j = jdoc_get(o, name);
     *has = false;
@@ -128,34 +119,15 @@ static bool opt_uint(struct hreq *r, const struct jdoc_val *o, const char *name,
         http__reply_problem(r, 400, "%s: expected an integer >= 0, got %s", name, lit_jdoc_kind(j));
         return false;
     }
-    if (j->u.i < 0) {
-        http__reply_problem(r, 400, "%s: must be >= 0, got %" PRId64, name, j->u.i);
-        return false;
-    }
     *has = true;
     *v = j->u.i;
     return true;
 }
 
-/* opt_uint for http_scan.c. */
-bool http__opt_uint(struct hreq *r, const struct jdoc_val *o, const char *name, bool *has,
-                    int64_t *v)
+const struct jdoc_val *http__opt_value(const struct jdoc_val *o, const char *name)
 {
-    return opt_uint(r, o, name, has, v);
-}
-
-struct table *http__table(struct hreq *r, bool cached)
-{
-    struct app *app = r->srv->app;
-    struct table *t = NULL;
-    struct st_err err = {0};
-    int rc = cached ? engine_get_table_cached(app->engine, r->table, &t, &err)
-                    : engine_get_table(app->engine, r->table, &t, &err);
-    if (rc != ST_OK) {
-        http__reply_err(r, rc, &err);
-        return NULL;
-    }
-    return t;
+    const struct jdoc_val *j = jdoc_get(o, name);
+    return j == NULL || jdoc_is(j, JDOC_NULL) ? NULL : j;
 }
 
 /* A C string member: absent is ok (NULL), else a string without U+0000. */
@@ -219,25 +191,23 @@ void http__job_readyz(struct hreq *r)
 
 void http__job_list_tables(struct hreq *r)
 {
-    struct table **ts = NULL;
-    size_t n = 0;
+    struct svc_table_list l;
     struct st_err err = {0};
-    int rc = engine_list_tables(r->srv->app->engine, &ts, &n, &err);
+    int rc = svc_list_tables(r->srv->app->engine, &l, &err);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
         return;
     }
     struct buf b = BUF_INIT;
     buf_append_str(&b, "{\"tables\":[");
-    for (size_t i = 0; i < n; i++) {
-        char *s = http__table_json(ts[i], NULL);
+    for (size_t i = 0; i < l.n; i++) {
+        char *s = http__table_json(l.tables[i], NULL);
         if (i > 0)
             buf_append_str(&b, ",");
         buf_append_str(&b, s);
         free(s);
-        table_unref(ts[i]);
     }
-    free(ts);
+    svc_table_list_clear(&l);
     buf_append_str(&b, "]}");
     size_t len;
     http__reply_json(r, 200, (char *)buf_detach(&b, &len));
@@ -245,17 +215,14 @@ void http__job_list_tables(struct hreq *r)
 
 void http__job_get_table(struct hreq *r)
 {
-    struct table *t = http__table(r, false);
-    if (t == NULL)
-        return;
-    struct table_stats st;
+    struct svc_table_res res;
     struct st_err err = {0};
-    int rc = engine_table_stats(r->srv->app->engine, t, &st, &err);
+    int rc = svc_get_table(r->srv->app->engine, r->table, &res, &err);
     if (rc != ST_OK)
         http__reply_err(r, rc, &err);
     else
-        http__reply_json(r, 200, http__table_json(t, &st));
-    table_unref(t);
+        http__reply_json(r, 200, http__table_json(res.table, &res.stats));
+    svc_table_res_clear(&res);
 }
 
 void http__job_drop_table(struct hreq *r)
@@ -263,138 +230,111 @@ void http__job_drop_table(struct hreq *r)
     struct st_idem idem;
     bool replayed;
     struct st_err err = {0};
-    int rc = engine_drop_table(r->srv->app->engine, r->table, idem_of(r, &idem), &replayed, &err);
-    if (rc == ST_OK)
-        atomic_fetch_add(&r->srv->drop_gen, 1);
+    int rc = svc_drop_table(r->srv->app->engine, r->table, idem_of(r, &idem), &replayed, &err);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
-    } else {
-        http__reply_reset(&r->reply);
-        r->reply.status = 204;
-        if (replayed)
-            http__reply_replayed(r);
+        return;
     }
+    atomic_fetch_add(&r->srv->drop_gen, 1);
+    http__reply_reset(&r->reply);
+    r->reply.status = 204;
+    if (replayed)
+        http__reply_replayed(r);
 }
 
-static const char *type_names = "boolean, int, long, double, string or timestamp";
+/* columns[i] of a create request: an object of strings and a boolean. */
+static bool column_of(struct hreq *r, const struct jdoc_val *c, size_t i, struct svc_column *out)
+{
+    static const char *const colf[] = {"name", "type", "required", NULL};
+    char where[32];
+    snprintf(where, sizeof where, "columns[%zu]", i);
+    if (!jdoc_is(c, JDOC_OBJECT)) {
+        http__reply_problem(r, 400, "%s: expected an object, got %s", where, lit_jdoc_kind(c));
+        return false;
+    }
+    if (!http__check_fields(r, c, colf, where) || !opt_string(r, c, "name", &out->name, where) ||
+        !opt_string(r, c, "type", &out->type, where))
+        return false;
+    const struct jdoc_val *req = http__opt_value(c, "required");
+    if (req != NULL && !jdoc_is(req, JDOC_BOOL)) {
+        http__reply_problem(r, 400, "%s.required: expected a boolean, got %s", where,
+                            lit_jdoc_kind(req));
+        return false;
+    }
+    out->required = jdoc_true(req);
+    return true;
+}
+
+/* The body of POST /v1/tables into q (arrays from d's arena). */
+static bool create_req_of(struct hreq *r, struct jdoc *d, struct svc_create_req *q)
+{
+    const struct jdoc_val *j = jdoc_root(d);
+    static const char *const top[] = {"name", "columns", "primary_key", "version_column", NULL};
+    if (!http__check_fields(r, j, top, NULL) || !opt_string(r, j, "name", &q->name, NULL))
+        return false;
+    if (q->name == NULL) {
+        http__reply_problem(r, 400, "name: required");
+        return false;
+    }
+    const struct jdoc_val *jc = jdoc_get(j, "columns");
+    if (!jdoc_is(jc, JDOC_ARRAY)) {
+        http__reply_problem(r, 400, "columns: %s",
+                            jc ? "expected an array of columns" : "required");
+        return false;
+    }
+    size_t nc = jdoc_size(jc);
+    struct svc_column *cols = jdoc_alloc(d, (nc ? nc : 1) * sizeof *cols);
+    memset(cols, 0, (nc ? nc : 1) * sizeof *cols);
+    for (size_t i = 0; i < nc; i++)
+        if (!column_of(r, jdoc_at(jc, i), i, &cols[i]))
+            return false;
+    q->cols = cols;
+    q->ncols = nc;
+    const struct jdoc_val *jp = http__opt_value(j, "primary_key");
+    if (jp != NULL) {
+        if (!jdoc_is(jp, JDOC_ARRAY)) {
+            http__reply_problem(r, 400, "primary_key: expected an array of column names, got %s",
+                                lit_jdoc_kind(jp));
+            return false;
+        }
+        size_t np = jdoc_size(jp);
+        const char **pk = jdoc_alloc(d, (np ? np : 1) * sizeof *pk);
+        for (size_t i = 0; i < np; i++) {
+            const struct jdoc_val *e = jdoc_at(jp, i);
+            if (!jdoc_is(e, JDOC_STRING)) {
+                http__reply_problem(r, 400, "primary_key[%zu]: expected a column name, got %s", i,
+                                    lit_jdoc_kind(e));
+                return false;
+            }
+            pk[i] = e->u.s;
+        }
+        q->pk = pk;
+        q->npk = np;
+    }
+    return opt_string(r, j, "version_column", &q->version_column, NULL);
+}
 
 void http__job_create_table(struct hreq *r)
 {
     struct jdoc *d = body_jdoc(r);
     if (d == NULL)
         return;
-    const struct jdoc_val *j = jdoc_root(d);
-    struct st_column *cols = NULL;
-    const char **pk = NULL;
-    static const char *const top[] = {"name", "columns", "primary_key", "version_column", NULL};
-    static const char *const colf[] = {"name", "type", "required", NULL};
-    if (!check_fields(r, j, top, NULL))
-        goto out;
-    struct table_def def = {0};
-    if (!opt_string(r, j, "name", &def.name, NULL))
-        goto out;
-    if (def.name == NULL) {
-        http__reply_problem(r, 400, "name: required");
-        goto out;
-    }
-    const struct jdoc_val *jc = jdoc_get(j, "columns");
-    if (!jdoc_is(jc, JDOC_ARRAY)) {
-        http__reply_problem(r, 400, "columns: %s",
-                            jc ? "expected an array of columns" : "required");
-        goto out;
-    }
-    size_t nc = jdoc_size(jc);
-    if (nc > ST_COLUMNS_MAX) {
-        http__reply_problem(r, 400, "columns: at most %d columns", ST_COLUMNS_MAX);
-        goto out;
-    }
-    cols = xcalloc(nc ? nc : 1, sizeof *cols);
-    for (size_t i = 0; i < nc; i++) {
-        const struct jdoc_val *c = jdoc_at(jc, i);
-        char where[32];
-        snprintf(where, sizeof where, "columns[%zu]", i);
-        if (!jdoc_is(c, JDOC_OBJECT)) {
-            http__reply_problem(r, 400, "%s: expected an object, got %s", where, lit_jdoc_kind(c));
-            goto out;
-        }
-        if (!check_fields(r, c, colf, where))
-            goto out;
-        const char *name, *type;
-        if (!opt_string(r, c, "name", &name, where) || !opt_string(r, c, "type", &type, where))
-            goto out;
-        if (name == NULL || type == NULL) {
-            http__reply_problem(r, 400, "%s: \"%s\" is required", where,
-                                name == NULL ? "name" : "type");
-            goto out;
-        }
-        if (!st_name_valid(name)) {
-            http__reply_problem(r, 400,
-                                "%s.name: \"%.200s\" is not a valid column name "
-                                "([A-Za-z_][A-Za-z0-9_]{0,127})",
-                                where, name);
-            goto out;
-        }
-        snprintf(cols[i].name, sizeof cols[i].name, "%s", name);
-        if (!st_type_parse(type, &cols[i].type)) {
-            http__reply_problem(r, 400, "%s.type: unknown type \"%.60s\" (use %s)", where, type,
-                                type_names);
-            goto out;
-        }
-        const struct jdoc_val *req = jdoc_get(c, "required");
-        if (req != NULL && !jdoc_is(req, JDOC_BOOL) && !jdoc_is(req, JDOC_NULL)) {
-            http__reply_problem(r, 400, "%s.required: expected a boolean, got %s", where,
-                                lit_jdoc_kind(req));
-            goto out;
-        }
-        cols[i].required = jdoc_true(req);
-    }
-    def.ncols = (int)nc;
-    def.cols = cols;
-    const struct jdoc_val *jp = jdoc_get(j, "primary_key");
-    if (jp != NULL && !jdoc_is(jp, JDOC_NULL)) {
-        if (!jdoc_is(jp, JDOC_ARRAY)) {
-            http__reply_problem(r, 400, "primary_key: expected an array of column names, got %s",
-                                lit_jdoc_kind(jp));
-            goto out;
-        }
-        size_t np = jdoc_size(jp);
-        if (np > ST_COLUMNS_MAX) {
-            http__reply_problem(r, 400, "primary_key: too many columns");
-            goto out;
-        }
-        pk = xcalloc(np ? np : 1, sizeof *pk);
-        for (size_t i = 0; i < np; i++) {
-            const struct jdoc_val *e = jdoc_at(jp, i);
-            if (!jdoc_is(e, JDOC_STRING)) {
-                http__reply_problem(r, 400, "primary_key[%zu]: expected a column name, got %s", i,
-                                    lit_jdoc_kind(e));
-                goto out;
-            }
-            pk[i] = e->u.s;
-        }
-        def.npk = (int)np;
-        def.pk = pk;
-    }
-    if (!opt_string(r, j, "version_column", &def.version_column, NULL))
-        goto out;
-
     struct st_idem idem;
-    bool replayed;
-    struct st_err err = {0};
-    struct table *t = NULL;
-    int rc = engine_create_table(r->srv->app->engine, &def, idem_of(r, &idem), &t, &replayed, &err);
-    if (rc != ST_OK) {
-        http__reply_err(r, rc, &err);
-    } else {
-        http__reply_json(r, 201, http__table_json(t, NULL));
-        http__reply_header(r, "Location", "/v1/tables/%s", t->name);
-        if (replayed)
-            http__reply_replayed(r);
+    struct svc_create_req q = {.idem = idem_of(r, &idem)};
+    if (create_req_of(r, d, &q)) {
+        struct svc_table_res res;
+        struct st_err err = {0};
+        int rc = svc_create_table(r->srv->app->engine, &q, &res, &err);
+        if (rc != ST_OK) {
+            http__reply_err(r, rc, &err);
+        } else {
+            http__reply_json(r, 201, http__table_json(res.table, NULL));
+            http__reply_header(r, "Location", "/v1/tables/%s", res.table->name);
+            if (res.replayed)
+                http__reply_replayed(r);
+        }
+        svc_table_res_clear(&res);
     }
-    table_unref(t);
-out:
-    free(cols);
-    free(pk);
     jdoc_free(d);
 }
 
@@ -483,11 +423,10 @@ void http__job_changes(struct hreq *r)
     if (d == NULL)
         return;
     const struct jdoc_val *j = jdoc_root(d);
-    struct table *t = NULL;
-    struct wire_change *wire = NULL;
-    struct changeset cs = {0};
+    struct st_idem idem;
+    struct svc_changes_req q = {.table = r->table, .idem = idem_of(r, &idem)};
     static const char *const top[] = {"changes", "producer", "offset", "expected_seq", NULL};
-    if (!check_fields(r, j, top, NULL))
+    if (!http__check_fields(r, j, top, NULL))
         goto out;
     const struct jdoc_val *jc = jdoc_get(j, "changes");
     if (!jdoc_is(jc, JDOC_ARRAY)) {
@@ -495,22 +434,12 @@ void http__job_changes(struct hreq *r)
                             jc ? "expected an array of changes" : "required (it may be empty)");
         goto out;
     }
-    const char *producer;
-    if (!opt_string(r, j, "producer", &producer, NULL))
+    if (!opt_string(r, j, "producer", &q.producer, NULL) ||
+        !http__opt_int(r, j, "offset", &q.offset.has, &q.offset.v) ||
+        !http__opt_int(r, j, "expected_seq", &q.expected_seq.has, &q.expected_seq.v))
         goto out;
-    bool has_offset, has_exp;
-    int64_t offset = 0, exp = 0;
-    if (!opt_uint(r, j, "offset", &has_offset, &offset) ||
-        !opt_uint(r, j, "expected_seq", &has_exp, &exp))
-        goto out;
-    if (has_offset != (producer != NULL)) {
-        http__reply_problem(r, 400, "%s",
-                            producer ? "offset: required with \"producer\""
-                                     : "producer: required with \"offset\"");
-        goto out;
-    }
     size_t n = jdoc_size(jc);
-    wire = xcalloc(n ? n : 1, sizeof *wire);
+    struct wire_change *wire = jdoc_alloc(d, (n ? n : 1) * sizeof *wire);
     for (size_t i = 0; i < n; i++) {
         const struct jdoc_val *c = jdoc_at(jc, i);
         if (!jdoc_is(c, JDOC_OBJECT)) {
@@ -521,39 +450,19 @@ void http__job_changes(struct hreq *r)
         if (!change_of(r, d, c, i, &wire[i]))
             goto out;
     }
-    if ((t = http__table(r, true)) == NULL)
-        goto out;
+    q.changes = wire;
+    q.nchanges = n;
+    struct change_res res;
     struct st_err err = {0};
-    int rc = changeset_build(t, wire, n, &cs, &err);
+    int rc = svc_apply_changes(r->srv->app->engine, &q, &res, &err);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
         goto out;
     }
-    struct st_idem idem;
-    struct change_req req = {
-        .table = t,
-        .changes = cs.changes,
-        .nchanges = cs.n,
-        .producer = producer,
-        .has_offset = has_offset,
-        .offset = offset,
-        .has_expected_seq = has_exp,
-        .expected_seq = exp,
-        .idem = idem_of(r, &idem),
-    };
-    struct change_res res = {0};
-    rc = engine_apply_changes(r->srv->app->engine, &req, &res, &err);
-    if (rc != ST_OK) {
-        http__reply_err(r, rc, &err);
-    } else {
-        http__reply_json(r, 200, http__change_res_json(&res));
-        if (res.replayed)
-            http__reply_replayed(r);
-    }
+    http__reply_json(r, 200, http__change_res_json(&res));
+    if (res.replayed)
+        http__reply_replayed(r);
 out:
-    changeset_free(&cs);
-    free(wire);
-    table_unref(t);
     jdoc_free(d); /* last: the changes borrowed names and strings from it */
 }
 
@@ -565,42 +474,26 @@ void http__job_delete(struct hreq *r)
     if (d == NULL)
         return;
     const struct jdoc_val *j = jdoc_root(d);
-    struct table *t = NULL;
-    struct filter *f = NULL;
-    static const char *const top[] = {"filter", "expected_seq", NULL};
-    if (!check_fields(r, j, top, NULL))
-        goto out;
-    const struct jdoc_val *jf = jdoc_get(j, "filter");
-    if (jf == NULL || jdoc_is(jf, JDOC_NULL)) {
-        http__reply_problem(r, 400, "filter: required ({\"filter\":true} deletes every row)");
-        goto out;
-    }
-    bool has_exp;
-    int64_t exp = 0;
-    if (!opt_uint(r, j, "expected_seq", &has_exp, &exp))
-        goto out;
-    if ((t = http__table(r, true)) == NULL)
-        goto out;
-    struct st_err err = {0};
-    int rc = filter_parse_jdoc(jf, t->cols, t->ncols, &f, &err);
-    if (rc != ST_OK) {
-        http__reply_err(r, rc, &err);
-        goto out;
-    }
     struct st_idem idem;
-    struct delete_res res = {0};
-    rc =
-        engine_delete_where(r->srv->app->engine, t, f, has_exp, exp, idem_of(r, &idem), &res, &err);
-    if (rc != ST_OK) {
-        http__reply_err(r, rc, &err);
-    } else {
-        http__reply_json(r, 200, http__delete_res_json(&res));
-        if (res.replayed)
-            http__reply_replayed(r);
+    struct svc_delete_req q = {
+        .table = r->table,
+        .filter.doc = http__opt_value(j, "filter"),
+        .idem = idem_of(r, &idem),
+    };
+    static const char *const top[] = {"filter", "expected_seq", NULL};
+    if (http__check_fields(r, j, top, NULL) &&
+        http__opt_int(r, j, "expected_seq", &q.expected_seq.has, &q.expected_seq.v)) {
+        struct delete_res res;
+        struct st_err err = {0};
+        int rc = svc_delete_where(r->srv->app->engine, &q, &res, &err);
+        if (rc != ST_OK) {
+            http__reply_err(r, rc, &err);
+        } else {
+            http__reply_json(r, 200, http__delete_res_json(&res));
+            if (res.replayed)
+                http__reply_replayed(r);
+        }
     }
-out:
-    filter_free(f);
-    table_unref(t);
     jdoc_free(d);
 }
 
@@ -612,61 +505,22 @@ void http__job_plan(struct hreq *r)
     if (d == NULL)
         return;
     const struct jdoc_val *j = jdoc_root(d);
-    struct table *t = NULL;
-    struct filter *f = NULL;
-    struct plan_file *files = NULL;
-    size_t nfiles = 0;
+    struct svc_plan_req q = {.table = r->table, .filter.doc = http__opt_value(j, "filter")};
+    struct svc_plan_res res = {0};
     static const char *const top[] = {"snapshot", "filter", NULL};
-    if (!check_fields(r, j, top, NULL))
-        goto out;
-    bool has_snap;
-    int64_t snap = 0;
-    if (!opt_uint(r, j, "snapshot", &has_snap, &snap))
-        goto out;
-    if ((t = http__table(r, true)) == NULL)
+    if (!http__check_fields(r, j, top, NULL) ||
+        !http__opt_int(r, j, "snapshot", &q.snapshot.has, &q.snapshot.v))
         goto out;
     struct st_err err = {0};
-    const struct jdoc_val *jf = jdoc_get(j, "filter");
-    int rc;
-    if (jf != NULL && !jdoc_is(jf, JDOC_NULL) &&
-        (rc = filter_parse_jdoc(jf, t->cols, t->ncols, &f, &err)) != ST_OK) {
-        http__reply_err(r, rc, &err);
-        goto out;
-    }
-    int64_t seq = 0;
-    rc = engine_plan(r->srv->app->engine, t, has_snap, snap, f, &files, &nfiles, &seq, &err);
+    int rc = svc_plan(r->srv->app->engine, &q, &res, &err);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
         goto out;
     }
-    json_t *arr = json_array();
-    for (size_t i = 0; i < nfiles; i++) {
-        const struct plan_file *p = &files[i];
-        char url[256];
-        snprintf(url, sizeof url, "/v1/tables/%s/files/%" PRId64, t->name, p->id);
-        json_t *dv = json_null();
-        if (p->has_dv) {
-            char dvurl[300];
-            snprintf(dvurl, sizeof dvurl, "%s/dv?snapshot=%" PRId64, url, seq);
-            dv = json_pack("{s:s, s:s, s:I, s:I, s:I}", "url", dvurl, "path", p->dv_path, "offset",
-                           (json_int_t)p->dv_offset, "length", (json_int_t)p->dv_length,
-                           "cardinality", (json_int_t)p->dv_cardinality);
-        }
-        json_array_append_new(
-            arr, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "id", (json_int_t)p->id,
-                           "path", p->path, "url", url, "format", "parquet", "record_count",
-                           (json_int_t)p->record_count, "file_size", (json_int_t)p->file_size,
-                           "data_seq", (json_int_t)p->data_seq, "deleted_count",
-                           (json_int_t)p->deleted_count, "dv", dv));
-    }
-    json_t *o = json_pack("{s:I, s:o}", "seq", (json_int_t)seq, "files", arr);
-    http__reply_json(r, 200, json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER));
-    json_decref(o);
-    http__reply_header(r, "Strike-Snapshot", "%" PRId64, seq);
+    http__reply_json(r, 200, http__plan_json(res.table, res.seq, res.files, res.nfiles));
+    http__reply_header(r, "Strike-Snapshot", "%" PRId64, res.seq);
 out:
-    plan_free(files, nfiles);
-    filter_free(f);
-    table_unref(t);
+    svc_plan_res_clear(&res);
     jdoc_free(d);
 }
 
@@ -674,30 +528,12 @@ out:
 
 void http__job_snapshots(struct hreq *r)
 {
-    struct table *t = http__table(r, true);
-    if (t == NULL)
-        return;
-    struct snapshot_info *s = NULL;
-    size_t n = 0;
+    struct svc_snapshots_res res;
     struct st_err err = {0};
-    int rc = engine_list_snapshots(r->srv->app->engine, t, &s, &n, &err);
-    if (rc != ST_OK) {
+    int rc = svc_list_snapshots(r->srv->app->engine, r->table, &res, &err);
+    if (rc != ST_OK)
         http__reply_err(r, rc, &err);
-        table_unref(t);
-        return;
-    }
-    json_t *arr = json_array();
-    for (size_t i = 0; i < n; i++) {
-        char ts[ST_RFC3339_MAX];
-        st_format_rfc3339(s[i].committed_us, ts);
-        json_t *sum = s[i].summary_json ? json_loads(s[i].summary_json, 0, NULL) : NULL;
-        json_array_append_new(arr, json_pack("{s:I, s:s, s:s, s:o}", "seq", (json_int_t)s[i].seq,
-                                             "committed_at", ts, "operation", s[i].operation,
-                                             "summary", sum ? sum : json_object()));
-    }
-    json_t *o = json_pack("{s:o}", "snapshots", arr);
-    http__reply_json(r, 200, json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER));
-    json_decref(o);
-    snapshots_free(s, n);
-    table_unref(t);
+    else
+        http__reply_json(r, 200, http__snapshots_json(res.snapshots, res.n));
+    svc_snapshots_res_clear(&res);
 }

@@ -36,11 +36,8 @@
 struct hscan {
     struct http_metrics *m;
     const atomic_bool *cancelled; /* the request's: the client is gone */
-    struct table *t;
-    struct filter *f; /* owned; the scan borrows it */
-    int *cols;        /* requested columns, NULL: all */
-    struct scan *s;   /* NULL once the producer is finished */
-    const int *out;   /* output columns (table indexes) */
+    struct svc_scan sv; /* sv.scan is NULL once the producer is finished */
+    const int *out;     /* output columns (table indexes) */
     int nout;
     struct scan_batch b; /* the current batch, rows [bi, b.nrows) still to write */
     size_t bi;
@@ -60,10 +57,7 @@ void http__scan_free(struct hscan *hs)
         return;
     if (hs->m != NULL)
         http__metrics_scan(hs->m, hs->rows, hs->bytes);
-    scan_close(hs->s);
-    filter_free(hs->f);
-    table_unref(hs->t);
-    free(hs->cols);
+    svc_scan_close(&hs->sv);
     for (int i = 0; i < NSLOT; i++)
         buf_free(&hs->slot[i]);
     free(hs);
@@ -75,13 +69,13 @@ void http__scan_free(struct hscan *hs)
  */
 static int fill(struct hscan *hs, struct buf *b, struct st_err *err)
 {
-    const struct st_column *cols = hs->t->cols;
+    const struct st_column *cols = hs->sv.table->cols;
     while (b->len < CHUNK) {
         if (hs->bi >= hs->b.nrows) {
             if (hs->eof || atomic_load(hs->cancelled))
                 return ST_OK;
             bool done = false;
-            int rc = scan_next(hs->s, &hs->b, &done, err);
+            int rc = scan_next(hs->sv.scan, &hs->b, &done, err);
             if (rc != ST_OK)
                 return rc;
             hs->bi = 0;
@@ -114,11 +108,11 @@ static void produce(struct hreq *r)
             rc = fill(hs, b, &err);
         bool end = gone || rc != ST_OK || hs->eof;
         if (rc != ST_OK)
-            log_warn("scan of table %s cut after %" PRIu64 " rows: %s", hs->t->name, hs->rows,
+            log_warn("scan of table %s cut after %" PRIu64 " rows: %s", hs->sv.table->name, hs->rows,
                      err.msg);
         if (end) {
-            scan_close(hs->s);
-            hs->s = NULL;
+            scan_close(hs->sv.scan);
+            hs->sv.scan = NULL;
         }
         pthread_mutex_lock(&r->mu);
         if (b->len > 0 && !gone) {
@@ -178,7 +172,7 @@ ssize_t http__scan_reader(void *cls, uint64_t pos, char *out, size_t max)
     }
     pthread_mutex_unlock(&r->mu);
     if (resubmit && !http__submit(r, produce)) {
-        log_warn("scan of table %s cut: the worker queue is full", hs->t->name);
+        log_warn("scan of table %s cut: the worker queue is full", hs->sv.table->name);
         pthread_mutex_lock(&r->mu);
         hs->done = true;
         hs->failed = true;
@@ -187,12 +181,10 @@ ssize_t http__scan_reader(void *cls, uint64_t pos, char *out, size_t max)
     return (ssize_t)k;
 }
 
-/* Parse "columns": a non-empty list of distinct column names. */
-static bool parse_columns(struct hreq *r, const struct table *t, const struct jdoc_val *jc,
-                          int **out, int *n)
+/* "columns" as names (NULL for an element that is not a string); the service checks them. */
+static bool columns_of(struct hreq *r, struct jdoc *d, const struct jdoc_val *jc,
+                       struct svc_scan_req *q)
 {
-    *out = NULL;
-    *n = 0;
     if (jc == NULL || jdoc_is(jc, JDOC_NULL))
         return true;
     if (!jdoc_is(jc, JDOC_ARRAY)) {
@@ -200,39 +192,12 @@ static bool parse_columns(struct hreq *r, const struct table *t, const struct jd
         return false;
     }
     size_t m = jdoc_size(jc);
-    if (m == 0) {
-        http__reply_problem(r, 400,
-                            "columns: an empty list selects nothing; omit it for all columns");
-        return false;
-    }
-    if (m > (size_t)t->ncols) {
-        http__reply_problem(r, 400, "columns: %zu names for a table of %d columns", m, t->ncols);
-        return false;
-    }
-    int *cols = xcalloc(m, sizeof *cols);
-    for (size_t i = 0; i < m; i++) {
-        const char *name = jdoc_str(jdoc_at(jc, i), NULL);
-        int k = name != NULL ? table_column(t, name) : -1;
-        if (name == NULL) {
-            http__reply_problem(r, 400, "columns[%zu]: expected a column name", i);
-        } else if (k < 0) {
-            http__reply_problem(r, 400, "columns[%zu]: unknown column \"%.128s\"", i, name);
-        } else {
-            bool dup = false;
-            for (size_t j = 0; j < i; j++)
-                dup |= cols[j] == k;
-            if (dup)
-                http__reply_problem(r, 400, "columns[%zu]: column \"%s\" is listed twice", i, name);
-            else {
-                cols[i] = k;
-                continue;
-            }
-        }
-        free(cols);
-        return false;
-    }
-    *out = cols;
-    *n = (int)m;
+    const char **names = jdoc_alloc(d, (m ? m : 1) * sizeof *names);
+    for (size_t i = 0; i < m; i++)
+        names[i] = jdoc_str(jdoc_at(jc, i), NULL);
+    q->has_columns = true;
+    q->columns = names;
+    q->ncolumns = m;
     return true;
 }
 
@@ -245,30 +210,19 @@ void http__job_scan(struct hreq *r)
     struct hscan *hs = xcalloc(1, sizeof *hs);
     hs->cancelled = &r->cancelled;
     static const char *const top[] = {"snapshot", "columns", "filter", "limit", NULL};
-    struct scan_req req = {0};
+    struct svc_scan_req q = {.table = r->table, .filter.doc = http__opt_value(j, "filter")};
     struct st_err err = {0};
     int rc;
     if (!http__check_fields(r, j, top, NULL) ||
-        !http__opt_uint(r, j, "snapshot", &req.has_snapshot, &req.snapshot) ||
-        !http__opt_uint(r, j, "limit", &req.has_limit, &req.limit))
+        !http__opt_int(r, j, "snapshot", &q.snapshot.has, &q.snapshot.v) ||
+        !http__opt_int(r, j, "limit", &q.limit.has, &q.limit.v) ||
+        !columns_of(r, d, jdoc_get(j, "columns"), &q))
         goto fail;
-    if ((hs->t = http__table(r, true)) == NULL)
-        goto fail;
-    if (!parse_columns(r, hs->t, jdoc_get(j, "columns"), &hs->cols, &req.ncolumns))
-        goto fail;
-    req.columns = hs->cols;
-    const struct jdoc_val *jf = jdoc_get(j, "filter");
-    if (jf != NULL && !jdoc_is(jf, JDOC_NULL) &&
-        (rc = filter_parse_jdoc(jf, hs->t->cols, hs->t->ncols, &hs->f, &err)) != ST_OK) {
+    if ((rc = svc_scan_open(r->srv->app->engine, &q, &hs->sv, &err)) != ST_OK) {
         http__reply_err(r, rc, &err);
         goto fail;
     }
-    req.filter = hs->f;
-    if ((rc = engine_scan_open(r->srv->app->engine, hs->t, &req, &hs->s, &err)) != ST_OK) {
-        http__reply_err(r, rc, &err);
-        goto fail;
-    }
-    hs->out = scan_columns(hs->s, &hs->nout);
+    hs->out = scan_columns(hs->sv.scan, &hs->nout);
     for (int i = 0; i < NSLOT; i++)
         buf_reserve(&hs->slot[i], CHUNK + 4096);
     /* The first chunk before the status line: an early failure is still a problem. */
@@ -278,14 +232,14 @@ void http__job_scan(struct hreq *r)
     }
     jdoc_free(d); /* the filter and the columns own what they took from it */
     d = NULL;
-    int64_t snap = scan_snapshot(hs->s);
+    int64_t snap = scan_snapshot(hs->sv.scan);
     if (hs->slot[0].len > 0) {
         hs->count = 1;
         hs->wr = 1;
     }
     if (hs->eof) {
-        scan_close(hs->s);
-        hs->s = NULL;
+        scan_close(hs->sv.scan);
+        hs->sv.scan = NULL;
         hs->done = true;
     }
     hs->m = r->srv->m;

@@ -62,20 +62,19 @@ void svc_table_res_clear(struct svc_table_res *r)
     memset(r, 0, sizeof *r);
 }
 
-/* The definition as the engine takes it: names checked, types parsed. */
-static int table_def_of(const struct svc_create_req *q, struct st_column *cols,
+int svc_table_def(const struct svc_create_req *q, struct st_column *cols,
                         struct table_def *def, struct st_err *err)
 {
     memset(def, 0, sizeof *def);
-    if (missing(q->name))
+    if (q->name == NULL)
         return st_errf(err, ST_EINVAL, "name: required");
     if (q->ncols > ST_COLUMNS_MAX)
         return st_errf(err, ST_EINVAL, "columns: at most %d columns", ST_COLUMNS_MAX);
     for (size_t i = 0; i < q->ncols; i++) {
         const struct svc_column *c = &q->cols[i];
-        if (missing(c->name) || missing(c->type))
+        if (c->name == NULL || c->type == NULL)
             return st_errf(err, ST_EINVAL, "columns[%zu]: \"%s\" is required", i,
-                           missing(c->name) ? "name" : "type");
+                           c->name == NULL ? "name" : "type");
         if (!st_name_valid(c->name))
             return st_errf(err, ST_EINVAL,
                            "columns[%zu].name: \"%.200s\" is not a valid column name "
@@ -94,7 +93,7 @@ static int table_def_of(const struct svc_create_req *q, struct st_column *cols,
     def->cols = cols;
     def->npk = (int)q->npk;
     def->pk = q->pk;
-    def->version_column = missing(q->version_column) ? NULL : q->version_column;
+    def->version_column = q->version_column;
     return ST_OK;
 }
 
@@ -104,7 +103,7 @@ int svc_create_table(struct engine *e, const struct svc_create_req *q, struct sv
     memset(out, 0, sizeof *out);
     struct st_column *cols = xcalloc(q->ncols ? q->ncols : 1, sizeof *cols);
     struct table_def def;
-    int rc = table_def_of(q, cols, &def, err);
+    int rc = svc_table_def(q, cols, &def, err);
     if (rc == ST_OK)
         rc = engine_create_table(e, &def, q->idem, &out->table, &out->replayed, err);
     free(cols);
@@ -155,12 +154,12 @@ static int check_producer(const struct svc_changes_req *q, struct st_err *err)
     if ((rc = check_count("offset", q->offset, err)) != ST_OK ||
         (rc = check_count("expected_seq", q->expected_seq, err)) != ST_OK)
         return rc;
-    bool has_producer = !missing(q->producer);
+    bool has_producer = q->producer != NULL;
     if (q->offset.has != has_producer)
         return st_errf(err, ST_EINVAL, "%s",
                        has_producer ? "offset: required with \"producer\""
                                     : "producer: required with \"offset\"");
-    if (has_producer && strlen(q->producer) > ENGINE_PRODUCER_MAX)
+    if (has_producer && (q->producer[0] == '\0' || strlen(q->producer) > ENGINE_PRODUCER_MAX))
         return st_errf(err, ST_EINVAL, "producer: 1 to %d characters", ENGINE_PRODUCER_MAX);
     return ST_OK;
 }
@@ -180,7 +179,7 @@ int svc_apply_changes(struct engine *e, const struct svc_changes_req *q, struct 
             .table = t,
             .changes = cs.changes,
             .nchanges = cs.n,
-            .producer = missing(q->producer) ? NULL : q->producer,
+            .producer = q->producer,
             .has_offset = q->offset.has,
             .offset = q->offset.v,
             .has_expected_seq = q->expected_seq.has,
@@ -216,9 +215,8 @@ int svc_delete_where(struct engine *e, const struct svc_delete_req *q, struct de
 
 /* ---- reads -------------------------------------------------------------------- */
 
-/* A scan's column list: distinct names of t, at least one when given. */
-static int columns_of(const struct table *t, const struct svc_scan_req *q, int **out,
-                      struct st_err *err)
+int svc_scan_columns(const struct table *t, const struct svc_scan_req *q, int **out,
+                     struct st_err *err)
 {
     *out = NULL;
     if (!q->has_columns)
@@ -260,7 +258,7 @@ int svc_scan_open(struct engine *e, const struct svc_scan_req *q, struct svc_sca
         (rc = check_count("limit", q->limit, err)) != ST_OK)
         return rc;
     if ((rc = table_of(e, q->table, &out->table, err)) == ST_OK &&
-        (rc = columns_of(out->table, q, &out->columns, err)) == ST_OK &&
+        (rc = svc_scan_columns(out->table, q, &out->columns, err)) == ST_OK &&
         (rc = filter_of(out->table, &q->filter, &out->filter, err)) == ST_OK) {
         struct scan_req req = {
             .has_snapshot = q->snapshot.has,
@@ -328,4 +326,47 @@ void svc_snapshots_res_clear(struct svc_snapshots_res *r)
 {
     snapshots_free(r->snapshots, r->n);
     memset(r, 0, sizeof *r);
+}
+
+static int check_file_id(int64_t id, struct st_err *err)
+{
+    if (id <= 0)
+        return st_errf(err, ST_EINVAL, "file_id: expected a positive integer, got %" PRId64, id);
+    return ST_OK;
+}
+
+int svc_get_dv(struct engine *e, const struct svc_dv_req *q, struct svc_dv_res *out,
+               struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc;
+    if ((rc = check_file_id(q->file_id, err)) != ST_OK ||
+        (rc = check_count("snapshot", q->snapshot, err)) != ST_OK)
+        return rc;
+    struct table *t = NULL;
+    if ((rc = table_of(e, q->table, &t, err)) == ST_OK)
+        rc = engine_get_dv(e, t, q->file_id, q->snapshot.has, q->snapshot.v, q->format,
+                           &out->bytes, &out->snapshot, err);
+    table_unref(t);
+    return rc;
+}
+
+void svc_dv_res_clear(struct svc_dv_res *r)
+{
+    dv_bytes_unref(r->bytes);
+    memset(r, 0, sizeof *r);
+}
+
+int svc_file_path(struct engine *e, const char *table, int64_t file_id, char **abs_path,
+                  struct st_err *err)
+{
+    *abs_path = NULL;
+    int rc = check_file_id(file_id, err);
+    if (rc != ST_OK)
+        return rc;
+    struct table *t = NULL;
+    if ((rc = table_of(e, table, &t, err)) == ST_OK)
+        rc = engine_file_path(e, t, file_id, abs_path, err);
+    table_unref(t);
+    return rc;
 }

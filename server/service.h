@@ -43,19 +43,23 @@ struct svc_count {
 
 /* ---- tables ------------------------------------------------------------------- */
 
+/*
+ * Absent strings are NULL. A codec whose wire cannot tell an empty string
+ * from an absent one (proto3) passes NULL for "".
+ */
 struct svc_column {
-    const char *name; /* NULL or "": missing */
-    const char *type; /* NULL or "": missing; a name of st_type_parse */
+    const char *name; /* NULL: missing */
+    const char *type; /* NULL: missing; a name of st_type_parse */
     bool required;
 };
 
 struct svc_create_req {
-    const char *name; /* NULL or "": missing */
+    const char *name; /* NULL: missing */
     const struct svc_column *cols;
     size_t ncols;
     const char *const *pk;
     size_t npk;
-    const char *version_column; /* NULL or "": none */
+    const char *version_column; /* NULL: none */
     const struct st_idem *idem;
 };
 
@@ -151,6 +155,42 @@ struct svc_snapshots_res {
 int svc_list_snapshots(struct engine *e, const char *table, struct svc_snapshots_res *out,
                        struct st_err *err);
 void svc_snapshots_res_clear(struct svc_snapshots_res *r);
+
+/*
+ * A file's deletion vector. The format is parsed by the codec with
+ * engine_dv_format (HTTP does it on its event thread, to answer cached DVs
+ * there without a worker: http_files.c, grpc_rpc.c f_get_dv).
+ */
+struct svc_dv_req {
+    const char *table;
+    int64_t file_id; /* > 0 */
+    struct svc_count snapshot;
+    enum dv_format format;
+};
+struct svc_dv_res {
+    struct dv_bytes *bytes;
+    int64_t snapshot; /* the snapshot answered */
+};
+int svc_get_dv(struct engine *e, const struct svc_dv_req *q, struct svc_dv_res *out,
+               struct st_err *err);
+void svc_dv_res_clear(struct svc_dv_res *r);
+
+/* A data file of the table: its absolute path in the local blob store (caller frees). */
+int svc_file_path(struct engine *e, const char *table, int64_t file_id, char **abs_path,
+                  struct st_err *err);
+
+/* ---- the validators, without the engine (the operations call them; so do fuzz targets) ---- */
+
+/*
+ * A create request as the engine's table_def: names checked, types parsed
+ * into cols[0..q->ncols) (caller's array); the engine checks the rest
+ * (duplicates, the key, the version column).
+ */
+int svc_table_def(const struct svc_create_req *q, struct st_column *cols, struct table_def *def,
+                  struct st_err *err);
+/* A scan's columns as indexes of t (*out NULL: all; else caller frees): distinct, known. */
+int svc_scan_columns(const struct table *t, const struct svc_scan_req *q, int **out,
+                     struct st_err *err);
 
 /* ---- shared rules ----------------------------------------------------------------- */
 

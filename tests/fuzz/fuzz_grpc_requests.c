@@ -10,6 +10,7 @@
  */
 #include "changeset.h"
 #include "grpc_conv.h"
+#include "service.h"
 
 #include "expr/filter.h"
 
@@ -82,17 +83,34 @@ static void requests(int kind, const uint8_t *p, size_t n)
             changeset_free(&cs);
         }
     } else if (d == &strike__v1__create_table_request__descriptor) {
+        Strike__V1__CreateTableRequest *q = (Strike__V1__CreateTableRequest *)m;
+        struct svc_column *sc = garena_alloc(&a, (q->n_columns + 1) * sizeof *sc);
+        for (size_t i = 0; i < q->n_columns; i++)
+            sc[i] = (struct svc_column){q->columns[i]->name, q->columns[i]->type,
+                                        q->columns[i]->required != 0};
+        struct svc_create_req cq = {.name = q->name,
+                                    .cols = sc,
+                                    .ncols = q->n_columns,
+                                    .pk = (const char *const *)q->primary_key,
+                                    .npk = q->n_primary_key,
+                                    .version_column = q->version_column};
+        struct st_column *tcols = garena_alloc(&a, (q->n_columns + 1) * sizeof *tcols);
         struct table_def def;
-        if (gconv_table_def((Strike__V1__CreateTableRequest *)m, &a, &def, &err) == ST_OK &&
+        if (svc_table_def(&cq, tcols, &def, &err) == ST_OK &&
             (def.ncols < 0 || def.ncols > ST_COLUMNS_MAX))
             abort();
     } else if (d == &strike__v1__scan_request__descriptor) {
         Strike__V1__ScanRequest *q = (Strike__V1__ScanRequest *)m;
-        int *idx, ni;
-        if (gconv_columns(&table, q->columns, q->n_columns, &a, &idx, &ni, &err) == ST_OK)
-            for (int i = 0; i < ni; i++)
+        struct svc_scan_req sq = {.has_columns = q->n_columns > 0,
+                                  .columns = (const char *const *)q->columns,
+                                  .ncolumns = q->n_columns};
+        int *idx;
+        if (svc_scan_columns(&table, &sq, &idx, &err) == ST_OK) {
+            for (size_t i = 0; idx != NULL && i < q->n_columns; i++)
                 if (idx[i] < 0 || idx[i] >= NCOLS)
                     abort();
+            free(idx);
+        }
         check_filter(q->filter);
     } else if (d == &strike__v1__delete_where_request__descriptor) {
         check_filter(((Strike__V1__DeleteWhereRequest *)m)->filter);
