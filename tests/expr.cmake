@@ -1,6 +1,4 @@
 # storage/expr: literals and rows, filters, NDJSON output.
-if(TARGET strike_expr)
-  strike_unit_test(test_expr_literal SOURCES unit/test_expr_literal.c LIBS strike_expr m)
-  strike_unit_test(test_expr_filter SOURCES unit/test_expr_filter.c LIBS strike_expr m)
-  strike_unit_test(test_expr_ndjson SOURCES unit/test_expr_ndjson.c LIBS strike_expr m)
-endif()
+strike_unit_test(test_expr_literal SOURCES unit/test_expr_literal.c LIBS strike_expr m)
+strike_unit_test(test_expr_filter SOURCES unit/test_expr_filter.c LIBS strike_expr m)
+strike_unit_test(test_expr_ndjson SOURCES unit/test_expr_ndjson.c LIBS strike_expr m)
