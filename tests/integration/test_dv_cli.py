@@ -1,10 +1,10 @@
 """test_dv_cli.py - `strike dv decode|encode` against every fixture in
-../shared/testdata, checked against what testdata/MANIFEST.md says each
+tests/data, checked against what tests/data/MANIFEST.md says each
 file holds; invalid files must exit 1 with one line naming the problem and
 its byte offset; usage errors exit 2.
 
 Environment (set by ctest): STRIKE_BIN_DIR (the built `strike`),
-STRIKE_SHARED_DIR (../shared). Missing either is a failure, not a skip.
+STRIKE_TESTDATA_DIR (tests/data). Missing either is a failure, not a skip.
 """
 import os
 import subprocess
@@ -12,9 +12,8 @@ import sys
 import tempfile
 
 BIN_DIR = os.environ.get("STRIKE_BIN_DIR", "")
-SHARED = os.environ.get("STRIKE_SHARED_DIR", "")
+TD = os.environ.get("STRIKE_TESTDATA_DIR", "")
 STRIKE = os.path.join(BIN_DIR, "strike")
-TD = os.path.join(SHARED, "testdata")
 
 failures = []
 
@@ -320,8 +319,8 @@ def main():
         print(f"FAIL: STRIKE_BIN_DIR={BIN_DIR!r} has no strike binary (run through ctest after "
               "building the `strike` target)")
         return 1
-    if not SHARED or not os.path.exists(os.path.join(TD, "MANIFEST.md")):
-        print(f"FAIL: STRIKE_SHARED_DIR={SHARED!r} has no testdata/MANIFEST.md")
+    if not TD or not os.path.exists(os.path.join(TD, "MANIFEST.md")):
+        print(f"FAIL: STRIKE_TESTDATA_DIR={TD!r} has no MANIFEST.md")
         return 1
     for t in (test_roaring, test_iceberg, test_puffin, test_delta, test_paimon, test_encode_roundtrip,
               test_usage):
