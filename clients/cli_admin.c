@@ -1,5 +1,5 @@
 /*
- * cli_admin.c - `strike fsck` and `strike gc` (API.md "CLI"): offline
+ * cli_admin.c - `strike fsck` and `strike gc` (docs/API.md "CLI"): offline
  * maintenance against a catalog and a blob store, through the engine.
  *
  *   strike fsck --catalog URL --data DIR

@@ -1,6 +1,6 @@
 /*
  * cli_dv.c - `strike dv decode|encode`: deletion vectors in every format
- * strike reads and writes, for people and for scripts (API.md "CLI").
+ * strike reads and writes, for people and for scripts (docs/API.md "CLI").
  *
  * Output of decode: positions one per line, ascending, runs of two or more
  * consecutive positions as `a-b`. Files that hold several vectors print

@@ -1,5 +1,5 @@
 /*
- * http_routes.c - the JSON endpoints of API.md: tables, changes, delete by
+ * http_routes.c - the JSON endpoints of docs/API.md: tables, changes, delete by
  * filter, plan, snapshots, readiness. Each runs on a worker (it blocks on
  * the catalog), reads the request body, calls the engine and leaves its
  * answer in r->reply.
@@ -52,7 +52,7 @@ json_t *http__body_json(struct hreq *r, bool empty_ok)
         return NULL;
     }
     json_error_t je;
-    /* No JSON_ALLOW_NUL: U+0000 is refused in every string (API.md "Types"), keys included. */
+    /* No JSON_ALLOW_NUL: U+0000 is refused in every string (docs/API.md "Types"), keys included. */
     json_t *j = json_loadb((const char *)r->body.data, r->body.len, JSON_REJECT_DUPLICATES, &je);
     if (j == NULL) {
         reply_bad_json(r, je.line, je.column, je.text);
