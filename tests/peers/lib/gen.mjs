@@ -1,7 +1,7 @@
-// tests/peers/lib/gen.mjs - part of strike's own peer harness. It was written for this project
-// (it came from the project's shared peer-baseline folder, not from a third party) and
-// is kept here so that the tests and benches import it from the repository. Used by
-// tests/bench/*.mjs and tests/integration/parquet_duckdb.mjs.
+// tests/peers/lib/gen.mjs - part of strike's own peer harness, written for this
+// project (it came with the project's peer-baseline scripts, kept outside this
+// repository until now; it is not third-party code). The tests and benches import
+// it from here: tests/bench/*.mjs and tests/integration/parquet_duckdb.mjs.
 //
 // Shared test-table definition: id BIGINT (0..N-1, unique, = row position),
 // user_id BIGINT, amount DOUBLE, status VARCHAR, payload VARCHAR (~100 B JSON-ish).

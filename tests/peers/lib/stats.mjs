@@ -1,7 +1,7 @@
-// tests/peers/lib/stats.mjs - part of strike's own peer harness. It was written for this project
-// (it came from the project's shared peer-baseline folder, not from a third party) and
-// is kept here so that the tests and benches import it from the repository. Used by
-// tests/bench/*.mjs and tests/integration/parquet_duckdb.mjs.
+// tests/peers/lib/stats.mjs - part of strike's own peer harness, written for this
+// project (it came with the project's peer-baseline scripts, kept outside this
+// repository until now; it is not third-party code). The tests and benches import
+// it from here: tests/bench/*.mjs and tests/integration/parquet_duckdb.mjs.
 //
 // Small shared helpers for the peer baseline scripts (our own code).
 import { performance } from 'node:perf_hooks';
