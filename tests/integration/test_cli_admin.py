@@ -73,7 +73,7 @@ class Admin(unittest.TestCase):
         r = strike("gc", "--catalog", url, "--data", data, "--grace", "1h")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "")
-        self.assertIn("0 orphans, 0 deleted", r.stderr)
+        self.assertIn("1 orphans, 0 deleted (grace 3600s)", r.stderr)  # within the grace: kept
         self.assertTrue(os.path.exists(orphan))
         r = strike("gc", "--catalog", url, "--data", data, "--grace", "0s", "--dry-run")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -104,7 +104,9 @@ class Admin(unittest.TestCase):
         r = strike("fsck", "--catalog", url, "--data", data)
         self.assertEqual(r.returncode, 1)
         self.assertIn("missing " + os.path.relpath(parquet[0], data), r.stdout)
-        self.assert_findings_only(r.stdout, 2)
+        # missing data file, corrupt DV, and the moved-away file as an orphan
+        self.assert_findings_only(r.stdout, 3)
+        self.assertIn("1 missing, 1 corrupt, 1 orphans", r.stderr)
         subprocess.run(["rm", "-rf", root])
 
     def test_usage(self):
