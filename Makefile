@@ -32,7 +32,7 @@ test: deps
 	cd $(TEST_BUILD) && ctest --output-on-failure -j2 $(CTEST_ARGS)
 
 bench:
-	@scripts/deps.sh bench
+	@scripts/deps.sh
 	@cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build $(BENCH_BUILD) -j$(JOBS)
 	@scripts/test-peers.sh $(BENCH_BUILD)

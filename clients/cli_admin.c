@@ -1,5 +1,5 @@
 /*
- * cli_admin.c - `strike fsck` and `strike gc` (API.md "CLI"): offline
+ * cli_admin.c - `strike fsck` and `strike gc` (docs/API.md "CLI"): offline
  * maintenance against a catalog and a blob store, through the engine.
  *
  *   strike fsck --catalog URL --data DIR
@@ -111,9 +111,10 @@ int cli_fsck(int argc, char **argv)
         fprintf(stderr, "strike fsck: %s\n", err.msg);
         return 1;
     }
-    printf("fsck: %lld referenced blobs, %lld missing, %lld corrupt, %lld orphans\n",
-           (long long)rep.referenced, (long long)rep.missing, (long long)rep.corrupt,
-           (long long)rep.orphans);
+    /* the summary is a note (stderr); stdout holds only the findings, one per line */
+    fprintf(stderr, "fsck: %lld referenced blobs, %lld missing, %lld corrupt, %lld orphans\n",
+            (long long)rep.referenced, (long long)rep.missing, (long long)rep.corrupt,
+            (long long)rep.orphans);
     return rep.missing + rep.corrupt > 0 ? 1 : 0;
 }
 
@@ -134,8 +135,8 @@ int cli_gc(int argc, char **argv)
         fprintf(stderr, "strike gc: %s\n", err.msg);
         return 1;
     }
-    printf("gc: %lld orphans, %lld %s (grace %llds)\n", (long long)rep.orphans,
-           (long long)(a.dry_run ? 0 : rep.deleted), a.dry_run ? "deleted (dry run)" : "deleted",
-           (long long)a.grace_s);
+    fprintf(stderr, "gc: %lld orphans, %lld %s (grace %llds)\n", (long long)rep.orphans,
+            (long long)(a.dry_run ? 0 : rep.deleted), a.dry_run ? "deleted (dry run)" : "deleted",
+            (long long)a.grace_s);
     return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * cli_dv.c - `strike dv decode|encode`: deletion vectors in every format
- * strike reads and writes, for people and for scripts (API.md "CLI").
+ * strike reads and writes, for people and for scripts (docs/API.md "CLI").
  *
  * Output of decode: positions one per line, ascending, runs of two or more
  * consecutive positions as `a-b`. Files that hold several vectors print
@@ -43,7 +43,7 @@ static const char USAGE[] =
     "consecutive positions as a-b. For puffin, delta-dv and paimon-dv every vector is\n"
     "preceded by a line '# <id> cardinality=N', where <id> is the blob's\n"
     "referenced-data-file (puffin) or 'offset=<byte offset of the entry>' (delta-dv,\n"
-    "paimon-dv); Puffin blobs of other types get a '# ... skipped' line.\n"
+    "paimon-dv); Puffin blobs of other types are noted on stderr, never on stdout.\n"
     "  --offset N   decode only the vector at byte N: the blob's offset (puffin; it must\n"
     "               be in the footer), the entry's offset (delta-dv, paimon-dv), or the\n"
     "               start of the bytes to decode (roaring32, roaring64, iceberg-dv)\n"
@@ -171,7 +171,7 @@ static void print_positions(struct out *o, const struct dv *d)
 /* One decoded vector with its header (NULL header: a single-vector file). */
 struct vec {
     char *header; /* owned */
-    struct dv *d; /* owned; NULL for a skipped blob */
+    struct dv *d; /* owned; NULL for a skipped blob (its header is a note for stderr) */
 };
 
 struct vecs {
@@ -205,17 +205,17 @@ static void print_vecs(const struct vecs *vs, bool count)
     o->len = 0;
     for (size_t i = 0; i < vs->n; i++) {
         const struct vec *v = &vs->v[i];
+        if (v->d == NULL) { /* a note, not data: stdout holds positions only */
+            fprintf(stderr, "strike dv: %s\n", v->header);
+            continue;
+        }
         if (v->header != NULL) {
             out_str(o, "# ");
             out_str(o, v->header);
-            if (v->d != NULL) {
-                out_str(o, " cardinality=");
-                out_u64(o, dv_cardinality(v->d));
-            }
+            out_str(o, " cardinality=");
+            out_u64(o, dv_cardinality(v->d));
             out_char(o, '\n');
         }
-        if (v->d == NULL)
-            continue;
         if (count) {
             out_u64(o, dv_cardinality(v->d));
             out_char(o, '\n');

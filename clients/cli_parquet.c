@@ -52,7 +52,7 @@ static void usage(FILE *out)
         "write  read NDJSON rows from stdin (one object per line; a missing key is null;\n"
         "       timestamps as integer microseconds or RFC 3339 strings; doubles may be the\n"
         "       strings above) and write them to FILE (atomically). The schema is a JSON\n"
-        "       array of {\"name\":..,\"type\":..,\"required\":bool} (API.md column\n"
+        "       array of {\"name\":..,\"type\":..,\"required\":bool} (docs/API.md column\n"
         "       objects) or an object with such a \"columns\" array.\n"
         "\n"
         "Exit status: 0 ok, 1 the file or input is bad, 2 usage.\n");

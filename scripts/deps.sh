@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # deps.sh - install the Debian packages strike needs that are missing.
 #
-#   scripts/deps.sh          build + test dependencies
-#   scripts/deps.sh bench    also the benchmark peers (wrk, nginx)
+#   scripts/deps.sh          build, test and benchmark dependencies
+#   (an argument, such as the older `bench`, changes nothing)
+#
+# Everything `make test` executes comes from here or from the base image:
+# `make test` runs the bench harness once (ctest bench_quick), which drives
+# wrk and nginx, so they are in the default set. The npm peers (DuckDB, pg,
+# roaring) come from tests/peers/package.json (scripts/test-peers.sh).
 #
 # Idempotent: when everything is installed it only runs dpkg-query. Runs
 # `apt-get update` once, and only when something is missing. Works as root,
@@ -15,10 +20,8 @@ pkgs=(
   libroaring-dev libpq-dev libzstd-dev libsnappy-dev libjansson-dev libcmocka-dev zlib1g-dev
   postgresql-15 postgresql-client-15
   python3 python3-grpcio python3-protobuf curl ca-certificates util-linux procps
+  diffutils findutils wrk nginx-light
 )
-if [ "${1:-}" = bench ]; then
-  pkgs+=(wrk nginx-light)
-fi
 # Node.js runs the DuckDB peer in tests; the machine may already have its own.
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   pkgs+=(nodejs npm)

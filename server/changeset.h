@@ -3,7 +3,7 @@
  * into name/literal pairs) into typed engine changes. HTTP and gRPC both
  * call this, so the two APIs cannot disagree on what a change means.
  *
- * Ops (API.md "Changes"): "upsert" (row), "delete" (key), and Debezium's
+ * Ops (docs/API.md "Changes"): "upsert" (row), "delete" (key), and Debezium's
  * "c"/"r" (upsert of after), "u" (upsert of after; when before's key
  * differs from after's, a delete of before's key first) and "d" (delete of
  * before's key; `key` is accepted instead). Errors name the change:

@@ -1,6 +1,6 @@
 /*
  * config.h - striked's settings: one declarative table of options, each
- * with its environment variable, default and validator (API.md "Running").
+ * with its environment variable, default and validator (docs/API.md "Running").
  *
  * Precedence: command line, then environment, then default. A bad value or
  * an unknown option is a one-line error and exit status 2.

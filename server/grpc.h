@@ -1,5 +1,5 @@
 /*
- * grpc.h - the gRPC front end on the gRPC C core (API.md "gRPC"): service
+ * grpc.h - the gRPC front end on the gRPC C core (docs/API.md "gRPC"): service
  * strike.v1.Strike, plus grpc.health.v1.Health/Check.
  *
  * Threads: cfg->grpc_threads completion-queue threads (default: one per

@@ -60,7 +60,7 @@ size_t rpc_max_send(struct rpc *r);
 
 /* OK with `msg` packed as the reply. */
 void rpc_reply(struct rpc *r, const ProtobufCMessage *msg);
-/* An ST_E* code (mapped as API.md says) with `detail` as the status message. */
+/* An ST_E* code (mapped as docs/API.md says) with `detail` as the status message. */
 void rpc_fail(struct rpc *r, int st_code, const char *detail);
 /* CANCELLED or DEADLINE_EXCEEDED, whichever applies (rpc_cancelled() was true). */
 void rpc_abort(struct rpc *r);

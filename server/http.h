@@ -1,5 +1,5 @@
 /*
- * http.h - the HTTP front end on libmicrohttpd (API.md "HTTP endpoints").
+ * http.h - the HTTP front end on libmicrohttpd (docs/API.md "HTTP endpoints").
  *
  * An internal thread pool on epoll runs the handlers; they never block on
  * anything slower than a cache: engine calls run on app->workers while the

@@ -193,7 +193,7 @@ bool http__suspend_locked(struct hreq *r);
 /* With r->mu held: resume if suspended. Any thread. */
 void http__resume_locked(struct hreq *r);
 
-/* HTTP status for an engine code (API.md "Errors"). */
+/* HTTP status for an engine code (docs/API.md "Errors"). */
 unsigned http__status_of(int code);
 void http__reply_reset(struct hreply *p);
 /* A JSON body (owned, taken) with its status. */

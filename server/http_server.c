@@ -922,7 +922,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
  * would decode to NUL or '/' stays as it is: libmicrohttpd hands us C strings,
  * so a decoded NUL would cut "victim%00x" to "victim", and a decoded '/' would
  * make "orders%2Fsnapshots" another route. Left escaped, such a name or value
- * is refused by its own validation (400), as API.md asks for names that cannot
+ * is refused by its own validation (400), as docs/API.md asks for names that cannot
  * be valid. Malformed escapes are kept too.
  */
 

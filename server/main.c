@@ -67,7 +67,7 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
     if (cfg.tokens_file != NULL) {
-        /* Bearer tokens (API.md "Auth") arrive in a later version. Starting
+        /* Bearer tokens (docs/API.md "Auth") arrive in a later version. Starting
            anyway would serve without the authentication the operator asked
            for, so refuse instead. */
         fprintf(stderr, "striked: --tokens: authentication is not available in this version; "

@@ -1,6 +1,6 @@
 # tests/dv.cmake - deletion-vector codecs (storage/dv) and `strike dv`.
-# The tests read ../shared/testdata through STRIKE_SHARED_DIR (set by
-# STRIKE_TEST_ENV) and fail when it is missing. Run: ctest -R dv
+# The tests read tests/data through STRIKE_TESTDATA_DIR (set by
+# STRIKE_TEST_ENV) and fail when a file is missing. Run: ctest -R dv
 strike_unit_test(test_dv_set SOURCES unit/test_dv_set.c LIBS strike_dv LABELS dv)
 strike_unit_test(test_dv_fixtures SOURCES unit/test_dv_fixtures.c LIBS strike_dv LABELS dv)
 strike_unit_test(test_dv_codec SOURCES unit/test_dv_codec.c LIBS strike_dv LABELS dv)

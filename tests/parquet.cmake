@@ -1,6 +1,6 @@
 # tests/parquet.cmake - the Parquet writer and reader (storage/parquet).
 #   test_parquet          codecs, round trips, statistics, refusals, hostile bytes
-#   test_parquet_interop  Spark/Databricks files (shared/testdata), arrow-rs fixtures
+#   test_parquet_interop  Spark/Databricks files (tests/data), arrow-rs fixtures
 strike_unit_test(test_parquet SOURCES unit/test_parquet.c LIBS strike_parquet)
 strike_unit_test(test_parquet_interop SOURCES unit/test_parquet_interop.c
                  LIBS strike_parquet PkgConfig::JANSSON)

@@ -1,7 +1,7 @@
 /*
  * fsutil.h - durable file writes and bounded reads.
  *
- * Durability rule (DESIGN.md principle 3): a file becomes visible under its
+ * Durability rule (docs/DESIGN.md principle 3): a file becomes visible under its
  * final name only after its bytes are fsynced, and the rename is made
  * durable by fsyncing the directory. Files are never changed afterwards.
  */

@@ -2,7 +2,7 @@
  * types.h - column types, values and columnar vectors shared by the
  * Parquet codec, the filter evaluator, the key encoder and the engine.
  *
- * Types use Iceberg's names (API.md "Types"). A timestamp is an int64 of
+ * Types use Iceberg's names (docs/API.md "Types"). A timestamp is an int64 of
  * microseconds since the epoch, UTC. Strings are UTF-8, at most 1 MiB, no NUL.
  */
 #ifndef STRIKE_TYPES_H

@@ -1,6 +1,6 @@
 /*
  * dv.h - deletion vectors: an in-memory set of 64-bit row positions, and its
- * wire formats (../shared/FORMATS.md has the byte layouts).
+ * wire formats (docs/FORMATS.md has the byte layouts).
  *
  *   roaring32   RoaringFormatSpec 32-bit portable bitmap
  *   roaring64   RoaringFormatSpec 64-bit portable extension ("the vector")

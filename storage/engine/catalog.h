@@ -2,7 +2,7 @@
  * catalog.h - the PostgreSQL catalog: a connection pool, versioned schema
  * migrations, and liveness.
  *
- * Every durable fact about a table lives in schema `strike` (DESIGN.md "Data
+ * Every durable fact about a table lives in schema `strike` (docs/DESIGN.md "Data
  * model"). Migrations run in one transaction under an advisory lock, so any
  * number of striked processes may start against one catalog at once.
  */

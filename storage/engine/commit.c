@@ -1,5 +1,5 @@
 /*
- * commit.c - the commit protocol (DESIGN.md "The commit protocol") and
+ * commit.c - the commit protocol (docs/DESIGN.md "The commit protocol") and
  * group commit.
  *
  *   prepare (no locks): in one REPEATABLE READ snapshot read the table's
@@ -1318,7 +1318,7 @@ static int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct o
         return rc;
     }
 
-    /* expected_seq, which a duplicate delivery ignores (API.md: a duplicate
+    /* expected_seq, which a duplicate delivery ignores (docs/API.md: a duplicate
        answers 200 "whatever its expected_seq") */
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = b->items[i];

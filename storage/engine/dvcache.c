@@ -1,7 +1,7 @@
 /*
  * dvcache.c - caches of immutable things about deletion vectors, and DV fetch.
  *
- * Blobs are never changed once written (DESIGN.md principle 2), so a cache
+ * Blobs are never changed once written (docs/DESIGN.md principle 2), so a cache
  * keyed by (puffin path, offset, length) can never be stale. Three caches,
  * each an LRU bounded in bytes, with refcounted entries (an entry evicted
  * while in use lives until its last user lets go):

@@ -2,7 +2,7 @@
  * keyenc.h - primary keys and versions as order-preserving bytes.
  *
  * The key index stores each key as a bytea whose memcmp order equals the
- * order of the key values, column by column (DESIGN.md "Data model"), so
+ * order of the key values, column by column (docs/DESIGN.md "Data model"), so
  * composite keys of long, int, string, timestamp and boolean index and
  * compare correctly in a btree:
  *   boolean    1 byte, 0 or 1

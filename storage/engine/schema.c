@@ -1,5 +1,5 @@
 /*
- * schema.c - the catalog schema, as numbered migrations (DESIGN.md "Data model").
+ * schema.c - the catalog schema, as numbered migrations (docs/DESIGN.md "Data model").
  *
  * Snapshot S of a table = the data_files with data_seq <= S and (removed_seq
  * null or > S), each with its deletion_vectors row live at S (same rule on

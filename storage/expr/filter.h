@@ -2,7 +2,7 @@
  * filter.h - Iceberg expression JSON bound to a table schema, evaluated over
  * column batches and against column statistics.
  *
- * Accepted JSON (API.md "Types"), released and newer forms, freely mixed:
+ * Accepted JSON (docs/API.md "Types"), released and newer forms, freely mixed:
  *
  *   true | false | {"type":"true"} | {"type":"false"}
  *   {"type":"and"|"or", "left":E, "right":E}      {"type":"not", "child":E}

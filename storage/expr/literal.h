@@ -4,7 +4,7 @@
  *
  * Both front ends turn what the client sent into a `struct st_literal` and
  * call lit_coerce(), so that HTTP and gRPC accept exactly the same values and
- * word their refusals the same way (API.md "Types"):
+ * word their refusals the same way (docs/API.md "Types"):
  *
  *   boolean    true/false only
  *   int, long  integers only, in range; a number with a fraction or an

@@ -2,7 +2,7 @@
  * ndjson.h - fast JSON text for scan output (one object per row), written
  * straight into a `struct buf` without building a jansson tree.
  *
- * Value forms (API.md "Scan"): int and long as exact integers; double in the
+ * Value forms (docs/API.md "Scan"): int and long as exact integers; double in the
  * shortest form that reads back to the same double (non-finite values,
  * which JSON cannot hold, are written as null); timestamp as RFC 3339 with
  * microseconds and 'Z' ("2026-11-29T13:40:45.123456Z"); boolean as

@@ -2,7 +2,7 @@
  * parquet.h - strike's Parquet writer and reader (prefix pq_).
  *
  * Data files are Parquet so that any engine can read a strike table. This
- * module writes flat files of the API.md types and reads those files, the
+ * module writes flat files of the docs/API.md types and reads those files, the
  * files DuckDB writes, and the Spark/Databricks files of Delta tables. The
  * footer and page headers use the Thrift compact protocol, encoded and decoded
  * by our own code (pq_thrift.c). README.md in this directory has the design.

@@ -166,13 +166,12 @@ class Bench:
         self.work = os.path.abspath(a.work)
         self.datadir = os.path.join(self.out, "data")  # deterministic inputs, kept between runs
         self.blobs = os.path.join(self.work, "data")     # striked's blob store (this run only)
-        self.peers = os.path.join(self.out, "peers")     # node_modules of ../shared/peers/package.json
-        self.shared = os.environ.get("STRIKE_SHARED_DIR", os.path.join(SRC, "..", "shared"))
+        self.peers = os.path.join(self.build, "peers")   # node_modules of tests/peers/package.json
         self.pg = a.pg_host
         self.catalog = f"postgresql://postgres@/strike?host={self.pg}"
         self.peer_db = f"postgresql://postgres@/peer?host={self.pg}"
         self.url = f"http://127.0.0.1:{a.http_port}"
-        self.env = dict(os.environ, STRIKE_SHARED_DIR=os.path.abspath(self.shared))
+        self.env = dict(os.environ)
         self.results = {}
         self.rows = []
         self.failed = False
@@ -383,8 +382,8 @@ class Bench:
         if not os.path.exists(script):
             raise NotAvailable("tests/bench/http_dv_bench.sh is missing")
         for tool in ("wrk", "nginx"):
-            if not shutil.which(tool):
-                raise NotAvailable(f"{tool} is not installed (scripts/deps.sh bench)")
+            if not shutil.which(tool):  # deps.sh installs both: a missing one is a failure, not a skip
+                raise RuntimeError(f"{tool} is not installed (scripts/deps.sh)")
         out = run(["bash", script, self.build, str(self.R), self.z["wrk_dur"], "64"], timeout=3600)
         runs = {"strike": [], "nginx": []}
         for m in re.finditer(r"^run (\d+) (strike|nginx)\s+(\S+) req/s\s+p50\s+(\S+) ms\s+p99\s+(\S+) ms\s+non-2xx (\d+)(.*)$",
@@ -750,7 +749,7 @@ class Bench:
         n.append("PostgreSQL 15 runs with durable defaults (fsync, synchronous_commit, full_page_writes on) and the "
                  "peers' memory settings (tests/lib/pgfixture.sh, PGFIXTURE_DURABLE=1); it holds strike's catalog "
                  "and the peer's table, and both were VACUUM ANALYZEd after the load. strike's tables were loaded "
-                 "from the Parquet file DuckDB wrote (../shared/peers/lib/gen.mjs) through the engine's commit path; "
+                 "from the Parquet file DuckDB wrote (tests/peers/lib/gen.mjs) through the engine's commit path; "
                  "the PostgreSQL table from the CSV DuckDB wrote of the same rows.")
         for k in ("m1_note", "m5_note", "m6_note", "m7_note", "m8_note", "m9_note", "e7_note"):
             if getattr(self, k, None):

@@ -5,7 +5,7 @@
  *
  *   bench_dv [--runs N] [--rows N] [--frac F]
  *
- * The 10% sample is the Bernoulli draw of ../shared/peers (mulberry32, seed
+ * The 10% sample is the Bernoulli draw of tests/peers/lib/stats.mjs (mulberry32, seed
  * 12345), so tests/bench/dv_peer.mjs times the npm `roaring` package on the
  * very same set. Build it in a Release tree for meaningful numbers.
  */
@@ -36,7 +36,7 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* mulberry32, as ../shared/peers/lib/stats.mjs uses it (JS double semantics). */
+/* mulberry32, as tests/peers/lib/stats.mjs uses it (JS double semantics). */
 static uint32_t mb_state;
 static double mulberry32(void)
 {

@@ -6,7 +6,7 @@
  *   bench_engine --catalog CONNINFO --data DIR MEASURE [options]
  *
  * Measures (the table is the peers' test table: id, user_id, amount,
- * status, payload of about 105 bytes; see ../shared/peers/lib/gen.mjs):
+ * status, payload of about 105 bytes; see tests/peers/lib/gen.mjs):
  *   ingest    CDC batches of --batch upserts, half updates of existing keys:
  *             rows/s over --rows rows after a --rows/2 preload
  *   delete1   one-row deletes by key in a --rows table: latency p50/p99 and

@@ -3,7 +3,7 @@
  *
  *   bench_parquet IN.parquet OUT.parquet [RUNS]
  *
- * IN is the table as DuckDB wrote it (shared/peers/lib/gen.mjs); OUT is the
+ * IN is the table as DuckDB wrote it (tests/peers/lib/gen.mjs); OUT is the
  * same rows written by strike. Prints one JSON object with the timings of
  * RUNS runs of each step (seconds):
  *   write_s         strike writes every row group of IN (already decoded, in

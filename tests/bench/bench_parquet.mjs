@@ -1,5 +1,5 @@
 // bench_parquet.mjs - strike's Parquet writer and reader next to DuckDB's, on the
-// peers' table (shared/peers/lib/gen.mjs), same machine, same files. Prints numbers;
+// peers' table (tests/peers/lib/gen.mjs), same machine, same files. Prints numbers;
 // asserts nothing but that both engines see the same rows.
 //
 //   node tests/bench/bench_parquet.mjs BUILD_DIR [--rows 1000000,10000000] [--runs 3] [--dir DIR]
@@ -17,6 +17,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import * as gen from '../peers/lib/gen.mjs';
 
 const args = process.argv.slice(2);
 const build = path.resolve(args[0] || 'build/release');
@@ -27,14 +28,11 @@ const opt = (name, dflt) => {
 const rowsList = opt('--rows', '1000000,10000000').split(',').map(Number);
 const runs = Number(opt('--runs', '3'));
 const dir = path.resolve(opt('--dir', path.join(build, 'bench-parquet')));
-const here = path.dirname(new URL(import.meta.url).pathname);
-const shared = path.resolve(process.env.STRIKE_SHARED_DIR || path.join(here, '..', '..', '..', 'shared'));
 const binary = path.join(build, 'bin', 'bench_parquet');
 if (!fs.existsSync(binary)) throw new Error(`no ${binary}: cmake --build ${build} --target bench_parquet`);
 const mods = path.join(build, 'peers', 'node_modules');
 const entry = createRequire(path.join(mods, 'x.js')).resolve('@duckdb/node-api');
 const { DuckDBInstance } = await import(pathToFileURL(entry).href);
-const gen = await import(pathToFileURL(path.join(shared, 'peers', 'lib', 'gen.mjs')).href);
 fs.mkdirSync(dir, { recursive: true });
 
 const inst = await DuckDBInstance.create(':memory:');

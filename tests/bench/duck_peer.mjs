@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // duck_peer.mjs - DuckDB's side of `make bench` (tests/bench/run.sh), driven
-// exactly as ../shared/peers/duckdb-baseline.mjs drives it, one step per call
+// exactly as the project's DuckDB baseline (duckdb-baseline.mjs) drives it, one step per call
 // so that run.sh can alternate DuckDB and strike round by round.
 //
 //   node duck_peer.mjs --modules DIR gen --rows N [--parquet F] [--csv F]
-//       the peers' table (../shared/peers/lib/gen.mjs), written by DuckDB
+//       the peers' table (tests/peers/lib/gen.mjs), written by DuckDB
 //   node duck_peer.mjs --modules DIR positions --rows N --frac 0.1 --out F.json
 //       the seeded Bernoulli sample of lib/stats.mjs (seed 12345) as a JSON array
 //   node duck_peer.mjs --modules DIR cow --file F --out F2 [--runs 1] [--warmup 0]
@@ -21,6 +21,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
+import * as gen from '../peers/lib/gen.mjs';
+import * as stats from '../peers/lib/stats.mjs';
 
 const argv = process.argv.slice(2);
 const opt = {};
@@ -30,10 +32,6 @@ for (let i = 0; i < argv.length; i++) {
   else pos.push(argv[i]);
 }
 const mode = pos[0];
-const here = path.dirname(new URL(import.meta.url).pathname);
-const shared = path.resolve(process.env.STRIKE_SHARED_DIR || path.join(here, '..', '..', '..', 'shared'));
-const gen = await import(pathToFileURL(path.join(shared, 'peers', 'lib', 'gen.mjs')).href);
-const stats = await import(pathToFileURL(path.join(shared, 'peers', 'lib', 'stats.mjs')).href);
 const q = gen.q;
 
 if (mode === 'positions') {

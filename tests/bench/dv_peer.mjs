@@ -5,9 +5,9 @@
 //
 //   node tests/bench/dv_peer.mjs --modules DIR [--runs 21] [--rows 10000000] [--frac 0.1]
 //
-// DIR holds node_modules with `roaring` (copy ../shared/peers/package.json and
-// package-lock.json there and run `npm ci`; ../shared is read-only). The
-// positions are the Bernoulli draw of ../shared/peers/lib/stats.mjs
+// DIR holds node_modules with `roaring` (BUILD_DIR/peers, installed from
+// tests/peers/package.json by scripts/test-peers.sh BUILD_DIR). The
+// positions are the Bernoulli draw of tests/peers/lib/stats.mjs
 // (mulberry32, seed 12345), exactly as bench_dv draws them.
 import { createRequire } from 'node:module';
 import path from 'node:path';

@@ -8,8 +8,8 @@
 # BUILD_DIR/bin, creates a table whose first file has a ~2 KiB deletion
 # vector, then loads GET /v1/tables/t/files/1/dv?snapshot=S with
 #   wrk -t2 -cCONNECTIONS -dDURATION --latency
-# and does the same against nginx (the config of ../shared/peers/
-# nginx-baseline.sh: sendfile, access_log off, 2 workers) serving those exact
+# and does the same against nginx (the config of the project's nginx baseline,
+# written below: sendfile, access_log off, 2 workers) serving those exact
 # bytes as a static file. Runs alternate between the two. Prints req/s, p50
 # and p99 per run and the medians. Every server started here is stopped by
 # pid on exit. Client and servers share this machine's cores.

@@ -5,7 +5,7 @@
 // keys and rows, timed the same way.
 //
 //   strike:     node http, POST /v1/tables/{t}/changes (JSON), keep-alive Agent, 1 socket
-//   PostgreSQL: node `pg` (../shared/peers/pg-bench.mjs' client), unix socket, autocommit
+//   PostgreSQL: node `pg` (the client of the project's PostgreSQL baseline, pg-bench.mjs), unix socket, autocommit
 //
 //   node keyed_client.mjs --modules DIR delete1 --target strike --url http://127.0.0.1:P --table tk
 //                         --rows N --offset O --samples S [--warmup 2]
@@ -19,7 +19,7 @@
 //       PostgreSQL: one INSERT ... SELECT unnest(...) ON CONFLICT DO UPDATE per
 //       batch (pg-bench.mjs' statement). Seconds for all batches, rows/s.
 //
-// DIR holds node_modules with `pg` (the peers' package.json). Prints one JSON
+// DIR holds node_modules with `pg` (tests/peers/package.json). Prints one JSON
 // line; checks every answer (a delete must delete its row; counts must add up).
 import { createRequire } from 'node:module';
 import http from 'node:http';

@@ -10,13 +10,14 @@
 # ASan build only to prove that the harness works (ctest bench_quick).
 #
 # What it does, in order:
-#   1. installs the peers' full package.json (DuckDB, pg, roaring, ...) into
-#      BUILD_DIR/bench/peers (npm ci; skipped while the lock file is unchanged);
+#   1. installs the npm peers of tests/peers/package.json (DuckDB, pg, roaring)
+#      into BUILD_DIR/peers (scripts/test-peers.sh: npm ci, skipped while the
+#      lock file is unchanged);
 #   2. starts a throw-away durable PostgreSQL 15 (tests/lib/pgfixture.sh with
-#      PGFIXTURE_DURABLE=1: the settings of ../shared/peers/pg-baseline.sh) that
+#      PGFIXTURE_DURABLE=1: the PostgreSQL baseline's durable settings) that
 #      holds strike's catalog (database `strike`) and the PostgreSQL peer's
 #      table (database `peer`), and striked on that catalog;
-#   3. runs tests/bench/bench.py: data from ../shared/peers/lib/gen.mjs (cached
+#   3. runs tests/bench/bench.py: data from tests/peers/lib/gen.mjs (cached
 #      in BUILD_DIR/bench/data), each measure with strike and its peer in
 #      alternation, the table on stdout, the raw runs as JSON in BUILD_DIR/bench/
 #      (run-<time>.json, latest.json; the table and notes in latest.md).
@@ -36,12 +37,6 @@ case "${2:-}" in
 esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
-SHARED=${STRIKE_SHARED_DIR:-$SRC/../shared}
-if [ ! -d "$SHARED/peers" ] && [ -d /work/shared/peers ]; then
-  SHARED=/work/shared # a clone made away from the workplace's shared folder
-fi
-SHARED=$(cd "$SHARED" && pwd)
-export STRIKE_SHARED_DIR=$SHARED
 OUT=$BUILD/bench
 PSQL=$(ls /usr/lib/postgresql/*/bin/psql 2>/dev/null | head -1)
 mkdir -p "$OUT"
@@ -49,19 +44,12 @@ mkdir -p "$OUT"
 for b in striked bench_engine; do
   [ -x "$BUILD/bin/$b" ] || { echo "run.sh: $BUILD/bin/$b is missing (build first)" >&2; exit 1; }
 done
-for t in node npm curl; do
-  command -v "$t" >/dev/null || { echo "run.sh: $t is missing (scripts/deps.sh bench)" >&2; exit 1; }
+for t in node npm curl wrk nginx; do
+  command -v "$t" >/dev/null || { echo "run.sh: $t is missing (scripts/deps.sh)" >&2; exit 1; }
 done
 
-# 1. the peers' node modules (../shared is read-only: copy, then npm ci there)
-PEERS=$OUT/peers
-if [ ! -d "$PEERS/node_modules/pg" ] || ! cmp -s "$SHARED/peers/package-lock.json" "$PEERS/package-lock.json"; then
-  echo "run.sh: npm ci of ../shared/peers/package.json into $PEERS" >&2
-  rm -rf "$PEERS"
-  mkdir -p "$PEERS"
-  cp "$SHARED/peers/package.json" "$SHARED/peers/package-lock.json" "$PEERS/"
-  (cd "$PEERS" && npm ci --no-audit --no-fund --loglevel=error >&2)
-fi
+# 1. the npm peers (tests/peers/package.json) in BUILD_DIR/peers
+"$SRC/scripts/test-peers.sh" "$BUILD" >&2
 
 # 2. PostgreSQL and striked, always stopped by pid
 WORK=$(mktemp -d /tmp/strike-bench-XXXXXX)

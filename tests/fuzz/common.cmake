@@ -1,8 +1,6 @@
 # tests/fuzz/common.cmake - storage/common fuzz targets.
 #   fuzz_jdoc  jdoc against jansson on the same bytes: verdicts, error texts and
-#              positions, trees; lit_from_jdoc against jansson's values (needs strike_expr)
-if(TARGET strike_expr)
-  strike_fuzz_target(fuzz_jdoc fuzz_jdoc.c LIBS strike_expr PkgConfig::JANSSON
-                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/jdoc ${CMAKE_CURRENT_SOURCE_DIR}/corpus/row
-                            ${CMAKE_CURRENT_SOURCE_DIR}/corpus/filter)
-endif()
+#              positions, trees; lit_from_jdoc against jansson's values
+strike_fuzz_target(fuzz_jdoc fuzz_jdoc.c LIBS strike_expr PkgConfig::JANSSON
+                   CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/jdoc ${CMAKE_CURRENT_SOURCE_DIR}/corpus/row
+                          ${CMAKE_CURRENT_SOURCE_DIR}/corpus/filter)

@@ -1,6 +1,6 @@
 # tests/fuzz/dv.cmake - libFuzzer targets for every deletion-vector decoder,
-# seeded with the fixture files in ../shared/testdata.
-set(_dv_td ${STRIKE_SHARED_DIR}/testdata)
+# seeded with the fixture files in tests/data.
+set(_dv_td ${STRIKE_TESTDATA_DIR})
 strike_fuzz_target(dv_roaring32_fuzzer fuzz_dv_roaring32.c LIBS strike_dv
   CORPUS ${_dv_td}/roaring-format-spec/testdata ${_dv_td}/croaring/tests/testdata)
 strike_fuzz_target(dv_roaring64_fuzzer fuzz_dv_roaring64.c LIBS strike_dv

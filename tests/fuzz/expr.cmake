@@ -1,7 +1,5 @@
 # storage/expr fuzz targets: filter JSON and row JSON.
-if(TARGET strike_expr)
-  strike_fuzz_target(fuzz_filter fuzz_filter.c LIBS strike_expr m
-                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/filter)
-  strike_fuzz_target(fuzz_row fuzz_row.c LIBS strike_expr m
-                     CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/row)
-endif()
+strike_fuzz_target(fuzz_filter fuzz_filter.c LIBS strike_expr m
+                   CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/filter)
+strike_fuzz_target(fuzz_row fuzz_row.c LIBS strike_expr m
+                   CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/row)

@@ -2,10 +2,10 @@
 #   parquet_footer_fuzzer  Thrift FileMetaData / PageHeader decoding and footer validation
 #   parquet_pages_fuzzer   whole files: every row group, page, codec and encoding
 # Seeds: small files from strike, DuckDB and arrow-rs (fuzz_parquet_seeds/), the
-# arrow-rs fixtures and the Spark/Databricks files of shared/testdata.
+# arrow-rs fixtures and the Spark/Databricks files of tests/data.
 set(_pq_seeds ${CMAKE_CURRENT_SOURCE_DIR}/fuzz_parquet_seeds
   ${CMAKE_CURRENT_SOURCE_DIR}/../integration/parquet_fixtures
-  ${STRIKE_SHARED_DIR}/testdata/delta ${STRIKE_SHARED_DIR}/testdata/delta-kernel-rs)
+  ${STRIKE_TESTDATA_DIR}/delta ${STRIKE_TESTDATA_DIR}/delta-kernel-rs)
 strike_fuzz_target(parquet_footer_fuzzer fuzz_parquet_footer.c LIBS strike_parquet
   CORPUS ${_pq_seeds})
 strike_fuzz_target(parquet_pages_fuzzer fuzz_parquet_pages.c LIBS strike_parquet

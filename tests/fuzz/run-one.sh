@@ -11,6 +11,9 @@ for seed in "$@"; do
     find "$seed" -type f -size -1M -exec cp -n {} "$corpus/" \; 2>/dev/null || true
   elif [ -f "$seed" ]; then
     cp -n "$seed" "$corpus/" 2>/dev/null || true
+  else
+    echo "run-one.sh: seed $seed does not exist (a fixture folder moved?)" >&2
+    exit 1
   fi
 done
 # Leaks are findings too; a crash leaves its input in the corpus dir's parent.

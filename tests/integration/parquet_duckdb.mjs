@@ -8,13 +8,14 @@
 //       timestamps as integer microseconds (epoch_us), doubles as numbers with
 //       "-0.0", "NaN", "Infinity", "-Infinity" spelled out.
 //   node parquet_duckdb.mjs meta FILE        parquet_metadata() rows, as JSON lines
-//   node parquet_duckdb.mjs peers N FILE     the peers' table (shared/peers/lib/gen.mjs)
+//   node parquet_duckdb.mjs peers N FILE     the peers' table (tests/peers/lib/gen.mjs)
 //   node parquet_duckdb.mjs copy FILE 'OPTIONS' 'SQL'
 //       COPY (SQL) TO FILE (FORMAT parquet, OPTIONS)
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import * as gen from '../peers/lib/gen.mjs';
 
 function die(msg) {
   process.stderr.write(`parquet_duckdb.mjs: ${msg}\n`);
@@ -77,8 +78,6 @@ if (cmd === 'read') {
   for (const row of r.getRowObjectsJson()) out.push(JSON.stringify(row));
   flush();
 } else if (cmd === 'peers') {
-  const shared = process.env.STRIKE_SHARED_DIR || die('STRIKE_SHARED_DIR is not set');
-  const gen = await import(pathToFileURL(path.join(shared, 'peers', 'lib', 'gen.mjs')).href);
   await con.run(gen.genParquetSql(Number(args[0]), args[1]));
 } else if (cmd === 'copy') {
   const [f, opts, sql] = args;

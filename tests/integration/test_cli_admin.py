@@ -4,10 +4,13 @@
 - an orphan (a blob no catalog row references) is listed by fsck, kept by gc
   within the grace period and deleted by gc after it;
 - a referenced blob that is missing or damaged makes fsck exit 1 and name it;
-- usage errors exit 2.
+- usage errors exit 2;
+- stdout holds only data (fsck's findings, one "KIND PATH: DETAIL" line each);
+  the fsck and gc summaries are notes on stderr.
 """
 import glob
 import os
+import re
 import subprocess
 import time
 import unittest
@@ -20,7 +23,17 @@ def strike(*args):
                           text=True, timeout=120)
 
 
+FINDING = re.compile(r"^(missing|corrupt|orphan) tables/\S+: .+$")
+
+
 class Admin(unittest.TestCase):
+    def assert_findings_only(self, out, n):
+        """stdout is exactly n findings, nothing else (no summary, no notes)."""
+        lines = out.splitlines()
+        self.assertEqual(len(lines), n, out)
+        for line in lines:
+            self.assertRegex(line, FINDING)
+
     def test_fsck_and_gc(self):
         url = h.create_db("strike_cli_admin")
         root = h.tmpdir()
@@ -39,7 +52,8 @@ class Admin(unittest.TestCase):
 
         r = strike("fsck", "--catalog", url, "--data", data)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("0 missing, 0 corrupt, 0 orphans", r.stdout)
+        self.assertIn("0 missing, 0 corrupt, 0 orphans", r.stderr)
+        self.assert_findings_only(r.stdout, 0)
 
         parquet = glob.glob(os.path.join(data, "tables", "*", "data", "*.parquet"))
         puffin = glob.glob(os.path.join(data, "tables", "*", "dv", "*.puffin"))
@@ -54,17 +68,24 @@ class Admin(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("orphan", r.stdout)
         self.assertIn("0000-orphan.puffin", r.stdout)
+        self.assert_findings_only(r.stdout, 1)
+        self.assertIn("0 missing, 0 corrupt, 1 orphans", r.stderr)
         r = strike("gc", "--catalog", url, "--data", data, "--grace", "1h")
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "")
+        self.assertIn("1 orphans, 0 deleted (grace 3600s)", r.stderr)  # within the grace: kept
         self.assertTrue(os.path.exists(orphan))
         r = strike("gc", "--catalog", url, "--data", data, "--grace", "0s", "--dry-run")
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "")
+        self.assertIn("1 orphans, 0 deleted (dry run)", r.stderr)
         self.assertTrue(os.path.exists(orphan))
         old = time.time() - 7200
         os.utime(orphan, (old, old))
         r = strike("gc", "--catalog", url, "--data", data, "--grace", "1h")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("1 orphans, 1 deleted", r.stdout)
+        self.assertIn("1 orphans, 1 deleted", r.stderr)
+        self.assertEqual(r.stdout, "", "gc prints no data: its summary is on stderr")
         self.assertFalse(os.path.exists(orphan))
         self.assertTrue(os.path.exists(puffin[0]), "referenced blobs are never collected")
 
@@ -77,10 +98,15 @@ class Admin(unittest.TestCase):
         r = strike("fsck", "--catalog", url, "--data", data)
         self.assertEqual(r.returncode, 1, r.stdout)
         self.assertIn("corrupt", r.stdout)
+        self.assert_findings_only(r.stdout, 1)
+        self.assertIn("1 corrupt", r.stderr)
         os.rename(parquet[0], parquet[0] + ".away")
         r = strike("fsck", "--catalog", url, "--data", data)
         self.assertEqual(r.returncode, 1)
         self.assertIn("missing " + os.path.relpath(parquet[0], data), r.stdout)
+        # missing data file, corrupt DV, and the moved-away file as an orphan
+        self.assert_findings_only(r.stdout, 3)
+        self.assertIn("1 missing, 1 corrupt, 1 orphans", r.stderr)
         subprocess.run(["rm", "-rf", root])
 
     def test_usage(self):

@@ -1,20 +1,20 @@
 """test_dv_cli.py - `strike dv decode|encode` against every fixture in
-../shared/testdata, checked against what testdata/MANIFEST.md says each
+tests/data, checked against what tests/data/MANIFEST.md says each
 file holds; invalid files must exit 1 with one line naming the problem and
 its byte offset; usage errors exit 2.
 
 Environment (set by ctest): STRIKE_BIN_DIR (the built `strike`),
-STRIKE_SHARED_DIR (../shared). Missing either is a failure, not a skip.
+STRIKE_TESTDATA_DIR (tests/data). Missing either is a failure, not a skip.
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
 BIN_DIR = os.environ.get("STRIKE_BIN_DIR", "")
-SHARED = os.environ.get("STRIKE_SHARED_DIR", "")
+TD = os.environ.get("STRIKE_TESTDATA_DIR", "")
 STRIKE = os.path.join(BIN_DIR, "strike")
-TD = os.path.join(SHARED, "testdata")
 
 failures = []
 
@@ -69,11 +69,15 @@ SETS = {
 }
 
 
-def expect_ok(args, expected, what):
+def expect_ok(args, expected, what, notes=""):
+    """Exit 0, stdout exactly `expected` (data only), stderr exactly `notes`."""
     rc, out, err = run(args)
     check(rc == 0, f"{what}: exit {rc}, stderr {err.strip()!r}")
-    check(err == "", f"{what}: unexpected stderr {err.strip()!r}")
+    check(err == notes, f"{what}: stderr {err!r}, expected {notes!r}")
     got = out.decode()
+    data_line = re.compile(r"^(# \S+ cardinality=\d+|\d+|\d+-\d+)$")
+    bad = [line for line in got.splitlines() if not data_line.match(line)]
+    check(not bad, f"{what}: stdout has lines that are not data: {bad[:3]!r}")
     if got != expected:
         check(False, f"{what}: output differs (got {len(got)} chars, first lines {got[:120]!r}; "
                      f"expected first lines {expected[:120]!r})")
@@ -183,14 +187,15 @@ def test_puffin():
     v1 = os.path.join(TD, "iceberg/puffin/v1")
     expect_ok(["decode", "--format", "puffin", os.path.join(v1, "empty-puffin-uncompressed.bin")], "",
               "empty puffin")
-    expect_ok(["decode", "--format", "puffin", os.path.join(v1, "sample-metric-data-uncompressed.bin")],
-              "# blob 0 type=some-blob offset=4 length=9: not a deletion vector, skipped\n"
-              "# blob 1 type=some-other-blob offset=13 length=83: not a deletion vector, skipped\n",
-              "metric puffin")
+    # blobs of other types are notes on stderr; stdout (the data) stays empty
+    expect_ok(["decode", "--format", "puffin", os.path.join(v1, "sample-metric-data-uncompressed.bin")], "",
+              "metric puffin",
+              notes="strike dv: blob 0 type=some-blob offset=4 length=9: not a deletion vector, skipped\n"
+              "strike dv: blob 1 type=some-other-blob offset=13 length=83: not a deletion vector, skipped\n")
     expect_ok(["decode", "--format", "puffin", os.path.join(v1, "sample-metric-data-compressed-zstd.bin")],
-              "# blob 0 type=some-blob offset=4 length=22: not a deletion vector, skipped\n"
-              "# blob 1 type=some-other-blob offset=26 length=77: not a deletion vector, skipped\n",
-              "zstd metric puffin")
+              "", "zstd metric puffin",
+              notes="strike dv: blob 0 type=some-blob offset=4 length=22: not a deletion vector, skipped\n"
+              "strike dv: blob 1 type=some-other-blob offset=26 length=77: not a deletion vector, skipped\n")
     expect_invalid(["decode", "--format", "puffin",
                     os.path.join(TD, "iceberg/deletes/empty-position-index.bin")], "Puffin", "blob as puffin")
     with open(multi, "rb") as fh:
@@ -320,8 +325,8 @@ def main():
         print(f"FAIL: STRIKE_BIN_DIR={BIN_DIR!r} has no strike binary (run through ctest after "
               "building the `strike` target)")
         return 1
-    if not SHARED or not os.path.exists(os.path.join(TD, "MANIFEST.md")):
-        print(f"FAIL: STRIKE_SHARED_DIR={SHARED!r} has no testdata/MANIFEST.md")
+    if not TD or not os.path.exists(os.path.join(TD, "MANIFEST.md")):
+        print(f"FAIL: STRIKE_TESTDATA_DIR={TD!r} has no MANIFEST.md")
         return 1
     for t in (test_roaring, test_iceberg, test_puffin, test_delta, test_paimon, test_encode_roundtrip,
               test_usage):

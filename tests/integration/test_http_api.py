@@ -1,4 +1,4 @@
-"""HTTP API v1 (API.md, first half) against the real striked and PostgreSQL.
+"""HTTP API v1 (docs/API.md, first half) against the real striked and PostgreSQL.
 
 Every endpoint and its documented errors: tables, changes (upserts,
 deletes, Debezium ops, version column, producer offsets, Idempotency-Key),
@@ -333,7 +333,7 @@ class Api(unittest.TestCase):
         self.assertFalse(u.ok_changes(self, self.s, "prod", [row(9)], producer="p" * 255, offset=1)["duplicate"])
 
     def test_duplicate_ignores_expected_seq(self):
-        """API.md: a duplicate answers 200 "whatever its expected_seq"."""
+        """docs/API.md: a duplicate answers 200 "whatever its expected_seq"."""
         self.create("prod2")
         row = {"op": "upsert", "row": {"order_id": 1, "user_id": 1}}
         seq = u.ok_changes(self, self.s, "prod2", [row], producer="p", offset=5)["seq"]

@@ -5,14 +5,14 @@
   what we wrote; every type with nulls, extreme values, 0 rows, 1 row, several
   row groups, strings up to 1 MiB, both codecs, with and without dictionaries;
   DuckDB also sees our statistics and key/value metadata.
-- strike reads files DuckDB writes (the peers' table from shared/peers/lib/gen.mjs
+- strike reads files DuckDB writes (the peers' table from tests/peers/lib/gen.mjs
   and one with every type and nulls, as Parquet v1 and v2, ZSTD, SNAPPY and
-  uncompressed) and the Spark/Databricks files in shared/testdata and the
+  uncompressed) and the Spark/Databricks files in tests/data and the
   arrow-rs fixtures: `strike parquet cat` prints what DuckDB reads, row for row.
 - Types strike does not read are listed by `meta` and refused by `cat` by name.
 
 Needs STRIKE_BIN_DIR, STRIKE_BUILD_DIR (DuckDB in BUILD_DIR/peers: scripts/test-peers.sh)
-and STRIKE_SHARED_DIR, all set by ctest; without them the test fails.
+and STRIKE_TESTDATA_DIR (tests/data), all set by ctest; without them the test fails.
 """
 import glob
 import json
@@ -26,7 +26,7 @@ import unittest
 
 BIN_DIR = os.environ.get("STRIKE_BIN_DIR", "")
 BUILD_DIR = os.environ.get("STRIKE_BUILD_DIR", "")
-SHARED_DIR = os.environ.get("STRIKE_SHARED_DIR", "")
+TESTDATA_DIR = os.environ.get("STRIKE_TESTDATA_DIR", "")
 SOURCE_DIR = os.environ.get("STRIKE_SOURCE_DIR", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_HELPER = os.path.join(HERE, "parquet_duckdb.mjs")
@@ -35,15 +35,15 @@ STRIKE = os.path.join(BIN_DIR, "strike")
 
 def require_env():
     for name, val in (("STRIKE_BIN_DIR", BIN_DIR), ("STRIKE_BUILD_DIR", BUILD_DIR),
-                      ("STRIKE_SHARED_DIR", SHARED_DIR)):
+                      ("STRIKE_TESTDATA_DIR", TESTDATA_DIR)):
         if not val:
             raise RuntimeError(f"{name} is not set: run this test through ctest")
     if not os.path.exists(STRIKE):
         raise RuntimeError(f"no strike binary at {STRIKE}")
     if not os.path.isdir(os.path.join(BUILD_DIR, "peers", "node_modules", "@duckdb", "node-api")):
         raise RuntimeError(f"DuckDB is not installed: run scripts/test-peers.sh {BUILD_DIR}")
-    if not os.path.isdir(os.path.join(SHARED_DIR, "testdata")):
-        raise RuntimeError(f"{SHARED_DIR}/testdata is missing")
+    if not os.path.isfile(os.path.join(TESTDATA_DIR, "MANIFEST.md")):
+        raise RuntimeError(f"{TESTDATA_DIR}/MANIFEST.md is missing: the fixtures are not there")
 
 
 def node(*args, timeout=600):
@@ -332,9 +332,8 @@ class ParquetInterop(unittest.TestCase):
             self.assertIn(enc, scan.splitlines()[-1])
 
     def test_we_read_spark_and_arrow_files(self):
-        files = sorted(glob.glob(os.path.join(SHARED_DIR, "testdata", "**", "*.parquet"),
-                                 recursive=True))
-        self.assertEqual(len(files), 25, "shared/testdata should hold 25 Parquet files")
+        files = sorted(glob.glob(os.path.join(TESTDATA_DIR, "**", "*.parquet"), recursive=True))
+        self.assertEqual(len(files), 25, "tests/data should hold 25 Parquet files")
         files += sorted(glob.glob(os.path.join(HERE, "parquet_fixtures", "*.parquet")))
         rows = 0
         for f in files:

@@ -5,8 +5,9 @@
 #   pgfixture.sh stop DIR     fast shutdown, then remove DIR
 #
 # PGFIXTURE_DURABLE=1 keeps PostgreSQL's durable defaults (fsync, synchronous
-# commit, full-page writes) and sizes memory as ../shared/peers/pg-baseline.sh
-# does: benchmarks compare strike and PostgreSQL on the same settings.
+# commit, full-page writes) and sizes memory as the project's PostgreSQL
+# baseline (pg-baseline.sh) did: benchmarks compare strike and PostgreSQL on
+# the same settings, which are the ones written below.
 #
 # ctest runs `start` as a FIXTURES_SETUP test and `stop` as FIXTURES_CLEANUP,
 # so the cluster is stopped also when tests fail. A cluster left behind by a

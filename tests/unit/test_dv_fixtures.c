@@ -1,5 +1,5 @@
 /*
- * test_dv_fixtures.c - every file in ../shared/testdata decodes to exactly
+ * test_dv_fixtures.c - every file in tests/data decodes to exactly
  * the set its MANIFEST.md states, every invalid one is refused (with the
  * problem and its byte offset), and where the MANIFEST says Java asserts
  * byte equality our encoder writes the same bytes.
@@ -563,7 +563,7 @@ static void check_delta_dv(const char *table, const char *prefix, const char *lo
                            uint64_t offset, const uint64_t *v, size_t n)
 {
     /* Find the add action for `part` in the log and load its DV. */
-    char *logpath = xasprintf("%s/testdata/%s/_delta_log/%s", tdv_shared_dir(), table, log);
+    char *logpath = xasprintf("%s/%s/_delta_log/%s", tdv_data_dir(), table, log);
     FILE *fp = fopen(logpath, "r");
     assert_non_null(fp);
     char *line = NULL;
@@ -582,7 +582,7 @@ static void check_delta_dv(const char *table, const char *prefix, const char *lo
             assert_int_equal(desc.storage_type, 'u');
             assert_true(desc.has_offset);
             assert_int_equal(desc.offset, offset);
-            char *root = xasprintf("%s/testdata/%s", tdv_shared_dir(), table);
+            char *root = xasprintf("%s/%s", tdv_data_dir(), table);
             struct dv *d;
             if (delta_dv_load(&desc, root, prefix, &d, &e) != ST_OK)
                 fail_msg("%s %s: %s", table, part, e.msg);

@@ -1,7 +1,7 @@
 /*
- * test_dv_util.h - helpers for the deletion-vector tests: the shared
- * fixtures (../shared/testdata via STRIKE_SHARED_DIR, which must be set:
- * the tests fail, never skip, without it), a sorted-array model of a set,
+ * test_dv_util.h - helpers for the deletion-vector tests: the upstream
+ * fixtures (tests/data via STRIKE_TESTDATA_DIR, which ctest sets: the tests
+ * fail, never skip, without it or its files), a sorted-array model of a set,
  * random set shapes, and an independent reference encoder for the
  * canonical portable format (written from RoaringFormatSpec and Java's
  * runOptimize rule, sharing no code with storage/dv).
@@ -28,28 +28,27 @@
 
 /* ------------------------------------------------------------- fixtures */
 
-static inline const char *tdv_shared_dir(void)
+static inline const char *tdv_data_dir(void)
 {
-    const char *d = getenv("STRIKE_SHARED_DIR");
+    const char *d = getenv("STRIKE_TESTDATA_DIR");
     if (d == NULL || *d == '\0')
-        fail_msg("STRIKE_SHARED_DIR is not set: run the tests through ctest (it points at "
-                 "../shared, whose testdata/ holds the DV fixtures)");
+        fail_msg("STRIKE_TESTDATA_DIR is not set: run the tests through ctest (it points at "
+                 "tests/data, which holds the DV fixtures)");
     char path[4096];
-    snprintf(path, sizeof path, "%s/testdata/MANIFEST.md", d);
+    snprintf(path, sizeof path, "%s/MANIFEST.md", d);
     struct stat st;
     if (stat(path, &st) != 0)
-        fail_msg("STRIKE_SHARED_DIR=%s has no testdata/MANIFEST.md: the DV fixtures are missing",
-                 d);
+        fail_msg("STRIKE_TESTDATA_DIR=%s has no MANIFEST.md: the DV fixtures are missing", d);
     return d;
 }
 
-/* Path of testdata/<rel>; caller frees. */
+/* Path of tests/data/<rel>; caller frees. */
 static inline char *tdv_path(const char *rel)
 {
-    return xasprintf("%s/testdata/%s", tdv_shared_dir(), rel);
+    return xasprintf("%s/%s", tdv_data_dir(), rel);
 }
 
-/* Read testdata/<rel> into b (reset first); fails the test if unreadable. */
+/* Read tests/data/<rel> into b (reset first); fails the test if unreadable. */
 static inline void tdv_read(const char *rel, struct buf *b)
 {
     char *p = tdv_path(rel);

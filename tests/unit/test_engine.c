@@ -1,6 +1,6 @@
 /*
  * test_engine.c - the engine against a real PostgreSQL: tables, changes,
- * the counts of API.md, stats from metadata, snapshots, DV fetch, and a
+ * the counts of docs/API.md, stats from metadata, snapshots, DV fetch, and a
  * model-based test: thousands of random changes (inserts, updates,
  * deletes, missing keys, stale versions, duplicate producer offsets,
  * predicate deletes) checked after every commit against an in-memory model,
@@ -534,7 +534,7 @@ static void test_idempotency_legacy_rows(void **state)
     table_unref(t);
 }
 
-/* API.md: a duplicate (producer offset already applied) answers 200 with the
+/* docs/API.md: a duplicate (producer offset already applied) answers 200 with the
    current seq and duplicate:true, whatever its expected_seq. */
 static void test_duplicate_ignores_expected_seq(void **state)
 {

@@ -2,7 +2,7 @@
  * test_parquet_interop.c - files written by other Parquet implementations:
  *
  *  - Spark / Databricks Runtime (parquet-mr 1.12.3-databricks) files of the
- *    Delta tables in shared/testdata (MANIFEST.md section 5): SNAPPY, PLAIN
+ *    Delta tables in tests/data (tests/data/MANIFEST.md section 5): SNAPPY, PLAIN
  *    and PLAIN_DICTIONARY pages, INT96 timestamps. Rows and positions are
  *    checked against the MANIFEST and the Delta logs (numRecords, min/max).
  *  - arrow-rs (parquet-rs 56.2) files in tests/integration/parquet_fixtures
@@ -10,8 +10,8 @@
  *    DELTA_BYTE_ARRAY, DELTA_LENGTH_BYTE_ARRAY, BYTE_STREAM_SPLIT, RLE
  *    booleans, SNAPPY/ZSTD/GZIP/none.
  *
- * STRIKE_SHARED_DIR and STRIKE_SOURCE_DIR come from ctest; without them the
- * test aborts (it never skips).
+ * STRIKE_TESTDATA_DIR (tests/data) and STRIKE_SOURCE_DIR come from ctest;
+ * without them, or without the files, the test fails (it never skips).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -33,9 +33,9 @@
 #include "parquet/parquet.h"
 #include "test_parquet_util.h"
 
-static char *shared_path(const char *rel)
+static char *testdata_path(const char *rel)
 {
-    return st_path_join(env_dir("STRIKE_SHARED_DIR"), rel);
+    return st_path_join(env_dir("STRIKE_TESTDATA_DIR"), rel);
 }
 
 /* Open a file and read column `name` of every row group into ints (int or long columns). */
@@ -81,7 +81,7 @@ static int64_t *read_ints(const char *path, const char *name, size_t *n)
 static void test_delta_dv_small(void **state)
 {
     (void)state;
-    char *path = shared_path("testdata/delta-kernel-rs/table-with-dv-small/"
+    char *path = testdata_path("delta-kernel-rs/table-with-dv-small/"
                              "part-00000-fae5310a-a37d-4e51-827b-c3d5516560ca-c000.snappy.parquet");
     size_t n;
     int64_t *v = read_ints(path, "value", &n);
@@ -96,13 +96,13 @@ static void test_delta_dv_small(void **state)
 static void test_delta_short_dv(void **state)
 {
     (void)state;
-    const char *files[2] = {"testdata/delta-kernel-rs/with-short-dv/"
+    const char *files[2] = {"delta-kernel-rs/with-short-dv/"
                             "part-00000-8029f411-746c-41c1-a0c1-c5eb867c5d05-c000.snappy.parquet",
-                            "testdata/delta-kernel-rs/with-short-dv/"
+                            "delta-kernel-rs/with-short-dv/"
                             "part-00001-24db34ab-bdfe-4814-aba8-c1f34d6d8923-c000.snappy.parquet"};
     int live = 0;
     for (int f = 0; f < 2; f++) {
-        char *path = shared_path(files[f]);
+        char *path = testdata_path(files[f]);
         size_t n;
         int64_t *v = read_ints(path, "id", &n);
         /* MANIFEST: part-00000 holds ids 0..4, part-00001 ids 5..9 */
@@ -157,7 +157,7 @@ static struct dfile *find_file(struct dfile *fs, int nf, const char *prefix)
 static void test_delta_dv_large(void **state)
 {
     (void)state;
-    char *dir = shared_path("testdata/delta/table-with-dv-large");
+    char *dir = testdata_path("delta/table-with-dv-large");
     DIR *d = opendir(dir);
     assert_non_null(d);
     struct dfile fs[32];
