@@ -164,7 +164,7 @@ static void on_send(struct tag *t, bool ok);
 
 /* ---- status codes ------------------------------------------------------------- */
 
-/* API.md "gRPC": the engine's codes as gRPC status codes (err.h's status table). */
+/* docs/API.md "gRPC": the engine's codes as gRPC status codes (err.h's status table). */
 static grpc_status_code status_of(int st)
 {
     switch (st) {

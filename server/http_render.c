@@ -1,5 +1,5 @@
 /*
- * http_render.c - the JSON bodies of engine results (API.md). A result the
+ * http_render.c - the JSON bodies of engine results (docs/API.md). A result the
  * engine replays for an Idempotency-Key is rendered here like a fresh one,
  * so the two cannot differ.
  */

@@ -1,5 +1,5 @@
 /*
- * http_routes.c - the JSON endpoints of API.md: tables, changes, delete by
+ * http_routes.c - the JSON endpoints of docs/API.md: tables, changes, delete by
  * filter, plan, snapshots, readiness. Each runs on a worker (it blocks on
  * the catalog), reads the request body, calls the engine and leaves its
  * answer in r->reply.
@@ -58,7 +58,7 @@ struct jdoc *http__body_jdoc(struct hreq *r, bool empty_ok, unsigned max_depth)
         text = "{}";
         len = 2;
     }
-    /* jdoc refuses U+0000 in every string (API.md "Types"), keys included. */
+    /* jdoc refuses U+0000 in every string (docs/API.md "Types"), keys included. */
     struct jdoc_opts opts = {.max_depth = max_depth};
     struct jdoc_error je;
     struct jdoc *d = jdoc_parse(text, len, &opts, &je);

@@ -147,7 +147,7 @@ int svc_drop_table(struct engine *e, const char *name, const struct st_idem *ide
 
 /* ---- changes and deletes ------------------------------------------------------- */
 
-/* API.md "Changes": `producer` and `offset` come together; the producer's length is bounded. */
+/* docs/API.md "Changes": `producer` and `offset` come together; the producer's length is bounded. */
 static int check_producer(const struct svc_changes_req *q, struct st_err *err)
 {
     int rc;

@@ -17,8 +17,8 @@
  * The status table: every code once, with what each front end makes of it.
  *   X(code, value, name, http, grpc, public_detail)
  * name:          st_strerror's short words.
- * http:          the HTTP status of API.md "Errors".
- * grpc:          the gRPC status, as the suffix of GRPC_STATUS_* (API.md "gRPC").
+ * http:          the HTTP status of docs/API.md "Errors".
+ * grpc:          the gRPC status, as the suffix of GRPC_STATUS_* (docs/API.md "gRPC").
  * public_detail: NULL when the code's message goes to the client as it is;
  *                else the words the client gets instead (5xx: the catalog's
  *                and the system's own words, socket paths and SQL, stay in

@@ -5,9 +5,9 @@
  * All calls are synchronous and thread-safe; they block on the catalog and
  * the blob store, so front ends run them on worker threads, never on an
  * event loop. Errors: a negative ST_E* code and a one-line message in
- * `err` that names the field, row or file concerned (API.md "Errors").
+ * `err` that names the field, row or file concerned (docs/API.md "Errors").
  *
- * Concurrency (DESIGN.md): every change is one optimistic commit guarded by
+ * Concurrency (docs/DESIGN.md): every change is one optimistic commit guarded by
  * the table's sequence number. Within a process, concurrent change requests
  * for one table are merged into one commit (group commit) in arrival order.
  */
@@ -76,7 +76,7 @@ struct table_def {
 };
 
 /*
- * Idempotency-Key (API.md "Changes"): a mutating call with `idem` set stores
+ * Idempotency-Key (docs/API.md "Changes"): a mutating call with `idem` set stores
  * its result (the engine's own encoding of the result struct, with the
  * operation's kind; no wire format) in the same transaction as its commit.
  * A later call with the same key and the same request hash gets that result
@@ -254,7 +254,7 @@ struct dv_bytes {
 void dv_bytes_unref(struct dv_bytes *b); /* NULL ok */
 
 /*
- * The formats the DV endpoint serves, by their API.md names: roaring64 (also
+ * The formats the DV endpoint serves, by their docs/API.md names: roaring64 (also
  * for NULL or ""), iceberg-dv, delta-dv. Anything else is ST_EINVAL with a
  * message naming the three.
  */

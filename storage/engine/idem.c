@@ -1,6 +1,6 @@
 /*
  * idem.c - Idempotency-Key records: the stored result of a mutating call,
- * its encoding, and its lookup (API.md "Changes", engine.h st_idem).
+ * its encoding, and its lookup (docs/API.md "Changes", engine.h st_idem).
  *
  * A record is the engine's own encoding of the call's result struct, a
  * small versioned JSON object, stored with the operation's kind (column
