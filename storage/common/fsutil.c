@@ -11,21 +11,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int st_mkdirs(const char *path, mode_t mode, struct st_err *err)
+static char *dir_of(const char *path);
+
+int st_mkdirs_synced(const char *path, mode_t mode, int *nsynced, struct st_err *err)
 {
+    *nsynced = 0;
     char *p = xstrdup(path);
     size_t n = strlen(p);
     while (n > 1 && p[n - 1] == '/')
         p[--n] = '\0';
+    /* The directories this call creates are the last components of the path:
+       once one mkdir succeeds, every deeper one is new too. */
+    size_t first_created = 0; /* length of the first path it created; 0: none */
+    int rc = ST_OK;
     for (char *s = p + 1;; s++) {
         if (*s == '/' || *s == '\0') {
             char saved = *s;
             *s = '\0';
-            if (mkdir(p, mode) != 0 && errno != EEXIST) {
+            if (mkdir(p, mode) == 0) {
+                if (first_created == 0)
+                    first_created = (size_t)(s - p);
+            } else if (errno != EEXIST) {
                 int e = errno;
-                int rc = st_errf(err, ST_EIO, "cannot create directory %s: %s", p, strerror(e));
-                free(p);
-                return rc;
+                rc = st_errf(err, ST_EIO, "cannot create directory %s: %s", p, strerror(e));
+                goto out;
             }
             *s = saved;
             if (saved == '\0')
@@ -34,12 +43,39 @@ int st_mkdirs(const char *path, mode_t mode, struct st_err *err)
     }
     struct stat st;
     if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        int rc = st_errf(err, ST_EIO, "%s exists and is not a directory", p);
-        free(p);
-        return rc;
+        rc = st_errf(err, ST_EIO, "%s exists and is not a directory", p);
+        goto out;
     }
+    if (first_created > 0) {
+        /* A new directory is durable once its entry in its parent is: fsync the
+           parent of the first one created, then each created one, outermost first. */
+        char *parent = xstrndup(p, first_created);
+        char *top = dir_of(parent);
+        free(parent);
+        rc = st_fsync_dir(top, err);
+        free(top);
+        if (rc == ST_OK)
+            (*nsynced)++;
+        for (size_t k = first_created; rc == ST_OK && k <= n; k++) {
+            if (p[k] != '/' && p[k] != '\0')
+                continue;
+            char saved = p[k];
+            p[k] = '\0';
+            rc = st_fsync_dir(p, err);
+            p[k] = saved;
+            if (rc == ST_OK)
+                (*nsynced)++;
+        }
+    }
+out:
     free(p);
-    return ST_OK;
+    return rc;
+}
+
+int st_mkdirs(const char *path, mode_t mode, struct st_err *err)
+{
+    int nsynced;
+    return st_mkdirs_synced(path, mode, &nsynced, err);
 }
 
 static char *dir_of(const char *path)

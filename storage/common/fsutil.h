@@ -24,8 +24,14 @@ struct st_afile {
     uint64_t written;
 };
 
-/* Create the directory and its parents (like mkdir -p). */
+/*
+ * Create the directory and its parents (like mkdir -p), durably: every
+ * directory it creates is fsynced, and so is the parent of the outermost
+ * one, so that a crash cannot lose a directory a later file was put in.
+ */
 int st_mkdirs(const char *path, mode_t mode, struct st_err *err);
+/* st_mkdirs, also saying how many directories it fsynced (for tests). */
+int st_mkdirs_synced(const char *path, mode_t mode, int *nsynced, struct st_err *err);
 
 /* Open `final_path.tmp.<random>` for writing; creates parent directories. */
 int st_afile_open(struct st_afile *f, const char *final_path, struct st_err *err);

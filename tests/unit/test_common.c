@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -184,6 +185,42 @@ static void test_names_and_types(void **state)
     assert_true(st_value_cmp(ST_T_DOUBLE, &a, &b) > 0);
 }
 
+/* st_mkdirs fsyncs every directory it creates and the parent of the outermost one. */
+static void test_mkdirs_durable(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/strike-mkdirs-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *deep = st_path_join(dir, "a/b/c/");
+    struct st_err e = {0};
+    int nsynced = -1;
+    assert_int_equal(st_mkdirs_synced(deep, 0755, &nsynced, &e), ST_OK);
+    assert_int_equal(nsynced, 4); /* dir (the parent of a), a, a/b, a/b/c */
+    struct stat st;
+    assert_int_equal(stat(deep, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    /* all there already: nothing created, nothing to sync */
+    assert_int_equal(st_mkdirs_synced(deep, 0755, &nsynced, &e), ST_OK);
+    assert_int_equal(nsynced, 0);
+    /* one more level: it and its parent */
+    char *deeper = st_path_join(dir, "a/b/c/d");
+    assert_int_equal(st_mkdirs_synced(deeper, 0755, &nsynced, &e), ST_OK);
+    assert_int_equal(nsynced, 2);
+    /* a file in the way is an error naming it */
+    char *file = st_path_join(dir, "f");
+    assert_int_equal(st_write_file_atomic(file, "x", 1, &e), ST_OK);
+    char *under = st_path_join(dir, "f/g");
+    assert_int_equal(st_mkdirs_synced(under, 0755, &nsynced, &e), ST_EIO);
+    assert_non_null(strstr(e.msg, "/f"));
+    free(deep);
+    free(deeper);
+    free(file);
+    free(under);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_atomic_file(void **state)
 {
     (void)state;
@@ -219,7 +256,7 @@ int main(void)
         cmocka_unit_test(test_buf),         cmocka_unit_test(test_err), cmocka_unit_test(test_status_table),
         cmocka_unit_test(test_sha256),      cmocka_unit_test(test_uuid),
         cmocka_unit_test(test_time),        cmocka_unit_test(test_names_and_types),
-        cmocka_unit_test(test_atomic_file),
+        cmocka_unit_test(test_atomic_file), cmocka_unit_test(test_mkdirs_durable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
