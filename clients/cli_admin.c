@@ -41,7 +41,7 @@ static int parse(int argc, char **argv, bool is_gc, struct admin_args *a)
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             printf(is_gc ? "usage: strike gc --catalog URL --data DIR [--grace 1h] [--dry-run]\n"
                            "  delete blobs no catalog row references, older than the grace "
-                           "period\n"
+                           "period (at least 5m)\n"
                          : "usage: strike fsck --catalog URL --data DIR\n"
                            "  check that every blob the catalog references exists and "
                            "decodes; list orphans\n"
@@ -57,6 +57,13 @@ static int parse(int argc, char **argv, bool is_gc, struct admin_args *a)
         } else if (is_gc && strcmp(arg, "--grace") == 0 && val) {
             if (!st_parse_duration(val, &a->grace_s)) {
                 fprintf(stderr, "strike gc: --grace: bad duration \"%s\" (e.g. 30m, 1h)\n", val);
+                return -1;
+            }
+            if (a->grace_s < ENGINE_GC_GRACE_MIN_S) {
+                fprintf(stderr,
+                        "strike gc: --grace: at least %dm: a commit in flight may hold blobs "
+                        "that long (got %s)\n",
+                        ENGINE_GC_GRACE_MIN_S / 60, val);
                 return -1;
             }
             i++;

@@ -1,6 +1,8 @@
 /* config.c - striked's options, environment variables and defaults. */
 #include "config.h"
 
+#include "engine/engine.h"
+
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 
@@ -21,34 +23,35 @@ struct option_def {
     const char *deflt; /* NULL: unset */
     size_t offset;     /* into struct config */
     const char *help;
+    int64_t min; /* K_DURATION: the least value accepted (seconds) */
 };
 
 #define OFF(f) offsetof(struct config, f)
 
 static const struct option_def options[] = {
-    {"http", "STRIKE_HTTP", K_LISTEN, "127.0.0.1:8080", OFF(http), "HTTP listen address"},
-    {"grpc", "STRIKE_GRPC", K_LISTEN, "127.0.0.1:50051", OFF(grpc), "gRPC listen address"},
-    {"data", "STRIKE_DATA", K_PATH, "./strike-data", OFF(data_dir), "blob store root directory"},
+    {"http", "STRIKE_HTTP", K_LISTEN, "127.0.0.1:8080", OFF(http), "HTTP listen address", 0},
+    {"grpc", "STRIKE_GRPC", K_LISTEN, "127.0.0.1:50051", OFF(grpc), "gRPC listen address", 0},
+    {"data", "STRIKE_DATA", K_PATH, "./strike-data", OFF(data_dir), "blob store root directory", 0},
     {"catalog", "STRIKE_CATALOG", K_STRING, NULL, OFF(catalog),
-     "PostgreSQL URL (default: an embedded cluster in DATA/catalog)"},
+     "PostgreSQL URL (default: an embedded cluster in DATA/catalog)", 0},
     {"tokens", "STRIKE_TOKENS", K_PATH, NULL, OFF(tokens_file),
-     "bearer tokens file (not available in this version: refused)"},
+     "bearer tokens file (not available in this version: refused)", 0},
     {"insecure", NULL, K_FLAG, NULL, OFF(insecure),
-     "allow a non-loopback listener without authentication"},
+     "allow a non-loopback listener without authentication", 0},
     {"max-body", "STRIKE_MAX_BODY", K_SIZE, "64M", OFF(max_body),
-     "largest request body or gRPC message (K, M, G suffixes)"},
+     "largest request body or gRPC message (K, M, G suffixes)", 0},
     {"http-threads", "STRIKE_HTTP_THREADS", K_INT, "0", OFF(http_threads),
-     "HTTP event threads (0: number of cores)"},
+     "HTTP event threads (0: number of cores)", 0},
     {"grpc-threads", "STRIKE_GRPC_THREADS", K_INT, "0", OFF(grpc_threads),
-     "gRPC completion-queue threads (0: number of cores)"},
+     "gRPC completion-queue threads (0: number of cores)", 0},
     {"workers", "STRIKE_WORKERS", K_INT, "0", OFF(workers),
-     "threads for blocking work (catalog, commits; 0: automatic)"},
+     "threads for blocking work (catalog, commits; 0: automatic)", 0},
     {"gc-grace", "STRIKE_GC_GRACE", K_DURATION, "1h", OFF(gc_grace_s),
-     "age before an unreferenced blob may be deleted"},
+     "age before an unreferenced blob may be deleted (at least 5m)", ENGINE_GC_GRACE_MIN_S},
     {"gc-interval", "STRIKE_GC_INTERVAL", K_DURATION, "10m", OFF(gc_interval_s),
-     "period of the orphan collector (0: off)"},
+     "period of the orphan collector (0: off)", 0},
     {"log-level", "STRIKE_LOG_LEVEL", K_LEVEL, "info", OFF(log_level),
-     "debug, info, warn or error"},
+     "debug, info, warn or error", 0},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])
@@ -200,6 +203,11 @@ static bool set_value(struct config *c, const struct option_def *o, const char *
     case K_DURATION:
         if (!config_parse_duration(v, (int64_t *)(void *)field)) {
             snprintf(err, errlen, "%s: bad duration \"%s\" (want e.g. 30s, 10m, 1h)", source, v);
+            return false;
+        }
+        if (*(int64_t *)(void *)field < o->min) {
+            snprintf(err, errlen, "%s: \"%s\" is below the least value, %llds", source, v,
+                     (long long)o->min);
             return false;
         }
         return true;

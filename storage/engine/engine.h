@@ -289,9 +289,18 @@ struct gc_report {
     int64_t corrupt;    /* referenced but unreadable or inconsistent (fsck) */
 };
 /*
+ * The shortest grace period the collector accepts: longer than any commit
+ * may take from writing its blobs to COMMIT (a commit older than
+ * ENGINE_COMMIT_MAX_AGE_S gives up before COMMIT, a definite abort).
+ */
+#define ENGINE_GC_GRACE_MIN_S 300
+
+/*
  * Delete blobs no catalog row references and older than grace_s (dry_run:
  * only count), and idempotency keys older than 48 hours. A blob younger
- * than the grace period may belong to a commit in flight: it is kept.
+ * than the grace period may belong to a commit in flight: it is kept. Each
+ * candidate is looked up in the catalog once more just before it is
+ * deleted. grace_s below ENGINE_GC_GRACE_MIN_S is ST_EINVAL.
  */
 int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report *out,
               struct st_err *err);

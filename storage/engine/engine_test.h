@@ -22,6 +22,13 @@ enum engine_fault {
 void engine_test_fault(struct engine *e, enum engine_fault f, int n);
 
 /*
+ * Call fn(ctx) inside engine_gc, after it listed the orphans and before its
+ * last look at the catalog (NULL: none): a test commits there what a
+ * concurrent writer would.
+ */
+void engine_test_gc_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
+
+/*
  * The commit path's per-key statements on the key index (lookup, update,
  * insert, delete; NULL after the last) and the planner settings the engine
  * runs before them in the same transaction: for tests of their plans.

@@ -8,11 +8,13 @@
  * flight has written its blobs but not yet committed them.
  */
 #include "engine_int.h"
+#include "engine_test.h"
 
 #include "common/hmap.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "dv/dv.h"
+#include "expr/literal.h"
 #include "parquet/parquet.h"
 
 #include <dirent.h>
@@ -97,6 +99,9 @@ struct gc_ctx {
     struct gc_report *rep;
     fsck_report_fn report;
     void *report_ctx;
+    /* orphans older than the cutoff, to delete after the last look (gc_delete) */
+    struct buf cand; /* NUL-terminated paths, back to back */
+    size_t ncand;
 };
 
 static void gc_one(void *p, const char *rel, const struct stat *st)
@@ -112,34 +117,117 @@ static void gc_one(void *p, const char *rel, const struct stat *st)
     }
     if (g->dry_run || st->st_mtime > g->cutoff)
         return;
-    char *abs = eng__abs(g->e, rel);
-    if (unlink(abs) == 0) {
-        g->rep->deleted++;
-        log_info("gc: deleted orphan %s", rel);
-    } else if (errno != ENOENT) {
-        log_warn("gc: cannot delete %s: %s", abs, strerror(errno));
+    if (lit_utf8_check(rel, strlen(rel)) != strlen(rel)) {
+        /* not UTF-8: no catalog row can name it (and it cannot be a text parameter) */
+        char *abs = eng__abs(g->e, rel);
+        if (unlink(abs) == 0)
+            g->rep->deleted++;
+        free(abs);
+        return;
     }
-    free(abs);
+    buf_append(&g->cand, rel, strlen(rel) + 1);
+    g->ncand++;
+}
+
+/* The candidates as a text[] literal: {"a","b"}, with '"' and '\\' escaped (a stray file may hold them). */
+static char *cand_array(const struct gc_ctx *g)
+{
+    struct buf b = BUF_INIT;
+    buf_append_str(&b, "{");
+    const char *p = (const char *)g->cand.data;
+    for (size_t i = 0; i < g->ncand; i++, p += strlen(p) + 1) {
+        buf_append_str(&b, i ? ",\"" : "\"");
+        for (const char *q = p; *q != '\0'; q++) {
+            if (*q == '"' || *q == '\\')
+                buf_append(&b, "\\", 1);
+            buf_append(&b, q, 1);
+        }
+        buf_append_str(&b, "\"");
+    }
+    buf_append(&b, "}", 2);
+    size_t len;
+    return (char *)buf_detach(&b, &len);
+}
+
+/*
+ * The last look: candidates a commit made since the references were read
+ * are kept; the others are unlinked. A blob older than the grace cannot be
+ * taken by a commit after this look (a commit gives up before COMMIT once
+ * its blobs are ENGINE_COMMIT_MAX_AGE_S old, well under the grace).
+ */
+static int gc_delete(PGconn *c, struct gc_ctx *g, struct st_err *err)
+{
+    if (g->ncand == 0)
+        return ST_OK;
+    char *arr = cand_array(g);
+    const char *v[1] = {arr};
+    PGresult *r = PQexecParams(c,
+                               "SELECT p FROM unnest($1::text[]) AS p WHERE "
+                               "EXISTS (SELECT 1 FROM strike.data_files WHERE path = p) OR "
+                               "EXISTS (SELECT 1 FROM strike.deletion_vectors WHERE puffin_path = p)",
+                               1, NULL, v, NULL, NULL, 0);
+    free(arr);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        int rc = cat_fail(c, r, "re-checking orphans", err);
+        PQclear(r);
+        return rc;
+    }
+    struct hmap taken;
+    hmap_init(&taken);
+    for (int i = 0; i < PQntuples(r); i++)
+        hmap_put(&taken, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), NULL);
+    const char *p = (const char *)g->cand.data;
+    for (size_t i = 0; i < g->ncand; i++, p += strlen(p) + 1) {
+        if (hmap_get(&taken, p, strlen(p)) != NULL) {
+            g->rep->orphans--; /* committed since the listing: not an orphan after all */
+            log_info("gc: %s was committed while the collector ran: kept", p);
+            continue;
+        }
+        char *abs = eng__abs(g->e, p);
+        if (unlink(abs) == 0) {
+            g->rep->deleted++;
+            log_info("gc: deleted orphan %s", p);
+        } else if (errno != ENOENT) {
+            log_warn("gc: cannot delete %s: %s", abs, strerror(errno));
+        }
+        free(abs);
+    }
+    hmap_free(&taken);
+    PQclear(r);
+    return ST_OK;
 }
 
 int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report *out,
               struct st_err *err)
 {
     memset(out, 0, sizeof *out);
+    if (grace_s < ENGINE_GC_GRACE_MIN_S)
+        return st_errf(err, ST_EINVAL,
+                       "grace: at least %ds (a commit in flight may hold blobs that long), got "
+                       "%lld s",
+                       ENGINE_GC_GRACE_MIN_S, (long long)grace_s);
     PGconn *c;
     int rc = cat_acquire(e->pool, &c, 5000, err);
     if (rc != ST_OK)
         return rc;
     /* Read the references after a first look at the clock: a blob written
        after `cutoff` is never deleted, whatever the listing order. */
-    struct gc_ctx g = {
-        .e = e, .cutoff = time(NULL) - (time_t)grace_s, .dry_run = dry_run, .rep = out};
+    struct gc_ctx g = {.e = e,
+                       .cutoff = time(NULL) - (time_t)grace_s,
+                       .dry_run = dry_run,
+                       .rep = out,
+                       .cand = BUF_INIT};
     struct hmap refs;
     hmap_init(&refs);
     g.refs = &refs;
     rc = referenced_set(c, &refs, &out->referenced, err);
     if (rc == ST_OK)
         rc = walk_blobs(e, gc_one, &g, err);
+    if (rc == ST_OK && e->test_gc_hook != NULL)
+        e->test_gc_hook(e->test_gc_hook_ctx);
+    if (rc == ST_OK)
+        rc = gc_delete(c, &g, err);
+    buf_free(&g.cand);
     if (rc == ST_OK && !dry_run) {
         PGresult *r = PQexec(c, "DELETE FROM strike.idempotency_keys WHERE created_at < now() - "
                                 "interval '48 hours'");
@@ -287,4 +375,10 @@ void eng__gc_stop(struct engine *e)
     pthread_mutex_unlock(&e->gc_mu);
     pthread_join(e->gc_thread, NULL);
     e->gc_running = false;
+}
+
+void engine_test_gc_hook(struct engine *e, void (*fn)(void *ctx), void *ctx)
+{
+    e->test_gc_hook = fn;
+    e->test_gc_hook_ctx = ctx;
 }

@@ -125,6 +125,11 @@ const struct migration cat__migrations[] = {
      "  ADD CONSTRAINT idempotency_keys_kind CHECK ("
      "    (kind IN ('create', 'drop', 'changes', 'delete') AND status IS NULL)"
      "    OR (kind IS NULL AND status IS NOT NULL));"},
+
+    /* The collector re-checks each candidate against the catalog just before
+       unlinking it (gc.c): by path, in both tables. */
+    {3, "data files by path, for the collector's last look before it deletes a blob",
+     "CREATE INDEX data_files_by_path ON strike.data_files (path);"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

@@ -75,7 +75,14 @@ class Admin(unittest.TestCase):
         self.assertEqual(r.stdout, "")
         self.assertIn("1 orphans, 0 deleted (grace 3600s)", r.stderr)  # within the grace: kept
         self.assertTrue(os.path.exists(orphan))
-        r = strike("gc", "--catalog", url, "--data", data, "--grace", "0s", "--dry-run")
+        for too_short in ("0s", "1s", "4m"):  # a commit in flight may hold its blobs that long
+            r = strike("gc", "--catalog", url, "--data", data, "--grace", too_short)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--grace: at least 5m", r.stderr)
+            self.assertTrue(os.path.exists(orphan))
+        old = time.time() - 600
+        os.utime(orphan, (old, old))
+        r = strike("gc", "--catalog", url, "--data", data, "--grace", "5m", "--dry-run")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "")
         self.assertIn("1 orphans, 0 deleted (dry run)", r.stderr)

@@ -66,7 +66,7 @@ static void test_every_option(void **state)
     char err[256] = "";
     assert_int_equal(load(&c, err, 14, "--http", "0.0.0.0:9090", "--grpc=[::1]:7000", "--data",
                           "/tmp/x", "--catalog", "postgresql://u@h/db", "--tokens", "/tmp/t",
-                          "--insecure", "--max-body", "1M", "--gc-grace=90s"),
+                          "--insecure", "--max-body", "1M", "--gc-grace=10m"),
                      CONFIG_OK);
     assert_string_equal(c.http.host, "0.0.0.0");
     assert_int_equal(c.http.port, 9090);
@@ -79,7 +79,7 @@ static void test_every_option(void **state)
     assert_string_equal(c.tokens_file, "/tmp/t");
     assert_true(c.insecure);
     assert_int_equal(c.max_body, 1u << 20);
-    assert_int_equal(c.gc_grace_s, 90);
+    assert_int_equal(c.gc_grace_s, 600);
     config_free(&c);
 }
 
@@ -136,6 +136,9 @@ static void test_bad_values(void **state)
     expect_error("--max-body", 3, "--max-body", "0");
     expect_error("--max-body", 3, "--max-body", "3G");
     expect_error("--gc-grace", 3, "--gc-grace", "1y");
+    /* a commit in flight may hold its blobs up to the floor: a shorter grace would delete them */
+    expect_error("below the least value, 300s", 3, "--gc-grace", "4m");
+    expect_error("below the least value, 300s", 3, "--gc-grace", "0");
     expect_error("--workers", 3, "--workers", "-1");
     expect_error("--log-level", 3, "--log-level", "loud");
     expect_error("needs a value", 2, "--catalog", NULL);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -94,6 +95,96 @@ static struct findings fsck(void)
     struct st_err err = {0};
     assert_int_equal(engine_fsck(T.e, on_finding, &f, &rep, &err), ST_OK);
     return f;
+}
+
+/* Set the modification time of every blob back by `seconds`. */
+static void age_blobs(int seconds)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "find '%s/tables' -type f -exec touch -d '@%lld' {} +", T.data_dir,
+             (long long)time(NULL) - seconds);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A catalog statement for the test's own checks; aborts the test on failure. */
+static void sql(const char *q)
+{
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PGresult *r = PQexec(c, q);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", q, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+}
+
+struct gc_race {
+    char insert[512];
+    int calls;
+};
+
+/* What a commit racing the collector does: reference a blob the collector listed as an orphan. */
+static void commit_during_gc(void *ctx)
+{
+    struct gc_race *g = ctx;
+    sql(g->insert);
+    g->calls++;
+}
+
+/*
+ * The collector refuses a grace shorter than a commit may take, and looks at
+ * the catalog once more before it unlinks: a blob committed after it listed
+ * the orphans is kept.
+ */
+static void test_gc_floor_and_last_look(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "gcrace", cols, 2, pk, 1, NULL);
+    struct change_res res;
+    struct st_err err = {0};
+    assert_int_equal(upsert(t, 1, 10, &res, &err), ST_OK);
+    struct gc_report rep;
+    for (int64_t g = 0; g < ENGINE_GC_GRACE_MIN_S; g += 100) {
+        st_err_clear(&err);
+        assert_int_equal(engine_gc(T.e, g, false, &rep, &err), ST_EINVAL);
+        assert_non_null(strstr(err.msg, "grace: at least 300s"));
+    }
+    /* two old orphans: one a racing commit takes, one nobody does */
+    char taken[256], lost[256], rel_taken[160];
+    snprintf(rel_taken, sizeof rel_taken, "tables/%s/data/zz-taken.parquet", t->uuid);
+    snprintf(taken, sizeof taken, "%s/%s", T.data_dir, rel_taken);
+    snprintf(lost, sizeof lost, "%s/tables/%s/data/zz-lost.parquet", T.data_dir, t->uuid);
+    FILE *f = fopen(taken, "w");
+    assert_non_null(f);
+    fclose(f);
+    f = fopen(lost, "w");
+    assert_non_null(f);
+    fclose(f);
+    age_blobs(2 * ENGINE_GC_GRACE_MIN_S);
+    struct gc_race race = {.calls = 0};
+    snprintf(race.insert, sizeof race.insert,
+             "INSERT INTO strike.data_files (table_id, path, record_count, file_size, data_seq, "
+             "removed_seq) VALUES (%lld, '%s', 0, 0, 1, 1)",
+             (long long)t->id, rel_taken);
+    engine_test_gc_hook(T.e, commit_during_gc, &race);
+    st_err_clear(&err);
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
+    engine_test_gc_hook(T.e, NULL, NULL);
+    assert_int_equal(race.calls, 1);
+    assert_int_equal(access(taken, F_OK), 0); /* committed while the collector ran: kept */
+    assert_int_equal(access(lost, F_OK), -1); /* nobody's: deleted */
+    assert_int_equal(rep.deleted, 1);
+    assert_int_equal(rep.orphans, 1);
+    /* the referenced blobs of the table are untouched and it still reads */
+    int count;
+    assert_int_equal(value_of(t, 1, &count), 10);
+    char del[256];
+    snprintf(del, sizeof del, "DELETE FROM strike.data_files WHERE path = '%s'", rel_taken);
+    sql(del);
+    unlink(taken);
+    table_unref(t);
 }
 
 static void test_conflict_on_every_first_attempt(void **state)
@@ -202,7 +293,8 @@ static void test_crash_between_blobs_and_commit(void **state)
     assert_int_equal(engine_gc(T.e, 3600, false, &rep, &err), ST_OK);
     assert_int_equal(rep.deleted, 0);
     assert_true(rep.orphans >= 2);
-    assert_int_equal(engine_gc(T.e, 0, false, &rep, &err), ST_OK);
+    age_blobs(2 * ENGINE_GC_GRACE_MIN_S);
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
     assert_int_equal(rep.deleted, rep.orphans);
     fi = fsck();
     assert_int_equal(fi.orphans, 0);
@@ -329,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_crash_between_blobs_and_commit),
         cmocka_unit_test(test_connection_lost_at_commit),
         cmocka_unit_test(test_key_statements_plan_as_index_probes),
+        cmocka_unit_test(test_gc_floor_and_last_look),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
