@@ -74,8 +74,16 @@
 
 #define container_of(p, T, m) ((T *)(void *)((char *)(p)-offsetof(T, m)))
 
+/*
+ * A completion-queue tag. gRPC hands it from the thread that starts an
+ * operation to the queue's thread under locks of its own, in code not built
+ * with ThreadSanitizer: the release store of hand_off() before every start and
+ * the acquire load in cq_main state that order in C11 terms, so what was
+ * written before the start is visible to fn, also to TSan.
+ */
 struct tag {
     void (*fn)(struct tag *t, bool ok);
+    atomic_bool handed;
 };
 
 enum rpc_state { RPC_POSTED, RPC_ACTIVE, RPC_SENDING, RPC_PRODUCING, RPC_FINAL };
@@ -229,6 +237,12 @@ static const char *path_of(const struct rpc *r)
     return r->target == TARGET_HEALTH ? HEALTH_PATH : "(unknown method)";
 }
 
+static struct tag *hand_off(struct tag *t)
+{
+    atomic_store_explicit(&t->handed, true, memory_order_release);
+    return t;
+}
+
 static void rpc_free(struct rpc *r)
 {
     struct grpcs *g = r->g;
@@ -285,11 +299,11 @@ static void post(struct cqt *c, int target)
     if (target == TARGET_UNKNOWN) {
         grpc_call_details_init(&r->details);
         e = grpc_server_request_call(g->srv, &r->call, &r->details, &r->md, c->cq, c->cq,
-                                     &r->t_new);
+                                     hand_off(&r->t_new));
     } else {
         void *reg = target == TARGET_HEALTH ? g->health_reg : g->targets[target].reg;
         e = grpc_server_request_registered_call(g->srv, reg, &r->call, &r->deadline, &r->md,
-                                                &r->payload, c->cq, c->cq, &r->t_new);
+                                                &r->payload, c->cq, c->cq, hand_off(&r->t_new));
     }
     if (e != GRPC_CALL_OK) {
         log_error("grpc: cannot post a request for %s: %s", path_of(r),
@@ -324,7 +338,7 @@ static void log_call(const struct rpc *r, grpc_status_code code, const char *det
 /* Start a send batch; on failure the call is cancelled and the driver's reference dropped. */
 static void start_send(struct rpc *r, grpc_op *ops, size_t n)
 {
-    grpc_call_error e = grpc_call_start_batch(r->call, ops, n, &r->t_send, NULL);
+    grpc_call_error e = grpc_call_start_batch(r->call, ops, n, hand_off(&r->t_send), NULL);
     if (e != GRPC_CALL_OK) {
         log_error("grpc %s: cannot start a batch: %s", path_of(r), grpc_call_error_to_string(e));
         grpc_call_cancel(r->call, NULL);
@@ -481,7 +495,7 @@ static bool start_close(struct rpc *r)
     memset(&op, 0, sizeof op);
     op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     op.data.recv_close_on_server.cancelled = &r->close_cancelled;
-    grpc_call_error e = grpc_call_start_batch(r->call, &op, 1, &r->t_close, NULL);
+    grpc_call_error e = grpc_call_start_batch(r->call, &op, 1, hand_off(&r->t_close), NULL);
     if (e == GRPC_CALL_OK)
         return true;
     log_error("grpc %s: cannot start RECV_CLOSE: %s", path_of(r), grpc_call_error_to_string(e));
@@ -700,6 +714,7 @@ static void *cq_main(void *arg)
             break;
         if (ev.type == GRPC_OP_COMPLETE) {
             struct tag *t = ev.tag;
+            (void)atomic_load_explicit(&t->handed, memory_order_acquire);
             t->fn(t, ev.success != 0);
         }
     }

@@ -3,10 +3,11 @@ add_library(strike_enginetest STATIC lib/enginetest.c)
 target_include_directories(strike_enginetest PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/lib)
 target_link_libraries(strike_enginetest PUBLIC strike_engine strike_testlib)
 
-strike_unit_test(test_engine PG SOURCES unit/test_engine.c LIBS strike_enginetest)
+strike_unit_test(test_engine PG SOURCES unit/test_engine.c LIBS strike_enginetest LABELS tsan)
 strike_unit_test(test_keyenc SOURCES unit/test_keyenc.c LIBS strike_engine)
 strike_unit_test(test_hmap SOURCES unit/test_hmap.c LIBS strike_common)
 strike_unit_test(test_engine_concurrency PG SOURCES unit/test_engine_concurrency.c
-                 LIBS strike_enginetest)
-strike_unit_test(test_engine_faults PG SOURCES unit/test_engine_faults.c LIBS strike_enginetest)
+                 LIBS strike_enginetest LABELS tsan)
+strike_unit_test(test_engine_faults PG SOURCES unit/test_engine_faults.c LIBS strike_enginetest
+                 LABELS tsan)
 strike_py_test(test_cli_admin test_cli_admin.py)

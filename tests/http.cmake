@@ -6,7 +6,7 @@
 #   http_readme   the README walkthrough's commands, run and checked
 #   http_duckdb   plan + files + DVs read by DuckDB == strike's own scan
 # Benchmarks: tests/bench/http_bench.sh BUILD_DIR (Release build).
-strike_py_test(http_api test_http_api.py LABELS http)
-strike_py_test(http_limits test_http_limits.py LABELS http)
-strike_py_test(http_readme test_http_readme.py LABELS http)
-strike_py_test(http_duckdb test_http_duckdb.py LABELS http)
+strike_py_test(http_api test_http_api.py LABELS http tsan)
+strike_py_test(http_limits test_http_limits.py LABELS http tsan)
+strike_py_test(http_readme test_http_readme.py LABELS http tsan)
+strike_py_test(http_duckdb test_http_duckdb.py LABELS http tsan)

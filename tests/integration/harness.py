@@ -102,7 +102,9 @@ def request(port, method, path, body=None, headers=None, timeout=60):
 
 
 # What the sanitizers print; UBSan's "runtime error:" does not change the exit code.
-SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "runtime error:", "UndefinedBehaviorSanitizer")
+# ThreadSanitizer (the `tsan` tests) reports races and exits 66 at the end.
+SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "runtime error:", "UndefinedBehaviorSanitizer",
+                   "ThreadSanitizer")
 
 
 class Striked:
@@ -194,11 +196,17 @@ class Striked:
         return self.proc.returncode, time.monotonic() - t0
 
     def close(self):
+        """Stop and clean up; fail on a sanitizer report in the log, also for
+        the tests that do not check the exit code (a TSan race report)."""
         if self.proc.poll() is None:
             self.stop()
         self.log.close()
         if self.owned_dir:
             shutil.rmtree(self.owned_dir, ignore_errors=True)
+        logs = self.logs()
+        for m in SANITIZER_MARKS:
+            if m in logs:
+                raise AssertionError(f"sanitizer report in the server log:\n{logs[-8000:]}")
 
     def close_clean(self, sig=signal.SIGTERM):
         """Stop, clean up, and fail unless striked exited 0 (ASan/LSan exit
@@ -206,13 +214,10 @@ class Striked:
         Returns the seconds the stop took."""
         code, took = self.stop(sig)
         logs = self.logs()
-        self.close()
+        self.close()  # raises on a sanitizer report
         if code != 0:
             raise AssertionError(f"striked exited with {code} after {signal.Signals(sig).name} "
                                  f"(leak or crash?):\n{logs[-5000:]}")
-        for m in SANITIZER_MARKS:
-            if m in logs:
-                raise AssertionError(f"sanitizer report in the server log:\n{logs[-8000:]}")
         return took
 
     def __enter__(self):
