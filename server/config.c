@@ -50,8 +50,8 @@ static const struct option_def options[] = {
      "age before an unreferenced blob may be deleted (at least 5m)", ENGINE_GC_GRACE_MIN_S},
     {"gc-interval", "STRIKE_GC_INTERVAL", K_DURATION, "10m", OFF(gc_interval_s),
      "period of the orphan collector (0: off)", 0},
-    {"log-level", "STRIKE_LOG_LEVEL", K_LEVEL, "info", OFF(log_level),
-     "debug, info, warn or error", 0},
+    {"log-level", "STRIKE_LOG_LEVEL", K_LEVEL, "info", OFF(log_level), "debug, info, warn or error",
+     0},
 };
 
 #define NOPTIONS (sizeof options / sizeof options[0])

@@ -214,10 +214,10 @@ static void h_apply_changes(struct rpc *r)
         .offset = count_of(q->offset_present_case ==
                                STRIKE__V1__APPLY_CHANGES_REQUEST__OFFSET_PRESENT_OFFSET,
                            q->offset),
-        .expected_seq = count_of(
-            q->expected_seq_present_case ==
-                STRIKE__V1__APPLY_CHANGES_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ,
-            q->expected_seq),
+        .expected_seq =
+            count_of(q->expected_seq_present_case ==
+                         STRIKE__V1__APPLY_CHANGES_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ,
+                     q->expected_seq),
         .idem = idem,
     };
     struct wire_change *w;
@@ -254,10 +254,10 @@ static void h_delete_where(struct rpc *r)
     struct svc_delete_req dq = {
         .table = q->table,
         .filter.text = q->filter,
-        .expected_seq = count_of(
-            q->expected_seq_present_case ==
-                STRIKE__V1__DELETE_WHERE_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ,
-            q->expected_seq),
+        .expected_seq =
+            count_of(q->expected_seq_present_case ==
+                         STRIKE__V1__DELETE_WHERE_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ,
+                     q->expected_seq),
         .idem = idem,
     };
     struct delete_res res;

@@ -36,8 +36,8 @@
 struct hscan {
     struct http_metrics *m;
     const atomic_bool *cancelled; /* the request's: the client is gone */
-    struct svc_scan sv; /* sv.scan is NULL once the producer is finished */
-    const int *out;     /* output columns (table indexes) */
+    struct svc_scan sv;           /* sv.scan is NULL once the producer is finished */
+    const int *out;               /* output columns (table indexes) */
     int nout;
     struct scan_batch b; /* the current batch, rows [bi, b.nrows) still to write */
     size_t bi;
@@ -108,8 +108,8 @@ static void produce(struct hreq *r)
             rc = fill(hs, b, &err);
         bool end = gone || rc != ST_OK || hs->eof;
         if (rc != ST_OK)
-            log_warn("scan of table %s cut after %" PRIu64 " rows: %s", hs->sv.table->name, hs->rows,
-                     err.msg);
+            log_warn("scan of table %s cut after %" PRIu64 " rows: %s", hs->sv.table->name,
+                     hs->rows, err.msg);
         if (end) {
             scan_close(hs->sv.scan);
             hs->sv.scan = NULL;

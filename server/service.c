@@ -62,8 +62,8 @@ void svc_table_res_clear(struct svc_table_res *r)
     memset(r, 0, sizeof *r);
 }
 
-int svc_table_def(const struct svc_create_req *q, struct st_column *cols,
-                        struct table_def *def, struct st_err *err)
+int svc_table_def(const struct svc_create_req *q, struct st_column *cols, struct table_def *def,
+                  struct st_err *err)
 {
     memset(def, 0, sizeof *def);
     if (q->name == NULL)
@@ -110,8 +110,7 @@ int svc_create_table(struct engine *e, const struct svc_create_req *q, struct sv
     return rc;
 }
 
-int svc_get_table(struct engine *e, const char *name, struct svc_table_res *out,
-                  struct st_err *err)
+int svc_get_table(struct engine *e, const char *name, struct svc_table_res *out, struct st_err *err)
 {
     memset(out, 0, sizeof *out);
     int rc = engine_get_table(e, name, &out->table, err);
@@ -147,7 +146,8 @@ int svc_drop_table(struct engine *e, const char *name, const struct st_idem *ide
 
 /* ---- changes and deletes ------------------------------------------------------- */
 
-/* docs/API.md "Changes": `producer` and `offset` come together; the producer's length is bounded. */
+/* docs/API.md "Changes": `producer` and `offset` come together; the producer's length is bounded.
+ */
 static int check_producer(const struct svc_changes_req *q, struct st_err *err)
 {
     int rc;
@@ -206,8 +206,8 @@ int svc_delete_where(struct engine *e, const struct svc_delete_req *q, struct de
     struct filter *f = NULL;
     if ((rc = table_of(e, q->table, &t, err)) == ST_OK &&
         (rc = filter_of(t, &q->filter, &f, err)) == ST_OK)
-        rc = engine_delete_where(e, t, f, q->expected_seq.has, q->expected_seq.v, q->idem, out,
-                                 err);
+        rc =
+            engine_delete_where(e, t, f, q->expected_seq.has, q->expected_seq.v, q->idem, out, err);
     filter_free(f);
     table_unref(t);
     return rc;
@@ -238,8 +238,8 @@ int svc_scan_columns(const struct table *t, const struct svc_scan_req *q, int **
             rc = st_errf(err, ST_EINVAL, "columns[%zu]: unknown column \"%.128s\"", i, name);
         for (size_t j = 0; rc == ST_OK && j < i; j++)
             if (idx[j] == idx[i])
-                rc = st_errf(err, ST_EINVAL, "columns[%zu]: column \"%s\" is listed twice", i,
-                             name);
+                rc =
+                    st_errf(err, ST_EINVAL, "columns[%zu]: column \"%s\" is listed twice", i, name);
         if (rc != ST_OK) {
             free(idx);
             return rc;
@@ -345,8 +345,8 @@ int svc_get_dv(struct engine *e, const struct svc_dv_req *q, struct svc_dv_res *
         return rc;
     struct table *t = NULL;
     if ((rc = table_of(e, q->table, &t, err)) == ST_OK)
-        rc = engine_get_dv(e, t, q->file_id, q->snapshot.has, q->snapshot.v, q->format,
-                           &out->bytes, &out->snapshot, err);
+        rc = engine_get_dv(e, t, q->file_id, q->snapshot.has, q->snapshot.v, q->format, &out->bytes,
+                           &out->snapshot, err);
     table_unref(t);
     return rc;
 }

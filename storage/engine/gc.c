@@ -129,7 +129,8 @@ static void gc_one(void *p, const char *rel, const struct stat *st)
     g->ncand++;
 }
 
-/* The candidates as a text[] literal: {"a","b"}, with '"' and '\\' escaped (a stray file may hold them). */
+/* The candidates as a text[] literal: {"a","b"}, with '"' and '\\' escaped (a stray file may hold
+ * them). */
 static char *cand_array(const struct gc_ctx *g)
 {
     struct buf b = BUF_INIT;
@@ -161,11 +162,12 @@ static int gc_delete(PGconn *c, struct gc_ctx *g, struct st_err *err)
         return ST_OK;
     char *arr = cand_array(g);
     const char *v[1] = {arr};
-    PGresult *r = PQexecParams(c,
-                               "SELECT p FROM unnest($1::text[]) AS p WHERE "
-                               "EXISTS (SELECT 1 FROM strike.data_files WHERE path = p) OR "
-                               "EXISTS (SELECT 1 FROM strike.deletion_vectors WHERE puffin_path = p)",
-                               1, NULL, v, NULL, NULL, 0);
+    PGresult *r =
+        PQexecParams(c,
+                     "SELECT p FROM unnest($1::text[]) AS p WHERE "
+                     "EXISTS (SELECT 1 FROM strike.data_files WHERE path = p) OR "
+                     "EXISTS (SELECT 1 FROM strike.deletion_vectors WHERE puffin_path = p)",
+                     1, NULL, v, NULL, NULL, 0);
     free(arr);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "re-checking orphans", err);

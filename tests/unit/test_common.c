@@ -62,10 +62,10 @@ static void test_status_table(void **state)
         unsigned http;
         bool redacted;
     } want[] = {
-        {ST_EINVAL, 400, false},     {ST_ENOTFOUND, 404, false},    {ST_EEXIST, 409, false},
-        {ST_ECONFLICT, 409, false},  {ST_ETOOBIG, 413, false},      {ST_EUNAVAIL, 503, true},
-        {ST_EIO, 500, true},         {ST_ECORRUPT, 500, true},      {ST_EUNSUPPORTED, 400, false},
-        {ST_EIDEMPOTENCY, 422, false}, {ST_EGONE, 404, false},      {ST_EINTERNAL, 500, true},
+        {ST_EINVAL, 400, false},       {ST_ENOTFOUND, 404, false}, {ST_EEXIST, 409, false},
+        {ST_ECONFLICT, 409, false},    {ST_ETOOBIG, 413, false},   {ST_EUNAVAIL, 503, true},
+        {ST_EIO, 500, true},           {ST_ECORRUPT, 500, true},   {ST_EUNSUPPORTED, 400, false},
+        {ST_EIDEMPOTENCY, 422, false}, {ST_EGONE, 404, false},     {ST_EINTERNAL, 500, true},
         {ST_ERANGE, 416, false},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -78,7 +78,8 @@ static void test_status_table(void **state)
             assert_string_equal(pub, "/tmp/secret.sock: FATAL");
         assert_string_not_equal(st_strerror(want[i].code), "unknown error");
     }
-    assert_string_equal(st_status_public(ST_EUNAVAIL, "x"), "the catalog is unreachable; retry later");
+    assert_string_equal(st_status_public(ST_EUNAVAIL, "x"),
+                        "the catalog is unreachable; retry later");
     assert_string_equal(st_status_public(ST_EINVAL, NULL), "invalid input");
     /* A code outside the table is an internal error, withheld. */
     assert_int_equal(st_status_http(-999), 500);
@@ -253,10 +254,15 @@ static void test_atomic_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_buf),         cmocka_unit_test(test_err), cmocka_unit_test(test_status_table),
-        cmocka_unit_test(test_sha256),      cmocka_unit_test(test_uuid),
-        cmocka_unit_test(test_time),        cmocka_unit_test(test_names_and_types),
-        cmocka_unit_test(test_atomic_file), cmocka_unit_test(test_mkdirs_durable),
+        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_err),
+        cmocka_unit_test(test_status_table),
+        cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_uuid),
+        cmocka_unit_test(test_time),
+        cmocka_unit_test(test_names_and_types),
+        cmocka_unit_test(test_atomic_file),
+        cmocka_unit_test(test_mkdirs_durable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

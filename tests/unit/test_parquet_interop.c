@@ -81,8 +81,9 @@ static int64_t *read_ints(const char *path, const char *name, size_t *n)
 static void test_delta_dv_small(void **state)
 {
     (void)state;
-    char *path = testdata_path("delta-kernel-rs/table-with-dv-small/"
-                             "part-00000-fae5310a-a37d-4e51-827b-c3d5516560ca-c000.snappy.parquet");
+    char *path =
+        testdata_path("delta-kernel-rs/table-with-dv-small/"
+                      "part-00000-fae5310a-a37d-4e51-827b-c3d5516560ca-c000.snappy.parquet");
     size_t n;
     int64_t *v = read_ints(path, "value", &n);
     /* MANIFEST: value 0..9, 10 rows; the DV deletes positions 0 and 9 leaving 1..8 */
