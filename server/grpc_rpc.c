@@ -432,7 +432,18 @@ static void h_list_snapshots(struct rpc *r)
     struct svc_snapshots_res res = {0};
     Strike__V1__ListSnapshotsRequest *q =
         unpack(r, &strike__v1__list_snapshots_request__descriptor, &a);
-    if (q == NULL || failed(r, svc_list_snapshots(engine_of(r), q->table, &res, &err), &err))
+    if (q == NULL)
+        goto out;
+    struct svc_snapshots_req sq = {
+        .table = q->table,
+        .limit = count_of(q->limit_present_case ==
+                              STRIKE__V1__LIST_SNAPSHOTS_REQUEST__LIMIT_PRESENT_LIMIT,
+                          q->limit),
+        .after = count_of(q->after_present_case ==
+                              STRIKE__V1__LIST_SNAPSHOTS_REQUEST__AFTER_PRESENT_AFTER,
+                          q->after),
+    };
+    if (failed(r, svc_list_snapshots(engine_of(r), &sq, &res, &err), &err))
         goto out;
     size_t n = res.n;
     Strike__V1__ListSnapshotsResponse msg = STRIKE__V1__LIST_SNAPSHOTS_RESPONSE__INIT;
@@ -449,6 +460,10 @@ static void h_list_snapshots(struct rpc *r)
         m->operation = si->operation;
         m->summary = si->summary_json;
         msg.snapshots[i] = m;
+    }
+    if (res.has_next) {
+        msg.next_present_case = STRIKE__V1__LIST_SNAPSHOTS_RESPONSE__NEXT_PRESENT_NEXT;
+        msg.next = res.next;
     }
     rpc_reply(r, &msg.base);
 out:

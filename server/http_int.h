@@ -167,7 +167,8 @@ struct hreq {
     char *range;
     bool has_snapshot; /* DV: ?snapshot= */
     int64_t snapshot;
-    enum dv_format fmt; /* DV */
+    enum dv_format fmt;                /* DV */
+    struct svc_count q_limit, q_after; /* snapshots: ?limit=, ?after= */
 
     /* the answer */
     void (*job)(struct hreq *r); /* the job to run next on a worker */
@@ -262,8 +263,8 @@ struct snapshot_info;
 /* {"seq","files":[{"id","path","url","format","record_count",...,"dv":{...}|null}]}. */
 char *http__plan_json(const struct table *t, int64_t seq, const struct plan_file *files,
                       size_t nfiles);
-/* {"snapshots":[{"seq","committed_at","operation","summary"}...]}. */
-char *http__snapshots_json(const struct snapshot_info *s, size_t n);
+/* {"snapshots":[{"seq","committed_at","operation","summary"}...],"next":seq|null}. */
+char *http__snapshots_json(const struct snapshot_info *s, size_t n, bool has_next, int64_t next);
 
 /* ---- http_scan.c ---- */
 

@@ -90,7 +90,7 @@ char *http__plan_json(const struct table *t, int64_t seq, const struct plan_file
     return s;
 }
 
-char *http__snapshots_json(const struct snapshot_info *s, size_t n)
+char *http__snapshots_json(const struct snapshot_info *s, size_t n, bool has_next, int64_t next)
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {
@@ -101,7 +101,8 @@ char *http__snapshots_json(const struct snapshot_info *s, size_t n)
                                              "committed_at", ts, "operation", s[i].operation,
                                              "summary", sum ? sum : json_object()));
     }
-    json_t *o = json_pack("{s:o}", "snapshots", arr);
+    json_t *o = json_pack("{s:o, s:o}", "snapshots", arr, "next",
+                          has_next ? json_integer((json_int_t)next) : json_null());
     char *out = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return out;

@@ -528,12 +528,14 @@ out:
 
 void http__job_snapshots(struct hreq *r)
 {
+    struct svc_snapshots_req q = {.table = r->table, .limit = r->q_limit, .after = r->q_after};
     struct svc_snapshots_res res;
     struct st_err err = {0};
-    int rc = svc_list_snapshots(r->srv->app->engine, r->table, &res, &err);
+    int rc = svc_list_snapshots(r->srv->app->engine, &q, &res, &err);
     if (rc != ST_OK)
         http__reply_err(r, rc, &err);
     else
-        http__reply_json(r, 200, http__snapshots_json(res.snapshots, res.n));
+        http__reply_json(r, 200,
+                         http__snapshots_json(res.snapshots, res.n, res.has_next, res.next));
     svc_snapshots_res_clear(&res);
 }

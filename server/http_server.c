@@ -665,33 +665,48 @@ static bool check_query(struct hreq *r, const char *const *allowed)
     return true;
 }
 
+/*
+ * Query parameter `name` as an integer (its range is the service's to
+ * check): absent leaves *out unset; not an integer is a 400.
+ */
+static bool query_int(struct hreq *r, const char *name, struct svc_count *out)
+{
+    const char *s = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
+    out->has = false;
+    if (s == NULL)
+        return true;
+    const char *p = s;
+    bool neg = *p == '-';
+    if (neg)
+        p++;
+    int64_t v = 0;
+    bool ok = *p != '\0' && strlen(p) <= 18;
+    for (; ok && *p; p++) {
+        ok = *p >= '0' && *p <= '9';
+        v = v * 10 + (*p - '0');
+    }
+    if (!ok) {
+        http__reply_problem(r, 400, "%s: expected an integer >= 0, got \"%.40s\"", name, s);
+        return false;
+    }
+    out->has = true;
+    out->v = neg ? -v : v;
+    return true;
+}
+
 static bool parse_dv_query(struct hreq *r)
 {
-    const char *snap = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "snapshot");
     const char *fmt = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "format");
-    r->has_snapshot = false;
-    if (snap != NULL) {
-        const char *p = snap;
-        bool neg = *p == '-';
-        if (neg)
-            p++;
-        int64_t v = 0;
-        bool ok = *p != '\0' && strlen(p) <= 18;
-        for (; ok && *p; p++) {
-            ok = *p >= '0' && *p <= '9';
-            v = v * 10 + (*p - '0');
-        }
-        if (!ok) {
-            http__reply_problem(r, 400, "snapshot: expected an integer >= 0, got \"%.40s\"", snap);
-            return false;
-        }
-        if (neg) {
-            http__reply_problem(r, 400, "snapshot: must be >= 0, got %s", snap);
-            return false;
-        }
-        r->has_snapshot = true;
-        r->snapshot = v;
+    const char *snap = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "snapshot");
+    struct svc_count v;
+    if (!query_int(r, "snapshot", &v))
+        return false;
+    if (snap != NULL && snap[0] == '-') { /* here: the fast path answers without the service */
+        http__reply_problem(r, 400, "snapshot: must be >= 0, got %.40s", snap);
+        return false;
     }
+    r->has_snapshot = v.has;
+    r->snapshot = v.v;
     struct st_err err = {0};
     int rc = engine_dv_format(fmt, &r->fmt, &err);
     if (rc != ST_OK) {
@@ -737,8 +752,11 @@ static enum MHD_Result dispatch(struct hreq *r)
     }
     static const char *const none[] = {NULL};
     static const char *const dvq[] = {"snapshot", "format", NULL};
+    static const char *const pageq[] = {"limit", "after", NULL};
     if (r->route != RT_HEALTHZ && r->route != RT_READYZ && r->route != RT_METRICS &&
-        !check_query(r, r->route == RT_DV ? dvq : none))
+        !check_query(r, r->route == RT_DV          ? dvq
+                        : r->route == RT_SNAPSHOTS ? pageq
+                                                   : none))
         return send_reply(r);
     bool mutating = (r->route == RT_TABLES && r->method == HM_POST) ||
                     (r->route == RT_TABLE && r->method == HM_DELETE) || r->route == RT_CHANGES ||
@@ -772,6 +790,8 @@ static enum MHD_Result dispatch(struct hreq *r)
     case RT_PLAN:
         return go_async(r, http__job_plan);
     case RT_SNAPSHOTS:
+        if (!query_int(r, "limit", &r->q_limit) || !query_int(r, "after", &r->q_after))
+            return send_reply(r);
         return go_async(r, http__job_snapshots);
     case RT_FILE:
         r->range = header_copy(r, "Range");

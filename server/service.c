@@ -310,15 +310,24 @@ void svc_plan_res_clear(struct svc_plan_res *r)
     memset(r, 0, sizeof *r);
 }
 
-int svc_list_snapshots(struct engine *e, const char *table, struct svc_snapshots_res *out,
-                       struct st_err *err)
+int svc_list_snapshots(struct engine *e, const struct svc_snapshots_req *q,
+                       struct svc_snapshots_res *out, struct st_err *err)
 {
     memset(out, 0, sizeof *out);
+    int rc;
+    if ((rc = check_count("after", q->after, err)) != ST_OK)
+        return rc;
+    if (q->limit.has && q->limit.v < 1)
+        return st_errf(err, ST_EINVAL, "limit: must be >= 1, got %" PRId64, q->limit.v);
+    size_t limit =
+        !q->limit.has || q->limit.v > SVC_SNAPSHOTS_PAGE ? SVC_SNAPSHOTS_PAGE : (size_t)q->limit.v;
     struct table *t = NULL;
-    int rc = table_of(e, table, &t, err);
-    if (rc == ST_OK)
-        rc = engine_list_snapshots(e, t, &out->snapshots, &out->n, err);
+    if ((rc = table_of(e, q->table, &t, err)) == ST_OK)
+        rc = engine_list_snapshots(e, t, q->after.has ? q->after.v : -1, limit, &out->snapshots,
+                                   &out->n, &out->has_next, err);
     table_unref(t);
+    if (rc == ST_OK && out->has_next)
+        out->next = out->snapshots[out->n - 1].seq;
     return rc;
 }
 

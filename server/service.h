@@ -148,12 +148,22 @@ int svc_plan(struct engine *e, const struct svc_plan_req *q, struct svc_plan_res
              struct st_err *err);
 void svc_plan_res_clear(struct svc_plan_res *r);
 
+/* docs/API.md: default and largest page. */
+#define SVC_SNAPSHOTS_PAGE 1000
+
+struct svc_snapshots_req {
+    const char *table;
+    struct svc_count limit; /* >= 1; above SVC_SNAPSHOTS_PAGE is taken as it */
+    struct svc_count after; /* a seq */
+};
 struct svc_snapshots_res {
     struct snapshot_info *snapshots;
     size_t n;
+    bool has_next;
+    int64_t next; /* the `after` of the next page */
 };
-int svc_list_snapshots(struct engine *e, const char *table, struct svc_snapshots_res *out,
-                       struct st_err *err);
+int svc_list_snapshots(struct engine *e, const struct svc_snapshots_req *q,
+                       struct svc_snapshots_res *out, struct st_err *err);
 void svc_snapshots_res_clear(struct svc_snapshots_res *r);
 
 /*

@@ -231,8 +231,12 @@ struct snapshot_info {
     char *operation;
     char *summary_json; /* a JSON object */
 };
-int engine_list_snapshots(struct engine *e, struct table *t, struct snapshot_info **out, size_t *n,
-                          struct st_err *err);
+/*
+ * Live snapshots with seq > after (after < 0: from the first), oldest
+ * first, at most `limit` of them; *more says whether others follow.
+ */
+int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size_t limit,
+                          struct snapshot_info **out, size_t *n, bool *more, struct st_err *err);
 void snapshots_free(struct snapshot_info *s, size_t n);
 
 /* A data file of the table (live or not, while it exists): its absolute path. */

@@ -535,22 +535,27 @@ void snapshots_free(struct snapshot_info *s, size_t n)
     free(s);
 }
 
-int engine_list_snapshots(struct engine *e, struct table *t, struct snapshot_info **out, size_t *n,
-                          struct st_err *err)
+int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size_t limit,
+                          struct snapshot_info **out, size_t *n, bool *more, struct st_err *err)
 {
     *out = NULL;
     *n = 0;
+    *more = false;
     PGconn *c;
     int rc = cat_acquire(e->pool, &c, 5000, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num tid;
-    const char *vals[1] = {eng__i64(&tid, t->id)};
+    /* One more than asked: whether a next page exists. The primary key
+       (table_id, seq) serves the range: the cost is the page, not the history. */
+    struct eng__num tid, aft, lim;
+    const char *vals[3] = {
+        eng__i64(&tid, t->id), eng__i64(&aft, after < 0 ? -1 : after),
+        eng__i64(&lim, limit >= (size_t)INT64_MAX ? INT64_MAX : (int64_t)limit + 1)};
     PGresult *r = PQexecParams(c,
                                "SELECT seq, (extract(epoch from committed_at) * 1000000)::bigint, "
                                "operation, summary::text FROM strike.snapshots WHERE table_id = "
-                               "$1 AND expired_at IS NULL ORDER BY seq",
-                               1, NULL, vals, NULL, NULL, 0);
+                               "$1 AND seq > $2 AND expired_at IS NULL ORDER BY seq LIMIT $3",
+                               3, NULL, vals, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "listing snapshots", err);
         PQclear(r);
@@ -558,6 +563,10 @@ int engine_list_snapshots(struct engine *e, struct table *t, struct snapshot_inf
         return rc;
     }
     int rows = PQntuples(r);
+    if ((size_t)rows > limit) {
+        *more = true;
+        rows = (int)limit;
+    }
     struct snapshot_info *s = xcalloc((size_t)(rows ? rows : 1), sizeof *s);
     for (int i = 0; i < rows; i++) {
         s[i].seq = eng__get_i64(r, i, 0);

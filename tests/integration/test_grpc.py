@@ -266,6 +266,14 @@ class Changes(unittest.TestCase):
         self.assertEqual(r1, r2)
         self.assertEqual(C.call("GetTable", name=self.t).seq, r1.seq)
         self.assertEqual(len(C.call("ListSnapshots", table=self.t).snapshots), 2)
+        page = C.call("ListSnapshots", table=self.t, limit=1)
+        self.assertEqual(([s.seq for s in page.snapshots], page.WhichOneof("next_present"), page.next),
+                         ([0], "next", 0))
+        page = C.call("ListSnapshots", table=self.t, limit=1, after=page.next)
+        self.assertEqual(([s.seq for s in page.snapshots], page.WhichOneof("next_present")), ([1], None))
+        d = rpc_error(self, grpc.StatusCode.INVALID_ARGUMENT, C.call, "ListSnapshots", table=self.t,
+                      limit=0)
+        self.assertEqual(d, "limit: must be >= 1, got 0")
         d = rpc_error(self, grpc.StatusCode.FAILED_PRECONDITION, C.apply, self.t, rows_of(self.t, 5),
                       metadata=md)
         self.assertEqual(d, 'Idempotency-Key "key-1" was already used with a different request')

@@ -607,6 +607,23 @@ class Api(unittest.TestCase):
             self.assertRegex(s["committed_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
             self.assertIsInstance(s["summary"], dict)
             self.assertTrue(s["operation"])
+        self.assertIsNone(r.json()["next"])
+        # pages: oldest first, `next` is the `after` of the next page, null on the last
+        r = self.s.req("GET", "/v1/tables/sn/snapshots?limit=3")
+        self.assertEqual([s["seq"] for s in r.json()["snapshots"]], [0, 1, 2])
+        self.assertEqual(r.json()["next"], 2)
+        r = self.s.req("GET", "/v1/tables/sn/snapshots?limit=3&after=2")
+        self.assertEqual(([s["seq"] for s in r.json()["snapshots"]], r.json()["next"]), ([3], None))
+        r = self.s.req("GET", "/v1/tables/sn/snapshots?after=0&limit=1")
+        self.assertEqual(([s["seq"] for s in r.json()["snapshots"]], r.json()["next"]), ([1], 1))
+        r = self.s.req("GET", "/v1/tables/sn/snapshots?after=3")
+        self.assertEqual(r.json(), {"snapshots": [], "next": None})
+        r = self.s.req("GET", "/v1/tables/sn/snapshots?limit=5000")  # above the maximum: 1000
+        self.assertEqual(len(r.json()["snapshots"]), 4)
+        u.assert_problem(self, self.s.req("GET", "/v1/tables/sn/snapshots?limit=0"), 400, "limit: must be >= 1")
+        u.assert_problem(self, self.s.req("GET", "/v1/tables/sn/snapshots?limit=x"), 400, "limit")
+        u.assert_problem(self, self.s.req("GET", "/v1/tables/sn/snapshots?after=-1"), 400, "after: must be >= 0")
+        u.assert_problem(self, self.s.req("GET", "/v1/tables/sn/snapshots?page=2"), 400, "page")
 
     def test_files_and_ranges(self):
         plan = self.setup_files("fi")
