@@ -1,0 +1,623 @@
+/*
+ * commit_base.c - the base state of a change batch and its replay: in one
+ * REPEATABLE READ snapshot and one pipeline, read the table's seq N, the
+ * key_index rows of the batch's keys, the live DVs of the files they point
+ * to, producer offsets and idempotency keys; replay the batch's changes in
+ * arrival order on that state (per-key state: exists, version, surviving
+ * row); and turn the outcome into the plan of the commit (positions to
+ * delete per file, key-index rows, producer offsets, idempotency records).
+ */
+#include "commit_int.h"
+
+#include "common/xalloc.h"
+#include "dv/dv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEYS_PER_LOOKUP 20000
+
+static uint32_t cb_add_key(struct cbatch *b, const uint8_t *k, size_t klen, bool *created)
+{
+    void **slot = hmap_put(&b->keys, k, klen, created);
+    if (!*created)
+        return (uint32_t)(uintptr_t)*slot - 1;
+    if (b->nst == b->capst) {
+        b->capst = b->capst ? b->capst * 2 : 256;
+        b->st = xreallocarray(b->st, b->capst, sizeof *b->st);
+    }
+    uint32_t idx = (uint32_t)b->nst++;
+    memset(&b->st[idx], 0, sizeof b->st[idx]);
+    b->st[idx].key_off = (uint32_t)b->keybytes.len;
+    b->st[idx].key_len = (uint32_t)klen;
+    buf_append(&b->keybytes, k, klen);
+    *slot = (void *)(uintptr_t)(idx + 1);
+    return idx;
+}
+
+/* Is version `v` (encoded, or null) lower than the key's stored version? */
+static bool version_lower(const struct cbatch *b, const struct kstate *s, bool vnull,
+                          const uint8_t *v, size_t vlen)
+{
+    if (s->ver_null)
+        return false; /* nothing is lower than null */
+    if (vnull)
+        return true;
+    return st_bytes_cmp(v, vlen, b->vers.data + s->ver_off, s->ver_len) < 0;
+}
+
+static int cmp_tfile(const void *a, const void *b)
+{
+    int64_t x = ((const struct tfile *)a)->id, y = ((const struct tfile *)b)->id;
+    return (x > y) - (x < y);
+}
+
+static struct tfile *find_file(struct plan *p, int64_t id)
+{
+    size_t lo = 0, hi = p->nfiles;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (p->files[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->nfiles && p->files[lo].id == id ? &p->files[lo] : NULL;
+}
+
+/* One lookup statement's rows into the key states and p->files. */
+static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size_t *capf,
+                       struct st_err *err)
+{
+    const bool i8 = p->i8;
+    struct buf kb = BUF_INIT; /* i8 keys back in the map's encoding, one row at a time */
+    int rc = ST_OK;
+    for (int i = 0; i < PQntuples(r) && rc == ST_OK; i++) {
+        if (PQgetisnull(r, i, 0)) { /* a file */
+            int64_t id = pg_bin_i64(r, i, 1);
+            bool seen = false;
+            for (size_t j = 0; j < p->nfiles && !seen; j++)
+                seen = p->files[j].id == id;
+            if (seen)
+                continue;
+            if (p->nfiles == *capf) {
+                *capf = *capf ? *capf * 2 : 16;
+                p->files = xreallocarray(p->files, *capf, sizeof *p->files);
+            }
+            struct tfile *f = &p->files[p->nfiles++];
+            memset(f, 0, sizeof *f);
+            f->id = id;
+            f->path = xstrndup(PQgetvalue(r, i, 4), (size_t)PQgetlength(r, i, 4));
+            f->record_count = pg_bin_i64(r, i, 5);
+            f->has_dv = !PQgetisnull(r, i, 6);
+            if (f->has_dv) {
+                f->dv_path = xstrndup(PQgetvalue(r, i, 6), (size_t)PQgetlength(r, i, 6));
+                f->dv_offset = pg_bin_i64(r, i, 7);
+                f->dv_length = pg_bin_i64(r, i, 8);
+                f->dv_card = pg_bin_i64(r, i, 9);
+            }
+            f->add = dv_new();
+            continue;
+        }
+        void **slot;
+        if (i8) {
+            /* back to the key's encoding, the map's key */
+            struct st_value kv = {0};
+            enum st_type kt = b->t->cols[b->t->pk[0]].type;
+            if (kt == ST_T_INT)
+                kv.v.i = (int32_t)pg_bin_i64(r, i, 0);
+            else
+                kv.v.l = pg_bin_i64(r, i, 0);
+            buf_reset(&kb);
+            key_encode_value(kt, &kv, &kb);
+            slot = hmap_get(&b->keys, kb.data, kb.len);
+        } else {
+            slot = hmap_get(&b->keys, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
+        }
+        if (slot == NULL) {
+            rc = st_errf(err, ST_EINTERNAL, "key lookup returned a key that was not asked for");
+            break;
+        }
+        struct kstate *s = &b->st[(uintptr_t)*slot - 1];
+        s->orig_exists = s->exists = true;
+        s->orig_file = pg_bin_i64(r, i, 1);
+        s->orig_pos = pg_bin_i64(r, i, 2);
+        s->ver_null = PQgetisnull(r, i, 3);
+        if (!s->ver_null) {
+            s->ver_off = (uint32_t)b->vers.len;
+            s->ver_len = (uint32_t)PQgetlength(r, i, 3);
+            buf_append(&b->vers, PQgetvalue(r, i, 3), s->ver_len);
+        }
+    }
+    buf_free(&kb);
+    return rc;
+}
+
+/*
+ * Read the base state of a batch in one REPEATABLE READ snapshot and one
+ * pipeline (one network round trip for a batch of up to KEYS_PER_LOOKUP
+ * keys): the table's seq, the idempotency keys, the producer offsets, and
+ * the key index with the touched files and their DVs. Items answered by an
+ * idempotency key are finished here; `last` receives producer offsets.
+ */
+static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *last,
+                     struct st_err *err)
+{
+    const struct table *t = b->t;
+    struct eng__num tid;
+    eng__i64(&tid, t->id);
+    struct buf idem_keys = BUF_INIT, prods = BUF_INIT;
+    uint32_t nidem = 0, nprod = 0;
+    bool upserts = false;
+    for (size_t i = 0; i < b->n; i++) {
+        const struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        if (it->req->idem != NULL)
+            nidem++;
+        if (it->req->producer != NULL && it->req->has_offset)
+            nprod++;
+        for (size_t j = 0; j < it->req->nchanges && !upserts; j++)
+            upserts = it->req->changes[j].op == CHANGE_UPSERT;
+    }
+    pga_begin(&idem_keys, PG_OID_TEXT, nidem);
+    pga_begin(&prods, PG_OID_TEXT, nprod);
+    for (size_t i = 0; i < b->n; i++) {
+        const struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        if (it->req->idem != NULL)
+            pga_bytes(&idem_keys, it->req->idem->key, strlen(it->req->idem->key));
+        if (it->req->producer != NULL && it->req->has_offset)
+            pga_bytes(&prods, it->req->producer, strlen(it->req->producer));
+    }
+    size_t chunk = KEYS_PER_LOOKUP;
+    if (b->nst / chunk > PIPE_MAX - 8)
+        chunk = b->nst / (PIPE_MAX - 8) + 1;
+    size_t nchunks = (b->nst + chunk - 1) / chunk;
+    struct buf *arrs = xcalloc(nchunks ? nchunks : 1, sizeof *arrs);
+
+    struct pipe pp;
+    int rc = pipe_begin(&pp, c, err);
+    if (rc != ST_OK)
+        goto out;
+    int st_seq, st_idem = -1, st_prod = -1, st_first_lookup;
+    rc = send_sql(&pp, "BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = send_sql(&pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
+    st_seq = pp.n;
+    const char *v1[2] = {tid.s, upserts ? "t" : "f"};
+    if (rc == ST_OK)
+        rc = send_sql(&pp, SQL_SEQ, 2, v1, NULL, NULL, 0, err);
+    const int f2[2] = {0, 1};
+    if (rc == ST_OK && nidem > 0) {
+        st_idem = pp.n;
+        const char *v[2] = {t->name, (const char *)idem_keys.data};
+        int l[2] = {0, (int)idem_keys.len};
+        rc = send_sql(&pp, SQL_IDEM_SELECT, 2, v, l, f2, 1, err);
+    }
+    if (rc == ST_OK && nprod > 0) {
+        st_prod = pp.n;
+        const char *v[2] = {tid.s, (const char *)prods.data};
+        int l[2] = {0, (int)prods.len};
+        rc = send_sql(&pp, SQL_PROD_SELECT, 2, v, l, f2, 1, err);
+    }
+    st_first_lookup = pp.n;
+    for (size_t ci = 0; rc == ST_OK && ci < nchunks; ci++) {
+        size_t lo = ci * chunk, hi = lo + chunk < b->nst ? lo + chunk : b->nst;
+        key_array_begin(&arrs[ci], p->i8, (uint32_t)(hi - lo));
+        for (size_t i = lo; i < hi; i++)
+            key_array_add(&arrs[ci], p->i8, b->keybytes.data + b->st[i].key_off, b->st[i].key_len);
+        const char *v[2] = {tid.s, (const char *)arrs[ci].data};
+        int l[2] = {0, (int)arrs[ci].len};
+        rc = send_sql(&pp,
+                      p->i8 ? SQL_LOOKUP("strike.key_index_i8", "bigint")
+                            : SQL_LOOKUP("strike.key_index", "bytea"),
+                      2, v, l, f2, 1, err);
+    }
+    if ((rc = pipe_finish(&pp, rc, "ROLLBACK", "reading the base state", err)) != ST_OK)
+        goto out;
+    PGresult *r = pp.res[st_seq];
+    if (PQntuples(r) == 0) {
+        rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
+        pipe_clear(&pp);
+        goto out;
+    }
+    p->base = eng__get_i64(r, 0, 0);
+    p->new_file_id = PQgetisnull(r, 0, 1) ? -1 : eng__get_i64(r, 0, 1);
+    if (st_idem >= 0) {
+        r = pp.res[st_idem];
+        for (size_t i = 0; i < b->n; i++) {
+            struct item *it = b->items[i];
+            if (it->finished || it->req->idem == NULL)
+                continue;
+            for (int row = 0; row < PQntuples(r); row++) {
+                if ((size_t)PQgetlength(r, row, 0) != strlen(it->req->idem->key) ||
+                    memcmp(PQgetvalue(r, row, 0), it->req->idem->key,
+                           (size_t)PQgetlength(r, row, 0)) != 0)
+                    continue;
+                struct eng__result prior = {.op = ENG__OP_CHANGES, .changes = it->res};
+                finish_item(it, eng__idem_row(r, row, 1, it->req->idem, &prior, it->err));
+                break;
+            }
+        }
+    }
+    if (st_prod >= 0) {
+        r = pp.res[st_prod];
+        for (int row = 0; row < PQntuples(r); row++) {
+            void **slot =
+                hmap_put(last, PQgetvalue(r, row, 0), (size_t)PQgetlength(r, row, 0), NULL);
+            free(*slot);
+            int64_t *v = xmalloc(sizeof *v);
+            *v = pg_bin_i64(r, row, 1);
+            *slot = v;
+        }
+    }
+    size_t capf = 0;
+    for (size_t ci = 0; rc == ST_OK && ci < nchunks; ci++)
+        rc = take_lookup(b, p, pp.res[st_first_lookup + (int)ci], &capf, err);
+    pipe_clear(&pp);
+    if (rc != ST_OK)
+        goto out;
+    if (p->nfiles > 1)
+        qsort(p->files, p->nfiles, sizeof *p->files, cmp_tfile);
+    /* every key must point into a live file */
+    for (size_t k = 0; k < b->nst; k++) {
+        if (b->st[k].orig_exists && find_file(p, b->st[k].orig_file) == NULL) {
+            rc = st_errf(err, ST_EINTERNAL,
+                         "key index points at file %lld, which is not live (the catalog is "
+                         "inconsistent; run strike fsck)",
+                         (long long)b->st[k].orig_file);
+            break;
+        }
+    }
+out:
+    for (size_t ci = 0; ci < nchunks; ci++)
+        buf_free(&arrs[ci]);
+    free(arrs);
+    buf_free(&idem_keys);
+    buf_free(&prods);
+    return rc;
+}
+
+static void free_map_values(struct hmap *m)
+{
+    size_t i = 0;
+    void *v;
+    while (hmap_next(m, &i, NULL, NULL, &v))
+        free(v);
+    hmap_free(m);
+}
+
+static int cmp_outrow(const void *a, const void *b)
+{
+    const struct outrow *x = a, *y = b;
+    if (x->item != y->item)
+        return x->item < y->item ? -1 : 1;
+    return (x->change > y->change) - (x->change < y->change);
+}
+
+int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
+                    size_t *nrows_out, bool *nothing, struct st_err *err)
+{
+    const struct table *t = b->t;
+    p->i8 = key_is_i8(t);
+
+    /* the keys of every change, for the lookup */
+    hmap_init(&b->keys);
+    b->nst = 0;
+    buf_reset(&b->keybytes);
+    buf_reset(&b->vers);
+    struct buf kb = BUF_INIT, vb = BUF_INIT; /* key and version encodings, reused */
+    /* every change's key state, kidx[koff[i] + j], for the replay below */
+    size_t total = 0;
+    for (size_t i = 0; i < b->n; i++)
+        total += b->items[i]->finished ? 0 : b->items[i]->req->nchanges;
+    uint32_t *kidx = xcalloc(total ? total : 1, sizeof *kidx);
+    size_t *koff = xcalloc(b->n ? b->n : 1, sizeof *koff);
+    if (t->npk > 0) {
+        size_t nk = 0;
+        for (size_t i = 0; i < b->n; i++) {
+            koff[i] = nk;
+            if (b->items[i]->finished)
+                continue;
+            const struct change_req *q = b->items[i]->req;
+            for (size_t j = 0; j < q->nchanges; j++) {
+                buf_reset(&kb);
+                if (q->changes[j].op == CHANGE_UPSERT)
+                    key_encode_row(t, q->changes[j].vals, &kb);
+                else
+                    key_encode(t, q->changes[j].vals, &kb);
+                bool created;
+                kidx[nk++] = cb_add_key(b, kb.data, kb.len, &created);
+            }
+        }
+    }
+    buf_free(&kb);
+    struct hmap last;
+    hmap_init(&last);
+    int rc = read_base(c, b, p, &last, err);
+    if (rc != ST_OK) {
+        free_map_values(&last);
+        free(kidx);
+        free(koff);
+        return rc;
+    }
+
+    /* expected_seq, which a duplicate delivery ignores (API.md: a duplicate
+       answers 200 "whatever its expected_seq") */
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        const struct change_req *q = it->req;
+        if (it->finished || !q->has_expected_seq || q->expected_seq == p->base)
+            continue;
+        if (q->producer != NULL && q->has_offset) {
+            void **slot = hmap_get(&last, q->producer, strlen(q->producer));
+            if (slot != NULL && q->offset <= *(int64_t *)*slot)
+                continue; /* a duplicate: answered below with duplicate:true */
+        }
+        finish_item(it, st_errf(it->err, ST_ECONFLICT,
+                                "expected_seq %lld, but table \"%s\" is at seq %lld",
+                                (long long)q->expected_seq, t->name, (long long)p->base));
+    }
+
+    /* replay the changes in arrival order */
+    size_t caprows = 0, nrows = 0;
+    struct outrow *rows = NULL;
+    bool advances_producer = false;
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        const struct change_req *q = it->req;
+        memset(it->res, 0, sizeof *it->res);
+        if (q->producer != NULL && q->has_offset) {
+            void **slot = hmap_put(&last, q->producer, strlen(q->producer), NULL);
+            if (*slot != NULL && q->offset <= *(int64_t *)*slot) {
+                it->res->duplicate = true;
+                continue;
+            }
+            if (*slot == NULL)
+                *slot = xmalloc(sizeof(int64_t));
+            *(int64_t *)*slot = q->offset;
+            advances_producer = true;
+        }
+        for (size_t j = 0; j < q->nchanges; j++) {
+            const struct change *ch = &q->changes[j];
+            if (t->npk == 0) {
+                /* no key: every upsert appends (deletes were refused up front) */
+                if (nrows == caprows) {
+                    caprows = caprows ? caprows * 2 : 256;
+                    rows = xreallocarray(rows, caprows, sizeof *rows);
+                }
+                rows[nrows++] = (struct outrow){(uint32_t)i, (uint32_t)j, UINT32_MAX};
+                it->res->inserted++;
+                continue;
+            }
+            struct kstate *s = &b->st[kidx[koff[i] + j]];
+            if (ch->op == CHANGE_DELETE) {
+                if (!s->exists) {
+                    it->res->missing++;
+                } else {
+                    it->res->deleted++;
+                    s->exists = false;
+                    s->touched = true;
+                }
+                continue;
+            }
+            bool vnull = true;
+            buf_reset(&vb);
+            if (t->version_col >= 0) {
+                const struct st_value *vv = &ch->vals[t->version_col];
+                vnull = vv->null;
+                if (!vnull)
+                    key_encode_value(t->cols[t->version_col].type, vv, &vb);
+                if (s->exists && version_lower(b, s, vnull, vb.data, vb.len)) {
+                    it->res->stale++;
+                    continue;
+                }
+            }
+            if (s->exists)
+                it->res->updated++;
+            else
+                it->res->inserted++;
+            s->exists = true;
+            s->touched = true;
+            s->item = (uint32_t)i;
+            s->change = (uint32_t)j;
+            s->ver_null = vnull;
+            if (!vnull) {
+                s->ver_off = (uint32_t)b->vers.len;
+                s->ver_len = (uint32_t)vb.len;
+                buf_append(&b->vers, vb.data, vb.len);
+            }
+        }
+    }
+    free(kidx);
+    free(koff);
+    buf_free(&vb);
+
+    /* outcome per key */
+    for (size_t k = 0; k < b->nst; k++) {
+        struct kstate *s = &b->st[k];
+        if (!s->touched)
+            continue;
+        if (s->orig_exists) {
+            struct tfile *f = find_file(p, s->orig_file);
+            if (f == NULL) {
+                free(rows);
+                free_map_values(&last);
+                return st_errf(err, ST_EINTERNAL, "key index points at unknown file %lld",
+                               (long long)s->orig_file);
+            }
+            dv_add(f->add, (uint64_t)s->orig_pos);
+        }
+        if (s->exists) {
+            if (nrows == caprows) {
+                caprows = caprows ? caprows * 2 : 256;
+                rows = xreallocarray(rows, caprows, sizeof *rows);
+            }
+            rows[nrows++] = (struct outrow){s->item, s->change, (uint32_t)k};
+        } else if (s->orig_exists) {
+            if (p->ndel == 0)
+                key_array_begin(&p->del_keys, p->i8, 0);
+            key_array_add(&p->del_keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
+            p->ndel++;
+        }
+    }
+    if (p->ndel > 0)
+        array_set_count(&p->del_keys, p->ndel);
+    if (nrows > 1)
+        qsort(rows, nrows, sizeof *rows, cmp_outrow);
+
+    /* files that only had stale upserts stay untouched */
+    size_t kept = 0;
+    for (size_t i = 0; i < p->nfiles; i++) {
+        if (dv_is_empty(p->files[i].add)) {
+            free(p->files[i].path);
+            free(p->files[i].dv_path);
+            dv_free(p->files[i].add);
+            continue;
+        }
+        p->files[kept++] = p->files[i];
+    }
+    p->nfiles = kept;
+
+    /* key index: positions follow the order of rows; keys that exist are
+       updated in place (HOT), new ones inserted */
+    if (t->npk > 0 && nrows > 0) {
+        key_array_begin(&p->upd_keys, p->i8, 0);
+        pga_begin(&p->upd_pos, PG_OID_INT8, 0);
+        pga_begin(&p->upd_vers, PG_OID_BYTEA, 0);
+        key_array_begin(&p->ins_keys, p->i8, 0);
+        pga_begin(&p->ins_pos, PG_OID_INT8, 0);
+        pga_begin(&p->ins_vers, PG_OID_BYTEA, 0);
+        for (size_t i = 0; i < nrows; i++) {
+            const struct kstate *s = &b->st[rows[i].st];
+            bool upd = s->orig_exists;
+            struct buf *keys = upd ? &p->upd_keys : &p->ins_keys;
+            struct buf *pos = upd ? &p->upd_pos : &p->ins_pos;
+            struct buf *vers = upd ? &p->upd_vers : &p->ins_vers;
+            key_array_add(keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
+            pga_i64(pos, (int64_t)i);
+            if (s->ver_null || t->version_col < 0) {
+                pga_null(vers);
+                *(upd ? &p->upd_vers_nulls : &p->ins_vers_nulls) = true;
+            } else {
+                pga_bytes(vers, b->vers.data + s->ver_off, s->ver_len);
+            }
+            (*(upd ? &p->nupd : &p->nins))++;
+        }
+        array_set_count(&p->upd_keys, p->nupd);
+        array_set_count(&p->upd_pos, p->nupd);
+        array_set_count(&p->upd_vers, p->nupd);
+        array_set_count(&p->ins_keys, p->nins);
+        array_set_count(&p->ins_pos, p->nins);
+        array_set_count(&p->ins_vers, p->nins);
+        if (p->upd_vers_nulls)
+            pga_set_has_nulls(&p->upd_vers);
+        if (p->ins_vers_nulls)
+            pga_set_has_nulls(&p->ins_vers);
+    }
+
+    /* producers */
+    if (advances_producer) {
+        uint32_t n = 0;
+        size_t it = 0;
+        while (hmap_next(&last, &it, NULL, NULL, NULL))
+            n++;
+        pga_begin(&p->prod_names, PG_OID_TEXT, n);
+        pga_begin(&p->prod_offsets, PG_OID_INT8, n);
+        it = 0;
+        const uint8_t *k;
+        size_t kl;
+        void *v;
+        while (hmap_next(&last, &it, &k, &kl, &v)) {
+            pga_bytes(&p->prod_names, k, kl);
+            pga_i64(&p->prod_offsets, *(int64_t *)v);
+        }
+        p->nprod = n;
+    }
+    free_map_values(&last);
+
+    *nothing = nrows == 0 && p->nfiles == 0 && p->ndel == 0 && !advances_producer;
+    *rows_out = rows;
+    *nrows_out = nrows;
+    return ST_OK;
+}
+
+void plan_idem(struct plan *p, struct cbatch *b, int64_t seq)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (!b->items[i]->finished && b->items[i]->req->idem != NULL)
+            n++;
+    p->nidem = n;
+    if (n == 0)
+        return;
+    pga_begin(&p->idem_keys, PG_OID_TEXT, n);
+    pga_begin(&p->idem_hashes, PG_OID_BYTEA, n);
+    pga_begin(&p->idem_bodies, PG_OID_TEXT, n);
+    p->idem_op = ENG__OP_CHANGES;
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        if (it->finished || it->req->idem == NULL)
+            continue;
+        it->res->seq = seq;
+        struct eng__result res = {.op = ENG__OP_CHANGES, .changes = it->res};
+        char *body = eng__result_encode(&res);
+        pga_bytes(&p->idem_keys, it->req->idem->key, strlen(it->req->idem->key));
+        pga_bytes(&p->idem_hashes, it->req->idem->hash, 32);
+        pga_bytes(&p->idem_bodies, body, strlen(body));
+        free(body);
+    }
+}
+
+char *summary_changes(struct cbatch *b, const struct plan *p)
+{
+    int64_t ins = 0, upd = 0, del = 0, reqs = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        reqs++;
+        ins += it->res->inserted;
+        upd += it->res->updated;
+        del += it->res->deleted;
+    }
+    int64_t removed = 0;
+    for (size_t i = 0; i < p->nfiles; i++)
+        removed += p->files[i].removed;
+    return xasprintf("{\"requests\":%lld,\"inserted\":%lld,\"updated\":%lld,\"deleted\":%lld,"
+                     "\"added_files\":%d,\"added_rows\":%lld,\"changed_dvs\":%lld,"
+                     "\"removed_files\":%lld}",
+                     (long long)reqs, (long long)ins, (long long)upd, (long long)del,
+                     p->has_file ? 1 : 0, (long long)p->file_rows,
+                     (long long)(p->nfiles - (size_t)removed), (long long)removed);
+}
+
+int store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int64_t seq,
+                    struct st_err *err)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        if (it->finished || it->req->idem == NULL)
+            continue;
+        it->res->seq = seq;
+        struct eng__result res = {.op = ENG__OP_CHANGES, .changes = it->res};
+        int rc = eng__idem_store(c, t->name, it->req->idem, &res, err);
+        if (rc == ST_ECONFLICT) {
+            /* another attempt with this key finished first: answer with its result */
+            bool found;
+            rc = eng__idem_lookup(c, t->name, it->req->idem, &res, &found, it->err);
+            if (rc == ST_OK && !found)
+                rc = st_errf(it->err, ST_EINTERNAL, "idempotency key vanished while storing it");
+            finish_item(it, rc);
+            continue;
+        }
+        if (rc != ST_OK)
+            return rc;
+    }
+    return ST_OK;
+}

@@ -1,0 +1,429 @@
+/*
+ * commit_sql.c - the commit path's SQL: its statements (prepared once per
+ * catalog connection), binary key arrays, the commit transaction as one
+ * pipeline (advance_seq's compare-and-swap first, COMMIT last), and the
+ * resolver of an unknown outcome: after a connection loss around COMMIT,
+ * terminate the old backend, wait for it to go, then look up the commit id.
+ */
+#include "commit_int.h"
+#include "engine_test.h"
+
+#include "common/log.h"
+#include "common/uuid.h"
+#include "dv/dv.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+const char *const SQL_KEY_PLANS =
+    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', "
+    "true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', "
+    "true)";
+
+/* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
+void key_array_begin(struct buf *arr, bool i8, uint32_t n)
+{
+    pga_begin(arr, i8 ? PG_OID_INT8 : PG_OID_BYTEA, n);
+}
+
+void key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n)
+{
+    if (i8)
+        pga_i64(arr, key_i8(k, n));
+    else
+        pga_bytes(arr, k, n);
+}
+
+/* Set the element count of an array begun with count 0 (header bytes 12..15). */
+void array_set_count(struct buf *arr, uint32_t n)
+{
+    st_u32be(arr->data + 12, n);
+}
+
+static const char *SQL_SNAPSHOT =
+    "INSERT INTO strike.snapshots (table_id, seq, operation, commit_id, summary) "
+    "VALUES ($1, $2, $3, $4, $5)";
+static const char *SQL_FILE =
+    "INSERT INTO strike.data_files (id, table_id, path, record_count, file_size, data_seq, stats) "
+    "VALUES ($7, $1, $2, $3, $4, $5, $6)";
+static const char *SQL_REMOVE_FILES =
+    "UPDATE strike.data_files SET removed_seq = $2 WHERE table_id = $1 AND id = "
+    "ANY($3::bigint[]) AND removed_seq IS NULL";
+static const char *SQL_CLOSE_DVS =
+    "UPDATE strike.deletion_vectors SET removed_seq = $2 WHERE table_id = $1 AND data_file_id "
+    "= ANY($3::bigint[]) AND removed_seq IS NULL";
+static const char *SQL_ADD_DVS =
+    "INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, puffin_path, "
+    "blob_offset, blob_length, cardinality) SELECT $1, f, $2, $3, o, l, c FROM "
+    "unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) AS u(f, o, l, c)";
+static const char *SQL_PRODUCERS =
+    "INSERT INTO strike.producers (table_id, producer, last_offset, seq) SELECT $1, p, o, $2 "
+    "FROM unnest($3::text[], $4::bigint[]) AS u(p, o) ON CONFLICT (table_id, producer) DO "
+    "UPDATE SET last_offset = EXCLUDED.last_offset, seq = EXCLUDED.seq";
+static const char *SQL_IDEM =
+    "INSERT INTO strike.idempotency_keys (scope, key, request_hash, kind, response) SELECT "
+    "$1, k, h, $5, r FROM unnest($2::text[], $3::bytea[], $4::text[]) AS u(k, h, r)";
+
+const char *const SQL_SEQ =
+    "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
+    "strike.tables WHERE id = $1";
+const char *const SQL_IDEM_SELECT =
+    "SELECT key, request_hash, kind, status, response FROM strike.idempotency_keys WHERE scope = "
+    "$1 AND key = ANY($2::text[])";
+const char *const SQL_PROD_SELECT = "SELECT producer, last_offset FROM strike.producers WHERE "
+                                    "table_id = $1 AND producer = ANY($2::text[])";
+static const char *SQL_ADVANCE = "SELECT strike.advance_seq($1, $2)";
+
+/* The key index statements of both key types (the per-key ones first). */
+static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"),
+                                      SQL_LOOKUP("strike.key_index", "bytea"),
+                                      SQL_UPDATE_KEYS("strike.key_index_i8", "bigint"),
+                                      SQL_UPDATE_KEYS("strike.key_index", "bytea"),
+                                      SQL_INSERT_KEYS("strike.key_index_i8", "bigint"),
+                                      SQL_INSERT_KEYS("strike.key_index", "bytea"),
+                                      SQL_DELETE_KEYS("strike.key_index_i8", "bigint"),
+                                      SQL_DELETE_KEYS("strike.key_index", "bytea"),
+                                      SQL_DELETE_ALL_KEYS("strike.key_index_i8"),
+                                      SQL_DELETE_ALL_KEYS("strike.key_index"),
+                                      NULL};
+
+/*
+ * The statements of the commit path, prepared once per catalog connection
+ * (eng__prepare_statements, run by the pool on each new connection): a
+ * commit then costs no parse or plan of its own. The commit path sends with
+ * send_sql, which uses the prepared name of any statement listed here.
+ */
+static const char *prepared_sql(int i)
+{
+    static const char *const *all[] = {
+        &SQL_SEQ,  &SQL_IDEM_SELECT,  &SQL_PROD_SELECT, &SQL_ADVANCE, &SQL_KEY_PLANS, &SQL_SNAPSHOT,
+        &SQL_FILE, &SQL_REMOVE_FILES, &SQL_CLOSE_DVS,   &SQL_ADD_DVS, &SQL_PRODUCERS, &SQL_IDEM,
+        NULL};
+    int n = 0;
+    while (all[n] != NULL)
+        n++;
+    if (i < n)
+        return *all[i];
+    i -= n;
+    for (int k = 0; KEY_SQL[k] != NULL; k++)
+        if (k == i)
+            return KEY_SQL[k];
+    return NULL;
+}
+
+int eng__prepare_statements(PGconn *c, struct st_err *err)
+{
+    for (int i = 0;; i++) {
+        const char *sql = prepared_sql(i);
+        if (sql == NULL)
+            return ST_OK;
+        char name[24];
+        snprintf(name, sizeof name, "strike_%d", i);
+        PGresult *r = PQprepare(c, name, sql, 0, NULL);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            int rc = cat_fail(c, r, "preparing statements", err);
+            PQclear(r);
+            return rc;
+        }
+        PQclear(r);
+    }
+}
+
+int send_sql(struct pipe *pp, const char *sql, int nparams, const char *const *values,
+             const int *lengths, const int *formats, int result_format, struct st_err *err)
+{
+    for (int i = 0;; i++) {
+        const char *p = prepared_sql(i);
+        if (p == NULL)
+            break;
+        if (p == sql || strcmp(p, sql) == 0) {
+            char name[24];
+            snprintf(name, sizeof name, "strike_%d", i);
+            return pipe_send_prepared(pp, name, nparams, values, lengths, formats, result_format,
+                                      err);
+        }
+    }
+    return pipe_send(pp, sql, nparams, values, lengths, formats, result_format, err);
+}
+
+/* Wait for a backend to exit (after pg_terminate_backend); bounded. */
+static void terminate_backend(PGconn *c, int pid)
+{
+    char p[16];
+    snprintf(p, sizeof p, "%d", pid);
+    const char *vals[1] = {p};
+    PQclear(PQexecParams(c, "SELECT pg_terminate_backend($1::int)", 1, NULL, vals, NULL, NULL, 0));
+    for (int i = 0; i < 200; i++) {
+        PGresult *r = PQexecParams(c, "SELECT 1 FROM pg_stat_activity WHERE pid = $1::int", 1, NULL,
+                                   vals, NULL, NULL, 0);
+        bool gone = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 0;
+        PQclear(r);
+        if (gone)
+            return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/*
+ * After a connection loss around COMMIT: did commit_id land? Uses a fresh
+ * connection (*cp is replaced). Returns COMMITTED, CONFLICT (absent: retry)
+ * or FAILED (cannot tell: the catalog is down).
+ */
+static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
+                                           const struct plan *p, struct st_err *err)
+{
+    cat_release(e->pool, *cp, true);
+    *cp = NULL;
+    for (int attempt = 0; attempt < 50; attempt++) {
+        struct st_err e2 = {0};
+        PGconn *c;
+        if (cat_acquire(e->pool, &c, 5000, &e2) == ST_OK) {
+            terminate_backend(c, old_pid);
+            const char *vals[1] = {p->commit_id_s};
+            PGresult *r = PQexecParams(c, "SELECT seq FROM strike.snapshots WHERE commit_id = $1",
+                                       1, NULL, vals, NULL, NULL, 0);
+            if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+                bool found = PQntuples(r) == 1;
+                PQclear(r);
+                *cp = c;
+                log_warn("commit %s: connection lost around COMMIT; it %s", p->commit_id_s,
+                         found ? "did commit" : "did not commit, retrying");
+                return found ? COMMITTED : CONFLICT;
+            }
+            PQclear(r);
+            cat_release(e->pool, c, true);
+        }
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    st_errf(err, ST_EUNAVAIL,
+            "catalog unreachable while deciding whether commit %s landed; its outcome is "
+            "unknown (look it up in strike.snapshots.commit_id)",
+            p->commit_id_s);
+    return FAILED;
+}
+
+enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struct table *t, struct plan *p,
+                               struct st_err *err)
+{
+    PGconn *c = *cp;
+    struct eng__num tid, base, next, frows, fsize;
+    eng__i64(&tid, t->id);
+    eng__i64(&base, p->base);
+    eng__i64(&next, p->base + 1);
+    st_uuid_v4(p->commit_id);
+    st_uuid_format(p->commit_id, p->commit_id_s);
+
+    /* fault injection (tests): lose the CAS on this attempt */
+    bool force_conflict = (p->attempt == 0 && atomic_load(&e->fault_conflict_first) > 0) ||
+                          atomic_load(&e->fault_conflicts) > 0;
+    if (force_conflict && !(p->attempt == 0 && atomic_load(&e->fault_conflict_first) > 0))
+        atomic_fetch_sub(&e->fault_conflicts, 1);
+    struct eng__num wrong;
+    const char *cas_vals[2] = {tid.s,
+                               force_conflict ? eng__i64(&wrong, p->base + 1000000) : base.s};
+
+    /* arrays for DV rows */
+    struct buf closed = BUF_INIT, removed = BUF_INIT, dvf = BUF_INIT, dvo = BUF_INIT,
+               dvl = BUF_INIT, dvc = BUF_INIT;
+    uint32_t nclosed = 0, nremoved = 0, nnew = 0;
+    for (size_t i = 0; i < p->nfiles; i++) {
+        if (p->files[i].has_dv)
+            nclosed++;
+        if (p->files[i].removed)
+            nremoved++;
+        else
+            nnew++;
+    }
+    pga_begin(&closed, PG_OID_INT8, nclosed);
+    pga_begin(&removed, PG_OID_INT8, nremoved);
+    pga_begin(&dvf, PG_OID_INT8, nnew);
+    pga_begin(&dvo, PG_OID_INT8, nnew);
+    pga_begin(&dvl, PG_OID_INT8, nnew);
+    pga_begin(&dvc, PG_OID_INT8, nnew);
+    for (size_t i = 0; i < p->nfiles; i++) {
+        const struct tfile *f = &p->files[i];
+        if (f->has_dv)
+            pga_i64(&closed, f->id);
+        if (f->removed) {
+            pga_i64(&removed, f->id);
+        } else {
+            pga_i64(&dvf, f->id);
+            pga_i64(&dvo, f->blob_offset);
+            pga_i64(&dvl, f->blob_length);
+            pga_i64(&dvc, (int64_t)dv_cardinality(f->merged));
+        }
+    }
+
+    enum commit_outcome out = FAILED;
+    struct pipe pp;
+    int idem_stmt = -1;
+    if (pipe_begin(&pp, c, err) != ST_OK)
+        goto done;
+    const int b2[8] = {0, 0, 1, 1, 1, 1, 1, 1};
+    int rc = send_sql(&pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = send_sql(&pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = send_sql(&pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK) {
+        const char *v[5] = {tid.s, next.s, p->operation, p->commit_id_s, p->summary};
+        rc = send_sql(&pp, SQL_SNAPSHOT, 5, v, NULL, NULL, 0, err);
+    }
+    struct eng__num fid;
+    eng__i64(&fid, p->file_id);
+    if (rc == ST_OK && p->has_file) {
+        const char *v[7] = {tid.s,
+                            p->file_rel,
+                            eng__i64(&frows, p->file_rows),
+                            eng__i64(&fsize, p->file_size),
+                            next.s,
+                            p->file_stats,
+                            fid.s};
+        rc = send_sql(&pp, SQL_FILE, 7, v, NULL, NULL, 0, err);
+    }
+    if (rc == ST_OK && nremoved > 0) {
+        const char *v[3] = {tid.s, next.s, (const char *)removed.data};
+        int l[3] = {0, 0, (int)removed.len};
+        rc = send_sql(&pp, SQL_REMOVE_FILES, 3, v, l, b2, 0, err);
+    }
+    if (rc == ST_OK && nclosed > 0) {
+        const char *v[3] = {tid.s, next.s, (const char *)closed.data};
+        int l[3] = {0, 0, (int)closed.len};
+        rc = send_sql(&pp, SQL_CLOSE_DVS, 3, v, l, b2, 0, err);
+    }
+    if (rc == ST_OK && nnew > 0) {
+        const char *v[7] = {tid.s,
+                            next.s,
+                            p->puffin_rel,
+                            (const char *)dvf.data,
+                            (const char *)dvo.data,
+                            (const char *)dvl.data,
+                            (const char *)dvc.data};
+        int l[7] = {0, 0, 0, (int)dvf.len, (int)dvo.len, (int)dvl.len, (int)dvc.len};
+        const int f7[7] = {0, 0, 0, 1, 1, 1, 1};
+        rc = send_sql(&pp, SQL_ADD_DVS, 7, v, l, f7, 0, err);
+    }
+    const bool i8 = key_is_i8(t);
+    if (rc == ST_OK && p->delete_all_keys) {
+        const char *v[1] = {tid.s};
+        rc = send_sql(&pp,
+                      i8 ? SQL_DELETE_ALL_KEYS("strike.key_index_i8")
+                         : SQL_DELETE_ALL_KEYS("strike.key_index"),
+                      1, v, NULL, NULL, 0, err);
+    }
+    if (rc == ST_OK && p->ndel > 0) {
+        const char *v[2] = {tid.s, (const char *)p->del_keys.data};
+        int l[2] = {0, (int)p->del_keys.len};
+        const int f2[2] = {0, 1};
+        rc = send_sql(&pp,
+                      i8 ? SQL_DELETE_KEYS("strike.key_index_i8", "bigint")
+                         : SQL_DELETE_KEYS("strike.key_index", "bytea"),
+                      2, v, l, f2, 0, err);
+    }
+    const int f6[6] = {0, 0, 0, 1, 1, 1};
+    if (rc == ST_OK && p->nupd > 0) {
+        const char *v[6] = {tid.s,
+                            next.s,
+                            fid.s,
+                            (const char *)p->upd_keys.data,
+                            (const char *)p->upd_pos.data,
+                            (const char *)p->upd_vers.data};
+        int l[6] = {0, 0, 0, (int)p->upd_keys.len, (int)p->upd_pos.len, (int)p->upd_vers.len};
+        rc = send_sql(&pp,
+                      i8 ? SQL_UPDATE_KEYS("strike.key_index_i8", "bigint")
+                         : SQL_UPDATE_KEYS("strike.key_index", "bytea"),
+                      6, v, l, f6, 0, err);
+    }
+    if (rc == ST_OK && p->nins > 0) {
+        const char *v[6] = {tid.s,
+                            next.s,
+                            fid.s,
+                            (const char *)p->ins_keys.data,
+                            (const char *)p->ins_pos.data,
+                            (const char *)p->ins_vers.data};
+        int l[6] = {0, 0, 0, (int)p->ins_keys.len, (int)p->ins_pos.len, (int)p->ins_vers.len};
+        rc = send_sql(&pp,
+                      i8 ? SQL_INSERT_KEYS("strike.key_index_i8", "bigint")
+                         : SQL_INSERT_KEYS("strike.key_index", "bytea"),
+                      6, v, l, f6, 0, err);
+    }
+    if (rc == ST_OK && p->nprod > 0) {
+        const char *v[4] = {tid.s, next.s, (const char *)p->prod_names.data,
+                            (const char *)p->prod_offsets.data};
+        int l[4] = {0, 0, (int)p->prod_names.len, (int)p->prod_offsets.len};
+        const int f4[4] = {0, 0, 1, 1};
+        rc = send_sql(&pp, SQL_PRODUCERS, 4, v, l, f4, 0, err);
+    }
+    if (rc == ST_OK && p->nidem > 0) {
+        const char *v[5] = {t->name, (const char *)p->idem_keys.data,
+                            (const char *)p->idem_hashes.data, (const char *)p->idem_bodies.data,
+                            eng__op_name(p->idem_op)};
+        int l[5] = {0, (int)p->idem_keys.len, (int)p->idem_hashes.len, (int)p->idem_bodies.len, 0};
+        const int f5[5] = {0, 1, 1, 1, 0};
+        idem_stmt = pp.n;
+        rc = send_sql(&pp, SQL_IDEM, 5, v, l, f5, 0, err);
+    }
+    if (rc == ST_OK)
+        rc = send_sql(&pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
+    if (rc != ST_OK) {
+        PQexitPipelineMode(c);
+        pipe_clear(&pp);
+        goto done;
+    }
+
+    int pid = PQbackendPID(c);
+    if (atomic_load(&e->fault_drop_at_commit) > 0) {
+        /* fault injection (tests): the connection dies right after COMMIT is sent */
+        atomic_fetch_sub(&e->fault_drop_at_commit, 1);
+        PQpipelineSync(c);
+        PQflush(c);
+        shutdown(PQsocket(c), SHUT_RDWR);
+    }
+    rc = pipe_run(&pp, err);
+    if (rc == ST_EUNAVAIL || PQstatus(c) != CONNECTION_OK) {
+        pipe_clear(&pp);
+        st_err_clear(err);
+        out = resolve_unknown(e, cp, pid, p, err);
+        goto done;
+    }
+    if (rc != ST_OK) {
+        pipe_clear(&pp);
+        goto done;
+    }
+    int bad = pipe_failed(&pp);
+    if (bad < 0) {
+        out = COMMITTED;
+    } else if (strcmp(pipe_sqlstate(&pp, bad), "40001") == 0) {
+        out = CONFLICT;
+    } else if (bad == idem_stmt && strcmp(pipe_sqlstate(&pp, bad), "23505") == 0) {
+        out = IDEM_RACE;
+    } else {
+        cat_fail(c, pp.res[bad], "commit", err);
+        out = FAILED;
+    }
+    pipe_clear(&pp);
+    eng__rollback(c);
+done:
+    buf_free(&closed);
+    buf_free(&removed);
+    buf_free(&dvf);
+    buf_free(&dvo);
+    buf_free(&dvl);
+    buf_free(&dvc);
+    return out;
+}
+
+const char *engine_test_key_sql(int i)
+{
+    /* the per-key statements: every entry of KEY_SQL but the two DELETE ALLs */
+    return i >= 0 && i < 8 ? KEY_SQL[i] : NULL;
+}
+
+const char *engine_test_key_plan_settings(void)
+{
+    return SQL_KEY_PLANS;
+}
