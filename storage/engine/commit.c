@@ -118,6 +118,136 @@ void finish_item(struct item *it, int rc)
     it->finished = true;
 }
 
+void eng__crash_point(struct engine *e)
+{
+    if (atomic_load(&e->fault_crash_before_commit) > 0) {
+        log_warn("fault injection: exiting between blob write and commit");
+        _exit(77);
+    }
+}
+
+int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
+                            const struct table *t, const struct plan *p, struct st_err *err)
+{
+    unlink_rel(e, p->puffin_rel);
+    if (out == FAILED) {
+        atomic_fetch_add(&e->m_commit_failures, 1);
+        return err->code ? err->code : ST_EIO;
+    }
+    atomic_fetch_add(&e->m_conflicts, 1);
+    if (++*attempt > e->o.commit_retries)
+        return st_errf(err, ST_ECONFLICT,
+                       "commit on table \"%s\" lost the race %d times in a row; retry later",
+                       t->name, *attempt);
+    atomic_fetch_add(&e->m_retries, 1);
+    int rc = ST_OK;
+    if (*c == NULL && (rc = cat_acquire(e->pool, c, 10000, err)) != ST_OK)
+        return rc;
+    backoff(*attempt);
+    return ST_OK;
+}
+
+/* The rows of the previous attempt's Parquet file. */
+struct rows_memo {
+    struct outrow *rows;
+    size_t n;
+};
+
+/*
+ * The attempt's Parquet file: the previous attempt's when its rows are the
+ * same (a retry after a lost race usually replays to the same rows), else a
+ * new one (the old one is deleted).
+ */
+static int write_rows(struct engine *e, const struct table *t, struct item **items,
+                      const struct outrow *rows, size_t nrows, struct plan *p,
+                      struct rows_memo *prev, struct st_err *err)
+{
+    if (p->has_file && prev->rows != NULL && prev->n == nrows &&
+        memcmp(prev->rows, rows, nrows * sizeof *rows) == 0)
+        return ST_OK;
+    if (p->has_file) {
+        unlink_rel(e, p->file_rel);
+        free(p->file_rel);
+        free(p->file_stats);
+        p->file_rel = p->file_stats = NULL;
+        p->has_file = false;
+    }
+    if (nrows > 0) {
+        p->file_id = p->new_file_id; /* rows come from upserts: reserved */
+        struct st_value **rp = xcalloc(nrows, sizeof *rp);
+        for (size_t i = 0; i < nrows; i++)
+            rp[i] = items[rows[i].item]->req->changes[rows[i].change].vals;
+        int rc = write_parquet(e, t, rp, nrows, p, err);
+        free(rp);
+        if (rc != ST_OK)
+            return rc;
+    }
+    free(prev->rows);
+    prev->rows = xmalloc((nrows ? nrows : 1) * sizeof *rows);
+    if (nrows > 0)
+        memcpy(prev->rows, rows, nrows * sizeof *rows);
+    prev->n = nrows;
+    return ST_OK;
+}
+
+/* Every item not decided yet succeeds at `seq`. */
+static void finish_undecided(struct item **items, size_t n, int64_t seq)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!items[i]->finished) {
+            items[i]->res->seq = seq;
+            finish_item(items[i], ST_OK);
+        }
+}
+
+/* Every item not decided yet shares the batch's error. */
+static void fail_undecided(struct item **items, size_t n, int rc, const struct st_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i]->finished) {
+            st_errf(items[i]->err, rc ? rc : ST_EINTERNAL, "%s",
+                    err->msg[0] ? err->msg : "commit failed");
+            finish_item(items[i], rc ? rc : ST_EINTERNAL);
+        }
+    }
+}
+
+static bool any_undecided(struct item **items, size_t n)
+{
+    bool any = false;
+    for (size_t i = 0; i < n; i++)
+        any |= !items[i]->finished;
+    return any;
+}
+
+/*
+ * One attempt at committing a prepared change batch: blobs, then the
+ * transaction (*out). An error return is a blob that could not be written.
+ */
+static int commit_changes(struct engine *e, PGconn **c, struct cbatch *b, struct plan *p,
+                          const struct outrow *rows, size_t nrows, struct rows_memo *prev,
+                          uint64_t t_prep, enum commit_outcome *out, struct st_err *err)
+{
+    const struct table *t = b->t;
+    uint64_t t_write = st_mono_ns();
+    int rc = write_rows(e, t, b->items, rows, nrows, p, prev, err);
+    if (rc != ST_OK || (rc = write_dvs(e, t, p, err)) != ST_OK)
+        return rc;
+    plan_idem(p, b, p->base + 1);
+    p->summary = summary_changes(b, p);
+    eng__crash_point(e);
+    t_write = st_mono_ns() - t_write;
+    uint64_t t_commit = st_mono_ns();
+    *out = run_commit(e, c, t, p, err);
+    t_commit = st_mono_ns() - t_commit;
+    if (st_log_get_level() <= ST_LOG_DEBUG)
+        log_debug("commit table=%s base=%lld attempt=%d requests=%zu rows=%zu dvs=%zu "
+                  "prepare_ms=%.2f write_ms=%.2f commit_ms=%.2f outcome=%d",
+                  t->name, (long long)p->base, p->attempt, b->n, nrows, p->nfiles,
+                  (double)t_prep / 1e6, (double)t_write / 1e6, (double)t_commit / 1e6, (int)*out);
+    return ST_OK;
+}
+
 static void process_changes(struct engine *e, struct item **items, size_t n)
 {
     struct cbatch b;
@@ -130,8 +260,9 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     struct plan p;
     cplan_init(&p);
     p.operation = "changes";
-    struct outrow *rows = NULL, *prev_rows = NULL;
-    size_t nrows = 0, prev_nrows = 0;
+    struct outrow *rows = NULL;
+    struct rows_memo prev = {NULL, 0};
+    size_t nrows = 0;
     bool committed = false;
     PGconn *c = NULL;
     int rc = cat_acquire(e->pool, &c, 10000, &err);
@@ -146,110 +277,32 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
         rc = prepare_changes(c, &b, &p, &rows, &nrows, &nothing, &err);
         t_prep = st_mono_ns() - t_prep;
         hmap_free(&b.keys);
-        if (rc != ST_OK)
-            break;
-        bool any = false;
-        for (size_t i = 0; i < n; i++)
-            any |= !items[i]->finished;
-        if (!any)
+        if (rc != ST_OK || !any_undecided(items, n))
             break;
         if (nothing) {
-            rc = store_idem_only(c, t, &b, p.base, &err);
-            for (size_t i = 0; rc == ST_OK && i < n; i++)
-                if (!items[i]->finished) {
-                    items[i]->res->seq = p.base;
-                    finish_item(items[i], ST_OK);
-                }
+            if ((rc = store_idem_only(c, t, &b, p.base, &err)) == ST_OK)
+                finish_undecided(items, n, p.base);
             break;
-        }
-        uint64_t t_write = st_mono_ns();
-        /* rows: reuse the Parquet file of the previous attempt when its rows are the same */
-        bool same = p.has_file && prev_rows != NULL && prev_nrows == nrows &&
-                    memcmp(prev_rows, rows, nrows * sizeof *rows) == 0;
-        if (!same) {
-            if (p.has_file) {
-                unlink_rel(e, p.file_rel);
-                free(p.file_rel);
-                free(p.file_stats);
-                p.file_rel = p.file_stats = NULL;
-                p.has_file = false;
-            }
-            if (nrows > 0) {
-                p.file_id = p.new_file_id; /* rows come from upserts: reserved */
-                struct st_value **rp = xcalloc(nrows, sizeof *rp);
-                for (size_t i = 0; i < nrows; i++)
-                    rp[i] = items[rows[i].item]->req->changes[rows[i].change].vals;
-                rc = write_parquet(e, t, rp, nrows, &p, &err);
-                free(rp);
-                if (rc != ST_OK)
-                    break;
-            }
-            free(prev_rows);
-            prev_rows = xmalloc((nrows ? nrows : 1) * sizeof *rows);
-            if (nrows > 0)
-                memcpy(prev_rows, rows, nrows * sizeof *rows);
-            prev_nrows = nrows;
-        }
-        if ((rc = write_dvs(e, t, &p, &err)) != ST_OK)
-            break;
-        plan_idem(&p, &b, p.base + 1);
-        p.summary = summary_changes(&b, &p);
-        if (atomic_load(&e->fault_crash_before_commit) > 0) {
-            log_warn("fault injection: exiting between blob write and commit");
-            _exit(77);
         }
         p.attempt = attempt;
-        t_write = st_mono_ns() - t_write;
-        uint64_t t_commit = st_mono_ns();
-        enum commit_outcome out = run_commit(e, &c, t, &p, &err);
-        t_commit = st_mono_ns() - t_commit;
-        if (st_log_get_level() <= ST_LOG_DEBUG)
-            log_debug("commit table=%s base=%lld attempt=%d requests=%zu rows=%zu dvs=%zu "
-                      "prepare_ms=%.2f write_ms=%.2f commit_ms=%.2f outcome=%d",
-                      t->name, (long long)p.base, attempt, n, nrows, p.nfiles, (double)t_prep / 1e6,
-                      (double)t_write / 1e6, (double)t_commit / 1e6, (int)out);
+        enum commit_outcome out;
+        if ((rc = commit_changes(e, &c, &b, &p, rows, nrows, &prev, t_prep, &out, &err)) != ST_OK)
+            break;
         if (out == COMMITTED) {
             committed = true;
             atomic_fetch_add(&e->m_commits, 1);
-            for (size_t i = 0; i < n; i++)
-                if (!items[i]->finished) {
-                    items[i]->res->seq = p.base + 1;
-                    finish_item(items[i], ST_OK);
-                }
+            finish_undecided(items, n, p.base + 1);
             break;
         }
-        unlink_rel(e, p.puffin_rel);
-        if (out == FAILED) {
-            rc = err.code ? err.code : ST_EIO;
-            atomic_fetch_add(&e->m_commit_failures, 1);
-            break;
-        }
-        atomic_fetch_add(&e->m_conflicts, 1);
-        if (++attempt > e->o.commit_retries) {
-            rc = st_errf(&err, ST_ECONFLICT,
-                         "commit on table \"%s\" lost the race %d times in a row; retry later",
-                         t->name, attempt);
-            break;
-        }
-        atomic_fetch_add(&e->m_retries, 1);
-        if (c == NULL && (rc = cat_acquire(e->pool, &c, 10000, &err)) != ST_OK)
-            break;
-        backoff(attempt);
+        rc = eng__after_lost_attempt(e, out, &c, &attempt, t, &p, &err);
     }
-    /* anything not decided shares the batch's error */
-    for (size_t i = 0; i < n; i++) {
-        if (!items[i]->finished) {
-            st_errf(items[i]->err, rc ? rc : ST_EINTERNAL, "%s",
-                    err.msg[0] ? err.msg : "commit failed");
-            finish_item(items[i], rc ? rc : ST_EINTERNAL);
-        }
-    }
+    fail_undecided(items, n, rc, &err);
     if (p.has_file && !committed)
         unlink_rel(e, p.file_rel);
     if (c != NULL)
         cat_release(e->pool, c, rc == ST_EUNAVAIL);
     free(rows);
-    free(prev_rows);
+    free(prev.rows);
     free(b.st);
     buf_free(&b.keybytes);
     buf_free(&b.vers);

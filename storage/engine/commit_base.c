@@ -141,143 +141,193 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size
  * the key index with the touched files and their DVs. Items answered by an
  * idempotency key are finished here; `last` receives producer offsets.
  */
-static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *last,
-                     struct st_err *err)
-{
-    const struct table *t = b->t;
+/* The statements of a base read and where their results are in the pipeline. */
+struct base_read {
     struct eng__num tid;
-    eng__i64(&tid, t->id);
-    struct buf idem_keys = BUF_INIT, prods = BUF_INIT;
-    uint32_t nidem = 0, nprod = 0;
-    bool upserts = false;
-    for (size_t i = 0; i < b->n; i++) {
-        const struct item *it = b->items[i];
-        if (it->finished)
-            continue;
-        if (it->req->idem != NULL)
-            nidem++;
-        if (it->req->producer != NULL && it->req->has_offset)
-            nprod++;
-        for (size_t j = 0; j < it->req->nchanges && !upserts; j++)
-            upserts = it->req->changes[j].op == CHANGE_UPSERT;
-    }
-    pga_begin(&idem_keys, PG_OID_TEXT, nidem);
-    pga_begin(&prods, PG_OID_TEXT, nprod);
-    for (size_t i = 0; i < b->n; i++) {
-        const struct item *it = b->items[i];
-        if (it->finished)
-            continue;
-        if (it->req->idem != NULL)
-            pga_bytes(&idem_keys, it->req->idem->key, strlen(it->req->idem->key));
-        if (it->req->producer != NULL && it->req->has_offset)
-            pga_bytes(&prods, it->req->producer, strlen(it->req->producer));
-    }
-    size_t chunk = KEYS_PER_LOOKUP;
-    if (b->nst / chunk > PIPE_MAX - 8)
-        chunk = b->nst / (PIPE_MAX - 8) + 1;
-    size_t nchunks = (b->nst + chunk - 1) / chunk;
-    struct buf *arrs = xcalloc(nchunks ? nchunks : 1, sizeof *arrs);
+    struct buf idem_keys, prods; /* text arrays */
+    uint32_t nidem, nprod;
+    bool upserts; /* the batch may write rows: reserve a data file id */
+    size_t chunk, nchunks;
+    struct buf *arrs; /* key arrays, one per lookup statement */
+    int st_seq, st_idem, st_prod, st_first_lookup;
+};
 
-    struct pipe pp;
-    int rc = pipe_begin(&pp, c, err);
-    if (rc != ST_OK)
-        goto out;
-    int st_seq, st_idem = -1, st_prod = -1, st_first_lookup;
-    rc = send_sql(&pp, "BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, NULL, NULL, 0, err);
-    if (rc == ST_OK)
-        rc = send_sql(&pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
-    st_seq = pp.n;
-    const char *v1[2] = {tid.s, upserts ? "t" : "f"};
-    if (rc == ST_OK)
-        rc = send_sql(&pp, SQL_SEQ, 2, v1, NULL, NULL, 0, err);
+static void base_read_init(struct base_read *br, const struct cbatch *b)
+{
+    memset(br, 0, sizeof *br);
+    eng__i64(&br->tid, b->t->id);
+    br->st_idem = br->st_prod = -1;
+    for (size_t i = 0; i < b->n; i++) {
+        const struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        br->nidem += it->req->idem != NULL;
+        br->nprod += it->req->producer != NULL && it->req->has_offset;
+        for (size_t j = 0; j < it->req->nchanges && !br->upserts; j++)
+            br->upserts = it->req->changes[j].op == CHANGE_UPSERT;
+    }
+    pga_begin(&br->idem_keys, PG_OID_TEXT, br->nidem);
+    pga_begin(&br->prods, PG_OID_TEXT, br->nprod);
+    for (size_t i = 0; i < b->n; i++) {
+        const struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        if (it->req->idem != NULL)
+            pga_bytes(&br->idem_keys, it->req->idem->key, strlen(it->req->idem->key));
+        if (it->req->producer != NULL && it->req->has_offset)
+            pga_bytes(&br->prods, it->req->producer, strlen(it->req->producer));
+    }
+    br->chunk = KEYS_PER_LOOKUP;
+    if (b->nst / br->chunk > PIPE_MAX - 8)
+        br->chunk = b->nst / (PIPE_MAX - 8) + 1;
+    br->nchunks = (b->nst + br->chunk - 1) / br->chunk;
+    br->arrs = xcalloc(br->nchunks ? br->nchunks : 1, sizeof *br->arrs);
+}
+
+static void base_read_free(struct base_read *br)
+{
+    for (size_t ci = 0; ci < br->nchunks; ci++)
+        buf_free(&br->arrs[ci]);
+    free(br->arrs);
+    buf_free(&br->idem_keys);
+    buf_free(&br->prods);
+}
+
+/* Queue the key-index lookups, KEYS_PER_LOOKUP keys (or more) per statement. */
+static int send_lookups(struct pipe *pp, const struct cbatch *b, const struct plan *p,
+                        struct base_read *br, struct st_err *err)
+{
     const int f2[2] = {0, 1};
-    if (rc == ST_OK && nidem > 0) {
-        st_idem = pp.n;
-        const char *v[2] = {t->name, (const char *)idem_keys.data};
-        int l[2] = {0, (int)idem_keys.len};
-        rc = send_sql(&pp, SQL_IDEM_SELECT, 2, v, l, f2, 1, err);
-    }
-    if (rc == ST_OK && nprod > 0) {
-        st_prod = pp.n;
-        const char *v[2] = {tid.s, (const char *)prods.data};
-        int l[2] = {0, (int)prods.len};
-        rc = send_sql(&pp, SQL_PROD_SELECT, 2, v, l, f2, 1, err);
-    }
-    st_first_lookup = pp.n;
-    for (size_t ci = 0; rc == ST_OK && ci < nchunks; ci++) {
-        size_t lo = ci * chunk, hi = lo + chunk < b->nst ? lo + chunk : b->nst;
-        key_array_begin(&arrs[ci], p->i8, (uint32_t)(hi - lo));
+    int rc = ST_OK;
+    br->st_first_lookup = pp->n;
+    for (size_t ci = 0; rc == ST_OK && ci < br->nchunks; ci++) {
+        size_t lo = ci * br->chunk, hi = lo + br->chunk < b->nst ? lo + br->chunk : b->nst;
+        key_array_begin(&br->arrs[ci], p->i8, (uint32_t)(hi - lo));
         for (size_t i = lo; i < hi; i++)
-            key_array_add(&arrs[ci], p->i8, b->keybytes.data + b->st[i].key_off, b->st[i].key_len);
-        const char *v[2] = {tid.s, (const char *)arrs[ci].data};
-        int l[2] = {0, (int)arrs[ci].len};
-        rc = send_sql(&pp,
+            key_array_add(&br->arrs[ci], p->i8, b->keybytes.data + b->st[i].key_off,
+                          b->st[i].key_len);
+        const char *v[2] = {br->tid.s, (const char *)br->arrs[ci].data};
+        int l[2] = {0, (int)br->arrs[ci].len};
+        rc = send_sql(pp,
                       p->i8 ? SQL_LOOKUP("strike.key_index_i8", "bigint")
                             : SQL_LOOKUP("strike.key_index", "bytea"),
                       2, v, l, f2, 1, err);
     }
-    if ((rc = pipe_finish(&pp, rc, "ROLLBACK", "reading the base state", err)) != ST_OK)
-        goto out;
-    PGresult *r = pp.res[st_seq];
-    if (PQntuples(r) == 0) {
-        rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
-        pipe_clear(&pp);
-        goto out;
+    return rc;
+}
+
+/* Queue the whole read, BEGIN to the last lookup (pipe_finish ends it). */
+static int send_base_read(struct pipe *pp, const struct cbatch *b, const struct plan *p,
+                          struct base_read *br, struct st_err *err)
+{
+    const int f2[2] = {0, 1};
+    int rc = send_sql(pp, "BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = send_sql(pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
+    br->st_seq = pp->n;
+    const char *v1[2] = {br->tid.s, br->upserts ? "t" : "f"};
+    if (rc == ST_OK)
+        rc = send_sql(pp, SQL_SEQ, 2, v1, NULL, NULL, 0, err);
+    if (rc == ST_OK && br->nidem > 0) {
+        br->st_idem = pp->n;
+        const char *v[2] = {b->t->name, (const char *)br->idem_keys.data};
+        int l[2] = {0, (int)br->idem_keys.len};
+        rc = send_sql(pp, SQL_IDEM_SELECT, 2, v, l, f2, 1, err);
     }
-    p->base = eng__get_i64(r, 0, 0);
-    p->new_file_id = PQgetisnull(r, 0, 1) ? -1 : eng__get_i64(r, 0, 1);
-    if (st_idem >= 0) {
-        r = pp.res[st_idem];
-        for (size_t i = 0; i < b->n; i++) {
-            struct item *it = b->items[i];
-            if (it->finished || it->req->idem == NULL)
-                continue;
-            for (int row = 0; row < PQntuples(r); row++) {
-                if ((size_t)PQgetlength(r, row, 0) != strlen(it->req->idem->key) ||
-                    memcmp(PQgetvalue(r, row, 0), it->req->idem->key,
-                           (size_t)PQgetlength(r, row, 0)) != 0)
-                    continue;
-                struct eng__result prior = {.op = ENG__OP_CHANGES, .changes = it->res};
-                finish_item(it, eng__idem_row(r, row, 1, it->req->idem, &prior, it->err));
-                break;
-            }
-        }
+    if (rc == ST_OK && br->nprod > 0) {
+        br->st_prod = pp->n;
+        const char *v[2] = {br->tid.s, (const char *)br->prods.data};
+        int l[2] = {0, (int)br->prods.len};
+        rc = send_sql(pp, SQL_PROD_SELECT, 2, v, l, f2, 1, err);
     }
-    if (st_prod >= 0) {
-        r = pp.res[st_prod];
+    if (rc == ST_OK)
+        rc = send_lookups(pp, b, p, br, err);
+    return rc;
+}
+
+/* Items whose Idempotency-Key is stored: replayed, or refused when the request differs. */
+static void take_idem_rows(struct cbatch *b, const PGresult *r)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        if (it->finished || it->req->idem == NULL)
+            continue;
         for (int row = 0; row < PQntuples(r); row++) {
-            void **slot =
-                hmap_put(last, PQgetvalue(r, row, 0), (size_t)PQgetlength(r, row, 0), NULL);
-            free(*slot);
-            int64_t *v = xmalloc(sizeof *v);
-            *v = pg_bin_i64(r, row, 1);
-            *slot = v;
-        }
-    }
-    size_t capf = 0;
-    for (size_t ci = 0; rc == ST_OK && ci < nchunks; ci++)
-        rc = take_lookup(b, p, pp.res[st_first_lookup + (int)ci], &capf, err);
-    pipe_clear(&pp);
-    if (rc != ST_OK)
-        goto out;
-    if (p->nfiles > 1)
-        qsort(p->files, p->nfiles, sizeof *p->files, cmp_tfile);
-    /* every key must point into a live file */
-    for (size_t k = 0; k < b->nst; k++) {
-        if (b->st[k].orig_exists && find_file(p, b->st[k].orig_file) == NULL) {
-            rc = st_errf(err, ST_EINTERNAL,
-                         "key index points at file %lld, which is not live (the catalog is "
-                         "inconsistent; run strike fsck)",
-                         (long long)b->st[k].orig_file);
+            if ((size_t)PQgetlength(r, row, 0) != strlen(it->req->idem->key) ||
+                memcmp(PQgetvalue(r, row, 0), it->req->idem->key, (size_t)PQgetlength(r, row, 0)) !=
+                    0)
+                continue;
+            struct eng__result prior = {.op = ENG__OP_CHANGES, .changes = it->res};
+            finish_item(it, eng__idem_row(r, row, 1, it->req->idem, &prior, it->err));
             break;
         }
     }
-out:
-    for (size_t ci = 0; ci < nchunks; ci++)
-        buf_free(&arrs[ci]);
-    free(arrs);
-    buf_free(&idem_keys);
-    buf_free(&prods);
+}
+
+/* The producers' committed offsets into `last` (producer -> int64_t *). */
+static void take_producers(struct hmap *last, const PGresult *r)
+{
+    for (int row = 0; row < PQntuples(r); row++) {
+        void **slot = hmap_put(last, PQgetvalue(r, row, 0), (size_t)PQgetlength(r, row, 0), NULL);
+        free(*slot);
+        int64_t *v = xmalloc(sizeof *v);
+        *v = pg_bin_i64(r, row, 1);
+        *slot = v;
+    }
+}
+
+/* Every key must point into a live file (p->files sorted by id). */
+static int check_keys_live(const struct cbatch *b, struct plan *p, struct st_err *err)
+{
+    for (size_t k = 0; k < b->nst; k++)
+        if (b->st[k].orig_exists && find_file(p, b->st[k].orig_file) == NULL)
+            return st_errf(err, ST_EINTERNAL,
+                           "key index points at file %lld, which is not live (the catalog is "
+                           "inconsistent; run strike fsck)",
+                           (long long)b->st[k].orig_file);
+    return ST_OK;
+}
+
+/* The results of a base read that ran, into the batch and the plan. */
+static int take_base_read(struct cbatch *b, struct plan *p, struct hmap *last,
+                          const struct pipe *pp, const struct base_read *br, struct st_err *err)
+{
+    const PGresult *r = pp->res[br->st_seq];
+    if (PQntuples(r) == 0)
+        return st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", b->t->name);
+    p->base = eng__get_i64(r, 0, 0);
+    p->new_file_id = PQgetisnull(r, 0, 1) ? -1 : eng__get_i64(r, 0, 1);
+    if (br->st_idem >= 0)
+        take_idem_rows(b, pp->res[br->st_idem]);
+    if (br->st_prod >= 0)
+        take_producers(last, pp->res[br->st_prod]);
+    size_t capf = 0;
+    int rc = ST_OK;
+    for (size_t ci = 0; rc == ST_OK && ci < br->nchunks; ci++)
+        rc = take_lookup(b, p, pp->res[br->st_first_lookup + (int)ci], &capf, err);
+    if (rc != ST_OK)
+        return rc;
+    if (p->nfiles > 1)
+        qsort(p->files, p->nfiles, sizeof *p->files, cmp_tfile);
+    return check_keys_live(b, p, err);
+}
+
+static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *last,
+                     struct st_err *err)
+{
+    struct base_read br;
+    base_read_init(&br, b);
+    struct pipe pp;
+    int rc = pipe_begin(&pp, c, err);
+    if (rc == ST_OK) {
+        rc = send_base_read(&pp, b, p, &br, err);
+        rc = pipe_finish(&pp, rc, "ROLLBACK", "reading the base state", err);
+        if (rc == ST_OK) {
+            rc = take_base_read(b, p, last, &pp, &br, err);
+            pipe_clear(&pp);
+        }
+    }
+    base_read_free(&br);
     return rc;
 }
 
@@ -298,74 +348,141 @@ static int cmp_outrow(const void *a, const void *b)
     return (x->change > y->change) - (x->change < y->change);
 }
 
-int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
-                    size_t *nrows_out, bool *nothing, struct st_err *err)
-{
-    const struct table *t = b->t;
-    p->i8 = key_is_i8(t);
+/* The replay of one attempt: per-change key states and what survives. */
+struct replay {
+    struct cbatch *b;
+    struct plan *p;
+    uint32_t *kidx; /* every change's key state, kidx[koff[i] + j] */
+    size_t *koff;
+    struct hmap last; /* producer -> its offset (int64_t *), committed then replayed */
+    struct outrow *rows;
+    size_t nrows, caprows;
+    bool advances_producer;
+    struct buf vb; /* a version's encoding */
+};
 
-    /* the keys of every change, for the lookup */
+/* Index the keys of every change (b->keys, b->st) for the lookup and the replay. */
+static void index_keys(struct replay *rp)
+{
+    struct cbatch *b = rp->b;
+    const struct table *t = b->t;
     hmap_init(&b->keys);
     b->nst = 0;
     buf_reset(&b->keybytes);
     buf_reset(&b->vers);
-    struct buf kb = BUF_INIT, vb = BUF_INIT; /* key and version encodings, reused */
-    /* every change's key state, kidx[koff[i] + j], for the replay below */
     size_t total = 0;
     for (size_t i = 0; i < b->n; i++)
         total += b->items[i]->finished ? 0 : b->items[i]->req->nchanges;
-    uint32_t *kidx = xcalloc(total ? total : 1, sizeof *kidx);
-    size_t *koff = xcalloc(b->n ? b->n : 1, sizeof *koff);
-    if (t->npk > 0) {
-        size_t nk = 0;
-        for (size_t i = 0; i < b->n; i++) {
-            koff[i] = nk;
-            if (b->items[i]->finished)
-                continue;
-            const struct change_req *q = b->items[i]->req;
-            for (size_t j = 0; j < q->nchanges; j++) {
-                buf_reset(&kb);
-                if (q->changes[j].op == CHANGE_UPSERT)
-                    key_encode_row(t, q->changes[j].vals, &kb);
-                else
-                    key_encode(t, q->changes[j].vals, &kb);
-                bool created;
-                kidx[nk++] = cb_add_key(b, kb.data, kb.len, &created);
-            }
+    rp->kidx = xcalloc(total ? total : 1, sizeof *rp->kidx);
+    rp->koff = xcalloc(b->n ? b->n : 1, sizeof *rp->koff);
+    if (t->npk == 0)
+        return;
+    struct buf kb = BUF_INIT;
+    size_t nk = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        rp->koff[i] = nk;
+        if (b->items[i]->finished)
+            continue;
+        const struct change_req *q = b->items[i]->req;
+        for (size_t j = 0; j < q->nchanges; j++) {
+            buf_reset(&kb);
+            if (q->changes[j].op == CHANGE_UPSERT)
+                key_encode_row(t, q->changes[j].vals, &kb);
+            else
+                key_encode(t, q->changes[j].vals, &kb);
+            bool created;
+            rp->kidx[nk++] = cb_add_key(b, kb.data, kb.len, &created);
         }
     }
     buf_free(&kb);
-    struct hmap last;
-    hmap_init(&last);
-    int rc = read_base(c, b, p, &last, err);
-    if (rc != ST_OK) {
-        free_map_values(&last);
-        free(kidx);
-        free(koff);
-        return rc;
-    }
+}
 
-    /* expected_seq, which a duplicate delivery ignores (API.md: a duplicate
-       answers 200 "whatever its expected_seq") */
+/* expected_seq, which a duplicate delivery ignores (API.md: a duplicate
+   answers 200 "whatever its expected_seq") */
+static void check_expected_seq(struct replay *rp)
+{
+    struct cbatch *b = rp->b;
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = b->items[i];
         const struct change_req *q = it->req;
-        if (it->finished || !q->has_expected_seq || q->expected_seq == p->base)
+        if (it->finished || !q->has_expected_seq || q->expected_seq == rp->p->base)
             continue;
         if (q->producer != NULL && q->has_offset) {
-            void **slot = hmap_get(&last, q->producer, strlen(q->producer));
+            void **slot = hmap_get(&rp->last, q->producer, strlen(q->producer));
             if (slot != NULL && q->offset <= *(int64_t *)*slot)
                 continue; /* a duplicate: answered below with duplicate:true */
         }
         finish_item(it, st_errf(it->err, ST_ECONFLICT,
                                 "expected_seq %lld, but table \"%s\" is at seq %lld",
-                                (long long)q->expected_seq, t->name, (long long)p->base));
+                                (long long)q->expected_seq, b->t->name, (long long)rp->p->base));
     }
+}
 
-    /* replay the changes in arrival order */
-    size_t caprows = 0, nrows = 0;
-    struct outrow *rows = NULL;
-    bool advances_producer = false;
+static void push_row(struct replay *rp, struct outrow r)
+{
+    if (rp->nrows == rp->caprows) {
+        rp->caprows = rp->caprows ? rp->caprows * 2 : 256;
+        rp->rows = xreallocarray(rp->rows, rp->caprows, sizeof *rp->rows);
+    }
+    rp->rows[rp->nrows++] = r;
+}
+
+/* Replay change j of item i on its key's state, counting it in the item's result. */
+static void replay_change(struct replay *rp, size_t i, size_t j)
+{
+    struct cbatch *b = rp->b;
+    const struct table *t = b->t;
+    struct item *it = b->items[i];
+    const struct change *ch = &it->req->changes[j];
+    if (t->npk == 0) {
+        /* no key: every upsert appends (deletes were refused up front) */
+        push_row(rp, (struct outrow){(uint32_t)i, (uint32_t)j, UINT32_MAX});
+        it->res->inserted++;
+        return;
+    }
+    struct kstate *s = &b->st[rp->kidx[rp->koff[i] + j]];
+    if (ch->op == CHANGE_DELETE) {
+        if (!s->exists) {
+            it->res->missing++;
+        } else {
+            it->res->deleted++;
+            s->exists = false;
+            s->touched = true;
+        }
+        return;
+    }
+    bool vnull = true;
+    buf_reset(&rp->vb);
+    if (t->version_col >= 0) {
+        const struct st_value *vv = &ch->vals[t->version_col];
+        vnull = vv->null;
+        if (!vnull)
+            key_encode_value(t->cols[t->version_col].type, vv, &rp->vb);
+        if (s->exists && version_lower(b, s, vnull, rp->vb.data, rp->vb.len)) {
+            it->res->stale++;
+            return;
+        }
+    }
+    if (s->exists)
+        it->res->updated++;
+    else
+        it->res->inserted++;
+    s->exists = true;
+    s->touched = true;
+    s->item = (uint32_t)i;
+    s->change = (uint32_t)j;
+    s->ver_null = vnull;
+    if (!vnull) {
+        s->ver_off = (uint32_t)b->vers.len;
+        s->ver_len = (uint32_t)rp->vb.len;
+        buf_append(&b->vers, rp->vb.data, rp->vb.len);
+    }
+}
+
+/* Replay the items in arrival order; a duplicate delivery changes nothing. */
+static void replay_items(struct replay *rp)
+{
+    struct cbatch *b = rp->b;
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = b->items[i];
         if (it->finished)
@@ -373,7 +490,7 @@ int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow *
         const struct change_req *q = it->req;
         memset(it->res, 0, sizeof *it->res);
         if (q->producer != NULL && q->has_offset) {
-            void **slot = hmap_put(&last, q->producer, strlen(q->producer), NULL);
+            void **slot = hmap_put(&rp->last, q->producer, strlen(q->producer), NULL);
             if (*slot != NULL && q->offset <= *(int64_t *)*slot) {
                 it->res->duplicate = true;
                 continue;
@@ -381,84 +498,35 @@ int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow *
             if (*slot == NULL)
                 *slot = xmalloc(sizeof(int64_t));
             *(int64_t *)*slot = q->offset;
-            advances_producer = true;
+            rp->advances_producer = true;
         }
-        for (size_t j = 0; j < q->nchanges; j++) {
-            const struct change *ch = &q->changes[j];
-            if (t->npk == 0) {
-                /* no key: every upsert appends (deletes were refused up front) */
-                if (nrows == caprows) {
-                    caprows = caprows ? caprows * 2 : 256;
-                    rows = xreallocarray(rows, caprows, sizeof *rows);
-                }
-                rows[nrows++] = (struct outrow){(uint32_t)i, (uint32_t)j, UINT32_MAX};
-                it->res->inserted++;
-                continue;
-            }
-            struct kstate *s = &b->st[kidx[koff[i] + j]];
-            if (ch->op == CHANGE_DELETE) {
-                if (!s->exists) {
-                    it->res->missing++;
-                } else {
-                    it->res->deleted++;
-                    s->exists = false;
-                    s->touched = true;
-                }
-                continue;
-            }
-            bool vnull = true;
-            buf_reset(&vb);
-            if (t->version_col >= 0) {
-                const struct st_value *vv = &ch->vals[t->version_col];
-                vnull = vv->null;
-                if (!vnull)
-                    key_encode_value(t->cols[t->version_col].type, vv, &vb);
-                if (s->exists && version_lower(b, s, vnull, vb.data, vb.len)) {
-                    it->res->stale++;
-                    continue;
-                }
-            }
-            if (s->exists)
-                it->res->updated++;
-            else
-                it->res->inserted++;
-            s->exists = true;
-            s->touched = true;
-            s->item = (uint32_t)i;
-            s->change = (uint32_t)j;
-            s->ver_null = vnull;
-            if (!vnull) {
-                s->ver_off = (uint32_t)b->vers.len;
-                s->ver_len = (uint32_t)vb.len;
-                buf_append(&b->vers, vb.data, vb.len);
-            }
-        }
+        for (size_t j = 0; j < q->nchanges; j++)
+            replay_change(rp, i, j);
     }
-    free(kidx);
-    free(koff);
-    buf_free(&vb);
+}
 
-    /* outcome per key */
+/*
+ * The outcome per key: its old row's position joins its file's DV, its
+ * surviving upsert becomes a row of the new file, a deleted key leaves the
+ * key index. Rows are sorted in arrival order.
+ */
+static int key_outcomes(struct replay *rp, struct st_err *err)
+{
+    struct cbatch *b = rp->b;
+    struct plan *p = rp->p;
     for (size_t k = 0; k < b->nst; k++) {
         struct kstate *s = &b->st[k];
         if (!s->touched)
             continue;
         if (s->orig_exists) {
             struct tfile *f = find_file(p, s->orig_file);
-            if (f == NULL) {
-                free(rows);
-                free_map_values(&last);
+            if (f == NULL)
                 return st_errf(err, ST_EINTERNAL, "key index points at unknown file %lld",
                                (long long)s->orig_file);
-            }
             dv_add(f->add, (uint64_t)s->orig_pos);
         }
         if (s->exists) {
-            if (nrows == caprows) {
-                caprows = caprows ? caprows * 2 : 256;
-                rows = xreallocarray(rows, caprows, sizeof *rows);
-            }
-            rows[nrows++] = (struct outrow){s->item, s->change, (uint32_t)k};
+            push_row(rp, (struct outrow){s->item, s->change, (uint32_t)k});
         } else if (s->orig_exists) {
             if (p->ndel == 0)
                 key_array_begin(&p->del_keys, p->i8, 0);
@@ -468,10 +536,14 @@ int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow *
     }
     if (p->ndel > 0)
         array_set_count(&p->del_keys, p->ndel);
-    if (nrows > 1)
-        qsort(rows, nrows, sizeof *rows, cmp_outrow);
+    if (rp->nrows > 1)
+        qsort(rp->rows, rp->nrows, sizeof *rp->rows, cmp_outrow);
+    return ST_OK;
+}
 
-    /* files that only had stale upserts stay untouched */
+/* Files that only had stale upserts stay untouched. */
+static void drop_untouched_files(struct plan *p)
+{
     size_t kept = 0;
     for (size_t i = 0; i < p->nfiles; i++) {
         if (dv_is_empty(p->files[i].add)) {
@@ -483,68 +555,106 @@ int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow *
         p->files[kept++] = p->files[i];
     }
     p->nfiles = kept;
+}
 
-    /* key index: positions follow the order of rows; keys that exist are
-       updated in place (HOT), new ones inserted */
-    if (t->npk > 0 && nrows > 0) {
-        key_array_begin(&p->upd_keys, p->i8, 0);
-        pga_begin(&p->upd_pos, PG_OID_INT8, 0);
-        pga_begin(&p->upd_vers, PG_OID_BYTEA, 0);
-        key_array_begin(&p->ins_keys, p->i8, 0);
-        pga_begin(&p->ins_pos, PG_OID_INT8, 0);
-        pga_begin(&p->ins_vers, PG_OID_BYTEA, 0);
-        for (size_t i = 0; i < nrows; i++) {
-            const struct kstate *s = &b->st[rows[i].st];
-            bool upd = s->orig_exists;
-            struct buf *keys = upd ? &p->upd_keys : &p->ins_keys;
-            struct buf *pos = upd ? &p->upd_pos : &p->ins_pos;
-            struct buf *vers = upd ? &p->upd_vers : &p->ins_vers;
-            key_array_add(keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
-            pga_i64(pos, (int64_t)i);
-            if (s->ver_null || t->version_col < 0) {
-                pga_null(vers);
-                *(upd ? &p->upd_vers_nulls : &p->ins_vers_nulls) = true;
-            } else {
-                pga_bytes(vers, b->vers.data + s->ver_off, s->ver_len);
-            }
-            (*(upd ? &p->nupd : &p->nins))++;
+/* Key index: positions follow the order of rows; keys that exist are
+   updated in place (HOT), new ones inserted. */
+static void plan_key_rows(struct replay *rp)
+{
+    const struct cbatch *b = rp->b;
+    const struct table *t = b->t;
+    struct plan *p = rp->p;
+    if (t->npk == 0 || rp->nrows == 0)
+        return;
+    key_array_begin(&p->upd_keys, p->i8, 0);
+    pga_begin(&p->upd_pos, PG_OID_INT8, 0);
+    pga_begin(&p->upd_vers, PG_OID_BYTEA, 0);
+    key_array_begin(&p->ins_keys, p->i8, 0);
+    pga_begin(&p->ins_pos, PG_OID_INT8, 0);
+    pga_begin(&p->ins_vers, PG_OID_BYTEA, 0);
+    for (size_t i = 0; i < rp->nrows; i++) {
+        const struct kstate *s = &b->st[rp->rows[i].st];
+        bool upd = s->orig_exists;
+        struct buf *keys = upd ? &p->upd_keys : &p->ins_keys;
+        struct buf *pos = upd ? &p->upd_pos : &p->ins_pos;
+        struct buf *vers = upd ? &p->upd_vers : &p->ins_vers;
+        key_array_add(keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
+        pga_i64(pos, (int64_t)i);
+        if (s->ver_null || t->version_col < 0) {
+            pga_null(vers);
+            *(upd ? &p->upd_vers_nulls : &p->ins_vers_nulls) = true;
+        } else {
+            pga_bytes(vers, b->vers.data + s->ver_off, s->ver_len);
         }
-        array_set_count(&p->upd_keys, p->nupd);
-        array_set_count(&p->upd_pos, p->nupd);
-        array_set_count(&p->upd_vers, p->nupd);
-        array_set_count(&p->ins_keys, p->nins);
-        array_set_count(&p->ins_pos, p->nins);
-        array_set_count(&p->ins_vers, p->nins);
-        if (p->upd_vers_nulls)
-            pga_set_has_nulls(&p->upd_vers);
-        if (p->ins_vers_nulls)
-            pga_set_has_nulls(&p->ins_vers);
+        (*(upd ? &p->nupd : &p->nins))++;
     }
+    array_set_count(&p->upd_keys, p->nupd);
+    array_set_count(&p->upd_pos, p->nupd);
+    array_set_count(&p->upd_vers, p->nupd);
+    array_set_count(&p->ins_keys, p->nins);
+    array_set_count(&p->ins_pos, p->nins);
+    array_set_count(&p->ins_vers, p->nins);
+    if (p->upd_vers_nulls)
+        pga_set_has_nulls(&p->upd_vers);
+    if (p->ins_vers_nulls)
+        pga_set_has_nulls(&p->ins_vers);
+}
 
-    /* producers */
-    if (advances_producer) {
-        uint32_t n = 0;
-        size_t it = 0;
-        while (hmap_next(&last, &it, NULL, NULL, NULL))
-            n++;
-        pga_begin(&p->prod_names, PG_OID_TEXT, n);
-        pga_begin(&p->prod_offsets, PG_OID_INT8, n);
-        it = 0;
-        const uint8_t *k;
-        size_t kl;
-        void *v;
-        while (hmap_next(&last, &it, &k, &kl, &v)) {
-            pga_bytes(&p->prod_names, k, kl);
-            pga_i64(&p->prod_offsets, *(int64_t *)v);
-        }
-        p->nprod = n;
+/* Every producer's offset after the batch (those it did not advance too). */
+static void plan_producers(struct replay *rp)
+{
+    struct plan *p = rp->p;
+    if (!rp->advances_producer)
+        return;
+    uint32_t n = 0;
+    size_t it = 0;
+    while (hmap_next(&rp->last, &it, NULL, NULL, NULL))
+        n++;
+    pga_begin(&p->prod_names, PG_OID_TEXT, n);
+    pga_begin(&p->prod_offsets, PG_OID_INT8, n);
+    it = 0;
+    const uint8_t *k;
+    size_t kl;
+    void *v;
+    while (hmap_next(&rp->last, &it, &k, &kl, &v)) {
+        pga_bytes(&p->prod_names, k, kl);
+        pga_i64(&p->prod_offsets, *(int64_t *)v);
     }
-    free_map_values(&last);
+    p->nprod = n;
+}
 
-    *nothing = nrows == 0 && p->nfiles == 0 && p->ndel == 0 && !advances_producer;
-    *rows_out = rows;
-    *nrows_out = nrows;
-    return ST_OK;
+int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
+                    size_t *nrows_out, bool *nothing, struct st_err *err)
+{
+    struct replay rp;
+    memset(&rp, 0, sizeof rp);
+    rp.b = b;
+    rp.p = p;
+    rp.vb = (struct buf)BUF_INIT;
+    p->i8 = key_is_i8(b->t);
+    index_keys(&rp);
+    hmap_init(&rp.last);
+    int rc = read_base(c, b, p, &rp.last, err);
+    if (rc == ST_OK) {
+        check_expected_seq(&rp);
+        replay_items(&rp);
+        rc = key_outcomes(&rp, err);
+    }
+    free(rp.kidx);
+    free(rp.koff);
+    buf_free(&rp.vb);
+    if (rc == ST_OK) {
+        drop_untouched_files(p);
+        plan_key_rows(&rp);
+        plan_producers(&rp);
+        *nothing = rp.nrows == 0 && p->nfiles == 0 && p->ndel == 0 && !rp.advances_producer;
+        *rows_out = rp.rows;
+        *nrows_out = rp.nrows;
+    } else {
+        free(rp.rows);
+    }
+    free_map_values(&rp.last);
+    return rc;
 }
 
 void plan_idem(struct plan *p, struct cbatch *b, int64_t seq)

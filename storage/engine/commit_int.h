@@ -117,6 +117,8 @@ void cplan_reset(struct plan *p);
 void cplan_free(struct plan *p);
 /* Sleep a jittered, growing delay before retry `attempt` (1-based). */
 void backoff(int attempt);
+/* Fault injection (tests): exit the process between the blob writes and the commit. */
+void eng__crash_point(struct engine *e);
 void record_batch_metric(struct engine *e, size_t n);
 
 /* ---- blobs (commit_blobs.c) ---- */
@@ -201,6 +203,14 @@ int send_sql(struct pipe *pp, const char *sql, int nparams, const char *const *v
  */
 enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struct table *t, struct plan *p,
                                struct st_err *err);
+/*
+ * After an attempt that did not commit (CONFLICT, IDEM_RACE or FAILED):
+ * delete its Puffin file, count it, and either get ready for the next
+ * attempt (ST_OK: a connection in *c, backoff slept) or give up (the error,
+ * ST_ECONFLICT once e->o.commit_retries retries are spent).
+ */
+int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
+                            const struct table *t, const struct plan *p, struct st_err *err);
 
 /* ---- a change batch (commit_base.c) ---- */
 

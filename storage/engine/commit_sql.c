@@ -206,157 +206,165 @@ static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int ol
     return FAILED;
 }
 
-enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struct table *t, struct plan *p,
-                               struct st_err *err)
+/* The DV rows of a commit as binary arrays: DVs closed, files removed, new DVs. */
+struct dv_rows {
+    struct buf closed, removed, file, offset, length, card;
+    uint32_t nclosed, nremoved, nnew;
+};
+
+static void dv_rows_build(const struct plan *p, struct dv_rows *a)
 {
-    PGconn *c = *cp;
-    struct eng__num tid, base, next, frows, fsize;
-    eng__i64(&tid, t->id);
-    eng__i64(&base, p->base);
-    eng__i64(&next, p->base + 1);
-    st_uuid_v4(p->commit_id);
-    st_uuid_format(p->commit_id, p->commit_id_s);
-
-    /* fault injection (tests): lose the CAS on this attempt */
-    bool force_conflict = (p->attempt == 0 && atomic_load(&e->fault_conflict_first) > 0) ||
-                          atomic_load(&e->fault_conflicts) > 0;
-    if (force_conflict && !(p->attempt == 0 && atomic_load(&e->fault_conflict_first) > 0))
-        atomic_fetch_sub(&e->fault_conflicts, 1);
-    struct eng__num wrong;
-    const char *cas_vals[2] = {tid.s,
-                               force_conflict ? eng__i64(&wrong, p->base + 1000000) : base.s};
-
-    /* arrays for DV rows */
-    struct buf closed = BUF_INIT, removed = BUF_INIT, dvf = BUF_INIT, dvo = BUF_INIT,
-               dvl = BUF_INIT, dvc = BUF_INIT;
-    uint32_t nclosed = 0, nremoved = 0, nnew = 0;
+    memset(a, 0, sizeof *a);
     for (size_t i = 0; i < p->nfiles; i++) {
         if (p->files[i].has_dv)
-            nclosed++;
+            a->nclosed++;
         if (p->files[i].removed)
-            nremoved++;
+            a->nremoved++;
         else
-            nnew++;
+            a->nnew++;
     }
-    pga_begin(&closed, PG_OID_INT8, nclosed);
-    pga_begin(&removed, PG_OID_INT8, nremoved);
-    pga_begin(&dvf, PG_OID_INT8, nnew);
-    pga_begin(&dvo, PG_OID_INT8, nnew);
-    pga_begin(&dvl, PG_OID_INT8, nnew);
-    pga_begin(&dvc, PG_OID_INT8, nnew);
+    pga_begin(&a->closed, PG_OID_INT8, a->nclosed);
+    pga_begin(&a->removed, PG_OID_INT8, a->nremoved);
+    pga_begin(&a->file, PG_OID_INT8, a->nnew);
+    pga_begin(&a->offset, PG_OID_INT8, a->nnew);
+    pga_begin(&a->length, PG_OID_INT8, a->nnew);
+    pga_begin(&a->card, PG_OID_INT8, a->nnew);
     for (size_t i = 0; i < p->nfiles; i++) {
         const struct tfile *f = &p->files[i];
         if (f->has_dv)
-            pga_i64(&closed, f->id);
+            pga_i64(&a->closed, f->id);
         if (f->removed) {
-            pga_i64(&removed, f->id);
+            pga_i64(&a->removed, f->id);
         } else {
-            pga_i64(&dvf, f->id);
-            pga_i64(&dvo, f->blob_offset);
-            pga_i64(&dvl, f->blob_length);
-            pga_i64(&dvc, (int64_t)dv_cardinality(f->merged));
+            pga_i64(&a->file, f->id);
+            pga_i64(&a->offset, f->blob_offset);
+            pga_i64(&a->length, f->blob_length);
+            pga_i64(&a->card, (int64_t)dv_cardinality(f->merged));
         }
     }
+}
 
-    enum commit_outcome out = FAILED;
-    struct pipe pp;
-    int idem_stmt = -1;
-    if (pipe_begin(&pp, c, err) != ST_OK)
-        goto done;
-    const int b2[8] = {0, 0, 1, 1, 1, 1, 1, 1};
-    int rc = send_sql(&pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
-    if (rc == ST_OK)
-        rc = send_sql(&pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
-    if (rc == ST_OK)
-        rc = send_sql(&pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
-    if (rc == ST_OK) {
-        const char *v[5] = {tid.s, next.s, p->operation, p->commit_id_s, p->summary};
-        rc = send_sql(&pp, SQL_SNAPSHOT, 5, v, NULL, NULL, 0, err);
-    }
-    struct eng__num fid;
-    eng__i64(&fid, p->file_id);
+static void dv_rows_free(struct dv_rows *a)
+{
+    buf_free(&a->closed);
+    buf_free(&a->removed);
+    buf_free(&a->file);
+    buf_free(&a->offset);
+    buf_free(&a->length);
+    buf_free(&a->card);
+}
+
+/* The text parameters every statement of the commit shares. */
+struct commit_params {
+    struct eng__num tid, base, next, fid;
+};
+
+/* Queue the snapshot, the data file and the DV rows. */
+static int send_files(struct pipe *pp, const struct plan *p, const struct commit_params *cp,
+                      const struct dv_rows *a, struct st_err *err)
+{
+    const int b2[3] = {0, 0, 1};
+    const char *v5[5] = {cp->tid.s, cp->next.s, p->operation, p->commit_id_s, p->summary};
+    int rc = send_sql(pp, SQL_SNAPSHOT, 5, v5, NULL, NULL, 0, err);
     if (rc == ST_OK && p->has_file) {
-        const char *v[7] = {tid.s,
+        struct eng__num frows, fsize;
+        const char *v[7] = {cp->tid.s,
                             p->file_rel,
                             eng__i64(&frows, p->file_rows),
                             eng__i64(&fsize, p->file_size),
-                            next.s,
+                            cp->next.s,
                             p->file_stats,
-                            fid.s};
-        rc = send_sql(&pp, SQL_FILE, 7, v, NULL, NULL, 0, err);
+                            cp->fid.s};
+        rc = send_sql(pp, SQL_FILE, 7, v, NULL, NULL, 0, err);
     }
-    if (rc == ST_OK && nremoved > 0) {
-        const char *v[3] = {tid.s, next.s, (const char *)removed.data};
-        int l[3] = {0, 0, (int)removed.len};
-        rc = send_sql(&pp, SQL_REMOVE_FILES, 3, v, l, b2, 0, err);
+    if (rc == ST_OK && a->nremoved > 0) {
+        const char *v[3] = {cp->tid.s, cp->next.s, (const char *)a->removed.data};
+        int l[3] = {0, 0, (int)a->removed.len};
+        rc = send_sql(pp, SQL_REMOVE_FILES, 3, v, l, b2, 0, err);
     }
-    if (rc == ST_OK && nclosed > 0) {
-        const char *v[3] = {tid.s, next.s, (const char *)closed.data};
-        int l[3] = {0, 0, (int)closed.len};
-        rc = send_sql(&pp, SQL_CLOSE_DVS, 3, v, l, b2, 0, err);
+    if (rc == ST_OK && a->nclosed > 0) {
+        const char *v[3] = {cp->tid.s, cp->next.s, (const char *)a->closed.data};
+        int l[3] = {0, 0, (int)a->closed.len};
+        rc = send_sql(pp, SQL_CLOSE_DVS, 3, v, l, b2, 0, err);
     }
-    if (rc == ST_OK && nnew > 0) {
-        const char *v[7] = {tid.s,
-                            next.s,
+    if (rc == ST_OK && a->nnew > 0) {
+        const char *v[7] = {cp->tid.s,
+                            cp->next.s,
                             p->puffin_rel,
-                            (const char *)dvf.data,
-                            (const char *)dvo.data,
-                            (const char *)dvl.data,
-                            (const char *)dvc.data};
-        int l[7] = {0, 0, 0, (int)dvf.len, (int)dvo.len, (int)dvl.len, (int)dvc.len};
+                            (const char *)a->file.data,
+                            (const char *)a->offset.data,
+                            (const char *)a->length.data,
+                            (const char *)a->card.data};
+        int l[7] = {
+            0, 0, 0, (int)a->file.len, (int)a->offset.len, (int)a->length.len, (int)a->card.len};
         const int f7[7] = {0, 0, 0, 1, 1, 1, 1};
-        rc = send_sql(&pp, SQL_ADD_DVS, 7, v, l, f7, 0, err);
+        rc = send_sql(pp, SQL_ADD_DVS, 7, v, l, f7, 0, err);
     }
+    return rc;
+}
+
+/* Queue one key-index upsert or insert: keys, positions and versions as arrays. */
+static int send_key_rows(struct pipe *pp, const char *sql, const struct commit_params *cp,
+                         const struct buf *keys, const struct buf *pos, const struct buf *vers,
+                         struct st_err *err)
+{
+    const int f6[6] = {0, 0, 0, 1, 1, 1};
+    const char *v[6] = {cp->tid.s,
+                        cp->next.s,
+                        cp->fid.s,
+                        (const char *)keys->data,
+                        (const char *)pos->data,
+                        (const char *)vers->data};
+    int l[6] = {0, 0, 0, (int)keys->len, (int)pos->len, (int)vers->len};
+    return send_sql(pp, sql, 6, v, l, f6, 0, err);
+}
+
+/* Queue the key index's deletes, updates and inserts. */
+static int send_keys(struct pipe *pp, const struct table *t, const struct plan *p,
+                     const struct commit_params *cp, struct st_err *err)
+{
     const bool i8 = key_is_i8(t);
-    if (rc == ST_OK && p->delete_all_keys) {
-        const char *v[1] = {tid.s};
-        rc = send_sql(&pp,
+    int rc = ST_OK;
+    if (p->delete_all_keys) {
+        const char *v[1] = {cp->tid.s};
+        rc = send_sql(pp,
                       i8 ? SQL_DELETE_ALL_KEYS("strike.key_index_i8")
                          : SQL_DELETE_ALL_KEYS("strike.key_index"),
                       1, v, NULL, NULL, 0, err);
     }
     if (rc == ST_OK && p->ndel > 0) {
-        const char *v[2] = {tid.s, (const char *)p->del_keys.data};
+        const char *v[2] = {cp->tid.s, (const char *)p->del_keys.data};
         int l[2] = {0, (int)p->del_keys.len};
         const int f2[2] = {0, 1};
-        rc = send_sql(&pp,
+        rc = send_sql(pp,
                       i8 ? SQL_DELETE_KEYS("strike.key_index_i8", "bigint")
                          : SQL_DELETE_KEYS("strike.key_index", "bytea"),
                       2, v, l, f2, 0, err);
     }
-    const int f6[6] = {0, 0, 0, 1, 1, 1};
-    if (rc == ST_OK && p->nupd > 0) {
-        const char *v[6] = {tid.s,
-                            next.s,
-                            fid.s,
-                            (const char *)p->upd_keys.data,
-                            (const char *)p->upd_pos.data,
-                            (const char *)p->upd_vers.data};
-        int l[6] = {0, 0, 0, (int)p->upd_keys.len, (int)p->upd_pos.len, (int)p->upd_vers.len};
-        rc = send_sql(&pp,
-                      i8 ? SQL_UPDATE_KEYS("strike.key_index_i8", "bigint")
-                         : SQL_UPDATE_KEYS("strike.key_index", "bytea"),
-                      6, v, l, f6, 0, err);
-    }
-    if (rc == ST_OK && p->nins > 0) {
-        const char *v[6] = {tid.s,
-                            next.s,
-                            fid.s,
-                            (const char *)p->ins_keys.data,
-                            (const char *)p->ins_pos.data,
-                            (const char *)p->ins_vers.data};
-        int l[6] = {0, 0, 0, (int)p->ins_keys.len, (int)p->ins_pos.len, (int)p->ins_vers.len};
-        rc = send_sql(&pp,
-                      i8 ? SQL_INSERT_KEYS("strike.key_index_i8", "bigint")
-                         : SQL_INSERT_KEYS("strike.key_index", "bytea"),
-                      6, v, l, f6, 0, err);
-    }
-    if (rc == ST_OK && p->nprod > 0) {
-        const char *v[4] = {tid.s, next.s, (const char *)p->prod_names.data,
+    if (rc == ST_OK && p->nupd > 0)
+        rc = send_key_rows(pp,
+                           i8 ? SQL_UPDATE_KEYS("strike.key_index_i8", "bigint")
+                              : SQL_UPDATE_KEYS("strike.key_index", "bytea"),
+                           cp, &p->upd_keys, &p->upd_pos, &p->upd_vers, err);
+    if (rc == ST_OK && p->nins > 0)
+        rc = send_key_rows(pp,
+                           i8 ? SQL_INSERT_KEYS("strike.key_index_i8", "bigint")
+                              : SQL_INSERT_KEYS("strike.key_index", "bytea"),
+                           cp, &p->ins_keys, &p->ins_pos, &p->ins_vers, err);
+    return rc;
+}
+
+/* Queue the producer offsets and the idempotency records; *idem_stmt: the latter's index. */
+static int send_producers_idem(struct pipe *pp, const struct table *t, const struct plan *p,
+                               const struct commit_params *cp, int *idem_stmt, struct st_err *err)
+{
+    int rc = ST_OK;
+    if (p->nprod > 0) {
+        const char *v[4] = {cp->tid.s, cp->next.s, (const char *)p->prod_names.data,
                             (const char *)p->prod_offsets.data};
         int l[4] = {0, 0, (int)p->prod_names.len, (int)p->prod_offsets.len};
         const int f4[4] = {0, 0, 1, 1};
-        rc = send_sql(&pp, SQL_PRODUCERS, 4, v, l, f4, 0, err);
+        rc = send_sql(pp, SQL_PRODUCERS, 4, v, l, f4, 0, err);
     }
     if (rc == ST_OK && p->nidem > 0) {
         const char *v[5] = {t->name, (const char *)p->idem_keys.data,
@@ -364,17 +372,80 @@ enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struct table
                             eng__op_name(p->idem_op)};
         int l[5] = {0, (int)p->idem_keys.len, (int)p->idem_hashes.len, (int)p->idem_bodies.len, 0};
         const int f5[5] = {0, 1, 1, 1, 0};
-        idem_stmt = pp.n;
-        rc = send_sql(&pp, SQL_IDEM, 5, v, l, f5, 0, err);
+        *idem_stmt = pp->n;
+        rc = send_sql(pp, SQL_IDEM, 5, v, l, f5, 0, err);
     }
+    return rc;
+}
+
+/* The seq the CAS expects: the base, or (fault injection in tests) one it cannot be at. */
+static const char *cas_expected(struct engine *e, const struct plan *p, struct eng__num *n)
+{
+    bool first = p->attempt == 0 && atomic_load(&e->fault_conflict_first) > 0;
+    bool force = first || atomic_load(&e->fault_conflicts) > 0;
+    if (force && !first)
+        atomic_fetch_sub(&e->fault_conflicts, 1);
+    return eng__i64(n, force ? p->base + 1000000 : p->base);
+}
+
+/* Queue the whole transaction, BEGIN to COMMIT. */
+static int send_commit(struct engine *e, struct pipe *pp, const struct table *t,
+                       const struct plan *p, int *idem_stmt, struct st_err *err)
+{
+    struct commit_params cp;
+    eng__i64(&cp.tid, t->id);
+    eng__i64(&cp.next, p->base + 1);
+    eng__i64(&cp.fid, p->file_id);
+    const char *cas_vals[2] = {cp.tid.s, cas_expected(e, p, &cp.base)};
+    struct dv_rows a;
+    dv_rows_build(p, &a);
+    int rc = send_sql(pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK)
-        rc = send_sql(&pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
-    if (rc != ST_OK) {
+        rc = send_sql(pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = send_sql(pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = send_files(pp, p, &cp, &a, err);
+    if (rc == ST_OK)
+        rc = send_keys(pp, t, p, &cp, err);
+    if (rc == ST_OK)
+        rc = send_producers_idem(pp, t, p, &cp, idem_stmt, err);
+    if (rc == ST_OK)
+        rc = send_sql(pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
+    dv_rows_free(&a);
+    return rc;
+}
+
+/* The outcome of a pipeline that ran: which statement failed, and how. */
+static enum commit_outcome classify(PGconn *c, const struct pipe *pp, int idem_stmt,
+                                    struct st_err *err)
+{
+    int bad = pipe_failed(pp);
+    if (bad < 0)
+        return COMMITTED;
+    if (strcmp(pipe_sqlstate(pp, bad), "40001") == 0)
+        return CONFLICT;
+    if (bad == idem_stmt && strcmp(pipe_sqlstate(pp, bad), "23505") == 0)
+        return IDEM_RACE;
+    cat_fail(c, pp->res[bad], "commit", err);
+    return FAILED;
+}
+
+enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struct table *t, struct plan *p,
+                               struct st_err *err)
+{
+    PGconn *c = *cp;
+    st_uuid_v4(p->commit_id);
+    st_uuid_format(p->commit_id, p->commit_id_s);
+    struct pipe pp;
+    int idem_stmt = -1;
+    if (pipe_begin(&pp, c, err) != ST_OK)
+        return FAILED;
+    if (send_commit(e, &pp, t, p, &idem_stmt, err) != ST_OK) {
         PQexitPipelineMode(c);
         pipe_clear(&pp);
-        goto done;
+        return FAILED;
     }
-
     int pid = PQbackendPID(c);
     if (atomic_load(&e->fault_drop_at_commit) > 0) {
         /* fault injection (tests): the connection dies right after COMMIT is sent */
@@ -383,37 +454,19 @@ enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struct table
         PQflush(c);
         shutdown(PQsocket(c), SHUT_RDWR);
     }
-    rc = pipe_run(&pp, err);
+    int rc = pipe_run(&pp, err);
     if (rc == ST_EUNAVAIL || PQstatus(c) != CONNECTION_OK) {
         pipe_clear(&pp);
         st_err_clear(err);
-        out = resolve_unknown(e, cp, pid, p, err);
-        goto done;
+        return resolve_unknown(e, cp, pid, p, err);
     }
     if (rc != ST_OK) {
         pipe_clear(&pp);
-        goto done;
+        return FAILED;
     }
-    int bad = pipe_failed(&pp);
-    if (bad < 0) {
-        out = COMMITTED;
-    } else if (strcmp(pipe_sqlstate(&pp, bad), "40001") == 0) {
-        out = CONFLICT;
-    } else if (bad == idem_stmt && strcmp(pipe_sqlstate(&pp, bad), "23505") == 0) {
-        out = IDEM_RACE;
-    } else {
-        cat_fail(c, pp.res[bad], "commit", err);
-        out = FAILED;
-    }
+    enum commit_outcome out = classify(c, &pp, idem_stmt, err);
     pipe_clear(&pp);
     eng__rollback(c);
-done:
-    buf_free(&closed);
-    buf_free(&removed);
-    buf_free(&dvf);
-    buf_free(&dvo);
-    buf_free(&dvl);
-    buf_free(&dvc);
     return out;
 }
 
