@@ -12,6 +12,7 @@
 #include "common/xalloc.h"
 #include "dv/dv.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -502,6 +503,10 @@ static void replay_items(struct replay *rp)
         }
         for (size_t j = 0; j < q->nchanges; j++)
             replay_change(rp, i, j);
+        /* counts add up: every change is counted once */
+        assert(it->res->inserted + it->res->updated + it->res->deleted + it->res->missing +
+                   it->res->stale ==
+               (int64_t)q->nchanges);
     }
 }
 
@@ -557,6 +562,22 @@ static void drop_untouched_files(struct plan *p)
     p->nfiles = kept;
 }
 
+#ifndef NDEBUG
+/* No key state appears twice among the rows (for asserts). */
+static bool rows_one_per_key(const struct replay *rp)
+{
+    uint8_t *seen = xcalloc(rp->b->nst ? rp->b->nst : 1, 1);
+    bool ok = true;
+    for (size_t i = 0; ok && i < rp->nrows; i++) {
+        ok = rp->rows[i].st < rp->b->nst && !seen[rp->rows[i].st];
+        if (ok)
+            seen[rp->rows[i].st] = 1;
+    }
+    free(seen);
+    return ok;
+}
+#endif
+
 /* Key index: positions follow the order of rows; keys that exist are
    updated in place (HOT), new ones inserted. */
 static void plan_key_rows(struct replay *rp)
@@ -588,6 +609,9 @@ static void plan_key_rows(struct replay *rp)
         }
         (*(upd ? &p->nupd : &p->nins))++;
     }
+    /* one row per key: each surviving key is one row of the new file, one key-index row */
+    assert(p->nupd + p->nins == rp->nrows);
+    assert(rows_one_per_key(rp));
     array_set_count(&p->upd_keys, p->nupd);
     array_set_count(&p->upd_pos, p->nupd);
     array_set_count(&p->upd_vers, p->nupd);

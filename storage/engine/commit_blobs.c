@@ -13,6 +13,7 @@
 #include "dv/puffin.h"
 #include "parquet/parquet.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -28,6 +29,20 @@ static char *new_blob_rel(const struct table *t, const char *kind, const char *e
     st_uuid_format(u, s);
     return xasprintf("tables/%s/%s/%s.%s", t->uuid, kind, s, ext);
 }
+
+#ifndef NDEBUG
+/* Does `a` hold every position of `b`? (for asserts) */
+static bool dv_holds_all(const struct dv *a, const struct dv *b)
+{
+    struct dv_iter it;
+    dv_iter_init(&it, b);
+    uint64_t pos;
+    while (dv_iter_next(&it, &pos))
+        if (!dv_contains(a, pos))
+            return false;
+    return true;
+}
+#endif
 
 void unlink_rel(struct engine *e, const char *rel)
 {
@@ -147,17 +162,21 @@ int write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st
             f->removed = true;
             continue;
         }
+        const struct dv *base = NULL;
+        void *h = NULL;
         if (f->has_dv) {
-            const struct dv *base;
-            void *h;
             rc = dvc__get(e, f->dv_path, f->dv_offset, f->dv_length, f->dv_card, &base, &h, err);
             if (rc != ST_OK)
                 break;
             dv_union(f->merged, base);
-            dvc__release(e, h);
         }
         uint64_t before = dv_cardinality(f->merged);
         dv_union(f->merged, f->add);
+        /* DVs only grow: the file's new DV holds every position of its DV at the base seq */
+        assert(base == NULL || dv_holds_all(f->merged, base));
+        assert(dv_holds_all(f->merged, f->add));
+        if (h != NULL)
+            dvc__release(e, h);
         uint64_t added = dv_cardinality(f->add);
         uint64_t max = 0;
         if (dv_cardinality(f->merged) != before + added) {

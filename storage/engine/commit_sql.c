@@ -12,6 +12,7 @@
 #include "common/uuid.h"
 #include "dv/dv.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -417,10 +418,13 @@ static int send_commit(struct engine *e, struct pipe *pp, const struct table *t,
 }
 
 /* The outcome of a pipeline that ran: which statement failed, and how. */
-static enum commit_outcome classify(PGconn *c, const struct pipe *pp, int idem_stmt,
-                                    struct st_err *err)
+static enum commit_outcome classify(PGconn *c, const struct pipe *pp, const struct plan *p,
+                                    int idem_stmt, struct st_err *err)
 {
     int bad = pipe_failed(pp);
+    /* a commit moves the table's seq by exactly one: advance_seq (statement 1) says where to */
+    assert(bad >= 0 || eng__get_i64(pp->res[1], 0, 0) == p->base + 1);
+    (void)p;
     if (bad < 0)
         return COMMITTED;
     if (strcmp(pipe_sqlstate(pp, bad), "40001") == 0)
@@ -464,7 +468,7 @@ enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struct table
         pipe_clear(&pp);
         return FAILED;
     }
-    enum commit_outcome out = classify(c, &pp, idem_stmt, err);
+    enum commit_outcome out = classify(c, &pp, p, idem_stmt, err);
     pipe_clear(&pp);
     eng__rollback(c);
     return out;

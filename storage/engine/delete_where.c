@@ -14,6 +14,7 @@
 #include "expr/filter.h"
 #include "parquet/parquet.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -168,6 +169,8 @@ static int delete_in_file(struct engine *e, struct dscan *d, const struct snap_f
         rc = scan_file(e, d, sf, base, add, p, &ndeleted, err);
     if (h != NULL)
         dvc__release(e, h);
+    /* counts add up: each deleted row is one new position of the file's DV */
+    assert(rc != ST_OK || d->all || (int64_t)dv_cardinality(add) == ndeleted);
     if (rc != ST_OK || ndeleted == 0) {
         dv_free(add);
         return rc;
