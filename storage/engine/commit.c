@@ -95,8 +95,9 @@ void backoff(int attempt)
 {
     uint32_t r;
     st_random_bytes(&r, sizeof r);
-    long cap_us = 1000L << (attempt < 6 ? attempt : 6); /* 2 ms .. 64 ms */
-    long us = 500 + (long)(r % (uint32_t)cap_us);
+    int shift = attempt < CAT_BACKOFF_MAX_SHIFT ? attempt : CAT_BACKOFF_MAX_SHIFT;
+    long cap_us = 1000L << shift; /* 2 ms .. 64 ms */
+    long us = CAT_BACKOFF_BASE_US + (long)(r % (uint32_t)cap_us);
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
     nanosleep(&ts, NULL);
 }
@@ -141,7 +142,7 @@ int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **
                        t->name, *attempt);
     atomic_fetch_add(&e->m_retries, 1);
     int rc = ST_OK;
-    if (*c == NULL && (rc = cat_acquire(e->pool, c, 10000, err)) != ST_OK)
+    if (*c == NULL && (rc = cat_acquire(e->pool, c, CAT_WAIT_COMMIT_ACQUIRE_MS, err)) != ST_OK)
         return rc;
     backoff(*attempt);
     return ST_OK;
@@ -265,7 +266,7 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     size_t nrows = 0;
     bool committed = false;
     PGconn *c = NULL;
-    int rc = cat_acquire(e->pool, &c, 10000, &err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_COMMIT_ACQUIRE_MS, &err);
     int attempt = 0;
     record_batch_metric(e, n);
     while (rc == ST_OK) {

@@ -156,14 +156,14 @@ static void terminate_backend(PGconn *c, int pid)
     snprintf(p, sizeof p, "%d", pid);
     const char *vals[1] = {p};
     PQclear(PQexecParams(c, "SELECT pg_terminate_backend($1::int)", 1, NULL, vals, NULL, NULL, 0));
-    for (int i = 0; i < 200; i++) {
+    for (int i = 0; i < CAT_BACKEND_EXIT_POLLS; i++) {
         PGresult *r = PQexecParams(c, "SELECT 1 FROM pg_stat_activity WHERE pid = $1::int", 1, NULL,
                                    vals, NULL, NULL, 0);
         bool gone = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 0;
         PQclear(r);
         if (gone)
             return;
-        struct timespec ts = {0, 10 * 1000 * 1000};
+        struct timespec ts = {0, CAT_BACKEND_EXIT_POLL_MS * 1000L * 1000};
         nanosleep(&ts, NULL);
     }
 }
@@ -178,10 +178,10 @@ static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int ol
 {
     cat_release(e->pool, *cp, true);
     *cp = NULL;
-    for (int attempt = 0; attempt < 50; attempt++) {
+    for (int attempt = 0; attempt < CAT_RESOLVE_ATTEMPTS; attempt++) {
         struct st_err e2 = {0};
         PGconn *c;
-        if (cat_acquire(e->pool, &c, 5000, &e2) == ST_OK) {
+        if (cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, &e2) == ST_OK) {
             terminate_backend(c, old_pid);
             const char *vals[1] = {p->commit_id_s};
             PGresult *r = PQexecParams(c, "SELECT seq FROM strike.snapshots WHERE commit_id = $1",
@@ -197,7 +197,7 @@ static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int ol
             PQclear(r);
             cat_release(e->pool, c, true);
         }
-        struct timespec ts = {0, 100 * 1000 * 1000};
+        struct timespec ts = {0, CAT_RESOLVE_PAUSE_MS * 1000L * 1000};
         nanosleep(&ts, NULL);
     }
     st_errf(err, ST_EUNAVAIL,

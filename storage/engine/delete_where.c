@@ -252,7 +252,7 @@ void process_delete(struct engine *e, struct item *it)
     cplan_init(&p);
     p.operation = "delete";
     PGconn *c = NULL;
-    int rc = cat_acquire(e->pool, &c, 10000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_COMMIT_ACQUIRE_MS, err);
     int attempt = 0;
     record_batch_metric(e, 1);
     struct eng__result res = {.op = ENG__OP_DELETE, .del = it->dres};

@@ -275,7 +275,7 @@ int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *r
         if (req->columns[i] < 0 || req->columns[i] >= t->ncols)
             return st_errf(err, ST_EINVAL, "columns[%d]: no such column", i);
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     struct scan *s = xcalloc(1, sizeof *s);
@@ -483,7 +483,7 @@ int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t sn
     *files = NULL;
     *nfiles = 0;
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     struct snap_file *sf;
@@ -541,7 +541,7 @@ int engine_list_snapshots(struct engine *e, struct table *t, struct snapshot_inf
     *out = NULL;
     *n = 0;
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     struct eng__num tid;
@@ -577,7 +577,7 @@ int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **
 {
     *abs_path = NULL;
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     struct eng__num tid, fid;
