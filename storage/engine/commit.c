@@ -40,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-void cplan_init(struct plan *p)
+void eng__plan_init(struct plan *p)
 {
     memset(p, 0, sizeof *p);
 }
@@ -56,7 +56,7 @@ static void tfiles_free(struct tfile *f, size_t n)
     free(f);
 }
 
-void cplan_reset(struct plan *p)
+void eng__plan_reset(struct plan *p)
 {
     tfiles_free(p->files, p->nfiles);
     p->files = NULL;
@@ -82,16 +82,16 @@ void cplan_reset(struct plan *p)
     p->summary = NULL;
 }
 
-void cplan_free(struct plan *p)
+void eng__plan_free(struct plan *p)
 {
-    cplan_reset(p);
+    eng__plan_reset(p);
     free(p->file_rel);
     free(p->file_stats);
     memset(p, 0, sizeof *p);
 }
 
 /* Sleep a jittered, growing delay before retry `attempt` (1-based). */
-void backoff(int attempt)
+void eng__backoff(int attempt)
 {
     uint32_t r;
     st_random_bytes(&r, sizeof r);
@@ -102,7 +102,7 @@ void backoff(int attempt)
     nanosleep(&ts, NULL);
 }
 
-void record_batch_metric(struct engine *e, size_t n)
+void eng__record_batch(struct engine *e, size_t n)
 {
     int b = 0;
     size_t lim = 1;
@@ -113,7 +113,7 @@ void record_batch_metric(struct engine *e, size_t n)
     atomic_fetch_add(&e->m_batch_hist[b], 1);
 }
 
-void finish_item(struct item *it, int rc)
+void eng__finish_item(struct item *it, int rc)
 {
     it->rc = rc;
     it->finished = true;
@@ -130,7 +130,7 @@ void eng__crash_point(struct engine *e)
 int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
                             const struct table *t, const struct plan *p, struct st_err *err)
 {
-    unlink_rel(e, p->puffin_rel);
+    eng__unlink_blob(e, p->puffin_rel);
     if (out == FAILED) {
         atomic_fetch_add(&e->m_commit_failures, 1);
         return err->code ? err->code : ST_EIO;
@@ -144,7 +144,7 @@ int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **
     int rc = ST_OK;
     if (*c == NULL && (rc = cat_acquire(e->pool, c, CAT_WAIT_COMMIT_ACQUIRE_MS, err)) != ST_OK)
         return rc;
-    backoff(*attempt);
+    eng__backoff(*attempt);
     return ST_OK;
 }
 
@@ -167,7 +167,7 @@ static int write_rows(struct engine *e, const struct table *t, struct item **ite
         memcmp(prev->rows, rows, nrows * sizeof *rows) == 0)
         return ST_OK;
     if (p->has_file) {
-        unlink_rel(e, p->file_rel);
+        eng__unlink_blob(e, p->file_rel);
         free(p->file_rel);
         free(p->file_stats);
         p->file_rel = p->file_stats = NULL;
@@ -178,7 +178,7 @@ static int write_rows(struct engine *e, const struct table *t, struct item **ite
         struct st_value **rp = xcalloc(nrows, sizeof *rp);
         for (size_t i = 0; i < nrows; i++)
             rp[i] = items[rows[i].item]->req->changes[rows[i].change].vals;
-        int rc = write_parquet(e, t, rp, nrows, p, err);
+        int rc = eng__write_parquet(e, t, rp, nrows, p, err);
         free(rp);
         if (rc != ST_OK)
             return rc;
@@ -197,7 +197,7 @@ static void finish_undecided(struct item **items, size_t n, int64_t seq)
     for (size_t i = 0; i < n; i++)
         if (!items[i]->finished) {
             items[i]->res->seq = seq;
-            finish_item(items[i], ST_OK);
+            eng__finish_item(items[i], ST_OK);
         }
 }
 
@@ -208,7 +208,7 @@ static void fail_undecided(struct item **items, size_t n, int rc, const struct s
         if (!items[i]->finished) {
             st_errf(items[i]->err, rc ? rc : ST_EINTERNAL, "%s",
                     err->msg[0] ? err->msg : "commit failed");
-            finish_item(items[i], rc ? rc : ST_EINTERNAL);
+            eng__finish_item(items[i], rc ? rc : ST_EINTERNAL);
         }
     }
 }
@@ -232,14 +232,14 @@ static int commit_changes(struct engine *e, PGconn **c, struct cbatch *b, struct
     const struct table *t = b->t;
     uint64_t t_write = st_mono_ns();
     int rc = write_rows(e, t, b->items, rows, nrows, p, prev, err);
-    if (rc != ST_OK || (rc = write_dvs(e, t, p, err)) != ST_OK)
+    if (rc != ST_OK || (rc = eng__write_dvs(e, t, p, err)) != ST_OK)
         return rc;
-    plan_idem(p, b, p->base + 1);
-    p->summary = summary_changes(b, p);
+    eng__plan_idem(p, b, p->base + 1);
+    p->summary = eng__summary_changes(b, p);
     eng__crash_point(e);
     t_write = st_mono_ns() - t_write;
     uint64_t t_commit = st_mono_ns();
-    *out = run_commit(e, c, t, p, err);
+    *out = eng__run_commit(e, c, t, p, err);
     t_commit = st_mono_ns() - t_commit;
     if (st_log_get_level() <= ST_LOG_DEBUG)
         log_debug("commit table=%s base=%lld attempt=%d requests=%zu rows=%zu dvs=%zu "
@@ -259,7 +259,7 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     const struct table *t = b.t;
     struct st_err err = {0};
     struct plan p;
-    cplan_init(&p);
+    eng__plan_init(&p);
     p.operation = "changes";
     struct outrow *rows = NULL;
     struct rows_memo prev = {NULL, 0};
@@ -268,20 +268,20 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     PGconn *c = NULL;
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_COMMIT_ACQUIRE_MS, &err);
     int attempt = 0;
-    record_batch_metric(e, n);
+    eng__record_batch(e, n);
     while (rc == ST_OK) {
         bool nothing = false;
-        cplan_reset(&p);
+        eng__plan_reset(&p);
         free(rows);
         rows = NULL;
         uint64_t t_prep = st_mono_ns();
-        rc = prepare_changes(c, &b, &p, &rows, &nrows, &nothing, &err);
+        rc = eng__prepare_changes(c, &b, &p, &rows, &nrows, &nothing, &err);
         t_prep = st_mono_ns() - t_prep;
         hmap_free(&b.keys);
         if (rc != ST_OK || !any_undecided(items, n))
             break;
         if (nothing) {
-            if ((rc = store_idem_only(c, t, &b, p.base, &err)) == ST_OK)
+            if ((rc = eng__store_idem_only(c, t, &b, p.base, &err)) == ST_OK)
                 finish_undecided(items, n, p.base);
             break;
         }
@@ -299,7 +299,7 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     }
     fail_undecided(items, n, rc, &err);
     if (p.has_file && !committed)
-        unlink_rel(e, p.file_rel);
+        eng__unlink_blob(e, p.file_rel);
     if (c != NULL)
         cat_release(e->pool, c, rc == ST_EUNAVAIL);
     free(rows);
@@ -307,13 +307,13 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     free(b.st);
     buf_free(&b.keybytes);
     buf_free(&b.vers);
-    cplan_free(&p);
+    eng__plan_free(&p);
 }
 
-void process_batch(struct engine *e, struct item **items, size_t n)
+void eng__process_batch(struct engine *e, struct item **items, size_t n)
 {
     if (items[0]->kind == ITEM_DELETE_WHERE)
-        process_delete(e, items[0]);
+        eng__process_delete(e, items[0]);
     else
         process_changes(e, items, n);
 }

@@ -76,7 +76,7 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size
     int rc = ST_OK;
     for (int i = 0; i < PQntuples(r) && rc == ST_OK; i++) {
         if (PQgetisnull(r, i, 0)) { /* a file */
-            int64_t id = pg_bin_i64(r, i, 1);
+            int64_t id = pgu_bin_i64(r, i, 1);
             bool seen = false;
             for (size_t j = 0; j < p->nfiles && !seen; j++)
                 seen = p->files[j].id == id;
@@ -90,13 +90,13 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size
             memset(f, 0, sizeof *f);
             f->id = id;
             f->path = xstrndup(PQgetvalue(r, i, 4), (size_t)PQgetlength(r, i, 4));
-            f->record_count = pg_bin_i64(r, i, 5);
+            f->record_count = pgu_bin_i64(r, i, 5);
             f->has_dv = !PQgetisnull(r, i, 6);
             if (f->has_dv) {
                 f->dv_path = xstrndup(PQgetvalue(r, i, 6), (size_t)PQgetlength(r, i, 6));
-                f->dv_offset = pg_bin_i64(r, i, 7);
-                f->dv_length = pg_bin_i64(r, i, 8);
-                f->dv_card = pg_bin_i64(r, i, 9);
+                f->dv_offset = pgu_bin_i64(r, i, 7);
+                f->dv_length = pgu_bin_i64(r, i, 8);
+                f->dv_card = pgu_bin_i64(r, i, 9);
             }
             f->add = dv_new();
             continue;
@@ -107,9 +107,9 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size
             struct st_value kv = {0};
             enum st_type kt = b->t->cols[b->t->pk[0]].type;
             if (kt == ST_T_INT)
-                kv.v.i = (int32_t)pg_bin_i64(r, i, 0);
+                kv.v.i = (int32_t)pgu_bin_i64(r, i, 0);
             else
-                kv.v.l = pg_bin_i64(r, i, 0);
+                kv.v.l = pgu_bin_i64(r, i, 0);
             buf_reset(&kb);
             key_encode_value(kt, &kv, &kb);
             slot = hmap_get(&b->keys, kb.data, kb.len);
@@ -122,8 +122,8 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size
         }
         struct kstate *s = &b->st[(uintptr_t)*slot - 1];
         s->orig_exists = s->exists = true;
-        s->orig_file = pg_bin_i64(r, i, 1);
-        s->orig_pos = pg_bin_i64(r, i, 2);
+        s->orig_file = pgu_bin_i64(r, i, 1);
+        s->orig_pos = pgu_bin_i64(r, i, 2);
         s->ver_null = PQgetisnull(r, i, 3);
         if (!s->ver_null) {
             s->ver_off = (uint32_t)b->vers.len;
@@ -150,14 +150,14 @@ struct base_read {
     bool upserts; /* the batch may write rows: reserve a data file id */
     size_t chunk, nchunks;
     struct buf *arrs; /* key arrays, one per lookup statement */
-    int st_seq, st_idem, st_prod, st_first_lookup;
+    int stmt_seq, stmt_idem, stmt_prod, stmt_first_lookup;
 };
 
 static void base_read_init(struct base_read *br, const struct cbatch *b)
 {
     memset(br, 0, sizeof *br);
     eng__i64(&br->tid, b->t->id);
-    br->st_idem = br->st_prod = -1;
+    br->stmt_idem = br->stmt_prod = -1;
     for (size_t i = 0; i < b->n; i++) {
         const struct item *it = b->items[i];
         if (it->finished)
@@ -167,20 +167,20 @@ static void base_read_init(struct base_read *br, const struct cbatch *b)
         for (size_t j = 0; j < it->req->nchanges && !br->upserts; j++)
             br->upserts = it->req->changes[j].op == CHANGE_UPSERT;
     }
-    pga_begin(&br->idem_keys, PG_OID_TEXT, br->nidem);
-    pga_begin(&br->prods, PG_OID_TEXT, br->nprod);
+    pgu_array_begin(&br->idem_keys, PG_OID_TEXT, br->nidem);
+    pgu_array_begin(&br->prods, PG_OID_TEXT, br->nprod);
     for (size_t i = 0; i < b->n; i++) {
         const struct item *it = b->items[i];
         if (it->finished)
             continue;
         if (it->req->idem != NULL)
-            pga_bytes(&br->idem_keys, it->req->idem->key, strlen(it->req->idem->key));
+            pgu_array_bytes(&br->idem_keys, it->req->idem->key, strlen(it->req->idem->key));
         if (it->req->producer != NULL && it->req->has_offset)
-            pga_bytes(&br->prods, it->req->producer, strlen(it->req->producer));
+            pgu_array_bytes(&br->prods, it->req->producer, strlen(it->req->producer));
     }
     br->chunk = KEYS_PER_LOOKUP;
-    if (b->nst / br->chunk > PIPE_MAX - 8)
-        br->chunk = b->nst / (PIPE_MAX - 8) + 1;
+    if (b->nst / br->chunk > PGU_PIPE_MAX - 8)
+        br->chunk = b->nst / (PGU_PIPE_MAX - 8) + 1;
     br->nchunks = (b->nst + br->chunk - 1) / br->chunk;
     br->arrs = xcalloc(br->nchunks ? br->nchunks : 1, sizeof *br->arrs);
 }
@@ -195,51 +195,52 @@ static void base_read_free(struct base_read *br)
 }
 
 /* Queue the key-index lookups, KEYS_PER_LOOKUP keys (or more) per statement. */
-static int send_lookups(struct pipe *pp, const struct cbatch *b, const struct plan *p,
+static int send_lookups(struct pgu_pipe *pp, const struct cbatch *b, const struct plan *p,
                         struct base_read *br, struct st_err *err)
 {
     const int f2[2] = {0, 1};
     int rc = ST_OK;
-    br->st_first_lookup = pp->n;
+    br->stmt_first_lookup = pp->n;
     for (size_t ci = 0; rc == ST_OK && ci < br->nchunks; ci++) {
         size_t lo = ci * br->chunk, hi = lo + br->chunk < b->nst ? lo + br->chunk : b->nst;
-        key_array_begin(&br->arrs[ci], p->i8, (uint32_t)(hi - lo));
+        eng__key_array_begin(&br->arrs[ci], p->i8, (uint32_t)(hi - lo));
         for (size_t i = lo; i < hi; i++)
-            key_array_add(&br->arrs[ci], p->i8, b->keybytes.data + b->st[i].key_off,
-                          b->st[i].key_len);
+            eng__key_array_add(&br->arrs[ci], p->i8, b->keybytes.data + b->st[i].key_off,
+                               b->st[i].key_len);
         const char *v[2] = {br->tid.s, (const char *)br->arrs[ci].data};
         int l[2] = {0, (int)br->arrs[ci].len};
-        rc = send_sql(pp,
-                      p->i8 ? SQL_LOOKUP("strike.key_index_i8", "bigint")
-                            : SQL_LOOKUP("strike.key_index", "bytea"),
-                      2, v, l, f2, 1, err);
+        rc = eng__send_sql(pp,
+                           p->i8 ? SQL_LOOKUP("strike.key_index_i8", "bigint")
+                                 : SQL_LOOKUP("strike.key_index", "bytea"),
+                           2, v, l, f2, 1, err);
     }
     return rc;
 }
 
-/* Queue the whole read, BEGIN to the last lookup (pipe_finish ends it). */
-static int send_base_read(struct pipe *pp, const struct cbatch *b, const struct plan *p,
+/* Queue the whole read, BEGIN to the last lookup (pgu_pipe_finish ends it). */
+static int send_base_read(struct pgu_pipe *pp, const struct cbatch *b, const struct plan *p,
                           struct base_read *br, struct st_err *err)
 {
     const int f2[2] = {0, 1};
-    int rc = send_sql(pp, "BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, NULL, NULL, 0, err);
+    int rc =
+        eng__send_sql(pp, "BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK)
-        rc = send_sql(pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
-    br->st_seq = pp->n;
+        rc = eng__send_sql(pp, eng__sql_key_plans, 0, NULL, NULL, NULL, 0, err);
+    br->stmt_seq = pp->n;
     const char *v1[2] = {br->tid.s, br->upserts ? "t" : "f"};
     if (rc == ST_OK)
-        rc = send_sql(pp, SQL_SEQ, 2, v1, NULL, NULL, 0, err);
+        rc = eng__send_sql(pp, eng__sql_seq, 2, v1, NULL, NULL, 0, err);
     if (rc == ST_OK && br->nidem > 0) {
-        br->st_idem = pp->n;
+        br->stmt_idem = pp->n;
         const char *v[2] = {b->t->name, (const char *)br->idem_keys.data};
         int l[2] = {0, (int)br->idem_keys.len};
-        rc = send_sql(pp, SQL_IDEM_SELECT, 2, v, l, f2, 1, err);
+        rc = eng__send_sql(pp, eng__sql_idem_select, 2, v, l, f2, 1, err);
     }
     if (rc == ST_OK && br->nprod > 0) {
-        br->st_prod = pp->n;
+        br->stmt_prod = pp->n;
         const char *v[2] = {br->tid.s, (const char *)br->prods.data};
         int l[2] = {0, (int)br->prods.len};
-        rc = send_sql(pp, SQL_PROD_SELECT, 2, v, l, f2, 1, err);
+        rc = eng__send_sql(pp, eng__sql_prod_select, 2, v, l, f2, 1, err);
     }
     if (rc == ST_OK)
         rc = send_lookups(pp, b, p, br, err);
@@ -259,7 +260,7 @@ static void take_idem_rows(struct cbatch *b, const PGresult *r)
                     0)
                 continue;
             struct eng__result prior = {.op = ENG__OP_CHANGES, .changes = it->res};
-            finish_item(it, eng__idem_row(r, row, 1, it->req->idem, &prior, it->err));
+            eng__finish_item(it, eng__idem_row(r, row, 1, it->req->idem, &prior, it->err));
             break;
         }
     }
@@ -272,7 +273,7 @@ static void take_producers(struct hmap *last, const PGresult *r)
         void **slot = hmap_put(last, PQgetvalue(r, row, 0), (size_t)PQgetlength(r, row, 0), NULL);
         free(*slot);
         int64_t *v = xmalloc(sizeof *v);
-        *v = pg_bin_i64(r, row, 1);
+        *v = pgu_bin_i64(r, row, 1);
         *slot = v;
     }
 }
@@ -291,21 +292,21 @@ static int check_keys_live(const struct cbatch *b, struct plan *p, struct st_err
 
 /* The results of a base read that ran, into the batch and the plan. */
 static int take_base_read(struct cbatch *b, struct plan *p, struct hmap *last,
-                          const struct pipe *pp, const struct base_read *br, struct st_err *err)
+                          const struct pgu_pipe *pp, const struct base_read *br, struct st_err *err)
 {
-    const PGresult *r = pp->res[br->st_seq];
+    const PGresult *r = pp->res[br->stmt_seq];
     if (PQntuples(r) == 0)
         return st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", b->t->name);
     p->base = eng__get_i64(r, 0, 0);
     p->new_file_id = PQgetisnull(r, 0, 1) ? -1 : eng__get_i64(r, 0, 1);
-    if (br->st_idem >= 0)
-        take_idem_rows(b, pp->res[br->st_idem]);
-    if (br->st_prod >= 0)
-        take_producers(last, pp->res[br->st_prod]);
+    if (br->stmt_idem >= 0)
+        take_idem_rows(b, pp->res[br->stmt_idem]);
+    if (br->stmt_prod >= 0)
+        take_producers(last, pp->res[br->stmt_prod]);
     size_t capf = 0;
     int rc = ST_OK;
     for (size_t ci = 0; rc == ST_OK && ci < br->nchunks; ci++)
-        rc = take_lookup(b, p, pp->res[br->st_first_lookup + (int)ci], &capf, err);
+        rc = take_lookup(b, p, pp->res[br->stmt_first_lookup + (int)ci], &capf, err);
     if (rc != ST_OK)
         return rc;
     if (p->nfiles > 1)
@@ -318,14 +319,14 @@ static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *l
 {
     struct base_read br;
     base_read_init(&br, b);
-    struct pipe pp;
-    int rc = pipe_begin(&pp, c, err);
+    struct pgu_pipe pp;
+    int rc = pgu_pipe_begin(&pp, c, err);
     if (rc == ST_OK) {
         rc = send_base_read(&pp, b, p, &br, err);
-        rc = pipe_finish(&pp, rc, "ROLLBACK", "reading the base state", err);
+        rc = pgu_pipe_finish(&pp, rc, "ROLLBACK", "reading the base state", err);
         if (rc == ST_OK) {
             rc = take_base_read(b, p, last, &pp, &br, err);
-            pipe_clear(&pp);
+            pgu_pipe_clear(&pp);
         }
     }
     base_read_free(&br);
@@ -413,9 +414,9 @@ static void check_expected_seq(struct replay *rp)
             if (slot != NULL && q->offset <= *(int64_t *)*slot)
                 continue; /* a duplicate: answered below with duplicate:true */
         }
-        finish_item(it, st_errf(it->err, ST_ECONFLICT,
-                                "expected_seq %lld, but table \"%s\" is at seq %lld",
-                                (long long)q->expected_seq, b->t->name, (long long)rp->p->base));
+        eng__finish_item(
+            it, st_errf(it->err, ST_ECONFLICT, "expected_seq %lld, but table \"%s\" is at seq %lld",
+                        (long long)q->expected_seq, b->t->name, (long long)rp->p->base));
     }
 }
 
@@ -534,13 +535,13 @@ static int key_outcomes(struct replay *rp, struct st_err *err)
             push_row(rp, (struct outrow){s->item, s->change, (uint32_t)k});
         } else if (s->orig_exists) {
             if (p->ndel == 0)
-                key_array_begin(&p->del_keys, p->i8, 0);
-            key_array_add(&p->del_keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
+                eng__key_array_begin(&p->del_keys, p->i8, 0);
+            eng__key_array_add(&p->del_keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
             p->ndel++;
         }
     }
     if (p->ndel > 0)
-        array_set_count(&p->del_keys, p->ndel);
+        eng__array_set_count(&p->del_keys, p->ndel);
     if (rp->nrows > 1)
         qsort(rp->rows, rp->nrows, sizeof *rp->rows, cmp_outrow);
     return ST_OK;
@@ -587,41 +588,41 @@ static void plan_key_rows(struct replay *rp)
     struct plan *p = rp->p;
     if (t->npk == 0 || rp->nrows == 0)
         return;
-    key_array_begin(&p->upd_keys, p->i8, 0);
-    pga_begin(&p->upd_pos, PG_OID_INT8, 0);
-    pga_begin(&p->upd_vers, PG_OID_BYTEA, 0);
-    key_array_begin(&p->ins_keys, p->i8, 0);
-    pga_begin(&p->ins_pos, PG_OID_INT8, 0);
-    pga_begin(&p->ins_vers, PG_OID_BYTEA, 0);
+    eng__key_array_begin(&p->upd_keys, p->i8, 0);
+    pgu_array_begin(&p->upd_pos, PG_OID_INT8, 0);
+    pgu_array_begin(&p->upd_vers, PG_OID_BYTEA, 0);
+    eng__key_array_begin(&p->ins_keys, p->i8, 0);
+    pgu_array_begin(&p->ins_pos, PG_OID_INT8, 0);
+    pgu_array_begin(&p->ins_vers, PG_OID_BYTEA, 0);
     for (size_t i = 0; i < rp->nrows; i++) {
         const struct kstate *s = &b->st[rp->rows[i].st];
         bool upd = s->orig_exists;
         struct buf *keys = upd ? &p->upd_keys : &p->ins_keys;
         struct buf *pos = upd ? &p->upd_pos : &p->ins_pos;
         struct buf *vers = upd ? &p->upd_vers : &p->ins_vers;
-        key_array_add(keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
-        pga_i64(pos, (int64_t)i);
+        eng__key_array_add(keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
+        pgu_array_i64(pos, (int64_t)i);
         if (s->ver_null || t->version_col < 0) {
-            pga_null(vers);
+            pgu_array_null(vers);
             *(upd ? &p->upd_vers_nulls : &p->ins_vers_nulls) = true;
         } else {
-            pga_bytes(vers, b->vers.data + s->ver_off, s->ver_len);
+            pgu_array_bytes(vers, b->vers.data + s->ver_off, s->ver_len);
         }
         (*(upd ? &p->nupd : &p->nins))++;
     }
     /* one row per key: each surviving key is one row of the new file, one key-index row */
     assert(p->nupd + p->nins == rp->nrows);
     assert(rows_one_per_key(rp));
-    array_set_count(&p->upd_keys, p->nupd);
-    array_set_count(&p->upd_pos, p->nupd);
-    array_set_count(&p->upd_vers, p->nupd);
-    array_set_count(&p->ins_keys, p->nins);
-    array_set_count(&p->ins_pos, p->nins);
-    array_set_count(&p->ins_vers, p->nins);
+    eng__array_set_count(&p->upd_keys, p->nupd);
+    eng__array_set_count(&p->upd_pos, p->nupd);
+    eng__array_set_count(&p->upd_vers, p->nupd);
+    eng__array_set_count(&p->ins_keys, p->nins);
+    eng__array_set_count(&p->ins_pos, p->nins);
+    eng__array_set_count(&p->ins_vers, p->nins);
     if (p->upd_vers_nulls)
-        pga_set_has_nulls(&p->upd_vers);
+        pgu_array_set_has_nulls(&p->upd_vers);
     if (p->ins_vers_nulls)
-        pga_set_has_nulls(&p->ins_vers);
+        pgu_array_set_has_nulls(&p->ins_vers);
 }
 
 /* Every producer's offset after the batch (those it did not advance too). */
@@ -634,21 +635,21 @@ static void plan_producers(struct replay *rp)
     size_t it = 0;
     while (hmap_next(&rp->last, &it, NULL, NULL, NULL))
         n++;
-    pga_begin(&p->prod_names, PG_OID_TEXT, n);
-    pga_begin(&p->prod_offsets, PG_OID_INT8, n);
+    pgu_array_begin(&p->prod_names, PG_OID_TEXT, n);
+    pgu_array_begin(&p->prod_offsets, PG_OID_INT8, n);
     it = 0;
     const uint8_t *k;
     size_t kl;
     void *v;
     while (hmap_next(&rp->last, &it, &k, &kl, &v)) {
-        pga_bytes(&p->prod_names, k, kl);
-        pga_i64(&p->prod_offsets, *(int64_t *)v);
+        pgu_array_bytes(&p->prod_names, k, kl);
+        pgu_array_i64(&p->prod_offsets, *(int64_t *)v);
     }
     p->nprod = n;
 }
 
-int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
-                    size_t *nrows_out, bool *nothing, struct st_err *err)
+int eng__prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
+                         size_t *nrows_out, bool *nothing, struct st_err *err)
 {
     struct replay rp;
     memset(&rp, 0, sizeof rp);
@@ -681,7 +682,7 @@ int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow *
     return rc;
 }
 
-void plan_idem(struct plan *p, struct cbatch *b, int64_t seq)
+void eng__plan_idem(struct plan *p, struct cbatch *b, int64_t seq)
 {
     uint32_t n = 0;
     for (size_t i = 0; i < b->n; i++)
@@ -690,9 +691,9 @@ void plan_idem(struct plan *p, struct cbatch *b, int64_t seq)
     p->nidem = n;
     if (n == 0)
         return;
-    pga_begin(&p->idem_keys, PG_OID_TEXT, n);
-    pga_begin(&p->idem_hashes, PG_OID_BYTEA, n);
-    pga_begin(&p->idem_bodies, PG_OID_TEXT, n);
+    pgu_array_begin(&p->idem_keys, PG_OID_TEXT, n);
+    pgu_array_begin(&p->idem_hashes, PG_OID_BYTEA, n);
+    pgu_array_begin(&p->idem_bodies, PG_OID_TEXT, n);
     p->idem_op = ENG__OP_CHANGES;
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = b->items[i];
@@ -701,14 +702,14 @@ void plan_idem(struct plan *p, struct cbatch *b, int64_t seq)
         it->res->seq = seq;
         struct eng__result res = {.op = ENG__OP_CHANGES, .changes = it->res};
         char *body = eng__result_encode(&res);
-        pga_bytes(&p->idem_keys, it->req->idem->key, strlen(it->req->idem->key));
-        pga_bytes(&p->idem_hashes, it->req->idem->hash, 32);
-        pga_bytes(&p->idem_bodies, body, strlen(body));
+        pgu_array_bytes(&p->idem_keys, it->req->idem->key, strlen(it->req->idem->key));
+        pgu_array_bytes(&p->idem_hashes, it->req->idem->hash, 32);
+        pgu_array_bytes(&p->idem_bodies, body, strlen(body));
         free(body);
     }
 }
 
-char *summary_changes(struct cbatch *b, const struct plan *p)
+char *eng__summary_changes(struct cbatch *b, const struct plan *p)
 {
     int64_t ins = 0, upd = 0, del = 0, reqs = 0;
     for (size_t i = 0; i < b->n; i++) {
@@ -731,8 +732,8 @@ char *summary_changes(struct cbatch *b, const struct plan *p)
                      (long long)(p->nfiles - (size_t)removed), (long long)removed);
 }
 
-int store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int64_t seq,
-                    struct st_err *err)
+int eng__store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int64_t seq,
+                         struct st_err *err)
 {
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = b->items[i];
@@ -747,7 +748,7 @@ int store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int64_t 
             rc = eng__idem_lookup(c, t->name, it->req->idem, &res, &found, it->err);
             if (rc == ST_OK && !found)
                 rc = st_errf(it->err, ST_EINTERNAL, "idempotency key vanished while storing it");
-            finish_item(it, rc);
+            eng__finish_item(it, rc);
             continue;
         }
         if (rc != ST_OK)

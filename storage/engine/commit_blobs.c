@@ -44,7 +44,7 @@ static bool dv_holds_all(const struct dv *a, const struct dv *b)
 }
 #endif
 
-void unlink_rel(struct engine *e, const char *rel)
+void eng__unlink_blob(struct engine *e, const char *rel)
 {
     if (rel == NULL)
         return;
@@ -99,8 +99,8 @@ static char *stats_json(const struct table *t, const struct pq_file_stats *s)
 }
 
 /* Write rows[0..n) (pointers to full rows) as a new Parquet file. */
-int write_parquet(struct engine *e, const struct table *t, struct st_value *const *rows, size_t n,
-                  struct plan *p, struct st_err *err)
+int eng__write_parquet(struct engine *e, const struct table *t, struct st_value *const *rows,
+                       size_t n, struct plan *p, struct st_err *err)
 {
     char *rel = new_blob_rel(t, "data", "parquet");
     char *abs = eng__abs(e, rel);
@@ -150,7 +150,7 @@ int write_parquet(struct engine *e, const struct table *t, struct st_value *cons
  * Merge each touched file's new positions into its DV at the base seq, and
  * write one Puffin file with every DV that is not a whole-file removal.
  */
-int write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st_err *err)
+int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st_err *err)
 {
     struct puffin_writer *pw = puffin_writer_new("strike " STRIKE_VERSION);
     int rc = ST_OK;

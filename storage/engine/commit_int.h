@@ -40,9 +40,9 @@ struct item {
 };
 
 /* Run one batch taken from a table's queue (commit.c); every item ends up finished. */
-void process_batch(struct engine *e, struct item **items, size_t n);
+void eng__process_batch(struct engine *e, struct item **items, size_t n);
 /* Decide an item's outcome (published to its waiting thread once the batch ends). */
-void finish_item(struct item *it, int rc);
+void eng__finish_item(struct item *it, int rc);
 
 /* ---- the plan of one commit attempt (commit.c) ---- */
 
@@ -111,27 +111,27 @@ struct plan {
     char *summary;
 };
 
-void cplan_init(struct plan *p);
+void eng__plan_init(struct plan *p);
 /* Free what one attempt built; the data file (file_rel, file_stats) is kept for the next. */
-void cplan_reset(struct plan *p);
-void cplan_free(struct plan *p);
+void eng__plan_reset(struct plan *p);
+void eng__plan_free(struct plan *p);
 /* Sleep a jittered, growing delay before retry `attempt` (1-based). */
-void backoff(int attempt);
+void eng__backoff(int attempt);
 /* Fault injection (tests): exit the process between the blob writes and the commit. */
 void eng__crash_point(struct engine *e);
-void record_batch_metric(struct engine *e, size_t n);
+void eng__record_batch(struct engine *e, size_t n);
 
 /* ---- blobs (commit_blobs.c) ---- */
 
-void unlink_rel(struct engine *e, const char *rel);
+void eng__unlink_blob(struct engine *e, const char *rel);
 /* Write rows[0..n) (pointers to full rows) as a new Parquet file. */
-int write_parquet(struct engine *e, const struct table *t, struct st_value *const *rows, size_t n,
-                  struct plan *p, struct st_err *err);
+int eng__write_parquet(struct engine *e, const struct table *t, struct st_value *const *rows,
+                       size_t n, struct plan *p, struct st_err *err);
 /*
  * Merge each touched file's new positions into its DV at the base seq, and
  * write one Puffin file with every DV that is not a whole-file removal.
  */
-int write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st_err *err);
+int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st_err *err);
 
 /* ---- SQL (commit_sql.c) ---- */
 
@@ -143,12 +143,12 @@ enum commit_outcome { COMMITTED, CONFLICT, IDEM_RACE, FAILED };
  * key index (a bitmap scan on table_id, a hash join) costs O(table) per
  * commit. These settings hold for the current transaction only.
  */
-extern const char *const SQL_KEY_PLANS;
+extern const char *const eng__sql_key_plans;
 /* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
-void key_array_begin(struct buf *arr, bool i8, uint32_t n);
-void key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
+void eng__key_array_begin(struct buf *arr, bool i8, uint32_t n);
+void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
 /* Set the element count of an array begun with count 0 (header bytes 12..15). */
-void array_set_count(struct buf *arr, uint32_t n);
+void eng__array_set_count(struct buf *arr, uint32_t n);
 
 /*
  * Key index statements, for "strike.key_index" (bytea) or
@@ -187,13 +187,13 @@ void array_set_count(struct buf *arr, uint32_t n);
     "DELETE FROM " tab " WHERE table_id = $1 AND key = ANY($2::" ty "[])"
 #define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
 /* The base seq and, when the batch may write rows ($2), the id of its data file. */
-extern const char *const SQL_SEQ;
-extern const char *const SQL_IDEM_SELECT;
-extern const char *const SQL_PROD_SELECT;
+extern const char *const eng__sql_seq;
+extern const char *const eng__sql_idem_select;
+extern const char *const eng__sql_prod_select;
 
-/* pipe_send of the commit path: a prepared statement by name when the SQL is one of them. */
-int send_sql(struct pipe *pp, const char *sql, int nparams, const char *const *values,
-             const int *lengths, const int *formats, int result_format, struct st_err *err);
+/* pgu_pipe_send of the commit path: a prepared statement by name when the SQL is one of them. */
+int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char *const *values,
+                  const int *lengths, const int *formats, int result_format, struct st_err *err);
 /*
  * Run one commit attempt's transaction (one pipeline). COMMITTED, CONFLICT
  * (the CAS lost: retry), IDEM_RACE (another request stored an
@@ -201,8 +201,8 @@ int send_sql(struct pipe *pp, const char *sql, int nparams, const char *const *v
  * connection loss around COMMIT the outcome is looked up by commit id on a
  * fresh connection (*cp replaced, or NULL when none could be had).
  */
-enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struct table *t, struct plan *p,
-                               struct st_err *err);
+enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
+                                    struct plan *p, struct st_err *err);
 /*
  * After an attempt that did not commit (CONFLICT, IDEM_RACE or FAILED):
  * delete its Puffin file, count it, and either get ready for the next
@@ -237,17 +237,17 @@ struct outrow {
  * expected_seq mismatches) are finished and left out. *nothing is set when
  * no commit is needed.
  */
-int prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
-                    size_t *nrows_out, bool *nothing, struct st_err *err);
+int eng__prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
+                         size_t *nrows_out, bool *nothing, struct st_err *err);
 /* Responses of the batch's idempotent items, stored with the commit. */
-void plan_idem(struct plan *p, struct cbatch *b, int64_t seq);
-char *summary_changes(struct cbatch *b, const struct plan *p);
+void eng__plan_idem(struct plan *p, struct cbatch *b, int64_t seq);
+char *eng__summary_changes(struct cbatch *b, const struct plan *p);
 /* Store idempotency responses of a batch that needs no snapshot. */
-int store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int64_t seq,
-                    struct st_err *err);
+int eng__store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int64_t seq,
+                         struct st_err *err);
 
 /* ---- delete by filter (delete_where.c) ---- */
 
-void process_delete(struct engine *e, struct item *it);
+void eng__process_delete(struct engine *e, struct item *it);
 
 #endif

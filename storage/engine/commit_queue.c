@@ -4,7 +4,7 @@
  *
  * Requests for one table queue up; whoever finds no commit in flight
  * becomes the leader, takes the queue (in arrival order) and commits it as
- * one batch (process_batch); each request gets its own counts and the
+ * one batch (eng__process_batch); each request gets its own counts and the
  * shared seq. A request with expected_seq, and a delete-by-filter, always
  * starts a batch of its own, so its check is against the batch's base seq.
  */
@@ -111,7 +111,7 @@ static int submit(struct engine *e, int64_t table_id, struct item *it)
             size_t i = 0;
             for (struct item *b = batch; b != NULL; b = b->next)
                 items[i++] = b;
-            process_batch(e, items, n);
+            eng__process_batch(e, items, n);
             pthread_mutex_lock(&q->mu);
             for (i = 0; i < n; i++)
                 items[i]->done = true;

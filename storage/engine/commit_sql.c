@@ -18,27 +18,27 @@
 #include <sys/socket.h>
 #include <time.h>
 
-const char *const SQL_KEY_PLANS =
+const char *const eng__sql_key_plans =
     "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', "
     "true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', "
     "true)";
 
 /* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
-void key_array_begin(struct buf *arr, bool i8, uint32_t n)
+void eng__key_array_begin(struct buf *arr, bool i8, uint32_t n)
 {
-    pga_begin(arr, i8 ? PG_OID_INT8 : PG_OID_BYTEA, n);
+    pgu_array_begin(arr, i8 ? PG_OID_INT8 : PG_OID_BYTEA, n);
 }
 
-void key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n)
+void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n)
 {
     if (i8)
-        pga_i64(arr, key_i8(k, n));
+        pgu_array_i64(arr, key_i8(k, n));
     else
-        pga_bytes(arr, k, n);
+        pgu_array_bytes(arr, k, n);
 }
 
 /* Set the element count of an array begun with count 0 (header bytes 12..15). */
-void array_set_count(struct buf *arr, uint32_t n)
+void eng__array_set_count(struct buf *arr, uint32_t n)
 {
     st_u32be(arr->data + 12, n);
 }
@@ -67,14 +67,14 @@ static const char *SQL_IDEM =
     "INSERT INTO strike.idempotency_keys (scope, key, request_hash, kind, response) SELECT "
     "$1, k, h, $5, r FROM unnest($2::text[], $3::bytea[], $4::text[]) AS u(k, h, r)";
 
-const char *const SQL_SEQ =
+const char *const eng__sql_seq =
     "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
     "strike.tables WHERE id = $1";
-const char *const SQL_IDEM_SELECT =
+const char *const eng__sql_idem_select =
     "SELECT key, request_hash, kind, status, response FROM strike.idempotency_keys WHERE scope = "
     "$1 AND key = ANY($2::text[])";
-const char *const SQL_PROD_SELECT = "SELECT producer, last_offset FROM strike.producers WHERE "
-                                    "table_id = $1 AND producer = ANY($2::text[])";
+const char *const eng__sql_prod_select = "SELECT producer, last_offset FROM strike.producers WHERE "
+                                         "table_id = $1 AND producer = ANY($2::text[])";
 static const char *SQL_ADVANCE = "SELECT strike.advance_seq($1, $2)";
 
 /* The key index statements of both key types (the per-key ones first). */
@@ -94,14 +94,15 @@ static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"
  * The statements of the commit path, prepared once per catalog connection
  * (eng__prepare_statements, run by the pool on each new connection): a
  * commit then costs no parse or plan of its own. The commit path sends with
- * send_sql, which uses the prepared name of any statement listed here.
+ * eng__send_sql, which uses the prepared name of any statement listed here.
  */
 static const char *prepared_sql(int i)
 {
-    static const char *const *all[] = {
-        &SQL_SEQ,  &SQL_IDEM_SELECT,  &SQL_PROD_SELECT, &SQL_ADVANCE, &SQL_KEY_PLANS, &SQL_SNAPSHOT,
-        &SQL_FILE, &SQL_REMOVE_FILES, &SQL_CLOSE_DVS,   &SQL_ADD_DVS, &SQL_PRODUCERS, &SQL_IDEM,
-        NULL};
+    static const char *const *all[] = {&eng__sql_seq, &eng__sql_idem_select, &eng__sql_prod_select,
+                                       &SQL_ADVANCE,  &eng__sql_key_plans,   &SQL_SNAPSHOT,
+                                       &SQL_FILE,     &SQL_REMOVE_FILES,     &SQL_CLOSE_DVS,
+                                       &SQL_ADD_DVS,  &SQL_PRODUCERS,        &SQL_IDEM,
+                                       NULL};
     int n = 0;
     while (all[n] != NULL)
         n++;
@@ -132,8 +133,8 @@ int eng__prepare_statements(PGconn *c, struct st_err *err)
     }
 }
 
-int send_sql(struct pipe *pp, const char *sql, int nparams, const char *const *values,
-             const int *lengths, const int *formats, int result_format, struct st_err *err)
+int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char *const *values,
+                  const int *lengths, const int *formats, int result_format, struct st_err *err)
 {
     for (int i = 0;; i++) {
         const char *p = prepared_sql(i);
@@ -142,11 +143,11 @@ int send_sql(struct pipe *pp, const char *sql, int nparams, const char *const *v
         if (p == sql || strcmp(p, sql) == 0) {
             char name[24];
             snprintf(name, sizeof name, "strike_%d", i);
-            return pipe_send_prepared(pp, name, nparams, values, lengths, formats, result_format,
-                                      err);
+            return pgu_pipe_send_prepared(pp, name, nparams, values, lengths, formats,
+                                          result_format, err);
         }
     }
-    return pipe_send(pp, sql, nparams, values, lengths, formats, result_format, err);
+    return pgu_pipe_send(pp, sql, nparams, values, lengths, formats, result_format, err);
 }
 
 /* Wait for a backend to exit (after pg_terminate_backend); bounded. */
@@ -224,23 +225,23 @@ static void dv_rows_build(const struct plan *p, struct dv_rows *a)
         else
             a->nnew++;
     }
-    pga_begin(&a->closed, PG_OID_INT8, a->nclosed);
-    pga_begin(&a->removed, PG_OID_INT8, a->nremoved);
-    pga_begin(&a->file, PG_OID_INT8, a->nnew);
-    pga_begin(&a->offset, PG_OID_INT8, a->nnew);
-    pga_begin(&a->length, PG_OID_INT8, a->nnew);
-    pga_begin(&a->card, PG_OID_INT8, a->nnew);
+    pgu_array_begin(&a->closed, PG_OID_INT8, a->nclosed);
+    pgu_array_begin(&a->removed, PG_OID_INT8, a->nremoved);
+    pgu_array_begin(&a->file, PG_OID_INT8, a->nnew);
+    pgu_array_begin(&a->offset, PG_OID_INT8, a->nnew);
+    pgu_array_begin(&a->length, PG_OID_INT8, a->nnew);
+    pgu_array_begin(&a->card, PG_OID_INT8, a->nnew);
     for (size_t i = 0; i < p->nfiles; i++) {
         const struct tfile *f = &p->files[i];
         if (f->has_dv)
-            pga_i64(&a->closed, f->id);
+            pgu_array_i64(&a->closed, f->id);
         if (f->removed) {
-            pga_i64(&a->removed, f->id);
+            pgu_array_i64(&a->removed, f->id);
         } else {
-            pga_i64(&a->file, f->id);
-            pga_i64(&a->offset, f->blob_offset);
-            pga_i64(&a->length, f->blob_length);
-            pga_i64(&a->card, (int64_t)dv_cardinality(f->merged));
+            pgu_array_i64(&a->file, f->id);
+            pgu_array_i64(&a->offset, f->blob_offset);
+            pgu_array_i64(&a->length, f->blob_length);
+            pgu_array_i64(&a->card, (int64_t)dv_cardinality(f->merged));
         }
     }
 }
@@ -261,12 +262,12 @@ struct commit_params {
 };
 
 /* Queue the snapshot, the data file and the DV rows. */
-static int send_files(struct pipe *pp, const struct plan *p, const struct commit_params *cp,
+static int send_files(struct pgu_pipe *pp, const struct plan *p, const struct commit_params *cp,
                       const struct dv_rows *a, struct st_err *err)
 {
     const int b2[3] = {0, 0, 1};
     const char *v5[5] = {cp->tid.s, cp->next.s, p->operation, p->commit_id_s, p->summary};
-    int rc = send_sql(pp, SQL_SNAPSHOT, 5, v5, NULL, NULL, 0, err);
+    int rc = eng__send_sql(pp, SQL_SNAPSHOT, 5, v5, NULL, NULL, 0, err);
     if (rc == ST_OK && p->has_file) {
         struct eng__num frows, fsize;
         const char *v[7] = {cp->tid.s,
@@ -276,17 +277,17 @@ static int send_files(struct pipe *pp, const struct plan *p, const struct commit
                             cp->next.s,
                             p->file_stats,
                             cp->fid.s};
-        rc = send_sql(pp, SQL_FILE, 7, v, NULL, NULL, 0, err);
+        rc = eng__send_sql(pp, SQL_FILE, 7, v, NULL, NULL, 0, err);
     }
     if (rc == ST_OK && a->nremoved > 0) {
         const char *v[3] = {cp->tid.s, cp->next.s, (const char *)a->removed.data};
         int l[3] = {0, 0, (int)a->removed.len};
-        rc = send_sql(pp, SQL_REMOVE_FILES, 3, v, l, b2, 0, err);
+        rc = eng__send_sql(pp, SQL_REMOVE_FILES, 3, v, l, b2, 0, err);
     }
     if (rc == ST_OK && a->nclosed > 0) {
         const char *v[3] = {cp->tid.s, cp->next.s, (const char *)a->closed.data};
         int l[3] = {0, 0, (int)a->closed.len};
-        rc = send_sql(pp, SQL_CLOSE_DVS, 3, v, l, b2, 0, err);
+        rc = eng__send_sql(pp, SQL_CLOSE_DVS, 3, v, l, b2, 0, err);
     }
     if (rc == ST_OK && a->nnew > 0) {
         const char *v[7] = {cp->tid.s,
@@ -299,13 +300,13 @@ static int send_files(struct pipe *pp, const struct plan *p, const struct commit
         int l[7] = {
             0, 0, 0, (int)a->file.len, (int)a->offset.len, (int)a->length.len, (int)a->card.len};
         const int f7[7] = {0, 0, 0, 1, 1, 1, 1};
-        rc = send_sql(pp, SQL_ADD_DVS, 7, v, l, f7, 0, err);
+        rc = eng__send_sql(pp, SQL_ADD_DVS, 7, v, l, f7, 0, err);
     }
     return rc;
 }
 
 /* Queue one key-index upsert or insert: keys, positions and versions as arrays. */
-static int send_key_rows(struct pipe *pp, const char *sql, const struct commit_params *cp,
+static int send_key_rows(struct pgu_pipe *pp, const char *sql, const struct commit_params *cp,
                          const struct buf *keys, const struct buf *pos, const struct buf *vers,
                          struct st_err *err)
 {
@@ -317,30 +318,30 @@ static int send_key_rows(struct pipe *pp, const char *sql, const struct commit_p
                         (const char *)pos->data,
                         (const char *)vers->data};
     int l[6] = {0, 0, 0, (int)keys->len, (int)pos->len, (int)vers->len};
-    return send_sql(pp, sql, 6, v, l, f6, 0, err);
+    return eng__send_sql(pp, sql, 6, v, l, f6, 0, err);
 }
 
 /* Queue the key index's deletes, updates and inserts. */
-static int send_keys(struct pipe *pp, const struct table *t, const struct plan *p,
+static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct plan *p,
                      const struct commit_params *cp, struct st_err *err)
 {
     const bool i8 = key_is_i8(t);
     int rc = ST_OK;
     if (p->delete_all_keys) {
         const char *v[1] = {cp->tid.s};
-        rc = send_sql(pp,
-                      i8 ? SQL_DELETE_ALL_KEYS("strike.key_index_i8")
-                         : SQL_DELETE_ALL_KEYS("strike.key_index"),
-                      1, v, NULL, NULL, 0, err);
+        rc = eng__send_sql(pp,
+                           i8 ? SQL_DELETE_ALL_KEYS("strike.key_index_i8")
+                              : SQL_DELETE_ALL_KEYS("strike.key_index"),
+                           1, v, NULL, NULL, 0, err);
     }
     if (rc == ST_OK && p->ndel > 0) {
         const char *v[2] = {cp->tid.s, (const char *)p->del_keys.data};
         int l[2] = {0, (int)p->del_keys.len};
         const int f2[2] = {0, 1};
-        rc = send_sql(pp,
-                      i8 ? SQL_DELETE_KEYS("strike.key_index_i8", "bigint")
-                         : SQL_DELETE_KEYS("strike.key_index", "bytea"),
-                      2, v, l, f2, 0, err);
+        rc = eng__send_sql(pp,
+                           i8 ? SQL_DELETE_KEYS("strike.key_index_i8", "bigint")
+                              : SQL_DELETE_KEYS("strike.key_index", "bytea"),
+                           2, v, l, f2, 0, err);
     }
     if (rc == ST_OK && p->nupd > 0)
         rc = send_key_rows(pp,
@@ -356,7 +357,7 @@ static int send_keys(struct pipe *pp, const struct table *t, const struct plan *
 }
 
 /* Queue the producer offsets and the idempotency records; *idem_stmt: the latter's index. */
-static int send_producers_idem(struct pipe *pp, const struct table *t, const struct plan *p,
+static int send_producers_idem(struct pgu_pipe *pp, const struct table *t, const struct plan *p,
                                const struct commit_params *cp, int *idem_stmt, struct st_err *err)
 {
     int rc = ST_OK;
@@ -365,7 +366,7 @@ static int send_producers_idem(struct pipe *pp, const struct table *t, const str
                             (const char *)p->prod_offsets.data};
         int l[4] = {0, 0, (int)p->prod_names.len, (int)p->prod_offsets.len};
         const int f4[4] = {0, 0, 1, 1};
-        rc = send_sql(pp, SQL_PRODUCERS, 4, v, l, f4, 0, err);
+        rc = eng__send_sql(pp, SQL_PRODUCERS, 4, v, l, f4, 0, err);
     }
     if (rc == ST_OK && p->nidem > 0) {
         const char *v[5] = {t->name, (const char *)p->idem_keys.data,
@@ -374,7 +375,7 @@ static int send_producers_idem(struct pipe *pp, const struct table *t, const str
         int l[5] = {0, (int)p->idem_keys.len, (int)p->idem_hashes.len, (int)p->idem_bodies.len, 0};
         const int f5[5] = {0, 1, 1, 1, 0};
         *idem_stmt = pp->n;
-        rc = send_sql(pp, SQL_IDEM, 5, v, l, f5, 0, err);
+        rc = eng__send_sql(pp, SQL_IDEM, 5, v, l, f5, 0, err);
     }
     return rc;
 }
@@ -390,7 +391,7 @@ static const char *cas_expected(struct engine *e, const struct plan *p, struct e
 }
 
 /* Queue the whole transaction, BEGIN to COMMIT. */
-static int send_commit(struct engine *e, struct pipe *pp, const struct table *t,
+static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table *t,
                        const struct plan *p, int *idem_stmt, struct st_err *err)
 {
     struct commit_params cp;
@@ -400,11 +401,11 @@ static int send_commit(struct engine *e, struct pipe *pp, const struct table *t,
     const char *cas_vals[2] = {cp.tid.s, cas_expected(e, p, &cp.base)};
     struct dv_rows a;
     dv_rows_build(p, &a);
-    int rc = send_sql(pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
+    int rc = eng__send_sql(pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK)
-        rc = send_sql(pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
+        rc = eng__send_sql(pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
     if (rc == ST_OK)
-        rc = send_sql(pp, SQL_KEY_PLANS, 0, NULL, NULL, NULL, 0, err);
+        rc = eng__send_sql(pp, eng__sql_key_plans, 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK)
         rc = send_files(pp, p, &cp, &a, err);
     if (rc == ST_OK)
@@ -412,42 +413,42 @@ static int send_commit(struct engine *e, struct pipe *pp, const struct table *t,
     if (rc == ST_OK)
         rc = send_producers_idem(pp, t, p, &cp, idem_stmt, err);
     if (rc == ST_OK)
-        rc = send_sql(pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
+        rc = eng__send_sql(pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
     dv_rows_free(&a);
     return rc;
 }
 
 /* The outcome of a pipeline that ran: which statement failed, and how. */
-static enum commit_outcome classify(PGconn *c, const struct pipe *pp, const struct plan *p,
+static enum commit_outcome classify(PGconn *c, const struct pgu_pipe *pp, const struct plan *p,
                                     int idem_stmt, struct st_err *err)
 {
-    int bad = pipe_failed(pp);
+    int bad = pgu_pipe_failed(pp);
     /* a commit moves the table's seq by exactly one: advance_seq (statement 1) says where to */
     assert(bad >= 0 || eng__get_i64(pp->res[1], 0, 0) == p->base + 1);
     (void)p;
     if (bad < 0)
         return COMMITTED;
-    if (strcmp(pipe_sqlstate(pp, bad), "40001") == 0)
+    if (strcmp(pgu_pipe_sqlstate(pp, bad), "40001") == 0)
         return CONFLICT;
-    if (bad == idem_stmt && strcmp(pipe_sqlstate(pp, bad), "23505") == 0)
+    if (bad == idem_stmt && strcmp(pgu_pipe_sqlstate(pp, bad), "23505") == 0)
         return IDEM_RACE;
     cat_fail(c, pp->res[bad], "commit", err);
     return FAILED;
 }
 
-enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struct table *t, struct plan *p,
-                               struct st_err *err)
+enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
+                                    struct plan *p, struct st_err *err)
 {
     PGconn *c = *cp;
     st_uuid_v4(p->commit_id);
     st_uuid_format(p->commit_id, p->commit_id_s);
-    struct pipe pp;
+    struct pgu_pipe pp;
     int idem_stmt = -1;
-    if (pipe_begin(&pp, c, err) != ST_OK)
+    if (pgu_pipe_begin(&pp, c, err) != ST_OK)
         return FAILED;
     if (send_commit(e, &pp, t, p, &idem_stmt, err) != ST_OK) {
         PQexitPipelineMode(c);
-        pipe_clear(&pp);
+        pgu_pipe_clear(&pp);
         return FAILED;
     }
     int pid = PQbackendPID(c);
@@ -458,18 +459,18 @@ enum commit_outcome run_commit(struct engine *e, PGconn **cp, const struct table
         PQflush(c);
         shutdown(PQsocket(c), SHUT_RDWR);
     }
-    int rc = pipe_run(&pp, err);
+    int rc = pgu_pipe_run(&pp, err);
     if (rc == ST_EUNAVAIL || PQstatus(c) != CONNECTION_OK) {
-        pipe_clear(&pp);
+        pgu_pipe_clear(&pp);
         st_err_clear(err);
         return resolve_unknown(e, cp, pid, p, err);
     }
     if (rc != ST_OK) {
-        pipe_clear(&pp);
+        pgu_pipe_clear(&pp);
         return FAILED;
     }
     enum commit_outcome out = classify(c, &pp, p, idem_stmt, err);
-    pipe_clear(&pp);
+    pgu_pipe_clear(&pp);
     eng__rollback(c);
     return out;
 }
@@ -482,5 +483,5 @@ const char *engine_test_key_sql(int i)
 
 const char *engine_test_key_plan_settings(void)
 {
-    return SQL_KEY_PLANS;
+    return eng__sql_key_plans;
 }

@@ -95,7 +95,7 @@ static int64_t delete_selected(struct dscan *d, uint64_t first, struct dv *add, 
                 st_colvec_get(d->vecs[t->pk[k]], i, &v);
                 key_encode_value(t->cols[t->pk[k]].type, &v, &d->kb);
             }
-            key_array_add(&p->del_keys, p->i8, d->kb.data, d->kb.len);
+            eng__key_array_add(&p->del_keys, p->i8, d->kb.data, d->kb.len);
             p->ndel++;
         }
     }
@@ -191,14 +191,14 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
     *deleted = 0;
     p->i8 = key_is_i8(t);
     if (t->npk > 0 && !d.all)
-        key_array_begin(&p->del_keys, p->i8, 0);
+        eng__key_array_begin(&p->del_keys, p->i8, 0);
     for (size_t fi = 0; fi < nfiles && rc == ST_OK; fi++) {
         if (!d.all && !eng__file_may_match(t, &files[fi], f, d.ranges, d.rp))
             continue; /* the catalog's statistics rule the file out: no I/O */
         rc = delete_in_file(e, &d, &files[fi], p, deleted, err);
     }
     if (p->ndel > 0)
-        array_set_count(&p->del_keys, p->ndel);
+        eng__array_set_count(&p->del_keys, p->ndel);
     if (d.all && t->npk > 0 && *deleted > 0)
         p->delete_all_keys = true;
     dscan_free(&d);
@@ -211,12 +211,12 @@ static void plan_delete_idem(struct plan *p, const struct st_idem *idem,
 {
     char *body = eng__result_encode(res);
     p->idem_op = ENG__OP_DELETE;
-    pga_begin(&p->idem_keys, PG_OID_TEXT, 1);
-    pga_begin(&p->idem_hashes, PG_OID_BYTEA, 1);
-    pga_begin(&p->idem_bodies, PG_OID_TEXT, 1);
-    pga_bytes(&p->idem_keys, idem->key, strlen(idem->key));
-    pga_bytes(&p->idem_hashes, idem->hash, 32);
-    pga_bytes(&p->idem_bodies, body, strlen(body));
+    pgu_array_begin(&p->idem_keys, PG_OID_TEXT, 1);
+    pgu_array_begin(&p->idem_hashes, PG_OID_BYTEA, 1);
+    pgu_array_begin(&p->idem_bodies, PG_OID_TEXT, 1);
+    pgu_array_bytes(&p->idem_keys, idem->key, strlen(idem->key));
+    pgu_array_bytes(&p->idem_hashes, idem->hash, 32);
+    pgu_array_bytes(&p->idem_bodies, body, strlen(body));
     p->nidem = 1;
     free(body);
 }
@@ -244,20 +244,20 @@ static int prepare_delete(struct engine *e, PGconn *c, struct item *it, struct p
     return rc;
 }
 
-void process_delete(struct engine *e, struct item *it)
+void eng__process_delete(struct engine *e, struct item *it)
 {
     const struct table *t = it->t;
     struct st_err *err = it->err;
     struct plan p;
-    cplan_init(&p);
+    eng__plan_init(&p);
     p.operation = "delete";
     PGconn *c = NULL;
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_COMMIT_ACQUIRE_MS, err);
     int attempt = 0;
-    record_batch_metric(e, 1);
+    eng__record_batch(e, 1);
     struct eng__result res = {.op = ENG__OP_DELETE, .del = it->dres};
     while (rc == ST_OK) {
-        cplan_reset(&p);
+        eng__plan_reset(&p);
         bool replayed;
         int64_t deleted;
         if ((rc = eng__idem_lookup(c, t->name, it->idem, &res, &replayed, err)) != ST_OK ||
@@ -273,7 +273,7 @@ void process_delete(struct engine *e, struct item *it)
                 break;
             continue;
         }
-        if ((rc = write_dvs(e, t, &p, err)) != ST_OK)
+        if ((rc = eng__write_dvs(e, t, &p, err)) != ST_OK)
             break;
         it->dres->seq = p.base + 1;
         if (it->idem != NULL)
@@ -282,7 +282,7 @@ void process_delete(struct engine *e, struct item *it)
             xasprintf("{\"deleted\":%lld,\"changed_dvs\":%zu}", (long long)deleted, p.nfiles);
         eng__crash_point(e);
         p.attempt = attempt;
-        enum commit_outcome out = run_commit(e, &c, t, &p, err);
+        enum commit_outcome out = eng__run_commit(e, &c, t, &p, err);
         if (out == COMMITTED) {
             atomic_fetch_add(&e->m_commits, 1);
             break;
@@ -291,6 +291,6 @@ void process_delete(struct engine *e, struct item *it)
     }
     if (c != NULL)
         cat_release(e->pool, c, rc == ST_EUNAVAIL);
-    cplan_free(&p);
-    finish_item(it, rc);
+    eng__plan_free(&p);
+    eng__finish_item(it, rc);
 }
