@@ -130,8 +130,9 @@ void eng__crash_point(struct engine *e)
 int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
                             const struct table *t, const struct plan *p, struct st_err *err)
 {
-    eng__unlink_blob(e, p->puffin_rel);
-    if (out == FAILED) {
+    if (out != UNKNOWN)
+        eng__unlink_blob(e, p->puffin_rel);
+    if (out == FAILED || out == UNKNOWN) {
         atomic_fetch_add(&e->m_commit_failures, 1);
         return err->code ? err->code : ST_EIO;
     }
@@ -264,7 +265,7 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     struct outrow *rows = NULL;
     struct rows_memo prev = {NULL, 0};
     size_t nrows = 0;
-    bool committed = false;
+    bool committed = false, unknown = false; /* unknown: the blobs may be the table's now */
     PGconn *c = NULL;
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_COMMIT_ACQUIRE_MS, &err);
     int attempt = 0;
@@ -295,10 +296,11 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
             finish_undecided(items, n, p.base + 1);
             break;
         }
+        unknown = out == UNKNOWN;
         rc = eng__after_lost_attempt(e, out, &c, &attempt, t, &p, &err);
     }
     fail_undecided(items, n, rc, &err);
-    if (p.has_file && !committed)
+    if (p.has_file && !committed && !unknown)
         eng__unlink_blob(e, p.file_rel);
     if (c != NULL)
         cat_release(e->pool, c, rc == ST_EUNAVAIL);

@@ -135,7 +135,9 @@ int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, stru
 
 /* ---- SQL (commit_sql.c) ---- */
 
-enum commit_outcome { COMMITTED, CONFLICT, IDEM_RACE, FAILED };
+/* UNKNOWN: the connection broke around COMMIT and the catalog could not say
+   whether the commit landed; its blobs must stay (gc's grace period). */
+enum commit_outcome { COMMITTED, CONFLICT, IDEM_RACE, FAILED, UNKNOWN };
 
 /*
  * Key-index statements must be index lookups whatever the planner believes:
@@ -204,8 +206,9 @@ int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char 
 enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
                                     struct plan *p, struct st_err *err);
 /*
- * After an attempt that did not commit (CONFLICT, IDEM_RACE or FAILED):
- * delete its Puffin file, count it, and either get ready for the next
+ * After an attempt that did not commit (CONFLICT, IDEM_RACE, FAILED or
+ * UNKNOWN): delete its Puffin file (not after UNKNOWN: the commit may have
+ * landed), count it, and either get ready for the next
  * attempt (ST_OK: a connection in *c, backoff slept) or give up (the error,
  * ST_ECONFLICT once e->o.commit_retries retries are spent).
  */

@@ -172,7 +172,7 @@ static void terminate_backend(PGconn *c, int pid)
 /*
  * After a connection loss around COMMIT: did commit_id land? Uses a fresh
  * connection (*cp is replaced). Returns COMMITTED, CONFLICT (absent: retry)
- * or FAILED (cannot tell: the catalog is down).
+ * or UNKNOWN (cannot tell: the catalog is down).
  */
 static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
                                            const struct plan *p, struct st_err *err)
@@ -205,7 +205,7 @@ static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int ol
             "catalog unreachable while deciding whether commit %s landed; its outcome is "
             "unknown (look it up in strike.snapshots.commit_id)",
             p->commit_id_s);
-    return FAILED;
+    return UNKNOWN;
 }
 
 /* The DV rows of a commit as binary arrays: DVs closed, files removed, new DVs. */
