@@ -278,7 +278,7 @@ void cat_release(struct cat_pool *p, PGconn *c, bool broken)
 int cat_ping(struct cat_pool *p, struct st_err *err)
 {
     PGconn *c;
-    int rc = cat_acquire(p, &c, 2000, err);
+    int rc = cat_acquire(p, &c, CAT_WAIT_PING_MS, err);
     if (rc != ST_OK)
         return rc;
     PGresult *r = PQexec(c, "SELECT 1");

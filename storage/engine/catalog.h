@@ -17,6 +17,28 @@
 struct cat_pool;
 
 /*
+ * How long the engine waits on the catalog, in one place. A request that
+ * cannot get a connection in time fails with ST_EUNAVAIL (503).
+ */
+#define CAT_WAIT_ACQUIRE_MS 5000         /* a connection for a read, a DDL call, gc */
+#define CAT_WAIT_COMMIT_ACQUIRE_MS 10000 /* a connection for a commit (changes, delete) */
+#define CAT_WAIT_PING_MS 2000            /* readiness: cat_ping */
+/* After a connection loss around COMMIT (commit_sql.c resolve_unknown): up
+   to 50 tries, each a connection (CAT_WAIT_ACQUIRE_MS at most) then a 100 ms
+   pause, before the outcome is reported unknown: about 5 s when the catalog
+   refuses at once, longer when it hangs. */
+#define CAT_RESOLVE_ATTEMPTS 50
+#define CAT_RESOLVE_PAUSE_MS 100
+/* pg_terminate_backend of the lost connection's backend, then up to 200
+   polls 10 ms apart (2 s) for it to go before the commit id is looked up. */
+#define CAT_BACKEND_EXIT_POLLS 200
+#define CAT_BACKEND_EXIT_POLL_MS 10
+/* Retry after a lost CAS: 0.5 ms plus a random part below 1 ms << min(attempt,
+   CAT_BACKOFF_MAX_SHIFT) (2 ms .. 64 ms). */
+#define CAT_BACKOFF_BASE_US 500
+#define CAT_BACKOFF_MAX_SHIFT 6
+
+/*
  * Open a pool of at most `max_conns` connections to `conninfo` (a URL or
  * key=value string). Connects once to check the catalog, then runs the
  * migrations. Fails with ST_EUNAVAIL when the catalog cannot be reached.

@@ -362,7 +362,7 @@ static int lookup_location(struct engine *e, struct table *t, int64_t file_id, b
                            int64_t snapshot, struct loc **out, int64_t *seq, struct st_err *err)
 {
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     struct eng__num tid, fid, snap;

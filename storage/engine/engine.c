@@ -308,7 +308,7 @@ int engine_get_table(struct engine *e, const char *name, struct table **out, str
     if (!st_name_valid(name))
         return st_errf(err, ST_EINVAL, "\"%.200s\" is not a valid table name", name);
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     rc = fetch_table(e, c, name, out, err);
@@ -447,7 +447,7 @@ int engine_create_table(struct engine *e, const struct table_def *def, const str
     st_uuid_format(commit_id, cid);
 
     PGconn *c;
-    if ((rc = cat_acquire(e->pool, &c, 5000, err)) != ST_OK)
+    if ((rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err)) != ST_OK)
         goto out_free;
     for (int attempt = 0; attempt < 2; attempt++) {
         struct eng__result prior = {.op = ENG__OP_CREATE, .table = out};
@@ -526,7 +526,7 @@ int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct 
     *out = NULL;
     *n = 0;
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     PGresult *r = PQexec(c, "SELECT " ENG__TABLE_COLS " FROM strike.tables ORDER BY name");
@@ -562,7 +562,7 @@ int engine_drop_table(struct engine *e, const char *name, const struct st_idem *
     if (!st_name_valid(name))
         return st_errf(err, ST_EINVAL, "\"%.200s\" is not a valid table name", name);
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -634,7 +634,7 @@ int engine_table_stats(struct engine *e, const struct table *t, struct table_sta
 {
     memset(out, 0, sizeof *out);
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     struct eng__num id;

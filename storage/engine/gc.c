@@ -209,7 +209,7 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report 
                        "%lld s",
                        ENGINE_GC_GRACE_MIN_S, (long long)grace_s);
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     /* Read the references after a first look at the clock: a blob written
@@ -273,7 +273,7 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
 {
     memset(out, 0, sizeof *out);
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     PGresult *r = PQexec(c, "SELECT path, record_count, file_size FROM strike.data_files");

@@ -5,7 +5,7 @@
 #include <string.h>
 
 /* Layout: ndim, has-nulls flag, element oid, then per dimension (size, lower bound 1). */
-void pga_begin(struct buf *b, uint32_t elem_oid, uint32_t n)
+void pgu_array_begin(struct buf *b, uint32_t elem_oid, uint32_t n)
 {
     buf_put_u32be(b, 1);
     buf_put_u32be(b, 0);
@@ -14,23 +14,23 @@ void pga_begin(struct buf *b, uint32_t elem_oid, uint32_t n)
     buf_put_u32be(b, 1);
 }
 
-void pga_set_has_nulls(struct buf *b)
+void pgu_array_set_has_nulls(struct buf *b)
 {
     st_u32be(b->data + 4, 1);
 }
 
-void pga_bytes(struct buf *b, const void *p, size_t len)
+void pgu_array_bytes(struct buf *b, const void *p, size_t len)
 {
     buf_put_u32be(b, (uint32_t)len);
     buf_append(b, p, len);
 }
 
-void pga_null(struct buf *b)
+void pgu_array_null(struct buf *b)
 {
     buf_put_u32be(b, 0xffffffffu);
 }
 
-void pga_i64(struct buf *b, int64_t v)
+void pgu_array_i64(struct buf *b, int64_t v)
 {
     uint8_t t[8];
     buf_put_u32be(b, 8);
@@ -38,7 +38,7 @@ void pga_i64(struct buf *b, int64_t v)
     buf_append(b, t, 8);
 }
 
-int pipe_begin(struct pipe *p, PGconn *c, struct st_err *err)
+int pgu_pipe_begin(struct pgu_pipe *p, PGconn *c, struct st_err *err)
 {
     memset(p, 0, sizeof *p);
     p->c = c;
@@ -47,30 +47,30 @@ int pipe_begin(struct pipe *p, PGconn *c, struct st_err *err)
     return ST_OK;
 }
 
-int pipe_send(struct pipe *p, const char *sql, int nparams, const char *const *values,
-              const int *lengths, const int *formats, int result_format, struct st_err *err)
+int pgu_pipe_send(struct pgu_pipe *p, const char *sql, int nparams, const char *const *values,
+                  const int *lengths, const int *formats, int result_format, struct st_err *err)
 {
-    if (p->n >= PIPE_MAX)
-        return st_errf(err, ST_EINTERNAL, "pipeline longer than %d statements", PIPE_MAX);
+    if (p->n >= PGU_PIPE_MAX)
+        return st_errf(err, ST_EINTERNAL, "pipeline longer than %d statements", PGU_PIPE_MAX);
     if (PQsendQueryParams(p->c, sql, nparams, NULL, values, lengths, formats, result_format) != 1)
         return cat_fail(p->c, NULL, "sending a statement", err);
     p->n++;
     return ST_OK;
 }
 
-int pipe_send_prepared(struct pipe *p, const char *name, int nparams, const char *const *values,
-                       const int *lengths, const int *formats, int result_format,
-                       struct st_err *err)
+int pgu_pipe_send_prepared(struct pgu_pipe *p, const char *name, int nparams,
+                           const char *const *values, const int *lengths, const int *formats,
+                           int result_format, struct st_err *err)
 {
-    if (p->n >= PIPE_MAX)
-        return st_errf(err, ST_EINTERNAL, "pipeline longer than %d statements", PIPE_MAX);
+    if (p->n >= PGU_PIPE_MAX)
+        return st_errf(err, ST_EINTERNAL, "pipeline longer than %d statements", PGU_PIPE_MAX);
     if (PQsendQueryPrepared(p->c, name, nparams, values, lengths, formats, result_format) != 1)
         return cat_fail(p->c, NULL, "sending a statement", err);
     p->n++;
     return ST_OK;
 }
 
-int pipe_run(struct pipe *p, struct st_err *err)
+int pgu_pipe_run(struct pgu_pipe *p, struct st_err *err)
 {
     if (PQpipelineSync(p->c) != 1) {
         PQexitPipelineMode(p->c);
@@ -99,23 +99,24 @@ int pipe_run(struct pipe *p, struct st_err *err)
     return ST_OK;
 }
 
-int pipe_finish(struct pipe *p, int rc, const char *end, const char *what, struct st_err *err)
+int pgu_pipe_finish(struct pgu_pipe *p, int rc, const char *end, const char *what,
+                    struct st_err *err)
 {
     if (rc == ST_OK)
-        rc = pipe_send(p, end, 0, NULL, NULL, NULL, 0, err);
+        rc = pgu_pipe_send(p, end, 0, NULL, NULL, NULL, 0, err);
     if (rc != ST_OK) {
         PQexitPipelineMode(p->c);
-        pipe_clear(p);
+        pgu_pipe_clear(p);
         return rc;
     }
-    if ((rc = pipe_run(p, err)) != ST_OK) {
-        pipe_clear(p);
+    if ((rc = pgu_pipe_run(p, err)) != ST_OK) {
+        pgu_pipe_clear(p);
         return rc;
     }
-    int bad = pipe_failed(p);
+    int bad = pgu_pipe_failed(p);
     if (bad >= 0) {
         rc = cat_fail(p->c, p->res[bad], what, err);
-        pipe_clear(p);
+        pgu_pipe_clear(p);
         if (PQtransactionStatus(p->c) != PQTRANS_IDLE)
             PQclear(PQexec(p->c, "ROLLBACK"));
         return rc;
@@ -123,7 +124,7 @@ int pipe_finish(struct pipe *p, int rc, const char *end, const char *what, struc
     return ST_OK;
 }
 
-int pipe_failed(const struct pipe *p)
+int pgu_pipe_failed(const struct pgu_pipe *p)
 {
     for (int i = 0; i < p->n; i++) {
         ExecStatusType s = PQresultStatus(p->res[i]);
@@ -133,7 +134,7 @@ int pipe_failed(const struct pipe *p)
     return -1;
 }
 
-const char *pipe_sqlstate(const struct pipe *p, int i)
+const char *pgu_pipe_sqlstate(const struct pgu_pipe *p, int i)
 {
     if (i < 0 || i >= p->n || p->res[i] == NULL)
         return "";
@@ -141,7 +142,7 @@ const char *pipe_sqlstate(const struct pipe *p, int i)
     return s ? s : "";
 }
 
-void pipe_clear(struct pipe *p)
+void pgu_pipe_clear(struct pgu_pipe *p)
 {
     for (int i = 0; i < p->n; i++)
         PQclear(p->res[i]);

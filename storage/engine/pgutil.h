@@ -17,52 +17,53 @@
 #define PG_OID_INT8 20
 #define PG_OID_TEXT 25
 
-/* Binary array builder: pga_begin, then exactly n pga_* elements. */
-void pga_begin(struct buf *b, uint32_t elem_oid, uint32_t n);
-void pga_bytes(struct buf *b, const void *p, size_t len);
-void pga_null(struct buf *b);
-void pga_i64(struct buf *b, int64_t v);
+/* Binary array builder: pgu_array_begin, then exactly n pgu_array_* elements. */
+void pgu_array_begin(struct buf *b, uint32_t elem_oid, uint32_t n);
+void pgu_array_bytes(struct buf *b, const void *p, size_t len);
+void pgu_array_null(struct buf *b);
+void pgu_array_i64(struct buf *b, int64_t v);
 /* Mark the array as holding nulls (call after the elements are written). */
-void pga_set_has_nulls(struct buf *b);
+void pgu_array_set_has_nulls(struct buf *b);
 
 /* A pipeline of statements; results are kept in order. */
-#define PIPE_MAX 64
-struct pipe {
+#define PGU_PIPE_MAX 64
+struct pgu_pipe {
     PGconn *c;
     int n;
-    PGresult *res[PIPE_MAX];
+    PGresult *res[PGU_PIPE_MAX];
     bool sent_ok;
 };
 
 /* Enter pipeline mode. */
-int pipe_begin(struct pipe *p, PGconn *c, struct st_err *err);
+int pgu_pipe_begin(struct pgu_pipe *p, PGconn *c, struct st_err *err);
 /* Queue a statement. Parameters as PQsendQueryParams; results in text (0) or binary (1). */
-int pipe_send(struct pipe *p, const char *sql, int nparams, const char *const *values,
-              const int *lengths, const int *formats, int result_format, struct st_err *err);
+int pgu_pipe_send(struct pgu_pipe *p, const char *sql, int nparams, const char *const *values,
+                  const int *lengths, const int *formats, int result_format, struct st_err *err);
 /* Queue a statement prepared on this connection (PQprepare) under `name`. */
-int pipe_send_prepared(struct pipe *p, const char *name, int nparams, const char *const *values,
-                       const int *lengths, const int *formats, int result_format,
-                       struct st_err *err);
+int pgu_pipe_send_prepared(struct pgu_pipe *p, const char *name, int nparams,
+                           const char *const *values, const int *lengths, const int *formats,
+                           int result_format, struct st_err *err);
 /*
  * Sync, collect every result, leave pipeline mode. Returns ST_OK when the
- * pipeline ran (statements may still have failed: check pipe_failed);
+ * pipeline ran (statements may still have failed: check pgu_pipe_failed);
  * ST_EUNAVAIL when the connection broke (outcome of a COMMIT unknown).
  */
-int pipe_run(struct pipe *p, struct st_err *err);
+int pgu_pipe_run(struct pgu_pipe *p, struct st_err *err);
 /*
  * End a read pipeline: `rc` is the outcome of queueing its statements; if it
  * is ST_OK, queue `end` (COMMIT or ROLLBACK), run, and check every
  * statement. On ST_OK the results are in p->res; on any failure they are
  * cleared, the transaction is rolled back and the error says "during <what>".
  */
-int pipe_finish(struct pipe *p, int rc, const char *end, const char *what, struct st_err *err);
+int pgu_pipe_finish(struct pgu_pipe *p, int rc, const char *end, const char *what,
+                    struct st_err *err);
 /* Index of the first statement that failed (not aborted-by-earlier), or -1. */
-int pipe_failed(const struct pipe *p);
+int pgu_pipe_failed(const struct pgu_pipe *p);
 /* SQLSTATE of statement i, or "". */
-const char *pipe_sqlstate(const struct pipe *p, int i);
-void pipe_clear(struct pipe *p);
+const char *pgu_pipe_sqlstate(const struct pgu_pipe *p, int i);
+void pgu_pipe_clear(struct pgu_pipe *p);
 
-static inline int64_t pg_bin_i64(const PGresult *r, int row, int col)
+static inline int64_t pgu_bin_i64(const PGresult *r, int row, int col)
 {
     return (int64_t)ld_u64be((const uint8_t *)PQgetvalue(r, row, col));
 }

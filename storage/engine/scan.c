@@ -43,20 +43,20 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
         return st_errf(err, ST_EINVAL, "snapshot: must be >= 0, got %lld", (long long)snapshot);
     struct eng__num tid, snap;
     const char *vals[2] = {eng__i64(&tid, t->id), has_snapshot ? eng__i64(&snap, snapshot) : NULL};
-    struct pipe pp;
-    int rc = pipe_begin(&pp, c, err);
+    struct pgu_pipe pp;
+    int rc = pgu_pipe_begin(&pp, c, err);
     if (rc != ST_OK)
         return rc;
-    rc = pipe_send(&pp, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, NULL, 0,
-                   err);
+    rc = pgu_pipe_send(&pp, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, NULL,
+                       0, err);
     if (rc == ST_OK)
-        rc = pipe_send(&pp,
-                       "SELECT t.seq, s.seq IS NOT NULL, s.expired_at IS NOT NULL FROM "
-                       "strike.tables t LEFT JOIN strike.snapshots s ON s.table_id = t.id AND "
-                       "s.seq = coalesce($2::bigint, t.seq) WHERE t.id = $1",
-                       2, vals, NULL, NULL, 0, err);
+        rc = pgu_pipe_send(&pp,
+                           "SELECT t.seq, s.seq IS NOT NULL, s.expired_at IS NOT NULL FROM "
+                           "strike.tables t LEFT JOIN strike.snapshots s ON s.table_id = t.id AND "
+                           "s.seq = coalesce($2::bigint, t.seq) WHERE t.id = $1",
+                           2, vals, NULL, NULL, 0, err);
     if (rc == ST_OK)
-        rc = pipe_send(
+        rc = pgu_pipe_send(
             &pp,
             "WITH s AS (SELECT coalesce($2::bigint, seq) AS seq FROM strike.tables WHERE id = $1) "
             "SELECT f.id, f.path, f.record_count, f.file_size, f.data_seq, f.stats::text, "
@@ -67,25 +67,25 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
             "WHERE f.table_id = $1 AND f.data_seq <= s.seq AND (f.removed_seq IS NULL OR "
             "f.removed_seq > s.seq) ORDER BY f.data_seq, f.id",
             2, vals, NULL, NULL, 0, err);
-    if ((rc = pipe_finish(&pp, rc, "COMMIT", "reading the snapshot", err)) != ST_OK)
+    if ((rc = pgu_pipe_finish(&pp, rc, "COMMIT", "reading the snapshot", err)) != ST_OK)
         return rc;
     PGresult *r = pp.res[1];
     if (PQntuples(r) == 0) {
-        pipe_clear(&pp);
+        pgu_pipe_clear(&pp);
         return st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
     }
     int64_t cur = eng__get_i64(r, 0, 0);
     bool exists = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
     bool expired = strcmp(PQgetvalue(r, 0, 2), "t") == 0;
     if (!exists) {
-        pipe_clear(&pp);
+        pgu_pipe_clear(&pp);
         return st_errf(err, ST_ENOTFOUND,
                        "snapshot %lld of table \"%s\" does not exist (the current snapshot is "
                        "%lld)",
                        (long long)snapshot, t->name, (long long)cur);
     }
     if (expired) {
-        pipe_clear(&pp);
+        pgu_pipe_clear(&pp);
         return st_errf(err, ST_EGONE, "snapshot %lld of table \"%s\" has expired",
                        (long long)snapshot, t->name);
     }
@@ -108,7 +108,7 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
             f[i].dv_card = eng__get_i64(r, i, 9);
         }
     }
-    pipe_clear(&pp);
+    pgu_pipe_clear(&pp);
     *files = f;
     *n = (size_t)rows;
     return ST_OK;
@@ -275,7 +275,7 @@ int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *r
         if (req->columns[i] < 0 || req->columns[i] >= t->ncols)
             return st_errf(err, ST_EINVAL, "columns[%d]: no such column", i);
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     struct scan *s = xcalloc(1, sizeof *s);
@@ -483,7 +483,7 @@ int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t sn
     *files = NULL;
     *nfiles = 0;
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     struct snap_file *sf;
@@ -542,7 +542,7 @@ int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size
     *n = 0;
     *more = false;
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     /* One more than asked: whether a next page exists. The primary key
@@ -586,7 +586,7 @@ int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **
 {
     *abs_path = NULL;
     PGconn *c;
-    int rc = cat_acquire(e->pool, &c, 5000, err);
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
     struct eng__num tid, fid;

@@ -1,0 +1,758 @@
+/*
+ * commit_base.c - the base state of a change batch and its replay: in one
+ * REPEATABLE READ snapshot and one pipeline, read the table's seq N, the
+ * key_index rows of the batch's keys, the live DVs of the files they point
+ * to, producer offsets and idempotency keys; replay the batch's changes in
+ * arrival order on that state (per-key state: exists, version, surviving
+ * row); and turn the outcome into the plan of the commit (positions to
+ * delete per file, key-index rows, producer offsets, idempotency records).
+ */
+#include "commit_int.h"
+
+#include "common/xalloc.h"
+#include "dv/dv.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEYS_PER_LOOKUP 20000
+
+static uint32_t cb_add_key(struct cbatch *b, const uint8_t *k, size_t klen, bool *created)
+{
+    void **slot = hmap_put(&b->keys, k, klen, created);
+    if (!*created)
+        return (uint32_t)(uintptr_t)*slot - 1;
+    if (b->nst == b->capst) {
+        b->capst = b->capst ? b->capst * 2 : 256;
+        b->st = xreallocarray(b->st, b->capst, sizeof *b->st);
+    }
+    uint32_t idx = (uint32_t)b->nst++;
+    memset(&b->st[idx], 0, sizeof b->st[idx]);
+    b->st[idx].key_off = (uint32_t)b->keybytes.len;
+    b->st[idx].key_len = (uint32_t)klen;
+    buf_append(&b->keybytes, k, klen);
+    *slot = (void *)(uintptr_t)(idx + 1);
+    return idx;
+}
+
+/* Is version `v` (encoded, or null) lower than the key's stored version? */
+static bool version_lower(const struct cbatch *b, const struct kstate *s, bool vnull,
+                          const uint8_t *v, size_t vlen)
+{
+    if (s->ver_null)
+        return false; /* nothing is lower than null */
+    if (vnull)
+        return true;
+    return st_bytes_cmp(v, vlen, b->vers.data + s->ver_off, s->ver_len) < 0;
+}
+
+static int cmp_tfile(const void *a, const void *b)
+{
+    int64_t x = ((const struct tfile *)a)->id, y = ((const struct tfile *)b)->id;
+    return (x > y) - (x < y);
+}
+
+static struct tfile *find_file(struct plan *p, int64_t id)
+{
+    size_t lo = 0, hi = p->nfiles;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (p->files[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->nfiles && p->files[lo].id == id ? &p->files[lo] : NULL;
+}
+
+/* One lookup statement's rows into the key states and p->files. */
+static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size_t *capf,
+                       struct st_err *err)
+{
+    const bool i8 = p->i8;
+    struct buf kb = BUF_INIT; /* i8 keys back in the map's encoding, one row at a time */
+    int rc = ST_OK;
+    for (int i = 0; i < PQntuples(r) && rc == ST_OK; i++) {
+        if (PQgetisnull(r, i, 0)) { /* a file */
+            int64_t id = pgu_bin_i64(r, i, 1);
+            bool seen = false;
+            for (size_t j = 0; j < p->nfiles && !seen; j++)
+                seen = p->files[j].id == id;
+            if (seen)
+                continue;
+            if (p->nfiles == *capf) {
+                *capf = *capf ? *capf * 2 : 16;
+                p->files = xreallocarray(p->files, *capf, sizeof *p->files);
+            }
+            struct tfile *f = &p->files[p->nfiles++];
+            memset(f, 0, sizeof *f);
+            f->id = id;
+            f->path = xstrndup(PQgetvalue(r, i, 4), (size_t)PQgetlength(r, i, 4));
+            f->record_count = pgu_bin_i64(r, i, 5);
+            f->has_dv = !PQgetisnull(r, i, 6);
+            if (f->has_dv) {
+                f->dv_path = xstrndup(PQgetvalue(r, i, 6), (size_t)PQgetlength(r, i, 6));
+                f->dv_offset = pgu_bin_i64(r, i, 7);
+                f->dv_length = pgu_bin_i64(r, i, 8);
+                f->dv_card = pgu_bin_i64(r, i, 9);
+            }
+            f->add = dv_new();
+            continue;
+        }
+        void **slot;
+        if (i8) {
+            /* back to the key's encoding, the map's key */
+            struct st_value kv = {0};
+            enum st_type kt = b->t->cols[b->t->pk[0]].type;
+            if (kt == ST_T_INT)
+                kv.v.i = (int32_t)pgu_bin_i64(r, i, 0);
+            else
+                kv.v.l = pgu_bin_i64(r, i, 0);
+            buf_reset(&kb);
+            key_encode_value(kt, &kv, &kb);
+            slot = hmap_get(&b->keys, kb.data, kb.len);
+        } else {
+            slot = hmap_get(&b->keys, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0));
+        }
+        if (slot == NULL) {
+            rc = st_errf(err, ST_EINTERNAL, "key lookup returned a key that was not asked for");
+            break;
+        }
+        struct kstate *s = &b->st[(uintptr_t)*slot - 1];
+        s->orig_exists = s->exists = true;
+        s->orig_file = pgu_bin_i64(r, i, 1);
+        s->orig_pos = pgu_bin_i64(r, i, 2);
+        s->ver_null = PQgetisnull(r, i, 3);
+        if (!s->ver_null) {
+            s->ver_off = (uint32_t)b->vers.len;
+            s->ver_len = (uint32_t)PQgetlength(r, i, 3);
+            buf_append(&b->vers, PQgetvalue(r, i, 3), s->ver_len);
+        }
+    }
+    buf_free(&kb);
+    return rc;
+}
+
+/*
+ * Read the base state of a batch in one REPEATABLE READ snapshot and one
+ * pipeline (one network round trip for a batch of up to KEYS_PER_LOOKUP
+ * keys): the table's seq, the idempotency keys, the producer offsets, and
+ * the key index with the touched files and their DVs. Items answered by an
+ * idempotency key are finished here; `last` receives producer offsets.
+ */
+/* The statements of a base read and where their results are in the pipeline. */
+struct base_read {
+    struct eng__num tid;
+    struct buf idem_keys, prods; /* text arrays */
+    uint32_t nidem, nprod;
+    bool upserts; /* the batch may write rows: reserve a data file id */
+    size_t chunk, nchunks;
+    struct buf *arrs; /* key arrays, one per lookup statement */
+    int stmt_seq, stmt_idem, stmt_prod, stmt_first_lookup;
+};
+
+static void base_read_init(struct base_read *br, const struct cbatch *b)
+{
+    memset(br, 0, sizeof *br);
+    eng__i64(&br->tid, b->t->id);
+    br->stmt_idem = br->stmt_prod = -1;
+    for (size_t i = 0; i < b->n; i++) {
+        const struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        br->nidem += it->req->idem != NULL;
+        br->nprod += it->req->producer != NULL && it->req->has_offset;
+        for (size_t j = 0; j < it->req->nchanges && !br->upserts; j++)
+            br->upserts = it->req->changes[j].op == CHANGE_UPSERT;
+    }
+    pgu_array_begin(&br->idem_keys, PG_OID_TEXT, br->nidem);
+    pgu_array_begin(&br->prods, PG_OID_TEXT, br->nprod);
+    for (size_t i = 0; i < b->n; i++) {
+        const struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        if (it->req->idem != NULL)
+            pgu_array_bytes(&br->idem_keys, it->req->idem->key, strlen(it->req->idem->key));
+        if (it->req->producer != NULL && it->req->has_offset)
+            pgu_array_bytes(&br->prods, it->req->producer, strlen(it->req->producer));
+    }
+    br->chunk = KEYS_PER_LOOKUP;
+    if (b->nst / br->chunk > PGU_PIPE_MAX - 8)
+        br->chunk = b->nst / (PGU_PIPE_MAX - 8) + 1;
+    br->nchunks = (b->nst + br->chunk - 1) / br->chunk;
+    br->arrs = xcalloc(br->nchunks ? br->nchunks : 1, sizeof *br->arrs);
+}
+
+static void base_read_free(struct base_read *br)
+{
+    for (size_t ci = 0; ci < br->nchunks; ci++)
+        buf_free(&br->arrs[ci]);
+    free(br->arrs);
+    buf_free(&br->idem_keys);
+    buf_free(&br->prods);
+}
+
+/* Queue the key-index lookups, KEYS_PER_LOOKUP keys (or more) per statement. */
+static int send_lookups(struct pgu_pipe *pp, const struct cbatch *b, const struct plan *p,
+                        struct base_read *br, struct st_err *err)
+{
+    const int f2[2] = {0, 1};
+    int rc = ST_OK;
+    br->stmt_first_lookup = pp->n;
+    for (size_t ci = 0; rc == ST_OK && ci < br->nchunks; ci++) {
+        size_t lo = ci * br->chunk, hi = lo + br->chunk < b->nst ? lo + br->chunk : b->nst;
+        eng__key_array_begin(&br->arrs[ci], p->i8, (uint32_t)(hi - lo));
+        for (size_t i = lo; i < hi; i++)
+            eng__key_array_add(&br->arrs[ci], p->i8, b->keybytes.data + b->st[i].key_off,
+                               b->st[i].key_len);
+        const char *v[2] = {br->tid.s, (const char *)br->arrs[ci].data};
+        int l[2] = {0, (int)br->arrs[ci].len};
+        rc = eng__send_sql(pp,
+                           p->i8 ? SQL_LOOKUP("strike.key_index_i8", "bigint")
+                                 : SQL_LOOKUP("strike.key_index", "bytea"),
+                           2, v, l, f2, 1, err);
+    }
+    return rc;
+}
+
+/* Queue the whole read, BEGIN to the last lookup (pgu_pipe_finish ends it). */
+static int send_base_read(struct pgu_pipe *pp, const struct cbatch *b, const struct plan *p,
+                          struct base_read *br, struct st_err *err)
+{
+    const int f2[2] = {0, 1};
+    int rc =
+        eng__send_sql(pp, "BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = eng__send_sql(pp, eng__sql_key_plans, 0, NULL, NULL, NULL, 0, err);
+    br->stmt_seq = pp->n;
+    const char *v1[2] = {br->tid.s, br->upserts ? "t" : "f"};
+    if (rc == ST_OK)
+        rc = eng__send_sql(pp, eng__sql_seq, 2, v1, NULL, NULL, 0, err);
+    if (rc == ST_OK && br->nidem > 0) {
+        br->stmt_idem = pp->n;
+        const char *v[2] = {b->t->name, (const char *)br->idem_keys.data};
+        int l[2] = {0, (int)br->idem_keys.len};
+        rc = eng__send_sql(pp, eng__sql_idem_select, 2, v, l, f2, 1, err);
+    }
+    if (rc == ST_OK && br->nprod > 0) {
+        br->stmt_prod = pp->n;
+        const char *v[2] = {br->tid.s, (const char *)br->prods.data};
+        int l[2] = {0, (int)br->prods.len};
+        rc = eng__send_sql(pp, eng__sql_prod_select, 2, v, l, f2, 1, err);
+    }
+    if (rc == ST_OK)
+        rc = send_lookups(pp, b, p, br, err);
+    return rc;
+}
+
+/* Items whose Idempotency-Key is stored: replayed, or refused when the request differs. */
+static void take_idem_rows(struct cbatch *b, const PGresult *r)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        if (it->finished || it->req->idem == NULL)
+            continue;
+        for (int row = 0; row < PQntuples(r); row++) {
+            if ((size_t)PQgetlength(r, row, 0) != strlen(it->req->idem->key) ||
+                memcmp(PQgetvalue(r, row, 0), it->req->idem->key, (size_t)PQgetlength(r, row, 0)) !=
+                    0)
+                continue;
+            struct eng__result prior = {.op = ENG__OP_CHANGES, .changes = it->res};
+            eng__finish_item(it, eng__idem_row(r, row, 1, it->req->idem, &prior, it->err));
+            break;
+        }
+    }
+}
+
+/* The producers' committed offsets into `last` (producer -> int64_t *). */
+static void take_producers(struct hmap *last, const PGresult *r)
+{
+    for (int row = 0; row < PQntuples(r); row++) {
+        void **slot = hmap_put(last, PQgetvalue(r, row, 0), (size_t)PQgetlength(r, row, 0), NULL);
+        free(*slot);
+        int64_t *v = xmalloc(sizeof *v);
+        *v = pgu_bin_i64(r, row, 1);
+        *slot = v;
+    }
+}
+
+/* Every key must point into a live file (p->files sorted by id). */
+static int check_keys_live(const struct cbatch *b, struct plan *p, struct st_err *err)
+{
+    for (size_t k = 0; k < b->nst; k++)
+        if (b->st[k].orig_exists && find_file(p, b->st[k].orig_file) == NULL)
+            return st_errf(err, ST_EINTERNAL,
+                           "key index points at file %lld, which is not live (the catalog is "
+                           "inconsistent; run strike fsck)",
+                           (long long)b->st[k].orig_file);
+    return ST_OK;
+}
+
+/* The results of a base read that ran, into the batch and the plan. */
+static int take_base_read(struct cbatch *b, struct plan *p, struct hmap *last,
+                          const struct pgu_pipe *pp, const struct base_read *br, struct st_err *err)
+{
+    const PGresult *r = pp->res[br->stmt_seq];
+    if (PQntuples(r) == 0)
+        return st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", b->t->name);
+    p->base = eng__get_i64(r, 0, 0);
+    p->new_file_id = PQgetisnull(r, 0, 1) ? -1 : eng__get_i64(r, 0, 1);
+    if (br->stmt_idem >= 0)
+        take_idem_rows(b, pp->res[br->stmt_idem]);
+    if (br->stmt_prod >= 0)
+        take_producers(last, pp->res[br->stmt_prod]);
+    size_t capf = 0;
+    int rc = ST_OK;
+    for (size_t ci = 0; rc == ST_OK && ci < br->nchunks; ci++)
+        rc = take_lookup(b, p, pp->res[br->stmt_first_lookup + (int)ci], &capf, err);
+    if (rc != ST_OK)
+        return rc;
+    if (p->nfiles > 1)
+        qsort(p->files, p->nfiles, sizeof *p->files, cmp_tfile);
+    return check_keys_live(b, p, err);
+}
+
+static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *last,
+                     struct st_err *err)
+{
+    struct base_read br;
+    base_read_init(&br, b);
+    struct pgu_pipe pp;
+    int rc = pgu_pipe_begin(&pp, c, err);
+    if (rc == ST_OK) {
+        rc = send_base_read(&pp, b, p, &br, err);
+        rc = pgu_pipe_finish(&pp, rc, "ROLLBACK", "reading the base state", err);
+        if (rc == ST_OK) {
+            rc = take_base_read(b, p, last, &pp, &br, err);
+            pgu_pipe_clear(&pp);
+        }
+    }
+    base_read_free(&br);
+    return rc;
+}
+
+static void free_map_values(struct hmap *m)
+{
+    size_t i = 0;
+    void *v;
+    while (hmap_next(m, &i, NULL, NULL, &v))
+        free(v);
+    hmap_free(m);
+}
+
+static int cmp_outrow(const void *a, const void *b)
+{
+    const struct outrow *x = a, *y = b;
+    if (x->item != y->item)
+        return x->item < y->item ? -1 : 1;
+    return (x->change > y->change) - (x->change < y->change);
+}
+
+/* The replay of one attempt: per-change key states and what survives. */
+struct replay {
+    struct cbatch *b;
+    struct plan *p;
+    uint32_t *kidx; /* every change's key state, kidx[koff[i] + j] */
+    size_t *koff;
+    struct hmap last; /* producer -> its offset (int64_t *), committed then replayed */
+    struct outrow *rows;
+    size_t nrows, caprows;
+    bool advances_producer;
+    struct buf vb; /* a version's encoding */
+};
+
+/* Index the keys of every change (b->keys, b->st) for the lookup and the replay. */
+static void index_keys(struct replay *rp)
+{
+    struct cbatch *b = rp->b;
+    const struct table *t = b->t;
+    hmap_init(&b->keys);
+    b->nst = 0;
+    buf_reset(&b->keybytes);
+    buf_reset(&b->vers);
+    size_t total = 0;
+    for (size_t i = 0; i < b->n; i++)
+        total += b->items[i]->finished ? 0 : b->items[i]->req->nchanges;
+    rp->kidx = xcalloc(total ? total : 1, sizeof *rp->kidx);
+    rp->koff = xcalloc(b->n ? b->n : 1, sizeof *rp->koff);
+    if (t->npk == 0)
+        return;
+    struct buf kb = BUF_INIT;
+    size_t nk = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        rp->koff[i] = nk;
+        if (b->items[i]->finished)
+            continue;
+        const struct change_req *q = b->items[i]->req;
+        for (size_t j = 0; j < q->nchanges; j++) {
+            buf_reset(&kb);
+            if (q->changes[j].op == CHANGE_UPSERT)
+                key_encode_row(t, q->changes[j].vals, &kb);
+            else
+                key_encode(t, q->changes[j].vals, &kb);
+            bool created;
+            rp->kidx[nk++] = cb_add_key(b, kb.data, kb.len, &created);
+        }
+    }
+    buf_free(&kb);
+}
+
+/* expected_seq, which a duplicate delivery ignores (docs/API.md: a duplicate
+   answers 200 "whatever its expected_seq") */
+static void check_expected_seq(struct replay *rp)
+{
+    struct cbatch *b = rp->b;
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        const struct change_req *q = it->req;
+        if (it->finished || !q->has_expected_seq || q->expected_seq == rp->p->base)
+            continue;
+        if (q->producer != NULL && q->has_offset) {
+            void **slot = hmap_get(&rp->last, q->producer, strlen(q->producer));
+            if (slot != NULL && q->offset <= *(int64_t *)*slot)
+                continue; /* a duplicate: answered below with duplicate:true */
+        }
+        eng__finish_item(
+            it, st_errf(it->err, ST_ECONFLICT, "expected_seq %lld, but table \"%s\" is at seq %lld",
+                        (long long)q->expected_seq, b->t->name, (long long)rp->p->base));
+    }
+}
+
+static void push_row(struct replay *rp, struct outrow r)
+{
+    if (rp->nrows == rp->caprows) {
+        rp->caprows = rp->caprows ? rp->caprows * 2 : 256;
+        rp->rows = xreallocarray(rp->rows, rp->caprows, sizeof *rp->rows);
+    }
+    rp->rows[rp->nrows++] = r;
+}
+
+/* Replay change j of item i on its key's state, counting it in the item's result. */
+static void replay_change(struct replay *rp, size_t i, size_t j)
+{
+    struct cbatch *b = rp->b;
+    const struct table *t = b->t;
+    struct item *it = b->items[i];
+    const struct change *ch = &it->req->changes[j];
+    if (t->npk == 0) {
+        /* no key: every upsert appends (deletes were refused up front) */
+        push_row(rp, (struct outrow){(uint32_t)i, (uint32_t)j, UINT32_MAX});
+        it->res->inserted++;
+        return;
+    }
+    struct kstate *s = &b->st[rp->kidx[rp->koff[i] + j]];
+    if (ch->op == CHANGE_DELETE) {
+        if (!s->exists) {
+            it->res->missing++;
+        } else {
+            it->res->deleted++;
+            s->exists = false;
+            s->touched = true;
+        }
+        return;
+    }
+    bool vnull = true;
+    buf_reset(&rp->vb);
+    if (t->version_col >= 0) {
+        const struct st_value *vv = &ch->vals[t->version_col];
+        vnull = vv->null;
+        if (!vnull)
+            key_encode_value(t->cols[t->version_col].type, vv, &rp->vb);
+        if (s->exists && version_lower(b, s, vnull, rp->vb.data, rp->vb.len)) {
+            it->res->stale++;
+            return;
+        }
+    }
+    if (s->exists)
+        it->res->updated++;
+    else
+        it->res->inserted++;
+    s->exists = true;
+    s->touched = true;
+    s->item = (uint32_t)i;
+    s->change = (uint32_t)j;
+    s->ver_null = vnull;
+    if (!vnull) {
+        s->ver_off = (uint32_t)b->vers.len;
+        s->ver_len = (uint32_t)rp->vb.len;
+        buf_append(&b->vers, rp->vb.data, rp->vb.len);
+    }
+}
+
+/* Replay the items in arrival order; a duplicate delivery changes nothing. */
+static void replay_items(struct replay *rp)
+{
+    struct cbatch *b = rp->b;
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        const struct change_req *q = it->req;
+        memset(it->res, 0, sizeof *it->res);
+        if (q->producer != NULL && q->has_offset) {
+            void **slot = hmap_put(&rp->last, q->producer, strlen(q->producer), NULL);
+            if (*slot != NULL && q->offset <= *(int64_t *)*slot) {
+                it->res->duplicate = true;
+                continue;
+            }
+            if (*slot == NULL)
+                *slot = xmalloc(sizeof(int64_t));
+            *(int64_t *)*slot = q->offset;
+            rp->advances_producer = true;
+        }
+        for (size_t j = 0; j < q->nchanges; j++)
+            replay_change(rp, i, j);
+        /* counts add up: every change is counted once */
+        assert(it->res->inserted + it->res->updated + it->res->deleted + it->res->missing +
+                   it->res->stale ==
+               (int64_t)q->nchanges);
+    }
+}
+
+/*
+ * The outcome per key: its old row's position joins its file's DV, its
+ * surviving upsert becomes a row of the new file, a deleted key leaves the
+ * key index. Rows are sorted in arrival order.
+ */
+static int key_outcomes(struct replay *rp, struct st_err *err)
+{
+    struct cbatch *b = rp->b;
+    struct plan *p = rp->p;
+    for (size_t k = 0; k < b->nst; k++) {
+        struct kstate *s = &b->st[k];
+        if (!s->touched)
+            continue;
+        if (s->orig_exists) {
+            struct tfile *f = find_file(p, s->orig_file);
+            if (f == NULL)
+                return st_errf(err, ST_EINTERNAL, "key index points at unknown file %lld",
+                               (long long)s->orig_file);
+            dv_add(f->add, (uint64_t)s->orig_pos);
+        }
+        if (s->exists) {
+            push_row(rp, (struct outrow){s->item, s->change, (uint32_t)k});
+        } else if (s->orig_exists) {
+            if (p->ndel == 0)
+                eng__key_array_begin(&p->del_keys, p->i8, 0);
+            eng__key_array_add(&p->del_keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
+            p->ndel++;
+        }
+    }
+    if (p->ndel > 0)
+        eng__array_set_count(&p->del_keys, p->ndel);
+    if (rp->nrows > 1)
+        qsort(rp->rows, rp->nrows, sizeof *rp->rows, cmp_outrow);
+    return ST_OK;
+}
+
+/* Files that only had stale upserts stay untouched. */
+static void drop_untouched_files(struct plan *p)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < p->nfiles; i++) {
+        if (dv_is_empty(p->files[i].add)) {
+            free(p->files[i].path);
+            free(p->files[i].dv_path);
+            dv_free(p->files[i].add);
+            continue;
+        }
+        p->files[kept++] = p->files[i];
+    }
+    p->nfiles = kept;
+}
+
+#ifndef NDEBUG
+/* No key state appears twice among the rows (for asserts). */
+static bool rows_one_per_key(const struct replay *rp)
+{
+    uint8_t *seen = xcalloc(rp->b->nst ? rp->b->nst : 1, 1);
+    bool ok = true;
+    for (size_t i = 0; ok && i < rp->nrows; i++) {
+        ok = rp->rows[i].st < rp->b->nst && !seen[rp->rows[i].st];
+        if (ok)
+            seen[rp->rows[i].st] = 1;
+    }
+    free(seen);
+    return ok;
+}
+#endif
+
+/* Key index: positions follow the order of rows; keys that exist are
+   updated in place (HOT), new ones inserted. */
+static void plan_key_rows(struct replay *rp)
+{
+    const struct cbatch *b = rp->b;
+    const struct table *t = b->t;
+    struct plan *p = rp->p;
+    if (t->npk == 0 || rp->nrows == 0)
+        return;
+    eng__key_array_begin(&p->upd_keys, p->i8, 0);
+    pgu_array_begin(&p->upd_pos, PG_OID_INT8, 0);
+    pgu_array_begin(&p->upd_vers, PG_OID_BYTEA, 0);
+    eng__key_array_begin(&p->ins_keys, p->i8, 0);
+    pgu_array_begin(&p->ins_pos, PG_OID_INT8, 0);
+    pgu_array_begin(&p->ins_vers, PG_OID_BYTEA, 0);
+    for (size_t i = 0; i < rp->nrows; i++) {
+        const struct kstate *s = &b->st[rp->rows[i].st];
+        bool upd = s->orig_exists;
+        struct buf *keys = upd ? &p->upd_keys : &p->ins_keys;
+        struct buf *pos = upd ? &p->upd_pos : &p->ins_pos;
+        struct buf *vers = upd ? &p->upd_vers : &p->ins_vers;
+        eng__key_array_add(keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
+        pgu_array_i64(pos, (int64_t)i);
+        if (s->ver_null || t->version_col < 0) {
+            pgu_array_null(vers);
+            *(upd ? &p->upd_vers_nulls : &p->ins_vers_nulls) = true;
+        } else {
+            pgu_array_bytes(vers, b->vers.data + s->ver_off, s->ver_len);
+        }
+        (*(upd ? &p->nupd : &p->nins))++;
+    }
+    /* one row per key: each surviving key is one row of the new file, one key-index row */
+    assert(p->nupd + p->nins == rp->nrows);
+    assert(rows_one_per_key(rp));
+    eng__array_set_count(&p->upd_keys, p->nupd);
+    eng__array_set_count(&p->upd_pos, p->nupd);
+    eng__array_set_count(&p->upd_vers, p->nupd);
+    eng__array_set_count(&p->ins_keys, p->nins);
+    eng__array_set_count(&p->ins_pos, p->nins);
+    eng__array_set_count(&p->ins_vers, p->nins);
+    if (p->upd_vers_nulls)
+        pgu_array_set_has_nulls(&p->upd_vers);
+    if (p->ins_vers_nulls)
+        pgu_array_set_has_nulls(&p->ins_vers);
+}
+
+/* Every producer's offset after the batch (those it did not advance too). */
+static void plan_producers(struct replay *rp)
+{
+    struct plan *p = rp->p;
+    if (!rp->advances_producer)
+        return;
+    uint32_t n = 0;
+    size_t it = 0;
+    while (hmap_next(&rp->last, &it, NULL, NULL, NULL))
+        n++;
+    pgu_array_begin(&p->prod_names, PG_OID_TEXT, n);
+    pgu_array_begin(&p->prod_offsets, PG_OID_INT8, n);
+    it = 0;
+    const uint8_t *k;
+    size_t kl;
+    void *v;
+    while (hmap_next(&rp->last, &it, &k, &kl, &v)) {
+        pgu_array_bytes(&p->prod_names, k, kl);
+        pgu_array_i64(&p->prod_offsets, *(int64_t *)v);
+    }
+    p->nprod = n;
+}
+
+int eng__prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
+                         size_t *nrows_out, bool *nothing, struct st_err *err)
+{
+    struct replay rp;
+    memset(&rp, 0, sizeof rp);
+    rp.b = b;
+    rp.p = p;
+    rp.vb = (struct buf)BUF_INIT;
+    p->i8 = key_is_i8(b->t);
+    index_keys(&rp);
+    hmap_init(&rp.last);
+    int rc = read_base(c, b, p, &rp.last, err);
+    if (rc == ST_OK) {
+        check_expected_seq(&rp);
+        replay_items(&rp);
+        rc = key_outcomes(&rp, err);
+    }
+    free(rp.kidx);
+    free(rp.koff);
+    buf_free(&rp.vb);
+    if (rc == ST_OK) {
+        drop_untouched_files(p);
+        plan_key_rows(&rp);
+        plan_producers(&rp);
+        *nothing = rp.nrows == 0 && p->nfiles == 0 && p->ndel == 0 && !rp.advances_producer;
+        *rows_out = rp.rows;
+        *nrows_out = rp.nrows;
+    } else {
+        free(rp.rows);
+    }
+    free_map_values(&rp.last);
+    return rc;
+}
+
+void eng__plan_idem(struct plan *p, struct cbatch *b, int64_t seq)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (!b->items[i]->finished && b->items[i]->req->idem != NULL)
+            n++;
+    p->nidem = n;
+    if (n == 0)
+        return;
+    pgu_array_begin(&p->idem_keys, PG_OID_TEXT, n);
+    pgu_array_begin(&p->idem_hashes, PG_OID_BYTEA, n);
+    pgu_array_begin(&p->idem_bodies, PG_OID_TEXT, n);
+    p->idem_op = ENG__OP_CHANGES;
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        if (it->finished || it->req->idem == NULL)
+            continue;
+        it->res->seq = seq;
+        struct eng__result res = {.op = ENG__OP_CHANGES, .changes = it->res};
+        char *body = eng__result_encode(&res);
+        pgu_array_bytes(&p->idem_keys, it->req->idem->key, strlen(it->req->idem->key));
+        pgu_array_bytes(&p->idem_hashes, it->req->idem->hash, 32);
+        pgu_array_bytes(&p->idem_bodies, body, strlen(body));
+        free(body);
+    }
+}
+
+char *eng__summary_changes(struct cbatch *b, const struct plan *p)
+{
+    int64_t ins = 0, upd = 0, del = 0, reqs = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        if (it->finished)
+            continue;
+        reqs++;
+        ins += it->res->inserted;
+        upd += it->res->updated;
+        del += it->res->deleted;
+    }
+    int64_t removed = 0;
+    for (size_t i = 0; i < p->nfiles; i++)
+        removed += p->files[i].removed;
+    return xasprintf("{\"requests\":%lld,\"inserted\":%lld,\"updated\":%lld,\"deleted\":%lld,"
+                     "\"added_files\":%d,\"added_rows\":%lld,\"changed_dvs\":%lld,"
+                     "\"removed_files\":%lld}",
+                     (long long)reqs, (long long)ins, (long long)upd, (long long)del,
+                     p->has_file ? 1 : 0, (long long)p->file_rows,
+                     (long long)(p->nfiles - (size_t)removed), (long long)removed);
+}
+
+int eng__store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int64_t seq,
+                         struct st_err *err)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct item *it = b->items[i];
+        if (it->finished || it->req->idem == NULL)
+            continue;
+        it->res->seq = seq;
+        struct eng__result res = {.op = ENG__OP_CHANGES, .changes = it->res};
+        int rc = eng__idem_store(c, t->name, it->req->idem, &res, err);
+        if (rc == ST_ECONFLICT) {
+            /* another attempt with this key finished first: answer with its result */
+            bool found;
+            rc = eng__idem_lookup(c, t->name, it->req->idem, &res, &found, it->err);
+            if (rc == ST_OK && !found)
+                rc = st_errf(it->err, ST_EINTERNAL, "idempotency key vanished while storing it");
+            eng__finish_item(it, rc);
+            continue;
+        }
+        if (rc != ST_OK)
+            return rc;
+    }
+    return ST_OK;
+}

@@ -1,0 +1,225 @@
+/*
+ * commit_blobs.c - what a commit writes to the blob store before its
+ * transaction: the batch's rows as one Parquet file (with the column
+ * statistics the catalog keeps for pruning), and every changed DV (base
+ * OR new positions) in one Puffin file. Nothing here touches the catalog.
+ */
+#include "commit_int.h"
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "dv/dv.h"
+#include "dv/puffin.h"
+#include "parquet/parquet.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *new_blob_rel(const struct table *t, const char *kind, const char *ext)
+{
+    uint8_t u[16];
+    char s[ST_UUID_STR_LEN + 1];
+    st_uuid_v7(u);
+    st_uuid_format(u, s);
+    return xasprintf("tables/%s/%s/%s.%s", t->uuid, kind, s, ext);
+}
+
+#ifndef NDEBUG
+/* Does `a` hold every position of `b`? (for asserts) */
+static bool dv_holds_all(const struct dv *a, const struct dv *b)
+{
+    struct dv_iter it;
+    dv_iter_init(&it, b);
+    uint64_t pos;
+    while (dv_iter_next(&it, &pos))
+        if (!dv_contains(a, pos))
+            return false;
+    return true;
+}
+#endif
+
+void eng__unlink_blob(struct engine *e, const char *rel)
+{
+    if (rel == NULL)
+        return;
+    char *abs = eng__abs(e, rel);
+    if (unlink(abs) != 0 && errno != ENOENT)
+        log_warn("cannot remove %s: %s", abs, strerror(errno));
+    free(abs);
+}
+
+static json_t *stat_value_json(enum st_type type, const struct st_value *v)
+{
+    switch (type) {
+    case ST_T_BOOLEAN:
+        return json_boolean(v->v.b);
+    case ST_T_INT:
+        return json_integer(v->v.i);
+    case ST_T_LONG:
+    case ST_T_TIMESTAMP:
+        return json_integer(v->v.l);
+    case ST_T_DOUBLE:
+        return v->v.d == v->v.d ? json_real(v->v.d) : NULL;
+    case ST_T_STRING:
+        /* Long strings are not kept: no pruning on them is better than a huge catalog row. */
+        return v->v.s.len <= 256 ? json_stringn(v->v.s.p, v->v.s.len) : NULL;
+    }
+    return NULL;
+}
+
+static char *stats_json(const struct table *t, const struct pq_file_stats *s)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < s->ncols && i < t->ncols; i++) {
+        const struct pq_col_stats *c = &s->cols[i];
+        json_t *col = json_object();
+        json_object_set_new(col, "nulls", json_integer((json_int_t)c->null_count));
+        if (c->has_minmax) {
+            json_t *mn = stat_value_json(t->cols[i].type, &c->min);
+            json_t *mx = stat_value_json(t->cols[i].type, &c->max);
+            if (mn != NULL && mx != NULL) {
+                json_object_set_new(col, "min", mn);
+                json_object_set_new(col, "max", mx);
+            } else {
+                json_decref(mn);
+                json_decref(mx);
+            }
+        }
+        json_object_set_new(o, t->cols[i].name, col);
+    }
+    char *out = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return out;
+}
+
+/* Write rows[0..n) (pointers to full rows) as a new Parquet file. */
+int eng__write_parquet(struct engine *e, const struct table *t, struct st_value *const *rows,
+                       size_t n, struct plan *p, struct st_err *err)
+{
+    char *rel = new_blob_rel(t, "data", "parquet");
+    char *abs = eng__abs(e, rel);
+    struct st_afile f;
+    int rc = st_afile_open(&f, abs, err);
+    free(abs);
+    if (rc != ST_OK) {
+        free(rel);
+        return rc;
+    }
+    struct pq_write_opts o;
+    pq_write_opts_default(&o);
+    o.zstd_level = e->o.zstd_level;
+    o.row_group_rows = e->o.row_group_rows;
+    const char *kv[] = {"strike.table_uuid", t->uuid, "strike.table", t->name, NULL};
+    o.kv = kv;
+    struct pq_writer *w = NULL;
+    struct pq_file_stats stats;
+    memset(&stats, 0, sizeof stats);
+    rc = pq_writer_open(&w, t->cols, t->ncols, &o, pq_write_afile, &f, err);
+    for (size_t i = 0; rc == ST_OK && i < n; i++)
+        rc = pq_writer_add_row(w, rows[i], err);
+    if (rc == ST_OK)
+        rc = pq_writer_finish(w, &stats, err);
+    pq_writer_free(w);
+    if (rc == ST_OK)
+        rc = st_afile_commit(&f, err);
+    else
+        st_afile_abort(&f);
+    if (rc != ST_OK) {
+        pq_file_stats_free(&stats);
+        free(rel);
+        return rc;
+    }
+    p->has_file = true;
+    p->file_rel = rel;
+    p->file_rows = (int64_t)n;
+    p->file_size = (int64_t)stats.file_size;
+    p->file_stats = stats_json(t, &stats);
+    pq_file_stats_free(&stats);
+    atomic_fetch_add(&e->m_bytes_written, (uint64_t)p->file_size);
+    atomic_fetch_add(&e->m_rows_written, (uint64_t)n);
+    return ST_OK;
+}
+
+/*
+ * Merge each touched file's new positions into its DV at the base seq, and
+ * write one Puffin file with every DV that is not a whole-file removal.
+ */
+int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st_err *err)
+{
+    struct puffin_writer *pw = puffin_writer_new("strike " STRIKE_VERSION);
+    int rc = ST_OK;
+    size_t blobs = 0;
+    for (size_t i = 0; i < p->nfiles; i++) {
+        struct tfile *f = &p->files[i];
+        f->merged = dv_new();
+        if (f->whole) {
+            f->removed = true;
+            continue;
+        }
+        const struct dv *base = NULL;
+        void *h = NULL;
+        if (f->has_dv) {
+            rc = dvc__get(e, f->dv_path, f->dv_offset, f->dv_length, f->dv_card, &base, &h, err);
+            if (rc != ST_OK)
+                break;
+            dv_union(f->merged, base);
+        }
+        uint64_t before = dv_cardinality(f->merged);
+        dv_union(f->merged, f->add);
+        /* DVs only grow: the file's new DV holds every position of its DV at the base seq */
+        assert(base == NULL || dv_holds_all(f->merged, base));
+        assert(dv_holds_all(f->merged, f->add));
+        if (h != NULL)
+            dvc__release(e, h);
+        uint64_t added = dv_cardinality(f->add);
+        uint64_t max = 0;
+        if (dv_cardinality(f->merged) != before + added) {
+            rc = st_errf(err, ST_EINTERNAL,
+                         "key index points at a deleted row of file %lld (the catalog is "
+                         "inconsistent; run strike fsck)",
+                         (long long)f->id);
+            break;
+        }
+        if (dv_max(f->merged, &max) && max >= (uint64_t)f->record_count) {
+            rc = st_errf(err, ST_EINTERNAL, "position %llu past the end of file %lld",
+                         (unsigned long long)max, (long long)f->id);
+            break;
+        }
+        if ((int64_t)dv_cardinality(f->merged) == f->record_count) {
+            f->removed = true; /* nothing left: drop the file rather than store a full DV */
+            continue;
+        }
+        uint64_t off, len;
+        rc = puffin_writer_add_dv(pw, f->path, f->merged, &off, &len, err);
+        if (rc != ST_OK)
+            break;
+        f->blob_offset = (int64_t)off;
+        f->blob_length = (int64_t)len;
+        blobs++;
+    }
+    if (rc == ST_OK && blobs > 0) {
+        struct buf out = BUF_INIT;
+        rc = puffin_writer_finish(pw, &out, err);
+        if (rc == ST_OK) {
+            p->puffin_rel = new_blob_rel(t, "dv", "puffin");
+            char *abs = eng__abs(e, p->puffin_rel);
+            rc = st_write_file_atomic(abs, out.data, out.len, err);
+            free(abs);
+            if (rc != ST_OK) {
+                free(p->puffin_rel);
+                p->puffin_rel = NULL;
+            } else {
+                atomic_fetch_add(&e->m_bytes_written, out.len);
+            }
+        }
+        buf_free(&out);
+    }
+    puffin_writer_free(pw);
+    return rc;
+}

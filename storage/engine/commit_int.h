@@ -1,0 +1,256 @@
+/*
+ * commit_int.h - internals shared by the commit path's files: the group-commit
+ * queue (commit_queue.c), the commit driver and its plan (commit.c), blob
+ * writing (commit_blobs.c), the SQL pipeline and the unknown-outcome
+ * resolver (commit_sql.c), the base read and replay of a change batch
+ * (commit_base.c) and delete by filter (delete_where.c). Not part of the
+ * engine's contract; see README.md for how the pieces fit.
+ */
+#ifndef STRIKE_COMMIT_INT_H
+#define STRIKE_COMMIT_INT_H
+
+#include "engine_int.h"
+#include "pgutil.h"
+
+#include "common/buf.h"
+#include "common/hmap.h"
+#include "common/uuid.h"
+
+struct pq_file_stats;
+
+/* ---- group-commit items (commit_queue.c) ---- */
+
+enum item_kind { ITEM_CHANGES, ITEM_DELETE_WHERE };
+
+struct item {
+    enum item_kind kind;
+    const struct change_req *req; /* ITEM_CHANGES */
+    struct change_res *res;
+    struct table *t; /* ITEM_DELETE_WHERE */
+    const struct filter *filter;
+    bool has_expected_seq;
+    int64_t expected_seq;
+    const struct st_idem *idem;
+    struct delete_res *dres;
+    struct st_err *err;
+    int rc;
+    bool finished; /* result decided during processing (not yet published) */
+    bool done;     /* published to the waiting thread, under the queue lock */
+    struct item *next;
+};
+
+/* Run one batch taken from a table's queue (commit.c); every item ends up finished. */
+void eng__process_batch(struct engine *e, struct item **items, size_t n);
+/* Decide an item's outcome (published to its waiting thread once the batch ends). */
+void eng__finish_item(struct item *it, int rc);
+
+/* ---- the plan of one commit attempt (commit.c) ---- */
+
+struct kstate {
+    bool orig_exists; /* in the key index at the base seq */
+    int64_t orig_file, orig_pos;
+    bool exists;  /* after the changes replayed so far */
+    bool touched; /* an effective (non-stale) change happened */
+    bool ver_null;
+    uint32_t ver_off, ver_len; /* into batch.vers */
+    uint32_t item, change;     /* the surviving upsert when exists && touched */
+    uint32_t key_off, key_len; /* into batch.keys */
+};
+
+/* Files touched by a commit, with their DVs. */
+struct tfile {
+    int64_t id;
+    char *path;
+    int64_t record_count;
+    bool has_dv;
+    char *dv_path;
+    int64_t dv_offset, dv_length, dv_card;
+    struct dv *add; /* positions to delete now */
+    /* outcome */
+    struct dv *merged; /* base OR add (owned) */
+    bool whole;        /* delete every row (add is not filled in) */
+    bool removed;      /* every row deleted: the file leaves the table */
+    int64_t blob_offset, blob_length;
+};
+
+/* Everything one commit attempt writes. */
+struct plan {
+    int64_t base; /* N */
+    int attempt;  /* 0 for the first try */
+    const char *operation;
+    uint8_t commit_id[16];
+    char commit_id_s[ST_UUID_STR_LEN + 1];
+    /* data file */
+    bool has_file;
+    int64_t file_id;     /* the file's id, kept with the file across retries */
+    int64_t new_file_id; /* reserved by this attempt's base read (-1: none) */
+    char *file_rel;
+    int64_t file_rows, file_size;
+    char *file_stats;
+    /* deletion vectors */
+    struct tfile *files;
+    size_t nfiles;
+    char *puffin_rel; /* NULL when no blob was written */
+    /* key index (keys as int8 or bytea arrays, see key_is_i8) */
+    bool i8;
+    struct buf upd_keys, upd_pos, upd_vers; /* keys that exist: UPDATE */
+    uint32_t nupd;
+    bool upd_vers_nulls;
+    struct buf ins_keys, ins_pos, ins_vers; /* new keys: INSERT */
+    uint32_t nins;
+    bool ins_vers_nulls;
+    struct buf del_keys;
+    uint32_t ndel;
+    bool delete_all_keys;
+    /* producers and idempotency responses */
+    struct buf prod_names, prod_offsets;
+    uint32_t nprod;
+    struct buf idem_keys, idem_hashes, idem_bodies; /* bodies: eng__result_encode records */
+    uint32_t nidem;
+    enum eng__op idem_op; /* the kind of every record (ENG__OP_CHANGES or ENG__OP_DELETE) */
+    char *summary;
+};
+
+void eng__plan_init(struct plan *p);
+/* Free what one attempt built; the data file (file_rel, file_stats) is kept for the next. */
+void eng__plan_reset(struct plan *p);
+void eng__plan_free(struct plan *p);
+/* Sleep a jittered, growing delay before retry `attempt` (1-based). */
+void eng__backoff(int attempt);
+/* Fault injection (tests): exit the process between the blob writes and the commit. */
+void eng__crash_point(struct engine *e);
+void eng__record_batch(struct engine *e, size_t n);
+
+/* ---- blobs (commit_blobs.c) ---- */
+
+void eng__unlink_blob(struct engine *e, const char *rel);
+/* Write rows[0..n) (pointers to full rows) as a new Parquet file. */
+int eng__write_parquet(struct engine *e, const struct table *t, struct st_value *const *rows,
+                       size_t n, struct plan *p, struct st_err *err);
+/*
+ * Merge each touched file's new positions into its DV at the base seq, and
+ * write one Puffin file with every DV that is not a whole-file removal.
+ */
+int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st_err *err);
+
+/* ---- SQL (commit_sql.c) ---- */
+
+/* UNKNOWN: the connection broke around COMMIT and the catalog could not say
+   whether the commit landed; its blobs must stay (gc's grace period). */
+enum commit_outcome { COMMITTED, CONFLICT, IDEM_RACE, FAILED, UNKNOWN };
+
+/*
+ * Key-index statements must be index lookups whatever the planner believes:
+ * a new table has no statistics, and a plan that scans the table's whole
+ * key index (a bitmap scan on table_id, a hash join) costs O(table) per
+ * commit. These settings hold for the current transaction only.
+ */
+extern const char *const eng__sql_key_plans;
+/* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
+void eng__key_array_begin(struct buf *arr, bool i8, uint32_t n);
+void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
+/* Set the element count of an array begun with count 0 (header bytes 12..15). */
+void eng__array_set_count(struct buf *arr, uint32_t n);
+
+/*
+ * Key index statements, for "strike.key_index" (bytea) or
+ * "strike.key_index_i8" (bigint). They are prepared once per connection, so
+ * after five runs PostgreSQL may keep a generic plan made when the table was
+ * small (or never analyzed): a join of the key array with the table could
+ * then become a nested loop over every key of the table for every key of the
+ * batch, O(batch x table). Each statement is written so that its only plan
+ * is one index probe per key of the batch: a LATERAL subquery with LIMIT 1
+ * (never flattened into a join), `key = ANY`, and INSERT ... ON CONFLICT.
+ */
+/*
+ * The key-index rows of keys[lo, hi) and, in the same statement, the live
+ * files they point to with their live DVs: rows with a NULL key are files.
+ */
+#define SQL_LOOKUP(tab, ty)                                                                        \
+    "WITH k AS MATERIALIZED (SELECT u.key, x.file_id, x.pos, x.version FROM unnest($2::" ty        \
+    "[]) AS u(key) CROSS JOIN LATERAL (SELECT i.file_id, i.pos, i.version FROM " tab " i WHERE "   \
+    "i.table_id = $1 AND i.key = u.key LIMIT 1) x) "                                               \
+    "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "      \
+    "NULL::bigint, NULL::bigint FROM k UNION ALL SELECT NULL, f.id, NULL, NULL, f.path, "          \
+    "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM "         \
+    "strike.data_files f LEFT JOIN strike.deletion_vectors dv ON dv.data_file_id = f.id AND "      \
+    "dv.removed_seq IS NULL WHERE f.table_id = $1 AND f.removed_seq IS NULL AND f.id IN (SELECT "  \
+    "file_id FROM k)"
+/* Keys that exist (the CAS on the base seq guarantees it): moved to the new file. */
+#define SQL_UPDATE_KEYS(tab, ty)                                                                   \
+    "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v "  \
+    "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v) ON CONFLICT (table_id, "   \
+    "key) DO UPDATE SET file_id = EXCLUDED.file_id, pos = EXCLUDED.pos, seq = EXCLUDED.seq, "      \
+    "version = EXCLUDED.version"
+#define SQL_INSERT_KEYS(tab, ty)                                                                   \
+    "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v "  \
+    "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v)"
+#define SQL_DELETE_KEYS(tab, ty)                                                                   \
+    "DELETE FROM " tab " WHERE table_id = $1 AND key = ANY($2::" ty "[])"
+#define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
+/* The base seq and, when the batch may write rows ($2), the id of its data file. */
+extern const char *const eng__sql_seq;
+extern const char *const eng__sql_idem_select;
+extern const char *const eng__sql_prod_select;
+
+/* pgu_pipe_send of the commit path: a prepared statement by name when the SQL is one of them. */
+int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char *const *values,
+                  const int *lengths, const int *formats, int result_format, struct st_err *err);
+/*
+ * Run one commit attempt's transaction (one pipeline). COMMITTED, CONFLICT
+ * (the CAS lost: retry), IDEM_RACE (another request stored an
+ * Idempotency-Key of the batch first) or FAILED (err says why). After a
+ * connection loss around COMMIT the outcome is looked up by commit id on a
+ * fresh connection (*cp replaced, or NULL when none could be had).
+ */
+enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
+                                    struct plan *p, struct st_err *err);
+/*
+ * After an attempt that did not commit (CONFLICT, IDEM_RACE, FAILED or
+ * UNKNOWN): delete its Puffin file (not after UNKNOWN: the commit may have
+ * landed), count it, and either get ready for the next
+ * attempt (ST_OK: a connection in *c, backoff slept) or give up (the error,
+ * ST_ECONFLICT once e->o.commit_retries retries are spent).
+ */
+int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
+                            const struct table *t, const struct plan *p, struct st_err *err);
+
+/* ---- a change batch (commit_base.c) ---- */
+
+struct cbatch {
+    struct item **items;
+    size_t n;
+    const struct table *t;
+    struct hmap keys; /* key bytes -> index+1 into st */
+    struct kstate *st;
+    size_t nst, capst;
+    struct buf keybytes; /* all keys, back to back */
+    struct buf vers;     /* version encodings */
+};
+
+/* The final row of each (item, change) that survives, in arrival order. */
+struct outrow {
+    uint32_t item, change;
+    uint32_t st; /* kstate index, or UINT32_MAX without a key */
+};
+
+/*
+ * One attempt: read the base state in one snapshot, replay the batch, and
+ * build the plan. Items decided here (idempotency replays and mismatches,
+ * expected_seq mismatches) are finished and left out. *nothing is set when
+ * no commit is needed.
+ */
+int eng__prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
+                         size_t *nrows_out, bool *nothing, struct st_err *err);
+/* Responses of the batch's idempotent items, stored with the commit. */
+void eng__plan_idem(struct plan *p, struct cbatch *b, int64_t seq);
+char *eng__summary_changes(struct cbatch *b, const struct plan *p);
+/* Store idempotency responses of a batch that needs no snapshot. */
+int eng__store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int64_t seq,
+                         struct st_err *err);
+
+/* ---- delete by filter (delete_where.c) ---- */
+
+void eng__process_delete(struct engine *e, struct item *it);
+
+#endif

@@ -1,0 +1,210 @@
+/*
+ * commit_queue.c - group commit (docs/DESIGN.md "Group commit"): one queue per
+ * table with work pending, and the engine's two writing entry points.
+ *
+ * Requests for one table queue up; whoever finds no commit in flight
+ * becomes the leader, takes the queue (in arrival order) and commits it as
+ * one batch (eng__process_batch); each request gets its own counts and the
+ * shared seq. A request with expected_seq, and a delete-by-filter, always
+ * starts a batch of its own, so its check is against the batch's base seq.
+ */
+#include "commit_int.h"
+
+#include "common/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH_MAX_REQUESTS 256
+#define BATCH_MAX_CHANGES 400000
+
+struct gcq {
+    int64_t table_id;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool busy;
+    struct item *head, *tail;
+    int users;
+    struct gcq *next;
+};
+
+static struct gcq *gcq_get(struct engine *e, int64_t table_id)
+{
+    pthread_mutex_lock(&e->gcq_mu);
+    struct gcq *q = e->queues;
+    while (q != NULL && q->table_id != table_id)
+        q = q->next;
+    if (q == NULL) {
+        q = xcalloc(1, sizeof *q);
+        q->table_id = table_id;
+        pthread_mutex_init(&q->mu, NULL);
+        pthread_cond_init(&q->cv, NULL);
+        q->next = e->queues;
+        e->queues = q;
+    }
+    q->users++;
+    pthread_mutex_unlock(&e->gcq_mu);
+    return q;
+}
+
+static void gcq_put(struct engine *e, struct gcq *q)
+{
+    pthread_mutex_lock(&e->gcq_mu);
+    if (--q->users == 0) {
+        struct gcq **pp = &e->queues;
+        while (*pp != q)
+            pp = &(*pp)->next;
+        *pp = q->next;
+        pthread_mutex_destroy(&q->mu);
+        pthread_cond_destroy(&q->cv);
+        free(q);
+    }
+    pthread_mutex_unlock(&e->gcq_mu);
+}
+
+static size_t item_changes(const struct item *it)
+{
+    return it->kind == ITEM_CHANGES ? it->req->nchanges : 0;
+}
+
+/* Detach the next batch from the queue (called with q->mu held). */
+static struct item *take_batch(struct gcq *q, size_t *count)
+{
+    struct item *first = q->head;
+    struct item *last = first;
+    size_t n = 1, changes = item_changes(first);
+    if (first->kind == ITEM_CHANGES) {
+        while (last->next != NULL && n < BATCH_MAX_REQUESTS) {
+            struct item *nx = last->next;
+            if (nx->kind != ITEM_CHANGES || nx->req->has_expected_seq ||
+                changes + item_changes(nx) > BATCH_MAX_CHANGES)
+                break;
+            changes += item_changes(nx);
+            last = nx;
+            n++;
+        }
+    }
+    q->head = last->next;
+    if (q->head == NULL)
+        q->tail = NULL;
+    last->next = NULL;
+    *count = n;
+    return first;
+}
+
+static int submit(struct engine *e, int64_t table_id, struct item *it)
+{
+    struct gcq *q = gcq_get(e, table_id);
+    pthread_mutex_lock(&q->mu);
+    if (q->tail)
+        q->tail->next = it;
+    else
+        q->head = it;
+    q->tail = it;
+    while (!it->done) {
+        if (!q->busy) {
+            q->busy = true;
+            size_t n;
+            struct item *batch = take_batch(q, &n);
+            pthread_mutex_unlock(&q->mu);
+            struct item **items = xcalloc(n, sizeof *items);
+            size_t i = 0;
+            for (struct item *b = batch; b != NULL; b = b->next)
+                items[i++] = b;
+            eng__process_batch(e, items, n);
+            pthread_mutex_lock(&q->mu);
+            for (i = 0; i < n; i++)
+                items[i]->done = true;
+            free(items);
+            q->busy = false;
+            pthread_cond_broadcast(&q->cv);
+        } else {
+            pthread_cond_wait(&q->cv, &q->mu);
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    gcq_put(e, q);
+    return it->rc;
+}
+
+/* ---- entry points ------------------------------------------------------------- */
+
+static int check_changes(const struct change_req *q, struct st_err *err)
+{
+    const struct table *t = q->table;
+    if (q->producer != NULL && !q->has_offset)
+        return st_errf(err, ST_EINVAL, "producer: needs an offset");
+    if (q->has_offset && q->producer == NULL)
+        return st_errf(err, ST_EINVAL, "offset: needs a producer");
+    if (q->producer != NULL &&
+        (q->producer[0] == '\0' || strlen(q->producer) > ENGINE_PRODUCER_MAX))
+        return st_errf(err, ST_EINVAL, "producer: 1 to %d characters", ENGINE_PRODUCER_MAX);
+    if (q->has_expected_seq && q->expected_seq < 0)
+        return st_errf(err, ST_EINVAL, "expected_seq: must be >= 0");
+    for (size_t i = 0; i < q->nchanges; i++) {
+        const struct change *c = &q->changes[i];
+        if (c->op == CHANGE_DELETE) {
+            if (t->npk == 0)
+                return st_errf(err, ST_EINVAL,
+                               "changes[%zu]: table \"%s\" has no primary key, so rows cannot be "
+                               "deleted by key (use delete by filter)",
+                               i, t->name);
+            for (int k = 0; k < t->npk; k++)
+                if (c->vals[k].null)
+                    return st_errf(err, ST_EINVAL, "changes[%zu]: key column \"%s\" is null", i,
+                                   t->cols[t->pk[k]].name);
+        } else if (c->op == CHANGE_UPSERT) {
+            for (int k = 0; k < t->ncols; k++) {
+                const struct st_value *v = &c->vals[k];
+                if (v->null && t->cols[k].required)
+                    return st_errf(err, ST_EINVAL, "changes[%zu]: column \"%s\" is required", i,
+                                   t->cols[k].name);
+                if (!v->null && t->cols[k].type == ST_T_STRING &&
+                    (v->v.s.len > ST_STRING_MAX || memchr(v->v.s.p, 0, v->v.s.len) != NULL))
+                    return st_errf(err, ST_EINVAL,
+                                   "changes[%zu]: column \"%s\": string longer than 1 MiB or "
+                                   "containing U+0000",
+                                   i, t->cols[k].name);
+            }
+        } else {
+            return st_errf(err, ST_EINVAL, "changes[%zu]: unknown op", i);
+        }
+    }
+    return ST_OK;
+}
+
+int engine_apply_changes(struct engine *e, const struct change_req *req, struct change_res *res,
+                         struct st_err *err)
+{
+    memset(res, 0, sizeof *res);
+    int rc = check_changes(req, err);
+    if (rc != ST_OK)
+        return rc;
+    struct item it;
+    memset(&it, 0, sizeof it);
+    it.kind = ITEM_CHANGES;
+    it.req = req;
+    it.res = res;
+    it.err = err;
+    return submit(e, req->table->id, &it);
+}
+
+int engine_delete_where(struct engine *e, struct table *t, const struct filter *f,
+                        bool has_expected_seq, int64_t expected_seq, const struct st_idem *idem,
+                        struct delete_res *res, struct st_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (has_expected_seq && expected_seq < 0)
+        return st_errf(err, ST_EINVAL, "expected_seq: must be >= 0");
+    struct item it;
+    memset(&it, 0, sizeof it);
+    it.kind = ITEM_DELETE_WHERE;
+    it.t = t;
+    it.filter = f;
+    it.has_expected_seq = has_expected_seq;
+    it.expected_seq = expected_seq;
+    it.idem = idem;
+    it.dres = res;
+    it.err = err;
+    return submit(e, t->id, &it);
+}

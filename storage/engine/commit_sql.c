@@ -1,0 +1,487 @@
+/*
+ * commit_sql.c - the commit path's SQL: its statements (prepared once per
+ * catalog connection), binary key arrays, the commit transaction as one
+ * pipeline (advance_seq's compare-and-swap first, COMMIT last), and the
+ * resolver of an unknown outcome: after a connection loss around COMMIT,
+ * terminate the old backend, wait for it to go, then look up the commit id.
+ */
+#include "commit_int.h"
+#include "engine_test.h"
+
+#include "common/log.h"
+#include "common/uuid.h"
+#include "dv/dv.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+const char *const eng__sql_key_plans =
+    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', "
+    "true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', "
+    "true)";
+
+/* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
+void eng__key_array_begin(struct buf *arr, bool i8, uint32_t n)
+{
+    pgu_array_begin(arr, i8 ? PG_OID_INT8 : PG_OID_BYTEA, n);
+}
+
+void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n)
+{
+    if (i8)
+        pgu_array_i64(arr, key_i8(k, n));
+    else
+        pgu_array_bytes(arr, k, n);
+}
+
+/* Set the element count of an array begun with count 0 (header bytes 12..15). */
+void eng__array_set_count(struct buf *arr, uint32_t n)
+{
+    st_u32be(arr->data + 12, n);
+}
+
+static const char *SQL_SNAPSHOT =
+    "INSERT INTO strike.snapshots (table_id, seq, operation, commit_id, summary) "
+    "VALUES ($1, $2, $3, $4, $5)";
+static const char *SQL_FILE =
+    "INSERT INTO strike.data_files (id, table_id, path, record_count, file_size, data_seq, stats) "
+    "VALUES ($7, $1, $2, $3, $4, $5, $6)";
+static const char *SQL_REMOVE_FILES =
+    "UPDATE strike.data_files SET removed_seq = $2 WHERE table_id = $1 AND id = "
+    "ANY($3::bigint[]) AND removed_seq IS NULL";
+static const char *SQL_CLOSE_DVS =
+    "UPDATE strike.deletion_vectors SET removed_seq = $2 WHERE table_id = $1 AND data_file_id "
+    "= ANY($3::bigint[]) AND removed_seq IS NULL";
+static const char *SQL_ADD_DVS =
+    "INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, puffin_path, "
+    "blob_offset, blob_length, cardinality) SELECT $1, f, $2, $3, o, l, c FROM "
+    "unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) AS u(f, o, l, c)";
+static const char *SQL_PRODUCERS =
+    "INSERT INTO strike.producers (table_id, producer, last_offset, seq) SELECT $1, p, o, $2 "
+    "FROM unnest($3::text[], $4::bigint[]) AS u(p, o) ON CONFLICT (table_id, producer) DO "
+    "UPDATE SET last_offset = EXCLUDED.last_offset, seq = EXCLUDED.seq";
+static const char *SQL_IDEM =
+    "INSERT INTO strike.idempotency_keys (scope, key, request_hash, kind, response) SELECT "
+    "$1, k, h, $5, r FROM unnest($2::text[], $3::bytea[], $4::text[]) AS u(k, h, r)";
+
+const char *const eng__sql_seq =
+    "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
+    "strike.tables WHERE id = $1";
+const char *const eng__sql_idem_select =
+    "SELECT key, request_hash, kind, status, response FROM strike.idempotency_keys WHERE scope = "
+    "$1 AND key = ANY($2::text[])";
+const char *const eng__sql_prod_select = "SELECT producer, last_offset FROM strike.producers WHERE "
+                                         "table_id = $1 AND producer = ANY($2::text[])";
+static const char *SQL_ADVANCE = "SELECT strike.advance_seq($1, $2)";
+
+/* The key index statements of both key types (the per-key ones first). */
+static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"),
+                                      SQL_LOOKUP("strike.key_index", "bytea"),
+                                      SQL_UPDATE_KEYS("strike.key_index_i8", "bigint"),
+                                      SQL_UPDATE_KEYS("strike.key_index", "bytea"),
+                                      SQL_INSERT_KEYS("strike.key_index_i8", "bigint"),
+                                      SQL_INSERT_KEYS("strike.key_index", "bytea"),
+                                      SQL_DELETE_KEYS("strike.key_index_i8", "bigint"),
+                                      SQL_DELETE_KEYS("strike.key_index", "bytea"),
+                                      SQL_DELETE_ALL_KEYS("strike.key_index_i8"),
+                                      SQL_DELETE_ALL_KEYS("strike.key_index"),
+                                      NULL};
+
+/*
+ * The statements of the commit path, prepared once per catalog connection
+ * (eng__prepare_statements, run by the pool on each new connection): a
+ * commit then costs no parse or plan of its own. The commit path sends with
+ * eng__send_sql, which uses the prepared name of any statement listed here.
+ */
+static const char *prepared_sql(int i)
+{
+    static const char *const *all[] = {&eng__sql_seq, &eng__sql_idem_select, &eng__sql_prod_select,
+                                       &SQL_ADVANCE,  &eng__sql_key_plans,   &SQL_SNAPSHOT,
+                                       &SQL_FILE,     &SQL_REMOVE_FILES,     &SQL_CLOSE_DVS,
+                                       &SQL_ADD_DVS,  &SQL_PRODUCERS,        &SQL_IDEM,
+                                       NULL};
+    int n = 0;
+    while (all[n] != NULL)
+        n++;
+    if (i < n)
+        return *all[i];
+    i -= n;
+    for (int k = 0; KEY_SQL[k] != NULL; k++)
+        if (k == i)
+            return KEY_SQL[k];
+    return NULL;
+}
+
+int eng__prepare_statements(PGconn *c, struct st_err *err)
+{
+    for (int i = 0;; i++) {
+        const char *sql = prepared_sql(i);
+        if (sql == NULL)
+            return ST_OK;
+        char name[24];
+        snprintf(name, sizeof name, "strike_%d", i);
+        PGresult *r = PQprepare(c, name, sql, 0, NULL);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            int rc = cat_fail(c, r, "preparing statements", err);
+            PQclear(r);
+            return rc;
+        }
+        PQclear(r);
+    }
+}
+
+int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char *const *values,
+                  const int *lengths, const int *formats, int result_format, struct st_err *err)
+{
+    for (int i = 0;; i++) {
+        const char *p = prepared_sql(i);
+        if (p == NULL)
+            break;
+        if (p == sql || strcmp(p, sql) == 0) {
+            char name[24];
+            snprintf(name, sizeof name, "strike_%d", i);
+            return pgu_pipe_send_prepared(pp, name, nparams, values, lengths, formats,
+                                          result_format, err);
+        }
+    }
+    return pgu_pipe_send(pp, sql, nparams, values, lengths, formats, result_format, err);
+}
+
+/* Wait for a backend to exit (after pg_terminate_backend); bounded. */
+static void terminate_backend(PGconn *c, int pid)
+{
+    char p[16];
+    snprintf(p, sizeof p, "%d", pid);
+    const char *vals[1] = {p};
+    PQclear(PQexecParams(c, "SELECT pg_terminate_backend($1::int)", 1, NULL, vals, NULL, NULL, 0));
+    for (int i = 0; i < CAT_BACKEND_EXIT_POLLS; i++) {
+        PGresult *r = PQexecParams(c, "SELECT 1 FROM pg_stat_activity WHERE pid = $1::int", 1, NULL,
+                                   vals, NULL, NULL, 0);
+        bool gone = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 0;
+        PQclear(r);
+        if (gone)
+            return;
+        struct timespec ts = {0, CAT_BACKEND_EXIT_POLL_MS * 1000L * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/*
+ * After a connection loss around COMMIT: did commit_id land? Uses a fresh
+ * connection (*cp is replaced). Returns COMMITTED, CONFLICT (absent: retry)
+ * or UNKNOWN (cannot tell: the catalog is down).
+ */
+static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
+                                           const struct plan *p, struct st_err *err)
+{
+    cat_release(e->pool, *cp, true);
+    *cp = NULL;
+    for (int attempt = 0; attempt < CAT_RESOLVE_ATTEMPTS; attempt++) {
+        struct st_err e2 = {0};
+        PGconn *c;
+        if (cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, &e2) == ST_OK) {
+            terminate_backend(c, old_pid);
+            const char *vals[1] = {p->commit_id_s};
+            PGresult *r = PQexecParams(c, "SELECT seq FROM strike.snapshots WHERE commit_id = $1",
+                                       1, NULL, vals, NULL, NULL, 0);
+            if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+                bool found = PQntuples(r) == 1;
+                PQclear(r);
+                *cp = c;
+                log_warn("commit %s: connection lost around COMMIT; it %s", p->commit_id_s,
+                         found ? "did commit" : "did not commit, retrying");
+                return found ? COMMITTED : CONFLICT;
+            }
+            PQclear(r);
+            cat_release(e->pool, c, true);
+        }
+        struct timespec ts = {0, CAT_RESOLVE_PAUSE_MS * 1000L * 1000};
+        nanosleep(&ts, NULL);
+    }
+    st_errf(err, ST_EUNAVAIL,
+            "catalog unreachable while deciding whether commit %s landed; its outcome is "
+            "unknown (look it up in strike.snapshots.commit_id)",
+            p->commit_id_s);
+    return UNKNOWN;
+}
+
+/* The DV rows of a commit as binary arrays: DVs closed, files removed, new DVs. */
+struct dv_rows {
+    struct buf closed, removed, file, offset, length, card;
+    uint32_t nclosed, nremoved, nnew;
+};
+
+static void dv_rows_build(const struct plan *p, struct dv_rows *a)
+{
+    memset(a, 0, sizeof *a);
+    for (size_t i = 0; i < p->nfiles; i++) {
+        if (p->files[i].has_dv)
+            a->nclosed++;
+        if (p->files[i].removed)
+            a->nremoved++;
+        else
+            a->nnew++;
+    }
+    pgu_array_begin(&a->closed, PG_OID_INT8, a->nclosed);
+    pgu_array_begin(&a->removed, PG_OID_INT8, a->nremoved);
+    pgu_array_begin(&a->file, PG_OID_INT8, a->nnew);
+    pgu_array_begin(&a->offset, PG_OID_INT8, a->nnew);
+    pgu_array_begin(&a->length, PG_OID_INT8, a->nnew);
+    pgu_array_begin(&a->card, PG_OID_INT8, a->nnew);
+    for (size_t i = 0; i < p->nfiles; i++) {
+        const struct tfile *f = &p->files[i];
+        if (f->has_dv)
+            pgu_array_i64(&a->closed, f->id);
+        if (f->removed) {
+            pgu_array_i64(&a->removed, f->id);
+        } else {
+            pgu_array_i64(&a->file, f->id);
+            pgu_array_i64(&a->offset, f->blob_offset);
+            pgu_array_i64(&a->length, f->blob_length);
+            pgu_array_i64(&a->card, (int64_t)dv_cardinality(f->merged));
+        }
+    }
+}
+
+static void dv_rows_free(struct dv_rows *a)
+{
+    buf_free(&a->closed);
+    buf_free(&a->removed);
+    buf_free(&a->file);
+    buf_free(&a->offset);
+    buf_free(&a->length);
+    buf_free(&a->card);
+}
+
+/* The text parameters every statement of the commit shares. */
+struct commit_params {
+    struct eng__num tid, base, next, fid;
+};
+
+/* Queue the snapshot, the data file and the DV rows. */
+static int send_files(struct pgu_pipe *pp, const struct plan *p, const struct commit_params *cp,
+                      const struct dv_rows *a, struct st_err *err)
+{
+    const int b2[3] = {0, 0, 1};
+    const char *v5[5] = {cp->tid.s, cp->next.s, p->operation, p->commit_id_s, p->summary};
+    int rc = eng__send_sql(pp, SQL_SNAPSHOT, 5, v5, NULL, NULL, 0, err);
+    if (rc == ST_OK && p->has_file) {
+        struct eng__num frows, fsize;
+        const char *v[7] = {cp->tid.s,
+                            p->file_rel,
+                            eng__i64(&frows, p->file_rows),
+                            eng__i64(&fsize, p->file_size),
+                            cp->next.s,
+                            p->file_stats,
+                            cp->fid.s};
+        rc = eng__send_sql(pp, SQL_FILE, 7, v, NULL, NULL, 0, err);
+    }
+    if (rc == ST_OK && a->nremoved > 0) {
+        const char *v[3] = {cp->tid.s, cp->next.s, (const char *)a->removed.data};
+        int l[3] = {0, 0, (int)a->removed.len};
+        rc = eng__send_sql(pp, SQL_REMOVE_FILES, 3, v, l, b2, 0, err);
+    }
+    if (rc == ST_OK && a->nclosed > 0) {
+        const char *v[3] = {cp->tid.s, cp->next.s, (const char *)a->closed.data};
+        int l[3] = {0, 0, (int)a->closed.len};
+        rc = eng__send_sql(pp, SQL_CLOSE_DVS, 3, v, l, b2, 0, err);
+    }
+    if (rc == ST_OK && a->nnew > 0) {
+        const char *v[7] = {cp->tid.s,
+                            cp->next.s,
+                            p->puffin_rel,
+                            (const char *)a->file.data,
+                            (const char *)a->offset.data,
+                            (const char *)a->length.data,
+                            (const char *)a->card.data};
+        int l[7] = {
+            0, 0, 0, (int)a->file.len, (int)a->offset.len, (int)a->length.len, (int)a->card.len};
+        const int f7[7] = {0, 0, 0, 1, 1, 1, 1};
+        rc = eng__send_sql(pp, SQL_ADD_DVS, 7, v, l, f7, 0, err);
+    }
+    return rc;
+}
+
+/* Queue one key-index upsert or insert: keys, positions and versions as arrays. */
+static int send_key_rows(struct pgu_pipe *pp, const char *sql, const struct commit_params *cp,
+                         const struct buf *keys, const struct buf *pos, const struct buf *vers,
+                         struct st_err *err)
+{
+    const int f6[6] = {0, 0, 0, 1, 1, 1};
+    const char *v[6] = {cp->tid.s,
+                        cp->next.s,
+                        cp->fid.s,
+                        (const char *)keys->data,
+                        (const char *)pos->data,
+                        (const char *)vers->data};
+    int l[6] = {0, 0, 0, (int)keys->len, (int)pos->len, (int)vers->len};
+    return eng__send_sql(pp, sql, 6, v, l, f6, 0, err);
+}
+
+/* Queue the key index's deletes, updates and inserts. */
+static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct plan *p,
+                     const struct commit_params *cp, struct st_err *err)
+{
+    const bool i8 = key_is_i8(t);
+    int rc = ST_OK;
+    if (p->delete_all_keys) {
+        const char *v[1] = {cp->tid.s};
+        rc = eng__send_sql(pp,
+                           i8 ? SQL_DELETE_ALL_KEYS("strike.key_index_i8")
+                              : SQL_DELETE_ALL_KEYS("strike.key_index"),
+                           1, v, NULL, NULL, 0, err);
+    }
+    if (rc == ST_OK && p->ndel > 0) {
+        const char *v[2] = {cp->tid.s, (const char *)p->del_keys.data};
+        int l[2] = {0, (int)p->del_keys.len};
+        const int f2[2] = {0, 1};
+        rc = eng__send_sql(pp,
+                           i8 ? SQL_DELETE_KEYS("strike.key_index_i8", "bigint")
+                              : SQL_DELETE_KEYS("strike.key_index", "bytea"),
+                           2, v, l, f2, 0, err);
+    }
+    if (rc == ST_OK && p->nupd > 0)
+        rc = send_key_rows(pp,
+                           i8 ? SQL_UPDATE_KEYS("strike.key_index_i8", "bigint")
+                              : SQL_UPDATE_KEYS("strike.key_index", "bytea"),
+                           cp, &p->upd_keys, &p->upd_pos, &p->upd_vers, err);
+    if (rc == ST_OK && p->nins > 0)
+        rc = send_key_rows(pp,
+                           i8 ? SQL_INSERT_KEYS("strike.key_index_i8", "bigint")
+                              : SQL_INSERT_KEYS("strike.key_index", "bytea"),
+                           cp, &p->ins_keys, &p->ins_pos, &p->ins_vers, err);
+    return rc;
+}
+
+/* Queue the producer offsets and the idempotency records; *idem_stmt: the latter's index. */
+static int send_producers_idem(struct pgu_pipe *pp, const struct table *t, const struct plan *p,
+                               const struct commit_params *cp, int *idem_stmt, struct st_err *err)
+{
+    int rc = ST_OK;
+    if (p->nprod > 0) {
+        const char *v[4] = {cp->tid.s, cp->next.s, (const char *)p->prod_names.data,
+                            (const char *)p->prod_offsets.data};
+        int l[4] = {0, 0, (int)p->prod_names.len, (int)p->prod_offsets.len};
+        const int f4[4] = {0, 0, 1, 1};
+        rc = eng__send_sql(pp, SQL_PRODUCERS, 4, v, l, f4, 0, err);
+    }
+    if (rc == ST_OK && p->nidem > 0) {
+        const char *v[5] = {t->name, (const char *)p->idem_keys.data,
+                            (const char *)p->idem_hashes.data, (const char *)p->idem_bodies.data,
+                            eng__op_name(p->idem_op)};
+        int l[5] = {0, (int)p->idem_keys.len, (int)p->idem_hashes.len, (int)p->idem_bodies.len, 0};
+        const int f5[5] = {0, 1, 1, 1, 0};
+        *idem_stmt = pp->n;
+        rc = eng__send_sql(pp, SQL_IDEM, 5, v, l, f5, 0, err);
+    }
+    return rc;
+}
+
+/* The seq the CAS expects: the base, or (fault injection in tests) one it cannot be at. */
+static const char *cas_expected(struct engine *e, const struct plan *p, struct eng__num *n)
+{
+    bool first = p->attempt == 0 && atomic_load(&e->fault_conflict_first) > 0;
+    bool force = first || atomic_load(&e->fault_conflicts) > 0;
+    if (force && !first)
+        atomic_fetch_sub(&e->fault_conflicts, 1);
+    return eng__i64(n, force ? p->base + 1000000 : p->base);
+}
+
+/* Queue the whole transaction, BEGIN to COMMIT. */
+static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table *t,
+                       const struct plan *p, int *idem_stmt, struct st_err *err)
+{
+    struct commit_params cp;
+    eng__i64(&cp.tid, t->id);
+    eng__i64(&cp.next, p->base + 1);
+    eng__i64(&cp.fid, p->file_id);
+    const char *cas_vals[2] = {cp.tid.s, cas_expected(e, p, &cp.base)};
+    struct dv_rows a;
+    dv_rows_build(p, &a);
+    int rc = eng__send_sql(pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = eng__send_sql(pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = eng__send_sql(pp, eng__sql_key_plans, 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = send_files(pp, p, &cp, &a, err);
+    if (rc == ST_OK)
+        rc = send_keys(pp, t, p, &cp, err);
+    if (rc == ST_OK)
+        rc = send_producers_idem(pp, t, p, &cp, idem_stmt, err);
+    if (rc == ST_OK)
+        rc = eng__send_sql(pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
+    dv_rows_free(&a);
+    return rc;
+}
+
+/* The outcome of a pipeline that ran: which statement failed, and how. */
+static enum commit_outcome classify(PGconn *c, const struct pgu_pipe *pp, const struct plan *p,
+                                    int idem_stmt, struct st_err *err)
+{
+    int bad = pgu_pipe_failed(pp);
+    /* a commit moves the table's seq by exactly one: advance_seq (statement 1) says where to */
+    assert(bad >= 0 || eng__get_i64(pp->res[1], 0, 0) == p->base + 1);
+    (void)p;
+    if (bad < 0)
+        return COMMITTED;
+    if (strcmp(pgu_pipe_sqlstate(pp, bad), "40001") == 0)
+        return CONFLICT;
+    if (bad == idem_stmt && strcmp(pgu_pipe_sqlstate(pp, bad), "23505") == 0)
+        return IDEM_RACE;
+    cat_fail(c, pp->res[bad], "commit", err);
+    return FAILED;
+}
+
+enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
+                                    struct plan *p, struct st_err *err)
+{
+    PGconn *c = *cp;
+    st_uuid_v4(p->commit_id);
+    st_uuid_format(p->commit_id, p->commit_id_s);
+    struct pgu_pipe pp;
+    int idem_stmt = -1;
+    if (pgu_pipe_begin(&pp, c, err) != ST_OK)
+        return FAILED;
+    if (send_commit(e, &pp, t, p, &idem_stmt, err) != ST_OK) {
+        PQexitPipelineMode(c);
+        pgu_pipe_clear(&pp);
+        return FAILED;
+    }
+    int pid = PQbackendPID(c);
+    if (atomic_load(&e->fault_drop_at_commit) > 0) {
+        /* fault injection (tests): the connection dies right after COMMIT is sent */
+        atomic_fetch_sub(&e->fault_drop_at_commit, 1);
+        PQpipelineSync(c);
+        PQflush(c);
+        shutdown(PQsocket(c), SHUT_RDWR);
+    }
+    int rc = pgu_pipe_run(&pp, err);
+    if (rc == ST_EUNAVAIL || PQstatus(c) != CONNECTION_OK) {
+        pgu_pipe_clear(&pp);
+        st_err_clear(err);
+        return resolve_unknown(e, cp, pid, p, err);
+    }
+    if (rc != ST_OK) {
+        pgu_pipe_clear(&pp);
+        return FAILED;
+    }
+    enum commit_outcome out = classify(c, &pp, p, idem_stmt, err);
+    pgu_pipe_clear(&pp);
+    eng__rollback(c);
+    return out;
+}
+
+const char *engine_test_key_sql(int i)
+{
+    /* the per-key statements: every entry of KEY_SQL but the two DELETE ALLs */
+    return i >= 0 && i < 8 ? KEY_SQL[i] : NULL;
+}
+
+const char *engine_test_key_plan_settings(void)
+{
+    return eng__sql_key_plans;
+}

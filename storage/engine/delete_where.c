@@ -1,0 +1,296 @@
+/*
+ * delete_where.c - delete by filter: one commit of its own (never merged
+ * with changes), against the snapshot it scanned. Files are pruned by
+ * their catalog statistics, then by row-group statistics; the rows left
+ * are filtered, their positions added to the file's DV and their keys
+ * removed from the key index. {"filter":true} removes whole files and the
+ * table's key index without reading anything.
+ */
+#include "commit_int.h"
+
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "dv/dv.h"
+#include "expr/filter.h"
+#include "parquet/parquet.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* What a delete's scan of the table's files needs, sized once per request. */
+struct dscan {
+    const struct table *t;
+    const struct filter *f;
+    bool all;  /* the filter is true: whole files, nothing read */
+    int *cols; /* the columns read: the filter's and the key's */
+    int ncols;
+    int *pos_of;   /* table column -> batch column, or -1 */
+    int *file_col; /* table column -> file column for statistics, or -1 */
+    const struct st_colvec **vecs;
+    struct col_range *ranges;
+    const struct col_range **rp;
+    struct pq_batch batch;
+    uint8_t *sel;
+    size_t selcap;
+    struct buf kb; /* a key's encoding */
+};
+
+static void dscan_init(struct dscan *d, const struct table *t, const struct filter *f)
+{
+    memset(d, 0, sizeof *d);
+    d->t = t;
+    d->f = f;
+    d->all = filter_is_true(f);
+    bool *used = xcalloc((size_t)t->ncols, sizeof *used);
+    filter_columns(f, used);
+    for (int i = 0; i < t->npk; i++)
+        used[t->pk[i]] = true;
+    d->cols = xcalloc((size_t)t->ncols, sizeof *d->cols);
+    d->pos_of = xcalloc((size_t)t->ncols, sizeof *d->pos_of);
+    d->file_col = xcalloc((size_t)t->ncols, sizeof *d->file_col);
+    for (int i = 0; i < t->ncols; i++) {
+        d->pos_of[i] = -1;
+        d->file_col[i] = used[i] ? i : -1;
+        if (used[i] && !d->all) {
+            d->pos_of[i] = d->ncols;
+            d->cols[d->ncols++] = i;
+        }
+    }
+    free(used);
+    d->vecs = xcalloc((size_t)t->ncols, sizeof *d->vecs);
+    d->ranges = xcalloc((size_t)t->ncols, sizeof *d->ranges);
+    d->rp = xcalloc((size_t)t->ncols, sizeof *d->rp);
+    d->kb = (struct buf)BUF_INIT;
+}
+
+static void dscan_free(struct dscan *d)
+{
+    buf_free(&d->kb);
+    free(d->sel);
+    pq_batch_free(&d->batch);
+    free(d->cols);
+    free(d->pos_of);
+    free(d->file_col);
+    free(d->vecs);
+    free(d->ranges);
+    free(d->rp);
+}
+
+/* The rows of a batch the filter selects (live ones only): into `add` and the key deletes. */
+static int64_t delete_selected(struct dscan *d, uint64_t first, struct dv *add, struct plan *p)
+{
+    const struct table *t = d->t;
+    int64_t n = 0;
+    for (size_t i = 0; i < d->batch.nrows; i++) {
+        if (!d->sel[i])
+            continue;
+        dv_add(add, first + i);
+        n++;
+        if (t->npk > 0) {
+            buf_reset(&d->kb);
+            for (int k = 0; k < t->npk; k++) {
+                struct st_value v;
+                st_colvec_get(d->vecs[t->pk[k]], i, &v);
+                key_encode_value(t->cols[t->pk[k]].type, &v, &d->kb);
+            }
+            eng__key_array_add(&p->del_keys, p->i8, d->kb.data, d->kb.len);
+            p->ndel++;
+        }
+    }
+    return n;
+}
+
+/* Read one data file's row groups that may match and filter their live rows. */
+static int scan_file(struct engine *e, struct dscan *d, const struct snap_file *sf,
+                     const struct dv *base, struct dv *add, struct plan *p, int64_t *ndeleted,
+                     struct st_err *err)
+{
+    const struct table *t = d->t;
+    char *abs = eng__abs(e, sf->path);
+    struct pq_reader *r = NULL;
+    int rc = pq_reader_open(abs, &r, err);
+    free(abs);
+    for (int rg = 0; rc == ST_OK && rg < pq_num_row_groups(r); rg++) {
+        uint64_t first, nr;
+        pq_row_group(r, rg, &first, &nr);
+        if (!eng__row_group_may_match(t, r, rg, d->file_col, d->f, d->ranges, d->rp, nr))
+            continue;
+        if ((rc = pq_read_row_group(r, rg, d->cols, d->ncols, &d->batch, err)) != ST_OK)
+            break;
+        if (d->batch.nrows > d->selcap) {
+            d->selcap = d->batch.nrows;
+            d->sel = xrealloc(d->sel, d->selcap);
+        }
+        eng__live_mask(base, first, d->batch.nrows, d->sel);
+        for (int k = 0; k < t->ncols; k++)
+            d->vecs[k] = d->pos_of[k] >= 0 ? &d->batch.cols[d->pos_of[k]] : NULL;
+        filter_eval(d->f, d->vecs, d->batch.nrows, d->sel);
+        *ndeleted += delete_selected(d, first, add, p);
+    }
+    pq_reader_close(r);
+    return rc;
+}
+
+/* A file with rows to delete joins the plan (it takes `add`). */
+static void plan_file(struct plan *p, const struct snap_file *sf, struct dv *add, bool whole)
+{
+    struct tfile *tf = &p->files[p->nfiles++];
+    tf->whole = whole;
+    tf->id = sf->id;
+    tf->path = xstrdup(sf->path);
+    tf->record_count = sf->record_count;
+    tf->has_dv = sf->has_dv;
+    if (sf->has_dv) {
+        tf->dv_path = xstrdup(sf->dv_path);
+        tf->dv_offset = sf->dv_offset;
+        tf->dv_length = sf->dv_length;
+        tf->dv_card = sf->dv_card;
+    }
+    tf->add = add;
+}
+
+/* One file: its deleted positions (all of its live rows when the filter is true). */
+static int delete_in_file(struct engine *e, struct dscan *d, const struct snap_file *sf,
+                          struct plan *p, int64_t *deleted, struct st_err *err)
+{
+    const struct dv *base = NULL;
+    void *h = NULL;
+    int rc = ST_OK;
+    if (sf->has_dv && (rc = dvc__get(e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card,
+                                     &base, &h, err)) != ST_OK)
+        return rc;
+    struct dv *add = dv_new();
+    int64_t ndeleted = 0;
+    if (d->all)
+        ndeleted = sf->record_count - (base ? (int64_t)dv_cardinality(base) : 0);
+    else
+        rc = scan_file(e, d, sf, base, add, p, &ndeleted, err);
+    if (h != NULL)
+        dvc__release(e, h);
+    /* counts add up: each deleted row is one new position of the file's DV */
+    assert(rc != ST_OK || d->all || (int64_t)dv_cardinality(add) == ndeleted);
+    if (rc != ST_OK || ndeleted == 0) {
+        dv_free(add);
+        return rc;
+    }
+    *deleted += ndeleted;
+    plan_file(p, sf, add, d->all);
+    return ST_OK;
+}
+
+static int scan_for_delete(struct engine *e, const struct table *t, const struct filter *f,
+                           struct snap_file *files, size_t nfiles, struct plan *p, int64_t *deleted,
+                           struct st_err *err)
+{
+    struct dscan d;
+    dscan_init(&d, t, f);
+    p->files = xcalloc(nfiles ? nfiles : 1, sizeof *p->files);
+    int rc = ST_OK;
+    *deleted = 0;
+    p->i8 = key_is_i8(t);
+    if (t->npk > 0 && !d.all)
+        eng__key_array_begin(&p->del_keys, p->i8, 0);
+    for (size_t fi = 0; fi < nfiles && rc == ST_OK; fi++) {
+        if (!d.all && !eng__file_may_match(t, &files[fi], f, d.ranges, d.rp))
+            continue; /* the catalog's statistics rule the file out: no I/O */
+        rc = delete_in_file(e, &d, &files[fi], p, deleted, err);
+    }
+    if (p->ndel > 0)
+        eng__array_set_count(&p->del_keys, p->ndel);
+    if (d.all && t->npk > 0 && *deleted > 0)
+        p->delete_all_keys = true;
+    dscan_free(&d);
+    return rc;
+}
+
+/* The delete's Idempotency-Key record, stored with its commit. */
+static void plan_delete_idem(struct plan *p, const struct st_idem *idem,
+                             const struct eng__result *res)
+{
+    char *body = eng__result_encode(res);
+    p->idem_op = ENG__OP_DELETE;
+    pgu_array_begin(&p->idem_keys, PG_OID_TEXT, 1);
+    pgu_array_begin(&p->idem_hashes, PG_OID_BYTEA, 1);
+    pgu_array_begin(&p->idem_bodies, PG_OID_TEXT, 1);
+    pgu_array_bytes(&p->idem_keys, idem->key, strlen(idem->key));
+    pgu_array_bytes(&p->idem_hashes, idem->hash, 32);
+    pgu_array_bytes(&p->idem_bodies, body, strlen(body));
+    p->nidem = 1;
+    free(body);
+}
+
+/*
+ * Read the current snapshot, check expected_seq and find the rows to
+ * delete: the plan, or *deleted == 0 when there are none.
+ */
+static int prepare_delete(struct engine *e, PGconn *c, struct item *it, struct plan *p,
+                          int64_t *deleted, struct st_err *err)
+{
+    const struct table *t = it->t;
+    struct snap_file *files = NULL;
+    size_t nfiles = 0;
+    int rc = eng__snapshot_files(e, c, t, false, 0, &p->base, &files, &nfiles, err);
+    if (rc != ST_OK)
+        return rc;
+    *deleted = 0;
+    if (it->has_expected_seq && it->expected_seq != p->base)
+        rc = st_errf(err, ST_ECONFLICT, "expected_seq %lld, but table \"%s\" is at seq %lld",
+                     (long long)it->expected_seq, t->name, (long long)p->base);
+    else if (!filter_is_false(it->filter))
+        rc = scan_for_delete(e, t, it->filter, files, nfiles, p, deleted, err);
+    eng__snap_files_free(files, nfiles);
+    return rc;
+}
+
+void eng__process_delete(struct engine *e, struct item *it)
+{
+    const struct table *t = it->t;
+    struct st_err *err = it->err;
+    struct plan p;
+    eng__plan_init(&p);
+    p.operation = "delete";
+    PGconn *c = NULL;
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_COMMIT_ACQUIRE_MS, err);
+    int attempt = 0;
+    eng__record_batch(e, 1);
+    struct eng__result res = {.op = ENG__OP_DELETE, .del = it->dres};
+    while (rc == ST_OK) {
+        eng__plan_reset(&p);
+        bool replayed;
+        int64_t deleted;
+        if ((rc = eng__idem_lookup(c, t->name, it->idem, &res, &replayed, err)) != ST_OK ||
+            replayed || (rc = prepare_delete(e, c, it, &p, &deleted, err)) != ST_OK)
+            break;
+        it->dres->deleted = deleted;
+        if (deleted == 0) {
+            it->dres->seq = p.base;
+            if (it->idem != NULL &&
+                (rc = eng__idem_store(c, t->name, it->idem, &res, err)) == ST_ECONFLICT)
+                rc = ST_OK; /* the same key finished concurrently: look again, replay it */
+            else
+                break;
+            continue;
+        }
+        if ((rc = eng__write_dvs(e, t, &p, err)) != ST_OK)
+            break;
+        it->dres->seq = p.base + 1;
+        if (it->idem != NULL)
+            plan_delete_idem(&p, it->idem, &res);
+        p.summary =
+            xasprintf("{\"deleted\":%lld,\"changed_dvs\":%zu}", (long long)deleted, p.nfiles);
+        eng__crash_point(e);
+        p.attempt = attempt;
+        enum commit_outcome out = eng__run_commit(e, &c, t, &p, err);
+        if (out == COMMITTED) {
+            atomic_fetch_add(&e->m_commits, 1);
+            break;
+        }
+        rc = eng__after_lost_attempt(e, out, &c, &attempt, t, &p, err);
+    }
+    if (c != NULL)
+        cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    eng__plan_free(&p);
+    eng__finish_item(it, rc);
+}
