@@ -59,14 +59,14 @@ static void *unpack(struct rpc *r, const ProtobufCMessageDescriptor *d, struct g
  * The request hash covers the method and the request `m` in its canonical
  * form. False after failing the call (a malformed key).
  */
-static bool idem_of(struct rpc *r, ProtobufCMessage *m, struct st_idem *buf,
-                    const struct st_idem **out)
+static bool idem_of(struct rpc *r, ProtobufCMessage *m, struct engine_idem *buf,
+                    const struct engine_idem **out)
 {
     *out = NULL;
     const char *key = rpc_idem_key(r);
     if (key == NULL)
         return true;
-    if (!st_idem_key_valid(key)) {
+    if (!engine_idem_key_valid(key)) {
         rpc_fail(r, ST_EINVAL, "idempotency-key: 1 to 255 visible ASCII characters");
         return false;
     }
@@ -105,8 +105,8 @@ static void h_create_table(struct rpc *r)
     struct garena a;
     garena_init(&a);
     struct st_err err = {0};
-    struct st_idem ib;
-    const struct st_idem *idem;
+    struct engine_idem ib;
+    const struct engine_idem *idem;
     struct svc_table_res res = {0};
     Strike__V1__CreateTableRequest *q =
         unpack(r, &strike__v1__create_table_request__descriptor, &a);
@@ -181,8 +181,8 @@ static void h_drop_table(struct rpc *r)
     struct garena a;
     garena_init(&a);
     struct st_err err = {0};
-    struct st_idem ib;
-    const struct st_idem *idem;
+    struct engine_idem ib;
+    const struct engine_idem *idem;
     bool replayed;
     Strike__V1__DropTableRequest *q = unpack(r, &strike__v1__drop_table_request__descriptor, &a);
     if (q == NULL || !idem_of(r, &q->base, &ib, &idem) ||
@@ -201,8 +201,8 @@ static void h_apply_changes(struct rpc *r)
     struct garena a;
     garena_init(&a);
     struct st_err err = {0};
-    struct st_idem ib;
-    const struct st_idem *idem;
+    struct engine_idem ib;
+    const struct engine_idem *idem;
     Strike__V1__ApplyChangesRequest *q =
         unpack(r, &strike__v1__apply_changes_request__descriptor, &a);
     if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
@@ -245,8 +245,8 @@ static void h_delete_where(struct rpc *r)
     struct garena a;
     garena_init(&a);
     struct st_err err = {0};
-    struct st_idem ib;
-    const struct st_idem *idem;
+    struct engine_idem ib;
+    const struct engine_idem *idem;
     Strike__V1__DeleteWhereRequest *q =
         unpack(r, &strike__v1__delete_where_request__descriptor, &a);
     if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
@@ -309,7 +309,7 @@ static void scan_produce(struct rpc *r, void *arg)
                 return;
             }
             bool done;
-            int rc = scan_next(sc->sv.scan, &sc->b, &done, &err);
+            int rc = engine_scan_next(sc->sv.scan, &sc->b, &done, &err);
             if (rc != ST_OK) {
                 buf_free(&out);
                 rpc_fail(r, rc, err.msg);
@@ -376,8 +376,8 @@ static void h_scan(struct rpc *r)
     struct scan *s = sc->sv.scan;
     const struct table *t = sc->sv.table;
     sc->first = true;
-    sc->snapshot = scan_snapshot(s);
-    const int *out = scan_columns(s, &sc->ncols);
+    sc->snapshot = engine_scan_snapshot(s);
+    const int *out = engine_scan_columns(s, &sc->ncols);
     sc->names = xcalloc((size_t)sc->ncols, sizeof *sc->names);
     for (int j = 0; j < sc->ncols; j++)
         sc->names[j] = t->cols[out[j]].name;
@@ -511,8 +511,8 @@ static bool f_get_dv(struct rpc *r)
     dv_reply(r, b, f, q->snapshot);
     answered = true;
 out:
-    dv_bytes_unref(b);
-    table_unref(t);
+    engine_dv_bytes_unref(b);
+    engine_table_unref(t);
     garena_free(&a);
     return answered;
 }

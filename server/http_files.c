@@ -86,14 +86,14 @@ static void hdv_unref(void *cls)
 {
     struct hdv *h = cls;
     if (atomic_fetch_sub(&h->refs, 1) == 1) {
-        dv_bytes_unref(h->b);
+        engine_dv_bytes_unref(h->b);
         free(h);
     }
 }
 
 static void dv_bytes_unref_cb(void *cls)
 {
-    dv_bytes_unref(cls);
+    engine_dv_bytes_unref(cls);
 }
 
 /*
@@ -153,7 +153,7 @@ static void tc_free(void *p)
 {
     struct tcache *c = p;
     for (int i = 0; i < TCACHE_SLOTS; i++)
-        table_unref(c->e[i].t);
+        engine_table_unref(c->e[i].t);
     for (int i = 0; i < DCACHE_SLOTS; i++)
         if (c->d[i].h != NULL)
             hdv_unref(c->d[i].h);
@@ -190,12 +190,12 @@ static struct tcache_ent *tc_note(struct tcache *c, struct table *t, uint64_t no
     struct tcache_ent *e = tc_find(c, t->name);
     if (e == NULL) {
         e = &c->e[c->next++ % TCACHE_SLOTS];
-        table_unref(e->t);
+        engine_table_unref(e->t);
         memset(e, 0, sizeof *e);
     }
     if (e->t != t) {
-        table_ref(t);
-        table_unref(e->t);
+        engine_table_ref(t);
+        engine_table_unref(e->t);
         e->t = t;
     }
     e->verified_ns = now;
@@ -215,7 +215,7 @@ static void refresh_table(void *arg)
     struct table *t = NULL;
     struct st_err err = {0};
     if (engine_get_table_cached(f->e, f->name, &t, &err) == ST_OK)
-        table_unref(t);
+        engine_table_unref(t);
     free(f);
 }
 
@@ -230,7 +230,7 @@ static const struct table *fast_table(struct http_server *srv, struct tcache *c,
     struct table *t;
     if (engine_peek_table(srv->app->engine, name, &t)) {
         ent = tc_note(c, t, now, gen);
-        table_unref(t); /* the thread's cache holds one */
+        engine_table_unref(t); /* the thread's cache holds one */
         return ent->t;
     }
     if (ent == NULL || ent->gen != gen || now - ent->verified_ns > STALE_OK_NS)

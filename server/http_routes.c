@@ -153,7 +153,7 @@ static bool opt_string(struct hreq *r, const struct jdoc_val *o, const char *nam
 }
 
 /* Idempotency-Key: the key and a SHA-256 of method, path and body. */
-static const struct st_idem *idem_of(struct hreq *r, struct st_idem *idem)
+static const struct engine_idem *idem_of(struct hreq *r, struct engine_idem *idem)
 {
     if (r->idem_key == NULL)
         return NULL;
@@ -227,7 +227,7 @@ void http__job_get_table(struct hreq *r)
 
 void http__job_drop_table(struct hreq *r)
 {
-    struct st_idem idem;
+    struct engine_idem idem;
     bool replayed;
     struct st_err err = {0};
     int rc = svc_drop_table(r->srv->app->engine, r->table, idem_of(r, &idem), &replayed, &err);
@@ -319,7 +319,7 @@ void http__job_create_table(struct hreq *r)
     struct jdoc *d = body_jdoc(r);
     if (d == NULL)
         return;
-    struct st_idem idem;
+    struct engine_idem idem;
     struct svc_create_req q = {.idem = idem_of(r, &idem)};
     if (create_req_of(r, d, &q)) {
         struct svc_table_res res;
@@ -423,7 +423,7 @@ void http__job_changes(struct hreq *r)
     if (d == NULL)
         return;
     const struct jdoc_val *j = jdoc_root(d);
-    struct st_idem idem;
+    struct engine_idem idem;
     struct svc_changes_req q = {.table = r->table, .idem = idem_of(r, &idem)};
     static const char *const top[] = {"changes", "producer", "offset", "expected_seq", NULL};
     if (!http__check_fields(r, j, top, NULL))
@@ -474,7 +474,7 @@ void http__job_delete(struct hreq *r)
     if (d == NULL)
         return;
     const struct jdoc_val *j = jdoc_root(d);
-    struct st_idem idem;
+    struct engine_idem idem;
     struct svc_delete_req q = {
         .table = r->table,
         .filter.doc = http__opt_value(j, "filter"),

@@ -75,7 +75,7 @@ static int fill(struct hscan *hs, struct buf *b, struct st_err *err)
             if (hs->eof || atomic_load(hs->cancelled))
                 return ST_OK;
             bool done = false;
-            int rc = scan_next(hs->sv.scan, &hs->b, &done, err);
+            int rc = engine_scan_next(hs->sv.scan, &hs->b, &done, err);
             if (rc != ST_OK)
                 return rc;
             hs->bi = 0;
@@ -111,7 +111,7 @@ static void produce(struct hreq *r)
             log_warn("scan of table %s cut after %" PRIu64 " rows: %s", hs->sv.table->name,
                      hs->rows, err.msg);
         if (end) {
-            scan_close(hs->sv.scan);
+            engine_scan_close(hs->sv.scan);
             hs->sv.scan = NULL;
         }
         pthread_mutex_lock(&r->mu);
@@ -222,7 +222,7 @@ void http__job_scan(struct hreq *r)
         http__reply_err(r, rc, &err);
         goto fail;
     }
-    hs->out = scan_columns(hs->sv.scan, &hs->nout);
+    hs->out = engine_scan_columns(hs->sv.scan, &hs->nout);
     for (int i = 0; i < NSLOT; i++)
         buf_reserve(&hs->slot[i], CHUNK + 4096);
     /* The first chunk before the status line: an early failure is still a problem. */
@@ -232,13 +232,13 @@ void http__job_scan(struct hreq *r)
     }
     jdoc_free(d); /* the filter and the columns own what they took from it */
     d = NULL;
-    int64_t snap = scan_snapshot(hs->sv.scan);
+    int64_t snap = engine_scan_snapshot(hs->sv.scan);
     if (hs->slot[0].len > 0) {
         hs->count = 1;
         hs->wr = 1;
     }
     if (hs->eof) {
-        scan_close(hs->sv.scan);
+        engine_scan_close(hs->sv.scan);
         hs->sv.scan = NULL;
         hs->done = true;
     }

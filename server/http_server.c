@@ -764,7 +764,7 @@ static enum MHD_Result dispatch(struct hreq *r)
     if (mutating) {
         r->idem_key = header_copy(r, "Idempotency-Key");
         if (r->idem_key != NULL) {
-            if (!st_idem_key_valid(r->idem_key)) {
+            if (!engine_idem_key_valid(r->idem_key)) {
                 http__reply_problem(r, 400, "Idempotency-Key: 1 to 255 visible ASCII characters");
                 return send_reply(r);
             }

@@ -58,7 +58,7 @@ static bool filter_given(const struct svc_filter *f)
 
 void svc_table_res_clear(struct svc_table_res *r)
 {
-    table_unref(r->table);
+    engine_table_unref(r->table);
     memset(r, 0, sizeof *r);
 }
 
@@ -133,13 +133,13 @@ int svc_list_tables(struct engine *e, struct svc_table_list *out, struct st_err 
 void svc_table_list_clear(struct svc_table_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
-        table_unref(l->tables[i]);
+        engine_table_unref(l->tables[i]);
     free(l->tables);
     memset(l, 0, sizeof *l);
 }
 
-int svc_drop_table(struct engine *e, const char *name, const struct st_idem *idem, bool *replayed,
-                   struct st_err *err)
+int svc_drop_table(struct engine *e, const char *name, const struct engine_idem *idem,
+                   bool *replayed, struct st_err *err)
 {
     return engine_drop_table(e, name, idem, replayed, err);
 }
@@ -189,7 +189,7 @@ int svc_apply_changes(struct engine *e, const struct svc_changes_req *q, struct 
         rc = engine_apply_changes(e, &req, out, err);
     }
     changeset_free(&cs);
-    table_unref(t);
+    engine_table_unref(t);
     return rc;
 }
 
@@ -209,7 +209,7 @@ int svc_delete_where(struct engine *e, const struct svc_delete_req *q, struct de
         rc =
             engine_delete_where(e, t, f, q->expected_seq.has, q->expected_seq.v, q->idem, out, err);
     filter_free(f);
-    table_unref(t);
+    engine_table_unref(t);
     return rc;
 }
 
@@ -230,7 +230,7 @@ int svc_scan_columns(const struct table *t, const struct svc_scan_req *q, int **
     int *idx = xcalloc(n, sizeof *idx);
     for (size_t i = 0; i < n; i++) {
         const char *name = q->columns[i];
-        idx[i] = name != NULL ? table_column(t, name) : -1;
+        idx[i] = name != NULL ? engine_table_column(t, name) : -1;
         int rc = ST_OK;
         if (name == NULL)
             rc = st_errf(err, ST_EINVAL, "columns[%zu]: expected a column name", i);
@@ -278,9 +278,9 @@ int svc_scan_open(struct engine *e, const struct svc_scan_req *q, struct svc_sca
 
 void svc_scan_close(struct svc_scan *s)
 {
-    scan_close(s->scan); /* first: the scan reads with the filter and the table */
+    engine_scan_close(s->scan); /* first: the scan reads with the filter and the table */
     filter_free(s->filter);
-    table_unref(s->table);
+    engine_table_unref(s->table);
     free(s->columns);
     memset(s, 0, sizeof *s);
 }
@@ -305,8 +305,8 @@ int svc_plan(struct engine *e, const struct svc_plan_req *q, struct svc_plan_res
 
 void svc_plan_res_clear(struct svc_plan_res *r)
 {
-    plan_free(r->files, r->nfiles);
-    table_unref(r->table);
+    engine_plan_free(r->files, r->nfiles);
+    engine_table_unref(r->table);
     memset(r, 0, sizeof *r);
 }
 
@@ -325,7 +325,7 @@ int svc_list_snapshots(struct engine *e, const struct svc_snapshots_req *q,
     if ((rc = table_of(e, q->table, &t, err)) == ST_OK)
         rc = engine_list_snapshots(e, t, q->after.has ? q->after.v : -1, limit, &out->snapshots,
                                    &out->n, &out->has_next, err);
-    table_unref(t);
+    engine_table_unref(t);
     if (rc == ST_OK && out->has_next)
         out->next = out->snapshots[out->n - 1].seq;
     return rc;
@@ -333,7 +333,7 @@ int svc_list_snapshots(struct engine *e, const struct svc_snapshots_req *q,
 
 void svc_snapshots_res_clear(struct svc_snapshots_res *r)
 {
-    snapshots_free(r->snapshots, r->n);
+    engine_snapshots_free(r->snapshots, r->n);
     memset(r, 0, sizeof *r);
 }
 
@@ -356,13 +356,13 @@ int svc_get_dv(struct engine *e, const struct svc_dv_req *q, struct svc_dv_res *
     if ((rc = table_of(e, q->table, &t, err)) == ST_OK)
         rc = engine_get_dv(e, t, q->file_id, q->snapshot.has, q->snapshot.v, q->format, &out->bytes,
                            &out->snapshot, err);
-    table_unref(t);
+    engine_table_unref(t);
     return rc;
 }
 
 void svc_dv_res_clear(struct svc_dv_res *r)
 {
-    dv_bytes_unref(r->bytes);
+    engine_dv_bytes_unref(r->bytes);
     memset(r, 0, sizeof *r);
 }
 
@@ -376,6 +376,6 @@ int svc_file_path(struct engine *e, const char *table, int64_t file_id, char **a
     struct table *t = NULL;
     if ((rc = table_of(e, table, &t, err)) == ST_OK)
         rc = engine_file_path(e, t, file_id, abs_path, err);
-    table_unref(t);
+    engine_table_unref(t);
     return rc;
 }

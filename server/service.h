@@ -60,7 +60,7 @@ struct svc_create_req {
     const char *const *pk;
     size_t npk;
     const char *version_column; /* NULL: none */
-    const struct st_idem *idem;
+    const struct engine_idem *idem;
 };
 
 struct svc_table_res {
@@ -84,8 +84,8 @@ struct svc_table_list {
 int svc_list_tables(struct engine *e, struct svc_table_list *out, struct st_err *err);
 void svc_table_list_clear(struct svc_table_list *l);
 
-int svc_drop_table(struct engine *e, const char *name, const struct st_idem *idem, bool *replayed,
-                   struct st_err *err);
+int svc_drop_table(struct engine *e, const char *name, const struct engine_idem *idem,
+                   bool *replayed, struct st_err *err);
 
 /* ---- changes and deletes ------------------------------------------------------- */
 
@@ -96,7 +96,7 @@ struct svc_changes_req {
     const char *producer; /* NULL: none */
     struct svc_count offset;
     struct svc_count expected_seq;
-    const struct st_idem *idem;
+    const struct engine_idem *idem;
 };
 int svc_apply_changes(struct engine *e, const struct svc_changes_req *q, struct change_res *out,
                       struct st_err *err);
@@ -105,7 +105,7 @@ struct svc_delete_req {
     const char *table;
     struct svc_filter filter; /* required */
     struct svc_count expected_seq;
-    const struct st_idem *idem;
+    const struct engine_idem *idem;
 };
 int svc_delete_where(struct engine *e, const struct svc_delete_req *q, struct delete_res *out,
                      struct st_err *err);

@@ -30,7 +30,7 @@ struct item {
     const struct filter *filter;
     bool has_expected_seq;
     int64_t expected_seq;
-    const struct st_idem *idem;
+    const struct engine_idem *idem;
     struct delete_res *dres;
     struct st_err *err;
     int rc;

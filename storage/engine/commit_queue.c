@@ -190,7 +190,7 @@ int engine_apply_changes(struct engine *e, const struct change_req *req, struct 
 }
 
 int engine_delete_where(struct engine *e, struct table *t, const struct filter *f,
-                        bool has_expected_seq, int64_t expected_seq, const struct st_idem *idem,
+                        bool has_expected_seq, int64_t expected_seq, const struct engine_idem *idem,
                         struct delete_res *res, struct st_err *err)
 {
     memset(res, 0, sizeof *res);

@@ -206,7 +206,7 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
 }
 
 /* The delete's Idempotency-Key record, stored with its commit. */
-static void plan_delete_idem(struct plan *p, const struct st_idem *idem,
+static void plan_delete_idem(struct plan *p, const struct engine_idem *idem,
                              const struct eng__result *res)
 {
     char *body = eng__result_encode(res);

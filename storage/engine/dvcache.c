@@ -203,7 +203,7 @@ static void dvb_destroy(struct rc_obj *o)
     free(o);
 }
 
-void dv_bytes_unref(struct dv_bytes *b)
+void engine_dv_bytes_unref(struct dv_bytes *b)
 {
     if (b == NULL)
         return;

@@ -120,7 +120,7 @@ void engine_close(struct engine *e)
     eng__gc_stop(e);
     for (struct table_slot *s = e->tables, *next; s != NULL; s = next) {
         next = s->next;
-        table_unref(s->t);
+        engine_table_unref(s->t);
         free(s);
     }
     dvc__free(e->dvc);
@@ -159,13 +159,13 @@ struct table_rc {
     atomic_int refs;
 };
 
-void table_ref(struct table *t)
+void engine_table_ref(struct table *t)
 {
     struct table_rc *rc = (struct table_rc *)(void *)t;
     atomic_fetch_add(&rc->refs, 1);
 }
 
-void table_unref(struct table *t)
+void engine_table_unref(struct table *t)
 {
     if (t == NULL)
         return;
@@ -177,7 +177,7 @@ void table_unref(struct table *t)
     }
 }
 
-int table_column(const struct table *t, const char *name)
+int engine_table_column(const struct table *t, const char *name)
 {
     for (int i = 0; i < t->ncols; i++)
         if (strcmp(t->cols[i].name, name) == 0)
@@ -210,7 +210,7 @@ int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char 
         const char *cname = json_string_value(json_object_get(c, "name"));
         const char *type = json_string_value(json_object_get(c, "type"));
         if (cname == NULL || type == NULL || !st_type_parse(type, &t->cols[i].type)) {
-            table_unref(t);
+            engine_table_unref(t);
             return st_errf(err, ST_EINTERNAL, "catalog: table %s has a malformed column", name);
         }
         snprintf(t->cols[i].name, sizeof t->cols[i].name, "%s", cname);
@@ -220,14 +220,14 @@ int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char 
     t->pk = xcalloc((size_t)(t->npk ? t->npk : 1), sizeof *t->pk);
     for (int i = 0; i < t->npk; i++) {
         const char *cname = json_string_value(json_array_get(pk, (size_t)i));
-        t->pk[i] = cname ? table_column(t, cname) : -1;
+        t->pk[i] = cname ? engine_table_column(t, cname) : -1;
         if (t->pk[i] < 0) {
-            table_unref(t);
+            engine_table_unref(t);
             return st_errf(err, ST_EINTERNAL, "catalog: table %s has a malformed primary key",
                            name);
         }
     }
-    t->version_col = version_col != NULL && *version_col ? table_column(t, version_col) : -1;
+    t->version_col = version_col != NULL && *version_col ? engine_table_column(t, version_col) : -1;
     *out = t;
     return ST_OK;
 }
@@ -260,17 +260,17 @@ void eng__cache_table(struct engine *e, const char *name, struct table *t)
         struct table_slot *s = *pp;
         if (t == NULL) {
             *pp = s->next;
-            table_unref(s->t);
+            engine_table_unref(s->t);
             free(s);
         } else {
-            table_ref(t);
-            table_unref(s->t);
+            engine_table_ref(t);
+            engine_table_unref(s->t);
             s->t = t;
             s->fetched_ns = st_mono_ns();
         }
     } else if (t != NULL) {
         struct table_slot *s = xcalloc(1, sizeof *s);
-        table_ref(t);
+        engine_table_ref(t);
         s->t = t;
         s->fetched_ns = st_mono_ns();
         s->next = e->tables;
@@ -323,7 +323,7 @@ bool engine_peek_table(struct engine *e, const char *name, struct table **out)
     pthread_mutex_lock(&e->tables_mu);
     for (struct table_slot *s = e->tables; s != NULL; s = s->next) {
         if (strcmp(s->t->name, name) == 0 && now - s->fetched_ns < TABLE_CACHE_TTL_NS) {
-            table_ref(s->t);
+            engine_table_ref(s->t);
             *out = s->t;
             break;
         }
@@ -423,8 +423,9 @@ static char *columns_json(const struct st_column *cols, int n)
     return s;
 }
 
-int engine_create_table(struct engine *e, const struct table_def *def, const struct st_idem *idem,
-                        struct table **out, bool *replayed, struct st_err *err)
+int engine_create_table(struct engine *e, const struct table_def *def,
+                        const struct engine_idem *idem, struct table **out, bool *replayed,
+                        struct st_err *err)
 {
     *out = NULL;
     *replayed = false;
@@ -491,7 +492,7 @@ int engine_create_table(struct engine *e, const struct table_def *def, const str
             rc = cat_fail(c, r, "creating snapshot 0", err);
             PQclear(r);
             eng__rollback(c);
-            table_unref(t);
+            engine_table_unref(t);
             break;
         }
         PQclear(r);
@@ -499,14 +500,14 @@ int engine_create_table(struct engine *e, const struct table_def *def, const str
         rc = eng__idem_store(c, def->name, idem, &res, err);
         if (rc == ST_ECONFLICT) {
             eng__rollback(c); /* the same key committed concurrently: replay it */
-            table_unref(t);
+            engine_table_unref(t);
             continue;
         }
         if (rc == ST_OK)
             rc = eng__exec(c, "COMMIT", "commit", err);
         if (rc != ST_OK) {
             eng__rollback(c);
-            table_unref(t);
+            engine_table_unref(t);
             break;
         }
         eng__cache_table(e, t->name, t);
@@ -541,7 +542,7 @@ int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct 
     for (int i = 0; i < rows; i++) {
         if ((rc = eng__table_from_row(r, i, &ts[i], err)) != ST_OK) {
             for (int j = 0; j < i; j++)
-                table_unref(ts[j]);
+                engine_table_unref(ts[j]);
             free(ts);
             PQclear(r);
             cat_release(e->pool, c, false);
@@ -555,7 +556,7 @@ int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct 
     return ST_OK;
 }
 
-int engine_drop_table(struct engine *e, const char *name, const struct st_idem *idem,
+int engine_drop_table(struct engine *e, const char *name, const struct engine_idem *idem,
                       bool *replayed, struct st_err *err)
 {
     *replayed = false;

@@ -57,10 +57,10 @@ struct table {
     int64_t seq;     /* current seq when this definition was read */
     int64_t created_us;
 };
-void table_ref(struct table *t);
-void table_unref(struct table *t); /* NULL ok */
+void engine_table_ref(struct table *t);
+void engine_table_unref(struct table *t); /* NULL ok */
 /* Column index by name, or -1. */
-int table_column(const struct table *t, const char *name);
+int engine_table_column(const struct table *t, const char *name);
 
 struct table_stats {
     int64_t data_files, rows, deleted_rows, live_rows, dv_files;
@@ -84,23 +84,24 @@ struct table_def {
  * key stored by another kind of operation, is ST_EIDEMPOTENCY.
  * Scope: the table name. `hash` is a digest of the request as received.
  */
-struct st_idem {
+struct engine_idem {
     const char *key;
     uint8_t hash[32];
 };
 /* A key is 1 to 255 visible ASCII characters (both front ends check with this). */
-#define ST_IDEM_KEY_MAX 255
-bool st_idem_key_valid(const char *key);
+#define ENGINE_IDEM_KEY_MAX 255
+bool engine_idem_key_valid(const char *key);
 
 /*
  * Validate and create (snapshot 0). ST_EINVAL with detail, ST_EEXIST. *out
- * is the new table (caller unrefs). A replay (see st_idem) sets *replayed
+ * is the new table (caller unrefs). A replay (see engine_idem) sets *replayed
  * and gives the table as the first request created it (name, uuid,
  * columns, primary key, version column, seq, created time), whether or not
  * it still exists.
  */
-int engine_create_table(struct engine *e, const struct table_def *def, const struct st_idem *idem,
-                        struct table **out, bool *replayed, struct st_err *err);
+int engine_create_table(struct engine *e, const struct table_def *def,
+                        const struct engine_idem *idem, struct table **out, bool *replayed,
+                        struct st_err *err);
 /* The current definition (seq fresh from the catalog). ST_ENOTFOUND. */
 int engine_get_table(struct engine *e, const char *name, struct table **out, struct st_err *err);
 /* Like engine_get_table but may answer from a cache up to ~1 s old (seq may lag). */
@@ -116,8 +117,8 @@ int engine_table_stats(struct engine *e, const struct table *t, struct table_sta
                        struct st_err *err);
 /* All tables, by name. Caller unrefs each and frees the array. */
 int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct st_err *err);
-/* Drop a table and everything it holds. ST_ENOTFOUND. *replayed: see st_idem. */
-int engine_drop_table(struct engine *e, const char *name, const struct st_idem *idem,
+/* Drop a table and everything it holds. ST_ENOTFOUND. *replayed: see engine_idem. */
+int engine_drop_table(struct engine *e, const char *name, const struct engine_idem *idem,
                       bool *replayed, struct st_err *err);
 
 /* ---- changes ----------------------------------------------------------- */
@@ -142,7 +143,7 @@ struct change_req {
     int64_t offset;
     bool has_expected_seq;
     int64_t expected_seq;
-    const struct st_idem *idem; /* NULL: none */
+    const struct engine_idem *idem; /* NULL: none */
 };
 
 struct change_res {
@@ -167,7 +168,7 @@ struct delete_res {
 };
 /* Delete every row live at commit time for which `f` is true. */
 int engine_delete_where(struct engine *e, struct table *t, const struct filter *f,
-                        bool has_expected_seq, int64_t expected_seq, const struct st_idem *idem,
+                        bool has_expected_seq, int64_t expected_seq, const struct engine_idem *idem,
                         struct delete_res *res, struct st_err *err);
 
 /* ---- reads ------------------------------------------------------------- */
@@ -191,9 +192,9 @@ struct scan_req {
  */
 int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *req,
                      struct scan **out, struct st_err *err);
-int64_t scan_snapshot(const struct scan *s);
+int64_t engine_scan_snapshot(const struct scan *s);
 /* Output columns (table column indexes) and their count. */
-const int *scan_columns(const struct scan *s, int *n);
+const int *engine_scan_columns(const struct scan *s, int *n);
 
 /*
  * The next rows: `vecs[j]` holds output column j for a run of rows; the
@@ -208,8 +209,8 @@ struct scan_batch {
     uint64_t first_pos; /* file position of vector index 0 */
     int64_t file_id;
 };
-int scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st_err *err);
-void scan_close(struct scan *s); /* NULL ok */
+int engine_scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st_err *err);
+void engine_scan_close(struct scan *s); /* NULL ok */
 
 struct plan_file {
     int64_t id;
@@ -219,11 +220,11 @@ struct plan_file {
     char *dv_path;
     int64_t dv_offset, dv_length, dv_cardinality;
 };
-/* Live files at the snapshot whose stats may match `f` (NULL: all). Frees with plan_free. */
+/* Live files at the snapshot whose stats may match `f` (NULL: all). Frees with engine_plan_free. */
 int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
                 const struct filter *f, struct plan_file **files, size_t *nfiles, int64_t *seq,
                 struct st_err *err);
-void plan_free(struct plan_file *files, size_t n);
+void engine_plan_free(struct plan_file *files, size_t n);
 
 struct snapshot_info {
     int64_t seq;
@@ -237,7 +238,7 @@ struct snapshot_info {
  */
 int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size_t limit,
                           struct snapshot_info **out, size_t *n, bool *more, struct st_err *err);
-void snapshots_free(struct snapshot_info *s, size_t n);
+void engine_snapshots_free(struct snapshot_info *s, size_t n);
 
 /* A data file of the table (live or not, while it exists): its absolute path. */
 int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
@@ -255,7 +256,7 @@ struct dv_bytes {
     int64_t cardinality;
     char etag[40]; /* strong: "\"" + 32 hex of SHA-256(bytes) + "\"" */
 };
-void dv_bytes_unref(struct dv_bytes *b); /* NULL ok */
+void engine_dv_bytes_unref(struct dv_bytes *b); /* NULL ok */
 
 /*
  * The formats the DV endpoint serves, by their docs/API.md names: roaring64 (also
@@ -278,7 +279,7 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
 /*
  * Non-blocking: the DV of (file, explicit snapshot) in format f if the
  * answer is already cached (no catalog, no file I/O), else false. A hit
- * returns a reference in *out (dv_bytes_unref).
+ * returns a reference in *out (engine_dv_bytes_unref).
  */
 bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, int64_t snapshot,
                     enum dv_format f, struct dv_bytes **out);

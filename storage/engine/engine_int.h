@@ -102,14 +102,14 @@ int eng__result_decode(struct eng__result *r, const char *kind, int status, cons
  * binary-format result: decoded into out when its hash is the request's,
  * else ST_EIDEMPOTENCY with the message the client sees.
  */
-int eng__idem_row(const PGresult *r, int row, int col, const struct st_idem *idem,
+int eng__idem_row(const PGresult *r, int row, int col, const struct engine_idem *idem,
                   struct eng__result *out, struct st_err *err);
 /* Look up a stored result; *found when the key holds one for this request (out filled). */
-int eng__idem_lookup(PGconn *c, const char *scope, const struct st_idem *idem,
+int eng__idem_lookup(PGconn *c, const char *scope, const struct engine_idem *idem,
                      struct eng__result *out, bool *found, struct st_err *err);
 /* Store a result inside the caller's transaction. ST_ECONFLICT when another request
    stored the key first (the caller rolls back and looks it up again). */
-int eng__idem_store(PGconn *c, const char *scope, const struct st_idem *idem,
+int eng__idem_store(PGconn *c, const char *scope, const struct engine_idem *idem,
                     const struct eng__result *res, struct st_err *err);
 
 /* PQexec helpers: ST_OK or a mapped error. */

@@ -1,6 +1,6 @@
 /*
  * idem.c - Idempotency-Key records: the stored result of a mutating call,
- * its encoding, and its lookup (docs/API.md "Changes", engine.h st_idem).
+ * its encoding, and its lookup (docs/API.md "Changes", engine.h engine_idem).
  *
  * A record is the engine's own encoding of the call's result struct, a
  * small versioned JSON object, stored with the operation's kind (column
@@ -42,10 +42,10 @@ const char *eng__op_name(enum eng__op op)
     return OP_NAMES[op];
 }
 
-bool st_idem_key_valid(const char *key)
+bool engine_idem_key_valid(const char *key)
 {
     size_t n = strlen(key);
-    bool ok = n > 0 && n <= ST_IDEM_KEY_MAX;
+    bool ok = n > 0 && n <= ENGINE_IDEM_KEY_MAX;
     for (size_t i = 0; ok && i < n; i++)
         ok = key[i] >= 0x21 && key[i] <= 0x7e;
     return ok;
@@ -219,7 +219,7 @@ int eng__result_decode(struct eng__result *r, const char *kind, int status, cons
 
 /* ---- the catalog --------------------------------------------------------------- */
 
-int eng__idem_row(const PGresult *r, int row, int col, const struct st_idem *idem,
+int eng__idem_row(const PGresult *r, int row, int col, const struct engine_idem *idem,
                   struct eng__result *out, struct st_err *err)
 {
     int rc = ST_EIDEMPOTENCY;
@@ -238,7 +238,7 @@ int eng__idem_row(const PGresult *r, int row, int col, const struct st_idem *ide
     return rc;
 }
 
-int eng__idem_lookup(PGconn *c, const char *scope, const struct st_idem *idem,
+int eng__idem_lookup(PGconn *c, const char *scope, const struct engine_idem *idem,
                      struct eng__result *out, bool *found, struct st_err *err)
 {
     *found = false;
@@ -263,7 +263,7 @@ int eng__idem_lookup(PGconn *c, const char *scope, const struct st_idem *idem,
     return rc;
 }
 
-int eng__idem_store(PGconn *c, const char *scope, const struct st_idem *idem,
+int eng__idem_store(PGconn *c, const char *scope, const struct engine_idem *idem,
                     const struct eng__result *res, struct st_err *err)
 {
     if (idem == NULL)

@@ -252,12 +252,12 @@ struct scan {
     const struct col_range **rp;
 };
 
-int64_t scan_snapshot(const struct scan *s)
+int64_t engine_scan_snapshot(const struct scan *s)
 {
     return s->seq;
 }
 
-const int *scan_columns(const struct scan *s, int *n)
+const int *engine_scan_columns(const struct scan *s, int *n)
 {
     *n = s->nout;
     return s->out;
@@ -288,7 +288,7 @@ int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *r
     }
     s->e = e;
     s->t = t;
-    table_ref(t);
+    engine_table_ref(t);
     s->filter = req->filter;
     s->has_limit = req->has_limit;
     s->remaining = req->limit;
@@ -372,7 +372,7 @@ static int open_file(struct scan *s, struct st_err *err)
     return ST_OK;
 }
 
-int scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st_err *err)
+int engine_scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st_err *err)
 {
     memset(b, 0, sizeof *b);
     *done = false;
@@ -440,7 +440,7 @@ int scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st_err *e
     }
 }
 
-void scan_close(struct scan *s)
+void engine_scan_close(struct scan *s)
 {
     if (s == NULL)
         return;
@@ -449,7 +449,7 @@ void scan_close(struct scan *s)
         dvc__release(s->e, s->dv_handle);
     pq_batch_free(&s->batch);
     eng__snap_files_free(s->files, s->nfiles);
-    table_unref(s->t);
+    engine_table_unref(s->t);
     free(s->out);
     free(s->needed);
     free(s->pq_cols);
@@ -467,7 +467,7 @@ void scan_close(struct scan *s)
 
 /* ---- plan ------------------------------------------------------------------- */
 
-void plan_free(struct plan_file *files, size_t n)
+void engine_plan_free(struct plan_file *files, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(files[i].path);
@@ -526,7 +526,7 @@ int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t sn
 
 /* ---- history and files -------------------------------------------------------- */
 
-void snapshots_free(struct snapshot_info *s, size_t n)
+void engine_snapshots_free(struct snapshot_info *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(s[i].operation);

@@ -259,7 +259,7 @@ static void measure_ingest(struct engine *e)
         done, arg_batch, s, (double)done / s, inserted, updated);
     free(rb);
     free(ch);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 static void measure_delete1(struct engine *e)
@@ -315,7 +315,7 @@ static void measure_delete1(struct engine *e)
     free(wal);
     PQfinish(cat);
     free(lat);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 struct writer {
@@ -361,7 +361,7 @@ static long writers_lost(struct engine *e, struct table *t, const struct writer 
     for (;;) {
         struct scan_batch b;
         bool done = false;
-        if (scan_next(sc, &b, &done, &err) != ST_OK)
+        if (engine_scan_next(sc, &b, &done, &err) != ST_OK)
             die("scan", &err);
         if (done)
             break;
@@ -383,7 +383,7 @@ static long writers_lost(struct engine *e, struct table *t, const struct writer 
                 matched++;
         }
     }
-    scan_close(sc);
+    engine_scan_close(sc);
     return expected - matched;
 }
 
@@ -413,10 +413,10 @@ static void measure_writers(struct engine *e)
            "\"requests_per_s\":%.1f,\"commits\":%lld,\"commits_per_s\":%.1f,\"lost\":%ld}\n",
            arg_threads, s, total, (double)total / s, (long long)(now->seq - seq0),
            (double)(now->seq - seq0) / s, lost);
-    table_unref(now);
+    engine_table_unref(now);
     free(ws);
     free(th);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 /* Keys that no table of the benchmark holds. */
@@ -458,7 +458,7 @@ static void measure_lookup(struct engine *e)
            arg_rows, total, missing, s, (double)total / s);
     free(keys);
     free(ch);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 /* A binary int8[] parameter, as the engine sends its key arrays. */
@@ -594,7 +594,7 @@ static void measure_load(struct engine *e)
            arg_table, rows, requests, (long long)seq, s, (double)rows / s);
     free(bs);
     pq_reader_close(r);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 int main(int argc, char **argv)

@@ -87,12 +87,12 @@ int et_scan_rc(struct et *t, struct table *tab, int64_t snapshot, struct et_rows
     int rc = engine_scan_open(t->e, tab, &req, &s, err);
     if (rc != ST_OK)
         return rc;
-    out->snapshot = scan_snapshot(s);
+    out->snapshot = engine_scan_snapshot(s);
     size_t cap = 0;
     for (;;) {
         struct scan_batch b;
         bool done;
-        if ((rc = scan_next(s, &b, &done, err)) != ST_OK)
+        if ((rc = engine_scan_next(s, &b, &done, err)) != ST_OK)
             break;
         if (done)
             break;
@@ -114,7 +114,7 @@ int et_scan_rc(struct et *t, struct table *tab, int64_t snapshot, struct et_rows
             }
         }
     }
-    scan_close(s);
+    engine_scan_close(s);
     return rc;
 }
 

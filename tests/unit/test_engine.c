@@ -115,7 +115,7 @@ static void test_tables(void **state)
     struct table *again = NULL;
     assert_int_equal(engine_get_table(T.e, "basic", &again, &err), ST_OK);
     assert_int_equal(again->id, t->id);
-    table_unref(again);
+    engine_table_unref(again);
 
     /* duplicates and bad definitions */
     struct st_column c[2] = {{"id", ST_T_LONG, true}, {"id", ST_T_STRING, false}};
@@ -143,7 +143,7 @@ static void test_tables(void **state)
     bool found = false;
     for (size_t i = 0; i < n; i++) {
         found |= strcmp(all[i]->name, "basic") == 0;
-        table_unref(all[i]);
+        engine_table_unref(all[i]);
     }
     free(all);
     assert_true(found);
@@ -160,7 +160,7 @@ static void test_tables(void **state)
     assert_int_equal(engine_get_table(T.e, "basic", &again, &err), ST_ENOTFOUND);
     st_err_clear(&err);
     assert_int_equal(engine_drop_table(T.e, "basic", NULL, &replayed, &err), ST_ENOTFOUND);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 static void test_counts_and_stats(void **state)
@@ -237,7 +237,7 @@ static void test_counts_and_stats(void **state)
     assert_int_equal(ns, 3);
     assert_string_equal(snaps[0].operation, "create");
     assert_string_equal(snaps[2].operation, "changes");
-    snapshots_free(snaps, ns);
+    engine_snapshots_free(snaps, ns);
 
     /* expected_seq */
     struct change_req req = {
@@ -273,14 +273,14 @@ static void test_counts_and_stats(void **state)
         struct dv_bytes *b2;
         assert_true(engine_peek_dv(T.e, t, pf[i].id, seq, DV_FMT_ROARING64, &b2));
         assert_string_equal(b->etag, b2->etag);
-        dv_bytes_unref(b2);
-        dv_bytes_unref(b);
+        engine_dv_bytes_unref(b2);
+        engine_dv_bytes_unref(b);
     }
-    plan_free(pf, npf);
+    engine_plan_free(pf, npf);
     assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
     assert_int_equal(st.deleted_rows, deleted_total);
     assert_int_equal(st.live_rows, 1);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 static void test_no_primary_key(void **state)
@@ -310,7 +310,7 @@ static void test_no_primary_key(void **state)
     et_scan(&T, t, -1, &rows);
     assert_int_equal(rows.n, 0);
     et_rows_free(&rows);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 static void test_idempotency(void **state)
@@ -321,7 +321,7 @@ static void test_idempotency(void **state)
     struct table *t = et_create(&T, "idem", cols, 2, pk, 1, NULL);
     struct st_value r[2] = {L(1), L(1)};
     struct change ch[] = {{CHANGE_UPSERT, r}};
-    struct st_idem idem = {.key = "abc"};
+    struct engine_idem idem = {.key = "abc"};
     memset(idem.hash, 7, 32);
     struct change_req req = {.table = t, .changes = ch, .nchanges = 1, .idem = &idem};
     struct change_res res;
@@ -348,7 +348,7 @@ static void test_idempotency(void **state)
     assert_int_equal(engine_delete_where(T.e, t, f, false, 0, &idem, &dr, &err), ST_EIDEMPOTENCY);
     assert_non_null(strstr(err.msg, "abc"));
     /* a delete by filter replays too */
-    struct st_idem didem = {.key = "del"};
+    struct engine_idem didem = {.key = "del"};
     memset(didem.hash, 9, 32);
     assert_int_equal(engine_delete_where(T.e, t, f, false, 0, &didem, &dr, &err), ST_OK);
     assert_false(dr.replayed);
@@ -364,8 +364,8 @@ static void test_idempotency(void **state)
     st_err_clear(&err);
     assert_int_equal(engine_get_table(T.e, "idem", &cur, &err), ST_OK);
     assert_int_equal(cur->seq, 3);
-    table_unref(cur);
-    table_unref(t);
+    engine_table_unref(cur);
+    engine_table_unref(t);
 }
 
 static void assert_same_table(const struct table *a, const struct table *b)
@@ -394,7 +394,7 @@ static void test_idempotent_create_and_drop(void **state)
         {"k", ST_T_STRING, true}, {"n", ST_T_INT, true}, {"ver", ST_T_TIMESTAMP, false}};
     const char *pk[] = {"n", "k"};
     struct table_def d = {"idem_create", 3, c, 2, pk, "ver"};
-    struct st_idem idem = {.key = "create-1"};
+    struct engine_idem idem = {.key = "create-1"};
     memset(idem.hash, 3, 32);
     struct table *t1 = NULL, *t2 = NULL;
     bool replayed = true;
@@ -417,12 +417,12 @@ static void test_idempotent_create_and_drop(void **state)
     assert_int_equal(t2->id, t1->id);
     assert_int_equal(t2->pk[0], 1);
     assert_int_equal(t2->version_col, 2);
-    table_unref(t2);
+    engine_table_unref(t2);
     /* without the key, the same definition is a duplicate */
     assert_int_equal(engine_create_table(T.e, &d, NULL, &t2, &replayed, &err), ST_EEXIST);
     assert_false(replayed);
     /* drop: the retry replays, and does not find the table gone */
-    struct st_idem didem = {.key = "drop-1"};
+    struct engine_idem didem = {.key = "drop-1"};
     memset(didem.hash, 4, 32);
     assert_int_equal(engine_drop_table(T.e, "idem_create", &didem, &replayed, &err), ST_OK);
     assert_false(replayed);
@@ -430,7 +430,7 @@ static void test_idempotent_create_and_drop(void **state)
     assert_true(replayed);
     st_err_clear(&err);
     assert_int_equal(engine_drop_table(T.e, "idem_create", NULL, &replayed, &err), ST_ENOTFOUND);
-    table_unref(t1);
+    engine_table_unref(t1);
 }
 
 /* Store a row as striked stored them before schema version 2 (HTTP status and body). */
@@ -474,7 +474,7 @@ static void test_idempotency_legacy_rows(void **state)
     struct st_column cols[2] = {{"id", ST_T_LONG, true}, {"v", ST_T_STRING, false}};
     const char *pk[] = {"id"};
     struct table_def d = {"legacy_t", 2, cols, 1, pk, NULL};
-    struct st_idem idem = {.key = "c"};
+    struct engine_idem idem = {.key = "c"};
     memset(idem.hash, 1, 32);
     struct table *t = NULL;
     bool replayed = false;
@@ -491,7 +491,7 @@ static void test_idempotency_legacy_rows(void **state)
     assert_int_equal(t->pk[0], 0);
     assert_int_equal(t->version_col, -1);
     assert_int_equal(t->created_us, 1714557600123456LL);
-    table_unref(t);
+    engine_table_unref(t);
     /* the replay created nothing: the table can be created now, without the key */
     t = et_create(&T, "legacy_t", (const char *[]){"id:long!", "v:string"}, 2, pk, 1, NULL);
 
@@ -532,8 +532,8 @@ static void test_idempotency_legacy_rows(void **state)
     struct table *cur;
     assert_int_equal(engine_get_table(T.e, "legacy_t", &cur, &err), ST_OK);
     assert_int_equal(cur->seq, 0);
-    table_unref(cur);
-    table_unref(t);
+    engine_table_unref(cur);
+    engine_table_unref(t);
 }
 
 /* docs/API.md: a duplicate (producer offset already applied) answers 200 with the
@@ -565,7 +565,7 @@ static void test_duplicate_ignores_expected_seq(void **state)
     /* a new offset with a wrong expected_seq is still a conflict */
     req.offset = 6;
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_ECONFLICT);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 /* ---- the model-based test --------------------------------------------------------- */
@@ -811,8 +811,8 @@ static void run_model(bool composite)
     for (int64_t s = 0; s <= seq; s += 1 + seq / 40)
         check_scan(t2, &snaps[s], s);
     check_scan(t2, &cur, -1);
-    table_unref(t2);
-    table_unref(t);
+    engine_table_unref(t2);
+    engine_table_unref(t);
     free(snaps);
     free(names);
 }

@@ -121,7 +121,7 @@ static struct rec *run_process(struct et *t, const char *name, int proc, size_t 
         *failures += ws[i].failures;
     }
     free(ws);
-    table_unref(tab);
+    engine_table_unref(tab);
     *nout = n;
     return all;
 }
@@ -134,7 +134,7 @@ static void test_two_processes_eight_threads(void **state)
     const char *cols[] = {"id:long!", "writer:int!", "n:long!"};
     const char *pk[] = {"id"};
     struct table *tab = et_create(&t, "hot", cols, 3, pk, 1, NULL);
-    table_unref(tab);
+    engine_table_unref(tab);
 
     /* the child process: its own engine and connections, records back through a pipe */
     int fds[2];
@@ -195,7 +195,7 @@ static void test_two_processes_eight_threads(void **state)
     for (size_t i = 0; i < ns; i++)
         assert_int_equal(snaps[i].seq, (int64_t)i);
     assert_int_equal(snaps[ns - 1].seq, tab->seq);
-    snapshots_free(snaps, ns);
+    engine_snapshots_free(snaps, ns);
     fprintf(stderr, "commits: %lld for %zu requests\n", (long long)tab->seq, n1 + n2);
 
     /* expected state: per key, the requests with the highest seq that touched it */
@@ -273,7 +273,7 @@ static void test_two_processes_eight_threads(void **state)
     fprintf(stderr, "this process: %llu commits, %llu conflicts, %llu retries\n",
             (unsigned long long)m.commits, (unsigned long long)m.conflicts,
             (unsigned long long)m.retries);
-    table_unref(tab);
+    engine_table_unref(tab);
     free(all);
     free(r1);
     free(r2);

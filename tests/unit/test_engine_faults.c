@@ -184,7 +184,7 @@ static void test_gc_floor_and_last_look(void **state)
     snprintf(del, sizeof del, "DELETE FROM strike.data_files WHERE path = '%s'", rel_taken);
     sql(del);
     unlink(taken);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 static void test_conflict_on_every_first_attempt(void **state)
@@ -229,7 +229,7 @@ static void test_conflict_on_every_first_attempt(void **state)
     struct findings fi = fsck();
     assert_int_equal(fi.orphans, 0);
     assert_int_equal(fi.missing + fi.corrupt, 0);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 static void test_crash_between_blobs_and_commit(void **state)
@@ -281,7 +281,7 @@ static void test_crash_between_blobs_and_commit(void **state)
     struct table *now;
     assert_int_equal(engine_get_table(T.e, "crashy", &now, &err), ST_OK);
     assert_int_equal(now->seq, 1);
-    table_unref(now);
+    engine_table_unref(now);
     int count;
     assert_int_equal(value_of(t, 1, &count), 10);
     assert_int_equal(count, 1);
@@ -302,7 +302,7 @@ static void test_crash_between_blobs_and_commit(void **state)
     assert_int_equal(upsert(t, 1, 11, &res, &err), ST_OK);
     assert_int_equal(res.seq, 2);
     assert_int_equal(value_of(t, 1, &count), 11);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 static void test_connection_lost_at_commit(void **state)
@@ -333,10 +333,10 @@ static void test_connection_lost_at_commit(void **state)
     assert_int_equal(engine_list_snapshots(T.e, t, -1, SIZE_MAX, &snaps, &ns, &more, &err), ST_OK);
     assert_false(more);
     assert_int_equal(ns, 13); /* create + 12 commits, no duplicates */
-    snapshots_free(snaps, ns);
+    engine_snapshots_free(snaps, ns);
     struct findings fi = fsck();
     assert_int_equal(fi.missing + fi.corrupt, 0);
-    table_unref(t);
+    engine_table_unref(t);
 }
 
 static void exec_ok(PGconn *c, const char *sql)
