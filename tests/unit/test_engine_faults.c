@@ -152,7 +152,7 @@ static void test_gc_floor_and_last_look(void **state)
         assert_non_null(strstr(err.msg, "grace: at least 300s"));
     }
     /* two old orphans: one a racing commit takes, one nobody does */
-    char taken[256], lost[256], rel_taken[160];
+    char taken[512], lost[512], rel_taken[160];
     snprintf(rel_taken, sizeof rel_taken, "tables/%s/data/zz-taken.parquet", t->uuid);
     snprintf(taken, sizeof taken, "%s/%s", T.data_dir, rel_taken);
     snprintf(lost, sizeof lost, "%s/tables/%s/data/zz-lost.parquet", T.data_dir, t->uuid);
@@ -180,7 +180,7 @@ static void test_gc_floor_and_last_look(void **state)
     /* the referenced blobs of the table are untouched and it still reads */
     int count;
     assert_int_equal(value_of(t, 1, &count), 10);
-    char del[256];
+    char del[512];
     snprintf(del, sizeof del, "DELETE FROM strike.data_files WHERE path = '%s'", rel_taken);
     sql(del);
     unlink(taken);
