@@ -18,7 +18,8 @@ BEGIN, END = "<!-- walkthrough:begin -->", "<!-- walkthrough:end -->"
 
 
 def walkthrough(readme):
-    text = open(readme, encoding="utf-8").read()
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
     a, b = text.index(BEGIN), text.index(END)
     section = text[a:b]
     blocks = re.findall(r"^```(\w*)\n(.*?)^```$", section, re.M | re.S)
