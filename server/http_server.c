@@ -437,6 +437,8 @@ static const char *status_title(unsigned status)
         return "Not Implemented";
     case 503:
         return "Service Unavailable";
+    case 507:
+        return "Insufficient Storage";
     default:
         return "Error";
     }

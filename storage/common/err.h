@@ -19,6 +19,8 @@
  * name:          st_strerror's short words.
  * http:          the HTTP status of docs/API.md "Errors".
  * grpc:          the gRPC status, as the suffix of GRPC_STATUS_* (docs/API.md "gRPC").
+ * ST_ENOSPACE:   a blob write failed with ENOSPC or EDQUOT: 507 Insufficient Storage, so that
+ *                a full disk is told apart from a fault (nothing was committed; retry later).
  * public_detail: NULL when the code's message goes to the client as it is;
  *                else the words the client gets instead (5xx: the catalog's
  *                and the system's own words, socket paths and SQL, stay in
@@ -39,7 +41,9 @@
     X(ST_EIDEMPOTENCY, -10, "idempotency key reused", 422, FAILED_PRECONDITION, NULL)              \
     X(ST_EGONE, -11, "expired", 404, NOT_FOUND, NULL)                                              \
     X(ST_EINTERNAL, -12, "internal error", 500, INTERNAL, ST_INTERNAL_DETAIL)                      \
-    X(ST_ERANGE, -13, "range not satisfiable", 416, OUT_OF_RANGE, NULL)
+    X(ST_ERANGE, -13, "range not satisfiable", 416, OUT_OF_RANGE, NULL)                            \
+    X(ST_ENOSPACE, -14, "out of space", 507, RESOURCE_EXHAUSTED,                                   \
+      "the blob store is out of space; retry once space is freed")
 
 #define ST_INTERNAL_DETAIL "internal error; the server log has the details"
 

@@ -13,6 +13,13 @@
 
 static char *dir_of(const char *path);
 
+/* The code of a failed write, create, fsync or rename: a full file system (or
+   quota) is ST_ENOSPACE, for the client to retry once space is freed. */
+static int write_code(int e)
+{
+    return e == ENOSPC || e == EDQUOT ? ST_ENOSPACE : ST_EIO;
+}
+
 int st_mkdirs_synced(const char *path, mode_t mode, int *nsynced, struct st_err *err)
 {
     *nsynced = 0;
@@ -33,7 +40,7 @@ int st_mkdirs_synced(const char *path, mode_t mode, int *nsynced, struct st_err 
                     first_created = (size_t)(s - p);
             } else if (errno != EEXIST) {
                 int e = errno;
-                rc = st_errf(err, ST_EIO, "cannot create directory %s: %s", p, strerror(e));
+                rc = st_errf(err, write_code(e), "cannot create directory %s: %s", p, strerror(e));
                 goto out;
             }
             *s = saved;
@@ -95,7 +102,7 @@ int st_fsync_dir(const char *dir, struct st_err *err)
         return st_errf(err, ST_EIO, "cannot open directory %s: %s", dir, strerror(errno));
     int rc = ST_OK;
     if (fsync(fd) != 0)
-        rc = st_errf(err, ST_EIO, "cannot fsync directory %s: %s", dir, strerror(errno));
+        rc = st_errf(err, write_code(errno), "cannot fsync directory %s: %s", dir, strerror(errno));
     close(fd);
     return rc;
 }
@@ -115,7 +122,7 @@ int st_afile_open(struct st_afile *f, const char *final_path, struct st_err *err
     f->tmp_path = xasprintf("%s.tmp.%016llx", final_path, (unsigned long long)r);
     f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (f->fd < 0) {
-        rc = st_errf(err, ST_EIO, "cannot create %s: %s", f->tmp_path, strerror(errno));
+        rc = st_errf(err, write_code(errno), "cannot create %s: %s", f->tmp_path, strerror(errno));
         free(f->tmp_path);
         f->tmp_path = NULL;
         return rc;
@@ -132,7 +139,7 @@ int st_afile_write(struct st_afile *f, const void *p, size_t n, struct st_err *e
         if (w < 0) {
             if (errno == EINTR)
                 continue;
-            return st_errf(err, ST_EIO, "write %s: %s", f->tmp_path, strerror(errno));
+            return st_errf(err, write_code(errno), "write %s: %s", f->tmp_path, strerror(errno));
         }
         b += w;
         n -= (size_t)w;
@@ -145,17 +152,17 @@ int st_afile_commit(struct st_afile *f, struct st_err *err)
 {
     int rc = ST_OK;
     if (fsync(f->fd) != 0) {
-        rc = st_errf(err, ST_EIO, "fsync %s: %s", f->tmp_path, strerror(errno));
+        rc = st_errf(err, write_code(errno), "fsync %s: %s", f->tmp_path, strerror(errno));
         goto fail;
     }
     if (close(f->fd) != 0) {
         f->fd = -1;
-        rc = st_errf(err, ST_EIO, "close %s: %s", f->tmp_path, strerror(errno));
+        rc = st_errf(err, write_code(errno), "close %s: %s", f->tmp_path, strerror(errno));
         goto fail;
     }
     f->fd = -1;
     if (rename(f->tmp_path, f->final_path) != 0) {
-        rc = st_errf(err, ST_EIO, "rename %s: %s", f->tmp_path, strerror(errno));
+        rc = st_errf(err, write_code(errno), "rename %s: %s", f->tmp_path, strerror(errno));
         goto fail;
     }
     char *dir = dir_of(f->final_path);
