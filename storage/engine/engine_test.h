@@ -22,6 +22,14 @@ enum engine_fault {
 void engine_test_fault(struct engine *e, enum engine_fault f, int n);
 
 /*
+ * Group commit: the next thread to lead a commit on any table waits (at most
+ * 10 s) until `n` requests are queued on that table before it takes its
+ * batch, so that a test's concurrent requests land in one batch (0: off;
+ * the hook disarms itself after that one batch).
+ */
+void engine_test_gather(struct engine *e, int n);
+
+/*
  * Call fn(ctx) inside engine_gc, after it listed the orphans and before its
  * last look at the catalog (NULL: none): a test commits there what a
  * concurrent writer would.

@@ -1,0 +1,191 @@
+/*
+ * test_engine_batch.c - one request must not fail its neighbours in a group
+ * commit. Concurrent requests from threads are gathered into one batch
+ * (engine_test_gather: the leader waits until all of them are queued), and:
+ *   - the same Idempotency-Key twice in a batch: the second waits for the
+ *     first and replays its result (or gets ST_EIDEMPOTENCY when its request
+ *     differs); the batch commits;
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "engine/engine_test.h"
+#include "enginetest.h"
+
+#define MAXREQ 8
+
+static struct et T;
+
+static int setup(void **state)
+{
+    (void)state;
+    et_open(&T, "strike_test_batch", 1024);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    et_close(&T, true);
+    return 0;
+}
+
+/* One request of a batch, run on its own thread: an upsert of (id, v). */
+struct rq {
+    struct st_value vals[2];
+    struct change ch;
+    struct engine_idem idem;
+    struct change_req req;
+    struct change_res res;
+    struct st_err err;
+    int rc;
+};
+
+static void rq_init(struct rq *r, struct table *t, int64_t id, int64_t v, const char *idem_key)
+{
+    memset(r, 0, sizeof *r);
+    r->vals[0].v.l = id;
+    r->vals[1].v.l = v;
+    r->ch = (struct change){CHANGE_UPSERT, r->vals};
+    r->req = (struct change_req){.table = t, .changes = &r->ch, .nchanges = 1};
+    if (idem_key != NULL) {
+        r->idem.key = idem_key;
+        /* the front ends hash the request as received; here: its values */
+        memcpy(r->idem.hash, &id, sizeof id);
+        memcpy(r->idem.hash + 8, &v, sizeof v);
+        r->req.idem = &r->idem;
+    }
+}
+
+static void *rq_run(void *p)
+{
+    struct rq *r = p;
+    r->rc = engine_apply_changes(T.e, &r->req, &r->res, &r->err);
+    return NULL;
+}
+
+/* Requests in a batch of more than one, by engine_metrics: sum of batch_hist[1..]. */
+static uint64_t multi_batches(void)
+{
+    struct engine_metrics m;
+    engine_metrics(T.e, &m);
+    uint64_t n = 0;
+    for (int b = 1; b < 8; b++)
+        n += m.batch_hist[b];
+    return n;
+}
+
+/* Run rs[0..n) from n threads; the first leader waits until all n are queued. */
+static void run_together(struct rq *rs, int n)
+{
+    pthread_t th[MAXREQ];
+    assert_true(n <= MAXREQ);
+    engine_test_gather(T.e, n);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, rq_run, &rs[i]), 0);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    engine_test_gather(T.e, 0);
+}
+
+/* The value of key `id` in the current snapshot (-1: absent); *count: its live rows. */
+static int64_t value_of(struct table *t, int64_t id, int *count)
+{
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    int64_t v = -1;
+    *count = 0;
+    for (size_t i = 0; i < rows.n; i++)
+        if (rows.rows[i].v[0].v.l == id) {
+            v = rows.rows[i].v[1].v.l;
+            (*count)++;
+        }
+    et_rows_free(&rows);
+    return v;
+}
+
+static struct table *table_iv(const char *name)
+{
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    return et_create(&T, name, cols, 2, pk, 1, NULL);
+}
+
+/*
+ * A client retries after a timeout while its first attempt is still queued
+ * (or sends the same key over HTTP and gRPC): three requests with one key
+ * and two without, in one batch. Before, the batch stored the key twice in
+ * one transaction, a unique violation retried as a conflict until every
+ * request of the batch got 409 and nothing committed.
+ */
+static void test_same_idempotency_key_twice_in_a_batch(void **state)
+{
+    (void)state;
+    struct table *t = table_iv("idem_twice");
+    struct rq rs[5];
+    rq_init(&rs[0], t, 1, 10, "k1");
+    rq_init(&rs[1], t, 1, 10, "k1");
+    rq_init(&rs[2], t, 2, 20, NULL);
+    rq_init(&rs[3], t, 1, 10, "k1");
+    rq_init(&rs[4], t, 3, 30, NULL);
+    uint64_t before = multi_batches();
+    run_together(rs, 5);
+    assert_true(multi_batches() > before); /* they did share a batch */
+    int first = -1, replays = 0;
+    for (int i = 0; i < 5; i++) {
+        if (rs[i].rc != ST_OK)
+            fail_msg("request %d: %s", i, rs[i].err.msg);
+        if (rs[i].req.idem == NULL)
+            continue;
+        assert_int_equal(rs[i].res.inserted + rs[i].res.updated, 1);
+        if (rs[i].res.replayed) {
+            replays++;
+        } else {
+            assert_int_equal(first, -1); /* one of them committed */
+            first = i;
+        }
+    }
+    assert_true(first >= 0);
+    assert_int_equal(replays, 2);
+    for (int i = 0; i < 5; i++)
+        if (rs[i].req.idem != NULL) {
+            assert_int_equal(rs[i].res.seq, rs[first].res.seq); /* the stored result */
+            assert_int_equal(rs[i].res.inserted, rs[first].res.inserted);
+        }
+    int count;
+    for (int64_t id = 1; id <= 3; id++) {
+        assert_int_equal(value_of(t, id, &count), id * 10);
+        assert_int_equal(count, 1);
+    }
+
+    /* the same key with another request in one batch: one commits, the other is refused */
+    rq_init(&rs[0], t, 4, 40, "k2");
+    rq_init(&rs[1], t, 4, 41, "k2");
+    rq_init(&rs[2], t, 5, 50, NULL);
+    run_together(rs, 3);
+    assert_int_equal(rs[2].rc, ST_OK);
+    int ok = rs[0].rc == ST_OK ? 0 : 1;
+    assert_int_equal(rs[ok].rc, ST_OK);
+    assert_false(rs[ok].res.replayed);
+    assert_int_equal(rs[1 - ok].rc, ST_EIDEMPOTENCY);
+    assert_int_equal(value_of(t, 4, &count), ok == 0 ? 40 : 41);
+    assert_int_equal(value_of(t, 5, &count), 50);
+    engine_table_unref(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_idempotency_key_twice_in_a_batch),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
