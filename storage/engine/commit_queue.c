@@ -224,6 +224,11 @@ static int check_changes(const struct change_req *q, struct st_err *err)
         } else {
             return st_errf(err, ST_EINVAL, "changes[%zu]: unknown op", i);
         }
+        size_t klen = t->npk > 0 ? key_encoded_len(t, c->vals, c->op == CHANGE_UPSERT) : 0;
+        if (klen > KEY_ENCODED_MAX)
+            return st_errf(err, ST_EINVAL,
+                           "changes[%zu]: key: longer than %d bytes encoded (%zu bytes)", i,
+                           KEY_ENCODED_MAX, klen);
     }
     return ST_OK;
 }

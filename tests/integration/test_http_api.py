@@ -284,6 +284,28 @@ class Api(unittest.TestCase):
         self.assertEqual(u.scan(self.s, "che").body, before)
         self.assertEqual(self.seq("che"), 1)
 
+    def test_key_size_limit(self):
+        """docs/API.md "Changes": a key is at most 1024 bytes encoded (a string: its bytes + 2).
+        A longer one used to reach the key index's btree and fail the whole group commit (500)."""
+        r = self.s.req("POST", "/v1/tables", {"name": "keysz", "primary_key": ["k", "n"], "columns": [
+            {"name": "k", "type": "string", "required": True}, {"name": "n", "type": "int", "required": True},
+            {"name": "v", "type": "long"}]})
+        self.assertEqual(r.status, 201, r)
+        up = lambda k, n=1: {"op": "upsert", "row": {"k": k, "n": n, "v": 1}}
+        u.ok_changes(self, self.s, "keysz", [up("a" * 1018)])  # 1018 + 2 + 4 = 1024
+        seq = self.seq("keysz")
+        for chs, needle in [
+            ([up("b"), up("a" * 1019)], "row 1: key: longer than 1024 bytes encoded (1025 bytes)"),
+            ([up("é" * 1500)], "row 0: key: longer than 1024 bytes encoded (3006 bytes)"),
+            ([up("x"), {"op": "delete", "key": {"k": "z" * 3000, "n": 1}}],
+             "row 1: key: longer than 1024 bytes encoded (3006 bytes)"),
+            ([{"op": "u", "before": {"k": "y" * 2000, "n": 1}, "after": {"k": "y", "n": 1}}],
+             "row 0: key: longer than 1024 bytes encoded (2006 bytes)"),
+        ]:
+            u.assert_problem(self, u.changes(self.s, "keysz", chs), 400, needle)
+        self.assertEqual(self.seq("keysz"), seq)
+        self.assertEqual([len(x["k"]) for x in u.scan_rows(self, self.s, "keysz")], [1018])
+
     def test_expected_seq(self):
         self.create("exp")
         u.ok_changes(self, self.s, "exp", [{"op": "upsert", "row": {"order_id": 1, "user_id": 1}}], expected_seq=0)

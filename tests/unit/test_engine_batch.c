@@ -5,6 +5,8 @@
  *   - the same Idempotency-Key twice in a batch: the second waits for the
  *     first and replays its result (or gets ST_EIDEMPOTENCY when its request
  *     differs); the batch commits;
+ *   - a key longer than the key index takes is refused before it joins a
+ *     batch (ST_EINVAL naming the change); its neighbours commit;
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -182,10 +184,90 @@ static void test_same_idempotency_key_twice_in_a_batch(void **state)
     engine_table_unref(t);
 }
 
+/* A string key of `len` bytes: one of these per request of the test below. */
+struct skey {
+    char s[3000];
+    struct st_value vals[2];
+    struct change ch;
+    struct change_req req;
+    struct change_res res;
+    struct st_err err;
+    int rc;
+};
+
+static void *skey_run(void *p)
+{
+    struct skey *k = p;
+    k->rc = engine_apply_changes(T.e, &k->req, &k->res, &k->err);
+    return NULL;
+}
+
+/*
+ * A key over ~2.7 KB cannot enter the key index's btree: PostgreSQL failed
+ * the commit, and with it every request of the batch (500). Now a key is
+ * at most KEY_ENCODED_MAX bytes encoded, checked before the batch.
+ */
+static void test_key_too_long_fails_alone(void **state)
+{
+    (void)state;
+    const char *cols[] = {"k:string!", "v:long"};
+    const char *pk[] = {"k"};
+    struct table *t = et_create(&T, "long_keys", cols, 2, pk, 1, NULL);
+    static struct skey ks[3];
+    const size_t lens[3] = {1022, 2990, 10}; /* 1024 encoded: the largest key there is room for */
+    pthread_t th[3];
+    engine_test_gather(T.e, 2); /* the two good ones; the bad one never queues */
+    for (int i = 0; i < 3; i++) {
+        struct skey *k = &ks[i];
+        memset(k, 0, sizeof *k);
+        /* incompressible (PostgreSQL compresses a long bytea before the btree sees it) */
+        uint64_t x = 0x9e3779b97f4a7c15ull + (uint64_t)i;
+        for (size_t j = 0; j < lens[i]; j++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            k->s[j] = (char)('!' + x % 90);
+        }
+        k->vals[0].v.s.p = k->s;
+        k->vals[0].v.s.len = (uint32_t)lens[i];
+        k->vals[1].v.l = i;
+        k->ch = (struct change){CHANGE_UPSERT, k->vals};
+        k->req = (struct change_req){.table = t, .changes = &k->ch, .nchanges = 1};
+        assert_int_equal(pthread_create(&th[i], NULL, skey_run, k), 0);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    engine_test_gather(T.e, 0);
+    if (ks[0].rc != ST_OK || ks[2].rc != ST_OK)
+        fail_msg("a good neighbour failed: %s / %s", ks[0].err.msg, ks[2].err.msg);
+    assert_int_equal(ks[1].rc, ST_EINVAL);
+    assert_string_equal(ks[1].err.msg,
+                        "changes[0]: key: longer than 1024 bytes encoded (2992 bytes)");
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal(rows.n, 2);
+    for (size_t i = 0; i < rows.n; i++)
+        assert_true(rows.rows[i].v[0].v.s.len == 1022 || rows.rows[i].v[0].v.s.len == 10);
+    et_rows_free(&rows);
+
+    /* a delete by such a key too */
+    struct st_value kv[1] = {{0}};
+    kv[0].v.s.p = ks[1].s;
+    kv[0].v.s.len = 1023;
+    struct change del = {CHANGE_DELETE, kv};
+    struct change_req dq = {.table = t, .changes = &del, .nchanges = 1};
+    struct change_res res;
+    struct st_err err = {0};
+    assert_int_equal(engine_apply_changes(T.e, &dq, &res, &err), ST_EINVAL);
+    assert_string_equal(err.msg, "changes[0]: key: longer than 1024 bytes encoded (1025 bytes)");
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_idempotency_key_twice_in_a_batch),
+        cmocka_unit_test(test_key_too_long_fails_alone),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
