@@ -5,6 +5,7 @@
 #ifndef STRIKE_ENGINE_TEST_H
 #define STRIKE_ENGINE_TEST_H
 
+struct change_req;
 struct engine;
 
 enum engine_fault {
@@ -28,6 +29,13 @@ void engine_test_fault(struct engine *e, enum engine_fault f, int n);
  * the hook disarms itself after that one batch).
  */
 void engine_test_gather(struct engine *e, int n);
+
+/*
+ * Every commit attempt whose batch holds `req` (by address) fails with a
+ * catalog error that is not a conflict (a statement of its transaction
+ * divides by zero), as a request's own bad SQL would. NULL: off.
+ */
+void engine_test_fail_request(struct engine *e, const struct change_req *req);
 
 /*
  * Call fn(ctx) inside engine_gc, after it listed the orphans and before its

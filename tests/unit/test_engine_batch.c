@@ -7,6 +7,9 @@
  *     differs); the batch commits;
  *   - a key longer than the key index takes is refused before it joins a
  *     batch (ST_EINVAL naming the change); its neighbours commit;
+ *   - a batch that fails for a reason other than a conflict (here: the SQL
+ *     of one request's commit fails, engine_test_fail_request) commits its
+ *     requests one by one: only the guilty one fails.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -263,11 +266,72 @@ static void test_key_too_long_fails_alone(void **state)
     engine_table_unref(t);
 }
 
+/*
+ * One request of five makes its batch's commit fail with an error that is
+ * not a conflict: before, all five got it (500) and nothing committed.
+ */
+static void test_failed_batch_commits_one_by_one(void **state)
+{
+    (void)state;
+    struct table *t = table_iv("one_bad");
+    struct rq rs[5];
+    for (int i = 0; i < 5; i++)
+        rq_init(&rs[i], t, 100 + i, i, i == 3 ? "good-3" : NULL);
+    rs[1].req.producer = "cdc";
+    rs[1].req.has_offset = true;
+    rs[1].req.offset = 7;
+    engine_test_fail_request(T.e, &rs[2].req);
+    struct engine_metrics m0, m1;
+    engine_metrics(T.e, &m0);
+    run_together(rs, 5);
+    engine_test_fail_request(T.e, NULL);
+    engine_metrics(T.e, &m1);
+    assert_int_equal(m1.batch_hist[3] - m0.batch_hist[3], 1); /* the five shared a batch (5-8) */
+    assert_int_equal(rs[2].rc, ST_EIO);
+    assert_non_null(strstr(rs[2].err.msg, "division by zero"));
+    bool seen[5] = {false};
+    for (int i = 0; i < 5; i++) {
+        if (i == 2)
+            continue;
+        if (rs[i].rc != ST_OK)
+            fail_msg("request %d: %s", i, rs[i].err.msg);
+        assert_int_equal(rs[i].res.inserted, 1);
+        /* each committed alone: seqs 1..4 after the table's creation */
+        assert_true(rs[i].res.seq >= 1 && rs[i].res.seq <= 4);
+        assert_false(seen[rs[i].res.seq]);
+        seen[rs[i].res.seq] = true;
+    }
+    int count;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(value_of(t, 100 + i, &count), i == 2 ? -1 : i);
+    /* what the good ones stored with their commits: the producer offset, the idempotency record */
+    struct rq again[2];
+    rq_init(&again[0], t, 200, 1, NULL);
+    again[0].req.producer = "cdc";
+    again[0].req.has_offset = true;
+    again[0].req.offset = 7;
+    rq_init(&again[1], t, 103, 3, "good-3");
+    for (int i = 0; i < 2; i++)
+        rq_run(&again[i]);
+    assert_int_equal(again[0].rc, ST_OK);
+    assert_true(again[0].res.duplicate);
+    assert_int_equal(again[1].rc, ST_OK);
+    assert_true(again[1].res.replayed);
+    assert_int_equal(again[1].res.seq, rs[3].res.seq);
+    /* and the guilty one, once its cause is gone, commits */
+    rs[2].rc = -100;
+    rq_run(&rs[2]);
+    assert_int_equal(rs[2].rc, ST_OK);
+    assert_int_equal(value_of(t, 102, &count), 2);
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_idempotency_key_twice_in_a_batch),
         cmocka_unit_test(test_key_too_long_fails_alone),
+        cmocka_unit_test(test_failed_batch_commits_one_by_one),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
