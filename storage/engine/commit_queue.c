@@ -18,6 +18,7 @@
 #include "engine_test.h"
 
 #include "common/xalloc.h"
+#include "expr/literal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -194,6 +195,11 @@ static int check_changes(const struct change_req *q, struct st_err *err)
     if (q->producer != NULL &&
         (q->producer[0] == '\0' || strlen(q->producer) > ENGINE_PRODUCER_MAX))
         return st_errf(err, ST_EINVAL, "producer: 1 to %d characters", ENGINE_PRODUCER_MAX);
+    if (q->producer != NULL) { /* a text parameter of the batch's SQL: PostgreSQL checks it */
+        size_t len = strlen(q->producer), bad = lit_utf8_check(q->producer, len);
+        if (bad != len)
+            return st_errf(err, ST_EINVAL, "producer: invalid UTF-8 at byte %zu", bad);
+    }
     if (q->has_expected_seq && q->expected_seq < 0)
         return st_errf(err, ST_EINVAL, "expected_seq: must be >= 0");
     for (size_t i = 0; i < q->nchanges; i++) {

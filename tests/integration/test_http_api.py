@@ -354,6 +354,18 @@ class Api(unittest.TestCase):
         self.assertEqual(self.seq("prod"), seq)
         self.assertFalse(u.ok_changes(self, self.s, "prod", [row(9)], producer="p" * 255, offset=1)["duplicate"])
 
+    def test_producer_not_utf8(self):
+        """A producer name that is not UTF-8 is 400 (jdoc checks every string of a body) and
+        changes nothing; it never reaches a group commit, where PostgreSQL would refuse it."""
+        self.create("prod_utf8")
+        for raw in (b"abc\xff", b"ab\xc0\xaf", b"\xed\xa0\x80"):
+            body = b'{"changes":[{"op":"upsert","row":{"order_id":1,"user_id":1}}],"producer":"' + raw + \
+                b'","offset":1}'
+            r = self.s.req("POST", "/v1/tables/prod_utf8/changes", body, {"Content-Type": "application/json"})
+            u.assert_problem(self, r, 400, "invalid JSON")  # jansson: "unable to decode byte 0x.."
+        self.assertEqual(self.seq("prod_utf8"), 0)
+        self.assertEqual(u.scan_rows(self, self.s, "prod_utf8"), [])
+
     def test_duplicate_ignores_expected_seq(self):
         """docs/API.md: a duplicate answers 200 "whatever its expected_seq"."""
         self.create("prod2")

@@ -9,7 +9,9 @@
  *     batch (ST_EINVAL naming the change); its neighbours commit;
  *   - a batch that fails for a reason other than a conflict (here: the SQL
  *     of one request's commit fails, engine_test_fail_request) commits its
- *     requests one by one: only the guilty one fails.
+ *     requests one by one: only the guilty one fails;
+ *   - a producer name that is not UTF-8 (PostgreSQL refuses it in a text
+ *     parameter) is refused before it joins a batch.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -89,17 +91,23 @@ static uint64_t multi_batches(void)
     return n;
 }
 
-/* Run rs[0..n) from n threads; the first leader waits until all n are queued. */
-static void run_together(struct rq *rs, int n)
+/* Run rs[0..n) from n threads; the first leader waits until `queued` of them are queued. */
+static void run_gathered(struct rq *rs, int n, int queued)
 {
     pthread_t th[MAXREQ];
     assert_true(n <= MAXREQ);
-    engine_test_gather(T.e, n);
+    engine_test_gather(T.e, queued);
     for (int i = 0; i < n; i++)
         assert_int_equal(pthread_create(&th[i], NULL, rq_run, &rs[i]), 0);
     for (int i = 0; i < n; i++)
         pthread_join(th[i], NULL);
     engine_test_gather(T.e, 0);
+}
+
+/* Run rs[0..n) from n threads, all in one batch. */
+static void run_together(struct rq *rs, int n)
+{
+    run_gathered(rs, n, n);
 }
 
 /* The value of key `id` in the current snapshot (-1: absent); *count: its live rows. */
@@ -326,12 +334,59 @@ static void test_failed_batch_commits_one_by_one(void **state)
     engine_table_unref(t);
 }
 
+/* Invalid UTF-8 in a producer name failed the batch's base read, and every request in it. */
+static void test_producer_not_utf8_fails_alone(void **state)
+{
+    (void)state;
+    struct table *t = table_iv("producer_utf8");
+    struct rq rs[4];
+    for (int i = 0; i < 4; i++) {
+        rq_init(&rs[i], t, i, i, NULL);
+        static const char *const names[4] = {"p0", "abc\xff", "p2", "p3"};
+        rs[i].req.producer = names[i];
+        rs[i].req.has_offset = true;
+        rs[i].req.offset = 1;
+    }
+    struct engine_metrics m0, m1;
+    engine_metrics(T.e, &m0);
+    run_gathered(rs, 4, 3); /* the three good ones: the bad one never queues */
+    engine_metrics(T.e, &m1);
+    assert_int_equal(m1.batch_hist[2] - m0.batch_hist[2], 1); /* one batch of 3-4 */
+    assert_int_equal(rs[1].rc, ST_EINVAL);
+    assert_string_equal(rs[1].err.msg, "producer: invalid UTF-8 at byte 3");
+    int count;
+    for (int i = 0; i < 4; i++) {
+        if (i == 1)
+            continue;
+        if (rs[i].rc != ST_OK)
+            fail_msg("request %d: %s", i, rs[i].err.msg);
+        assert_int_equal(value_of(t, i, &count), i);
+    }
+    assert_int_equal(value_of(t, 1, &count), -1);
+    /* overlong, surrogate and truncated forms too */
+    const char *bad[] = {"\xc0\xaf", "p\xed\xa0\x80", "pp\xe2\x82", "\xf4\x90\x80\x80"};
+    const size_t at[] = {0, 1, 2, 0};
+    for (int i = 0; i < 4; i++) {
+        rq_init(&rs[0], t, 9, 9, NULL);
+        rs[0].req.producer = bad[i];
+        rs[0].req.has_offset = true;
+        rs[0].req.offset = 1;
+        rq_run(&rs[0]);
+        assert_int_equal(rs[0].rc, ST_EINVAL);
+        char want[64];
+        snprintf(want, sizeof want, "producer: invalid UTF-8 at byte %zu", at[i]);
+        assert_string_equal(rs[0].err.msg, want);
+    }
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_idempotency_key_twice_in_a_batch),
         cmocka_unit_test(test_key_too_long_fails_alone),
         cmocka_unit_test(test_failed_batch_commits_one_by_one),
+        cmocka_unit_test(test_producer_not_utf8_fails_alone),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
