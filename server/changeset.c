@@ -2,6 +2,7 @@
 #include "changeset.h"
 
 #include "common/xalloc.h"
+#include "engine/keyenc.h"
 #include "expr/row.h"
 
 #include <stdlib.h>
@@ -103,6 +104,16 @@ static int build_one(const struct table *t, const struct row_names *rn, const st
     return ST_OK;
 }
 
+/* A key the key index cannot take would fail the whole commit it joins (keyenc.h). */
+static int check_key_size(const struct table *t, const struct change *c, struct st_err *err)
+{
+    size_t len = t->npk > 0 ? key_encoded_len(t, c->vals, c->op == CHANGE_UPSERT) : 0;
+    if (len > KEY_ENCODED_MAX)
+        return st_errf(err, ST_EINVAL, "key: longer than %d bytes encoded (%zu bytes)",
+                       KEY_ENCODED_MAX, len);
+    return ST_OK;
+}
+
 int changeset_build(const struct table *t, const struct wire_change *in, size_t n,
                     struct changeset *out, struct st_err *err)
 {
@@ -113,7 +124,10 @@ int changeset_build(const struct table *t, const struct wire_change *in, size_t 
     struct row_names *rn = row_names_new(t->cols, t->ncols); /* once, not per row */
     int rc = ST_OK;
     for (size_t i = 0; i < n && rc == ST_OK; i++) {
+        size_t first = out->n;
         rc = build_one(t, rn, &in[i], out->vals + i * width, out, err);
+        for (size_t c = first; c < out->n && rc == ST_OK; c++)
+            rc = check_key_size(t, &out->changes[c], err);
         if (rc != ST_OK) {
             st_err_prefix(err, "row %zu", i);
             changeset_free(out);

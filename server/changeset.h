@@ -8,7 +8,9 @@
  * differs from after's, a delete of before's key first) and "d" (delete of
  * before's key; `key` is accepted instead). Errors name the change:
  *   row 3: column "amount": expected double, got string
- * (rows are numbered from 0, as indexes into the `changes` array).
+ *   row 4: key: longer than 1024 bytes encoded (1502 bytes)
+ * (rows are numbered from 0, as indexes into the `changes` array; the key
+ * limit is KEY_ENCODED_MAX, engine/keyenc.h).
  */
 #ifndef STRIKE_CHANGESET_H
 #define STRIKE_CHANGESET_H

@@ -10,6 +10,7 @@
 #include "common/sha256.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
+#include "expr/literal.h"
 
 #include <stdalign.h>
 #include <stdarg.h>
@@ -127,8 +128,28 @@ static bool rd_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
     return false;
 }
 
-static bool find_nul(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t n, int depth,
-                     char *where, size_t wcap)
+/*
+ * A string field's bytes: U+0000 (protobuf-c would cut the string there) or
+ * invalid UTF-8 (proto3 requires it; protobuf-c does not check, and
+ * PostgreSQL refuses it in a text parameter) names the field.
+ */
+static bool bad_string(const ProtobufCMessageDescriptor *d, const ProtobufCFieldDescriptor *f,
+                       const uint8_t *s, size_t n, char *where, size_t wcap)
+{
+    if (memchr(s, 0, n) != NULL) {
+        snprintf(where, wcap, "%s.%s: string contains U+0000", d->short_name, f->name);
+        return true;
+    }
+    size_t bad = lit_utf8_check((const char *)s, n);
+    if (bad != n) {
+        snprintf(where, wcap, "%s.%s: invalid UTF-8 at byte %zu", d->short_name, f->name, bad);
+        return true;
+    }
+    return false;
+}
+
+static bool find_bad_string(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t n,
+                            int depth, char *where, size_t wcap)
 {
     size_t i = 0;
     while (i < n) {
@@ -158,12 +179,11 @@ static bool find_nul(const ProtobufCMessageDescriptor *d, const uint8_t *p, size
                 num > 0 && num <= UINT32_MAX
                     ? protobuf_c_message_descriptor_get_field(d, (unsigned)num)
                     : NULL;
-            if (f != NULL && f->type == PROTOBUF_C_TYPE_STRING && memchr(p + i, 0, v) != NULL) {
-                snprintf(where, wcap, "%s.%s", d->short_name, f->name);
+            if (f != NULL && f->type == PROTOBUF_C_TYPE_STRING &&
+                bad_string(d, f, p + i, (size_t)v, where, wcap))
                 return true;
-            }
             if (f != NULL && f->type == PROTOBUF_C_TYPE_MESSAGE && depth < 32 &&
-                find_nul(f->descriptor, p + i, (size_t)v, depth + 1, where, wcap))
+                find_bad_string(f->descriptor, p + i, (size_t)v, depth + 1, where, wcap))
                 return true;
             i += (size_t)v;
             break;
@@ -175,10 +195,10 @@ static bool find_nul(const ProtobufCMessageDescriptor *d, const uint8_t *p, size
     return false;
 }
 
-bool gconv_find_nul(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
-                    char *where, size_t wcap)
+bool gconv_find_bad_string(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                           char *why, size_t wcap)
 {
-    return find_nul(desc, data, len, 0, where, wcap);
+    return find_bad_string(desc, data, len, 0, why, wcap);
 }
 
 ProtobufCMessage *gconv_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
@@ -192,9 +212,9 @@ ProtobufCMessage *gconv_unpack(const ProtobufCMessageDescriptor *desc, const uin
         st_errf(err, ST_EINVAL, "the request is not a valid %s message", desc->name);
         return NULL;
     }
-    char where[200];
-    if (gconv_find_nul(desc, data, len, where, sizeof where)) {
-        st_errf(err, ST_EINVAL, "%s: string contains U+0000", where);
+    char why[256];
+    if (gconv_find_bad_string(desc, data, len, why, sizeof why)) {
+        st_errf(err, ST_EINVAL, "%s", why);
         return NULL;
     }
     return m;

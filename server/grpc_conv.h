@@ -43,18 +43,22 @@ char *garena_printf(struct garena *a, const char *fmt, ...) __attribute__((forma
 /*
  * Unpack `len` bytes as a message of type `desc` into the arena. NULL with
  * ST_EINVAL when the bytes are not a valid message or when a string field
- * holds U+0000 (protobuf-c would silently cut the string there).
+ * holds U+0000 (protobuf-c would silently cut the string there) or invalid
+ * UTF-8 (protobuf-c does not check it; PostgreSQL would refuse it in a
+ * text parameter, failing a whole group commit).
  */
 ProtobufCMessage *gconv_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
                                size_t len, struct garena *a, struct st_err *err);
 
 /*
  * True when some string field (at any depth) of the wire message holds a NUL
- * byte; `where` gets "Message.field". Walks the wire bytes guided by the
- * descriptors; malformed input simply ends the walk.
+ * byte or invalid UTF-8; `why` gets the first, as "Message.field: string
+ * contains U+0000" or "Message.field: invalid UTF-8 at byte 3" (the byte's
+ * offset in the field). Walks the wire bytes guided by the descriptors;
+ * malformed input simply ends the walk.
  */
-bool gconv_find_nul(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
-                    char *where, size_t wcap);
+bool gconv_find_bad_string(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                           char *why, size_t wcap);
 
 /*
  * Put `m` in a canonical form, in place: the entries of every map<string, _>

@@ -11,3 +11,7 @@ strike_unit_test(test_engine_concurrency PG SOURCES unit/test_engine_concurrency
 strike_unit_test(test_engine_faults PG SOURCES unit/test_engine_faults.c LIBS strike_enginetest
                  LABELS tsan)
 strike_py_test(test_cli_admin test_cli_admin.py)
+# Group commit: one request must not fail its neighbours (issue 13).
+strike_unit_test(test_engine_batch PG SOURCES unit/test_engine_batch.c LIBS strike_enginetest
+                 LABELS tsan)
+set_tests_properties(test_engine_batch PROPERTIES TIMEOUT 180)

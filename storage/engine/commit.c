@@ -22,6 +22,11 @@
  * shared seq. A request with expected_seq, and a delete-by-filter, always
  * starts a batch of its own, so its check is against the batch's base seq.
  *
+ * A batch that fails for a reason other than contention (a value the
+ * catalog refuses, a blob that cannot be written, ...) may have failed for
+ * one request's sake: its requests then commit one by one, each a batch of
+ * its own, so that only the guilty one fails.
+ *
  * This file: the plan of one attempt and the change batch's attempt loop
  * (prepare, write blobs, commit, retry); the other steps live in
  * commit_queue.c, commit_base.c, commit_blobs.c, commit_sql.c and
@@ -237,6 +242,10 @@ static int commit_changes(struct engine *e, PGconn **c, struct cbatch *b, struct
         return rc;
     eng__plan_idem(p, b, p->base + 1);
     p->summary = eng__summary_changes(b, p);
+    const struct change_req *bad = atomic_load(&e->fault_fail_req);
+    p->fault_fail = false;
+    for (size_t i = 0; bad != NULL && i < b->n; i++)
+        p->fault_fail |= !b->items[i]->finished && b->items[i]->req == bad;
     eng__crash_point(e);
     t_write = st_mono_ns() - t_write;
     uint64_t t_commit = st_mono_ns();
@@ -248,6 +257,17 @@ static int commit_changes(struct engine *e, PGconn **c, struct cbatch *b, struct
                   t->name, (long long)p->base, p->attempt, b->n, nrows, p->nfiles,
                   (double)t_prep / 1e6, (double)t_write / 1e6, (double)t_commit / 1e6, (int)*out);
     return ST_OK;
+}
+
+/*
+ * After a batch failed with rc: may its requests still commit one by one?
+ * Not after contention (retries spent: alone they would lose the same
+ * race), an unknown outcome or an unreachable catalog (ST_EUNAVAIL), or a
+ * table that is gone; any other failure may be one request's own.
+ */
+static bool retry_alone(int rc)
+{
+    return rc != ST_OK && rc != ST_ECONFLICT && rc != ST_EUNAVAIL && rc != ST_ENOTFOUND;
 }
 
 static void process_changes(struct engine *e, struct item **items, size_t n)
@@ -299,7 +319,9 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
         unknown = out == UNKNOWN;
         rc = eng__after_lost_attempt(e, out, &c, &attempt, t, &p, &err);
     }
-    fail_undecided(items, n, rc, &err);
+    bool alone = n > 1 && !committed && retry_alone(rc) && any_undecided(items, n);
+    if (!alone)
+        fail_undecided(items, n, rc, &err);
     if (p.has_file && !committed && !unknown)
         eng__unlink_blob(e, p.file_rel);
     if (c != NULL)
@@ -310,6 +332,14 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     buf_free(&b.keybytes);
     buf_free(&b.vers);
     eng__plan_free(&p);
+    if (alone) {
+        log_warn("commit on table \"%s\": a batch of %zu requests failed (%s); committing them "
+                 "one by one",
+                 t->name, n, err.msg);
+        for (size_t i = 0; i < n; i++)
+            if (!items[i]->finished)
+                process_changes(e, &items[i], 1);
+    }
 }
 
 void eng__process_batch(struct engine *e, struct item **items, size_t n)
@@ -336,4 +366,9 @@ void engine_test_fault(struct engine *e, enum engine_fault f, int n)
         atomic_store(&e->fault_drop_at_commit, n);
         break;
     }
+}
+
+void engine_test_fail_request(struct engine *e, const struct change_req *req)
+{
+    atomic_store(&e->fault_fail_req, req);
 }

@@ -109,6 +109,7 @@ struct plan {
     uint32_t nidem;
     enum eng__op idem_op; /* the kind of every record (ENG__OP_CHANGES or ENG__OP_DELETE) */
     char *summary;
+    bool fault_fail; /* fault injection (engine_test_fail_request): a statement fails */
 };
 
 void eng__plan_init(struct plan *p);

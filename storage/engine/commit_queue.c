@@ -7,13 +7,23 @@
  * one batch (eng__process_batch); each request gets its own counts and the
  * shared seq. A request with expected_seq, and a delete-by-filter, always
  * starts a batch of its own, so its check is against the batch's base seq.
+ * A request whose Idempotency-Key is already in the batch (a client's retry
+ * while its first attempt is still queued) ends the batch: it leads the
+ * next one, which finds the first attempt's stored result and replays it
+ * (or refuses a different request, 422). In one batch the two would store
+ * the same key twice in one transaction, a unique violation that no retry
+ * of that batch can get past.
  */
 #include "commit_int.h"
+#include "engine_test.h"
 
 #include "common/xalloc.h"
+#include "expr/literal.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define BATCH_MAX_REQUESTS 256
 #define BATCH_MAX_CHANGES 400000
@@ -23,6 +33,7 @@ struct gcq {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool busy;
+    bool gathering; /* its leader waits for requests (engine_test_gather) */
     struct item *head, *tail;
     int users;
     struct gcq *next;
@@ -67,22 +78,39 @@ static size_t item_changes(const struct item *it)
     return it->kind == ITEM_CHANGES ? it->req->nchanges : 0;
 }
 
-/* Detach the next batch from the queue (called with q->mu held). */
+/* Is `it`'s Idempotency-Key among `keys` (the batch's so far)? Adds it when not. */
+static bool idem_key_taken(struct hmap *keys, const struct item *it)
+{
+    if (it->req->idem == NULL)
+        return false;
+    bool created;
+    hmap_put(keys, it->req->idem->key, strlen(it->req->idem->key), &created);
+    return !created;
+}
+
+/*
+ * Detach the next batch from the queue (called with q->mu held): requests
+ * in arrival order, up to the first that must not join it.
+ */
 static struct item *take_batch(struct gcq *q, size_t *count)
 {
     struct item *first = q->head;
     struct item *last = first;
     size_t n = 1, changes = item_changes(first);
     if (first->kind == ITEM_CHANGES) {
+        struct hmap keys; /* the batch's Idempotency-Keys (the scope is the table: one queue) */
+        hmap_init(&keys);
+        idem_key_taken(&keys, first);
         while (last->next != NULL && n < BATCH_MAX_REQUESTS) {
             struct item *nx = last->next;
             if (nx->kind != ITEM_CHANGES || nx->req->has_expected_seq ||
-                changes + item_changes(nx) > BATCH_MAX_CHANGES)
+                changes + item_changes(nx) > BATCH_MAX_CHANGES || idem_key_taken(&keys, nx))
                 break;
             changes += item_changes(nx);
             last = nx;
             n++;
         }
+        hmap_free(&keys);
     }
     q->head = last->next;
     if (q->head == NULL)
@@ -90,6 +118,31 @@ static struct item *take_batch(struct gcq *q, size_t *count)
     last->next = NULL;
     *count = n;
     return first;
+}
+
+/* Test hook (engine_test_gather): a new leader waits until that many requests are queued. */
+static void test_gather(struct engine *e, struct gcq *q)
+{
+    int want = atomic_exchange(&e->fault_gather, 0);
+    if (want <= 0)
+        return;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    q->gathering = true;
+    for (;;) {
+        int queued = 0;
+        for (struct item *i = q->head; i != NULL; i = i->next)
+            queued++;
+        if (queued >= want || pthread_cond_timedwait(&q->cv, &q->mu, &until) == ETIMEDOUT)
+            break;
+    }
+    q->gathering = false;
+}
+
+void engine_test_gather(struct engine *e, int n)
+{
+    atomic_store(&e->fault_gather, n);
 }
 
 static int submit(struct engine *e, int64_t table_id, struct item *it)
@@ -101,9 +154,12 @@ static int submit(struct engine *e, int64_t table_id, struct item *it)
     else
         q->head = it;
     q->tail = it;
+    if (q->gathering)
+        pthread_cond_broadcast(&q->cv); /* the leader counts the queue (tests) */
     while (!it->done) {
         if (!q->busy) {
             q->busy = true;
+            test_gather(e, q);
             size_t n;
             struct item *batch = take_batch(q, &n);
             pthread_mutex_unlock(&q->mu);
@@ -139,6 +195,11 @@ static int check_changes(const struct change_req *q, struct st_err *err)
     if (q->producer != NULL &&
         (q->producer[0] == '\0' || strlen(q->producer) > ENGINE_PRODUCER_MAX))
         return st_errf(err, ST_EINVAL, "producer: 1 to %d characters", ENGINE_PRODUCER_MAX);
+    if (q->producer != NULL) { /* a text parameter of the batch's SQL: PostgreSQL checks it */
+        size_t len = strlen(q->producer), bad = lit_utf8_check(q->producer, len);
+        if (bad != len)
+            return st_errf(err, ST_EINVAL, "producer: invalid UTF-8 at byte %zu", bad);
+    }
     if (q->has_expected_seq && q->expected_seq < 0)
         return st_errf(err, ST_EINVAL, "expected_seq: must be >= 0");
     for (size_t i = 0; i < q->nchanges; i++) {
@@ -169,6 +230,11 @@ static int check_changes(const struct change_req *q, struct st_err *err)
         } else {
             return st_errf(err, ST_EINVAL, "changes[%zu]: unknown op", i);
         }
+        size_t klen = t->npk > 0 ? key_encoded_len(t, c->vals, c->op == CHANGE_UPSERT) : 0;
+        if (klen > KEY_ENCODED_MAX)
+            return st_errf(err, ST_EINVAL,
+                           "changes[%zu]: key: longer than %d bytes encoded (%zu bytes)", i,
+                           KEY_ENCODED_MAX, klen);
     }
     return ST_OK;
 }

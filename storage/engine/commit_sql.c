@@ -404,6 +404,8 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table
     int rc = eng__send_sql(pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK)
         rc = eng__send_sql(pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
+    if (rc == ST_OK && p->fault_fail) /* fault injection (tests): not a conflict */
+        rc = eng__send_sql(pp, "SELECT 1 / 0", 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK)
         rc = eng__send_sql(pp, eng__sql_key_plans, 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK)

@@ -5,6 +5,7 @@
 #ifndef STRIKE_ENGINE_TEST_H
 #define STRIKE_ENGINE_TEST_H
 
+struct change_req;
 struct engine;
 
 enum engine_fault {
@@ -20,6 +21,21 @@ enum engine_fault {
 
 /* Arm a fault: `n` is a count (NEXT, DROP) or 0/1 (the others). */
 void engine_test_fault(struct engine *e, enum engine_fault f, int n);
+
+/*
+ * Group commit: the next thread to lead a commit on any table waits (at most
+ * 10 s) until `n` requests are queued on that table before it takes its
+ * batch, so that a test's concurrent requests land in one batch (0: off;
+ * the hook disarms itself after that one batch).
+ */
+void engine_test_gather(struct engine *e, int n);
+
+/*
+ * Every commit attempt whose batch holds `req` (by address) fails with a
+ * catalog error that is not a conflict (a statement of its transaction
+ * divides by zero), as a request's own bad SQL would. NULL: off.
+ */
+void engine_test_fail_request(struct engine *e, const struct change_req *req);
 
 /*
  * Call fn(ctx) inside engine_gc, after it listed the orphans and before its

@@ -65,6 +65,40 @@ void key_encode_row(const struct table *t, const struct st_value *row, struct bu
         key_encode_value(t->cols[t->pk[i]].type, &row[t->pk[i]], out);
 }
 
+static size_t value_len(enum st_type type, const struct st_value *v)
+{
+    if (v->null)
+        return 0;
+    switch (type) {
+    case ST_T_BOOLEAN:
+        return 1;
+    case ST_T_INT:
+        return 4;
+    case ST_T_LONG:
+    case ST_T_TIMESTAMP:
+    case ST_T_DOUBLE:
+        return 8;
+    case ST_T_STRING: {
+        size_t n = v->v.s.len + 2; /* terminator 00 01 */
+        const char *p = v->v.s.p, *end = p + v->v.s.len;
+        while (p < end && (p = memchr(p, 0, (size_t)(end - p))) != NULL) {
+            n++; /* 00 -> 00 FF */
+            p++;
+        }
+        return n;
+    }
+    }
+    return 0;
+}
+
+size_t key_encoded_len(const struct table *t, const struct st_value *vals, bool row)
+{
+    size_t n = 0;
+    for (int i = 0; i < t->npk; i++)
+        n += value_len(t->cols[t->pk[i]].type, &vals[row ? t->pk[i] : i]);
+    return n;
+}
+
 bool key_is_i8(const struct table *t)
 {
     if (t->npk != 1)

@@ -22,12 +22,26 @@
 
 struct table;
 
+/*
+ * The longest key the key index takes, encoded (docs/API.md "Changes"). A
+ * btree entry must fit in a third of a PostgreSQL page (about 2.7 KB with
+ * its row), so a longer key would fail the whole commit it is part of; the
+ * engine and the front ends refuse it before it joins a batch.
+ */
+#define KEY_ENCODED_MAX 1024
+
 /* Append one value's encoding (v must not be null). */
 void key_encode_value(enum st_type type, const struct st_value *v, struct buf *out);
 /* Append the key of a delete: t->npk values in key order. */
 void key_encode(const struct table *t, const struct st_value *keyvals, struct buf *out);
 /* Append the key of a full row (t->ncols values). */
 void key_encode_row(const struct table *t, const struct st_value *row, struct buf *out);
+/*
+ * The length key_encode (row false: t->npk key values) or key_encode_row
+ * (row true: t->ncols values) would append, without encoding; a null value
+ * counts 0.
+ */
+size_t key_encoded_len(const struct table *t, const struct st_value *vals, bool row);
 
 /*
  * Tables keyed by one long, int or timestamp column keep their key index in

@@ -1,7 +1,8 @@
 /*
  * fuzz_grpc_requests.c - the gRPC front end's request path without an engine:
  * protobuf-c unpacking of every strike.v1 request type (first input byte picks
- * the type), the U+0000 check, canonical form and hash, and the conversions
+ * the type), the U+0000 and UTF-8 checks (whatever unpacks holds only valid
+ * UTF-8 in every string field, at any depth), canonical form and hash, and the conversions
  * to engine input (changes -> changeset_build, table definitions, scan
  * columns, filters) against a fixed table. Two more modes: the hand-written
  * ScanBatch encoder, checked value by value against protobuf-c's decoder,
@@ -13,6 +14,7 @@
 #include "service.h"
 
 #include "expr/filter.h"
+#include "expr/literal.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,6 +46,39 @@ static void check_filter(const char *text)
         filter_free(f);
 }
 
+static void check_utf8(const char *s)
+{
+    if (s != NULL && lit_utf8_check(s, strlen(s)) != strlen(s))
+        abort(); /* gconv_unpack let invalid UTF-8 through */
+}
+
+/* Every string field of an unpacked message, at any depth, is valid UTF-8. */
+static void check_strings(const ProtobufCMessage *m, int depth)
+{
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    const char *base = (const char *)m;
+    for (unsigned i = 0; i < d->n_fields && depth < 40; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
+        if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+            *(const uint32_t *)(const void *)(base + f->quantifier_offset) != f->id)
+            continue;
+        size_t cnt = 1;
+        void *const *vals = (void *const *)(const void *)(base + f->offset);
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            cnt = *(const size_t *)(const void *)(base + f->quantifier_offset);
+            vals = *(void *const *const *)(const void *)(base + f->offset);
+        }
+        for (size_t k = 0; k < cnt; k++) {
+            if (f->type == PROTOBUF_C_TYPE_STRING)
+                check_utf8(vals[k]);
+            else if (vals[k] != NULL)
+                check_strings(vals[k], depth + 1);
+        }
+    }
+}
+
 static void requests(int kind, const uint8_t *p, size_t n)
 {
     static const ProtobufCMessageDescriptor *const descs[] = {
@@ -65,6 +100,7 @@ static void requests(int kind, const uint8_t *p, size_t n)
     ProtobufCMessage *m = gconv_unpack(d, p, n, &a, &err);
     if (m == NULL)
         goto out;
+    check_strings(m, 0);
     uint8_t h1[32], h2[32];
     gconv_canonicalize(m);
     gconv_hash("/strike.v1.Strike/X", m, h1);

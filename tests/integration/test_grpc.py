@@ -237,6 +237,34 @@ class Changes(unittest.TestCase):
         # nothing of the above changed the table
         self.assertEqual(C.call("GetTable", name=self.t).seq, 0)
 
+    def test_invalid_utf8_in_string_fields(self):
+        """protobuf-c does not check UTF-8 in `string` fields; PostgreSQL refuses it in a text
+        parameter, which failed the whole group commit. It is refused at the wire, naming the field."""
+        good = pb.ApplyChangesRequest(table=self.t, producer="abcQ", offset=1,
+                                      changes=[gc.change("upsert", row={"id": 1, "user_id": 1})])
+        wire = good.SerializeToString()
+        self.assertEqual(wire.count(b"abcQ"), 1)
+        for bad, at in ((b"abc\xff", 3), (b"ab\xc0\xaf", 2), (b"\xed\xa0\x80Q", 0), (b"abc\xe2", 3)):
+            d = rpc_error(self, grpc.StatusCode.INVALID_ARGUMENT, C.raw, gc.SERVICE + "ApplyChanges",
+                          wire.replace(b"abcQ", bad))
+            self.assertEqual(d, f"ApplyChangesRequest.producer: invalid UTF-8 at byte {at}")
+        # any string field, at any depth: a value, a map key (column name), the table name
+        wire = pb.ApplyChangesRequest(table=self.t, changes=[
+            gc.change("upsert", row={"id": 1, "user_id": 1, "status": "okQ"})]).SerializeToString()
+        d = rpc_error(self, grpc.StatusCode.INVALID_ARGUMENT, C.raw, gc.SERVICE + "ApplyChanges",
+                      wire.replace(b"okQ", b"ok\xff"))
+        self.assertEqual(d, "Value.string_value: invalid UTF-8 at byte 2")
+        d = rpc_error(self, grpc.StatusCode.INVALID_ARGUMENT, C.raw, gc.SERVICE + "ApplyChanges",
+                      wire.replace(b"user_id", b"user\xffid"))
+        self.assertTrue(d.endswith(".key: invalid UTF-8 at byte 4"), d)
+        d = rpc_error(self, grpc.StatusCode.INVALID_ARGUMENT, C.raw, gc.SERVICE + "GetTable",
+                      pb.GetTableRequest(name="tQ").SerializeToString().replace(b"tQ", b"t\x80"))
+        self.assertEqual(d, "GetTableRequest.name: invalid UTF-8 at byte 1")
+        # nothing changed, and the same request with a valid producer commits
+        self.assertEqual(C.call("GetTable", name=self.t).seq, 0)
+        r = C.raw(gc.SERVICE + "ApplyChanges", good.SerializeToString().replace(b"abcQ", "abé".encode()))
+        self.assertEqual(pb.ApplyChangesResponse.FromString(r).seq, 1)
+
     def test_expected_seq(self):
         C.apply(self.t, rows_of(self.t, 2))
         r = C.apply(self.t, rows_of(self.t, 1, 10), expected_seq=1)

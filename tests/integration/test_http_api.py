@@ -284,6 +284,28 @@ class Api(unittest.TestCase):
         self.assertEqual(u.scan(self.s, "che").body, before)
         self.assertEqual(self.seq("che"), 1)
 
+    def test_key_size_limit(self):
+        """docs/API.md "Changes": a key is at most 1024 bytes encoded (a string: its bytes + 2).
+        A longer one used to reach the key index's btree and fail the whole group commit (500)."""
+        r = self.s.req("POST", "/v1/tables", {"name": "keysz", "primary_key": ["k", "n"], "columns": [
+            {"name": "k", "type": "string", "required": True}, {"name": "n", "type": "int", "required": True},
+            {"name": "v", "type": "long"}]})
+        self.assertEqual(r.status, 201, r)
+        up = lambda k, n=1: {"op": "upsert", "row": {"k": k, "n": n, "v": 1}}
+        u.ok_changes(self, self.s, "keysz", [up("a" * 1018)])  # 1018 + 2 + 4 = 1024
+        seq = self.seq("keysz")
+        for chs, needle in [
+            ([up("b"), up("a" * 1019)], "row 1: key: longer than 1024 bytes encoded (1025 bytes)"),
+            ([up("é" * 1500)], "row 0: key: longer than 1024 bytes encoded (3006 bytes)"),
+            ([up("x"), {"op": "delete", "key": {"k": "z" * 3000, "n": 1}}],
+             "row 1: key: longer than 1024 bytes encoded (3006 bytes)"),
+            ([{"op": "u", "before": {"k": "y" * 2000, "n": 1}, "after": {"k": "y", "n": 1}}],
+             "row 0: key: longer than 1024 bytes encoded (2006 bytes)"),
+        ]:
+            u.assert_problem(self, u.changes(self.s, "keysz", chs), 400, needle)
+        self.assertEqual(self.seq("keysz"), seq)
+        self.assertEqual([len(x["k"]) for x in u.scan_rows(self, self.s, "keysz")], [1018])
+
     def test_expected_seq(self):
         self.create("exp")
         u.ok_changes(self, self.s, "exp", [{"op": "upsert", "row": {"order_id": 1, "user_id": 1}}], expected_seq=0)
@@ -331,6 +353,18 @@ class Api(unittest.TestCase):
                              "producer: 1 to 255 characters")
         self.assertEqual(self.seq("prod"), seq)
         self.assertFalse(u.ok_changes(self, self.s, "prod", [row(9)], producer="p" * 255, offset=1)["duplicate"])
+
+    def test_producer_not_utf8(self):
+        """A producer name that is not UTF-8 is 400 (jdoc checks every string of a body) and
+        changes nothing; it never reaches a group commit, where PostgreSQL would refuse it."""
+        self.create("prod_utf8")
+        for raw in (b"abc\xff", b"ab\xc0\xaf", b"\xed\xa0\x80"):
+            body = b'{"changes":[{"op":"upsert","row":{"order_id":1,"user_id":1}}],"producer":"' + raw + \
+                b'","offset":1}'
+            r = self.s.req("POST", "/v1/tables/prod_utf8/changes", body, {"Content-Type": "application/json"})
+            u.assert_problem(self, r, 400, "invalid JSON")  # jansson: "unable to decode byte 0x.."
+        self.assertEqual(self.seq("prod_utf8"), 0)
+        self.assertEqual(u.scan_rows(self, self.s, "prod_utf8"), [])
 
     def test_duplicate_ignores_expected_seq(self):
         """docs/API.md: a duplicate answers 200 "whatever its expected_seq"."""

@@ -135,12 +135,55 @@ static void test_known_bytes(void **state)
     buf_free(&b);
 }
 
+/* key_encoded_len is the length of what key_encode and key_encode_row append, U+0000 included. */
+static void test_encoded_len(void **state)
+{
+    (void)state;
+    struct st_column cols[4] = {{"s", ST_T_STRING, true},
+                                {"n", ST_T_INT, true},
+                                {"b", ST_T_BOOLEAN, true},
+                                {"t", ST_T_STRING, true}};
+    int pk[3] = {3, 1, 0}; /* key order differs from column order */
+    struct table t = {.name = "k", .ncols = 4, .cols = cols, .npk = 3, .pk = pk, .version_col = -1};
+    for (int i = 0; i < 2000; i++) {
+        char s0[8], s3[8];
+        struct st_value row[4], key[3];
+        random_value(ST_T_STRING, &row[0], s0);
+        random_value(ST_T_INT, &row[1], NULL);
+        random_value(ST_T_BOOLEAN, &row[2], NULL);
+        random_value(ST_T_STRING, &row[3], s3);
+        if (i % 3 == 0 && row[3].v.s.len > 1)
+            s3[rnd() % row[3].v.s.len] = '\0'; /* escaped as 00 FF */
+        for (int k = 0; k < 3; k++)
+            key[k] = row[pk[k]];
+        struct buf a = BUF_INIT, b = BUF_INIT;
+        key_encode_row(&t, row, &a);
+        key_encode(&t, key, &b);
+        assert_int_equal(key_encoded_len(&t, row, true), a.len);
+        assert_int_equal(key_encoded_len(&t, key, false), b.len);
+        buf_free(&a);
+        buf_free(&b);
+    }
+    /* the limit is about bytes encoded: 1022 bytes of text are 1024 encoded */
+    static char big[1100];
+    memset(big, 'x', sizeof big);
+    struct st_value v[1] = {{0}};
+    v[0].v.s.p = big;
+    v[0].v.s.len = KEY_ENCODED_MAX - 2;
+    int pk0[1] = {0};
+    struct table one = {.name = "o", .ncols = 1, .cols = cols, .npk = 1, .pk = pk0};
+    assert_int_equal(key_encoded_len(&one, v, true), KEY_ENCODED_MAX);
+    big[5] = '\0';
+    assert_int_equal(key_encoded_len(&one, v, false), KEY_ENCODED_MAX + 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_single_types),
         cmocka_unit_test(test_composite),
         cmocka_unit_test(test_known_bytes),
+        cmocka_unit_test(test_encoded_len),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
