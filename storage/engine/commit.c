@@ -335,5 +335,11 @@ void engine_test_fault(struct engine *e, enum engine_fault f, int n)
     case FAULT_DROP_AT_COMMIT:
         atomic_store(&e->fault_drop_at_commit, n);
         break;
+    case FAULT_RESOLVER_UNREACHABLE:
+        atomic_store(&e->fault_resolver_unreachable, n);
+        break;
+    case FAULT_TERMINATE_REFUSED:
+        atomic_store(&e->fault_terminate_refused, n);
+        break;
     }
 }

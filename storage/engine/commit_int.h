@@ -136,7 +136,9 @@ int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, stru
 /* ---- SQL (commit_sql.c) ---- */
 
 /* UNKNOWN: the connection broke around COMMIT and the catalog could not say
-   whether the commit landed; its blobs must stay (gc's grace period). */
+   whether the commit landed (it stayed unreachable, or the old backend could
+   not be ended and may still commit): err is ST_EUNKNOWN naming the commit,
+   and its blobs must stay (gc's grace period). */
 enum commit_outcome { COMMITTED, CONFLICT, IDEM_RACE, FAILED, UNKNOWN };
 
 /*
@@ -200,8 +202,9 @@ int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char 
  * Run one commit attempt's transaction (one pipeline). COMMITTED, CONFLICT
  * (the CAS lost: retry), IDEM_RACE (another request stored an
  * Idempotency-Key of the batch first) or FAILED (err says why). After a
- * connection loss around COMMIT the outcome is looked up by commit id on a
- * fresh connection (*cp replaced, or NULL when none could be had).
+ * connection loss around COMMIT the old backend is ended and the outcome is
+ * looked up by commit id on a fresh connection (*cp replaced, or NULL when
+ * none could be had); UNKNOWN when that cannot be told.
  */
 enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
                                     struct plan *p, struct st_err *err);

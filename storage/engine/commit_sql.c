@@ -150,29 +150,59 @@ int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char 
     return pgu_pipe_send(pp, sql, nparams, values, lengths, formats, result_format, err);
 }
 
-/* Wait for a backend to exit (after pg_terminate_backend); bounded. */
-static void terminate_backend(PGconn *c, int pid)
+/* Fault injection (tests): take one of the armed count, if any. */
+static bool fault_fires(atomic_int *f)
+{
+    int n = atomic_load(f);
+    while (n > 0)
+        if (atomic_compare_exchange_weak(f, &n, n - 1))
+            return true;
+    return false;
+}
+
+/* Where the backend of a lost commit is, after the resolver tried to end it. */
+enum backend_state {
+    BACKEND_GONE,      /* it exited: it can no longer commit */
+    BACKEND_STAYED,    /* still there (terminate refused, or no exit in time): it may commit */
+    BACKEND_NO_ANSWER, /* this connection failed: ask again on another */
+};
+
+/* pg_terminate_backend(pid), then wait (bounded) for the backend to go. */
+static enum backend_state end_backend(struct engine *e, PGconn *c, int pid)
 {
     char p[16];
     snprintf(p, sizeof p, "%d", pid);
     const char *vals[1] = {p};
-    PQclear(PQexecParams(c, "SELECT pg_terminate_backend($1::int)", 1, NULL, vals, NULL, NULL, 0));
+    if (!fault_fires(&e->fault_terminate_refused))
+        PQclear(
+            PQexecParams(c, "SELECT pg_terminate_backend($1::int)", 1, NULL, vals, NULL, NULL, 0));
     for (int i = 0; i < CAT_BACKEND_EXIT_POLLS; i++) {
         PGresult *r = PQexecParams(c, "SELECT 1 FROM pg_stat_activity WHERE pid = $1::int", 1, NULL,
                                    vals, NULL, NULL, 0);
-        bool gone = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 0;
+        ExecStatusType st = PQresultStatus(r);
+        bool gone = st == PGRES_TUPLES_OK && PQntuples(r) == 0;
         PQclear(r);
         if (gone)
-            return;
+            return BACKEND_GONE;
+        if (st != PGRES_TUPLES_OK)
+            return BACKEND_NO_ANSWER;
         struct timespec ts = {0, CAT_BACKEND_EXIT_POLL_MS * 1000L * 1000};
         nanosleep(&ts, NULL);
     }
+    return BACKEND_STAYED;
 }
+
+/* What a client can do about an unknown outcome (the API shows no commit ids). */
+#define UNKNOWN_HINT                                                                               \
+    "retry with the same Idempotency-Key or producer offset: it then applies exactly once"
 
 /*
  * After a connection loss around COMMIT: did commit_id land? Uses a fresh
- * connection (*cp is replaced). Returns COMMITTED, CONFLICT (absent: retry)
- * or UNKNOWN (cannot tell: the catalog is down).
+ * connection (*cp is replaced). The answer is definite only once the old
+ * backend is gone (a live one may still COMMIT): COMMITTED, CONFLICT (absent
+ * and gone: retry), or UNKNOWN (ST_EUNKNOWN in err, naming the commit: the
+ * catalog stayed unreachable, or the backend could not be ended). After
+ * UNKNOWN the commit's blobs must stay: the commit may have landed.
  */
 static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
                                            const struct plan *p, struct st_err *err)
@@ -182,18 +212,33 @@ static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int ol
     for (int attempt = 0; attempt < CAT_RESOLVE_ATTEMPTS; attempt++) {
         struct st_err e2 = {0};
         PGconn *c;
-        if (cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, &e2) == ST_OK) {
-            terminate_backend(c, old_pid);
+        if (!fault_fires(&e->fault_resolver_unreachable) &&
+            cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, &e2) == ST_OK) {
+            enum backend_state b = end_backend(e, c, old_pid);
             const char *vals[1] = {p->commit_id_s};
-            PGresult *r = PQexecParams(c, "SELECT seq FROM strike.snapshots WHERE commit_id = $1",
-                                       1, NULL, vals, NULL, NULL, 0);
-            if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+            PGresult *r = b == BACKEND_NO_ANSWER
+                              ? NULL
+                              : PQexecParams(c,
+                                             "SELECT seq FROM strike.snapshots WHERE commit_id "
+                                             "= $1",
+                                             1, NULL, vals, NULL, NULL, 0);
+            if (r != NULL && PQresultStatus(r) == PGRES_TUPLES_OK) {
                 bool found = PQntuples(r) == 1;
                 PQclear(r);
                 *cp = c;
-                log_warn("commit %s: connection lost around COMMIT; it %s", p->commit_id_s,
-                         found ? "did commit" : "did not commit, retrying");
-                return found ? COMMITTED : CONFLICT;
+                if (found || b == BACKEND_GONE) {
+                    log_warn("commit %s: connection lost around COMMIT; it %s", p->commit_id_s,
+                             found ? "did commit" : "did not commit, retrying");
+                    return found ? COMMITTED : CONFLICT;
+                }
+                log_warn("commit %s: connection lost around COMMIT; its backend %d did not "
+                         "exit, the outcome is unknown",
+                         p->commit_id_s, old_pid);
+                st_errf(err, ST_EUNKNOWN,
+                        "the outcome of commit %s is unknown: its catalog session could not be "
+                        "ended and may still commit; " UNKNOWN_HINT,
+                        p->commit_id_s);
+                return UNKNOWN;
             }
             PQclear(r);
             cat_release(e->pool, c, true);
@@ -201,9 +246,12 @@ static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int ol
         struct timespec ts = {0, CAT_RESOLVE_PAUSE_MS * 1000L * 1000};
         nanosleep(&ts, NULL);
     }
-    st_errf(err, ST_EUNAVAIL,
-            "catalog unreachable while deciding whether commit %s landed; its outcome is "
-            "unknown (look it up in strike.snapshots.commit_id)",
+    log_warn("commit %s: connection lost around COMMIT; the catalog stayed unreachable, the "
+             "outcome is unknown",
+             p->commit_id_s);
+    st_errf(err, ST_EUNKNOWN,
+            "the outcome of commit %s is unknown: the catalog became unreachable while it "
+            "committed; " UNKNOWN_HINT,
             p->commit_id_s);
     return UNKNOWN;
 }

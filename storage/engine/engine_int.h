@@ -56,6 +56,8 @@ struct engine {
     atomic_int fault_conflicts;
     atomic_int fault_crash_before_commit;
     atomic_int fault_drop_at_commit;
+    atomic_int fault_resolver_unreachable;
+    atomic_int fault_terminate_refused;
     void (*test_gc_hook)(void *ctx);
     void *test_gc_hook_ctx;
 };

@@ -16,9 +16,16 @@ enum engine_fault {
     FAULT_CRASH_BEFORE_COMMIT,
     /* The next N commits lose their connection right after COMMIT is sent. */
     FAULT_DROP_AT_COMMIT,
+    /* The next N connections the unknown-outcome resolver asks for fail, as
+       if the catalog were unreachable (it gives up after CAT_RESOLVE_ATTEMPTS). */
+    FAULT_RESOLVER_UNREACHABLE,
+    /* The next N times the resolver ends a lost commit's backend, its
+       pg_terminate_backend is not sent (as if refused): the backend stays
+       until it finishes on its own. */
+    FAULT_TERMINATE_REFUSED,
 };
 
-/* Arm a fault: `n` is a count (NEXT, DROP) or 0/1 (the others). */
+/* Arm a fault: `n` is a count (NEXT, DROP, RESOLVER, TERMINATE) or 0/1 (the others). */
 void engine_test_fault(struct engine *e, enum engine_fault f, int n);
 
 /*
