@@ -9,6 +9,7 @@
 #include "engine_test.h"
 
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "common/uuid.h"
 #include "dv/dv.h"
 
@@ -76,6 +77,17 @@ const char *const eng__sql_idem_select =
 const char *const eng__sql_prod_select = "SELECT producer, last_offset FROM strike.producers WHERE "
                                          "table_id = $1 AND producer = ANY($2::text[])";
 static const char *SQL_ADVANCE = "SELECT strike.advance_seq($1, $2)";
+_Static_assert(ENGINE_COMMIT_MAX_AGE_S < ENGINE_GC_GRACE_MIN_S,
+               "a commit must give up well before gc may take its blobs");
+/*
+ * The commit's deadline ($1: seconds since the epoch) on the catalog's clock,
+ * sent right before COMMIT: past it, a division by zero (SQLSTATE 22012;
+ * clock_timestamp() is volatile, so nothing is folded at plan time) aborts
+ * the transaction, and the COMMIT after it rolls back. A statement that
+ * stalled or a long lock wait cannot carry old blobs into the table.
+ */
+static const char *SQL_DEADLINE = "SELECT 1 / (CASE WHEN clock_timestamp() <= "
+                                  "to_timestamp($1::double precision) THEN 1 ELSE 0 END)";
 
 /* The key index statements of both key types (the per-key ones first). */
 static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"),
@@ -98,10 +110,19 @@ static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"
  */
 static const char *prepared_sql(int i)
 {
-    static const char *const *all[] = {&eng__sql_seq, &eng__sql_idem_select, &eng__sql_prod_select,
-                                       &SQL_ADVANCE,  &eng__sql_key_plans,   &SQL_SNAPSHOT,
-                                       &SQL_FILE,     &SQL_REMOVE_FILES,     &SQL_CLOSE_DVS,
-                                       &SQL_ADD_DVS,  &SQL_PRODUCERS,        &SQL_IDEM,
+    static const char *const *all[] = {&eng__sql_seq,
+                                       &eng__sql_idem_select,
+                                       &eng__sql_prod_select,
+                                       &SQL_ADVANCE,
+                                       &eng__sql_key_plans,
+                                       &SQL_SNAPSHOT,
+                                       &SQL_FILE,
+                                       &SQL_REMOVE_FILES,
+                                       &SQL_CLOSE_DVS,
+                                       &SQL_ADD_DVS,
+                                       &SQL_PRODUCERS,
+                                       &SQL_IDEM,
+                                       &SQL_DEADLINE,
                                        NULL};
     int n = 0;
     while (all[n] != NULL)
@@ -438,9 +459,15 @@ static const char *cas_expected(struct engine *e, const struct plan *p, struct e
     return eng__i64(n, force ? p->base + 1000000 : p->base);
 }
 
-/* Queue the whole transaction, BEGIN to COMMIT. */
+/* Where the statements whose failure means something are in the pipeline (-1: not sent). */
+struct commit_stmts {
+    int idem, deadline;
+};
+
+/* Queue the whole transaction, BEGIN to COMMIT (deadline_us 0: no blobs, no deadline). */
 static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table *t,
-                       const struct plan *p, int *idem_stmt, struct st_err *err)
+                       const struct plan *p, int64_t deadline_us, struct commit_stmts *st,
+                       struct st_err *err)
 {
     struct commit_params cp;
     eng__i64(&cp.tid, t->id);
@@ -459,7 +486,15 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table
     if (rc == ST_OK)
         rc = send_keys(pp, t, p, &cp, err);
     if (rc == ST_OK)
-        rc = send_producers_idem(pp, t, p, &cp, idem_stmt, err);
+        rc = send_producers_idem(pp, t, p, &cp, &st->idem, err);
+    if (rc == ST_OK && deadline_us > 0) {
+        char secs[40];
+        snprintf(secs, sizeof secs, "%lld.%06lld", (long long)(deadline_us / 1000000),
+                 (long long)(deadline_us % 1000000));
+        const char *v[1] = {secs};
+        st->deadline = pp->n;
+        rc = eng__send_sql(pp, SQL_DEADLINE, 1, v, NULL, NULL, 0, err);
+    }
     if (rc == ST_OK)
         rc = eng__send_sql(pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
     dv_rows_free(&a);
@@ -468,18 +503,24 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table
 
 /* The outcome of a pipeline that ran: which statement failed, and how. */
 static enum commit_outcome classify(PGconn *c, const struct pgu_pipe *pp, const struct plan *p,
-                                    int idem_stmt, struct st_err *err)
+                                    const struct commit_stmts *st, struct st_err *err)
 {
     int bad = pgu_pipe_failed(pp);
     /* a commit moves the table's seq by exactly one: advance_seq (statement 1) says where to */
     assert(bad >= 0 || eng__get_i64(pp->res[1], 0, 0) == p->base + 1);
-    (void)p;
     if (bad < 0)
         return COMMITTED;
     if (strcmp(pgu_pipe_sqlstate(pp, bad), "40001") == 0)
         return CONFLICT;
-    if (bad == idem_stmt && strcmp(pgu_pipe_sqlstate(pp, bad), "23505") == 0)
+    if (bad == st->idem && strcmp(pgu_pipe_sqlstate(pp, bad), "23505") == 0)
         return IDEM_RACE;
+    if (bad == st->deadline && strcmp(pgu_pipe_sqlstate(pp, bad), "22012") == 0) {
+        st_errf(err, ST_EUNAVAIL,
+                "commit %s gave up at COMMIT: its blobs grew older than ENGINE_COMMIT_MAX_AGE_S "
+                "(%d s) while its transaction ran; nothing was committed",
+                p->commit_id_s, ENGINE_COMMIT_MAX_AGE_S);
+        return TOO_OLD;
+    }
     cat_fail(c, pp->res[bad], "commit", err);
     return FAILED;
 }
@@ -490,11 +531,29 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
     PGconn *c = *cp;
     st_uuid_v4(p->commit_id);
     st_uuid_format(p->commit_id, p->commit_id_s);
+    /* gc may take a blob once it is ENGINE_GC_GRACE_MIN_S old: an attempt
+       whose oldest blob is past ENGINE_COMMIT_MAX_AGE_S does not commit it */
+    int64_t born = p->file_at_us;
+    if (p->puffin_at_us > 0 && (born == 0 || p->puffin_at_us < born))
+        born = p->puffin_at_us;
+    int64_t deadline_us = 0;
+    if (born > 0) {
+        born -= (int64_t)atomic_load(&e->fault_blob_age_s) * 1000000;
+        deadline_us = born + (int64_t)ENGINE_COMMIT_MAX_AGE_S * 1000000;
+        int64_t now = st_now_us();
+        if (now > deadline_us) {
+            st_errf(err, ST_EUNAVAIL,
+                    "commit %s gave up before COMMIT: its blobs were written %lld s ago, more "
+                    "than ENGINE_COMMIT_MAX_AGE_S (%d s); nothing was committed",
+                    p->commit_id_s, (long long)((now - born) / 1000000), ENGINE_COMMIT_MAX_AGE_S);
+            return TOO_OLD;
+        }
+    }
     struct pgu_pipe pp;
-    int idem_stmt = -1;
+    struct commit_stmts st = {-1, -1};
     if (pgu_pipe_begin(&pp, c, err) != ST_OK)
         return FAILED;
-    if (send_commit(e, &pp, t, p, &idem_stmt, err) != ST_OK) {
+    if (send_commit(e, &pp, t, p, deadline_us, &st, err) != ST_OK) {
         PQexitPipelineMode(c);
         pgu_pipe_clear(&pp);
         return FAILED;
@@ -517,7 +576,7 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
         pgu_pipe_clear(&pp);
         return FAILED;
     }
-    enum commit_outcome out = classify(c, &pp, p, idem_stmt, err);
+    enum commit_outcome out = classify(c, &pp, p, &st, err);
     pgu_pipe_clear(&pp);
     eng__rollback(c);
     return out;

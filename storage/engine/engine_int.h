@@ -58,6 +58,7 @@ struct engine {
     atomic_int fault_drop_at_commit;
     atomic_int fault_resolver_unreachable;
     atomic_int fault_terminate_refused;
+    atomic_int fault_blob_age_s;
     void (*test_gc_hook)(void *ctx);
     void *test_gc_hook_ctx;
 };

@@ -23,9 +23,13 @@ enum engine_fault {
        pg_terminate_backend is not sent (as if refused): the backend stays
        until it finishes on its own. */
     FAULT_TERMINATE_REFUSED,
+    /* Every commit's blobs look `n` seconds older than they are (0: as they
+       are), to the check before COMMIT and to the deadline it sends. */
+    FAULT_BLOB_AGE_S,
 };
 
-/* Arm a fault: `n` is a count (NEXT, DROP, RESOLVER, TERMINATE) or 0/1 (the others). */
+/* Arm a fault: `n` is a count (NEXT, DROP, RESOLVER, TERMINATE), seconds
+   (BLOB_AGE) or 0/1 (the others). */
 void engine_test_fault(struct engine *e, enum engine_fault f, int n);
 
 /*

@@ -10,6 +10,11 @@
  *     the old backend cannot be ended: ST_EUNKNOWN naming the commit, its
  *     blobs kept, the data intact once the commit lands, and a retry with
  *     the same Idempotency-Key applies it once;
+ *   - a commit whose blobs are older than ENGINE_COMMIT_MAX_AGE_S gives up
+ *     before COMMIT (checked before sending, and on the catalog's clock by
+ *     the statement before COMMIT): nothing committed, its blobs deleted;
+ *   - every catalog session bounds lock waits, statements and idle
+ *     transactions;
  *   - the planner holds generic plans made on an empty, never-analyzed key
  *     index: every per-key statement is still one index probe per key
  *     (never a scan of the table's keys per key of the batch).
@@ -20,6 +25,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -564,6 +570,151 @@ static void test_unknown_outcome_when_backend_stays(void **state)
     engine_table_unref(t);
 }
 
+/* An upsert on a thread of its own (the test holds a lock meanwhile). */
+struct bg_upsert {
+    struct table *t;
+    int64_t id, v;
+    int rc;
+    struct change_res res;
+    struct st_err err;
+};
+
+static void *bg_upsert_run(void *arg)
+{
+    struct bg_upsert *b = arg;
+    b->rc = upsert(b->t, b->id, b->v, &b->res, &b->err);
+    return NULL;
+}
+
+/* Another session holds the table's row (FOR UPDATE), as a long commit of another server would. */
+static PGconn *hold_table_row(const struct table *t)
+{
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    char q[128];
+    snprintf(q, sizeof q, "SELECT 1 FROM strike.tables WHERE id = %lld FOR UPDATE",
+             (long long)t->id);
+    exec_ok(c, "BEGIN");
+    exec_ok(c, q);
+    return c;
+}
+
+/* Wait (bounded) until a session waits for a lock the holder has. */
+static void wait_for_waiter(PGconn *holder)
+{
+    for (int i = 0; i < 2000; i++) {
+        PGresult *r = PQexec(holder, "SELECT count(*) FROM pg_locks WHERE NOT granted");
+        assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+        bool waiting = atoi(PQgetvalue(r, 0, 0)) > 0;
+        PQclear(r);
+        if (waiting)
+            return;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("no commit came to wait for the table's row");
+}
+
+/* One setting of a session, as SHOW prints it. */
+static void assert_setting(PGconn *c, const char *name, const char *want)
+{
+    char q[96];
+    snprintf(q, sizeof q, "SHOW %s", name);
+    PGresult *r = PQexec(c, q);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    fprintf(stderr, "%s = %s\n", name, PQgetvalue(r, 0, 0));
+    assert_string_equal(PQgetvalue(r, 0, 0), want);
+    PQclear(r);
+}
+
+/*
+ * Every catalog session bounds a lock wait, a statement and an idle
+ * transaction: a hung statement or a stalled client cannot keep a
+ * transaction, and the table row it locked, open for ever.
+ */
+static void test_catalog_session_limits(void **state)
+{
+    (void)state;
+    struct cat_pool *pool;
+    struct st_err err = {0};
+    assert_int_equal(cat_pool_open(T.conninfo, 2, &pool, &err), ST_OK);
+    PGconn *c;
+    assert_int_equal(cat_acquire(pool, &c, CAT_WAIT_ACQUIRE_MS, &err), ST_OK);
+    assert_setting(c, "lock_timeout", "10s");
+    assert_setting(c, "statement_timeout", "1min");
+    assert_setting(c, "idle_in_transaction_session_timeout", "1min");
+    /* and a statement over the limit fails as "retry later", not as an internal error */
+    exec_ok(c, "SET statement_timeout = 50");
+    assert_int_equal(cat_exec(c, "SELECT pg_sleep(1)", "sleeping", &err), ST_EUNAVAIL);
+    fprintf(stderr, "%s\n", err.msg);
+    cat_release(pool, c, true);
+    cat_pool_close(pool);
+}
+
+/*
+ * gc may delete an unreferenced blob once it is ENGINE_GC_GRACE_MIN_S old,
+ * so a commit must not reference blobs older than ENGINE_COMMIT_MAX_AGE_S.
+ * Blobs that look old before the pipeline is sent: the attempt gives up
+ * (ST_EUNAVAIL), commits nothing and deletes them. Blobs that grow old while
+ * the transaction waits for the table's row: the statement before COMMIT
+ * sees the deadline pass on the catalog's clock, and the COMMIT rolls back.
+ */
+static void test_commit_gives_up_when_blobs_are_old(void **state)
+{
+    (void)state;
+    struct change_res res;
+    struct table *t = seeded_table("old", &res);
+    int blobs = count_blobs(t);
+    struct st_err err = {0};
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, ENGINE_COMMIT_MAX_AGE_S + 1);
+    assert_int_equal(upsert(t, 1, 99, &res, &err), ST_EUNAVAIL);
+    fprintf(stderr, "old blobs: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "gave up before COMMIT"));
+    struct filter *f = NULL;
+    const char *js = "{\"type\":\"eq\",\"term\":\"id\",\"value\":2}";
+    st_err_clear(&err);
+    assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
+    struct delete_res dr;
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_EUNAVAIL);
+    assert_non_null(strstr(err.msg, "gave up before COMMIT"));
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, 0);
+    assert_int_equal(table_seq(t), 1);
+    assert_int_equal(count_blobs(t), blobs); /* a definite abort: its blobs are gone */
+
+    /* two seconds left when the pipeline is sent, then three in a lock wait */
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, ENGINE_COMMIT_MAX_AGE_S - 2);
+    PGconn *holder = hold_table_row(t);
+    struct bg_upsert b = {.t = t, .id = 1, .v = 98};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, bg_upsert_run, &b), 0);
+    wait_for_waiter(holder);
+    struct timespec ts = {3, 0};
+    nanosleep(&ts, NULL);
+    exec_ok(holder, "COMMIT");
+    PQfinish(holder);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, 0);
+    fprintf(stderr, "old at COMMIT: %s\n", b.err.msg);
+    assert_int_equal(b.rc, ST_EUNAVAIL);
+    assert_non_null(strstr(b.err.msg, "gave up at COMMIT"));
+    assert_int_equal(table_seq(t), 1);
+    assert_int_equal(count_blobs(t), blobs);
+    int count;
+    assert_int_equal(value_of(t, 1, &count), 10);
+    struct findings fi = fsck();
+    assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
+
+    /* fresh blobs commit */
+    st_err_clear(&err);
+    assert_int_equal(upsert(t, 1, 97, &res, &err), ST_OK);
+    assert_int_equal(res.seq, 2);
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
+    assert_int_equal(dr.seq, 3);
+    assert_int_equal(value_of(t, 1, &count), 97);
+    filter_free(f);
+    engine_table_unref(t);
+}
+
 /*
  * A prepared statement runs on a generic plan from its sixth execution on,
  * planned with the statistics of that moment; a batch join planned while the
@@ -639,6 +790,8 @@ int main(void)
         cmocka_unit_test(test_connection_lost_at_commit),
         cmocka_unit_test(test_unknown_outcome_keeps_blobs),
         cmocka_unit_test(test_unknown_outcome_when_backend_stays),
+        cmocka_unit_test(test_commit_gives_up_when_blobs_are_old),
+        cmocka_unit_test(test_catalog_session_limits),
         cmocka_unit_test(test_key_statements_plan_as_index_probes),
         cmocka_unit_test(test_gc_floor_and_last_look),
     };
