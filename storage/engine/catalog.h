@@ -30,6 +30,13 @@ struct cat_pool;
 #define CAT_LOCK_TIMEOUT_MS 10000
 #define CAT_STATEMENT_TIMEOUT_MS 60000
 #define CAT_IDLE_IN_TX_TIMEOUT_MS 60000
+/* A commit whose transaction waited lock_timeout for a lock (SQLSTATE 55P03:
+   another server's long commit holds the table's row) or was chosen as a
+   deadlock's victim (40P01) lost to contention: it is retried like a lost
+   CAS, but after CAT_LOCK_RETRIES such retries in one request it fails with
+   ST_ECONFLICT (409), so that no request waits more than about
+   (1 + CAT_LOCK_RETRIES) * CAT_LOCK_TIMEOUT_MS for a busy table. */
+#define CAT_LOCK_RETRIES 2
 /* After a connection loss around COMMIT (commit_sql.c resolve_unknown): up
    to 50 tries, each a connection (CAT_WAIT_ACQUIRE_MS at most) then a 100 ms
    pause, before the outcome is reported unknown: about 5 s when the catalog

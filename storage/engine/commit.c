@@ -138,6 +138,11 @@ int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **
         return err->code ? err->code : ST_EIO;
     }
     atomic_fetch_add(&e->m_conflicts, 1);
+    if (out == LOCKED && p->lock_waits > CAT_LOCK_RETRIES)
+        return st_errf(err, ST_ECONFLICT,
+                       "commit on table \"%s\" waited %d times for a lock another commit held, "
+                       "each time until lock_timeout; retry later",
+                       t->name, p->lock_waits);
     if (++*attempt > e->o.commit_retries)
         return st_errf(err, ST_ECONFLICT,
                        "commit on table \"%s\" lost the race %d times in a row; retry later",
@@ -345,6 +350,9 @@ void engine_test_fault(struct engine *e, enum engine_fault f, int n)
         break;
     case FAULT_BLOB_AGE_S:
         atomic_store(&e->fault_blob_age_s, n);
+        break;
+    case FAULT_LOCK_TIMEOUT_MS:
+        atomic_store(&e->fault_lock_timeout_ms, n);
         break;
     }
 }

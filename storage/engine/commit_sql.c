@@ -461,7 +461,7 @@ static const char *cas_expected(struct engine *e, const struct plan *p, struct e
 
 /* Where the statements whose failure means something are in the pipeline (-1: not sent). */
 struct commit_stmts {
-    int idem, deadline;
+    int advance, idem, deadline;
 };
 
 /* Queue the whole transaction, BEGIN to COMMIT (deadline_us 0: no blobs, no deadline). */
@@ -477,6 +477,14 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table
     struct dv_rows a;
     dv_rows_build(p, &a);
     int rc = eng__send_sql(pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
+    int lock_ms = atomic_load(&e->fault_lock_timeout_ms);
+    if (rc == ST_OK && lock_ms > 0) { /* fault injection (tests): a shorter lock wait */
+        struct eng__num ms;
+        const char *v[1] = {eng__i64(&ms, lock_ms)};
+        rc = eng__send_sql(pp, "SELECT set_config('lock_timeout', $1, true)", 1, v, NULL, NULL, 0,
+                           err);
+    }
+    st->advance = pp->n;
     if (rc == ST_OK)
         rc = eng__send_sql(pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
     if (rc == ST_OK)
@@ -506,15 +514,20 @@ static enum commit_outcome classify(PGconn *c, const struct pgu_pipe *pp, const 
                                     const struct commit_stmts *st, struct st_err *err)
 {
     int bad = pgu_pipe_failed(pp);
-    /* a commit moves the table's seq by exactly one: advance_seq (statement 1) says where to */
-    assert(bad >= 0 || eng__get_i64(pp->res[1], 0, 0) == p->base + 1);
+    /* a commit moves the table's seq by exactly one: advance_seq says where to */
+    assert(bad >= 0 || eng__get_i64(pp->res[st->advance], 0, 0) == p->base + 1);
     if (bad < 0)
         return COMMITTED;
-    if (strcmp(pgu_pipe_sqlstate(pp, bad), "40001") == 0)
+    const char *state = pgu_pipe_sqlstate(pp, bad);
+    if (strcmp(state, "40001") == 0)
         return CONFLICT;
-    if (bad == st->idem && strcmp(pgu_pipe_sqlstate(pp, bad), "23505") == 0)
+    /* lock_timeout (another commit holds the table's row, or a key) or a
+       deadlock: contention, a definite abort, retried like a lost CAS */
+    if (strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0)
+        return LOCKED;
+    if (bad == st->idem && strcmp(state, "23505") == 0)
         return IDEM_RACE;
-    if (bad == st->deadline && strcmp(pgu_pipe_sqlstate(pp, bad), "22012") == 0) {
+    if (bad == st->deadline && strcmp(state, "22012") == 0) {
         st_errf(err, ST_EUNAVAIL,
                 "commit %s gave up at COMMIT: its blobs grew older than ENGINE_COMMIT_MAX_AGE_S "
                 "(%d s) while its transaction ran; nothing was committed",
@@ -550,7 +563,7 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
         }
     }
     struct pgu_pipe pp;
-    struct commit_stmts st = {-1, -1};
+    struct commit_stmts st = {-1, -1, -1};
     if (pgu_pipe_begin(&pp, c, err) != ST_OK)
         return FAILED;
     if (send_commit(e, &pp, t, p, deadline_us, &st, err) != ST_OK) {
@@ -577,6 +590,8 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
         return FAILED;
     }
     enum commit_outcome out = classify(c, &pp, p, &st, err);
+    if (out == LOCKED)
+        p->lock_waits++;
     pgu_pipe_clear(&pp);
     eng__rollback(c);
     return out;

@@ -26,10 +26,13 @@ enum engine_fault {
     /* Every commit's blobs look `n` seconds older than they are (0: as they
        are), to the check before COMMIT and to the deadline it sends. */
     FAULT_BLOB_AGE_S,
+    /* Every commit's transaction waits at most `n` ms for a lock (0: the
+       session's lock_timeout). */
+    FAULT_LOCK_TIMEOUT_MS,
 };
 
 /* Arm a fault: `n` is a count (NEXT, DROP, RESOLVER, TERMINATE), seconds
-   (BLOB_AGE) or 0/1 (the others). */
+   (BLOB_AGE), milliseconds (LOCK_TIMEOUT) or 0/1 (the others). */
 void engine_test_fault(struct engine *e, enum engine_fault f, int n);
 
 /*

@@ -15,6 +15,8 @@
  *     the statement before COMMIT): nothing committed, its blobs deleted;
  *   - every catalog session bounds lock waits, statements and idle
  *     transactions;
+ *   - a lock wait that times out (another server's long commit holds the
+ *     table's row) is contention: retried, then 409, never a 500;
  *   - the planner holds generic plans made on an empty, never-analyzed key
  *     index: every per-key statement is still one index probe per key
  *     (never a scan of the table's keys per key of the batch).
@@ -615,6 +617,72 @@ static void wait_for_waiter(PGconn *holder)
     fail_msg("no commit came to wait for the table's row");
 }
 
+/*
+ * Another server's long commit holds the table's row: a commit's lock wait
+ * ends in lock_timeout (SQLSTATE 55P03). That is contention, not a failure:
+ * the commit is retried like a lost CAS (it was a 500 before), and after
+ * CAT_LOCK_RETRIES retries the request gets 409 with nothing committed and
+ * nothing left behind; released in time, the retry commits.
+ */
+static void test_lock_timeout_is_contention(void **state)
+{
+    (void)state;
+    struct change_res res;
+    struct table *t = seeded_table("locked", &res);
+    int blobs = count_blobs(t);
+    struct st_err err = {0};
+    engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 200);
+    PGconn *holder = hold_table_row(t);
+    struct engine_metrics before, after;
+    engine_metrics(T.e, &before);
+    assert_int_equal(upsert(t, 1, 50, &res, &err), ST_ECONFLICT);
+    fprintf(stderr, "locked: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "waited 3 times for a lock"));
+    engine_metrics(T.e, &after);
+    assert_int_equal(after.retries - before.retries, CAT_LOCK_RETRIES);
+    struct filter *f = NULL;
+    const char *js = "{\"type\":\"eq\",\"term\":\"id\",\"value\":2}";
+    st_err_clear(&err);
+    assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
+    struct delete_res dr;
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_ECONFLICT);
+    assert_non_null(strstr(err.msg, "for a lock"));
+    assert_int_equal(table_seq(t), 1);
+    assert_int_equal(count_blobs(t), blobs);
+
+    /* the row is released while the commit retries: it commits */
+    engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 1000);
+    engine_metrics(T.e, &before);
+    struct bg_upsert b = {.t = t, .id = 1, .v = 51};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, bg_upsert_run, &b), 0);
+    for (int i = 0; i < 2000; i++) {
+        engine_metrics(T.e, &after);
+        if (after.retries > before.retries)
+            break;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(after.retries > before.retries); /* a lock wait timed out: retrying */
+    exec_ok(holder, "COMMIT");
+    PQfinish(holder);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 0);
+    if (b.rc != ST_OK)
+        fail_msg("after the lock: %s", b.err.msg);
+    assert_int_equal(b.res.seq, 2);
+    st_err_clear(&err);
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
+    assert_int_equal(dr.seq, 3);
+    int count;
+    assert_int_equal(value_of(t, 1, &count), 51);
+    assert_int_equal(value_of(t, 2, &count), -1);
+    struct findings fi = fsck();
+    assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
+    filter_free(f);
+    engine_table_unref(t);
+}
+
 /* One setting of a session, as SHOW prints it. */
 static void assert_setting(PGconn *c, const char *name, const char *want)
 {
@@ -792,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_unknown_outcome_when_backend_stays),
         cmocka_unit_test(test_commit_gives_up_when_blobs_are_old),
         cmocka_unit_test(test_catalog_session_limits),
+        cmocka_unit_test(test_lock_timeout_is_contention),
         cmocka_unit_test(test_key_statements_plan_as_index_probes),
         cmocka_unit_test(test_gc_floor_and_last_look),
     };
