@@ -165,7 +165,7 @@ static void test_gc_floor_and_last_look(void **state)
         assert_non_null(strstr(err.msg, "grace: at least 300s"));
     }
     /* two old orphans: one a racing commit takes, one nobody does */
-    char taken[256], lost[256], rel_taken[160];
+    char taken[512], lost[512], rel_taken[160];
     snprintf(rel_taken, sizeof rel_taken, "tables/%s/data/zz-taken.parquet", t->uuid);
     snprintf(taken, sizeof taken, "%s/%s", T.data_dir, rel_taken);
     snprintf(lost, sizeof lost, "%s/tables/%s/data/zz-lost.parquet", T.data_dir, t->uuid);
