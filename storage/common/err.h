@@ -25,6 +25,10 @@
  *                else the words the client gets instead (5xx: the catalog's
  *                and the system's own words, socket paths and SQL, stay in
  *                the server log under the request id).
+ * ST_EUNKNOWN:   a commit whose outcome the catalog could not tell (the
+ *                connection broke around COMMIT): a 503 (with Retry-After,
+ *                as every 503) whose message, written by the engine for the
+ *                client, names the commit and says how to resolve it.
  */
 #define ST_STATUS_TABLE(X)                                                                         \
     X(ST_OK, 0, "ok", 200, OK, NULL)                                                               \
@@ -43,7 +47,8 @@
     X(ST_EINTERNAL, -12, "internal error", 500, INTERNAL, ST_INTERNAL_DETAIL)                      \
     X(ST_ERANGE, -13, "range not satisfiable", 416, OUT_OF_RANGE, NULL)                            \
     X(ST_ENOSPACE, -14, "out of space", 507, RESOURCE_EXHAUSTED,                                   \
-      "the blob store is out of space; retry once space is freed")
+      "the blob store is out of space; retry once space is freed")                                 \
+    X(ST_EUNKNOWN, -15, "outcome unknown", 503, UNAVAILABLE, NULL)
 
 #define ST_INTERNAL_DETAIL "internal error; the server log has the details"
 

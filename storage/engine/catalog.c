@@ -51,6 +51,9 @@ int cat_fail(PGconn *c, const PGresult *r, const char *what, struct st_err *err)
         clean[--n] = '\0';
     if (cat_conn_failed(c, r))
         return st_errf(err, ST_EUNAVAIL, "catalog unreachable during %s: %s", what, clean);
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (state != NULL && strcmp(state, "57014") == 0) /* statement_timeout, or a cancel */
+        return st_errf(err, ST_EUNAVAIL, "catalog too slow during %s: %s", what, clean);
     return st_errf(err, ST_EIO, "catalog error during %s: %s", what, clean);
 }
 
@@ -75,8 +78,13 @@ static PGconn *connect_one(const char *conninfo, struct st_err *err)
         PQfinish(c);
         return NULL;
     }
-    PGresult *r = PQexec(c, "SET application_name = 'striked'; SET search_path = strike, "
-                            "pg_catalog; SET lock_timeout = '10s'");
+    char setup[256];
+    snprintf(setup, sizeof setup,
+             "SET application_name = 'striked'; SET search_path = strike, pg_catalog; SET "
+             "lock_timeout = %d; SET statement_timeout = %d; SET "
+             "idle_in_transaction_session_timeout = %d",
+             CAT_LOCK_TIMEOUT_MS, CAT_STATEMENT_TIMEOUT_MS, CAT_IDLE_IN_TX_TIMEOUT_MS);
+    PGresult *r = PQexec(c, setup);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         cat_fail(c, r, "session setup", err);
         PQclear(r);
@@ -100,7 +108,8 @@ int cat_exec(PGconn *c, const char *sql, const char *what, struct st_err *err)
 
 int cat_migrate(PGconn *c, struct st_err *err)
 {
-    int rc = cat_exec(c, "BEGIN", "migration", err);
+    /* a migration may build an index on a large catalog: no statement limit */
+    int rc = cat_exec(c, "BEGIN; SET LOCAL statement_timeout = 0", "migration", err);
     if (rc != ST_OK)
         return rc;
     char sql[256];

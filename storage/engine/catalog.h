@@ -23,6 +23,20 @@ struct cat_pool;
 #define CAT_WAIT_ACQUIRE_MS 5000         /* a connection for a read, a DDL call, gc */
 #define CAT_WAIT_COMMIT_ACQUIRE_MS 10000 /* a connection for a commit (changes, delete) */
 #define CAT_WAIT_PING_MS 2000            /* readiness: cat_ping */
+/* Limits of every catalog session (catalog.c connect_one): a lock wait; one
+   statement (a hung one cannot hold a transaction, and the table rows it
+   locked, open for longer; migrations and table drops lift it for their own
+   transaction); a transaction left idle by a stalled client. */
+#define CAT_LOCK_TIMEOUT_MS 10000
+#define CAT_STATEMENT_TIMEOUT_MS 60000
+#define CAT_IDLE_IN_TX_TIMEOUT_MS 60000
+/* A commit whose transaction waited lock_timeout for a lock (SQLSTATE 55P03:
+   another server's long commit holds the table's row) or was chosen as a
+   deadlock's victim (40P01) lost to contention: it is retried like a lost
+   CAS, but after CAT_LOCK_RETRIES such retries in one request it fails with
+   ST_ECONFLICT (409), so that no request waits more than about
+   (1 + CAT_LOCK_RETRIES) * CAT_LOCK_TIMEOUT_MS for a busy table. */
+#define CAT_LOCK_RETRIES 2
 /* After a connection loss around COMMIT (commit_sql.c resolve_unknown): up
    to 50 tries, each a connection (CAT_WAIT_ACQUIRE_MS at most) then a 100 ms
    pause, before the outcome is reported unknown: about 5 s when the catalog
@@ -77,8 +91,9 @@ int cat_schema_version(void);
 bool cat_conn_failed(PGconn *c, const PGresult *r);
 
 /*
- * Map a failed result to a status: connection loss -> ST_EUNAVAIL,
- * anything else -> ST_EIO, with `what` and the server's message.
+ * Map a failed result to a status: connection loss or a statement cut
+ * short (statement_timeout, SQLSTATE 57014) -> ST_EUNAVAIL, anything else
+ * -> ST_EIO, with `what` and the server's message.
  */
 int cat_fail(PGconn *c, const PGresult *r, const char *what, struct st_err *err);
 

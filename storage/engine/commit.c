@@ -68,6 +68,7 @@ void eng__plan_reset(struct plan *p)
     p->nfiles = 0;
     free(p->puffin_rel);
     p->puffin_rel = NULL;
+    p->puffin_at_us = 0;
     buf_free(&p->upd_keys);
     buf_free(&p->upd_pos);
     buf_free(&p->upd_vers);
@@ -137,11 +138,16 @@ int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **
 {
     if (out != UNKNOWN)
         eng__unlink_blob(e, p->puffin_rel);
-    if (out == FAILED || out == UNKNOWN) {
+    if (out == FAILED || out == UNKNOWN || out == TOO_OLD) {
         atomic_fetch_add(&e->m_commit_failures, 1);
         return err->code ? err->code : ST_EIO;
     }
     atomic_fetch_add(&e->m_conflicts, 1);
+    if (out == LOCKED && p->lock_waits > CAT_LOCK_RETRIES)
+        return st_errf(err, ST_ECONFLICT,
+                       "commit on table \"%s\" waited %d times for a lock another commit held, "
+                       "each time until lock_timeout; retry later",
+                       t->name, p->lock_waits);
     if (++*attempt > e->o.commit_retries)
         return st_errf(err, ST_ECONFLICT,
                        "commit on table \"%s\" lost the race %d times in a row; retry later",
@@ -178,6 +184,7 @@ static int write_rows(struct engine *e, const struct table *t, struct item **ite
         free(p->file_stats);
         p->file_rel = p->file_stats = NULL;
         p->has_file = false;
+        p->file_at_us = 0;
     }
     if (nrows > 0) {
         p->file_id = p->new_file_id; /* rows come from upserts: reserved */
@@ -364,6 +371,18 @@ void engine_test_fault(struct engine *e, enum engine_fault f, int n)
         break;
     case FAULT_DROP_AT_COMMIT:
         atomic_store(&e->fault_drop_at_commit, n);
+        break;
+    case FAULT_RESOLVER_UNREACHABLE:
+        atomic_store(&e->fault_resolver_unreachable, n);
+        break;
+    case FAULT_TERMINATE_REFUSED:
+        atomic_store(&e->fault_terminate_refused, n);
+        break;
+    case FAULT_BLOB_AGE_S:
+        atomic_store(&e->fault_blob_age_s, n);
+        break;
+    case FAULT_LOCK_TIMEOUT_MS:
+        atomic_store(&e->fault_lock_timeout_ms, n);
         break;
     }
 }

@@ -8,6 +8,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "dv/dv.h"
 #include "dv/puffin.h"
@@ -104,6 +105,7 @@ int eng__write_parquet(struct engine *e, const struct table *t, struct st_value 
 {
     char *rel = new_blob_rel(t, "data", "parquet");
     char *abs = eng__abs(e, rel);
+    int64_t begun_us = st_now_us(); /* no later than the file's mtime */
     struct st_afile f;
     int rc = st_afile_open(&f, abs, err);
     free(abs);
@@ -137,6 +139,7 @@ int eng__write_parquet(struct engine *e, const struct table *t, struct st_value 
     }
     p->has_file = true;
     p->file_rel = rel;
+    p->file_at_us = begun_us;
     p->file_rows = (int64_t)n;
     p->file_size = (int64_t)stats.file_size;
     p->file_stats = stats_json(t, &stats);
@@ -208,12 +211,14 @@ int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, stru
         rc = puffin_writer_finish(pw, &out, err);
         if (rc == ST_OK) {
             p->puffin_rel = new_blob_rel(t, "dv", "puffin");
+            p->puffin_at_us = st_now_us();
             char *abs = eng__abs(e, p->puffin_rel);
             rc = st_write_file_atomic(abs, out.data, out.len, err);
             free(abs);
             if (rc != ST_OK) {
                 free(p->puffin_rel);
                 p->puffin_rel = NULL;
+                p->puffin_at_us = 0;
             } else {
                 atomic_fetch_add(&e->m_bytes_written, out.len);
             }

@@ -75,8 +75,9 @@ struct tfile {
 
 /* Everything one commit attempt writes. */
 struct plan {
-    int64_t base; /* N */
-    int attempt;  /* 0 for the first try */
+    int64_t base;   /* N */
+    int attempt;    /* 0 for the first try */
+    int lock_waits; /* attempts of this request that ended LOCKED (kept across attempts) */
     const char *operation;
     uint8_t commit_id[16];
     char commit_id_s[ST_UUID_STR_LEN + 1];
@@ -91,6 +92,9 @@ struct plan {
     struct tfile *files;
     size_t nfiles;
     char *puffin_rel; /* NULL when no blob was written */
+    /* when each blob was begun (wall clock, us; 0: none): the Parquet file is
+       kept across attempts, the Puffin file is the attempt's own */
+    int64_t file_at_us, puffin_at_us;
     /* key index (keys as int8 or bytea arrays, see key_is_i8) */
     bool i8;
     struct buf upd_keys, upd_pos, upd_vers; /* keys that exist: UPDATE */
@@ -137,8 +141,13 @@ int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, stru
 /* ---- SQL (commit_sql.c) ---- */
 
 /* UNKNOWN: the connection broke around COMMIT and the catalog could not say
-   whether the commit landed; its blobs must stay (gc's grace period). */
-enum commit_outcome { COMMITTED, CONFLICT, IDEM_RACE, FAILED, UNKNOWN };
+   whether the commit landed (it stayed unreachable, or the old backend could
+   not be ended and may still commit): err is ST_EUNKNOWN naming the commit,
+   and its blobs must stay (gc's grace period). TOO_OLD: the attempt's blobs
+   were older than ENGINE_COMMIT_MAX_AGE_S before COMMIT, a definite abort
+   (ST_EUNAVAIL in err). LOCKED: it waited lock_timeout for a lock (or was a
+   deadlock's victim), contention like CONFLICT (catalog.h CAT_LOCK_RETRIES). */
+enum commit_outcome { COMMITTED, CONFLICT, IDEM_RACE, FAILED, UNKNOWN, TOO_OLD, LOCKED };
 
 /*
  * Key-index statements must be index lookups whatever the planner believes:
@@ -199,19 +208,22 @@ int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char 
                   const int *lengths, const int *formats, int result_format, struct st_err *err);
 /*
  * Run one commit attempt's transaction (one pipeline). COMMITTED, CONFLICT
- * (the CAS lost: retry), IDEM_RACE (another request stored an
- * Idempotency-Key of the batch first) or FAILED (err says why). After a
- * connection loss around COMMIT the outcome is looked up by commit id on a
- * fresh connection (*cp replaced, or NULL when none could be had).
+ * (the CAS lost: retry), LOCKED (a lock wait timed out: retry), IDEM_RACE (another request stored
+ * an Idempotency-Key of the batch first), FAILED (err says why) or TOO_OLD (the blobs are older
+ * than ENGINE_COMMIT_MAX_AGE_S: checked before the pipeline is sent, and on the catalog's clock by
+ * the statement before COMMIT). After a connection loss around COMMIT the old backend is ended and
+ * the outcome is looked up by commit id on a fresh connection (*cp replaced, or NULL when none
+ * could be had); UNKNOWN when that cannot be told.
  */
 enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
                                     struct plan *p, struct st_err *err);
 /*
- * After an attempt that did not commit (CONFLICT, IDEM_RACE, FAILED or
- * UNKNOWN): delete its Puffin file (not after UNKNOWN: the commit may have
- * landed), count it, and either get ready for the next
+ * After an attempt that did not commit (CONFLICT, LOCKED, IDEM_RACE, FAILED,
+ * UNKNOWN or TOO_OLD): delete its Puffin file (not after UNKNOWN: the commit
+ * may have landed), count it, and either get ready for the next
  * attempt (ST_OK: a connection in *c, backoff slept) or give up (the error,
- * ST_ECONFLICT once e->o.commit_retries retries are spent).
+ * ST_ECONFLICT once e->o.commit_retries retries, or CAT_LOCK_RETRIES retries
+ * after LOCKED, are spent).
  */
 int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
                             const struct table *t, const struct plan *p, struct st_err *err);

@@ -9,6 +9,7 @@
 #include "engine_test.h"
 
 #include "common/log.h"
+#include "common/timeutil.h"
 #include "common/uuid.h"
 #include "dv/dv.h"
 
@@ -76,6 +77,17 @@ const char *const eng__sql_idem_select =
 const char *const eng__sql_prod_select = "SELECT producer, last_offset FROM strike.producers WHERE "
                                          "table_id = $1 AND producer = ANY($2::text[])";
 static const char *SQL_ADVANCE = "SELECT strike.advance_seq($1, $2)";
+_Static_assert(ENGINE_COMMIT_MAX_AGE_S < ENGINE_GC_GRACE_MIN_S,
+               "a commit must give up well before gc may take its blobs");
+/*
+ * The commit's deadline ($1: seconds since the epoch) on the catalog's clock,
+ * sent right before COMMIT: past it, a division by zero (SQLSTATE 22012;
+ * clock_timestamp() is volatile, so nothing is folded at plan time) aborts
+ * the transaction, and the COMMIT after it rolls back. A statement that
+ * stalled or a long lock wait cannot carry old blobs into the table.
+ */
+static const char *SQL_DEADLINE = "SELECT 1 / (CASE WHEN clock_timestamp() <= "
+                                  "to_timestamp($1::double precision) THEN 1 ELSE 0 END)";
 
 /* The key index statements of both key types (the per-key ones first). */
 static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"),
@@ -98,10 +110,19 @@ static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"
  */
 static const char *prepared_sql(int i)
 {
-    static const char *const *all[] = {&eng__sql_seq, &eng__sql_idem_select, &eng__sql_prod_select,
-                                       &SQL_ADVANCE,  &eng__sql_key_plans,   &SQL_SNAPSHOT,
-                                       &SQL_FILE,     &SQL_REMOVE_FILES,     &SQL_CLOSE_DVS,
-                                       &SQL_ADD_DVS,  &SQL_PRODUCERS,        &SQL_IDEM,
+    static const char *const *all[] = {&eng__sql_seq,
+                                       &eng__sql_idem_select,
+                                       &eng__sql_prod_select,
+                                       &SQL_ADVANCE,
+                                       &eng__sql_key_plans,
+                                       &SQL_SNAPSHOT,
+                                       &SQL_FILE,
+                                       &SQL_REMOVE_FILES,
+                                       &SQL_CLOSE_DVS,
+                                       &SQL_ADD_DVS,
+                                       &SQL_PRODUCERS,
+                                       &SQL_IDEM,
+                                       &SQL_DEADLINE,
                                        NULL};
     int n = 0;
     while (all[n] != NULL)
@@ -150,29 +171,59 @@ int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char 
     return pgu_pipe_send(pp, sql, nparams, values, lengths, formats, result_format, err);
 }
 
-/* Wait for a backend to exit (after pg_terminate_backend); bounded. */
-static void terminate_backend(PGconn *c, int pid)
+/* Fault injection (tests): take one of the armed count, if any. */
+static bool fault_fires(atomic_int *f)
+{
+    int n = atomic_load(f);
+    while (n > 0)
+        if (atomic_compare_exchange_weak(f, &n, n - 1))
+            return true;
+    return false;
+}
+
+/* Where the backend of a lost commit is, after the resolver tried to end it. */
+enum backend_state {
+    BACKEND_GONE,      /* it exited: it can no longer commit */
+    BACKEND_STAYED,    /* still there (terminate refused, or no exit in time): it may commit */
+    BACKEND_NO_ANSWER, /* this connection failed: ask again on another */
+};
+
+/* pg_terminate_backend(pid), then wait (bounded) for the backend to go. */
+static enum backend_state end_backend(struct engine *e, PGconn *c, int pid)
 {
     char p[16];
     snprintf(p, sizeof p, "%d", pid);
     const char *vals[1] = {p};
-    PQclear(PQexecParams(c, "SELECT pg_terminate_backend($1::int)", 1, NULL, vals, NULL, NULL, 0));
+    if (!fault_fires(&e->fault_terminate_refused))
+        PQclear(
+            PQexecParams(c, "SELECT pg_terminate_backend($1::int)", 1, NULL, vals, NULL, NULL, 0));
     for (int i = 0; i < CAT_BACKEND_EXIT_POLLS; i++) {
         PGresult *r = PQexecParams(c, "SELECT 1 FROM pg_stat_activity WHERE pid = $1::int", 1, NULL,
                                    vals, NULL, NULL, 0);
-        bool gone = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 0;
+        ExecStatusType st = PQresultStatus(r);
+        bool gone = st == PGRES_TUPLES_OK && PQntuples(r) == 0;
         PQclear(r);
         if (gone)
-            return;
+            return BACKEND_GONE;
+        if (st != PGRES_TUPLES_OK)
+            return BACKEND_NO_ANSWER;
         struct timespec ts = {0, CAT_BACKEND_EXIT_POLL_MS * 1000L * 1000};
         nanosleep(&ts, NULL);
     }
+    return BACKEND_STAYED;
 }
+
+/* What a client can do about an unknown outcome (the API shows no commit ids). */
+#define UNKNOWN_HINT                                                                               \
+    "retry with the same Idempotency-Key or producer offset: it then applies exactly once"
 
 /*
  * After a connection loss around COMMIT: did commit_id land? Uses a fresh
- * connection (*cp is replaced). Returns COMMITTED, CONFLICT (absent: retry)
- * or UNKNOWN (cannot tell: the catalog is down).
+ * connection (*cp is replaced). The answer is definite only once the old
+ * backend is gone (a live one may still COMMIT): COMMITTED, CONFLICT (absent
+ * and gone: retry), or UNKNOWN (ST_EUNKNOWN in err, naming the commit: the
+ * catalog stayed unreachable, or the backend could not be ended). After
+ * UNKNOWN the commit's blobs must stay: the commit may have landed.
  */
 static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
                                            const struct plan *p, struct st_err *err)
@@ -182,18 +233,33 @@ static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int ol
     for (int attempt = 0; attempt < CAT_RESOLVE_ATTEMPTS; attempt++) {
         struct st_err e2 = {0};
         PGconn *c;
-        if (cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, &e2) == ST_OK) {
-            terminate_backend(c, old_pid);
+        if (!fault_fires(&e->fault_resolver_unreachable) &&
+            cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, &e2) == ST_OK) {
+            enum backend_state b = end_backend(e, c, old_pid);
             const char *vals[1] = {p->commit_id_s};
-            PGresult *r = PQexecParams(c, "SELECT seq FROM strike.snapshots WHERE commit_id = $1",
-                                       1, NULL, vals, NULL, NULL, 0);
-            if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+            PGresult *r = b == BACKEND_NO_ANSWER
+                              ? NULL
+                              : PQexecParams(c,
+                                             "SELECT seq FROM strike.snapshots WHERE commit_id "
+                                             "= $1",
+                                             1, NULL, vals, NULL, NULL, 0);
+            if (r != NULL && PQresultStatus(r) == PGRES_TUPLES_OK) {
                 bool found = PQntuples(r) == 1;
                 PQclear(r);
                 *cp = c;
-                log_warn("commit %s: connection lost around COMMIT; it %s", p->commit_id_s,
-                         found ? "did commit" : "did not commit, retrying");
-                return found ? COMMITTED : CONFLICT;
+                if (found || b == BACKEND_GONE) {
+                    log_warn("commit %s: connection lost around COMMIT; it %s", p->commit_id_s,
+                             found ? "did commit" : "did not commit, retrying");
+                    return found ? COMMITTED : CONFLICT;
+                }
+                log_warn("commit %s: connection lost around COMMIT; its backend %d did not "
+                         "exit, the outcome is unknown",
+                         p->commit_id_s, old_pid);
+                st_errf(err, ST_EUNKNOWN,
+                        "the outcome of commit %s is unknown: its catalog session could not be "
+                        "ended and may still commit; " UNKNOWN_HINT,
+                        p->commit_id_s);
+                return UNKNOWN;
             }
             PQclear(r);
             cat_release(e->pool, c, true);
@@ -201,9 +267,12 @@ static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int ol
         struct timespec ts = {0, CAT_RESOLVE_PAUSE_MS * 1000L * 1000};
         nanosleep(&ts, NULL);
     }
-    st_errf(err, ST_EUNAVAIL,
-            "catalog unreachable while deciding whether commit %s landed; its outcome is "
-            "unknown (look it up in strike.snapshots.commit_id)",
+    log_warn("commit %s: connection lost around COMMIT; the catalog stayed unreachable, the "
+             "outcome is unknown",
+             p->commit_id_s);
+    st_errf(err, ST_EUNKNOWN,
+            "the outcome of commit %s is unknown: the catalog became unreachable while it "
+            "committed; " UNKNOWN_HINT,
             p->commit_id_s);
     return UNKNOWN;
 }
@@ -390,9 +459,15 @@ static const char *cas_expected(struct engine *e, const struct plan *p, struct e
     return eng__i64(n, force ? p->base + 1000000 : p->base);
 }
 
-/* Queue the whole transaction, BEGIN to COMMIT. */
+/* Where the statements whose failure means something are in the pipeline (-1: not sent). */
+struct commit_stmts {
+    int advance, idem, deadline;
+};
+
+/* Queue the whole transaction, BEGIN to COMMIT (deadline_us 0: no blobs, no deadline). */
 static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table *t,
-                       const struct plan *p, int *idem_stmt, struct st_err *err)
+                       const struct plan *p, int64_t deadline_us, struct commit_stmts *st,
+                       struct st_err *err)
 {
     struct commit_params cp;
     eng__i64(&cp.tid, t->id);
@@ -402,6 +477,14 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table
     struct dv_rows a;
     dv_rows_build(p, &a);
     int rc = eng__send_sql(pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
+    int lock_ms = atomic_load(&e->fault_lock_timeout_ms);
+    if (rc == ST_OK && lock_ms > 0) { /* fault injection (tests): a shorter lock wait */
+        struct eng__num ms;
+        const char *v[1] = {eng__i64(&ms, lock_ms)};
+        rc = eng__send_sql(pp, "SELECT set_config('lock_timeout', $1, true)", 1, v, NULL, NULL, 0,
+                           err);
+    }
+    st->advance = pp->n;
     if (rc == ST_OK)
         rc = eng__send_sql(pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
     if (rc == ST_OK && p->fault_fail) /* fault injection (tests): not a conflict */
@@ -413,7 +496,15 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table
     if (rc == ST_OK)
         rc = send_keys(pp, t, p, &cp, err);
     if (rc == ST_OK)
-        rc = send_producers_idem(pp, t, p, &cp, idem_stmt, err);
+        rc = send_producers_idem(pp, t, p, &cp, &st->idem, err);
+    if (rc == ST_OK && deadline_us > 0) {
+        char secs[40];
+        snprintf(secs, sizeof secs, "%lld.%06lld", (long long)(deadline_us / 1000000),
+                 (long long)(deadline_us % 1000000));
+        const char *v[1] = {secs};
+        st->deadline = pp->n;
+        rc = eng__send_sql(pp, SQL_DEADLINE, 1, v, NULL, NULL, 0, err);
+    }
     if (rc == ST_OK)
         rc = eng__send_sql(pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
     dv_rows_free(&a);
@@ -422,18 +513,29 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table
 
 /* The outcome of a pipeline that ran: which statement failed, and how. */
 static enum commit_outcome classify(PGconn *c, const struct pgu_pipe *pp, const struct plan *p,
-                                    int idem_stmt, struct st_err *err)
+                                    const struct commit_stmts *st, struct st_err *err)
 {
     int bad = pgu_pipe_failed(pp);
-    /* a commit moves the table's seq by exactly one: advance_seq (statement 1) says where to */
-    assert(bad >= 0 || eng__get_i64(pp->res[1], 0, 0) == p->base + 1);
-    (void)p;
+    /* a commit moves the table's seq by exactly one: advance_seq says where to */
+    assert(bad >= 0 || eng__get_i64(pp->res[st->advance], 0, 0) == p->base + 1);
     if (bad < 0)
         return COMMITTED;
-    if (strcmp(pgu_pipe_sqlstate(pp, bad), "40001") == 0)
+    const char *state = pgu_pipe_sqlstate(pp, bad);
+    if (strcmp(state, "40001") == 0)
         return CONFLICT;
-    if (bad == idem_stmt && strcmp(pgu_pipe_sqlstate(pp, bad), "23505") == 0)
+    /* lock_timeout (another commit holds the table's row, or a key) or a
+       deadlock: contention, a definite abort, retried like a lost CAS */
+    if (strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0)
+        return LOCKED;
+    if (bad == st->idem && strcmp(state, "23505") == 0)
         return IDEM_RACE;
+    if (bad == st->deadline && strcmp(state, "22012") == 0) {
+        st_errf(err, ST_EUNAVAIL,
+                "commit %s gave up at COMMIT: its blobs grew older than ENGINE_COMMIT_MAX_AGE_S "
+                "(%d s) while its transaction ran; nothing was committed",
+                p->commit_id_s, ENGINE_COMMIT_MAX_AGE_S);
+        return TOO_OLD;
+    }
     cat_fail(c, pp->res[bad], "commit", err);
     return FAILED;
 }
@@ -444,11 +546,29 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
     PGconn *c = *cp;
     st_uuid_v4(p->commit_id);
     st_uuid_format(p->commit_id, p->commit_id_s);
+    /* gc may take a blob once it is ENGINE_GC_GRACE_MIN_S old: an attempt
+       whose oldest blob is past ENGINE_COMMIT_MAX_AGE_S does not commit it */
+    int64_t born = p->file_at_us;
+    if (p->puffin_at_us > 0 && (born == 0 || p->puffin_at_us < born))
+        born = p->puffin_at_us;
+    int64_t deadline_us = 0;
+    if (born > 0) {
+        born -= (int64_t)atomic_load(&e->fault_blob_age_s) * 1000000;
+        deadline_us = born + (int64_t)ENGINE_COMMIT_MAX_AGE_S * 1000000;
+        int64_t now = st_now_us();
+        if (now > deadline_us) {
+            st_errf(err, ST_EUNAVAIL,
+                    "commit %s gave up before COMMIT: its blobs were written %lld s ago, more "
+                    "than ENGINE_COMMIT_MAX_AGE_S (%d s); nothing was committed",
+                    p->commit_id_s, (long long)((now - born) / 1000000), ENGINE_COMMIT_MAX_AGE_S);
+            return TOO_OLD;
+        }
+    }
     struct pgu_pipe pp;
-    int idem_stmt = -1;
+    struct commit_stmts st = {-1, -1, -1};
     if (pgu_pipe_begin(&pp, c, err) != ST_OK)
         return FAILED;
-    if (send_commit(e, &pp, t, p, &idem_stmt, err) != ST_OK) {
+    if (send_commit(e, &pp, t, p, deadline_us, &st, err) != ST_OK) {
         PQexitPipelineMode(c);
         pgu_pipe_clear(&pp);
         return FAILED;
@@ -471,7 +591,9 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
         pgu_pipe_clear(&pp);
         return FAILED;
     }
-    enum commit_outcome out = classify(c, &pp, p, idem_stmt, err);
+    enum commit_outcome out = classify(c, &pp, p, &st, err);
+    if (out == LOCKED)
+        p->lock_waits++;
     pgu_pipe_clear(&pp);
     eng__rollback(c);
     return out;

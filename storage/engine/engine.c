@@ -570,7 +570,8 @@ int engine_drop_table(struct engine *e, const char *name, const struct engine_id
         struct eng__result res = {.op = ENG__OP_DROP};
         if ((rc = eng__idem_lookup(c, name, idem, &res, replayed, err)) != ST_OK || *replayed)
             break;
-        if ((rc = eng__begin(c, err)) != ST_OK)
+        /* the key index of a large table takes a while to delete: no statement limit */
+        if ((rc = eng__exec(c, "BEGIN; SET LOCAL statement_timeout = 0", "begin", err)) != ST_OK)
             break;
         const char *params[1] = {name};
         PGresult *r = PQexecParams(c, "DELETE FROM strike.tables WHERE name = $1 RETURNING id", 1,

@@ -294,6 +294,14 @@ struct gc_report {
     int64_t corrupt;    /* referenced but unreadable or inconsistent (fsck) */
 };
 /*
+ * The longest a commit may take from writing its first blob to COMMIT. An
+ * attempt whose blobs are older gives up before sending COMMIT, and its
+ * transaction checks the same deadline on the catalog's clock right before
+ * COMMIT (a statement that stalled, a lock wait): a definite abort, its
+ * blobs deleted, the requests failed with ST_EUNAVAIL (503, retry later).
+ */
+#define ENGINE_COMMIT_MAX_AGE_S 120
+/*
  * The shortest grace period the collector accepts: longer than any commit
  * may take from writing its blobs to COMMIT (a commit older than
  * ENGINE_COMMIT_MAX_AGE_S gives up before COMMIT, a definite abort).

@@ -58,6 +58,10 @@ struct engine {
     atomic_int fault_drop_at_commit;
     atomic_int fault_gather;
     _Atomic(const struct change_req *) fault_fail_req;
+    atomic_int fault_resolver_unreachable;
+    atomic_int fault_terminate_refused;
+    atomic_int fault_blob_age_s;
+    atomic_int fault_lock_timeout_ms;
     void (*test_gc_hook)(void *ctx);
     void *test_gc_hook_ctx;
 };

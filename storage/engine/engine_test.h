@@ -17,9 +17,23 @@ enum engine_fault {
     FAULT_CRASH_BEFORE_COMMIT,
     /* The next N commits lose their connection right after COMMIT is sent. */
     FAULT_DROP_AT_COMMIT,
+    /* The next N connections the unknown-outcome resolver asks for fail, as
+       if the catalog were unreachable (it gives up after CAT_RESOLVE_ATTEMPTS). */
+    FAULT_RESOLVER_UNREACHABLE,
+    /* The next N times the resolver ends a lost commit's backend, its
+       pg_terminate_backend is not sent (as if refused): the backend stays
+       until it finishes on its own. */
+    FAULT_TERMINATE_REFUSED,
+    /* Every commit's blobs look `n` seconds older than they are (0: as they
+       are), to the check before COMMIT and to the deadline it sends. */
+    FAULT_BLOB_AGE_S,
+    /* Every commit's transaction waits at most `n` ms for a lock (0: the
+       session's lock_timeout). */
+    FAULT_LOCK_TIMEOUT_MS,
 };
 
-/* Arm a fault: `n` is a count (NEXT, DROP) or 0/1 (the others). */
+/* Arm a fault: `n` is a count (NEXT, DROP, RESOLVER, TERMINATE), seconds
+   (BLOB_AGE), milliseconds (LOCK_TIMEOUT) or 0/1 (the others). */
 void engine_test_fault(struct engine *e, enum engine_fault f, int n);
 
 /*

@@ -66,7 +66,7 @@ static void test_status_table(void **state)
         {ST_ECONFLICT, 409, false},    {ST_ETOOBIG, 413, false},   {ST_EUNAVAIL, 503, true},
         {ST_EIO, 500, true},           {ST_ECORRUPT, 500, true},   {ST_EUNSUPPORTED, 400, false},
         {ST_EIDEMPOTENCY, 422, false}, {ST_EGONE, 404, false},     {ST_EINTERNAL, 500, true},
-        {ST_ERANGE, 416, false},       {ST_ENOSPACE, 507, true},
+        {ST_ERANGE, 416, false},       {ST_ENOSPACE, 507, true},   {ST_EUNKNOWN, 503, false},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         assert_int_equal(st_status_http(want[i].code), want[i].http);

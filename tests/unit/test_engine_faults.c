@@ -6,6 +6,17 @@
  *     are orphans that fsck lists and gc deletes;
  *   - the connection dies right after COMMIT is sent: the outcome is decided
  *     by the commit id, never committed twice;
+ *   - ... and the catalog stays unreachable for the resolver's patience, or
+ *     the old backend cannot be ended: ST_EUNKNOWN naming the commit, its
+ *     blobs kept, the data intact once the commit lands, and a retry with
+ *     the same Idempotency-Key applies it once;
+ *   - a commit whose blobs are older than ENGINE_COMMIT_MAX_AGE_S gives up
+ *     before COMMIT (checked before sending, and on the catalog's clock by
+ *     the statement before COMMIT): nothing committed, its blobs deleted;
+ *   - every catalog session bounds lock waits, statements and idle
+ *     transactions;
+ *   - a lock wait that times out (another server's long commit holds the
+ *     table's row) is contention: retried, then 409, never a 500;
  *   - the planner holds generic plans made on an empty, never-analyzed key
  *     index: every per-key statement is still one index probe per key
  *     (never a scan of the table's keys per key of the batch).
@@ -16,6 +27,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/catalog.h"
 #include "engine/engine.h"
 #include "engine/engine_test.h"
 #include "enginetest.h"
@@ -349,6 +362,427 @@ static void exec_ok(PGconn *c, const char *sql)
     PQclear(r);
 }
 
+/* The blobs (regular files) of a table. */
+static int count_blobs(const struct table *t)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "find '%s/tables/%s' -type f | wc -l", T.data_dir, t->uuid);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    int n = -1;
+    assert_int_equal(fscanf(f, "%d", &n), 1);
+    pclose(f);
+    return n;
+}
+
+/* One catalog value (the first column of the first row) as an integer. */
+static int64_t sql_i64(const char *q)
+{
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PGresult *r = PQexec(c, q);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        fail_msg("%s: %s", q, PQerrorMessage(c));
+    int64_t v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    PQfinish(c);
+    return v;
+}
+
+static int64_t table_seq(const struct table *t)
+{
+    char q[128];
+    snprintf(q, sizeof q, "SELECT seq FROM strike.tables WHERE id = %lld", (long long)t->id);
+    return sql_i64(q);
+}
+
+/*
+ * An ST_EUNKNOWN message names the commit (the client's only handle on it)
+ * and says how to resolve it; the named commit is the one of snapshot `seq`.
+ */
+static void assert_names_commit(const struct st_err *err, const struct table *t, int64_t seq)
+{
+    fprintf(stderr, "unknown outcome: %s\n", err->msg);
+    const char *at = strstr(err->msg, "the outcome of commit ");
+    assert_non_null(at);
+    char id[37];
+    snprintf(id, sizeof id, "%s", at + strlen("the outcome of commit "));
+    assert_int_equal(strlen(id), 36);
+    assert_non_null(strstr(err->msg, "retry with the same Idempotency-Key"));
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM strike.snapshots WHERE table_id = %lld AND seq = %lld AND "
+             "commit_id = '%s'",
+             (long long)t->id, (long long)seq, id);
+    assert_int_equal(sql_i64(q), 1);
+}
+
+/*
+ * Rows 1, 2, 3 (v = 10 id) in one file: updating or deleting one of them
+ * writes a DV (a Puffin file), and an update also a new Parquet file.
+ */
+static struct table *seeded_table(const char *name, struct change_res *res)
+{
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
+    struct st_value rows[3][2] = {{{0}}};
+    struct change seed[3];
+    for (int i = 0; i < 3; i++) {
+        rows[i][0].v.l = i + 1;
+        rows[i][1].v.l = 10 * (i + 1);
+        seed[i] = (struct change){CHANGE_UPSERT, rows[i]};
+    }
+    struct change_req sreq = {.table = t, .changes = seed, .nchanges = 3};
+    struct st_err err = {0};
+    assert_int_equal(engine_apply_changes(T.e, &sreq, res, &err), ST_OK);
+    assert_int_equal(res->seq, 1);
+    return t;
+}
+
+/*
+ * The connection dies at COMMIT and the catalog stays unreachable for every
+ * try of the resolver: the outcome is unknown. The request fails with
+ * ST_EUNKNOWN naming the commit, the blobs stay (the COMMIT did land here:
+ * deleting them would leave the table pointing at missing files), and a
+ * retry with the same Idempotency-Key replays the commit instead of
+ * applying it again. The same for a delete by filter.
+ */
+static void test_unknown_outcome_keeps_blobs(void **state)
+{
+    (void)state;
+    struct change_res res;
+    struct table *t = seeded_table("unknown", &res);
+    int blobs = count_blobs(t);
+    struct st_value vals[2] = {{0}};
+    vals[0].v.l = 1;
+    vals[1].v.l = 99;
+    struct change ch = {CHANGE_UPSERT, vals};
+    struct engine_idem idem = {.key = "unknown-1"};
+    memset(idem.hash, 3, 32);
+    struct change_req req = {.table = t, .changes = &ch, .nchanges = 1, .idem = &idem};
+    engine_test_fault(T.e, FAULT_DROP_AT_COMMIT, 1);
+    engine_test_fault(T.e, FAULT_RESOLVER_UNREACHABLE, CAT_RESOLVE_ATTEMPTS);
+    struct st_err err = {0};
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_EUNKNOWN);
+    engine_test_fault(T.e, FAULT_RESOLVER_UNREACHABLE, 0);
+    assert_int_equal(table_seq(t), 2); /* it landed */
+    assert_names_commit(&err, t, 2);
+    assert_int_equal(count_blobs(t), blobs + 2); /* its Parquet and Puffin files are kept */
+    int count;
+    assert_int_equal(value_of(t, 1, &count), 99);
+    assert_int_equal(count, 1);
+    struct findings fi = fsck();
+    assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
+    /* the client's way out: the same request with the same key, applied once */
+    st_err_clear(&err);
+    memset(&res, 0, sizeof res);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_true(res.replayed);
+    assert_int_equal(res.seq, 2);
+    assert_int_equal(res.updated, 1);
+    assert_int_equal(table_seq(t), 2);
+
+    /* a delete by filter: its Puffin file is kept the same way */
+    blobs = count_blobs(t);
+    struct filter *f = NULL;
+    const char *js = "{\"type\":\"eq\",\"term\":\"id\",\"value\":2}";
+    assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
+    struct engine_idem didem = {.key = "unknown-2"};
+    memset(didem.hash, 4, 32);
+    struct delete_res dr;
+    engine_test_fault(T.e, FAULT_DROP_AT_COMMIT, 1);
+    engine_test_fault(T.e, FAULT_RESOLVER_UNREACHABLE, CAT_RESOLVE_ATTEMPTS);
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, &didem, &dr, &err), ST_EUNKNOWN);
+    engine_test_fault(T.e, FAULT_RESOLVER_UNREACHABLE, 0);
+    assert_int_equal(table_seq(t), 3);
+    assert_names_commit(&err, t, 3);
+    assert_int_equal(count_blobs(t), blobs + 1);
+    assert_int_equal(value_of(t, 2, &count), -1);
+    assert_int_equal(count, 0);
+    fi = fsck();
+    assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
+    st_err_clear(&err);
+    memset(&dr, 0, sizeof dr);
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, &didem, &dr, &err), ST_OK);
+    assert_true(dr.replayed);
+    assert_int_equal(dr.seq, 3);
+    assert_int_equal(dr.deleted, 1);
+    filter_free(f);
+
+    /* a catalog back within the resolver's patience decides the outcome */
+    engine_test_fault(T.e, FAULT_DROP_AT_COMMIT, 1);
+    engine_test_fault(T.e, FAULT_RESOLVER_UNREACHABLE, 3);
+    vals[1].v.l = 100;
+    req.idem = NULL;
+    st_err_clear(&err);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_int_equal(res.seq, 4);
+    assert_int_equal(value_of(t, 1, &count), 100);
+    engine_table_unref(t);
+}
+
+/*
+ * The connection dies at COMMIT while the commit waits for the table's row
+ * (another session holds it), and the resolver cannot end the old backend
+ * (its pg_terminate_backend refused). The commit id is absent, but the
+ * backend may still COMMIT: the outcome is unknown, not "did not commit".
+ * Once the row is free the old backend does commit, and its blobs are there.
+ */
+static void test_unknown_outcome_when_backend_stays(void **state)
+{
+    (void)state;
+    struct change_res res;
+    struct table *t = seeded_table("stays", &res);
+    int blobs = count_blobs(t);
+    PGconn *holder = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(holder), CONNECTION_OK);
+    char q[128];
+    snprintf(q, sizeof q, "SELECT 1 FROM strike.tables WHERE id = %lld FOR UPDATE",
+             (long long)t->id);
+    exec_ok(holder, "BEGIN");
+    exec_ok(holder, q);
+    struct st_value vals[2] = {{0}};
+    vals[0].v.l = 1;
+    vals[1].v.l = 77;
+    struct change ch = {CHANGE_UPSERT, vals};
+    struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
+    engine_test_fault(T.e, FAULT_DROP_AT_COMMIT, 1);
+    engine_test_fault(T.e, FAULT_TERMINATE_REFUSED, 1);
+    struct st_err err = {0};
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_EUNKNOWN);
+    engine_test_fault(T.e, FAULT_TERMINATE_REFUSED, 0);
+    assert_non_null(strstr(err.msg, "could not be ended"));
+    assert_int_equal(table_seq(t), 1);           /* not yet: it waits for the row */
+    assert_int_equal(count_blobs(t), blobs + 2); /* kept: the commit may still land */
+    exec_ok(holder, "COMMIT");
+    PQfinish(holder);
+    /* the old backend goes on to COMMIT */
+    for (int i = 0; i < 1000 && table_seq(t) == 1; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(table_seq(t), 2);
+    assert_names_commit(&err, t, 2);
+    int count;
+    assert_int_equal(value_of(t, 1, &count), 77);
+    assert_int_equal(count, 1);
+    struct findings fi = fsck();
+    assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
+    engine_table_unref(t);
+}
+
+/* An upsert on a thread of its own (the test holds a lock meanwhile). */
+struct bg_upsert {
+    struct table *t;
+    int64_t id, v;
+    int rc;
+    struct change_res res;
+    struct st_err err;
+};
+
+static void *bg_upsert_run(void *arg)
+{
+    struct bg_upsert *b = arg;
+    b->rc = upsert(b->t, b->id, b->v, &b->res, &b->err);
+    return NULL;
+}
+
+/* Another session holds the table's row (FOR UPDATE), as a long commit of another server would. */
+static PGconn *hold_table_row(const struct table *t)
+{
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    char q[128];
+    snprintf(q, sizeof q, "SELECT 1 FROM strike.tables WHERE id = %lld FOR UPDATE",
+             (long long)t->id);
+    exec_ok(c, "BEGIN");
+    exec_ok(c, q);
+    return c;
+}
+
+/* Wait (bounded) until a session waits for a lock the holder has. */
+static void wait_for_waiter(PGconn *holder)
+{
+    for (int i = 0; i < 2000; i++) {
+        PGresult *r = PQexec(holder, "SELECT count(*) FROM pg_locks WHERE NOT granted");
+        assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+        bool waiting = atoi(PQgetvalue(r, 0, 0)) > 0;
+        PQclear(r);
+        if (waiting)
+            return;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("no commit came to wait for the table's row");
+}
+
+/*
+ * Another server's long commit holds the table's row: a commit's lock wait
+ * ends in lock_timeout (SQLSTATE 55P03). That is contention, not a failure:
+ * the commit is retried like a lost CAS (it was a 500 before), and after
+ * CAT_LOCK_RETRIES retries the request gets 409 with nothing committed and
+ * nothing left behind; released in time, the retry commits.
+ */
+static void test_lock_timeout_is_contention(void **state)
+{
+    (void)state;
+    struct change_res res;
+    struct table *t = seeded_table("locked", &res);
+    int blobs = count_blobs(t);
+    struct st_err err = {0};
+    engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 200);
+    PGconn *holder = hold_table_row(t);
+    struct engine_metrics before, after;
+    engine_metrics(T.e, &before);
+    assert_int_equal(upsert(t, 1, 50, &res, &err), ST_ECONFLICT);
+    fprintf(stderr, "locked: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "waited 3 times for a lock"));
+    engine_metrics(T.e, &after);
+    assert_int_equal(after.retries - before.retries, CAT_LOCK_RETRIES);
+    struct filter *f = NULL;
+    const char *js = "{\"type\":\"eq\",\"term\":\"id\",\"value\":2}";
+    st_err_clear(&err);
+    assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
+    struct delete_res dr;
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_ECONFLICT);
+    assert_non_null(strstr(err.msg, "for a lock"));
+    assert_int_equal(table_seq(t), 1);
+    assert_int_equal(count_blobs(t), blobs);
+
+    /* the row is released while the commit retries: it commits */
+    engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 1000);
+    engine_metrics(T.e, &before);
+    struct bg_upsert b = {.t = t, .id = 1, .v = 51};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, bg_upsert_run, &b), 0);
+    for (int i = 0; i < 2000; i++) {
+        engine_metrics(T.e, &after);
+        if (after.retries > before.retries)
+            break;
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(after.retries > before.retries); /* a lock wait timed out: retrying */
+    exec_ok(holder, "COMMIT");
+    PQfinish(holder);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 0);
+    if (b.rc != ST_OK)
+        fail_msg("after the lock: %s", b.err.msg);
+    assert_int_equal(b.res.seq, 2);
+    st_err_clear(&err);
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
+    assert_int_equal(dr.seq, 3);
+    int count;
+    assert_int_equal(value_of(t, 1, &count), 51);
+    assert_int_equal(value_of(t, 2, &count), -1);
+    struct findings fi = fsck();
+    assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
+    filter_free(f);
+    engine_table_unref(t);
+}
+
+/* One setting of a session, as SHOW prints it. */
+static void assert_setting(PGconn *c, const char *name, const char *want)
+{
+    char q[96];
+    snprintf(q, sizeof q, "SHOW %s", name);
+    PGresult *r = PQexec(c, q);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    fprintf(stderr, "%s = %s\n", name, PQgetvalue(r, 0, 0));
+    assert_string_equal(PQgetvalue(r, 0, 0), want);
+    PQclear(r);
+}
+
+/*
+ * Every catalog session bounds a lock wait, a statement and an idle
+ * transaction: a hung statement or a stalled client cannot keep a
+ * transaction, and the table row it locked, open for ever.
+ */
+static void test_catalog_session_limits(void **state)
+{
+    (void)state;
+    struct cat_pool *pool;
+    struct st_err err = {0};
+    assert_int_equal(cat_pool_open(T.conninfo, 2, &pool, &err), ST_OK);
+    PGconn *c;
+    assert_int_equal(cat_acquire(pool, &c, CAT_WAIT_ACQUIRE_MS, &err), ST_OK);
+    assert_setting(c, "lock_timeout", "10s");
+    assert_setting(c, "statement_timeout", "1min");
+    assert_setting(c, "idle_in_transaction_session_timeout", "1min");
+    /* and a statement over the limit fails as "retry later", not as an internal error */
+    exec_ok(c, "SET statement_timeout = 50");
+    assert_int_equal(cat_exec(c, "SELECT pg_sleep(1)", "sleeping", &err), ST_EUNAVAIL);
+    fprintf(stderr, "%s\n", err.msg);
+    cat_release(pool, c, true);
+    cat_pool_close(pool);
+}
+
+/*
+ * gc may delete an unreferenced blob once it is ENGINE_GC_GRACE_MIN_S old,
+ * so a commit must not reference blobs older than ENGINE_COMMIT_MAX_AGE_S.
+ * Blobs that look old before the pipeline is sent: the attempt gives up
+ * (ST_EUNAVAIL), commits nothing and deletes them. Blobs that grow old while
+ * the transaction waits for the table's row: the statement before COMMIT
+ * sees the deadline pass on the catalog's clock, and the COMMIT rolls back.
+ */
+static void test_commit_gives_up_when_blobs_are_old(void **state)
+{
+    (void)state;
+    struct change_res res;
+    struct table *t = seeded_table("old", &res);
+    int blobs = count_blobs(t);
+    struct st_err err = {0};
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, ENGINE_COMMIT_MAX_AGE_S + 1);
+    assert_int_equal(upsert(t, 1, 99, &res, &err), ST_EUNAVAIL);
+    fprintf(stderr, "old blobs: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "gave up before COMMIT"));
+    struct filter *f = NULL;
+    const char *js = "{\"type\":\"eq\",\"term\":\"id\",\"value\":2}";
+    st_err_clear(&err);
+    assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
+    struct delete_res dr;
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_EUNAVAIL);
+    assert_non_null(strstr(err.msg, "gave up before COMMIT"));
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, 0);
+    assert_int_equal(table_seq(t), 1);
+    assert_int_equal(count_blobs(t), blobs); /* a definite abort: its blobs are gone */
+
+    /* two seconds left when the pipeline is sent, then three in a lock wait */
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, ENGINE_COMMIT_MAX_AGE_S - 2);
+    PGconn *holder = hold_table_row(t);
+    struct bg_upsert b = {.t = t, .id = 1, .v = 98};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, bg_upsert_run, &b), 0);
+    wait_for_waiter(holder);
+    struct timespec ts = {3, 0};
+    nanosleep(&ts, NULL);
+    exec_ok(holder, "COMMIT");
+    PQfinish(holder);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, 0);
+    fprintf(stderr, "old at COMMIT: %s\n", b.err.msg);
+    assert_int_equal(b.rc, ST_EUNAVAIL);
+    assert_non_null(strstr(b.err.msg, "gave up at COMMIT"));
+    assert_int_equal(table_seq(t), 1);
+    assert_int_equal(count_blobs(t), blobs);
+    int count;
+    assert_int_equal(value_of(t, 1, &count), 10);
+    struct findings fi = fsck();
+    assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
+
+    /* fresh blobs commit */
+    st_err_clear(&err);
+    assert_int_equal(upsert(t, 1, 97, &res, &err), ST_OK);
+    assert_int_equal(res.seq, 2);
+    assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
+    assert_int_equal(dr.seq, 3);
+    assert_int_equal(value_of(t, 1, &count), 97);
+    filter_free(f);
+    engine_table_unref(t);
+}
+
 /*
  * A prepared statement runs on a generic plan from its sixth execution on,
  * planned with the statistics of that moment; a batch join planned while the
@@ -422,6 +856,11 @@ int main(void)
         cmocka_unit_test(test_conflict_on_every_first_attempt),
         cmocka_unit_test(test_crash_between_blobs_and_commit),
         cmocka_unit_test(test_connection_lost_at_commit),
+        cmocka_unit_test(test_unknown_outcome_keeps_blobs),
+        cmocka_unit_test(test_unknown_outcome_when_backend_stays),
+        cmocka_unit_test(test_commit_gives_up_when_blobs_are_old),
+        cmocka_unit_test(test_catalog_session_limits),
+        cmocka_unit_test(test_lock_timeout_is_contention),
         cmocka_unit_test(test_key_statements_plan_as_index_probes),
         cmocka_unit_test(test_gc_floor_and_last_look),
     };
