@@ -19,12 +19,12 @@
  * name:          st_strerror's short words.
  * http:          the HTTP status of docs/API.md "Errors".
  * grpc:          the gRPC status, as the suffix of GRPC_STATUS_* (docs/API.md "gRPC").
- * ST_ENOSPACE:   a blob write failed with ENOSPC or EDQUOT: 507 Insufficient Storage, so that
- *                a full disk is told apart from a fault (nothing was committed; retry later).
  * public_detail: NULL when the code's message goes to the client as it is;
  *                else the words the client gets instead (5xx: the catalog's
  *                and the system's own words, socket paths and SQL, stay in
  *                the server log under the request id).
+ * ST_ENOSPACE:   a blob write failed with ENOSPC or EDQUOT: 507 Insufficient Storage, so that
+ *                a full disk is told apart from a fault (nothing was committed; retry later).
  * ST_EUNKNOWN:   a commit whose outcome the catalog could not tell (the
  *                connection broke around COMMIT): a 503 (with Retry-After,
  *                as every 503) whose message, written by the engine for the
