@@ -269,12 +269,15 @@ static int commit_changes(struct engine *e, PGconn **c, struct cbatch *b, struct
 /*
  * After a batch failed with rc: may its requests still commit one by one?
  * Not after contention (retries spent: alone they would lose the same
- * race), an unknown outcome or an unreachable catalog (ST_EUNAVAIL), or a
- * table that is gone; any other failure may be one request's own.
+ * race), an unreachable catalog (ST_EUNAVAIL), a full blob store
+ * (ST_ENOSPACE), a table that is gone, and never after an unknown outcome
+ * (ST_EUNKNOWN: the batch may have committed; a retry would apply it twice);
+ * any other failure may be one request's own.
  */
 static bool retry_alone(int rc)
 {
-    return rc != ST_OK && rc != ST_ECONFLICT && rc != ST_EUNAVAIL && rc != ST_ENOTFOUND;
+    return rc != ST_OK && rc != ST_ECONFLICT && rc != ST_EUNAVAIL && rc != ST_EUNKNOWN &&
+           rc != ST_ENOSPACE && rc != ST_ENOTFOUND;
 }
 
 static void process_changes(struct engine *e, struct item **items, size_t n)
