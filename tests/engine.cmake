@@ -11,3 +11,4 @@ strike_unit_test(test_engine_concurrency PG SOURCES unit/test_engine_concurrency
 strike_unit_test(test_engine_faults PG SOURCES unit/test_engine_faults.c LIBS strike_enginetest
                  LABELS tsan)
 strike_py_test(test_cli_admin test_cli_admin.py)
+strike_unit_test(test_engine_history PG SOURCES unit/test_engine_history.c LIBS strike_enginetest)

@@ -1,0 +1,287 @@
+/*
+ * test_engine_history.c - catalog statements cost O(live state), not
+ * O(history). Nothing is removed from the catalog yet (no compaction, no
+ * expiry), so every commit leaves a dead data file and a closed DV behind.
+ * The table here keeps two live files whatever its age: an anchor file
+ * whose DV grows by one position per commit (one closed DV row per
+ * commit), and a hot key rewritten by every commit (one dead file per
+ * commit). Each statement runs under EXPLAIN ANALYZE after 50 and after
+ * 500 commits, and the rows its scans touch must not grow with them.
+ *
+ * The plans are taken with sequential scans off: on tables this small the
+ * planner may rightly prefer one, but what is checked is that an index plan
+ * bounded by the live state exists and is the one chosen when the table
+ * is large (a sequential scan would be O(history) by definition).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "engine/engine_test.h"
+#include "enginetest.h"
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#define ANCHOR_KEYS 600 /* rows of the anchor file: one is deleted per commit */
+#define HOT_KEY 1000000 /* rewritten by every commit */
+
+static struct et T;
+
+static int setup(void **state)
+{
+    (void)state;
+    et_open(&T, "strike_test_history", 1024);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    et_close(&T, true);
+    return 0;
+}
+
+static void exec_ok(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fprintf(stderr, "%s: %s", sql, PQerrorMessage(c));
+    assert_true(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK);
+    PQclear(r);
+}
+
+static int64_t query_i64(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_int_equal(PQntuples(r), 1);
+    int64_t v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return v;
+}
+
+/* Commit 1 writes the anchor file; commit k > 1 deletes anchor key k - 1 and rewrites HOT_KEY. */
+static void commit_once(struct table *t, int64_t k)
+{
+    struct change_res res;
+    struct st_err err = {0};
+    if (k == 1) {
+        struct st_value *v = calloc(2 * ANCHOR_KEYS, sizeof *v);
+        struct change *ch = calloc(ANCHOR_KEYS, sizeof *ch);
+        for (int i = 0; i < ANCHOR_KEYS; i++) {
+            v[2 * i].v.l = i;
+            v[2 * i + 1].v.l = i;
+            ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+        }
+        struct change_req req = {.table = t, .changes = ch, .nchanges = ANCHOR_KEYS};
+        assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+        free(ch);
+        free(v);
+    } else {
+        struct st_value del[1] = {{0}}, hot[2] = {{0}};
+        del[0].v.l = k - 1;
+        hot[0].v.l = HOT_KEY;
+        hot[1].v.l = k;
+        struct change ch[2] = {{CHANGE_DELETE, del}, {CHANGE_UPSERT, hot}};
+        struct change_req req = {.table = t, .changes = ch, .nchanges = 2};
+        if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
+            fail_msg("commit %lld: %s", (long long)k, err.msg);
+        assert_int_equal(res.deleted, 1);
+    }
+    assert_int_equal(res.seq, k);
+}
+
+/* What a plan touched: rows its scans returned or filtered out, and the indexes it used. */
+struct touched {
+    int64_t rows;
+    char indexes[512]; /* " name name ..." */
+    bool seq_scan;     /* a sequential scan: the whole table */
+    bool full_index;   /* an index scan with no index condition: the whole index */
+};
+
+static void walk_plan(const json_t *node, struct touched *out)
+{
+    const char *type = json_string_value(json_object_get(node, "Node Type"));
+    double loops = json_number_value(json_object_get(node, "Actual Loops"));
+    if (type != NULL && strstr(type, "Scan") != NULL && strcmp(type, "Function Scan") != 0 &&
+        strcmp(type, "CTE Scan") != 0 && strcmp(type, "Subquery Scan") != 0) {
+        double rows = json_number_value(json_object_get(node, "Actual Rows"));
+        double filtered = json_number_value(json_object_get(node, "Rows Removed by Filter")) +
+                          json_number_value(json_object_get(node, "Rows Removed by Index Recheck"));
+        out->rows += (int64_t)((rows + filtered) * loops + 0.5);
+        out->seq_scan |= strcmp(type, "Seq Scan") == 0;
+    }
+    const char *index = json_string_value(json_object_get(node, "Index Name"));
+    if (index != NULL) {
+        out->full_index |= json_object_get(node, "Index Cond") == NULL;
+        size_t n = strlen(out->indexes);
+        snprintf(out->indexes + n, sizeof out->indexes - n, " %s", index);
+    }
+    const json_t *kids = json_object_get(node, "Plans");
+    size_t i;
+    const json_t *kid;
+    json_array_foreach(kids, i, kid) walk_plan(kid, out);
+}
+
+/*
+ * EXPLAIN ANALYZE the statement `sql` with `params` (a comma-separated SQL
+ * list, as EXECUTE takes them) after running `settings` (may be NULL) in
+ * the same transaction, which is rolled back.
+ */
+static struct touched explain(PGconn *c, const char *what, const char *sql, const char *params,
+                              const char *settings)
+{
+    exec_ok(c, "BEGIN");
+    exec_ok(c, "SET LOCAL enable_seqscan = off");
+    if (settings != NULL)
+        exec_ok(c, settings);
+    PGresult *r = PQprepare(c, "stmt", sql, 0, NULL);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        fail_msg("%s: %s", what, PQresultErrorMessage(r));
+    PQclear(r);
+    char ex[1024];
+    snprintf(ex, sizeof ex, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE stmt(%s)", params);
+    r = PQexec(c, ex);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", what, PQresultErrorMessage(r));
+    json_error_t jerr;
+    json_t *doc = json_loads(PQgetvalue(r, 0, 0), 0, &jerr);
+    assert_non_null(doc);
+    struct touched out = {0};
+    walk_plan(json_object_get(json_array_get(doc, 0), "Plan"), &out);
+    json_decref(doc);
+    PQclear(r);
+    exec_ok(c, "ROLLBACK");
+    exec_ok(c, "DEALLOCATE stmt");
+    fprintf(stderr, "%-40s %5lld rows touched, indexes:%s%s%s\n", what, (long long)out.rows,
+            out.indexes, out.seq_scan ? " (and a seq scan)" : "",
+            out.full_index ? " (and a full index scan)" : "");
+    return out;
+}
+
+/* The statements, after `commits` commits. */
+struct measure {
+    struct touched key_lookup;
+};
+
+static struct measure measure(PGconn *c, int64_t tid, int64_t commits)
+{
+    struct measure m;
+    char p[256];
+    fprintf(stderr, "after %lld commits:\n", (long long)commits);
+    /* the base read of a commit on an anchor key and the hot key: the
+       files they point to, each with its live DV */
+    snprintf(p, sizeof p, "%lld, '{%d,%d}'", (long long)tid, ANCHOR_KEYS - 1, HOT_KEY);
+    m.key_lookup = explain(c, "key lookup (live DV per file)", engine_test_key_sql(0), p,
+                           engine_test_key_plan_settings());
+    assert_non_null(strstr(m.key_lookup.indexes, "deletion_vectors_live_by_file"));
+    return m;
+}
+
+/* b did not touch more rows than a, whatever history lies between them. */
+static void assert_bounded(const char *what, struct touched a, struct touched b)
+{
+    if (b.rows > a.rows)
+        fail_msg("%s: touched %lld rows after 50 commits, %lld after 500", what,
+                 (long long)a.rows, (long long)b.rows);
+    assert_false(b.seq_scan);
+    assert_false(b.full_index);
+}
+
+/*
+ * On a fresh, never-analyzed catalog, under a generic plan and the
+ * engine's own settings (the trap of docs/DESIGN.md "The generic-plan
+ * trap"), the base read's file rows are probes of data_files' primary key
+ * and their DVs probes of the live-DV index, never a walk of the table's
+ * live files or of a file's DVs.
+ */
+static void test_lookup_probes_files_and_live_dvs(void **state)
+{
+    (void)state;
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    exec_ok(c, "BEGIN");
+    exec_ok(c, "SET LOCAL plan_cache_mode = force_generic_plan");
+    exec_ok(c, engine_test_key_plan_settings());
+    static const char *const params[2] = {"1, '{}'::bigint[]", "1, '{}'::bytea[]"};
+    for (int i = 0; i < 2; i++) { /* the lookups of both key types */
+        char name[16], ex[128];
+        snprintf(name, sizeof name, "lookup_%d", i);
+        PGresult *r = PQprepare(c, name, engine_test_key_sql(i), 0, NULL);
+        assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        snprintf(ex, sizeof ex, "EXPLAIN EXECUTE %s(%s)", name, params[i]);
+        r = PQexec(c, ex);
+        assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+        const char *want = NULL; /* the index condition the last scan must have */
+        int files = 0, dvs = 0;
+        for (int row = 0; row < PQntuples(r); row++) {
+            const char *line = PQgetvalue(r, row, 0);
+            fprintf(stderr, "lookup %d: %s\n", i, line);
+            if (want != NULL && strstr(line, "Index Cond:") != NULL) {
+                assert_non_null(strstr(line, want));
+                files += strcmp(want, "(id = ") == 0;
+                dvs += strcmp(want, "(data_file_id = ") == 0;
+                want = NULL;
+            }
+            if (strstr(line, " on data_files ") != NULL) {
+                assert_non_null(strstr(line, "Index Scan using data_files_pkey"));
+                want = "(id = ";
+            } else if (strstr(line, " on deletion_vectors ") != NULL) {
+                assert_non_null(strstr(line, "Index Scan using deletion_vectors_live_by_file"));
+                want = "(data_file_id = ";
+            }
+        }
+        assert_null(want); /* a scan without an index condition */
+        assert_int_equal(files, 1);
+        assert_int_equal(dvs, 1);
+        PQclear(r);
+    }
+    exec_ok(c, "ROLLBACK");
+    PQfinish(c);
+}
+
+static void test_statements_touch_the_live_state(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "hist", cols, 2, pk, 1, NULL);
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    int64_t k = 1;
+    for (; k <= 50; k++)
+        commit_once(t, k);
+    exec_ok(c, "ANALYZE");
+    struct measure m50 = measure(c, t->id, 50);
+    for (; k <= 500; k++)
+        commit_once(t, k);
+    exec_ok(c, "ANALYZE");
+    /* the history is there: a dead file and a closed DV per commit */
+    assert_true(query_i64(c, "SELECT count(*) FROM strike.data_files WHERE removed_seq IS NOT "
+                             "NULL") >= 490);
+    assert_true(query_i64(c, "SELECT count(*) FROM strike.deletion_vectors WHERE removed_seq IS "
+                             "NOT NULL") >= 490);
+    struct measure m500 = measure(c, t->id, 500);
+    assert_bounded("key lookup", m50.key_lookup, m500.key_lookup);
+    PQfinish(c);
+    engine_table_unref(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lookup_probes_files_and_live_dvs),
+        cmocka_unit_test(test_statements_touch_the_live_state),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
