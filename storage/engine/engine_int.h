@@ -161,6 +161,8 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
                         int64_t snapshot, int64_t *seq, struct snap_file **files, size_t *n,
                         struct st_err *err);
 void eng__snap_files_free(struct snap_file *f, size_t n);
+/* Its statement: $1 the table id, $2 the snapshot (NULL: the current one). */
+extern const char *const eng__sql_snapshot_files;
 /*
  * Pruning (scan, plan, delete by filter). May a row of the file match `f`,
  * from its catalog statistics (no I/O)? May a row of row group `rg` match,

@@ -36,4 +36,15 @@ void engine_test_gc_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
 const char *engine_test_key_sql(int i);
 const char *engine_test_key_plan_settings(void);
 
+/*
+ * The catalog statements whose cost must follow the live table, not its
+ * history (nothing is removed from the catalog yet): for tests of the rows
+ * they touch as the history grows.
+ */
+enum engine_test_sql {
+    /* a snapshot's files with their DVs: $1 table id, $2 snapshot (NULL: current) */
+    ENGINE_TEST_SQL_SNAPSHOT_FILES,
+};
+const char *engine_test_history_sql(enum engine_test_sql which);
+
 #endif

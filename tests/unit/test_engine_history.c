@@ -170,7 +170,7 @@ static struct touched explain(PGconn *c, const char *what, const char *sql, cons
 
 /* The statements, after `commits` commits. */
 struct measure {
-    struct touched key_lookup;
+    struct touched key_lookup, files_now, files_recent;
 };
 
 static struct measure measure(PGconn *c, int64_t tid, int64_t commits)
@@ -184,15 +184,44 @@ static struct measure measure(PGconn *c, int64_t tid, int64_t commits)
     m.key_lookup = explain(c, "key lookup (live DV per file)", engine_test_key_sql(0), p,
                            engine_test_key_plan_settings());
     assert_non_null(strstr(m.key_lookup.indexes, "deletion_vectors_live_by_file"));
+    /* scan, plan and delete by filter: the files of the current snapshot,
+       and of the snapshot five commits back */
+    const char *files = engine_test_history_sql(ENGINE_TEST_SQL_SNAPSHOT_FILES);
+    snprintf(p, sizeof p, "%lld, NULL", (long long)tid);
+    m.files_now = explain(c, "snapshot files (current)", files, p, NULL);
+    assert_non_null(strstr(m.files_now.indexes, "data_files_live"));
+    snprintf(p, sizeof p, "%lld, %lld", (long long)tid, (long long)commits - 5);
+    m.files_recent = explain(c, "snapshot files (5 commits back)", files, p, NULL);
+    assert_non_null(strstr(m.files_recent.indexes, "data_files_removed"));
     return m;
+}
+
+/* Snapshot `s` (-1: the current one, 500) as commit_once built it. */
+static void check_snapshot(struct table *t, int64_t s)
+{
+    int64_t seq = s < 0 ? 500 : s;
+    struct et_rows rows;
+    et_scan(&T, t, s, &rows);
+    assert_int_equal(rows.snapshot, seq);
+    /* commits 2..seq deleted anchor keys 1..seq-1 and wrote the hot key = seq */
+    size_t want = (size_t)(ANCHOR_KEYS - (seq - 1) + (seq > 1));
+    assert_int_equal(rows.n, want);
+    for (size_t i = 0; i < rows.n; i++) {
+        int64_t id = rows.rows[i].v[0].v.l, v = rows.rows[i].v[1].v.l;
+        if (id == HOT_KEY)
+            assert_int_equal(v, seq);
+        else
+            assert_true(id == 0 || id >= seq);
+    }
+    et_rows_free(&rows);
 }
 
 /* b did not touch more rows than a, whatever history lies between them. */
 static void assert_bounded(const char *what, struct touched a, struct touched b)
 {
     if (b.rows > a.rows)
-        fail_msg("%s: touched %lld rows after 50 commits, %lld after 500", what,
-                 (long long)a.rows, (long long)b.rows);
+        fail_msg("%s: touched %lld rows after 50 commits, %lld after 500", what, (long long)a.rows,
+                 (long long)b.rows);
     assert_false(b.seq_scan);
     assert_false(b.full_index);
 }
@@ -273,6 +302,13 @@ static void test_statements_touch_the_live_state(void **state)
                              "NOT NULL") >= 490);
     struct measure m500 = measure(c, t->id, 500);
     assert_bounded("key lookup", m50.key_lookup, m500.key_lookup);
+    assert_bounded("snapshot files (current)", m50.files_now, m500.files_now);
+    assert_bounded("snapshot files (5 commits back)", m50.files_recent, m500.files_recent);
+    /* and an old snapshot still reads what it held */
+    check_snapshot(t, 1);
+    check_snapshot(t, 30);
+    check_snapshot(t, 499);
+    check_snapshot(t, -1);
     PQfinish(c);
     engine_table_unref(t);
 }
