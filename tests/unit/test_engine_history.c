@@ -313,11 +313,55 @@ static void test_statements_touch_the_live_state(void **state)
     engine_table_unref(t);
 }
 
+/*
+ * A batch whose keys take several lookup statements (20,000 keys each)
+ * reaches the same file from each of them: the base read takes the file
+ * once (a file taken twice would get two DVs in one commit).
+ */
+static void test_one_file_from_many_lookups(void **state)
+{
+    (void)state;
+    enum { N = 45001 };
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "wide", cols, 2, pk, 1, NULL);
+    struct st_value *v = calloc(2 * N, sizeof *v);
+    struct change *ch = calloc(N, sizeof *ch);
+    for (int i = 0; i < N; i++) {
+        v[2 * i].v.l = i;
+        v[2 * i + 1].v.l = i;
+        ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+    }
+    struct change_req req = {.table = t, .changes = ch, .nchanges = N};
+    struct change_res res;
+    struct st_err err = {0};
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    for (int i = 0; i < N - 1; i++) /* every key but the last, from one file */
+        ch[i].op = CHANGE_DELETE;
+    req.nchanges = N - 1;
+    if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(res.deleted, N - 1);
+    struct table_stats st;
+    assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
+    assert_int_equal(st.data_files, 1);
+    assert_int_equal(st.deleted_rows, N - 1);
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal(rows.n, 1);
+    assert_int_equal(rows.rows[0].v[0].v.l, N - 1);
+    et_rows_free(&rows);
+    free(ch);
+    free(v);
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup_probes_files_and_live_dvs),
         cmocka_unit_test(test_statements_touch_the_live_state),
+        cmocka_unit_test(test_one_file_from_many_lookups),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
