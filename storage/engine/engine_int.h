@@ -178,6 +178,9 @@ bool eng__row_group_may_match(const struct table *t, struct pq_reader *r, int rg
 void eng__live_mask(const struct dv *dv, uint64_t first, size_t n, uint8_t *sel);
 
 /* ---- gc.c ---- */
+/* The collector's lookup of blob paths ($1 text[]: those unreferenced) and its planner settings. */
+extern const char *const eng__sql_gc_unreferenced;
+extern const char *const eng__sql_gc_plans;
 int eng__gc_start(struct engine *e);
 void eng__gc_stop(struct engine *e);
 

@@ -44,6 +44,10 @@ const char *engine_test_key_plan_settings(void);
 enum engine_test_sql {
     /* a snapshot's files with their DVs: $1 table id, $2 snapshot (NULL: current) */
     ENGINE_TEST_SQL_SNAPSHOT_FILES,
+    /* gc's lookup of the blobs it found: $1 paths (text[]), returns the unreferenced ones */
+    ENGINE_TEST_SQL_GC_UNREFERENCED,
+    /* the planner settings gc runs that lookup under (in the same transaction) */
+    ENGINE_TEST_SQL_GC_PLANS,
 };
 const char *engine_test_history_sql(enum engine_test_sql which);
 

@@ -22,6 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "engine/engine_test.h"
@@ -102,7 +106,8 @@ static void commit_once(struct table *t, int64_t k)
 
 /* What a plan touched: rows its scans returned or filtered out, and the indexes it used. */
 struct touched {
-    int64_t rows;
+    int64_t rows;      /* (rows returned + rows filtered out) x loops, over the scans */
+    int64_t probes;    /* index descents: the loops of the index scans */
     char indexes[512]; /* " name name ..." */
     bool seq_scan;     /* a sequential scan: the whole table */
     bool full_index;   /* an index scan with no index condition: the whole index */
@@ -123,6 +128,7 @@ static void walk_plan(const json_t *node, struct touched *out)
     const char *index = json_string_value(json_object_get(node, "Index Name"));
     if (index != NULL) {
         out->full_index |= json_object_get(node, "Index Cond") == NULL;
+        out->probes += (int64_t)loops;
         size_t n = strlen(out->indexes);
         snprintf(out->indexes + n, sizeof out->indexes - n, " %s", index);
     }
@@ -148,9 +154,11 @@ static struct touched explain(PGconn *c, const char *what, const char *sql, cons
     if (PQresultStatus(r) != PGRES_COMMAND_OK)
         fail_msg("%s: %s", what, PQresultErrorMessage(r));
     PQclear(r);
-    char ex[1024];
-    snprintf(ex, sizeof ex, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE stmt(%s)", params);
+    size_t len = strlen(params) + 64;
+    char *ex = malloc(len);
+    snprintf(ex, len, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE stmt(%s)", params);
     r = PQexec(c, ex);
+    free(ex);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         fail_msg("%s: %s", what, PQresultErrorMessage(r));
     json_error_t jerr;
@@ -162,15 +170,16 @@ static struct touched explain(PGconn *c, const char *what, const char *sql, cons
     PQclear(r);
     exec_ok(c, "ROLLBACK");
     exec_ok(c, "DEALLOCATE stmt");
-    fprintf(stderr, "%-40s %5lld rows touched, indexes:%s%s%s\n", what, (long long)out.rows,
-            out.indexes, out.seq_scan ? " (and a seq scan)" : "",
+    fprintf(stderr, "%-36s %5lld rows touched, %4lld index probes, indexes:%s%s%s\n", what,
+            (long long)out.rows, (long long)out.probes, out.indexes,
+            out.seq_scan ? " (and a seq scan)" : "",
             out.full_index ? " (and a full index scan)" : "");
     return out;
 }
 
 /* The statements, after `commits` commits. */
 struct measure {
-    struct touched key_lookup, files_now, files_recent;
+    struct touched key_lookup, files_now, files_recent, gc_lookup;
 };
 
 static struct measure measure(PGconn *c, int64_t tid, int64_t commits)
@@ -193,6 +202,23 @@ static struct measure measure(PGconn *c, int64_t tid, int64_t commits)
     snprintf(p, sizeof p, "%lld, %lld", (long long)tid, (long long)commits - 5);
     m.files_recent = explain(c, "snapshot files (5 commits back)", files, p, NULL);
     assert_non_null(strstr(m.files_recent.indexes, "data_files_removed"));
+    /* gc's lookup of a batch of blobs: the 20 newest data files, the 20
+       newest Puffin files, and 20 paths no row holds */
+    PGresult *r = PQexec(c, "SELECT array_agg(p)::text FROM ((SELECT path AS p FROM "
+                            "strike.data_files ORDER BY id DESC LIMIT 20) UNION ALL (SELECT "
+                            "puffin_path FROM strike.deletion_vectors ORDER BY added_seq DESC "
+                            "LIMIT 20) UNION ALL SELECT 'tables/x/data/orphan-' || g || '.parquet' "
+                            "FROM generate_series(1, 20) g) x");
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    char *gp = malloc(strlen(PQgetvalue(r, 0, 0)) + 16);
+    sprintf(gp, "'%s'", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    m.gc_lookup =
+        explain(c, "gc lookup (60 paths)", engine_test_history_sql(ENGINE_TEST_SQL_GC_UNREFERENCED),
+                gp, engine_test_history_sql(ENGINE_TEST_SQL_GC_PLANS));
+    free(gp);
+    assert_non_null(strstr(m.gc_lookup.indexes, "data_files_by_path"));
+    assert_non_null(strstr(m.gc_lookup.indexes, "deletion_vectors_by_path"));
     return m;
 }
 
@@ -219,9 +245,10 @@ static void check_snapshot(struct table *t, int64_t s)
 /* b did not touch more rows than a, whatever history lies between them. */
 static void assert_bounded(const char *what, struct touched a, struct touched b)
 {
-    if (b.rows > a.rows)
-        fail_msg("%s: touched %lld rows after 50 commits, %lld after 500", what, (long long)a.rows,
-                 (long long)b.rows);
+    if (b.rows > a.rows || b.probes > a.probes)
+        fail_msg("%s: touched %lld rows (%lld probes) after 50 commits, %lld (%lld) after 500",
+                 what, (long long)a.rows, (long long)a.probes, (long long)b.rows,
+                 (long long)b.probes);
     assert_false(b.seq_scan);
     assert_false(b.full_index);
 }
@@ -304,6 +331,7 @@ static void test_statements_touch_the_live_state(void **state)
     assert_bounded("key lookup", m50.key_lookup, m500.key_lookup);
     assert_bounded("snapshot files (current)", m50.files_now, m500.files_now);
     assert_bounded("snapshot files (5 commits back)", m50.files_recent, m500.files_recent);
+    assert_bounded("gc lookup", m50.gc_lookup, m500.gc_lookup);
     /* and an old snapshot still reads what it held */
     check_snapshot(t, 1);
     check_snapshot(t, 30);
@@ -356,11 +384,76 @@ static void test_one_file_from_many_lookups(void **state)
     engine_table_unref(t);
 }
 
+static void on_finding(void *ctx, const char *kind, const char *path, const char *detail)
+{
+    (void)ctx;
+    fprintf(stderr, "fsck: %s %s: %s\n", kind, path, detail);
+}
+
+static void touch_old(const char *path, time_t age)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("not a blob", f);
+    fclose(f);
+    struct timespec ts[2];
+    clock_gettime(CLOCK_REALTIME, &ts[0]);
+    ts[0].tv_sec -= age;
+    ts[1] = ts[0];
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/*
+ * The collector looks up the blobs it finds, GC_BATCH (500) paths per
+ * lookup: 1,201 old orphans among a table's blobs take several batches,
+ * and it deletes exactly them, keeps every referenced blob (fsck finds
+ * nothing missing), and keeps a young orphan. (On the table that
+ * test_statements_touch_the_live_state built.)
+ */
+static void test_gc_in_batches(void **state)
+{
+    (void)state;
+    struct table *t = NULL;
+    struct st_err err = {0};
+    assert_int_equal(engine_get_table(T.e, "hist", &t, &err), ST_OK);
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/tables/%s/data", T.data_dir, t->uuid);
+    for (int i = 0; i < 1201; i++) {
+        snprintf(path, sizeof path, "%s/orphan-%04d.parquet", dir, i);
+        touch_old(path, 2 * ENGINE_GC_GRACE_MIN_S);
+    }
+    snprintf(path, sizeof path, "%s/young.parquet", dir);
+    touch_old(path, 0);
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    int64_t refs = query_i64(c, "SELECT count(*) FROM (SELECT path FROM strike.data_files UNION "
+                                "SELECT puffin_path FROM strike.deletion_vectors) p");
+    PQfinish(c);
+    struct gc_report rep;
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
+    fprintf(stderr, "gc: %lld referenced (catalog: %lld paths), %lld orphans, %lld deleted\n",
+            (long long)rep.referenced, (long long)refs, (long long)rep.orphans,
+            (long long)rep.deleted);
+    assert_true(rep.referenced >= refs); /* every catalog path has its blob here, and more */
+    assert_true(rep.deleted >= 1201);
+    assert_int_equal(rep.orphans, rep.deleted + 1); /* the young one */
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/orphan-0500.parquet", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    struct gc_report fs;
+    assert_int_equal(engine_fsck(T.e, on_finding, NULL, &fs, &err), ST_OK);
+    assert_int_equal(fs.missing + fs.corrupt, 0);
+    assert_int_equal(fs.orphans, 1);
+    check_snapshot(t, -1);
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup_probes_files_and_live_dvs),
         cmocka_unit_test(test_statements_touch_the_live_state),
+        cmocka_unit_test(test_gc_in_batches),
         cmocka_unit_test(test_one_file_from_many_lookups),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
