@@ -177,6 +177,9 @@ bool eng__row_group_may_match(const struct table *t, struct pq_reader *r, int rg
 /* sel[i] = 1 when position first + i is live (not in dv; dv NULL: all live). */
 void eng__live_mask(const struct dv *dv, uint64_t first, size_t n, uint8_t *sel);
 
+/* The DV of (table $1, file $2) at snapshot $3 (NULL: current), dvcache.c. */
+extern const char *const eng__sql_dv_location;
+
 /* ---- gc.c ---- */
 /* The collector's lookup of blob paths ($1 text[]: those unreferenced) and its planner settings. */
 extern const char *const eng__sql_gc_unreferenced;

@@ -44,6 +44,8 @@ const char *engine_test_key_plan_settings(void);
 enum engine_test_sql {
     /* a snapshot's files with their DVs: $1 table id, $2 snapshot (NULL: current) */
     ENGINE_TEST_SQL_SNAPSHOT_FILES,
+    /* a file's DV at a snapshot: $1 table id, $2 file id, $3 snapshot (NULL: current) */
+    ENGINE_TEST_SQL_DV_LOCATION,
     /* gc's lookup of the blobs it found: $1 paths (text[]), returns the unreferenced ones */
     ENGINE_TEST_SQL_GC_UNREFERENCED,
     /* the planner settings gc runs that lookup under (in the same transaction) */

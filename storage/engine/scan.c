@@ -628,6 +628,8 @@ const char *engine_test_history_sql(enum engine_test_sql which)
     switch (which) {
     case ENGINE_TEST_SQL_SNAPSHOT_FILES:
         return eng__sql_snapshot_files;
+    case ENGINE_TEST_SQL_DV_LOCATION:
+        return eng__sql_dv_location;
     case ENGINE_TEST_SQL_GC_UNREFERENCED:
         return eng__sql_gc_unreferenced;
     case ENGINE_TEST_SQL_GC_PLANS:

@@ -179,7 +179,7 @@ static struct touched explain(PGconn *c, const char *what, const char *sql, cons
 
 /* The statements, after `commits` commits. */
 struct measure {
-    struct touched key_lookup, files_now, files_recent, gc_lookup;
+    struct touched key_lookup, files_now, files_recent, dv_now, dv_recent, gc_lookup;
 };
 
 static struct measure measure(PGconn *c, int64_t tid, int64_t commits)
@@ -202,6 +202,13 @@ static struct measure measure(PGconn *c, int64_t tid, int64_t commits)
     snprintf(p, sizeof p, "%lld, %lld", (long long)tid, (long long)commits - 5);
     m.files_recent = explain(c, "snapshot files (5 commits back)", files, p, NULL);
     assert_non_null(strstr(m.files_recent.indexes, "data_files_removed"));
+    /* the DV endpoint: the anchor file's DV (file 1 of this fresh catalog) now and 5 commits back
+     */
+    const char *dv = engine_test_history_sql(ENGINE_TEST_SQL_DV_LOCATION);
+    snprintf(p, sizeof p, "%lld, 1, NULL", (long long)tid);
+    m.dv_now = explain(c, "DV location (current)", dv, p, NULL);
+    snprintf(p, sizeof p, "%lld, 1, %lld", (long long)tid, (long long)commits - 5);
+    m.dv_recent = explain(c, "DV location (5 commits back)", dv, p, NULL);
     /* gc's lookup of a batch of blobs: the 20 newest data files, the 20
        newest Puffin files, and 20 paths no row holds */
     PGresult *r = PQexec(c, "SELECT array_agg(p)::text FROM ((SELECT path AS p FROM "
@@ -331,6 +338,8 @@ static void test_statements_touch_the_live_state(void **state)
     assert_bounded("key lookup", m50.key_lookup, m500.key_lookup);
     assert_bounded("snapshot files (current)", m50.files_now, m500.files_now);
     assert_bounded("snapshot files (5 commits back)", m50.files_recent, m500.files_recent);
+    assert_bounded("DV location (current)", m50.dv_now, m500.dv_now);
+    assert_bounded("DV location (5 commits back)", m50.dv_recent, m500.dv_recent);
     assert_bounded("gc lookup", m50.gc_lookup, m500.gc_lookup);
     /* and an old snapshot still reads what it held */
     check_snapshot(t, 1);
