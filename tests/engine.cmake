@@ -15,3 +15,5 @@ strike_py_test(test_cli_admin test_cli_admin.py)
 strike_unit_test(test_engine_batch PG SOURCES unit/test_engine_batch.c LIBS strike_enginetest
                  LABELS tsan)
 set_tests_properties(test_engine_batch PROPERTIES TIMEOUT 180)
+# Statement costs that must not grow with history (issue 13).
+strike_unit_test(test_engine_history PG SOURCES unit/test_engine_history.c LIBS strike_enginetest)

@@ -67,9 +67,10 @@ static struct tfile *find_file(struct plan *p, int64_t id)
     return lo < p->nfiles && p->files[lo].id == id ? &p->files[lo] : NULL;
 }
 
-/* One lookup statement's rows into the key states and p->files. */
-static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size_t *capf,
-                       struct st_err *err)
+/* One lookup statement's rows into the key states and p->files (`seen`: the file ids taken so far,
+   by all the batch's lookups: a file appears once per statement that reached it). */
+static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, struct hmap *seen,
+                       size_t *capf, struct st_err *err)
 {
     const bool i8 = p->i8;
     struct buf kb = BUF_INIT; /* i8 keys back in the map's encoding, one row at a time */
@@ -77,10 +78,9 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, size
     for (int i = 0; i < PQntuples(r) && rc == ST_OK; i++) {
         if (PQgetisnull(r, i, 0)) { /* a file */
             int64_t id = pgu_bin_i64(r, i, 1);
-            bool seen = false;
-            for (size_t j = 0; j < p->nfiles && !seen; j++)
-                seen = p->files[j].id == id;
-            if (seen)
+            bool created;
+            hmap_put(seen, &id, sizeof id, &created);
+            if (!created)
                 continue;
             if (p->nfiles == *capf) {
                 *capf = *capf ? *capf * 2 : 16;
@@ -305,12 +305,17 @@ static int take_base_read(struct cbatch *b, struct plan *p, struct hmap *last,
         take_producers(last, pp->res[br->stmt_prod]);
     size_t capf = 0;
     int rc = ST_OK;
+    struct hmap seen;
+    hmap_init(&seen);
     for (size_t ci = 0; rc == ST_OK && ci < br->nchunks; ci++)
-        rc = take_lookup(b, p, pp->res[br->stmt_first_lookup + (int)ci], &capf, err);
+        rc = take_lookup(b, p, pp->res[br->stmt_first_lookup + (int)ci], &seen, &capf, err);
+    hmap_free(&seen);
     if (rc != ST_OK)
         return rc;
     if (p->nfiles > 1)
         qsort(p->files, p->nfiles, sizeof *p->files, cmp_tfile);
+    for (size_t i = 1; i < p->nfiles; i++)
+        assert(p->files[i - 1].id < p->files[i].id); /* each file once, however many lookups */
     return check_keys_live(b, p, err);
 }
 

@@ -175,6 +175,11 @@ void eng__array_set_count(struct buf *arr, uint32_t n);
 /*
  * The key-index rows of keys[lo, hi) and, in the same statement, the live
  * files they point to with their live DVs: rows with a NULL key are files.
+ * Each file is one probe of data_files' primary key (the table and
+ * liveness are checked after the probe, so that no other index of
+ * data_files matches) and its DV one probe of deletion_vectors_live_by_file
+ * (LATERAL ... LIMIT 1 again): the cost follows the batch, not the number
+ * of the table's live files nor the history of their DVs.
  */
 #define SQL_LOOKUP(tab, ty)                                                                        \
     "WITH k AS MATERIALIZED (SELECT u.key, x.file_id, x.pos, x.version FROM unnest($2::" ty        \
@@ -182,10 +187,12 @@ void eng__array_set_count(struct buf *arr, uint32_t n);
     "i.table_id = $1 AND i.key = u.key LIMIT 1) x) "                                               \
     "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "      \
     "NULL::bigint, NULL::bigint FROM k UNION ALL SELECT NULL, f.id, NULL, NULL, f.path, "          \
-    "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM "         \
-    "strike.data_files f LEFT JOIN strike.deletion_vectors dv ON dv.data_file_id = f.id AND "      \
-    "dv.removed_seq IS NULL WHERE f.table_id = $1 AND f.removed_seq IS NULL AND f.id IN (SELECT "  \
-    "file_id FROM k)"
+    "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM (SELECT " \
+    "DISTINCT file_id FROM k) kf CROSS JOIN LATERAL (SELECT f.id, f.table_id, f.removed_seq, "     \
+    "f.path, f.record_count FROM strike.data_files f WHERE f.id = kf.file_id LIMIT 1) f LEFT "     \
+    "JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, d.blob_length, d.cardinality FROM "        \
+    "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.removed_seq IS NULL LIMIT 1) dv " \
+    "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL"
 /* Keys that exist (the CAS on the base seq guarantees it): moved to the new file. */
 #define SQL_UPDATE_KEYS(tab, ty)                                                                   \
     "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v "  \

@@ -357,7 +357,22 @@ void dvc__release(struct engine *e, void *handle)
     rc_unref(handle);
 }
 
-/* The DV location of (table, file) at a snapshot, from the catalog. */
+/* The DV location of (table, file) at a snapshot, from the catalog: the file by its primary key,
+   its DV at the snapshot by one backward probe of deletion_vectors' (the last DV added by then,
+   unless closed by then; see eng__sql_snapshot_files), not a walk of the file's DV history. */
+const char *const eng__sql_dv_location =
+    "WITH s AS (SELECT t.id, t.seq AS cur, coalesce($3::bigint, t.seq) AS seq FROM "
+    "strike.tables t WHERE t.id = $1) "
+    "SELECT s.cur, s.seq, sn.seq IS NOT NULL, sn.expired_at IS NOT NULL, f.id IS NOT NULL, "
+    "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM s "
+    "LEFT JOIN strike.snapshots sn ON sn.table_id = s.id AND sn.seq = s.seq "
+    "LEFT JOIN strike.data_files f ON f.table_id = s.id AND f.id = $2 AND f.data_seq <= "
+    "s.seq AND (f.removed_seq IS NULL OR f.removed_seq > s.seq) "
+    "LEFT JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, "
+    "d.removed_seq FROM strike.deletion_vectors d WHERE d.data_file_id = f.id AND "
+    "d.added_seq <= s.seq ORDER BY d.added_seq DESC LIMIT 1) dv ON dv.removed_seq IS NULL OR "
+    "dv.removed_seq > s.seq";
+
 static int lookup_location(struct engine *e, struct table *t, int64_t file_id, bool has_snapshot,
                            int64_t snapshot, struct loc **out, int64_t *seq, struct st_err *err)
 {
@@ -368,18 +383,7 @@ static int lookup_location(struct engine *e, struct table *t, int64_t file_id, b
     struct eng__num tid, fid, snap;
     const char *vals[3] = {eng__i64(&tid, t->id), eng__i64(&fid, file_id),
                            has_snapshot ? eng__i64(&snap, snapshot) : NULL};
-    PGresult *r = PQexecParams(
-        c,
-        "WITH s AS (SELECT t.id, t.seq AS cur, coalesce($3::bigint, t.seq) AS seq FROM "
-        "strike.tables t WHERE t.id = $1) "
-        "SELECT s.cur, s.seq, sn.seq IS NOT NULL, sn.expired_at IS NOT NULL, f.id IS NOT NULL, "
-        "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM s "
-        "LEFT JOIN strike.snapshots sn ON sn.table_id = s.id AND sn.seq = s.seq "
-        "LEFT JOIN strike.data_files f ON f.table_id = s.id AND f.id = $2 AND f.data_seq <= "
-        "s.seq AND (f.removed_seq IS NULL OR f.removed_seq > s.seq) "
-        "LEFT JOIN strike.deletion_vectors dv ON dv.data_file_id = f.id AND dv.added_seq <= "
-        "s.seq AND (dv.removed_seq IS NULL OR dv.removed_seq > s.seq)",
-        3, NULL, vals, NULL, NULL, 0);
+    PGresult *r = PQexecParams(c, eng__sql_dv_location, 3, NULL, vals, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "locating the DV", err);
         goto out;

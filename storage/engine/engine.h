@@ -287,7 +287,7 @@ bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, in
 /* ---- maintenance and metrics -------------------------------------------- */
 
 struct gc_report {
-    int64_t referenced; /* blobs the catalog references */
+    int64_t referenced; /* blobs the catalog references (gc: of those in the blob store) */
     int64_t orphans;    /* blobs (and temp files) nothing references */
     int64_t deleted;    /* orphans deleted (older than the grace period) */
     int64_t missing;    /* referenced but absent (fsck) */

@@ -167,6 +167,8 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
                         int64_t snapshot, int64_t *seq, struct snap_file **files, size_t *n,
                         struct st_err *err);
 void eng__snap_files_free(struct snap_file *f, size_t n);
+/* Its statement: $1 the table id, $2 the snapshot (NULL: the current one). */
+extern const char *const eng__sql_snapshot_files;
 /*
  * Pruning (scan, plan, delete by filter). May a row of the file match `f`,
  * from its catalog statistics (no I/O)? May a row of row group `rg` match,
@@ -181,7 +183,13 @@ bool eng__row_group_may_match(const struct table *t, struct pq_reader *r, int rg
 /* sel[i] = 1 when position first + i is live (not in dv; dv NULL: all live). */
 void eng__live_mask(const struct dv *dv, uint64_t first, size_t n, uint8_t *sel);
 
+/* The DV of (table $1, file $2) at snapshot $3 (NULL: current), dvcache.c. */
+extern const char *const eng__sql_dv_location;
+
 /* ---- gc.c ---- */
+/* The collector's lookup of blob paths ($1 text[]: those unreferenced) and its planner settings. */
+extern const char *const eng__sql_gc_unreferenced;
+extern const char *const eng__sql_gc_plans;
 int eng__gc_start(struct engine *e);
 void eng__gc_stop(struct engine *e);
 

@@ -66,4 +66,21 @@ void engine_test_gc_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
 const char *engine_test_key_sql(int i);
 const char *engine_test_key_plan_settings(void);
 
+/*
+ * The catalog statements whose cost must follow the live table, not its
+ * history (nothing is removed from the catalog yet): for tests of the rows
+ * they touch as the history grows.
+ */
+enum engine_test_sql {
+    /* a snapshot's files with their DVs: $1 table id, $2 snapshot (NULL: current) */
+    ENGINE_TEST_SQL_SNAPSHOT_FILES,
+    /* a file's DV at a snapshot: $1 table id, $2 file id, $3 snapshot (NULL: current) */
+    ENGINE_TEST_SQL_DV_LOCATION,
+    /* gc's lookup of the blobs it found: $1 paths (text[]), returns the unreferenced ones */
+    ENGINE_TEST_SQL_GC_UNREFERENCED,
+    /* the planner settings gc runs that lookup under (in the same transaction) */
+    ENGINE_TEST_SQL_GC_PLANS,
+};
+const char *engine_test_history_sql(enum engine_test_sql which);
+
 #endif

@@ -9,6 +9,7 @@
  */
 #include "engine_int.h"
 #include "engine_test.h"
+#include "pgutil.h"
 
 #include "common/hmap.h"
 #include "common/log.h"
@@ -27,7 +28,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Every blob path the catalog references, relative to the blob root. */
+/*
+ * Every blob path the catalog references, relative to the blob root: for
+ * fsck only, which is a full check of the catalog against the blob store by
+ * definition (it reads every data file and DV row anyway). The collector
+ * looks up the blobs it finds instead (gc_lookup), so that its cost follows
+ * the blob store, not every path the catalog ever held.
+ */
 static int referenced_set(PGconn *c, struct hmap *refs, int64_t *n, struct st_err *err)
 {
     PGresult *r = PQexec(c, "SELECT path FROM strike.data_files UNION SELECT puffin_path FROM "
@@ -91,111 +98,182 @@ static int walk_blobs(struct engine *e, blob_fn fn, void *ctx, struct st_err *er
     return ST_OK;
 }
 
+/* Paths per catalog lookup of the collector: one round trip per batch. */
+#define GC_BATCH 500
+
+/*
+ * The paths of $1 (text[]) that no catalog row references: two index
+ * probes per path (data_files_by_path, deletion_vectors_by_path), run under
+ * eng__sql_gc_plans so that no plan reads a whole table (a hashed anti-join
+ * would read every path of the catalog for each batch).
+ */
+const char *const eng__sql_gc_unreferenced =
+    "SELECT u.p FROM unnest($1::text[]) AS u(p) WHERE NOT EXISTS (SELECT 1 FROM "
+    "strike.data_files f WHERE f.path = u.p) AND NOT EXISTS (SELECT 1 FROM "
+    "strike.deletion_vectors d WHERE d.puffin_path = u.p)";
+const char *const eng__sql_gc_plans =
+    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', "
+    "true), set_config('enable_mergejoin', 'off', true)";
+
+struct gc_blob {
+    size_t off; /* of its NUL-terminated path in gc_ctx.batch */
+    time_t mtime;
+    off_t size;
+};
+
 struct gc_ctx {
     struct engine *e;
-    struct hmap *refs;
+    PGconn *c;
+    struct hmap *refs; /* fsck: every referenced path; NULL: look the blobs up in batches */
     time_t cutoff;
     bool dry_run;
     struct gc_report *rep;
     fsck_report_fn report;
     void *report_ctx;
+    /* blobs the walk found and the catalog was not asked about yet */
+    struct buf batch;
+    struct gc_blob blobs[GC_BATCH];
+    size_t nbatch;
     /* orphans older than the cutoff, to delete after the last look (gc_delete) */
     struct buf cand; /* NUL-terminated paths, back to back */
     size_t ncand;
+    int rc; /* of the first lookup that failed: the walk then only finishes */
+    struct st_err *err;
 };
+
+/* Of the n NUL-terminated paths back to back at `paths`, those no catalog row references, into
+ * `out` (path -> NULL). */
+static int gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, struct st_err *err)
+{
+    struct buf arr = BUF_INIT;
+    pgu_array_begin(&arr, PG_OID_TEXT, (uint32_t)n);
+    for (const char *p = paths; n > 0; n--, p += strlen(p) + 1)
+        pgu_array_bytes(&arr, p, strlen(p));
+    const char *v[1] = {(const char *)arr.data};
+    const int l[1] = {(int)arr.len}, f[1] = {1};
+    struct pgu_pipe pp;
+    int rc = pgu_pipe_begin(&pp, c, err);
+    if (rc == ST_OK) {
+        rc = pgu_pipe_send(&pp, "BEGIN READ ONLY", 0, NULL, NULL, NULL, 0, err);
+        if (rc == ST_OK)
+            rc = pgu_pipe_send(&pp, eng__sql_gc_plans, 0, NULL, NULL, NULL, 0, err);
+        if (rc == ST_OK)
+            rc = pgu_pipe_send(&pp, eng__sql_gc_unreferenced, 1, v, l, f, 0, err);
+        rc = pgu_pipe_finish(&pp, rc, "COMMIT", "looking blobs up in the catalog", err);
+    }
+    buf_free(&arr);
+    if (rc != ST_OK)
+        return rc;
+    const PGresult *r = pp.res[2];
+    for (int i = 0; i < PQntuples(r); i++)
+        hmap_put(out, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), NULL);
+    pgu_pipe_clear(&pp);
+    return ST_OK;
+}
+
+static void report_orphan(struct gc_ctx *g, const char *rel, off_t size)
+{
+    g->rep->orphans++;
+    if (g->report != NULL) {
+        char detail[64];
+        snprintf(detail, sizeof detail, "%lld bytes, unreferenced", (long long)size);
+        g->report(g->report_ctx, "orphan", rel, detail);
+    }
+}
+
+/* An unreferenced blob: a candidate for deletion once older than the grace. */
+static void gc_orphan(struct gc_ctx *g, const char *rel, off_t size, time_t mtime)
+{
+    report_orphan(g, rel, size);
+    if (g->dry_run || mtime > g->cutoff)
+        return;
+    buf_append(&g->cand, rel, strlen(rel) + 1);
+    g->ncand++;
+}
+
+/* Ask the catalog about the batch: each blob is an orphan or referenced. */
+static void gc_flush(struct gc_ctx *g)
+{
+    if (g->nbatch == 0)
+        return;
+    struct hmap unref;
+    hmap_init(&unref);
+    if (g->rc == ST_OK)
+        g->rc = gc_lookup(g->c, (const char *)g->batch.data, g->nbatch, &unref, g->err);
+    for (size_t i = 0; i < g->nbatch && g->rc == ST_OK; i++) {
+        const char *rel = (const char *)g->batch.data + g->blobs[i].off;
+        if (hmap_get(&unref, rel, strlen(rel)) != NULL)
+            gc_orphan(g, rel, g->blobs[i].size, g->blobs[i].mtime);
+        else
+            g->rep->referenced++;
+    }
+    hmap_free(&unref);
+    buf_reset(&g->batch);
+    g->nbatch = 0;
+}
 
 static void gc_one(void *p, const char *rel, const struct stat *st)
 {
     struct gc_ctx *g = p;
-    if (hmap_get(g->refs, rel, strlen(rel)) != NULL)
-        return;
-    g->rep->orphans++;
-    if (g->report != NULL) {
-        char detail[64];
-        snprintf(detail, sizeof detail, "%lld bytes, unreferenced", (long long)st->st_size);
-        g->report(g->report_ctx, "orphan", rel, detail);
-    }
-    if (g->dry_run || st->st_mtime > g->cutoff)
-        return;
     if (lit_utf8_check(rel, strlen(rel)) != strlen(rel)) {
         /* not UTF-8: no catalog row can name it (and it cannot be a text parameter) */
+        report_orphan(g, rel, st->st_size);
+        if (g->dry_run || st->st_mtime > g->cutoff)
+            return;
         char *abs = eng__abs(g->e, rel);
         if (unlink(abs) == 0)
             g->rep->deleted++;
         free(abs);
         return;
     }
-    buf_append(&g->cand, rel, strlen(rel) + 1);
-    g->ncand++;
-}
-
-/* The candidates as a text[] literal: {"a","b"}, with '"' and '\\' escaped (a stray file may hold
- * them). */
-static char *cand_array(const struct gc_ctx *g)
-{
-    struct buf b = BUF_INIT;
-    buf_append_str(&b, "{");
-    const char *p = (const char *)g->cand.data;
-    for (size_t i = 0; i < g->ncand; i++, p += strlen(p) + 1) {
-        buf_append_str(&b, i ? ",\"" : "\"");
-        for (const char *q = p; *q != '\0'; q++) {
-            if (*q == '"' || *q == '\\')
-                buf_append(&b, "\\", 1);
-            buf_append(&b, q, 1);
-        }
-        buf_append_str(&b, "\"");
+    if (g->refs != NULL) {
+        if (hmap_get(g->refs, rel, strlen(rel)) == NULL)
+            gc_orphan(g, rel, st->st_size, st->st_mtime);
+        return;
     }
-    buf_append(&b, "}", 2);
-    size_t len;
-    return (char *)buf_detach(&b, &len);
+    g->blobs[g->nbatch].off = g->batch.len;
+    g->blobs[g->nbatch].mtime = st->st_mtime;
+    g->blobs[g->nbatch].size = st->st_size;
+    buf_append(&g->batch, rel, strlen(rel) + 1);
+    if (++g->nbatch == GC_BATCH)
+        gc_flush(g);
 }
 
 /*
- * The last look: candidates a commit made since the references were read
- * are kept; the others are unlinked. A blob older than the grace cannot be
- * taken by a commit after this look (a commit gives up before COMMIT once
- * its blobs are ENGINE_COMMIT_MAX_AGE_S old, well under the grace).
+ * The last look: candidates a commit made since the collector looked them
+ * up are kept; the others are unlinked. A blob older than the grace cannot
+ * be taken by a commit after this look (a commit gives up before COMMIT
+ * once its blobs are ENGINE_COMMIT_MAX_AGE_S old, well under the grace).
  */
 static int gc_delete(PGconn *c, struct gc_ctx *g, struct st_err *err)
 {
-    if (g->ncand == 0)
-        return ST_OK;
-    char *arr = cand_array(g);
-    const char *v[1] = {arr};
-    PGresult *r =
-        PQexecParams(c,
-                     "SELECT p FROM unnest($1::text[]) AS p WHERE "
-                     "EXISTS (SELECT 1 FROM strike.data_files WHERE path = p) OR "
-                     "EXISTS (SELECT 1 FROM strike.deletion_vectors WHERE puffin_path = p)",
-                     1, NULL, v, NULL, NULL, 0);
-    free(arr);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        int rc = cat_fail(c, r, "re-checking orphans", err);
-        PQclear(r);
-        return rc;
-    }
-    struct hmap taken;
-    hmap_init(&taken);
-    for (int i = 0; i < PQntuples(r); i++)
-        hmap_put(&taken, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), NULL);
     const char *p = (const char *)g->cand.data;
-    for (size_t i = 0; i < g->ncand; i++, p += strlen(p) + 1) {
-        if (hmap_get(&taken, p, strlen(p)) != NULL) {
-            g->rep->orphans--; /* committed since the listing: not an orphan after all */
-            log_info("gc: %s was committed while the collector ran: kept", p);
-            continue;
+    for (size_t done = 0; done < g->ncand;) {
+        size_t n = g->ncand - done < GC_BATCH ? g->ncand - done : GC_BATCH;
+        struct hmap unref;
+        hmap_init(&unref);
+        int rc = gc_lookup(c, p, n, &unref, err);
+        for (size_t i = 0; i < n && rc == ST_OK; i++, p += strlen(p) + 1) {
+            if (hmap_get(&unref, p, strlen(p)) == NULL) {
+                g->rep->orphans--; /* committed since the lookup: not an orphan after all */
+                g->rep->referenced++;
+                log_info("gc: %s was committed while the collector ran: kept", p);
+                continue;
+            }
+            char *abs = eng__abs(g->e, p);
+            if (unlink(abs) == 0) {
+                g->rep->deleted++;
+                log_info("gc: deleted orphan %s", p);
+            } else if (errno != ENOENT) {
+                log_warn("gc: cannot delete %s: %s", abs, strerror(errno));
+            }
+            free(abs);
         }
-        char *abs = eng__abs(g->e, p);
-        if (unlink(abs) == 0) {
-            g->rep->deleted++;
-            log_info("gc: deleted orphan %s", p);
-        } else if (errno != ENOENT) {
-            log_warn("gc: cannot delete %s: %s", abs, strerror(errno));
-        }
-        free(abs);
+        hmap_free(&unref);
+        if (rc != ST_OK)
+            return rc;
+        done += n;
     }
-    hmap_free(&taken);
-    PQclear(r);
     return ST_OK;
 }
 
@@ -212,23 +290,28 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report 
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    /* Read the references after a first look at the clock: a blob written
-       after `cutoff` is never deleted, whatever the listing order. */
+    /* Look blobs up after a first look at the clock: a blob written after
+       `cutoff` is never deleted, whatever the listing order. The cost is
+       one walk of the blob store and two index probes per blob found, in
+       batches of GC_BATCH: never a read of every path the catalog holds. */
     struct gc_ctx g = {.e = e,
+                       .c = c,
                        .cutoff = time(NULL) - (time_t)grace_s,
                        .dry_run = dry_run,
                        .rep = out,
-                       .cand = BUF_INIT};
-    struct hmap refs;
-    hmap_init(&refs);
-    g.refs = &refs;
-    rc = referenced_set(c, &refs, &out->referenced, err);
+                       .batch = BUF_INIT,
+                       .cand = BUF_INIT,
+                       .err = err};
+    rc = walk_blobs(e, gc_one, &g, err);
     if (rc == ST_OK)
-        rc = walk_blobs(e, gc_one, &g, err);
+        gc_flush(&g);
+    if (rc == ST_OK)
+        rc = g.rc;
     if (rc == ST_OK && e->test_gc_hook != NULL)
         e->test_gc_hook(e->test_gc_hook_ctx);
     if (rc == ST_OK)
         rc = gc_delete(c, &g, err);
+    buf_free(&g.batch);
     buf_free(&g.cand);
     if (rc == ST_OK && !dry_run) {
         PGresult *r = PQexec(c, "DELETE FROM strike.idempotency_keys WHERE created_at < now() - "
@@ -237,7 +320,6 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report 
             rc = cat_fail(c, r, "expiring idempotency keys", err);
         PQclear(r);
     }
-    hmap_free(&refs);
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
     return rc;
 }
@@ -321,8 +403,14 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
     PQclear(r);
     struct hmap refs;
     hmap_init(&refs);
-    struct gc_ctx g = {
-        .e = e, .refs = &refs, .dry_run = true, .rep = out, .report = fn, .report_ctx = ctx};
+    struct gc_ctx g = {.e = e,
+                       .c = c,
+                       .refs = &refs,
+                       .dry_run = true,
+                       .rep = out,
+                       .report = fn,
+                       .report_ctx = ctx,
+                       .err = err};
     rc = referenced_set(c, &refs, &out->referenced, err);
     if (rc == ST_OK)
         rc = walk_blobs(e, gc_one, &g, err);

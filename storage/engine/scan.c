@@ -10,6 +10,7 @@
  * row indexes. Memory is bounded by one row group, whatever the table size.
  */
 #include "engine_int.h"
+#include "engine_test.h"
 #include "pgutil.h"
 
 #include "common/log.h"
@@ -31,6 +32,31 @@ void eng__snap_files_free(struct snap_file *f, size_t n)
     }
     free(f);
 }
+
+/*
+ * The files of snapshot S with their DVs at S, in scan order. A file of S is
+ * live now (removed_seq null: the data_files_live index) or was removed
+ * after S (data_files_removed), so the rows read follow the live table and
+ * the changes since S, never the files removed before S: for the current
+ * snapshot, the live files alone. A file's DV at S is the last one added by
+ * S (one backward probe of the primary key), unless that one was closed by
+ * S: at most one DV of a file is live at any seq (migration 4 enforces it
+ * for the current one; a commit closes the old DV where it adds the new).
+ */
+const char *const eng__sql_snapshot_files =
+    "WITH s AS MATERIALIZED (SELECT coalesce($2::bigint, seq) AS seq FROM strike.tables WHERE "
+    "id = $1), live AS MATERIALIZED (SELECT f.id, f.path, f.record_count, f.file_size, "
+    "f.data_seq, f.stats FROM strike.data_files f WHERE f.table_id = $1 AND f.removed_seq IS "
+    "NULL), f AS (SELECT * FROM live WHERE data_seq <= (SELECT seq FROM s) UNION ALL SELECT f.id, "
+    "f.path, f.record_count, f.file_size, f.data_seq, f.stats FROM strike.data_files f WHERE "
+    "f.table_id = $1 AND f.removed_seq > (SELECT seq FROM s) AND f.data_seq <= (SELECT seq FROM "
+    "s)) "
+    "SELECT f.id, f.path, f.record_count, f.file_size, f.data_seq, f.stats::text, "
+    "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM f LEFT JOIN LATERAL "
+    "(SELECT d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.removed_seq FROM "
+    "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.added_seq <= (SELECT seq FROM s) "
+    "ORDER BY d.added_seq DESC LIMIT 1) dv ON dv.removed_seq IS NULL OR dv.removed_seq > (SELECT "
+    "seq FROM s) ORDER BY f.data_seq, f.id";
 
 int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool has_snapshot,
                         int64_t snapshot, int64_t *seq, struct snap_file **files, size_t *n,
@@ -56,17 +82,7 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
                            "s.seq = coalesce($2::bigint, t.seq) WHERE t.id = $1",
                            2, vals, NULL, NULL, 0, err);
     if (rc == ST_OK)
-        rc = pgu_pipe_send(
-            &pp,
-            "WITH s AS (SELECT coalesce($2::bigint, seq) AS seq FROM strike.tables WHERE id = $1) "
-            "SELECT f.id, f.path, f.record_count, f.file_size, f.data_seq, f.stats::text, "
-            "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality "
-            "FROM s, strike.data_files f LEFT JOIN strike.deletion_vectors dv ON "
-            "dv.data_file_id = f.id AND dv.added_seq <= (SELECT seq FROM s) AND "
-            "(dv.removed_seq IS NULL OR dv.removed_seq > (SELECT seq FROM s)) "
-            "WHERE f.table_id = $1 AND f.data_seq <= s.seq AND (f.removed_seq IS NULL OR "
-            "f.removed_seq > s.seq) ORDER BY f.data_seq, f.id",
-            2, vals, NULL, NULL, 0, err);
+        rc = pgu_pipe_send(&pp, eng__sql_snapshot_files, 2, vals, NULL, NULL, 0, err);
     if ((rc = pgu_pipe_finish(&pp, rc, "COMMIT", "reading the snapshot", err)) != ST_OK)
         return rc;
     PGresult *r = pp.res[1];
@@ -605,4 +621,19 @@ int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **
     PQclear(r);
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
     return rc;
+}
+
+const char *engine_test_history_sql(enum engine_test_sql which)
+{
+    switch (which) {
+    case ENGINE_TEST_SQL_SNAPSHOT_FILES:
+        return eng__sql_snapshot_files;
+    case ENGINE_TEST_SQL_DV_LOCATION:
+        return eng__sql_dv_location;
+    case ENGINE_TEST_SQL_GC_UNREFERENCED:
+        return eng__sql_gc_unreferenced;
+    case ENGINE_TEST_SQL_GC_PLANS:
+        return eng__sql_gc_plans;
+    }
+    return NULL;
 }

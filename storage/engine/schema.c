@@ -130,6 +130,20 @@ const struct migration cat__migrations[] = {
        unlinking it (gc.c): by path, in both tables. */
     {3, "data files by path, for the collector's last look before it deletes a blob",
      "CREATE INDEX data_files_by_path ON strike.data_files (path);"},
+
+    /* A file's live DV is one probe of this index, however many DVs the
+       file had before (the commit path's base read and its close of the old
+       DV). Unique: at most one live DV per file, enforced by the catalog. */
+    {4, "the live DV of a file: one index probe, and at most one",
+     "CREATE UNIQUE INDEX deletion_vectors_live_by_file ON strike.deletion_vectors "
+     "(data_file_id) WHERE removed_seq IS NULL;"},
+
+    /* Snapshot S's files are the live ones added by S and those removed
+       after S (scan.c): two index ranges whose size follows the live table
+       and the changes since S, not the table's whole history. */
+    {5, "data files by the seq that removed them, for reads at an older snapshot",
+     "CREATE INDEX data_files_removed ON strike.data_files (table_id, removed_seq) "
+     "WHERE removed_seq IS NOT NULL;"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

@@ -1,0 +1,469 @@
+/*
+ * test_engine_history.c - catalog statements cost O(live state), not
+ * O(history). Nothing is removed from the catalog yet (no compaction, no
+ * expiry), so every commit leaves a dead data file and a closed DV behind.
+ * The table here keeps two live files whatever its age: an anchor file
+ * whose DV grows by one position per commit (one closed DV row per
+ * commit), and a hot key rewritten by every commit (one dead file per
+ * commit). Each statement runs under EXPLAIN ANALYZE after 50 and after
+ * 500 commits, and the rows its scans touch must not grow with them.
+ *
+ * The plans are taken with sequential scans off: on tables this small the
+ * planner may rightly prefer one, but what is checked is that an index plan
+ * bounded by the live state exists and is the one chosen when the table
+ * is large (a sequential scan would be O(history) by definition).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "engine/engine_test.h"
+#include "enginetest.h"
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#define ANCHOR_KEYS 600 /* rows of the anchor file: one is deleted per commit */
+#define HOT_KEY 1000000 /* rewritten by every commit */
+
+static struct et T;
+
+static int setup(void **state)
+{
+    (void)state;
+    et_open(&T, "strike_test_history", 1024);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    et_close(&T, true);
+    return 0;
+}
+
+static void exec_ok(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        fprintf(stderr, "%s: %s", sql, PQerrorMessage(c));
+    assert_true(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK);
+    PQclear(r);
+}
+
+static int64_t query_i64(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_int_equal(PQntuples(r), 1);
+    int64_t v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return v;
+}
+
+/* Commit 1 writes the anchor file; commit k > 1 deletes anchor key k - 1 and rewrites HOT_KEY. */
+static void commit_once(struct table *t, int64_t k)
+{
+    struct change_res res;
+    struct st_err err = {0};
+    if (k == 1) {
+        struct st_value *v = calloc(2 * ANCHOR_KEYS, sizeof *v);
+        struct change *ch = calloc(ANCHOR_KEYS, sizeof *ch);
+        for (int i = 0; i < ANCHOR_KEYS; i++) {
+            v[2 * i].v.l = i;
+            v[2 * i + 1].v.l = i;
+            ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+        }
+        struct change_req req = {.table = t, .changes = ch, .nchanges = ANCHOR_KEYS};
+        assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+        free(ch);
+        free(v);
+    } else {
+        struct st_value del[1] = {{0}}, hot[2] = {{0}};
+        del[0].v.l = k - 1;
+        hot[0].v.l = HOT_KEY;
+        hot[1].v.l = k;
+        struct change ch[2] = {{CHANGE_DELETE, del}, {CHANGE_UPSERT, hot}};
+        struct change_req req = {.table = t, .changes = ch, .nchanges = 2};
+        if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
+            fail_msg("commit %lld: %s", (long long)k, err.msg);
+        assert_int_equal(res.deleted, 1);
+    }
+    assert_int_equal(res.seq, k);
+}
+
+/* What a plan touched: rows its scans returned or filtered out, and the indexes it used. */
+struct touched {
+    int64_t rows;      /* (rows returned + rows filtered out) x loops, over the scans */
+    int64_t probes;    /* index descents: the loops of the index scans */
+    char indexes[512]; /* " name name ..." */
+    bool seq_scan;     /* a sequential scan: the whole table */
+    bool full_index;   /* an index scan with no index condition: the whole index */
+};
+
+static void walk_plan(const json_t *node, struct touched *out)
+{
+    const char *type = json_string_value(json_object_get(node, "Node Type"));
+    double loops = json_number_value(json_object_get(node, "Actual Loops"));
+    if (type != NULL && strstr(type, "Scan") != NULL && strcmp(type, "Function Scan") != 0 &&
+        strcmp(type, "CTE Scan") != 0 && strcmp(type, "Subquery Scan") != 0) {
+        double rows = json_number_value(json_object_get(node, "Actual Rows"));
+        double filtered = json_number_value(json_object_get(node, "Rows Removed by Filter")) +
+                          json_number_value(json_object_get(node, "Rows Removed by Index Recheck"));
+        out->rows += (int64_t)((rows + filtered) * loops + 0.5);
+        out->seq_scan |= strcmp(type, "Seq Scan") == 0;
+    }
+    const char *index = json_string_value(json_object_get(node, "Index Name"));
+    if (index != NULL) {
+        out->full_index |= json_object_get(node, "Index Cond") == NULL;
+        out->probes += (int64_t)loops;
+        size_t n = strlen(out->indexes);
+        snprintf(out->indexes + n, sizeof out->indexes - n, " %s", index);
+    }
+    const json_t *kids = json_object_get(node, "Plans");
+    size_t i;
+    const json_t *kid;
+    json_array_foreach(kids, i, kid) walk_plan(kid, out);
+}
+
+/*
+ * EXPLAIN ANALYZE the statement `sql` with `params` (a comma-separated SQL
+ * list, as EXECUTE takes them) after running `settings` (may be NULL) in
+ * the same transaction, which is rolled back.
+ */
+static struct touched explain(PGconn *c, const char *what, const char *sql, const char *params,
+                              const char *settings)
+{
+    exec_ok(c, "BEGIN");
+    exec_ok(c, "SET LOCAL enable_seqscan = off");
+    if (settings != NULL)
+        exec_ok(c, settings);
+    PGresult *r = PQprepare(c, "stmt", sql, 0, NULL);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        fail_msg("%s: %s", what, PQresultErrorMessage(r));
+    PQclear(r);
+    size_t len = strlen(params) + 64;
+    char *ex = malloc(len);
+    snprintf(ex, len, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE stmt(%s)", params);
+    r = PQexec(c, ex);
+    free(ex);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", what, PQresultErrorMessage(r));
+    json_error_t jerr;
+    json_t *doc = json_loads(PQgetvalue(r, 0, 0), 0, &jerr);
+    assert_non_null(doc);
+    struct touched out = {0};
+    walk_plan(json_object_get(json_array_get(doc, 0), "Plan"), &out);
+    json_decref(doc);
+    PQclear(r);
+    exec_ok(c, "ROLLBACK");
+    exec_ok(c, "DEALLOCATE stmt");
+    fprintf(stderr, "%-36s %5lld rows touched, %4lld index probes, indexes:%s%s%s\n", what,
+            (long long)out.rows, (long long)out.probes, out.indexes,
+            out.seq_scan ? " (and a seq scan)" : "",
+            out.full_index ? " (and a full index scan)" : "");
+    return out;
+}
+
+/* The statements, after `commits` commits. */
+struct measure {
+    struct touched key_lookup, files_now, files_recent, dv_now, dv_recent, gc_lookup;
+};
+
+static struct measure measure(PGconn *c, int64_t tid, int64_t commits)
+{
+    struct measure m;
+    char p[256];
+    fprintf(stderr, "after %lld commits:\n", (long long)commits);
+    /* the base read of a commit on an anchor key and the hot key: the
+       files they point to, each with its live DV */
+    snprintf(p, sizeof p, "%lld, '{%d,%d}'", (long long)tid, ANCHOR_KEYS - 1, HOT_KEY);
+    m.key_lookup = explain(c, "key lookup (live DV per file)", engine_test_key_sql(0), p,
+                           engine_test_key_plan_settings());
+    assert_non_null(strstr(m.key_lookup.indexes, "deletion_vectors_live_by_file"));
+    /* scan, plan and delete by filter: the files of the current snapshot,
+       and of the snapshot five commits back */
+    const char *files = engine_test_history_sql(ENGINE_TEST_SQL_SNAPSHOT_FILES);
+    snprintf(p, sizeof p, "%lld, NULL", (long long)tid);
+    m.files_now = explain(c, "snapshot files (current)", files, p, NULL);
+    assert_non_null(strstr(m.files_now.indexes, "data_files_live"));
+    snprintf(p, sizeof p, "%lld, %lld", (long long)tid, (long long)commits - 5);
+    m.files_recent = explain(c, "snapshot files (5 commits back)", files, p, NULL);
+    assert_non_null(strstr(m.files_recent.indexes, "data_files_removed"));
+    /* the DV endpoint: the anchor file's DV (file 1 of this fresh catalog) now and 5 commits back
+     */
+    const char *dv = engine_test_history_sql(ENGINE_TEST_SQL_DV_LOCATION);
+    snprintf(p, sizeof p, "%lld, 1, NULL", (long long)tid);
+    m.dv_now = explain(c, "DV location (current)", dv, p, NULL);
+    snprintf(p, sizeof p, "%lld, 1, %lld", (long long)tid, (long long)commits - 5);
+    m.dv_recent = explain(c, "DV location (5 commits back)", dv, p, NULL);
+    /* gc's lookup of a batch of blobs: the 20 newest data files, the 20
+       newest Puffin files, and 20 paths no row holds */
+    PGresult *r = PQexec(c, "SELECT array_agg(p)::text FROM ((SELECT path AS p FROM "
+                            "strike.data_files ORDER BY id DESC LIMIT 20) UNION ALL (SELECT "
+                            "puffin_path FROM strike.deletion_vectors ORDER BY added_seq DESC "
+                            "LIMIT 20) UNION ALL SELECT 'tables/x/data/orphan-' || g || '.parquet' "
+                            "FROM generate_series(1, 20) g) x");
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    char *gp = malloc(strlen(PQgetvalue(r, 0, 0)) + 16);
+    sprintf(gp, "'%s'", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    m.gc_lookup =
+        explain(c, "gc lookup (60 paths)", engine_test_history_sql(ENGINE_TEST_SQL_GC_UNREFERENCED),
+                gp, engine_test_history_sql(ENGINE_TEST_SQL_GC_PLANS));
+    free(gp);
+    assert_non_null(strstr(m.gc_lookup.indexes, "data_files_by_path"));
+    assert_non_null(strstr(m.gc_lookup.indexes, "deletion_vectors_by_path"));
+    return m;
+}
+
+/* Snapshot `s` (-1: the current one, 500) as commit_once built it. */
+static void check_snapshot(struct table *t, int64_t s)
+{
+    int64_t seq = s < 0 ? 500 : s;
+    struct et_rows rows;
+    et_scan(&T, t, s, &rows);
+    assert_int_equal(rows.snapshot, seq);
+    /* commits 2..seq deleted anchor keys 1..seq-1 and wrote the hot key = seq */
+    size_t want = (size_t)(ANCHOR_KEYS - (seq - 1) + (seq > 1));
+    assert_int_equal(rows.n, want);
+    for (size_t i = 0; i < rows.n; i++) {
+        int64_t id = rows.rows[i].v[0].v.l, v = rows.rows[i].v[1].v.l;
+        if (id == HOT_KEY)
+            assert_int_equal(v, seq);
+        else
+            assert_true(id == 0 || id >= seq);
+    }
+    et_rows_free(&rows);
+}
+
+/* b did not touch more rows than a, whatever history lies between them. */
+static void assert_bounded(const char *what, struct touched a, struct touched b)
+{
+    if (b.rows > a.rows || b.probes > a.probes)
+        fail_msg("%s: touched %lld rows (%lld probes) after 50 commits, %lld (%lld) after 500",
+                 what, (long long)a.rows, (long long)a.probes, (long long)b.rows,
+                 (long long)b.probes);
+    assert_false(b.seq_scan);
+    assert_false(b.full_index);
+}
+
+/*
+ * On a fresh, never-analyzed catalog, under a generic plan and the
+ * engine's own settings (the trap of docs/DESIGN.md "The generic-plan
+ * trap"), the base read's file rows are probes of data_files' primary key
+ * and their DVs probes of the live-DV index, never a walk of the table's
+ * live files or of a file's DVs.
+ */
+static void test_lookup_probes_files_and_live_dvs(void **state)
+{
+    (void)state;
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    exec_ok(c, "BEGIN");
+    exec_ok(c, "SET LOCAL plan_cache_mode = force_generic_plan");
+    exec_ok(c, engine_test_key_plan_settings());
+    static const char *const params[2] = {"1, '{}'::bigint[]", "1, '{}'::bytea[]"};
+    for (int i = 0; i < 2; i++) { /* the lookups of both key types */
+        char name[16], ex[128];
+        snprintf(name, sizeof name, "lookup_%d", i);
+        PGresult *r = PQprepare(c, name, engine_test_key_sql(i), 0, NULL);
+        assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        snprintf(ex, sizeof ex, "EXPLAIN EXECUTE %s(%s)", name, params[i]);
+        r = PQexec(c, ex);
+        assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+        const char *want = NULL; /* the index condition the last scan must have */
+        int files = 0, dvs = 0;
+        for (int row = 0; row < PQntuples(r); row++) {
+            const char *line = PQgetvalue(r, row, 0);
+            fprintf(stderr, "lookup %d: %s\n", i, line);
+            if (want != NULL && strstr(line, "Index Cond:") != NULL) {
+                assert_non_null(strstr(line, want));
+                files += strcmp(want, "(id = ") == 0;
+                dvs += strcmp(want, "(data_file_id = ") == 0;
+                want = NULL;
+            }
+            if (strstr(line, " on data_files ") != NULL) {
+                assert_non_null(strstr(line, "Index Scan using data_files_pkey"));
+                want = "(id = ";
+            } else if (strstr(line, " on deletion_vectors ") != NULL) {
+                assert_non_null(strstr(line, "Index Scan using deletion_vectors_live_by_file"));
+                want = "(data_file_id = ";
+            }
+        }
+        assert_null(want); /* a scan without an index condition */
+        assert_int_equal(files, 1);
+        assert_int_equal(dvs, 1);
+        PQclear(r);
+    }
+    exec_ok(c, "ROLLBACK");
+    PQfinish(c);
+}
+
+static void test_statements_touch_the_live_state(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "hist", cols, 2, pk, 1, NULL);
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    int64_t k = 1;
+    for (; k <= 50; k++)
+        commit_once(t, k);
+    exec_ok(c, "ANALYZE");
+    struct measure m50 = measure(c, t->id, 50);
+    for (; k <= 500; k++)
+        commit_once(t, k);
+    exec_ok(c, "ANALYZE");
+    /* the history is there: a dead file and a closed DV per commit */
+    assert_true(query_i64(c, "SELECT count(*) FROM strike.data_files WHERE removed_seq IS NOT "
+                             "NULL") >= 490);
+    assert_true(query_i64(c, "SELECT count(*) FROM strike.deletion_vectors WHERE removed_seq IS "
+                             "NOT NULL") >= 490);
+    struct measure m500 = measure(c, t->id, 500);
+    assert_bounded("key lookup", m50.key_lookup, m500.key_lookup);
+    assert_bounded("snapshot files (current)", m50.files_now, m500.files_now);
+    assert_bounded("snapshot files (5 commits back)", m50.files_recent, m500.files_recent);
+    assert_bounded("DV location (current)", m50.dv_now, m500.dv_now);
+    assert_bounded("DV location (5 commits back)", m50.dv_recent, m500.dv_recent);
+    assert_bounded("gc lookup", m50.gc_lookup, m500.gc_lookup);
+    /* and an old snapshot still reads what it held */
+    check_snapshot(t, 1);
+    check_snapshot(t, 30);
+    check_snapshot(t, 499);
+    check_snapshot(t, -1);
+    PQfinish(c);
+    engine_table_unref(t);
+}
+
+/*
+ * A batch whose keys take several lookup statements (20,000 keys each)
+ * reaches the same file from each of them: the base read takes the file
+ * once (a file taken twice would get two DVs in one commit).
+ */
+static void test_one_file_from_many_lookups(void **state)
+{
+    (void)state;
+    enum { N = 45001 };
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "wide", cols, 2, pk, 1, NULL);
+    struct st_value *v = calloc(2 * N, sizeof *v);
+    struct change *ch = calloc(N, sizeof *ch);
+    for (int i = 0; i < N; i++) {
+        v[2 * i].v.l = i;
+        v[2 * i + 1].v.l = i;
+        ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+    }
+    struct change_req req = {.table = t, .changes = ch, .nchanges = N};
+    struct change_res res;
+    struct st_err err = {0};
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    for (int i = 0; i < N - 1; i++) /* every key but the last, from one file */
+        ch[i].op = CHANGE_DELETE;
+    req.nchanges = N - 1;
+    if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(res.deleted, N - 1);
+    struct table_stats st;
+    assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
+    assert_int_equal(st.data_files, 1);
+    assert_int_equal(st.deleted_rows, N - 1);
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal(rows.n, 1);
+    assert_int_equal(rows.rows[0].v[0].v.l, N - 1);
+    et_rows_free(&rows);
+    free(ch);
+    free(v);
+    engine_table_unref(t);
+}
+
+static void on_finding(void *ctx, const char *kind, const char *path, const char *detail)
+{
+    (void)ctx;
+    fprintf(stderr, "fsck: %s %s: %s\n", kind, path, detail);
+}
+
+static void touch_old(const char *path, time_t age)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("not a blob", f);
+    fclose(f);
+    struct timespec ts[2];
+    clock_gettime(CLOCK_REALTIME, &ts[0]);
+    ts[0].tv_sec -= age;
+    ts[1] = ts[0];
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/*
+ * The collector looks up the blobs it finds, GC_BATCH (500) paths per
+ * lookup: 1,201 old orphans among a table's blobs take several batches,
+ * and it deletes exactly them, keeps every referenced blob (fsck finds
+ * nothing missing), and keeps a young orphan. (On the table that
+ * test_statements_touch_the_live_state built.)
+ */
+static void test_gc_in_batches(void **state)
+{
+    (void)state;
+    struct table *t = NULL;
+    struct st_err err = {0};
+    assert_int_equal(engine_get_table(T.e, "hist", &t, &err), ST_OK);
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/tables/%s/data", T.data_dir, t->uuid);
+    for (int i = 0; i < 1201; i++) {
+        snprintf(path, sizeof path, "%s/orphan-%04d.parquet", dir, i);
+        touch_old(path, 2 * ENGINE_GC_GRACE_MIN_S);
+    }
+    snprintf(path, sizeof path, "%s/young.parquet", dir);
+    touch_old(path, 0);
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    int64_t refs = query_i64(c, "SELECT count(*) FROM (SELECT path FROM strike.data_files UNION "
+                                "SELECT puffin_path FROM strike.deletion_vectors) p");
+    PQfinish(c);
+    struct gc_report rep;
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
+    fprintf(stderr, "gc: %lld referenced (catalog: %lld paths), %lld orphans, %lld deleted\n",
+            (long long)rep.referenced, (long long)refs, (long long)rep.orphans,
+            (long long)rep.deleted);
+    assert_true(rep.referenced >= refs); /* every catalog path has its blob here, and more */
+    assert_true(rep.deleted >= 1201);
+    assert_int_equal(rep.orphans, rep.deleted + 1); /* the young one */
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/orphan-0500.parquet", dir);
+    assert_int_equal(access(path, F_OK), -1);
+    struct gc_report fs;
+    assert_int_equal(engine_fsck(T.e, on_finding, NULL, &fs, &err), ST_OK);
+    assert_int_equal(fs.missing + fs.corrupt, 0);
+    assert_int_equal(fs.orphans, 1);
+    check_snapshot(t, -1);
+    engine_table_unref(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lookup_probes_files_and_live_dvs),
+        cmocka_unit_test(test_statements_touch_the_live_state),
+        cmocka_unit_test(test_gc_in_batches),
+        cmocka_unit_test(test_one_file_from_many_lookups),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
