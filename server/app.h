@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "admit.h"
 #include "config.h"
 
 struct engine;
@@ -18,6 +19,7 @@ struct app {
     struct engine *engine;
     struct workers *workers;
     atomic_bool stopping; /* set on SIGTERM/SIGINT: new requests get 503 */
+    struct admit admit;   /* request bytes in flight, HTTP and gRPC (--max-inflight) */
 };
 
 #endif

@@ -26,6 +26,7 @@ struct config {
     char *tokens_file; /* NULL = no tokens */
     bool insecure;
     uint64_t max_body;     /* bytes of one request body or gRPC message */
+    uint64_t max_inflight; /* budget of request bytes in flight, charged x ADMIT_EXPANSION */
     int http_threads;      /* 0 = automatic */
     int grpc_threads;      /* 0 = automatic */
     int workers;           /* blocking-work threads; 0 = automatic */

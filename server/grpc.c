@@ -10,6 +10,10 @@
  * are handed to app->workers, and the worker starts the reply batch itself
  * (its completion comes back to the call's CQ thread).
  *
+ * A call that goes to a worker is first charged to the budget of bytes in
+ * flight (admit.h: its message, times the expansion), refused UNAVAILABLE
+ * beyond it, and gives the charge back when it is freed.
+ *
  * A call (struct rpc), from the request it was posted for to its free:
  *
  *   POSTED    --t_new ok-->  ACTIVE   answered inline (unknown method, health,
@@ -141,6 +145,7 @@ struct rpc {
     grpc_byte_buffer *payload;
     grpc_slice req;
     bool req_read, req_ok;
+    uint64_t admitted; /* bytes charged to app->admit, released when the call is freed */
     char rid[RID_MAX + 1];
     char *idem;
 
@@ -267,6 +272,7 @@ static void rpc_free(struct rpc *r)
         grpc_call_details_destroy(&r->details);
     if (r->call != NULL)
         grpc_call_unref(r->call);
+    admit_release(&g->app->admit, r->admitted);
     free(r->idem);
     free(r);
     atomic_fetch_sub(&g->live, 1);
@@ -538,6 +544,20 @@ static void on_new(struct tag *t, bool ok)
         r->close_in_final = r->m->fast != NULL;
         if (r->close_in_final && r->m->fast(r))
             goto out; /* answered from caches on this thread */
+        /* The message counts against the budget of bytes in flight (admit.h) until the
+           call is freed; over it, the call is refused before a worker sees it. */
+        size_t n = r->payload != NULL ? grpc_byte_buffer_length(r->payload) : 0;
+        if (!admit_take(&g->app->admit, 0, admit_charge(n))) {
+            struct admit *a = &g->app->admit;
+            r->close_in_final = true;
+            finishf(r, GRPC_STATUS_UNAVAILABLE,
+                    "the server is at its in-flight limit: a message of %zu bytes counts %llu "
+                    "against --max-inflight %llu, of which %llu are taken; retry later",
+                    n, (unsigned long long)admit_charge(n), (unsigned long long)a->limit,
+                    (unsigned long long)admit_used(a));
+            goto out;
+        }
+        r->admitted = admit_charge(n);
         r->close_in_final = false;
         if (!start_close(r))
             goto out;

@@ -6,8 +6,10 @@
  *
  *   first call     headers only: route, method, early verdicts (404, 405,
  *                  415, 413 from Content-Length), nothing answered yet
- *                  unless the declared body is over the limit
- *   body calls     bytes appended up to the limit; past it, or for a
+ *                  unless the declared body is over the limit, or over
+ *                  the in-flight budget (admit.h: 503, charged here)
+ *   body calls     bytes appended up to the limit, a chunked body charged
+ *                  as it grows; past the limit or the budget, or for a
  *                  request already refused, drained and dropped (bounded)
  *   final call     answered inline when no blocking work is needed
  *                  (healthz, metrics, errors, DV cache hits); otherwise the
@@ -19,6 +21,8 @@
  *                  is empty; a producer that fills the ring parks (leaves
  *                  its worker) until the reader frees a slot
  *   completed      metrics, access log, unref
+ *   last unref     the request is freed and its charge given back to the
+ *                  budget (so after the worker's job, whatever happened)
  *
  * References: MHD holds one from the first call to the completion callback;
  * every queued job holds one; a streaming response holds one. The last
@@ -155,7 +159,10 @@ struct hreq {
     uint64_t body_seen;
     bool has_body; /* Content-Length > 0 or chunked */
     bool too_big;
-    bool discard; /* the request is refused already: drop the bytes */
+    bool discard;      /* the request is refused already: drop the bytes */
+    bool over_budget;  /* a chunked body passed --max-inflight: 503 once drained */
+    uint64_t admitted; /* bytes charged to app->admit (body bytes x ADMIT_EXPANSION),
+                          released with the request */
 
     /* verdict made on the first call, answered on the final call */
     unsigned early_status;

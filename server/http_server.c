@@ -29,6 +29,7 @@
 #define STREAM_BLOCK (64 * 1024)
 #define CONN_MEMORY_LIMIT (32 * 1024) /* request line + headers + read buffer, per connection */
 #define DRAIN_SLACK (64ull << 20)
+#define BUDGET_STEP (1ull << 20) /* a chunked body is charged by this many bytes at a time */
 
 /* See http_int.h: above about 1 KiB, every request would make malloc consolidate. */
 _Static_assert(sizeof(struct hreq) <= 1000, "struct hreq grew past glibc's per-thread cache");
@@ -91,6 +92,7 @@ static enum http_method method_of(const char *m)
 
 static void set_early(struct hreq *r, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+static void reply_over_budget(struct hreq *r, uint64_t body);
 static void set_early(struct hreq *r, unsigned status, const char *fmt, ...)
 {
     if (r->early_status != 0)
@@ -286,6 +288,7 @@ void http__req_unref(struct hreq *r)
 {
     if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
+    admit_release(&r->srv->app->admit, r->admitted);
     http__scan_free(r->scan);
     http__reply_reset(&r->reply);
     buf_free(&r->body);
@@ -748,6 +751,10 @@ static enum MHD_Result dispatch(struct hreq *r)
                             (unsigned long long)srv->max_body);
         return send_reply(r);
     }
+    if (r->over_budget) {
+        reply_over_budget(r, r->body_seen);
+        return send_reply(r);
+    }
     if (atomic_load(&srv->app->stopping) && r->route != RT_HEALTHZ) {
         http__reply_problem(r, 503, "the server is shutting down");
         return send_reply(r);
@@ -818,6 +825,32 @@ static enum MHD_Result dispatch(struct hreq *r)
     }
 }
 
+/* 503 with Retry-After (http__reply_problem): the budget of bytes in flight is taken. */
+static void reply_over_budget(struct hreq *r, uint64_t body)
+{
+    struct admit *a = &r->srv->app->admit;
+    http__reply_problem(r, 503,
+                        "the server is at its in-flight limit: a body of %llu bytes counts %llu "
+                        "against --max-inflight %llu, of which %llu are taken; retry later",
+                        (unsigned long long)body, (unsigned long long)admit_charge(body),
+                        (unsigned long long)a->limit, (unsigned long long)admit_used(a));
+}
+
+/*
+ * Charge the body's first `body` bytes to the budget (admit.h), on top of
+ * what the request holds. False: refused, nothing more taken.
+ */
+static bool charge_body(struct hreq *r, uint64_t body)
+{
+    uint64_t need = admit_charge(body);
+    if (need <= r->admitted)
+        return true;
+    if (!admit_take(&r->srv->app->admit, r->admitted, need - r->admitted))
+        return false;
+    r->admitted = need;
+    return true;
+}
+
 /* First call: headers only. Decide what can be decided, answer only an oversized body. */
 static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection *c,
                                   const char *url, const char *method, void **req_cls)
@@ -857,6 +890,11 @@ static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection
             http__reply_problem(r, r->early_status, "%s", r->early_detail);
         return send_reply(r);
     }
+    /* The declared body's charge, before a byte of it is read. */
+    if (!r->discard && declared > 0 && !charge_body(r, declared)) {
+        reply_over_budget(r, declared);
+        return send_reply(r);
+    }
     /* Room for the declared body, but not more than 4 MiB before the bytes arrive. */
     if (!r->discard && declared > 0)
         buf_reserve(&r->body, (size_t)(declared < (4u << 20) ? declared + 1 : (4u << 20)));
@@ -878,8 +916,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->body_seen += n;
         if (r->phase != PH_READ)
             return MHD_YES;
-        if (r->discard || r->too_big)
+        if (r->discard || r->too_big || r->over_budget)
             return r->body_seen > srv->drain_cap ? MHD_NO : MHD_YES;
+        /* A chunked body is charged as it grows, up to a MiB ahead (an atomic per MiB). */
+        uint64_t ahead = (r->body_seen + BUDGET_STEP) & ~(uint64_t)(BUDGET_STEP - 1);
+        if (admit_charge(r->body_seen) > r->admitted &&
+            !charge_body(r, ahead < srv->max_body ? ahead : srv->max_body)) {
+            r->over_budget = true; /* keep draining (bounded) to answer 503 */
+            buf_free(&r->body);
+            admit_release(&srv->app->admit, r->admitted); /* nothing of it is kept */
+            r->admitted = 0;
+            return MHD_YES;
+        }
         if (!buf_append_bounded(&r->body, upload_data, n, (size_t)srv->max_body)) {
             r->too_big = true; /* keep draining (bounded) to answer 413 */
             buf_free(&r->body);

@@ -96,6 +96,7 @@ int main(int argc, char **argv)
     struct pgembed *pg = NULL;
     char *conninfo = NULL;
     struct app app = {.cfg = &cfg};
+    admit_init(&app.admit, cfg.max_inflight);
     struct http_server *http = NULL;
     struct grpcs *grpc = NULL;
 

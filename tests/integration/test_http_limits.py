@@ -3,6 +3,11 @@
 - 413 for a 100 MiB body: refused from Content-Length before the body is
   read (raw socket, curl with and without Expect), and while reading a
   chunked body; the server stays healthy and nothing changed;
+- the budget of bytes in flight (--max-inflight, each body counted 8x): 503
+  with Retry-After beyond it, from Content-Length before the body is read
+  and while a chunked body arrives; requests within it succeed; the budget
+  comes back when a request ends, also on an error and a disconnect; one
+  request over the budget alone is admitted;
 - 16 clients posting changes at once: every answer arrives, nothing is lost;
 - the catalog goes away: 503 problem with Retry-After (and /readyz 503),
   then recovery by itself when it returns;
@@ -133,6 +138,136 @@ class BodyLimits(unittest.TestCase):
         self.assertEqual(keys, sorted(k * 1000 + j for k in range(16) for j in range(100)))
         m = self.s.req("GET", "/metrics").body.decode()
         self.assertIn('strike_http_requests_total{route="/v1/tables/{t}/changes",method="POST",status="200"} 160', m)
+
+
+def changes_body(n, size):
+    """A valid /changes body of exactly `size` bytes: n upserts, padded with spaces."""
+    rows = ",".join('{"op":"upsert","row":{"order_id":%d,"user_id":1}}' % i for i in range(n))
+    b = ('{"changes":[%s]}' % rows).encode()
+    assert len(b) <= size
+    return b + b" " * (size - len(b))
+
+
+class Held:
+    """A POST whose body is sent in part and held: its Content-Length is
+    charged to the budget from the headers on."""
+
+    def __init__(self, port, path, body):
+        self.body = body
+        self.c = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.c.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: %d\r\nConnection: close\r\n\r\n" % (path.encode(), len(body)))
+        self.c.sendall(body[:1000])
+
+    def finish(self):
+        """Send the rest; (status, headers, body) of the reply."""
+        self.c.sendall(self.body[1000:])
+        resp = b""
+        while True:
+            d = self.c.recv(65536)
+            if not d:
+                break
+            resp += d
+        self.c.close()
+        return u.parse_raw(resp)
+
+    def drop(self):
+        self.c.close()
+
+
+class InflightBudget(unittest.TestCase):
+    """--max-inflight 10M with --max-body 2M: a body of 1,000,000 bytes counts
+    8,000,000, so a second one does not fit while it is in flight."""
+    BIG = 1_000_000
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = h.Striked(catalog=h.create_db("strike_http_inflight"),
+                          extra_args=["--max-body", "2M", "--max-inflight", "10M"])
+        r = cls.s.req("POST", "/v1/tables", u.table_def("inf"))
+        assert r.status == 201, r
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close_clean()
+
+    def post(self, body):
+        return self.s.req("POST", "/v1/tables/inf/changes", body, {"Content-Type": "application/json"})
+
+    def assert_over_budget(self, status, hdrs, body):
+        self.assertEqual(status, 503, body)
+        self.assertEqual(hdrs["content-type"], "application/problem+json")
+        self.assertEqual(hdrs.get("retry-after"), "1")
+        p = json.loads(body)
+        self.assertEqual(p["status"], 503)
+        self.assertIn("in-flight limit", p["detail"])
+        self.assertIn("--max-inflight 10485760", p["detail"])
+
+    def wait_admitted(self, body):
+        """Post `body` until it is admitted (the budget is released when the
+        server has seen the other request end); its response."""
+        deadline = time.monotonic() + 20
+        while True:
+            r = self.post(body)
+            if r.status != 503 or time.monotonic() > deadline:
+                return r
+            time.sleep(0.05)
+
+    def test_refused_beyond_the_budget_then_released(self):
+        held = Held(self.s.http_port, "/v1/tables/inf/changes", changes_body(3, self.BIG))
+        try:
+            time.sleep(0.2)
+            # a second big body: refused from its Content-Length, before it is read
+            second = changes_body(2, 500_000)
+            resp = u.raw_http(self.s.http_port,
+                              b"POST /v1/tables/inf/changes HTTP/1.1\r\nHost: x\r\n"
+                              b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                              % len(second) + second[:100])
+            self.assert_over_budget(*u.parse_raw(resp))
+            # a chunked body is refused once it passes the budget (charged by the MiB)
+            c = http.client.HTTPConnection("127.0.0.1", self.s.http_port, timeout=30)
+            c.request("POST", "/v1/tables/inf/changes", body=iter([second[:300_000], second[300_000:]]),
+                      headers={"Content-Type": "application/json"}, encode_chunked=True)
+            cr = c.getresponse()
+            self.assert_over_budget(cr.status, {k.lower(): v for k, v in cr.getheaders()}, cr.read())
+            c.close()
+            # a small request fits next to the held one
+            r = self.post({"changes": [{"op": "upsert", "row": {"order_id": 100, "user_id": 1}}]})
+            self.assertEqual(r.status, 200, r)
+            # the held request completes
+            st, _, body = held.finish()
+            self.assertEqual(st, 200, body)
+            res = json.loads(body)
+            self.assertEqual(res["inserted"] + res["updated"], 3, res)
+        finally:
+            held.drop()
+        # and the budget is free again
+        r = self.wait_admitted(second)
+        self.assertEqual(r.status, 200, r)
+
+    def test_released_after_an_error(self):
+        bad = b'{"changes": nope' + b" " * (self.BIG - 16)
+        held = Held(self.s.http_port, "/v1/tables/inf/changes", bad)
+        st, _, body = held.finish()
+        self.assertEqual(st, 400, body)
+        r = self.wait_admitted(changes_body(1, 500_000))
+        self.assertEqual(r.status, 200, r)
+
+    def test_released_after_a_disconnect(self):
+        held = Held(self.s.http_port, "/v1/tables/inf/changes", changes_body(1, self.BIG))
+        time.sleep(0.2)
+        r = self.post(changes_body(1, 500_000))
+        self.assertEqual(r.status, 503, r)
+        held.drop()  # the client goes away mid-body
+        r = self.wait_admitted(changes_body(1, 500_000))
+        self.assertEqual(r.status, 200, r)
+
+    def test_alone_over_the_budget_is_admitted(self):
+        # 1.5 MB counts 12 MB, more than the budget: with nothing else in flight it runs
+        r = self.wait_admitted(changes_body(5, 1_500_000))
+        self.assertEqual(r.status, 200, r)
+        res = r.json()
+        self.assertEqual(res["inserted"] + res["updated"], 5, res)
 
 
 class CatalogOutage(unittest.TestCase):

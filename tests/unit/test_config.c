@@ -12,9 +12,10 @@
 #include "config.h"
 
 static const char *const ENV_VARS[] = {
-    "STRIKE_HTTP",    "STRIKE_GRPC",     "STRIKE_DATA",         "STRIKE_CATALOG",
-    "STRIKE_TOKENS",  "STRIKE_MAX_BODY", "STRIKE_HTTP_THREADS", "STRIKE_GRPC_THREADS",
-    "STRIKE_WORKERS", "STRIKE_GC_GRACE", "STRIKE_GC_INTERVAL",  "STRIKE_LOG_LEVEL"};
+    "STRIKE_HTTP",        "STRIKE_GRPC",     "STRIKE_DATA",         "STRIKE_CATALOG",
+    "STRIKE_TOKENS",      "STRIKE_MAX_BODY", "STRIKE_HTTP_THREADS", "STRIKE_GRPC_THREADS",
+    "STRIKE_WORKERS",     "STRIKE_GC_GRACE", "STRIKE_GC_INTERVAL",  "STRIKE_LOG_LEVEL",
+    "STRIKE_MAX_INFLIGHT"};
 
 static int clear_env(void **state)
 {
@@ -55,6 +56,7 @@ static void test_defaults(void **state)
     assert_null(c.tokens_file);
     assert_false(c.insecure);
     assert_int_equal(c.max_body, 64u << 20);
+    assert_int_equal(c.max_inflight, 1ull << 30);
     assert_int_equal(c.gc_grace_s, 3600);
     config_free(&c);
 }
@@ -64,9 +66,10 @@ static void test_every_option(void **state)
     (void)state;
     struct config c;
     char err[256] = "";
-    assert_int_equal(load(&c, err, 14, "--http", "0.0.0.0:9090", "--grpc=[::1]:7000", "--data",
+    assert_int_equal(load(&c, err, 15, "--http", "0.0.0.0:9090", "--grpc=[::1]:7000", "--data",
                           "/tmp/x", "--catalog", "postgresql://u@h/db", "--tokens", "/tmp/t",
-                          "--insecure", "--max-body", "1M", "--gc-grace=10m"),
+                          "--insecure", "--max-body", "1M", "--gc-grace=10m",
+                          "--max-inflight=256M"),
                      CONFIG_OK);
     assert_string_equal(c.http.host, "0.0.0.0");
     assert_int_equal(c.http.port, 9090);
@@ -79,6 +82,7 @@ static void test_every_option(void **state)
     assert_string_equal(c.tokens_file, "/tmp/t");
     assert_true(c.insecure);
     assert_int_equal(c.max_body, 1u << 20);
+    assert_int_equal(c.max_inflight, 256u << 20);
     assert_int_equal(c.gc_grace_s, 600);
     config_free(&c);
 }
@@ -92,9 +96,11 @@ static void test_env_fallback_and_precedence(void **state)
     setenv("STRIKE_CATALOG", "postgres://env/db", 1);
     setenv("STRIKE_TOKENS", "/env/tokens", 1);
     setenv("STRIKE_GC_GRACE", "2h", 1);
+    setenv("STRIKE_MAX_INFLIGHT", "3G", 1);
     struct config c;
     char err[256] = "";
     assert_int_equal(load(&c, err, 3, "--data", "/cli/data"), CONFIG_OK);
+    assert_int_equal(c.max_inflight, 3ull << 30);
     assert_string_equal(c.http.host, "127.0.0.2");
     assert_int_equal(c.http.port, 81);
     assert_string_equal(c.grpc.host, "localhost");
@@ -135,6 +141,8 @@ static void test_bad_values(void **state)
     expect_error("--max-body", 3, "--max-body", "lots");
     expect_error("--max-body", 3, "--max-body", "0");
     expect_error("--max-body", 3, "--max-body", "3G");
+    expect_error("--max-inflight", 3, "--max-inflight", "0");
+    expect_error("--max-inflight", 3, "--max-inflight", "1T");
     expect_error("--gc-grace", 3, "--gc-grace", "1y");
     /* a commit in flight may hold its blobs up to the floor: a shorter grace would delete them */
     expect_error("below the least value, 300s", 3, "--gc-grace", "4m");
