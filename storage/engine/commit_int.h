@@ -106,6 +106,10 @@ struct plan {
     struct buf del_keys;
     uint32_t ndel;
     bool delete_all_keys;
+    /* delete by filter: a temporary table of this connection holding the
+       (key, file_id, pos) rows the commit removes from the key index (NULL:
+       none); a row whose key no longer points at (file_id, pos) is ignored */
+    const char *del_keys_table;
     /* producers and idempotency responses */
     struct buf prod_names, prod_offsets;
     uint32_t nprod;

@@ -5,6 +5,11 @@
  * are filtered, their positions added to the file's DV and their keys
  * removed from the key index. {"filter":true} removes whole files and the
  * table's key index without reading anything.
+ *
+ * Memory does not grow with the rows matched, except for the DVs (Roaring
+ * bitmaps, compact): the matched keys go to the catalog as they are found,
+ * COPYed in chunks into a temporary table of the delete's connection
+ * (struct keysink), and the commit deletes the key index rows that join it.
  */
 #include "commit_int.h"
 
@@ -18,6 +23,121 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/*
+ * The matched keys, on their way to the catalog: rows (key, file_id, pos)
+ * of a temporary table of the delete's connection, COPYed (binary) in
+ * chunks of at most KEYS_CHUNK_ROWS rows or KEYS_CHUNK_BYTES bytes. One
+ * bind parameter holding every key would grow with the matches, and past
+ * PostgreSQL's 1 GB message limit could never be sent at all.
+ */
+#define KEYS_CHUNK_ROWS 65536
+#define KEYS_CHUNK_BYTES (4u << 20)
+
+struct keysink {
+    PGconn *c;
+    bool i8;
+    const char *table; /* the temporary table's name */
+    struct buf buf;    /* a COPY binary stream, header included, not sent yet */
+    size_t nbuf;       /* its rows */
+    int64_t nsent;     /* rows COPYed so far */
+};
+
+static const uint8_t COPY_HEADER[19] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0};
+
+static int exec_cmd(PGconn *c, const char *sql, const char *what, struct st_err *err)
+{
+    PGresult *r = PQexec(c, sql);
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? ST_OK : cat_fail(c, r, what, err);
+    PQclear(r);
+    return rc;
+}
+
+/* An empty key table on connection c (created once per connection). */
+static int keys_open(struct keysink *k, PGconn *c, bool i8, struct st_err *err)
+{
+    k->c = c;
+    k->i8 = i8;
+    k->table = i8 ? "strike_delw_keys_i8" : "strike_delw_keys";
+    k->nbuf = 0;
+    k->nsent = 0;
+    buf_reset(&k->buf);
+    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "CREATE TEMP TABLE IF NOT EXISTS %s (key %s NOT NULL, file_id bigint NOT NULL, pos "
+             "bigint NOT NULL); TRUNCATE %s",
+             k->table, i8 ? "bigint" : "bytea", k->table);
+    return exec_cmd(c, sql, "preparing the delete's key table", err);
+}
+
+/* COPY the rows buffered so far. */
+static int keys_flush(struct keysink *k, struct st_err *err)
+{
+    if (k->nbuf == 0)
+        return ST_OK;
+    buf_put_u8(&k->buf, 0xff); /* the trailer: a field count of -1 */
+    buf_put_u8(&k->buf, 0xff);
+    char sql[128];
+    snprintf(sql, sizeof sql, "COPY pg_temp.%s (key, file_id, pos) FROM STDIN (FORMAT binary)",
+             k->table);
+    PGresult *r = PQexec(k->c, sql);
+    int rc = ST_OK;
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = cat_fail(k->c, r, "sending the deleted keys", err);
+        PQclear(r);
+        return rc;
+    }
+    PQclear(r);
+    if (PQputCopyData(k->c, (const char *)k->buf.data, (int)k->buf.len) != 1 ||
+        PQputCopyEnd(k->c, NULL) != 1)
+        rc = cat_fail(k->c, NULL, "sending the deleted keys", err);
+    while ((r = PQgetResult(k->c)) != NULL) {
+        if (rc == ST_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = cat_fail(k->c, r, "sending the deleted keys", err);
+        PQclear(r);
+    }
+    k->nsent += (int64_t)k->nbuf;
+    k->nbuf = 0;
+    buf_reset(&k->buf);
+    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
+    return rc;
+}
+
+static void put_i64(struct buf *b, int64_t v)
+{
+    buf_put_u32be(b, 8);
+    st_u64be(buf_extend(b, 8), (uint64_t)v);
+}
+
+/* One matched row: its key's encoding, its file and position. */
+static int keys_add(struct keysink *k, const uint8_t *key, size_t len, int64_t file_id, int64_t pos,
+                    struct st_err *err)
+{
+    buf_put_u8(&k->buf, 0);
+    buf_put_u8(&k->buf, 3);
+    if (k->i8) {
+        put_i64(&k->buf, key_i8(key, len));
+    } else {
+        buf_put_u32be(&k->buf, (uint32_t)len);
+        buf_append(&k->buf, key, len);
+    }
+    put_i64(&k->buf, file_id);
+    put_i64(&k->buf, pos);
+    k->nbuf++;
+    if (k->nbuf >= KEYS_CHUNK_ROWS || k->buf.len >= KEYS_CHUNK_BYTES)
+        return keys_flush(k, err);
+    return ST_OK;
+}
+
+/* Empty the key table (its disk space goes back) once the delete is over. */
+static void keys_drop(PGconn *c, const char *table)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "TRUNCATE pg_temp.%s", table);
+    struct st_err ignored = {0};
+    (void)exec_cmd(c, sql, "emptying the delete's key table", &ignored);
+}
 
 /* What a delete's scan of the table's files needs, sized once per request. */
 struct dscan {
@@ -35,6 +155,8 @@ struct dscan {
     uint8_t *sel;
     size_t selcap;
     struct buf kb; /* a key's encoding */
+    struct keysink keys;
+    int64_t file_id; /* the file being scanned */
 };
 
 static void dscan_init(struct dscan *d, const struct table *t, const struct filter *f)
@@ -63,11 +185,13 @@ static void dscan_init(struct dscan *d, const struct table *t, const struct filt
     d->ranges = xcalloc((size_t)t->ncols, sizeof *d->ranges);
     d->rp = xcalloc((size_t)t->ncols, sizeof *d->rp);
     d->kb = (struct buf)BUF_INIT;
+    d->keys.buf = (struct buf)BUF_INIT;
 }
 
 static void dscan_free(struct dscan *d)
 {
     buf_free(&d->kb);
+    buf_free(&d->keys.buf);
     free(d->sel);
     pq_batch_free(&d->batch);
     free(d->cols);
@@ -78,16 +202,16 @@ static void dscan_free(struct dscan *d)
     free(d->rp);
 }
 
-/* The rows of a batch the filter selects (live ones only): into `add` and the key deletes. */
-static int64_t delete_selected(struct dscan *d, uint64_t first, struct dv *add, struct plan *p)
+/* The rows of a batch the filter selects (live ones only): into `add` and the key table. */
+static int delete_selected(struct dscan *d, uint64_t first, struct dv *add, int64_t *n,
+                           struct st_err *err)
 {
     const struct table *t = d->t;
-    int64_t n = 0;
     for (size_t i = 0; i < d->batch.nrows; i++) {
         if (!d->sel[i])
             continue;
         dv_add(add, first + i);
-        n++;
+        (*n)++;
         if (t->npk > 0) {
             buf_reset(&d->kb);
             for (int k = 0; k < t->npk; k++) {
@@ -95,19 +219,21 @@ static int64_t delete_selected(struct dscan *d, uint64_t first, struct dv *add, 
                 st_colvec_get(d->vecs[t->pk[k]], i, &v);
                 key_encode_value(t->cols[t->pk[k]].type, &v, &d->kb);
             }
-            eng__key_array_add(&p->del_keys, p->i8, d->kb.data, d->kb.len);
-            p->ndel++;
+            int rc =
+                keys_add(&d->keys, d->kb.data, d->kb.len, d->file_id, (int64_t)(first + i), err);
+            if (rc != ST_OK)
+                return rc;
         }
     }
-    return n;
+    return ST_OK;
 }
 
 /* Read one data file's row groups that may match and filter their live rows. */
 static int scan_file(struct engine *e, struct dscan *d, const struct snap_file *sf,
-                     const struct dv *base, struct dv *add, struct plan *p, int64_t *ndeleted,
-                     struct st_err *err)
+                     const struct dv *base, struct dv *add, int64_t *ndeleted, struct st_err *err)
 {
     const struct table *t = d->t;
+    d->file_id = sf->id;
     char *abs = eng__abs(e, sf->path);
     struct pq_reader *r = NULL;
     int rc = pq_reader_open(abs, &r, err);
@@ -127,7 +253,7 @@ static int scan_file(struct engine *e, struct dscan *d, const struct snap_file *
         for (int k = 0; k < t->ncols; k++)
             d->vecs[k] = d->pos_of[k] >= 0 ? &d->batch.cols[d->pos_of[k]] : NULL;
         filter_eval(d->f, d->vecs, d->batch.nrows, d->sel);
-        *ndeleted += delete_selected(d, first, add, p);
+        rc = delete_selected(d, first, add, ndeleted, err);
     }
     pq_reader_close(r);
     return rc;
@@ -166,7 +292,7 @@ static int delete_in_file(struct engine *e, struct dscan *d, const struct snap_f
     if (d->all)
         ndeleted = sf->record_count - (base ? (int64_t)dv_cardinality(base) : 0);
     else
-        rc = scan_file(e, d, sf, base, add, p, &ndeleted, err);
+        rc = scan_file(e, d, sf, base, add, &ndeleted, err);
     if (h != NULL)
         dvc__release(e, h);
     /* counts add up: each deleted row is one new position of the file's DV */
@@ -180,9 +306,9 @@ static int delete_in_file(struct engine *e, struct dscan *d, const struct snap_f
     return ST_OK;
 }
 
-static int scan_for_delete(struct engine *e, const struct table *t, const struct filter *f,
-                           struct snap_file *files, size_t nfiles, struct plan *p, int64_t *deleted,
-                           struct st_err *err)
+static int scan_for_delete(struct engine *e, PGconn *c, const struct table *t,
+                           const struct filter *f, struct snap_file *files, size_t nfiles,
+                           struct plan *p, int64_t *deleted, struct st_err *err)
 {
     struct dscan d;
     dscan_init(&d, t, f);
@@ -190,15 +316,18 @@ static int scan_for_delete(struct engine *e, const struct table *t, const struct
     int rc = ST_OK;
     *deleted = 0;
     p->i8 = key_is_i8(t);
-    if (t->npk > 0 && !d.all)
-        eng__key_array_begin(&p->del_keys, p->i8, 0);
+    bool keys = t->npk > 0 && !d.all;
+    if (keys)
+        rc = keys_open(&d.keys, c, p->i8, err);
     for (size_t fi = 0; fi < nfiles && rc == ST_OK; fi++) {
         if (!d.all && !eng__file_may_match(t, &files[fi], f, d.ranges, d.rp))
             continue; /* the catalog's statistics rule the file out: no I/O */
         rc = delete_in_file(e, &d, &files[fi], p, deleted, err);
     }
-    if (p->ndel > 0)
-        eng__array_set_count(&p->del_keys, p->ndel);
+    if (rc == ST_OK && keys)
+        rc = keys_flush(&d.keys, err);
+    if (rc == ST_OK && keys && d.keys.nsent > 0)
+        p->del_keys_table = d.keys.table;
     if (d.all && t->npk > 0 && *deleted > 0)
         p->delete_all_keys = true;
     dscan_free(&d);
@@ -239,7 +368,7 @@ static int prepare_delete(struct engine *e, PGconn *c, struct item *it, struct p
         rc = st_errf(err, ST_ECONFLICT, "expected_seq %lld, but table \"%s\" is at seq %lld",
                      (long long)it->expected_seq, t->name, (long long)p->base);
     else if (!filter_is_false(it->filter))
-        rc = scan_for_delete(e, t, it->filter, files, nfiles, p, deleted, err);
+        rc = scan_for_delete(e, c, t, it->filter, files, nfiles, p, deleted, err);
     eng__snap_files_free(files, nfiles);
     return rc;
 }
@@ -289,6 +418,8 @@ void eng__process_delete(struct engine *e, struct item *it)
         }
         rc = eng__after_lost_attempt(e, out, &c, &attempt, t, &p, err);
     }
+    if (c != NULL && rc != ST_EUNAVAIL && p.del_keys_table != NULL)
+        keys_drop(c, p.del_keys_table);
     if (c != NULL)
         cat_release(e->pool, c, rc == ST_EUNAVAIL);
     eng__plan_free(&p);
