@@ -15,3 +15,6 @@ strike_py_test(test_cli_admin test_cli_admin.py)
 strike_unit_test(test_engine_batch PG SOURCES unit/test_engine_batch.c LIBS strike_enginetest
                  LABELS tsan)
 set_tests_properties(test_engine_batch PROPERTIES TIMEOUT 180)
+# Delete by filter: scans outside its table's queue, catches up, commits (issue 13 item 8).
+strike_unit_test(test_engine_delete PG SOURCES unit/test_engine_delete.c LIBS strike_enginetest
+                 LABELS tsan)

@@ -34,8 +34,9 @@ struct item {
     struct delete_res *dres;
     struct st_err *err;
     int rc;
-    bool finished; /* result decided during processing (not yet published) */
-    bool done;     /* published to the waiting thread, under the queue lock */
+    bool finished;     /* result decided during processing (not yet published) */
+    bool done;         /* published to the waiting thread, under the queue lock */
+    struct dwhere *dw; /* ITEM_DELETE_WHERE: its scan, between the scan and the commit */
     struct item *next;
 };
 
@@ -268,6 +269,14 @@ int eng__store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int
 
 /* ---- delete by filter (delete_where.c) ---- */
 
+/*
+ * A delete by filter scans outside its table's queue (eng__delete_scan:
+ * false when the item was decided there), commits in it
+ * (eng__process_delete, re-checking only what changed since its scan), and
+ * ends with eng__delete_end whatever happened.
+ */
+bool eng__delete_scan(struct engine *e, struct item *it);
 void eng__process_delete(struct engine *e, struct item *it);
+void eng__delete_end(struct engine *e, struct item *it);
 
 #endif
