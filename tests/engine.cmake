@@ -17,3 +17,6 @@ strike_unit_test(test_engine_batch PG SOURCES unit/test_engine_batch.c LIBS stri
 set_tests_properties(test_engine_batch PROPERTIES TIMEOUT 180)
 # Statement costs that must not grow with history (issue 13).
 strike_unit_test(test_engine_history PG SOURCES unit/test_engine_history.c LIBS strike_enginetest)
+# Delete by filter: scans outside its table's queue, catches up, commits (issue 13 item 8).
+strike_unit_test(test_engine_delete PG SOURCES unit/test_engine_delete.c LIBS strike_enginetest
+                 LABELS tsan)

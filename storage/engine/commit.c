@@ -84,6 +84,7 @@ void eng__plan_reset(struct plan *p)
     p->nupd = p->nins = p->ndel = p->nprod = p->nidem = 0;
     p->upd_vers_nulls = p->ins_vers_nulls = false;
     p->delete_all_keys = false;
+    p->del_keys_table = NULL;
     free(p->summary);
     p->summary = NULL;
 }

@@ -34,8 +34,9 @@ struct item {
     struct delete_res *dres;
     struct st_err *err;
     int rc;
-    bool finished; /* result decided during processing (not yet published) */
-    bool done;     /* published to the waiting thread, under the queue lock */
+    bool finished;     /* result decided during processing (not yet published) */
+    bool done;         /* published to the waiting thread, under the queue lock */
+    struct dwhere *dw; /* ITEM_DELETE_WHERE: its scan, between the scan and the commit */
     struct item *next;
 };
 
@@ -106,6 +107,10 @@ struct plan {
     struct buf del_keys;
     uint32_t ndel;
     bool delete_all_keys;
+    /* delete by filter: a temporary table of this connection holding the
+       (key, file_id, pos) rows the commit removes from the key index (NULL:
+       none); a row whose key no longer points at (file_id, pos) is ignored */
+    const char *del_keys_table;
     /* producers and idempotency responses */
     struct buf prod_names, prod_offsets;
     uint32_t nprod;
@@ -271,6 +276,14 @@ int eng__store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int
 
 /* ---- delete by filter (delete_where.c) ---- */
 
+/*
+ * A delete by filter scans outside its table's queue (eng__delete_scan:
+ * false when the item was decided there), commits in it
+ * (eng__process_delete, re-checking only what changed since its scan), and
+ * ends with eng__delete_end whatever happened.
+ */
+bool eng__delete_scan(struct engine *e, struct item *it);
 void eng__process_delete(struct engine *e, struct item *it);
+void eng__delete_end(struct engine *e, struct item *it);
 
 #endif

@@ -272,5 +272,8 @@ int engine_delete_where(struct engine *e, struct table *t, const struct filter *
     it.idem = idem;
     it.dres = res;
     it.err = err;
-    return submit(e, t->id, &it);
+    /* the scan runs here, outside the table's queue; only the commit queues */
+    int rc = eng__delete_scan(e, &it) ? submit(e, t->id, &it) : it.rc;
+    eng__delete_end(e, &it);
+    return rc;
 }

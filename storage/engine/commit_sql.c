@@ -412,6 +412,15 @@ static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct pl
                               : SQL_DELETE_KEYS("strike.key_index", "bytea"),
                            2, v, l, f2, 0, err);
     }
+    if (rc == ST_OK && p->del_keys_table != NULL) {
+        char sql[320];
+        snprintf(sql, sizeof sql,
+                 "DELETE FROM %s k USING pg_temp.%s d WHERE k.table_id = $1 AND k.key = d.key "
+                 "AND k.file_id = d.file_id AND k.pos = d.pos",
+                 i8 ? "strike.key_index_i8" : "strike.key_index", p->del_keys_table);
+        const char *v[1] = {cp->tid.s};
+        rc = eng__send_sql(pp, sql, 1, v, NULL, NULL, 0, err);
+    }
     if (rc == ST_OK && p->nupd > 0)
         rc = send_key_rows(pp,
                            i8 ? SQL_UPDATE_KEYS("strike.key_index_i8", "bigint")

@@ -1,12 +1,20 @@
 /*
  * delete_where.c - delete by filter: one commit of its own (never merged
- * with changes), against the snapshot it scanned. Files are pruned by
- * their catalog statistics, then by row-group statistics; the rows left
- * are filtered, their positions added to the file's DV and their keys
- * removed from the key index. {"filter":true} removes whole files and the
- * table's key index without reading anything.
+ * with changes). It scans the snapshot it finds outside its table's commit
+ * queue, and queues only to commit; when the table moved meanwhile it
+ * re-checks only what changed (catch_up, below). Files are pruned by their
+ * catalog statistics, then by row-group statistics; the rows left are
+ * filtered, their positions added to the file's DV and their keys removed
+ * from the key index. {"filter":true} removes whole files and the table's
+ * key index without reading anything.
+ *
+ * Memory does not grow with the rows matched, except for the DVs (Roaring
+ * bitmaps, compact): the matched keys go to the catalog as they are found,
+ * COPYed in chunks into a temporary table of the delete's connection
+ * (struct keysink), and the commit deletes the key index rows that join it.
  */
 #include "commit_int.h"
+#include "engine_test.h"
 
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -18,6 +26,121 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/*
+ * The matched keys, on their way to the catalog: rows (key, file_id, pos)
+ * of a temporary table of the delete's connection, COPYed (binary) in
+ * chunks of at most KEYS_CHUNK_ROWS rows or KEYS_CHUNK_BYTES bytes. One
+ * bind parameter holding every key would grow with the matches, and past
+ * PostgreSQL's 1 GB message limit could never be sent at all.
+ */
+#define KEYS_CHUNK_ROWS 65536
+#define KEYS_CHUNK_BYTES (4u << 20)
+
+struct keysink {
+    PGconn *c;
+    bool i8;
+    const char *table; /* the temporary table's name */
+    struct buf buf;    /* a COPY binary stream, header included, not sent yet */
+    size_t nbuf;       /* its rows */
+    int64_t nsent;     /* rows COPYed so far */
+};
+
+static const uint8_t COPY_HEADER[19] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0};
+
+static int exec_cmd(PGconn *c, const char *sql, const char *what, struct st_err *err)
+{
+    PGresult *r = PQexec(c, sql);
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? ST_OK : cat_fail(c, r, what, err);
+    PQclear(r);
+    return rc;
+}
+
+/* An empty key table on connection c (created once per connection). */
+static int keys_open(struct keysink *k, PGconn *c, bool i8, struct st_err *err)
+{
+    k->c = c;
+    k->i8 = i8;
+    k->table = i8 ? "strike_delw_keys_i8" : "strike_delw_keys";
+    k->nbuf = 0;
+    k->nsent = 0;
+    buf_reset(&k->buf);
+    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "CREATE TEMP TABLE IF NOT EXISTS %s (key %s NOT NULL, file_id bigint NOT NULL, pos "
+             "bigint NOT NULL); TRUNCATE %s",
+             k->table, i8 ? "bigint" : "bytea", k->table);
+    return exec_cmd(c, sql, "preparing the delete's key table", err);
+}
+
+/* COPY the rows buffered so far. */
+static int keys_flush(struct keysink *k, struct st_err *err)
+{
+    if (k->nbuf == 0)
+        return ST_OK;
+    buf_put_u8(&k->buf, 0xff); /* the trailer: a field count of -1 */
+    buf_put_u8(&k->buf, 0xff);
+    char sql[128];
+    snprintf(sql, sizeof sql, "COPY pg_temp.%s (key, file_id, pos) FROM STDIN (FORMAT binary)",
+             k->table);
+    PGresult *r = PQexec(k->c, sql);
+    int rc = ST_OK;
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = cat_fail(k->c, r, "sending the deleted keys", err);
+        PQclear(r);
+        return rc;
+    }
+    PQclear(r);
+    if (PQputCopyData(k->c, (const char *)k->buf.data, (int)k->buf.len) != 1 ||
+        PQputCopyEnd(k->c, NULL) != 1)
+        rc = cat_fail(k->c, NULL, "sending the deleted keys", err);
+    while ((r = PQgetResult(k->c)) != NULL) {
+        if (rc == ST_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = cat_fail(k->c, r, "sending the deleted keys", err);
+        PQclear(r);
+    }
+    k->nsent += (int64_t)k->nbuf;
+    k->nbuf = 0;
+    buf_reset(&k->buf);
+    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
+    return rc;
+}
+
+static void put_i64(struct buf *b, int64_t v)
+{
+    buf_put_u32be(b, 8);
+    st_u64be(buf_extend(b, 8), (uint64_t)v);
+}
+
+/* One matched row: its key's encoding, its file and position. */
+static int keys_add(struct keysink *k, const uint8_t *key, size_t len, int64_t file_id, int64_t pos,
+                    struct st_err *err)
+{
+    buf_put_u8(&k->buf, 0);
+    buf_put_u8(&k->buf, 3);
+    if (k->i8) {
+        put_i64(&k->buf, key_i8(key, len));
+    } else {
+        buf_put_u32be(&k->buf, (uint32_t)len);
+        buf_append(&k->buf, key, len);
+    }
+    put_i64(&k->buf, file_id);
+    put_i64(&k->buf, pos);
+    k->nbuf++;
+    if (k->nbuf >= KEYS_CHUNK_ROWS || k->buf.len >= KEYS_CHUNK_BYTES)
+        return keys_flush(k, err);
+    return ST_OK;
+}
+
+/* Empty the key table (its disk space goes back) once the delete is over. */
+static void keys_drop(PGconn *c, const char *table)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "TRUNCATE pg_temp.%s", table);
+    struct st_err ignored = {0};
+    (void)exec_cmd(c, sql, "emptying the delete's key table", &ignored);
+}
 
 /* What a delete's scan of the table's files needs, sized once per request. */
 struct dscan {
@@ -35,6 +158,8 @@ struct dscan {
     uint8_t *sel;
     size_t selcap;
     struct buf kb; /* a key's encoding */
+    struct keysink keys;
+    int64_t file_id; /* the file being scanned */
 };
 
 static void dscan_init(struct dscan *d, const struct table *t, const struct filter *f)
@@ -63,11 +188,13 @@ static void dscan_init(struct dscan *d, const struct table *t, const struct filt
     d->ranges = xcalloc((size_t)t->ncols, sizeof *d->ranges);
     d->rp = xcalloc((size_t)t->ncols, sizeof *d->rp);
     d->kb = (struct buf)BUF_INIT;
+    d->keys.buf = (struct buf)BUF_INIT;
 }
 
 static void dscan_free(struct dscan *d)
 {
     buf_free(&d->kb);
+    buf_free(&d->keys.buf);
     free(d->sel);
     pq_batch_free(&d->batch);
     free(d->cols);
@@ -78,16 +205,16 @@ static void dscan_free(struct dscan *d)
     free(d->rp);
 }
 
-/* The rows of a batch the filter selects (live ones only): into `add` and the key deletes. */
-static int64_t delete_selected(struct dscan *d, uint64_t first, struct dv *add, struct plan *p)
+/* The rows of a batch the filter selects (live ones only): into `add` and the key table. */
+static int delete_selected(struct dscan *d, uint64_t first, struct dv *add, int64_t *n,
+                           struct st_err *err)
 {
     const struct table *t = d->t;
-    int64_t n = 0;
     for (size_t i = 0; i < d->batch.nrows; i++) {
         if (!d->sel[i])
             continue;
         dv_add(add, first + i);
-        n++;
+        (*n)++;
         if (t->npk > 0) {
             buf_reset(&d->kb);
             for (int k = 0; k < t->npk; k++) {
@@ -95,19 +222,21 @@ static int64_t delete_selected(struct dscan *d, uint64_t first, struct dv *add, 
                 st_colvec_get(d->vecs[t->pk[k]], i, &v);
                 key_encode_value(t->cols[t->pk[k]].type, &v, &d->kb);
             }
-            eng__key_array_add(&p->del_keys, p->i8, d->kb.data, d->kb.len);
-            p->ndel++;
+            int rc =
+                keys_add(&d->keys, d->kb.data, d->kb.len, d->file_id, (int64_t)(first + i), err);
+            if (rc != ST_OK)
+                return rc;
         }
     }
-    return n;
+    return ST_OK;
 }
 
 /* Read one data file's row groups that may match and filter their live rows. */
 static int scan_file(struct engine *e, struct dscan *d, const struct snap_file *sf,
-                     const struct dv *base, struct dv *add, struct plan *p, int64_t *ndeleted,
-                     struct st_err *err)
+                     const struct dv *base, struct dv *add, int64_t *ndeleted, struct st_err *err)
 {
     const struct table *t = d->t;
+    d->file_id = sf->id;
     char *abs = eng__abs(e, sf->path);
     struct pq_reader *r = NULL;
     int rc = pq_reader_open(abs, &r, err);
@@ -127,7 +256,7 @@ static int scan_file(struct engine *e, struct dscan *d, const struct snap_file *
         for (int k = 0; k < t->ncols; k++)
             d->vecs[k] = d->pos_of[k] >= 0 ? &d->batch.cols[d->pos_of[k]] : NULL;
         filter_eval(d->f, d->vecs, d->batch.nrows, d->sel);
-        *ndeleted += delete_selected(d, first, add, p);
+        rc = delete_selected(d, first, add, ndeleted, err);
     }
     pq_reader_close(r);
     return rc;
@@ -152,60 +281,223 @@ static void plan_file(struct plan *p, const struct snap_file *sf, struct dv *add
 }
 
 /* One file: its deleted positions (all of its live rows when the filter is true). */
-static int delete_in_file(struct engine *e, struct dscan *d, const struct snap_file *sf,
-                          struct plan *p, int64_t *deleted, struct st_err *err)
+/*
+ * A delete between its scan and its commit. It scans the snapshot N it
+ * finds, outside the table's commit queue, then enters the queue only to
+ * commit. Files never change but for their DVs, which only grow, so when
+ * the table moved on to M the delete re-checks only what changed
+ * (catch_up): a file it knew whose DV changed loses the positions now
+ * deleted, a file gone is dropped (its rows are dead at M, so no key points
+ * at them), and only a file it has not seen (written after N) is read. Its
+ * positions are then exactly the rows live at M that match; its key table
+ * may hold rows of (key, file, pos) that are dead at M, which the commit's
+ * join on (key, file_id, pos) ignores.
+ */
+struct dfile {
+    struct snap_file sf; /* as live at `seen` (its DV then) */
+    struct dv *add;      /* the matching rows live at `seen` (NULL: none; unused when all) */
+};
+
+struct dwhere {
+    struct engine *e;
+    struct item *it;
+    PGconn *c;
+    struct dscan d;
+    bool keys;         /* matched keys go to the key table (the table has a key, filter not true) */
+    PGconn *keys_conn; /* the connection whose key table holds them (NULL: not opened) */
+    int64_t seen;      /* the seq `files` is right at (-1: nothing read yet) */
+    struct dfile *files; /* every file live at `seen`, by id */
+    size_t n;
+    int catch_ups; /* re-checks after the first scan */
+};
+
+static void dfile_free(struct dfile *f)
 {
+    free(f->sf.path);
+    free(f->sf.stats_json);
+    free(f->sf.dv_path);
+    dv_free(f->add);
+}
+
+static void dwhere_forget(struct dwhere *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        dfile_free(&w->files[i]);
+    free(w->files);
+    w->files = NULL;
+    w->n = 0;
+    w->seen = -1;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    int64_t x = ((const struct dfile *)a)->sf.id, y = ((const struct dfile *)b)->sf.id;
+    return x < y ? -1 : x > y;
+}
+
+static struct dfile *find_file(struct dwhere *w, int64_t id)
+{
+    struct dfile key = {.sf = {.id = id}};
+    if (w->n == 0)
+        return NULL;
+    return bsearch(&key, w->files, w->n, sizeof *w->files, by_id);
+}
+
+static bool same_dv(const struct snap_file *a, const struct snap_file *b)
+{
+    if (a->has_dv != b->has_dv)
+        return false;
+    return !a->has_dv || (strcmp(a->dv_path, b->dv_path) == 0 && a->dv_offset == b->dv_offset &&
+                          a->dv_card == b->dv_card);
+}
+
+/* The matching live rows of a file not seen before (*add NULL when none). */
+static int scan_new_file(struct dwhere *w, const struct snap_file *sf, struct dv **add,
+                         struct st_err *err)
+{
+    *add = NULL;
+    if (w->d.all || !eng__file_may_match(w->d.t, sf, w->d.f, w->d.ranges, w->d.rp))
+        return ST_OK; /* the catalog's statistics rule the file out: no I/O */
     const struct dv *base = NULL;
     void *h = NULL;
     int rc = ST_OK;
-    if (sf->has_dv && (rc = dvc__get(e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card,
+    if (sf->has_dv && (rc = dvc__get(w->e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card,
                                      &base, &h, err)) != ST_OK)
         return rc;
-    struct dv *add = dv_new();
-    int64_t ndeleted = 0;
-    if (d->all)
-        ndeleted = sf->record_count - (base ? (int64_t)dv_cardinality(base) : 0);
-    else
-        rc = scan_file(e, d, sf, base, add, p, &ndeleted, err);
+    struct dv *a = dv_new();
+    int64_t n = 0;
+    rc = scan_file(w->e, &w->d, sf, base, a, &n, err);
     if (h != NULL)
-        dvc__release(e, h);
+        dvc__release(w->e, h);
     /* counts add up: each deleted row is one new position of the file's DV */
-    assert(rc != ST_OK || d->all || (int64_t)dv_cardinality(add) == ndeleted);
-    if (rc != ST_OK || ndeleted == 0) {
-        dv_free(add);
-        return rc;
-    }
-    *deleted += ndeleted;
-    plan_file(p, sf, add, d->all);
-    return ST_OK;
-}
-
-static int scan_for_delete(struct engine *e, const struct table *t, const struct filter *f,
-                           struct snap_file *files, size_t nfiles, struct plan *p, int64_t *deleted,
-                           struct st_err *err)
-{
-    struct dscan d;
-    dscan_init(&d, t, f);
-    p->files = xcalloc(nfiles ? nfiles : 1, sizeof *p->files);
-    int rc = ST_OK;
-    *deleted = 0;
-    p->i8 = key_is_i8(t);
-    if (t->npk > 0 && !d.all)
-        eng__key_array_begin(&p->del_keys, p->i8, 0);
-    for (size_t fi = 0; fi < nfiles && rc == ST_OK; fi++) {
-        if (!d.all && !eng__file_may_match(t, &files[fi], f, d.ranges, d.rp))
-            continue; /* the catalog's statistics rule the file out: no I/O */
-        rc = delete_in_file(e, &d, &files[fi], p, deleted, err);
-    }
-    if (p->ndel > 0)
-        eng__array_set_count(&p->del_keys, p->ndel);
-    if (d.all && t->npk > 0 && *deleted > 0)
-        p->delete_all_keys = true;
-    dscan_free(&d);
+    assert(rc != ST_OK || (int64_t)dv_cardinality(a) == n);
+    if (rc != ST_OK || n == 0)
+        dv_free(a);
+    else
+        *add = a;
     return rc;
 }
 
-/* The delete's Idempotency-Key record, stored with its commit. */
+/* A known file's DV grew: its positions that are now deleted leave `add`. */
+static int drop_deleted(struct dwhere *w, const struct snap_file *sf, struct dv **add,
+                        struct st_err *err)
+{
+    if (*add == NULL || !sf->has_dv)
+        return ST_OK;
+    const struct dv *now = NULL;
+    void *h = NULL;
+    int rc = dvc__get(w->e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card, &now, &h, err);
+    if (rc != ST_OK)
+        return rc;
+    struct dv *left = dv_new();
+    struct dv_iter di;
+    dv_iter_init(&di, *add);
+    uint64_t pos;
+    while (dv_iter_next(&di, &pos))
+        if (!dv_contains(now, pos))
+            dv_add(left, pos);
+    dvc__release(w->e, h);
+    dv_free(*add);
+    *add = dv_is_empty(left) ? NULL : left;
+    if (*add == NULL)
+        dv_free(left);
+    return ST_OK;
+}
+
+/* Test hook (engine_test_delete_hook): called once a delete's first scan is done. */
+void engine_test_delete_hook(struct engine *e, void (*fn)(void *ctx), void *ctx)
+{
+    e->test_delete_hook = fn;
+    e->test_delete_hook_ctx = ctx;
+}
+
+/*
+ * Bring the delete's files and positions to the table's current seq M:
+ * the first call scans every file, the next ones only what changed since.
+ */
+static int catch_up(struct dwhere *w, struct st_err *err)
+{
+    struct item *it = w->it;
+    const struct table *t = it->t;
+    if (w->keys && w->keys_conn != w->c) {
+        /* first call, or the connection was replaced after a lost one: its key table is gone */
+        dwhere_forget(w);
+        int rc = keys_open(&w->d.keys, w->c, key_is_i8(t), err);
+        if (rc != ST_OK)
+            return rc;
+        w->keys_conn = w->c;
+    }
+    struct snap_file *lst = NULL;
+    size_t n = 0;
+    int64_t m;
+    int rc = eng__snapshot_files(w->e, w->c, t, false, 0, &m, &lst, &n, err);
+    if (rc != ST_OK)
+        return rc;
+    if (it->has_expected_seq && it->expected_seq != m) {
+        eng__snap_files_free(lst, n);
+        return st_errf(err, ST_ECONFLICT, "expected_seq %lld, but table \"%s\" is at seq %lld",
+                       (long long)it->expected_seq, t->name, (long long)m);
+    }
+    if (m == w->seen || filter_is_false(it->filter)) {
+        w->seen = m;
+        eng__snap_files_free(lst, n);
+        return ST_OK;
+    }
+    if (w->seen >= 0)
+        w->catch_ups++;
+    struct dfile *nf = xcalloc(n ? n : 1, sizeof *nf);
+    for (size_t i = 0; i < n && rc == ST_OK; i++) {
+        struct dfile *old = find_file(w, lst[i].id);
+        nf[i].sf = lst[i];
+        memset(&lst[i], 0, sizeof lst[i]); /* nf[i] owns its strings now */
+        if (old == NULL) {
+            rc = scan_new_file(w, &nf[i].sf, &nf[i].add, err);
+            continue;
+        }
+        nf[i].add = old->add;
+        old->add = NULL;
+        if (!same_dv(&old->sf, &nf[i].sf))
+            rc = drop_deleted(w, &nf[i].sf, &nf[i].add, err);
+    }
+    eng__snap_files_free(lst, n);
+    if (rc == ST_OK && w->keys)
+        rc = keys_flush(&w->d.keys, err);
+    dwhere_forget(w);
+    w->files = nf;
+    w->n = n;
+    qsort(w->files, w->n, sizeof *w->files, by_id);
+    if (rc != ST_OK) {
+        dwhere_forget(w); /* partly caught up: start over next time */
+        return rc;
+    }
+    w->seen = m;
+    return ST_OK;
+}
+
+/* The commit's plan from the delete's files at `seen`; the count of rows it deletes. */
+static int64_t build_plan(struct dwhere *w, struct plan *p)
+{
+    const struct table *t = w->it->t;
+    int64_t deleted = 0;
+    p->base = w->seen;
+    p->i8 = key_is_i8(t);
+    p->files = xcalloc(w->n ? w->n : 1, sizeof *p->files);
+    for (size_t i = 0; i < w->n; i++) {
+        const struct dfile *f = &w->files[i];
+        int64_t k = w->d.all ? f->sf.record_count - (f->sf.has_dv ? f->sf.dv_card : 0)
+                             : (f->add ? (int64_t)dv_cardinality(f->add) : 0);
+        if (k == 0)
+            continue;
+        deleted += k;
+        plan_file(p, &f->sf, w->d.all ? dv_new() : dv_clone(f->add), w->d.all);
+    }
+    if (w->d.all && t->npk > 0 && deleted > 0)
+        p->delete_all_keys = true;
+    if (w->keys && w->d.keys.nsent > 0 && deleted > 0)
+        p->del_keys_table = w->d.keys.table;
+    return deleted;
+}
+
 static void plan_delete_idem(struct plan *p, const struct engine_idem *idem,
                              const struct eng__result *res)
 {
@@ -225,49 +517,65 @@ static void plan_delete_idem(struct plan *p, const struct engine_idem *idem,
  * Read the current snapshot, check expected_seq and find the rows to
  * delete: the plan, or *deleted == 0 when there are none.
  */
-static int prepare_delete(struct engine *e, PGconn *c, struct item *it, struct plan *p,
-                          int64_t *deleted, struct st_err *err)
+
+/*
+ * A delete's first part, outside the table's queue (engine_delete_where):
+ * its connection, an Idempotency-Key already stored, the scan of snapshot N
+ * and a first catch-up with what committed meanwhile. False when the item
+ * is decided here (a replay, an error): it then needs no commit.
+ */
+bool eng__delete_scan(struct engine *e, struct item *it)
 {
-    const struct table *t = it->t;
-    struct snap_file *files = NULL;
-    size_t nfiles = 0;
-    int rc = eng__snapshot_files(e, c, t, false, 0, &p->base, &files, &nfiles, err);
-    if (rc != ST_OK)
-        return rc;
-    *deleted = 0;
-    if (it->has_expected_seq && it->expected_seq != p->base)
-        rc = st_errf(err, ST_ECONFLICT, "expected_seq %lld, but table \"%s\" is at seq %lld",
-                     (long long)it->expected_seq, t->name, (long long)p->base);
-    else if (!filter_is_false(it->filter))
-        rc = scan_for_delete(e, t, it->filter, files, nfiles, p, deleted, err);
-    eng__snap_files_free(files, nfiles);
-    return rc;
+    struct dwhere *w = xcalloc(1, sizeof *w);
+    it->dw = w;
+    w->e = e;
+    w->it = it;
+    w->seen = -1;
+    dscan_init(&w->d, it->t, it->filter);
+    w->keys = it->t->npk > 0 && !w->d.all && !filter_is_false(it->filter);
+    struct st_err *err = it->err;
+    struct eng__result res = {.op = ENG__OP_DELETE, .del = it->dres};
+    bool replayed = false;
+    int rc = cat_acquire(e->pool, &w->c, CAT_WAIT_COMMIT_ACQUIRE_MS, err);
+    if (rc == ST_OK)
+        rc = eng__idem_lookup(w->c, it->t->name, it->idem, &res, &replayed, err);
+    if (rc == ST_OK && !replayed && (rc = catch_up(w, err)) == ST_OK) {
+        if (e->test_delete_hook != NULL)
+            e->test_delete_hook(e->test_delete_hook_ctx);
+        rc = catch_up(w, err);
+    }
+    if (rc != ST_OK || replayed) {
+        eng__finish_item(it, rc);
+        return false;
+    }
+    return true;
 }
 
+/* The delete's commit, in the table's queue: catch up with seq M, commit at M, retry. */
 void eng__process_delete(struct engine *e, struct item *it)
 {
+    struct dwhere *w = it->dw;
     const struct table *t = it->t;
     struct st_err *err = it->err;
     struct plan p;
     eng__plan_init(&p);
     p.operation = "delete";
-    PGconn *c = NULL;
-    int rc = cat_acquire(e->pool, &c, CAT_WAIT_COMMIT_ACQUIRE_MS, err);
+    int rc = w->c != NULL ? ST_OK : st_errf(err, ST_EUNAVAIL, "no catalog connection");
     int attempt = 0;
     eng__record_batch(e, 1);
     struct eng__result res = {.op = ENG__OP_DELETE, .del = it->dres};
     while (rc == ST_OK) {
         eng__plan_reset(&p);
         bool replayed;
-        int64_t deleted;
-        if ((rc = eng__idem_lookup(c, t->name, it->idem, &res, &replayed, err)) != ST_OK ||
-            replayed || (rc = prepare_delete(e, c, it, &p, &deleted, err)) != ST_OK)
+        if ((rc = eng__idem_lookup(w->c, t->name, it->idem, &res, &replayed, err)) != ST_OK ||
+            replayed || (rc = catch_up(w, err)) != ST_OK)
             break;
+        int64_t deleted = build_plan(w, &p);
         it->dres->deleted = deleted;
         if (deleted == 0) {
             it->dres->seq = p.base;
             if (it->idem != NULL &&
-                (rc = eng__idem_store(c, t->name, it->idem, &res, err)) == ST_ECONFLICT)
+                (rc = eng__idem_store(w->c, t->name, it->idem, &res, err)) == ST_ECONFLICT)
                 rc = ST_OK; /* the same key finished concurrently: look again, replay it */
             else
                 break;
@@ -282,15 +590,31 @@ void eng__process_delete(struct engine *e, struct item *it)
             xasprintf("{\"deleted\":%lld,\"changed_dvs\":%zu}", (long long)deleted, p.nfiles);
         eng__crash_point(e);
         p.attempt = attempt;
-        enum commit_outcome out = eng__run_commit(e, &c, t, &p, err);
+        enum commit_outcome out = eng__run_commit(e, &w->c, t, &p, err);
+        log_debug("delete table=%s base=%lld attempt=%d catch_ups=%d deleted=%lld outcome=%d",
+                  t->name, (long long)p.base, attempt, w->catch_ups, (long long)deleted, (int)out);
         if (out == COMMITTED) {
             atomic_fetch_add(&e->m_commits, 1);
             break;
         }
-        rc = eng__after_lost_attempt(e, out, &c, &attempt, t, &p, err);
+        rc = eng__after_lost_attempt(e, out, &w->c, &attempt, t, &p, err);
     }
-    if (c != NULL)
-        cat_release(e->pool, c, rc == ST_EUNAVAIL);
     eng__plan_free(&p);
     eng__finish_item(it, rc);
+}
+
+/* After the delete (committed, refused or failed): its key table emptied, the connection back. */
+void eng__delete_end(struct engine *e, struct item *it)
+{
+    struct dwhere *w = it->dw;
+    if (w == NULL)
+        return;
+    if (w->c != NULL && w->keys_conn == w->c && it->rc != ST_EUNAVAIL)
+        keys_drop(w->c, w->d.keys.table);
+    if (w->c != NULL)
+        cat_release(e->pool, w->c, it->rc == ST_EUNAVAIL);
+    dwhere_forget(w);
+    dscan_free(&w->d);
+    free(w);
+    it->dw = NULL;
 }

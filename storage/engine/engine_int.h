@@ -64,6 +64,8 @@ struct engine {
     atomic_int fault_lock_timeout_ms;
     void (*test_gc_hook)(void *ctx);
     void *test_gc_hook_ctx;
+    void (*test_delete_hook)(void *ctx);
+    void *test_delete_hook_ctx;
 };
 
 /* ---- engine.c ---- */

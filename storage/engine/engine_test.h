@@ -59,6 +59,13 @@ void engine_test_fail_request(struct engine *e, const struct change_req *req);
 void engine_test_gc_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
 
 /*
+ * Call fn(ctx) in every delete by filter, once its scan of the snapshot it
+ * found is done and before it enters its table's commit queue (NULL: none):
+ * a test commits there what a concurrent writer would, or holds the scan.
+ */
+void engine_test_delete_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
+
+/*
  * The commit path's per-key statements on the key index (lookup, update,
  * insert, delete; NULL after the last) and the planner settings the engine
  * runs before them in the same transaction: for tests of their plans.
