@@ -368,7 +368,7 @@ static int lookup_location(struct engine *e, struct table *t, int64_t file_id, b
     struct eng__num tid, fid, snap;
     const char *vals[3] = {eng__i64(&tid, t->id), eng__i64(&fid, file_id),
                            has_snapshot ? eng__i64(&snap, snapshot) : NULL};
-    PGresult *r = PQexecParams(
+    PGresult *r = cat_pq_exec_params(
         c,
         "WITH s AS (SELECT t.id, t.seq AS cur, coalesce($3::bigint, t.seq) AS seq FROM "
         "strike.tables t WHERE t.id = $1) "

@@ -30,8 +30,8 @@
 /* Every blob path the catalog references, relative to the blob root. */
 static int referenced_set(PGconn *c, struct hmap *refs, int64_t *n, struct st_err *err)
 {
-    PGresult *r = PQexec(c, "SELECT path FROM strike.data_files UNION SELECT puffin_path FROM "
-                            "strike.deletion_vectors");
+    PGresult *r = cat_pq_exec(c, "SELECT path FROM strike.data_files UNION SELECT puffin_path FROM "
+                                 "strike.deletion_vectors");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "listing referenced blobs", err);
         PQclear(r);
@@ -163,11 +163,11 @@ static int gc_delete(PGconn *c, struct gc_ctx *g, struct st_err *err)
     char *arr = cand_array(g);
     const char *v[1] = {arr};
     PGresult *r =
-        PQexecParams(c,
-                     "SELECT p FROM unnest($1::text[]) AS p WHERE "
-                     "EXISTS (SELECT 1 FROM strike.data_files WHERE path = p) OR "
-                     "EXISTS (SELECT 1 FROM strike.deletion_vectors WHERE puffin_path = p)",
-                     1, NULL, v, NULL, NULL, 0);
+        cat_pq_exec_params(c,
+                           "SELECT p FROM unnest($1::text[]) AS p WHERE "
+                           "EXISTS (SELECT 1 FROM strike.data_files WHERE path = p) OR "
+                           "EXISTS (SELECT 1 FROM strike.deletion_vectors WHERE puffin_path = p)",
+                           1, NULL, v, NULL, NULL, 0);
     free(arr);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "re-checking orphans", err);
@@ -231,8 +231,9 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report 
         rc = gc_delete(c, &g, err);
     buf_free(&g.cand);
     if (rc == ST_OK && !dry_run) {
-        PGresult *r = PQexec(c, "DELETE FROM strike.idempotency_keys WHERE created_at < now() - "
-                                "interval '48 hours'");
+        PGresult *r =
+            cat_pq_exec(c, "DELETE FROM strike.idempotency_keys WHERE created_at < now() - "
+                           "interval '48 hours'");
         if (PQresultStatus(r) != PGRES_COMMAND_OK)
             rc = cat_fail(c, r, "expiring idempotency keys", err);
         PQclear(r);
@@ -276,7 +277,7 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    PGresult *r = PQexec(c, "SELECT path, record_count, file_size FROM strike.data_files");
+    PGresult *r = cat_pq_exec(c, "SELECT path, record_count, file_size FROM strike.data_files");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "listing data files", err);
         PQclear(r);
@@ -287,8 +288,8 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
         check_data_file(e, PQgetvalue(r, i, 0), eng__get_i64(r, i, 1), eng__get_i64(r, i, 2), fn,
                         ctx, out);
     PQclear(r);
-    r = PQexec(c, "SELECT puffin_path, blob_offset, blob_length, cardinality FROM "
-                  "strike.deletion_vectors ORDER BY puffin_path, blob_offset");
+    r = cat_pq_exec(c, "SELECT puffin_path, blob_offset, blob_length, cardinality FROM "
+                       "strike.deletion_vectors ORDER BY puffin_path, blob_offset");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "listing deletion vectors", err);
         PQclear(r);
