@@ -868,7 +868,7 @@ static void test_key_statements_plan_as_index_probes(void **state)
 #define PROXY_PAIRS 32
 struct stall_proxy {
     char dir[64];
-    char upstream[200];
+    char upstream[100]; /* fits a sockaddr_un's sun_path */
     int lfd;
     atomic_bool frozen, stop;
     pthread_t th;
@@ -946,7 +946,9 @@ static void proxy_start(struct stall_proxy *x)
     memset(x, 0, sizeof *x);
     snprintf(x->dir, sizeof x->dir, "/tmp/strike-stall-XXXXXX");
     assert_non_null(mkdtemp(x->dir));
-    snprintf(x->upstream, sizeof x->upstream, "%s/.s.PGSQL.5432", getenv("STRIKE_TEST_PG_HOST"));
+    int len = snprintf(x->upstream, sizeof x->upstream, "%s/.s.PGSQL.5432",
+                       getenv("STRIKE_TEST_PG_HOST"));
+    assert_true(len > 0 && (size_t)len < sizeof x->upstream);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     snprintf(a.sun_path, sizeof a.sun_path, "%s/.s.PGSQL.5432", x->dir);
     x->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
