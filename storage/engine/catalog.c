@@ -6,10 +6,14 @@
 #include "common/xalloc.h"
 
 #include <errno.h>
+#include <libpq-events.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 /* Key of the advisory lock that serialises migrations (ASCII "strikeMG"). */
@@ -24,7 +28,41 @@ struct cat_pool {
     int nidle;
     int open; /* connections in use or idle */
     int max;
+    /* liveness probes (catalog.h), under mu: the last one's start and result */
+    bool probing;
+    bool probed;
+    bool probe_failed;
+    int64_t probe_began_ms;
 };
+
+/* What the pool knows of each connection it made (libpq instance data). */
+struct conn_info {
+    struct cat_pool *pool;
+    bool stalled; /* a call gave up on it: the catalog stopped answering */
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* libpq event procedure: only to hang a conn_info on each connection, and free it. */
+static int conn_event(PGEventId id, void *evt, void *pass)
+{
+    (void)pass;
+    if (id == PGEVT_CONNDESTROY) {
+        PGEventConnDestroy *d = evt;
+        free(PQinstanceData(d->conn, conn_event));
+    }
+    return 1;
+}
+
+static struct conn_info *conn_info(const PGconn *c)
+{
+    return c ? PQinstanceData(c, conn_event) : NULL;
+}
 
 int cat_schema_version(void)
 {
@@ -43,6 +81,12 @@ bool cat_conn_failed(PGconn *c, const PGresult *r)
 
 int cat_fail(PGconn *c, const PGresult *r, const char *what, struct st_err *err)
 {
+    const struct conn_info *ci = conn_info(c);
+    if (ci != NULL && ci->stalled)
+        return st_errf(err, ST_EUNAVAIL,
+                       "catalog unreachable during %s: no answer for %d ms, and none to a new "
+                       "connection within %d s",
+                       what, CAT_STALL_PROBE_AFTER_MS, CAT_PROBE_TIMEOUT_S);
     const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
     char clean[300];
     snprintf(clean, sizeof clean, "%s", msg ? msg : "");
@@ -64,9 +108,148 @@ static void on_notice(void *arg, const char *message)
     log_debug("catalog notice: %s", message);
 }
 
-static PGconn *connect_one(const char *conninfo, struct st_err *err)
+/*
+ * Is the catalog alive? A PQping on a fresh connection: any answer, even a
+ * refusal, says yes; none within CAT_PROBE_TIMEOUT_S (connect_timeout, set
+ * after the conninfo so that ours wins) says no.
+ */
+static bool probe(const struct cat_pool *p)
 {
-    PGconn *c = PQconnectdb(conninfo);
+    char t[16];
+    snprintf(t, sizeof t, "%d", CAT_PROBE_TIMEOUT_S);
+    const char *const keys[] = {"dbname", "connect_timeout", NULL};
+    const char *const vals[] = {p->conninfo, t, NULL};
+    return PQpingParams(keys, vals, 1) != PQPING_NO_RESPONSE;
+}
+
+/*
+ * Asked by a call that has seen no progress since `quiet_since` (ms,
+ * monotonic): false once a probe begun at or after quiet_since failed. After
+ * CAT_STALL_PROBE_AFTER_MS without progress (at once when the last probe
+ * failed), it runs a probe itself when none runs and the last one failed or
+ * began CAT_PROBE_PERIOD_MS ago; else the call keeps waiting.
+ */
+static bool catalog_alive(struct cat_pool *p, int64_t quiet_since)
+{
+    bool alive = true;
+    pthread_mutex_lock(&p->mu);
+    bool suspect = p->probed && p->probe_failed;
+    if (!suspect && now_ms() - quiet_since < CAT_STALL_PROBE_AFTER_MS) {
+        /* keep waiting */
+    } else if (suspect && p->probe_began_ms >= quiet_since) {
+        alive = false;
+    } else if (!p->probing && (!p->probed || p->probe_failed ||
+                               now_ms() - p->probe_began_ms >= CAT_PROBE_PERIOD_MS)) {
+        p->probing = true;
+        int64_t began = now_ms();
+        pthread_mutex_unlock(&p->mu);
+        bool ok = probe(p);
+        pthread_mutex_lock(&p->mu);
+        p->probing = false;
+        p->probed = true;
+        p->probe_failed = !ok;
+        p->probe_began_ms = began;
+        alive = ok;
+        if (!ok)
+            log_warn("catalog: no answer to a new connection within %d s: the calls waiting "
+                     "for an answer give up",
+                     CAT_PROBE_TIMEOUT_S);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return alive;
+}
+
+/*
+ * Wait until PQgetResult will not block: flush what is queued, read what
+ * comes. False when the catalog stalled: the connection is then broken (its
+ * socket shut down, libpq read EOF) and marked so for cat_fail.
+ */
+static bool wait_result(PGconn *c)
+{
+    struct conn_info *ci = conn_info(c);
+    int64_t quiet_since = now_ms();
+    for (;;) {
+        int f = PQflush(c);
+        if (PQsocket(c) < 0 || (f <= 0 && !PQisBusy(c)))
+            return true; /* a result, or a failure PQgetResult reports at once */
+        struct pollfd pfd = {.fd = PQsocket(c), .events = POLLIN | (f > 0 ? POLLOUT : 0)};
+        int n = poll(&pfd, 1, CAT_STALL_POLL_MS);
+        if (n > 0) {
+            if ((pfd.revents & (POLLIN | POLLERR | POLLHUP)) && PQconsumeInput(c) == 0)
+                return true;
+            quiet_since = now_ms();
+            continue;
+        }
+        if (ci == NULL || ci->pool == NULL || catalog_alive(ci->pool, quiet_since))
+            continue;
+        ci->stalled = true;
+        shutdown(PQsocket(c), SHUT_RDWR);
+        /* reads what was buffered, then EOF: CONNECTION_BAD (bounded, to be safe) */
+        for (int i = 0; i < 1000 && PQconsumeInput(c) != 0; i++)
+            ;
+        return false;
+    }
+}
+
+/* Collect a sent query's results as PQexec does: the last one, or the first error. */
+static PGresult *exec_results(PGconn *c, int sent)
+{
+    if (sent != 1)
+        return NULL;
+    PGresult *keep = NULL;
+    for (;;) {
+        if (!wait_result(c)) {
+            PQclear(keep);
+            return NULL;
+        }
+        PGresult *r = PQgetResult(c);
+        if (r == NULL)
+            return keep;
+        if (keep != NULL && PQresultStatus(keep) == PGRES_FATAL_ERROR) {
+            PQclear(r);
+        } else {
+            PQclear(keep);
+            keep = r;
+        }
+    }
+}
+
+PGresult *cat_pq_exec(PGconn *c, const char *sql)
+{
+    return exec_results(c, PQsendQuery(c, sql));
+}
+
+PGresult *cat_pq_exec_params(PGconn *c, const char *sql, int nparams, const Oid *types,
+                             const char *const *values, const int *lengths, const int *formats,
+                             int result_format)
+{
+    return exec_results(
+        c, PQsendQueryParams(c, sql, nparams, types, values, lengths, formats, result_format));
+}
+
+PGresult *cat_pq_prepare(PGconn *c, const char *name, const char *sql, int nparams,
+                         const Oid *types)
+{
+    return exec_results(c, PQsendPrepare(c, name, sql, nparams, types));
+}
+
+PGresult *cat_pq_get_result(PGconn *c)
+{
+    return wait_result(c) ? PQgetResult(c) : NULL;
+}
+
+static PGconn *connect_one(struct cat_pool *p, struct st_err *err)
+{
+    /* connect_timeout first: one in the conninfo (expanded after it) wins */
+    char t[16];
+    snprintf(t, sizeof t, "%d", CAT_CONNECT_TIMEOUT_S);
+    const char *const keys[] = {"connect_timeout", "dbname", NULL};
+    const char *const vals[] = {t, p->conninfo, NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    if (c == NULL) {
+        st_errf(err, ST_EUNAVAIL, "cannot connect to the catalog: out of memory");
+        return NULL;
+    }
     PQsetNoticeProcessor(c, on_notice, NULL);
     if (PQstatus(c) != CONNECTION_OK) {
         char msg[300];
@@ -78,13 +261,22 @@ static PGconn *connect_one(const char *conninfo, struct st_err *err)
         PQfinish(c);
         return NULL;
     }
+    struct conn_info *ci = xcalloc(1, sizeof *ci);
+    ci->pool = p;
+    if (PQregisterEventProc(c, conn_event, "strike catalog", NULL) != 1 ||
+        PQsetInstanceData(c, conn_event, ci) != 1 || PQsetnonblocking(c, 1) != 0) {
+        free(ci);
+        st_errf(err, ST_EUNAVAIL, "cannot set up a catalog connection: %s", PQerrorMessage(c));
+        PQfinish(c);
+        return NULL;
+    }
     char setup[256];
     snprintf(setup, sizeof setup,
              "SET application_name = 'striked'; SET search_path = strike, pg_catalog; SET "
              "lock_timeout = %d; SET statement_timeout = %d; SET "
              "idle_in_transaction_session_timeout = %d",
              CAT_LOCK_TIMEOUT_MS, CAT_STATEMENT_TIMEOUT_MS, CAT_IDLE_IN_TX_TIMEOUT_MS);
-    PGresult *r = PQexec(c, setup);
+    PGresult *r = cat_pq_exec(c, setup);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         cat_fail(c, r, "session setup", err);
         PQclear(r);
@@ -97,7 +289,7 @@ static PGconn *connect_one(const char *conninfo, struct st_err *err)
 
 int cat_exec(PGconn *c, const char *sql, const char *what, struct st_err *err)
 {
-    PGresult *r = PQexec(c, sql);
+    PGresult *r = cat_pq_exec(c, sql);
     ExecStatusType s = PQresultStatus(r);
     int rc = ST_OK;
     if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK)
@@ -125,7 +317,7 @@ int cat_migrate(PGconn *c, struct st_err *err)
                   "migration bootstrap", err);
     if (rc != ST_OK)
         goto rollback;
-    PGresult *r = PQexec(c, "SELECT coalesce(max(version), 0) FROM strike.schema_version");
+    PGresult *r = cat_pq_exec(c, "SELECT coalesce(max(version), 0) FROM strike.schema_version");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "reading the schema version", err);
         PQclear(r);
@@ -151,10 +343,10 @@ int cat_migrate(PGconn *c, struct st_err *err)
         snprintf(v, sizeof v, "%d", m->version);
         params[0] = v;
         params[1] = m->description;
-        r = PQexecParams(c,
-                         "INSERT INTO strike.schema_version (version, description) "
-                         "VALUES ($1, $2)",
-                         2, NULL, params, NULL, NULL, 0);
+        r = cat_pq_exec_params(c,
+                               "INSERT INTO strike.schema_version (version, description) "
+                               "VALUES ($1, $2)",
+                               2, NULL, params, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             rc = cat_fail(c, r, "recording the schema version", err);
             PQclear(r);
@@ -165,27 +357,26 @@ int cat_migrate(PGconn *c, struct st_err *err)
     }
     return cat_exec(c, "COMMIT", "migration commit", err);
 rollback:
-    PQclear(PQexec(c, "ROLLBACK"));
+    PQclear(cat_pq_exec(c, "ROLLBACK"));
     return rc;
 }
 
 int cat_pool_open(const char *conninfo, int max_conns, struct cat_pool **out, struct st_err *err)
 {
     *out = NULL;
-    PGconn *c = connect_one(conninfo, err);
-    if (c == NULL)
-        return err ? err->code : ST_EUNAVAIL;
-    int rc = cat_migrate(c, err);
-    if (rc != ST_OK) {
-        PQfinish(c);
-        return rc;
-    }
     struct cat_pool *p = xcalloc(1, sizeof *p);
     p->conninfo = xstrdup(conninfo);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     p->max = max_conns > 0 ? max_conns : 16;
     p->idle = xcalloc((size_t)p->max, sizeof *p->idle);
+    PGconn *c = connect_one(p, err);
+    int rc = c == NULL ? (err ? err->code : ST_EUNAVAIL) : cat_migrate(c, err);
+    if (rc != ST_OK) {
+        PQfinish(c);
+        cat_pool_close(p);
+        return rc;
+    }
     p->idle[p->nidle++] = c;
     p->open = 1;
     *out = p;
@@ -247,7 +438,7 @@ int cat_acquire(struct cat_pool *p, PGconn **out, int wait_ms, struct st_err *er
         c = NULL;
     }
     if (c == NULL) {
-        c = connect_one(p->conninfo, err);
+        c = connect_one(p, err);
         if (c != NULL && p->hook != NULL && p->hook(c, err) != ST_OK) {
             PQfinish(c);
             c = NULL;
@@ -270,7 +461,7 @@ void cat_release(struct cat_pool *p, PGconn *c, bool broken)
         return;
     if (!broken && PQtransactionStatus(c) != PQTRANS_IDLE) {
         /* A caller left a transaction open (an error path): do not hand it on. */
-        PQclear(PQexec(c, "ROLLBACK"));
+        PQclear(cat_pq_exec(c, "ROLLBACK"));
         broken = PQtransactionStatus(c) != PQTRANS_IDLE;
     }
     pthread_mutex_lock(&p->mu);
@@ -290,7 +481,7 @@ int cat_ping(struct cat_pool *p, struct st_err *err)
     int rc = cat_acquire(p, &c, CAT_WAIT_PING_MS, err);
     if (rc != ST_OK)
         return rc;
-    PGresult *r = PQexec(c, "SELECT 1");
+    PGresult *r = cat_pq_exec(c, "SELECT 1");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "ping", err);
         PQclear(r);

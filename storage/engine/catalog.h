@@ -38,15 +38,56 @@ struct cat_pool;
    (1 + CAT_LOCK_RETRIES) * CAT_LOCK_TIMEOUT_MS for a busy table. */
 #define CAT_LOCK_RETRIES 2
 /* After a connection loss around COMMIT (commit_sql.c resolve_unknown): up
-   to 50 tries, each a connection (CAT_WAIT_ACQUIRE_MS at most) then a 100 ms
-   pause, before the outcome is reported unknown: about 5 s when the catalog
-   refuses at once, longer when it hangs. */
+   to 50 tries, each a connection then a 100 ms pause, none begun after
+   CAT_RESOLVE_MAX_MS, before the outcome is reported unknown. Each try is
+   bounded like any catalog call (below), so the resolver takes at most
+   CAT_RESOLVE_MAX_MS plus one try: about 2 s when the catalog refuses at
+   once, at most about 4.5 s when it hangs. */
 #define CAT_RESOLVE_ATTEMPTS 50
 #define CAT_RESOLVE_PAUSE_MS 100
+#define CAT_RESOLVE_MAX_MS 2000
 /* pg_terminate_backend of the lost connection's backend, then up to 200
    polls 10 ms apart (2 s) for it to go before the commit id is looked up. */
 #define CAT_BACKEND_EXIT_POLLS 200
 #define CAT_BACKEND_EXIT_POLL_MS 10
+/*
+ * No catalog call waits for a stalled catalog (a stopped or hung PostgreSQL,
+ * a network that drops packets) for longer than a few seconds; no call on a
+ * live catalog is cut short by the client, however long it legitimately
+ * runs (a lock wait, a big commit, a migration, a table drop).
+ *
+ * - Connecting: libpq's connect_timeout, CAT_CONNECT_TIMEOUT_S, unless the
+ *   conninfo names its own (connect_one).
+ * - Every statement goes through cat_pq_* (PQexec, PQexecParams, PQprepare,
+ *   PQgetResult alike), which sends asynchronously (connections are in
+ *   non-blocking mode) and waits with poll() on the socket in slices of
+ *   CAT_STALL_POLL_MS. Any byte read, or any write the socket took, is
+ *   progress. After CAT_STALL_PROBE_AFTER_MS without progress (one slice
+ *   when the last probe failed: the catalog is suspect) the waiting thread
+ *   asks whether the catalog is alive: a probe, PQping on a fresh
+ *   connection with connect_timeout CAT_PROBE_TIMEOUT_S (a stopped
+ *   postmaster never answers the startup packet; a live one answers even
+ *   when it refuses: alive). One probe runs at a time per pool and its
+ *   result is shared: a thread starts one when none runs and the last began
+ *   CAT_PROBE_PERIOD_MS ago or failed. A call gives up once a probe that
+ *   began after its last progress failed: it shuts its own socket down (so
+ *   the connection reads as broken and the pool discards it), and the call
+ *   fails with ST_EUNAVAIL (a commit's caller then resolves the outcome:
+ *   ST_EUNKNOWN when it cannot). While the catalog answers probes a call
+ *   waits as long as it takes: the server's statement_timeout bounds it.
+ * - Each thread decides for itself, on its own connection only; the pool's
+ *   mutex guards the shared probe state.
+ * So a call on a stalled catalog ends within about CAT_STALL_PROBE_AFTER_MS
+ * + CAT_STALL_POLL_MS + CAT_PROBE_TIMEOUT_S (4.25 s) of its last progress,
+ * once it is known stalled within CAT_STALL_POLL_MS + CAT_PROBE_TIMEOUT_S,
+ * and a connection attempt within CAT_CONNECT_TIMEOUT_S (libpq counts whole
+ * seconds: 1 to 2 s).
+ */
+#define CAT_CONNECT_TIMEOUT_S 2
+#define CAT_STALL_POLL_MS 250
+#define CAT_STALL_PROBE_AFTER_MS 2000
+#define CAT_PROBE_TIMEOUT_S 2 /* libpq's minimum connect_timeout */
+#define CAT_PROBE_PERIOD_MS 1000
 /* Retry after a lost CAS: 0.5 ms plus a random part below 1 ms << min(attempt,
    CAT_BACKOFF_MAX_SHIFT) (2 ms .. 64 ms). */
 #define CAT_BACKOFF_BASE_US 500
@@ -76,7 +117,22 @@ int cat_acquire(struct cat_pool *p, PGconn **out, int wait_ms, struct st_err *er
 /* Return a connection; pass broken=true after a connection-level failure. */
 void cat_release(struct cat_pool *p, PGconn *c, bool broken);
 
-/* PQexec a statement that returns no parameters; ST_OK or the mapped error (cat_fail). */
+/*
+ * libpq's blocking calls, bounded as above: the same arguments and results.
+ * On a stalled catalog they return NULL (cat_pq_get_result: as at the end of
+ * a statement's results) with the connection broken (PQstatus is
+ * CONNECTION_BAD; cat_fail says ST_EUNAVAIL). The connection must be one the
+ * pool made (cat_acquire); on any other they wait without a bound.
+ */
+PGresult *cat_pq_exec(PGconn *c, const char *sql);
+PGresult *cat_pq_exec_params(PGconn *c, const char *sql, int nparams, const Oid *types,
+                             const char *const *values, const int *lengths, const int *formats,
+                             int result_format);
+PGresult *cat_pq_prepare(PGconn *c, const char *name, const char *sql, int nparams,
+                         const Oid *types);
+PGresult *cat_pq_get_result(PGconn *c);
+
+/* cat_pq_exec a statement that returns no parameters; ST_OK or the mapped error (cat_fail). */
 int cat_exec(PGconn *c, const char *sql, const char *what, struct st_err *err);
 
 /* SELECT 1 on a pooled connection. */

@@ -144,7 +144,7 @@ int eng__prepare_statements(PGconn *c, struct st_err *err)
             return ST_OK;
         char name[24];
         snprintf(name, sizeof name, "strike_%d", i);
-        PGresult *r = PQprepare(c, name, sql, 0, NULL);
+        PGresult *r = cat_pq_prepare(c, name, sql, 0, NULL);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             int rc = cat_fail(c, r, "preparing statements", err);
             PQclear(r);
@@ -195,11 +195,11 @@ static enum backend_state end_backend(struct engine *e, PGconn *c, int pid)
     snprintf(p, sizeof p, "%d", pid);
     const char *vals[1] = {p};
     if (!fault_fires(&e->fault_terminate_refused))
-        PQclear(
-            PQexecParams(c, "SELECT pg_terminate_backend($1::int)", 1, NULL, vals, NULL, NULL, 0));
+        PQclear(cat_pq_exec_params(c, "SELECT pg_terminate_backend($1::int)", 1, NULL, vals, NULL,
+                                   NULL, 0));
     for (int i = 0; i < CAT_BACKEND_EXIT_POLLS; i++) {
-        PGresult *r = PQexecParams(c, "SELECT 1 FROM pg_stat_activity WHERE pid = $1::int", 1, NULL,
-                                   vals, NULL, NULL, 0);
+        PGresult *r = cat_pq_exec_params(c, "SELECT 1 FROM pg_stat_activity WHERE pid = $1::int", 1,
+                                         NULL, vals, NULL, NULL, 0);
         ExecStatusType st = PQresultStatus(r);
         bool gone = st == PGRES_TUPLES_OK && PQntuples(r) == 0;
         PQclear(r);
@@ -230,19 +230,21 @@ static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int ol
 {
     cat_release(e->pool, *cp, true);
     *cp = NULL;
-    for (int attempt = 0; attempt < CAT_RESOLVE_ATTEMPTS; attempt++) {
+    uint64_t until = st_mono_ns() + (uint64_t)CAT_RESOLVE_MAX_MS * 1000000u;
+    for (int attempt = 0; attempt < CAT_RESOLVE_ATTEMPTS && st_mono_ns() < until; attempt++) {
         struct st_err e2 = {0};
         PGconn *c;
         if (!fault_fires(&e->fault_resolver_unreachable) &&
             cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, &e2) == ST_OK) {
             enum backend_state b = end_backend(e, c, old_pid);
             const char *vals[1] = {p->commit_id_s};
-            PGresult *r = b == BACKEND_NO_ANSWER
-                              ? NULL
-                              : PQexecParams(c,
-                                             "SELECT seq FROM strike.snapshots WHERE commit_id "
-                                             "= $1",
-                                             1, NULL, vals, NULL, NULL, 0);
+            PGresult *r =
+                b == BACKEND_NO_ANSWER
+                    ? NULL
+                    : cat_pq_exec_params(c,
+                                         "SELECT seq FROM strike.snapshots WHERE commit_id "
+                                         "= $1",
+                                         1, NULL, vals, NULL, NULL, 0);
             if (r != NULL && PQresultStatus(r) == PGRES_TUPLES_OK) {
                 bool found = PQntuples(r) == 1;
                 PQclear(r);

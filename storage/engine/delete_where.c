@@ -50,7 +50,7 @@ static const uint8_t COPY_HEADER[19] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff
 
 static int exec_cmd(PGconn *c, const char *sql, const char *what, struct st_err *err)
 {
-    PGresult *r = PQexec(c, sql);
+    PGresult *r = cat_pq_exec(c, sql);
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? ST_OK : cat_fail(c, r, what, err);
     PQclear(r);
     return rc;
@@ -84,22 +84,30 @@ static int keys_flush(struct keysink *k, struct st_err *err)
     char sql[128];
     snprintf(sql, sizeof sql, "COPY pg_temp.%s (key, file_id, pos) FROM STDIN (FORMAT binary)",
              k->table);
-    PGresult *r = PQexec(k->c, sql);
+    /* Not cat_pq_exec: it collects results until the last, and COPY IN yields
+       PGRES_COPY_IN until the data has been sent. One bounded wait for it. */
+    PGresult *r = PQsendQuery(k->c, sql) == 1 ? cat_pq_get_result(k->c) : NULL;
     int rc = ST_OK;
     if (PQresultStatus(r) != PGRES_COPY_IN) {
         rc = cat_fail(k->c, r, "sending the deleted keys", err);
         PQclear(r);
+        while (r != NULL && (r = cat_pq_get_result(k->c)) != NULL) /* the rest of its results */
+            PQclear(r);
         return rc;
     }
     PQclear(r);
     if (PQputCopyData(k->c, (const char *)k->buf.data, (int)k->buf.len) != 1 ||
         PQputCopyEnd(k->c, NULL) != 1)
         rc = cat_fail(k->c, NULL, "sending the deleted keys", err);
-    while ((r = PQgetResult(k->c)) != NULL) {
+    /* cat_pq_get_result flushes what PQputCopyData queued (the connection is
+       non-blocking) and waits for the answer, bounded like every catalog call. */
+    while ((r = cat_pq_get_result(k->c)) != NULL) {
         if (rc == ST_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
             rc = cat_fail(k->c, r, "sending the deleted keys", err);
         PQclear(r);
     }
+    if (rc == ST_OK && PQstatus(k->c) != CONNECTION_OK)
+        rc = cat_fail(k->c, NULL, "sending the deleted keys", err);
     k->nsent += (int64_t)k->nbuf;
     k->nbuf = 0;
     buf_reset(&k->buf);

@@ -383,7 +383,7 @@ static int lookup_location(struct engine *e, struct table *t, int64_t file_id, b
     struct eng__num tid, fid, snap;
     const char *vals[3] = {eng__i64(&tid, t->id), eng__i64(&fid, file_id),
                            has_snapshot ? eng__i64(&snap, snapshot) : NULL};
-    PGresult *r = PQexecParams(c, eng__sql_dv_location, 3, NULL, vals, NULL, NULL, 0);
+    PGresult *r = cat_pq_exec_params(c, eng__sql_dv_location, 3, NULL, vals, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "locating the DV", err);
         goto out;

@@ -43,7 +43,7 @@ int eng__begin(PGconn *c, struct st_err *err)
 void eng__rollback(PGconn *c)
 {
     if (PQtransactionStatus(c) != PQTRANS_IDLE)
-        PQclear(PQexec(c, "ROLLBACK"));
+        PQclear(cat_pq_exec(c, "ROLLBACK"));
 }
 
 char *eng__abs(const struct engine *e, const char *rel)
@@ -283,8 +283,9 @@ static int fetch_table(struct engine *e, PGconn *c, const char *name, struct tab
                        struct st_err *err)
 {
     const char *params[1] = {name};
-    PGresult *r = PQexecParams(c, "SELECT " ENG__TABLE_COLS " FROM strike.tables WHERE name = $1",
-                               1, NULL, params, NULL, NULL, 0);
+    PGresult *r =
+        cat_pq_exec_params(c, "SELECT " ENG__TABLE_COLS " FROM strike.tables WHERE name = $1", 1,
+                           NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "reading the table", err);
         PQclear(r);
@@ -458,7 +459,7 @@ int engine_create_table(struct engine *e, const struct table_def *def,
         if ((rc = eng__begin(c, err)) != ST_OK)
             break;
         const char *params[5] = {uuid, def->name, cols, pk, def->version_column};
-        PGresult *r = PQexecParams(
+        PGresult *r = cat_pq_exec_params(
             c,
             "INSERT INTO strike.tables (uuid, name, columns, primary_key, version_column) "
             "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING RETURNING " ENG__TABLE_COLS,
@@ -484,10 +485,10 @@ int engine_create_table(struct engine *e, const struct table_def *def,
         }
         struct eng__num id;
         const char *sp[2] = {eng__i64(&id, t->id), cid};
-        r = PQexecParams(c,
-                         "INSERT INTO strike.snapshots (table_id, seq, operation, commit_id) "
-                         "VALUES ($1, 0, 'create', $2)",
-                         2, NULL, sp, NULL, NULL, 0);
+        r = cat_pq_exec_params(c,
+                               "INSERT INTO strike.snapshots (table_id, seq, operation, commit_id) "
+                               "VALUES ($1, 0, 'create', $2)",
+                               2, NULL, sp, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             rc = cat_fail(c, r, "creating snapshot 0", err);
             PQclear(r);
@@ -530,7 +531,7 @@ int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct 
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    PGresult *r = PQexec(c, "SELECT " ENG__TABLE_COLS " FROM strike.tables ORDER BY name");
+    PGresult *r = cat_pq_exec(c, "SELECT " ENG__TABLE_COLS " FROM strike.tables ORDER BY name");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "listing tables", err);
         PQclear(r);
@@ -574,8 +575,9 @@ int engine_drop_table(struct engine *e, const char *name, const struct engine_id
         if ((rc = eng__exec(c, "BEGIN; SET LOCAL statement_timeout = 0", "begin", err)) != ST_OK)
             break;
         const char *params[1] = {name};
-        PGresult *r = PQexecParams(c, "DELETE FROM strike.tables WHERE name = $1 RETURNING id", 1,
-                                   NULL, params, NULL, NULL, 0);
+        PGresult *r =
+            cat_pq_exec_params(c, "DELETE FROM strike.tables WHERE name = $1 RETURNING id", 1, NULL,
+                               params, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) == 0) {
             rc = PQresultStatus(r) != PGRES_TUPLES_OK
                      ? cat_fail(c, r, "dropping the table", err)
@@ -592,7 +594,7 @@ int engine_drop_table(struct engine *e, const char *name, const struct engine_id
             "DELETE FROM strike.key_index WHERE table_id = $1",
             "DELETE FROM strike.key_index_i8 WHERE table_id = $1"};
         for (int k = 0; k < 2 && rc == ST_OK; k++) {
-            PGresult *r2 = PQexecParams(c, key_tables[k], 1, NULL, kp, NULL, NULL, 0);
+            PGresult *r2 = cat_pq_exec_params(c, key_tables[k], 1, NULL, kp, NULL, NULL, 0);
             if (PQresultStatus(r2) != PGRES_COMMAND_OK)
                 rc = cat_fail(c, r2, "dropping the key index", err);
             PQclear(r2);
@@ -602,8 +604,9 @@ int engine_drop_table(struct engine *e, const char *name, const struct engine_id
            next, so a retried drop still replays). */
         if (rc == ST_OK) {
             const char *np[1] = {name};
-            PGresult *r3 = PQexecParams(c, "DELETE FROM strike.idempotency_keys WHERE scope = $1",
-                                        1, NULL, np, NULL, NULL, 0);
+            PGresult *r3 =
+                cat_pq_exec_params(c, "DELETE FROM strike.idempotency_keys WHERE scope = $1", 1,
+                                   NULL, np, NULL, NULL, 0);
             if (PQresultStatus(r3) != PGRES_COMMAND_OK)
                 rc = cat_fail(c, r3, "dropping the table's idempotency keys", err);
             PQclear(r3);
@@ -641,7 +644,7 @@ int engine_table_stats(struct engine *e, const struct table *t, struct table_sta
         return rc;
     struct eng__num id;
     const char *params[1] = {eng__i64(&id, t->id)};
-    PGresult *r = PQexecParams(
+    PGresult *r = cat_pq_exec_params(
         c,
         "SELECT (SELECT count(*) FROM strike.data_files WHERE table_id = $1 AND removed_seq IS "
         "NULL), (SELECT coalesce(sum(record_count), 0) FROM strike.data_files WHERE table_id = $1 "

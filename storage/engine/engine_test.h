@@ -18,7 +18,8 @@ enum engine_fault {
     /* The next N commits lose their connection right after COMMIT is sent. */
     FAULT_DROP_AT_COMMIT,
     /* The next N connections the unknown-outcome resolver asks for fail, as
-       if the catalog were unreachable (it gives up after CAT_RESOLVE_ATTEMPTS). */
+       if the catalog were unreachable (it gives up after CAT_RESOLVE_ATTEMPTS
+       tries or CAT_RESOLVE_MAX_MS). */
     FAULT_RESOLVER_UNREACHABLE,
     /* The next N times the resolver ends a lost commit's backend, its
        pg_terminate_backend is not sent (as if refused): the backend stays

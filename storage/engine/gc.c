@@ -37,8 +37,8 @@
  */
 static int referenced_set(PGconn *c, struct hmap *refs, int64_t *n, struct st_err *err)
 {
-    PGresult *r = PQexec(c, "SELECT path FROM strike.data_files UNION SELECT puffin_path FROM "
-                            "strike.deletion_vectors");
+    PGresult *r = cat_pq_exec(c, "SELECT path FROM strike.data_files UNION SELECT puffin_path FROM "
+                                 "strike.deletion_vectors");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "listing referenced blobs", err);
         PQclear(r);
@@ -314,8 +314,9 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report 
     buf_free(&g.batch);
     buf_free(&g.cand);
     if (rc == ST_OK && !dry_run) {
-        PGresult *r = PQexec(c, "DELETE FROM strike.idempotency_keys WHERE created_at < now() - "
-                                "interval '48 hours'");
+        PGresult *r =
+            cat_pq_exec(c, "DELETE FROM strike.idempotency_keys WHERE created_at < now() - "
+                           "interval '48 hours'");
         if (PQresultStatus(r) != PGRES_COMMAND_OK)
             rc = cat_fail(c, r, "expiring idempotency keys", err);
         PQclear(r);
@@ -358,7 +359,7 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    PGresult *r = PQexec(c, "SELECT path, record_count, file_size FROM strike.data_files");
+    PGresult *r = cat_pq_exec(c, "SELECT path, record_count, file_size FROM strike.data_files");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "listing data files", err);
         PQclear(r);
@@ -369,8 +370,8 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
         check_data_file(e, PQgetvalue(r, i, 0), eng__get_i64(r, i, 1), eng__get_i64(r, i, 2), fn,
                         ctx, out);
     PQclear(r);
-    r = PQexec(c, "SELECT puffin_path, blob_offset, blob_length, cardinality FROM "
-                  "strike.deletion_vectors ORDER BY puffin_path, blob_offset");
+    r = cat_pq_exec(c, "SELECT puffin_path, blob_offset, blob_length, cardinality FROM "
+                       "strike.deletion_vectors ORDER BY puffin_path, blob_offset");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "listing deletion vectors", err);
         PQclear(r);

@@ -245,10 +245,10 @@ int eng__idem_lookup(PGconn *c, const char *scope, const struct engine_idem *ide
     if (idem == NULL)
         return ST_OK;
     const char *params[2] = {scope, idem->key};
-    PGresult *r = PQexecParams(c,
-                               "SELECT request_hash, kind, status, response FROM "
-                               "strike.idempotency_keys WHERE scope = $1 AND key = $2",
-                               2, NULL, params, NULL, NULL, 1);
+    PGresult *r = cat_pq_exec_params(c,
+                                     "SELECT request_hash, kind, status, response FROM "
+                                     "strike.idempotency_keys WHERE scope = $1 AND key = $2",
+                                     2, NULL, params, NULL, NULL, 1);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "reading the idempotency key", err);
         PQclear(r);
@@ -273,11 +273,12 @@ int eng__idem_store(PGconn *c, const char *scope, const struct engine_idem *idem
                              rec};
     int lengths[5] = {0, 0, 32, 0, 0};
     int formats[5] = {0, 0, 1, 0, 0};
-    PGresult *r = PQexecParams(c,
-                               "INSERT INTO strike.idempotency_keys (scope, key, request_hash, "
-                               "kind, response) VALUES ($1, $2, $3, $4, $5) "
-                               "ON CONFLICT (scope, key) DO NOTHING RETURNING 1",
-                               5, NULL, params, lengths, formats, 0);
+    PGresult *r =
+        cat_pq_exec_params(c,
+                           "INSERT INTO strike.idempotency_keys (scope, key, request_hash, "
+                           "kind, response) VALUES ($1, $2, $3, $4, $5) "
+                           "ON CONFLICT (scope, key) DO NOTHING RETURNING 1",
+                           5, NULL, params, lengths, formats, 0);
     free(rec);
     int rc = ST_OK;
     if (PQresultStatus(r) != PGRES_TUPLES_OK)

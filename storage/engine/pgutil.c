@@ -77,7 +77,7 @@ int pgu_pipe_run(struct pgu_pipe *p, struct st_err *err)
         return cat_fail(p->c, NULL, "sending the pipeline", err);
     }
     for (int i = 0; i < p->n; i++) {
-        PGresult *r = PQgetResult(p->c);
+        PGresult *r = cat_pq_get_result(p->c);
         if (r == NULL) {
             PQexitPipelineMode(p->c);
             return cat_fail(p->c, NULL, "reading pipeline results", err);
@@ -85,12 +85,12 @@ int pgu_pipe_run(struct pgu_pipe *p, struct st_err *err)
         p->res[i] = r;
         /* each statement's results end with a NULL */
         PGresult *extra;
-        while ((extra = PQgetResult(p->c)) != NULL)
+        while ((extra = cat_pq_get_result(p->c)) != NULL)
             PQclear(extra);
         if (PQstatus(p->c) != CONNECTION_OK)
             return st_errf(err, ST_EUNAVAIL, "catalog connection lost during a pipeline");
     }
-    PGresult *sync = PQgetResult(p->c);
+    PGresult *sync = cat_pq_get_result(p->c);
     bool synced = sync != NULL && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
     PQclear(sync);
     if (!synced || PQexitPipelineMode(p->c) != 1)
@@ -118,7 +118,7 @@ int pgu_pipe_finish(struct pgu_pipe *p, int rc, const char *end, const char *wha
         rc = cat_fail(p->c, p->res[bad], what, err);
         pgu_pipe_clear(p);
         if (PQtransactionStatus(p->c) != PQTRANS_IDLE)
-            PQclear(PQexec(p->c, "ROLLBACK"));
+            PQclear(cat_pq_exec(p->c, "ROLLBACK"));
         return rc;
     }
     return ST_OK;

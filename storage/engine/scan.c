@@ -567,11 +567,12 @@ int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size
     const char *vals[3] = {
         eng__i64(&tid, t->id), eng__i64(&aft, after < 0 ? -1 : after),
         eng__i64(&lim, limit >= (size_t)INT64_MAX ? INT64_MAX : (int64_t)limit + 1)};
-    PGresult *r = PQexecParams(c,
-                               "SELECT seq, (extract(epoch from committed_at) * 1000000)::bigint, "
-                               "operation, summary::text FROM strike.snapshots WHERE table_id = "
-                               "$1 AND seq > $2 AND expired_at IS NULL ORDER BY seq LIMIT $3",
-                               3, NULL, vals, NULL, NULL, 0);
+    PGresult *r =
+        cat_pq_exec_params(c,
+                           "SELECT seq, (extract(epoch from committed_at) * 1000000)::bigint, "
+                           "operation, summary::text FROM strike.snapshots WHERE table_id = "
+                           "$1 AND seq > $2 AND expired_at IS NULL ORDER BY seq LIMIT $3",
+                           3, NULL, vals, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "listing snapshots", err);
         PQclear(r);
@@ -608,8 +609,8 @@ int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **
     struct eng__num tid, fid;
     const char *vals[2] = {eng__i64(&tid, t->id), eng__i64(&fid, file_id)};
     PGresult *r =
-        PQexecParams(c, "SELECT path FROM strike.data_files WHERE table_id = $1 AND id = $2", 2,
-                     NULL, vals, NULL, NULL, 0);
+        cat_pq_exec_params(c, "SELECT path FROM strike.data_files WHERE table_id = $1 AND id = $2",
+                           2, NULL, vals, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "reading the file", err);
     } else if (PQntuples(r) == 0) {

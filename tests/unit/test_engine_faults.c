@@ -15,6 +15,10 @@
  *     the statement before COMMIT): nothing committed, its blobs deleted;
  *   - every catalog session bounds lock waits, statements and idle
  *     transactions;
+ *   - a catalog that stops answering (a proxy that freezes, as a SIGSTOPped
+ *     PostgreSQL does) fails every call within a few seconds, a statement,
+ *     a big send, a pipeline, a connection, readiness, while a live
+ *     catalog's long statement is not cut short;
  *   - a lock wait that times out (another server's long commit holds the
  *     table's row) is contention: retried, then 409, never a 500;
  *   - the planner holds generic plans made on an empty, never-analyzed key
@@ -27,15 +31,21 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/timeutil.h"
 #include "engine/catalog.h"
+#include "engine/pgutil.h"
 #include "engine/engine.h"
 #include "engine/engine_test.h"
 #include "enginetest.h"
@@ -850,6 +860,214 @@ static void test_key_statements_plan_as_index_probes(void **state)
     PQfinish(c);
 }
 
+/*
+ * A unix-socket proxy to the fixture that can freeze: it then neither
+ * accepts nor forwards a byte, as a SIGSTOPped PostgreSQL (the kernel
+ * still queues connections and takes writes until the buffers fill).
+ */
+#define PROXY_PAIRS 32
+struct stall_proxy {
+    char dir[64];
+    char upstream[100]; /* fits a sockaddr_un's sun_path */
+    int lfd;
+    atomic_bool frozen, stop;
+    pthread_t th;
+};
+
+static int unix_connect(const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void *proxy_main(void *arg)
+{
+    struct stall_proxy *x = arg;
+    int fds[2 * PROXY_PAIRS]; /* pairs: client, upstream */
+    int n = 0;
+    static char buf[1 << 16];
+    while (!atomic_load(&x->stop)) {
+        if (atomic_load(&x->frozen)) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        struct pollfd pf[1 + 2 * PROXY_PAIRS];
+        pf[0] = (struct pollfd){.fd = x->lfd, .events = POLLIN};
+        for (int i = 0; i < 2 * n; i++)
+            pf[1 + i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+        if (poll(pf, (nfds_t)(1 + 2 * n), 10) <= 0)
+            continue;
+        for (int i = 2 * n - 1; i >= 0; i--) {
+            if (!(pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            int pair = i / 2, from = fds[i], to = fds[i ^ 1];
+            ssize_t got = read(from, buf, sizeof buf);
+            bool ok = got > 0;
+            for (ssize_t off = 0; ok && off < got;) {
+                ssize_t w = send(to, buf + off, (size_t)(got - off), MSG_NOSIGNAL);
+                ok = w > 0;
+                off += ok ? w : 0;
+            }
+            if (!ok && 2 * pair < 2 * n) {
+                close(fds[2 * pair]);
+                close(fds[2 * pair + 1]);
+                n--;
+                fds[2 * pair] = fds[2 * n];
+                fds[2 * pair + 1] = fds[2 * n + 1];
+                i = 2 * pair; /* its partner, below, is gone too: skip it */
+            }
+        }
+        if ((pf[0].revents & POLLIN) && n < PROXY_PAIRS) {
+            int a = accept(x->lfd, NULL, NULL);
+            int u = a >= 0 ? unix_connect(x->upstream) : -1;
+            if (u >= 0) {
+                fds[2 * n] = a;
+                fds[2 * n + 1] = u;
+                n++;
+            } else if (a >= 0) {
+                close(a);
+            }
+        }
+    }
+    for (int i = 0; i < 2 * n; i++)
+        close(fds[i]);
+    return NULL;
+}
+
+static void proxy_start(struct stall_proxy *x)
+{
+    memset(x, 0, sizeof *x);
+    snprintf(x->dir, sizeof x->dir, "/tmp/strike-stall-XXXXXX");
+    assert_non_null(mkdtemp(x->dir));
+    int len = snprintf(x->upstream, sizeof x->upstream, "%s/.s.PGSQL.5432",
+                       getenv("STRIKE_TEST_PG_HOST"));
+    assert_true(len > 0 && (size_t)len < sizeof x->upstream);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s/.s.PGSQL.5432", x->dir);
+    x->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(x->lfd >= 0);
+    assert_int_equal(bind(x->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(x->lfd, 64), 0);
+    atomic_init(&x->frozen, false);
+    atomic_init(&x->stop, false);
+    assert_int_equal(pthread_create(&x->th, NULL, proxy_main, x), 0);
+}
+
+static void proxy_stop(struct stall_proxy *x)
+{
+    atomic_store(&x->stop, true);
+    pthread_join(x->th, NULL);
+    close(x->lfd);
+    char path[128];
+    snprintf(path, sizeof path, "%s/.s.PGSQL.5432", x->dir);
+    unlink(path);
+    rmdir(x->dir);
+}
+
+static double secs_since(uint64_t t0)
+{
+    return (double)(st_mono_ns() - t0) / 1e9;
+}
+
+/*
+ * A catalog that stops answering, as a SIGSTOPped PostgreSQL: every call
+ * fails with ST_EUNAVAIL within a few seconds (catalog.h: CAT_STALL_*,
+ * CAT_PROBE_*, CAT_CONNECT_TIMEOUT_S), and breaks its connection; while the
+ * catalog answers, a statement longer than the stall threshold runs to its
+ * end. Afterwards the pool works again.
+ */
+static void test_stalled_catalog_calls_are_bounded(void **state)
+{
+    (void)state;
+    struct stall_proxy x;
+    proxy_start(&x);
+    char ci[256];
+    snprintf(ci, sizeof ci, "host=%s port=5432 user=postgres dbname=strike_test_faults", x.dir);
+    struct cat_pool *pool;
+    struct st_err err = {0};
+    assert_int_equal(cat_pool_open(ci, 4, &pool, &err), ST_OK);
+    PGconn *c[3];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(cat_acquire(pool, &c[i], CAT_WAIT_ACQUIRE_MS, &err), ST_OK);
+
+    /* live: quiet for longer than CAT_STALL_PROBE_AFTER_MS, probes answer, not cut */
+    uint64_t t0 = st_mono_ns();
+    assert_int_equal(cat_exec(c[0], "SELECT pg_sleep(3)", "sleeping", &err), ST_OK);
+    assert_true(secs_since(t0) >= 3.0);
+
+    atomic_store(&x.frozen, true);
+    /* a statement: no answer for CAT_STALL_PROBE_AFTER_MS, then a probe gets none */
+    t0 = st_mono_ns();
+    assert_int_equal(cat_exec(c[0], "SELECT 1", "a stalled statement", &err), ST_EUNAVAIL);
+    double took = secs_since(t0);
+    fprintf(stderr, "stalled statement: %.2f s: %s\n", took, err.msg);
+    assert_true(took >= CAT_STALL_PROBE_AFTER_MS / 1000.0 && took < 6.0);
+    assert_non_null(strstr(err.msg, "unreachable"));
+    assert_int_equal(PQstatus(c[0]), CONNECTION_BAD);
+    cat_release(pool, c[0], false); /* broken: the pool discards it */
+
+    /* a send larger than the socket buffers (non-blocking: it cannot hang in
+       the send); the catalog is suspect now, so the probe comes at once */
+    size_t big = 8u << 20;
+    char *v = malloc(big + 1);
+    memset(v, 'x', big);
+    v[big] = '\0';
+    const char *vals[1] = {v};
+    t0 = st_mono_ns();
+    PGresult *r = cat_pq_exec_params(c[1], "SELECT length($1)", 1, NULL, vals, NULL, NULL, 0);
+    took = secs_since(t0);
+    fprintf(stderr, "stalled 8 MiB send: %.2f s\n", took);
+    assert_null(r);
+    assert_true(took < 4.0);
+    assert_int_equal(PQstatus(c[1]), CONNECTION_BAD);
+    free(v);
+    cat_release(pool, c[1], true);
+
+    /* a pipeline */
+    struct pgu_pipe pp;
+    st_err_clear(&err);
+    assert_int_equal(pgu_pipe_begin(&pp, c[2], &err), ST_OK);
+    assert_int_equal(pgu_pipe_send(&pp, "SELECT 1", 0, NULL, NULL, NULL, 0, &err), ST_OK);
+    t0 = st_mono_ns();
+    assert_int_equal(pgu_pipe_run(&pp, &err), ST_EUNAVAIL);
+    took = secs_since(t0);
+    fprintf(stderr, "stalled pipeline: %.2f s: %s\n", took, err.msg);
+    assert_true(took < 4.0);
+    assert_non_null(strstr(err.msg, "unreachable during reading pipeline results"));
+    pgu_pipe_clear(&pp);
+    cat_release(pool, c[2], true);
+
+    /* a new connection (no idle one is left), and readiness */
+    st_err_clear(&err);
+    t0 = st_mono_ns();
+    assert_int_equal(cat_acquire(pool, &c[0], CAT_WAIT_ACQUIRE_MS, &err), ST_EUNAVAIL);
+    took = secs_since(t0);
+    fprintf(stderr, "connecting: %.2f s: %s\n", took, err.msg);
+    assert_true(took < CAT_CONNECT_TIMEOUT_S + 1.0);
+    assert_non_null(strstr(err.msg, "cannot connect"));
+    st_err_clear(&err);
+    t0 = st_mono_ns();
+    assert_int_equal(cat_ping(pool, &err), ST_EUNAVAIL);
+    assert_true(secs_since(t0) < CAT_CONNECT_TIMEOUT_S + 1.0);
+
+    /* back */
+    atomic_store(&x.frozen, false);
+    st_err_clear(&err);
+    assert_int_equal(cat_ping(pool, &err), ST_OK);
+    assert_int_equal(cat_acquire(pool, &c[0], CAT_WAIT_ACQUIRE_MS, &err), ST_OK);
+    assert_int_equal(cat_exec(c[0], "SELECT 1", "after", &err), ST_OK);
+    cat_release(pool, c[0], false);
+    cat_pool_close(pool);
+    proxy_stop(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -860,6 +1078,7 @@ int main(void)
         cmocka_unit_test(test_unknown_outcome_when_backend_stays),
         cmocka_unit_test(test_commit_gives_up_when_blobs_are_old),
         cmocka_unit_test(test_catalog_session_limits),
+        cmocka_unit_test(test_stalled_catalog_calls_are_bounded),
         cmocka_unit_test(test_lock_timeout_is_contention),
         cmocka_unit_test(test_key_statements_plan_as_index_probes),
         cmocka_unit_test(test_gc_floor_and_last_look),
