@@ -162,7 +162,8 @@ struct hreq {
     bool discard;      /* the request is refused already: drop the bytes */
     bool over_budget;  /* a chunked body passed --max-inflight: 503 once drained */
     uint64_t admitted; /* bytes charged to app->admit (body bytes x ADMIT_EXPANSION),
-                          released with the request */
+                          released when the worker's job ends (run_job), else with
+                          the request */
 
     /* verdict made on the first call, answered on the final call */
     unsigned early_status;

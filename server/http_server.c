@@ -378,6 +378,10 @@ static void run_job(void *arg)
         fn(r);
     else if (!atomic_load(&r->ready))
         http__reply_problem(r, 503, "the request was cancelled");
+    /* The work that expands the body is done: its charge goes back before
+       the client can see the answer (and send its next request). */
+    admit_release(&srv->app->admit, r->admitted);
+    r->admitted = 0;
     if (!atomic_load(&r->ready))
         http__publish(r);
     st_log_set_rid(NULL);
