@@ -145,7 +145,7 @@ struct rpc {
     grpc_byte_buffer *payload;
     grpc_slice req;
     bool req_read, req_ok;
-    uint64_t admitted; /* bytes charged to app->admit, released when the call is freed */
+    uint64_t admitted; /* bytes charged to app->admit, released by finish (or when freed) */
     char rid[RID_MAX + 1];
     char *idem;
 
@@ -367,6 +367,10 @@ static size_t add_initial_md(struct rpc *r, grpc_op *op)
 /* The last batch of a call: initial metadata if not sent yet, `bb` if any, and the status. */
 static void finish(struct rpc *r, grpc_status_code code, const char *detail, grpc_byte_buffer *bb)
 {
+    /* The work that expanded the message is done: its charge goes back before
+       the client can see the status (and send its next call). */
+    admit_release(&r->g->app->admit, r->admitted);
+    r->admitted = 0;
     grpc_op ops[4];
     memset(ops, 0, sizeof ops);
     size_t n = add_initial_md(r, &ops[0]);
