@@ -69,26 +69,15 @@ static size_t value_len(enum st_type type, const struct st_value *v)
 {
     if (v->null)
         return 0;
-    switch (type) {
-    case ST_T_BOOLEAN:
-        return 1;
-    case ST_T_INT:
-        return 4;
-    case ST_T_LONG:
-    case ST_T_TIMESTAMP:
-    case ST_T_DOUBLE:
-        return 8;
-    case ST_T_STRING: {
-        size_t n = v->v.s.len + 2; /* terminator 00 01 */
-        const char *p = v->v.s.p, *end = p + v->v.s.len;
-        while (p < end && (p = memchr(p, 0, (size_t)(end - p))) != NULL) {
-            n++; /* 00 -> 00 FF */
-            p++;
-        }
-        return n;
+    if (type != ST_T_STRING)
+        return st_type_width(type); /* fixed-width values encode to their width */
+    size_t n = v->v.s.len + 2;      /* terminator 00 01 */
+    const char *p = v->v.s.p, *end = p + v->v.s.len;
+    while (p < end && (p = memchr(p, 0, (size_t)(end - p))) != NULL) {
+        n++; /* 00 -> 00 FF */
+        p++;
     }
-    }
-    return 0;
+    return n;
 }
 
 size_t key_encoded_len(const struct table *t, const struct st_value *vals, bool row)
