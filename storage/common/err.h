@@ -25,6 +25,8 @@
  *                the server log under the request id).
  * ST_ENOSPACE:   a blob write failed with ENOSPC or EDQUOT: 507 Insufficient Storage, so that
  *                a full disk is told apart from a fault (nothing was committed; retry later).
+ * ST_EBUSY:      a bounded kind of work is at its limit (deletes by filter at
+ *                once): a 503 whose message says which and to retry.
  * ST_EUNKNOWN:   a commit whose outcome the catalog could not tell (the
  *                connection broke around COMMIT): a 503 (with Retry-After,
  *                as every 503) whose message, written by the engine for the
@@ -48,7 +50,8 @@
     X(ST_ERANGE, -13, "range not satisfiable", 416, OUT_OF_RANGE, NULL)                            \
     X(ST_ENOSPACE, -14, "out of space", 507, RESOURCE_EXHAUSTED,                                   \
       "the blob store is out of space; retry once space is freed")                                 \
-    X(ST_EUNKNOWN, -15, "outcome unknown", 503, UNAVAILABLE, NULL)
+    X(ST_EUNKNOWN, -15, "outcome unknown", 503, UNAVAILABLE, NULL)                                 \
+    X(ST_EBUSY, -16, "busy", 503, UNAVAILABLE, NULL)
 
 #define ST_INTERNAL_DETAIL "internal error; the server log has the details"
 

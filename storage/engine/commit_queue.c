@@ -262,6 +262,12 @@ int engine_delete_where(struct engine *e, struct table *t, const struct filter *
     memset(res, 0, sizeof *res);
     if (has_expected_seq && expected_seq < 0)
         return st_errf(err, ST_EINVAL, "expected_seq: must be >= 0");
+    if (atomic_fetch_add(&e->filter_deletes, 1) >= ENGINE_FILTER_DELETES_MAX) {
+        atomic_fetch_sub(&e->filter_deletes, 1);
+        return st_errf(err, ST_EBUSY,
+                       "%d deletes by filter are running, the most at once; retry later",
+                       ENGINE_FILTER_DELETES_MAX);
+    }
     struct item it;
     memset(&it, 0, sizeof it);
     it.kind = ITEM_DELETE_WHERE;
@@ -275,5 +281,6 @@ int engine_delete_where(struct engine *e, struct table *t, const struct filter *
     /* the scan runs here, outside the table's queue; only the commit queues */
     int rc = eng__delete_scan(e, &it) ? submit(e, t->id, &it) : it.rc;
     eng__delete_end(e, &it);
+    atomic_fetch_sub(&e->filter_deletes, 1);
     return rc;
 }

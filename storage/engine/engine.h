@@ -166,6 +166,13 @@ struct delete_res {
     int64_t deleted;
     bool replayed; /* as in change_res */
 };
+/*
+ * Deletes by filter running at once in one engine, at most: each holds a
+ * worker and a catalog connection for its scan, so that a few of them cannot
+ * take every worker from the other tables. One more is ST_EBUSY (503).
+ */
+#define ENGINE_FILTER_DELETES_MAX 2
+
 /* Delete every row live at commit time for which `f` is true. */
 int engine_delete_where(struct engine *e, struct table *t, const struct filter *f,
                         bool has_expected_seq, int64_t expected_seq, const struct engine_idem *idem,

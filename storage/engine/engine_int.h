@@ -51,6 +51,7 @@ struct engine {
     atomic_uint_fast64_t m_commits, m_conflicts, m_retries, m_commit_failures;
     atomic_uint_fast64_t m_batch_hist[8];
     atomic_uint_fast64_t m_bytes_written, m_rows_written;
+    atomic_int filter_deletes; /* deletes by filter running (ENGINE_FILTER_DELETES_MAX) */
     /* fault injection for tests (engine_test.h) */
     atomic_int fault_conflict_first;
     atomic_int fault_conflicts;

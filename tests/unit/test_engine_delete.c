@@ -182,10 +182,89 @@ static void test_delete_while_others_commit(void **state)
     engine_table_unref(other);
 }
 
+/* While ENGINE_FILTER_DELETES_MAX deletes scan, one more is refused (ST_EBUSY), then admitted. */
+struct busy {
+    struct table *t;
+    struct filter *f;
+    int held; /* deletes inside the hook */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool release;
+};
+
+static void hold_until_released(void *ctx)
+{
+    struct busy *b = ctx;
+    pthread_mutex_lock(&b->mu);
+    b->held++;
+    pthread_cond_broadcast(&b->cv);
+    while (!b->release)
+        pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void *one_delete(void *p)
+{
+    struct busy *b = p;
+    struct delete_res dr;
+    struct st_err err = {0};
+    int rc = engine_delete_where(T.e, b->t, b->f, false, 0, NULL, &dr, &err);
+    if (rc != ST_OK)
+        fail_msg("held delete: %s", err.msg);
+    return NULL;
+}
+
+static void test_filter_deletes_are_bounded(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "g:long"};
+    const char *pk[] = {"id"};
+    static struct busy b;
+    memset(&b, 0, sizeof b);
+    pthread_mutex_init(&b.mu, NULL);
+    pthread_cond_init(&b.cv, NULL);
+    b.t = et_create(&T, "busy", cols, 2, pk, 1, NULL);
+    int64_t ids[4] = {1, 2, 3, 4}, gs[4] = {1, 2, 3, 4};
+    struct change_res res;
+    assert_int_equal(put(b.t, ids, gs, 4, &res), ST_OK);
+    struct st_err err = {0};
+    const char *js = "{\"type\":\"eq\",\"term\":\"g\",\"value\":99}";
+    assert_int_equal(filter_parse(js, strlen(js), b.t->cols, b.t->ncols, &b.f, &err), ST_OK);
+    engine_test_delete_hook(T.e, hold_until_released, &b);
+    pthread_t th[ENGINE_FILTER_DELETES_MAX];
+    for (int i = 0; i < ENGINE_FILTER_DELETES_MAX; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, one_delete, &b), 0);
+    pthread_mutex_lock(&b.mu);
+    while (b.held < ENGINE_FILTER_DELETES_MAX)
+        pthread_cond_wait(&b.cv, &b.mu);
+    pthread_mutex_unlock(&b.mu);
+    /* every slot is scanning: one more is refused at once, and changes by key still commit */
+    struct delete_res dr;
+    assert_int_equal(engine_delete_where(T.e, b.t, b.f, false, 0, NULL, &dr, &err), ST_EBUSY);
+    assert_non_null(strstr(err.msg, "deletes by filter are running"));
+    int64_t id5 = 5, g5 = 5;
+    assert_int_equal(put(b.t, &id5, &g5, 1, &res), ST_OK);
+    pthread_mutex_lock(&b.mu);
+    b.release = true;
+    pthread_cond_broadcast(&b.cv);
+    pthread_mutex_unlock(&b.mu);
+    for (int i = 0; i < ENGINE_FILTER_DELETES_MAX; i++)
+        pthread_join(th[i], NULL);
+    engine_test_delete_hook(T.e, NULL, NULL);
+    /* the slots are free again */
+    st_err_clear(&err);
+    assert_int_equal(engine_delete_where(T.e, b.t, b.f, false, 0, NULL, &dr, &err), ST_OK);
+    filter_free(b.f);
+    engine_table_unref(b.t);
+    pthread_cond_destroy(&b.cv);
+    pthread_mutex_destroy(&b.mu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delete_while_others_commit),
+        cmocka_unit_test(test_filter_deletes_are_bounded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
