@@ -7,8 +7,10 @@
  * commit's arrays: striked's resident memory grows by about 7.7 times the
  * body (tests/bench/body_rss.py). So a request is charged n * ADMIT_EXPANSION
  * bytes against one process-wide budget (--max-inflight) from before its body
- * is read until its work is finished (the last reference to the request is
- * gone: after the worker's job, also on errors and disconnects). A request
+ * is read until its work is finished: HTTP gives the charge back when the
+ * worker's job ends, before the reply is sent (run_job), gRPC when the call
+ * finishes, before its status is sent (finish); a request that never got that
+ * far (an error, a disconnect) gives it back when it is freed. A request
  * that would pass the budget is refused (HTTP 503 with Retry-After, gRPC
  * UNAVAILABLE), except when nothing else is in flight: a request larger than
  * the budget alone is admitted, so that a max-body request can always run.
