@@ -146,30 +146,13 @@ int svc_drop_table(struct engine *e, const char *name, const struct engine_idem 
 
 /* ---- changes and deletes ------------------------------------------------------- */
 
-/* docs/API.md "Changes": `producer` and `offset` come together; the producer's length is bounded.
- */
-static int check_producer(const struct svc_changes_req *q, struct st_err *err)
-{
-    int rc;
-    if ((rc = check_count("offset", q->offset, err)) != ST_OK ||
-        (rc = check_count("expected_seq", q->expected_seq, err)) != ST_OK)
-        return rc;
-    bool has_producer = q->producer != NULL;
-    if (q->offset.has != has_producer)
-        return st_errf(err, ST_EINVAL, "%s",
-                       has_producer ? "offset: required with \"producer\""
-                                    : "producer: required with \"offset\"");
-    if (has_producer && (q->producer[0] == '\0' || strlen(q->producer) > ENGINE_PRODUCER_MAX))
-        return st_errf(err, ST_EINVAL, "producer: 1 to %d characters", ENGINE_PRODUCER_MAX);
-    return ST_OK;
-}
-
 int svc_apply_changes(struct engine *e, const struct svc_changes_req *q, struct change_res *out,
                       struct st_err *err)
 {
     memset(out, 0, sizeof *out);
-    int rc = check_producer(q, err);
-    if (rc != ST_OK)
+    int rc;
+    if ((rc = engine_check_producer(q->producer, q->offset.has, q->offset.v, err)) != ST_OK ||
+        (rc = check_count("expected_seq", q->expected_seq, err)) != ST_OK)
         return rc;
     struct table *t = NULL;
     struct changeset cs = {0};

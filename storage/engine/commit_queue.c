@@ -21,6 +21,7 @@
 #include "expr/literal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -185,21 +186,31 @@ static int submit(struct engine *e, int64_t table_id, struct item *it)
 
 /* ---- entry points ------------------------------------------------------------- */
 
+int engine_check_producer(const char *producer, bool has_offset, int64_t offset, struct st_err *err)
+{
+    if (has_offset && offset < 0)
+        return st_errf(err, ST_EINVAL, "offset: must be >= 0, got %" PRId64, offset);
+    if (has_offset != (producer != NULL))
+        return st_errf(err, ST_EINVAL, "%s",
+                       producer != NULL ? "offset: required with \"producer\""
+                                        : "producer: required with \"offset\"");
+    if (producer == NULL)
+        return ST_OK;
+    size_t len = strlen(producer);
+    if (len == 0 || len > ENGINE_PRODUCER_MAX)
+        return st_errf(err, ST_EINVAL, "producer: 1 to %d characters", ENGINE_PRODUCER_MAX);
+    size_t bad = lit_utf8_check(producer, len); /* a text parameter: PostgreSQL would refuse it */
+    if (bad != len)
+        return st_errf(err, ST_EINVAL, "producer: invalid UTF-8 at byte %zu", bad);
+    return ST_OK;
+}
+
 static int check_changes(const struct change_req *q, struct st_err *err)
 {
     const struct table *t = q->table;
-    if (q->producer != NULL && !q->has_offset)
-        return st_errf(err, ST_EINVAL, "producer: needs an offset");
-    if (q->has_offset && q->producer == NULL)
-        return st_errf(err, ST_EINVAL, "offset: needs a producer");
-    if (q->producer != NULL &&
-        (q->producer[0] == '\0' || strlen(q->producer) > ENGINE_PRODUCER_MAX))
-        return st_errf(err, ST_EINVAL, "producer: 1 to %d characters", ENGINE_PRODUCER_MAX);
-    if (q->producer != NULL) { /* a text parameter of the batch's SQL: PostgreSQL checks it */
-        size_t len = strlen(q->producer), bad = lit_utf8_check(q->producer, len);
-        if (bad != len)
-            return st_errf(err, ST_EINVAL, "producer: invalid UTF-8 at byte %zu", bad);
-    }
+    int rc = engine_check_producer(q->producer, q->has_offset, q->offset, err);
+    if (rc != ST_OK)
+        return rc;
     if (q->has_expected_seq && q->expected_seq < 0)
         return st_errf(err, ST_EINVAL, "expected_seq: must be >= 0");
     for (size_t i = 0; i < q->nchanges; i++) {

@@ -134,6 +134,14 @@ struct change {
 
 #define ENGINE_PRODUCER_MAX 255
 
+/*
+ * docs/API.md "Changes": `producer` (NULL: none) and `offset` come together;
+ * the offset is >= 0, the producer 1 to ENGINE_PRODUCER_MAX bytes of UTF-8.
+ * engine_apply_changes checks it; front ends may call it first.
+ */
+int engine_check_producer(const char *producer, bool has_offset, int64_t offset,
+                          struct st_err *err);
+
 struct change_req {
     struct table *table; /* the definition the values were decoded against */
     const struct change *changes;
