@@ -676,11 +676,14 @@ static bool check_query(struct hreq *r, const char *const *allowed)
 
 /*
  * Query parameter `name` as an integer (its range is the service's to
- * check): absent leaves *out unset; not an integer is a 400.
+ * check): absent leaves *out unset; not an integer is a 400. *raw (if
+ * given) is the text as received.
  */
-static bool query_int(struct hreq *r, const char *name, struct svc_count *out)
+static bool query_int(struct hreq *r, const char *name, struct svc_count *out, const char **raw)
 {
     const char *s = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
+    if (raw != NULL)
+        *raw = s;
     out->has = false;
     if (s == NULL)
         return true;
@@ -706,9 +709,9 @@ static bool query_int(struct hreq *r, const char *name, struct svc_count *out)
 static bool parse_dv_query(struct hreq *r)
 {
     const char *fmt = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "format");
-    const char *snap = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "snapshot");
+    const char *snap;
     struct svc_count v;
-    if (!query_int(r, "snapshot", &v))
+    if (!query_int(r, "snapshot", &v, &snap))
         return false;
     if (snap != NULL && snap[0] == '-') { /* here: the fast path answers without the service */
         http__reply_problem(r, 400, "snapshot: must be >= 0, got %.40s", snap);
@@ -803,7 +806,7 @@ static enum MHD_Result dispatch(struct hreq *r)
     case RT_PLAN:
         return go_async(r, http__job_plan);
     case RT_SNAPSHOTS:
-        if (!query_int(r, "limit", &r->q_limit) || !query_int(r, "after", &r->q_after))
+        if (!query_int(r, "limit", &r->q_limit, NULL) || !query_int(r, "after", &r->q_after, NULL))
             return send_reply(r);
         return go_async(r, http__job_snapshots);
     case RT_FILE:

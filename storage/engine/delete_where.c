@@ -90,8 +90,9 @@ static int keys_flush(struct keysink *k, struct st_err *err)
     int rc = ST_OK;
     if (PQresultStatus(r) != PGRES_COPY_IN) {
         rc = cat_fail(k->c, r, "sending the deleted keys", err);
+        bool answered = r != NULL;
         PQclear(r);
-        while (r != NULL && (r = cat_pq_get_result(k->c)) != NULL) /* the rest of its results */
+        while (answered && (r = cat_pq_get_result(k->c)) != NULL) /* the rest of its results */
             PQclear(r);
         return rc;
     }
