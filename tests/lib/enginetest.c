@@ -4,6 +4,7 @@
 
 #include "common/xalloc.h"
 
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,4 +136,67 @@ void et_rows_free(struct et_rows *r)
     }
     free(r->rows);
     memset(r, 0, sizeof *r);
+}
+
+int64_t et_value_of(struct et *t, struct table *tab, int64_t id, int *count)
+{
+    struct et_rows rows;
+    et_scan(t, tab, -1, &rows);
+    int64_t v = -1;
+    *count = 0;
+    for (size_t i = 0; i < rows.n; i++)
+        if (rows.rows[i].v[0].v.l == id) {
+            v = rows.rows[i].v[1].v.l;
+            (*count)++;
+        }
+    et_rows_free(&rows);
+    return v;
+}
+
+static void sql_die(PGconn *c, const char *sql)
+{
+    fprintf(stderr, "enginetest: %s: %s", sql, PQerrorMessage(c));
+    abort();
+}
+
+void et_exec(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        sql_die(c, sql);
+    PQclear(r);
+}
+
+int64_t et_query_i64(PGconn *c, const char *sql)
+{
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        sql_die(c, sql);
+    int64_t v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return v;
+}
+
+static PGconn *connect_or_die(struct et *t)
+{
+    PGconn *c = PQconnectdb(t->conninfo);
+    if (PQstatus(c) != CONNECTION_OK)
+        sql_die(c, "connect");
+    return c;
+}
+
+void et_sql(struct et *t, const char *sql)
+{
+    PGconn *c = connect_or_die(t);
+    et_exec(c, sql);
+    PQfinish(c);
+}
+
+int64_t et_sql_i64(struct et *t, const char *sql)
+{
+    PGconn *c = connect_or_die(t);
+    int64_t v = et_query_i64(c, sql);
+    PQfinish(c);
+    return v;
 }

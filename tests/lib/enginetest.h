@@ -46,4 +46,20 @@ int et_scan_rc(struct et *t, struct table *tab, int64_t snapshot, struct et_rows
                struct st_err *err);
 void et_rows_free(struct et_rows *r);
 
+/*
+ * For tables of (id long, v long): the v of row `id` at the current
+ * snapshot, -1 when absent; *count says how many rows have that id.
+ */
+int64_t et_value_of(struct et *t, struct table *tab, int64_t id, int *count);
+
+/* SQL for a test's own checks; each aborts the test, naming the statement, on an error. */
+struct pg_conn; /* libpq's PGconn */
+/* Run a statement on c. */
+void et_exec(struct pg_conn *c, const char *sql);
+/* The first column of the only row of a query on c, as an integer. */
+int64_t et_query_i64(struct pg_conn *c, const char *sql);
+/* The same on a connection of their own to the test's catalog. */
+void et_sql(struct et *t, const char *sql);
+int64_t et_sql_i64(struct et *t, const char *sql);
+
 #endif

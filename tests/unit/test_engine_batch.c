@@ -110,22 +110,6 @@ static void run_together(struct rq *rs, int n)
     run_gathered(rs, n, n);
 }
 
-/* The value of key `id` in the current snapshot (-1: absent); *count: its live rows. */
-static int64_t value_of(struct table *t, int64_t id, int *count)
-{
-    struct et_rows rows;
-    et_scan(&T, t, -1, &rows);
-    int64_t v = -1;
-    *count = 0;
-    for (size_t i = 0; i < rows.n; i++)
-        if (rows.rows[i].v[0].v.l == id) {
-            v = rows.rows[i].v[1].v.l;
-            (*count)++;
-        }
-    et_rows_free(&rows);
-    return v;
-}
-
 static struct table *table_iv(const char *name)
 {
     const char *cols[] = {"id:long!", "v:long"};
@@ -176,7 +160,7 @@ static void test_same_idempotency_key_twice_in_a_batch(void **state)
         }
     int count;
     for (int64_t id = 1; id <= 3; id++) {
-        assert_int_equal(value_of(t, id, &count), id * 10);
+        assert_int_equal(et_value_of(&T, t, id, &count), id * 10);
         assert_int_equal(count, 1);
     }
 
@@ -190,8 +174,8 @@ static void test_same_idempotency_key_twice_in_a_batch(void **state)
     assert_int_equal(rs[ok].rc, ST_OK);
     assert_false(rs[ok].res.replayed);
     assert_int_equal(rs[1 - ok].rc, ST_EIDEMPOTENCY);
-    assert_int_equal(value_of(t, 4, &count), ok == 0 ? 40 : 41);
-    assert_int_equal(value_of(t, 5, &count), 50);
+    assert_int_equal(et_value_of(&T, t, 4, &count), ok == 0 ? 40 : 41);
+    assert_int_equal(et_value_of(&T, t, 5, &count), 50);
     engine_table_unref(t);
 }
 
@@ -311,7 +295,7 @@ static void test_failed_batch_commits_one_by_one(void **state)
     }
     int count;
     for (int i = 0; i < 5; i++)
-        assert_int_equal(value_of(t, 100 + i, &count), i == 2 ? -1 : i);
+        assert_int_equal(et_value_of(&T, t, 100 + i, &count), i == 2 ? -1 : i);
     /* what the good ones stored with their commits: the producer offset, the idempotency record */
     struct rq again[2];
     rq_init(&again[0], t, 200, 1, NULL);
@@ -330,7 +314,7 @@ static void test_failed_batch_commits_one_by_one(void **state)
     rs[2].rc = -100;
     rq_run(&rs[2]);
     assert_int_equal(rs[2].rc, ST_OK);
-    assert_int_equal(value_of(t, 102, &count), 2);
+    assert_int_equal(et_value_of(&T, t, 102, &count), 2);
     engine_table_unref(t);
 }
 
@@ -360,9 +344,9 @@ static void test_producer_not_utf8_fails_alone(void **state)
             continue;
         if (rs[i].rc != ST_OK)
             fail_msg("request %d: %s", i, rs[i].err.msg);
-        assert_int_equal(value_of(t, i, &count), i);
+        assert_int_equal(et_value_of(&T, t, i, &count), i);
     }
-    assert_int_equal(value_of(t, 1, &count), -1);
+    assert_int_equal(et_value_of(&T, t, 1, &count), -1);
     /* overlong, surrogate and truncated forms too */
     const char *bad[] = {"\xc0\xaf", "p\xed\xa0\x80", "pp\xe2\x82", "\xf4\x90\x80\x80"};
     const size_t at[] = {0, 1, 2, 0};

@@ -80,21 +80,6 @@ static int upsert(struct table *t, int64_t id, int64_t v, struct change_res *res
     return engine_apply_changes(T.e, &req, res, err);
 }
 
-static int64_t value_of(struct table *t, int64_t id, int *count)
-{
-    struct et_rows rows;
-    et_scan(&T, t, -1, &rows);
-    int64_t v = -1;
-    *count = 0;
-    for (size_t i = 0; i < rows.n; i++)
-        if (rows.rows[i].v[0].v.l == id) {
-            v = rows.rows[i].v[1].v.l;
-            (*count)++;
-        }
-    et_rows_free(&rows);
-    return v;
-}
-
 struct findings {
     int orphans, missing, corrupt;
 };
@@ -129,18 +114,6 @@ static void age_blobs(int seconds)
     assert_int_equal(system(cmd), 0);
 }
 
-/* A catalog statement for the test's own checks; aborts the test on failure. */
-static void sql(const char *q)
-{
-    PGconn *c = PQconnectdb(T.conninfo);
-    assert_int_equal(PQstatus(c), CONNECTION_OK);
-    PGresult *r = PQexec(c, q);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-        fail_msg("%s: %s", q, PQerrorMessage(c));
-    PQclear(r);
-    PQfinish(c);
-}
-
 struct gc_race {
     char insert[512];
     int calls;
@@ -150,7 +123,7 @@ struct gc_race {
 static void commit_during_gc(void *ctx)
 {
     struct gc_race *g = ctx;
-    sql(g->insert);
+    et_sql(&T, g->insert);
     g->calls++;
 }
 
@@ -202,10 +175,10 @@ static void test_gc_floor_and_last_look(void **state)
     assert_int_equal(rep.orphans, 1);
     /* the referenced blobs of the table are untouched and it still reads */
     int count;
-    assert_int_equal(value_of(t, 1, &count), 10);
+    assert_int_equal(et_value_of(&T, t, 1, &count), 10);
     char del[512];
     snprintf(del, sizeof del, "DELETE FROM strike.data_files WHERE path = '%s'", rel_taken);
-    sql(del);
+    et_sql(&T, del);
     unlink(taken);
     engine_table_unref(t);
 }
@@ -239,7 +212,7 @@ static void test_conflict_on_every_first_attempt(void **state)
     assert_true(after.retries - before.retries >= 21);
     int count;
     for (int id = 0; id < 5; id++) {
-        int64_t v = value_of(t, id, &count);
+        int64_t v = et_value_of(&T, t, id, &count);
         if (id < 2) {
             assert_int_equal(count, 0);
         } else {
@@ -306,7 +279,7 @@ static void test_crash_between_blobs_and_commit(void **state)
     assert_int_equal(now->seq, 1);
     engine_table_unref(now);
     int count;
-    assert_int_equal(value_of(t, 1, &count), 10);
+    assert_int_equal(et_value_of(&T, t, 1, &count), 10);
     assert_int_equal(count, 1);
     /* its blobs are orphans: listed by fsck, kept by gc within the grace, then collected */
     struct findings fi = fsck();
@@ -324,7 +297,7 @@ static void test_crash_between_blobs_and_commit(void **state)
     /* and the table still works */
     assert_int_equal(upsert(t, 1, 11, &res, &err), ST_OK);
     assert_int_equal(res.seq, 2);
-    assert_int_equal(value_of(t, 1, &count), 11);
+    assert_int_equal(et_value_of(&T, t, 1, &count), 11);
     engine_table_unref(t);
 }
 
@@ -347,7 +320,7 @@ static void test_connection_lost_at_commit(void **state)
         seq = res.seq;
         assert_int_equal(res.inserted + res.updated, 1);
         int count;
-        assert_int_equal(value_of(t, i % 3, &count), 100 + i);
+        assert_int_equal(et_value_of(&T, t, i % 3, &count), 100 + i);
         assert_int_equal(count, 1);
     }
     struct snapshot_info *snaps;
@@ -360,16 +333,6 @@ static void test_connection_lost_at_commit(void **state)
     struct findings fi = fsck();
     assert_int_equal(fi.missing + fi.corrupt, 0);
     engine_table_unref(t);
-}
-
-static void exec_ok(PGconn *c, const char *sql)
-{
-    PGresult *r = PQexec(c, sql);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        fprintf(stderr, "%s: %s", sql, PQerrorMessage(c));
-    assert_true(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK);
-    PQclear(r);
 }
 
 /* The blobs (regular files) of a table. */
@@ -385,25 +348,11 @@ static int count_blobs(const struct table *t)
     return n;
 }
 
-/* One catalog value (the first column of the first row) as an integer. */
-static int64_t sql_i64(const char *q)
-{
-    PGconn *c = PQconnectdb(T.conninfo);
-    assert_int_equal(PQstatus(c), CONNECTION_OK);
-    PGresult *r = PQexec(c, q);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-        fail_msg("%s: %s", q, PQerrorMessage(c));
-    int64_t v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    PQclear(r);
-    PQfinish(c);
-    return v;
-}
-
 static int64_t table_seq(const struct table *t)
 {
     char q[128];
     snprintf(q, sizeof q, "SELECT seq FROM strike.tables WHERE id = %lld", (long long)t->id);
-    return sql_i64(q);
+    return et_sql_i64(&T, q);
 }
 
 /*
@@ -424,7 +373,7 @@ static void assert_names_commit(const struct st_err *err, const struct table *t,
              "SELECT count(*) FROM strike.snapshots WHERE table_id = %lld AND seq = %lld AND "
              "commit_id = '%s'",
              (long long)t->id, (long long)seq, id);
-    assert_int_equal(sql_i64(q), 1);
+    assert_int_equal(et_sql_i64(&T, q), 1);
 }
 
 /*
@@ -480,7 +429,7 @@ static void test_unknown_outcome_keeps_blobs(void **state)
     assert_names_commit(&err, t, 2);
     assert_int_equal(count_blobs(t), blobs + 2); /* its Parquet and Puffin files are kept */
     int count;
-    assert_int_equal(value_of(t, 1, &count), 99);
+    assert_int_equal(et_value_of(&T, t, 1, &count), 99);
     assert_int_equal(count, 1);
     struct findings fi = fsck();
     assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
@@ -508,7 +457,7 @@ static void test_unknown_outcome_keeps_blobs(void **state)
     assert_int_equal(table_seq(t), 3);
     assert_names_commit(&err, t, 3);
     assert_int_equal(count_blobs(t), blobs + 1);
-    assert_int_equal(value_of(t, 2, &count), -1);
+    assert_int_equal(et_value_of(&T, t, 2, &count), -1);
     assert_int_equal(count, 0);
     fi = fsck();
     assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
@@ -528,7 +477,7 @@ static void test_unknown_outcome_keeps_blobs(void **state)
     st_err_clear(&err);
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     assert_int_equal(res.seq, 4);
-    assert_int_equal(value_of(t, 1, &count), 100);
+    assert_int_equal(et_value_of(&T, t, 1, &count), 100);
     engine_table_unref(t);
 }
 
@@ -550,8 +499,8 @@ static void test_unknown_outcome_when_backend_stays(void **state)
     char q[128];
     snprintf(q, sizeof q, "SELECT 1 FROM strike.tables WHERE id = %lld FOR UPDATE",
              (long long)t->id);
-    exec_ok(holder, "BEGIN");
-    exec_ok(holder, q);
+    et_exec(holder, "BEGIN");
+    et_exec(holder, q);
     struct st_value vals[2] = {{0}};
     vals[0].v.l = 1;
     vals[1].v.l = 77;
@@ -565,7 +514,7 @@ static void test_unknown_outcome_when_backend_stays(void **state)
     assert_non_null(strstr(err.msg, "could not be ended"));
     assert_int_equal(table_seq(t), 1);           /* not yet: it waits for the row */
     assert_int_equal(count_blobs(t), blobs + 2); /* kept: the commit may still land */
-    exec_ok(holder, "COMMIT");
+    et_exec(holder, "COMMIT");
     PQfinish(holder);
     /* the old backend goes on to COMMIT */
     for (int i = 0; i < 1000 && table_seq(t) == 1; i++) {
@@ -575,7 +524,7 @@ static void test_unknown_outcome_when_backend_stays(void **state)
     assert_int_equal(table_seq(t), 2);
     assert_names_commit(&err, t, 2);
     int count;
-    assert_int_equal(value_of(t, 1, &count), 77);
+    assert_int_equal(et_value_of(&T, t, 1, &count), 77);
     assert_int_equal(count, 1);
     struct findings fi = fsck();
     assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
@@ -606,8 +555,8 @@ static PGconn *hold_table_row(const struct table *t)
     char q[128];
     snprintf(q, sizeof q, "SELECT 1 FROM strike.tables WHERE id = %lld FOR UPDATE",
              (long long)t->id);
-    exec_ok(c, "BEGIN");
-    exec_ok(c, q);
+    et_exec(c, "BEGIN");
+    et_exec(c, q);
     return c;
 }
 
@@ -674,7 +623,7 @@ static void test_lock_timeout_is_contention(void **state)
         nanosleep(&ts, NULL);
     }
     assert_true(after.retries > before.retries); /* a lock wait timed out: retrying */
-    exec_ok(holder, "COMMIT");
+    et_exec(holder, "COMMIT");
     PQfinish(holder);
     assert_int_equal(pthread_join(th, NULL), 0);
     engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 0);
@@ -685,8 +634,8 @@ static void test_lock_timeout_is_contention(void **state)
     assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
     assert_int_equal(dr.seq, 3);
     int count;
-    assert_int_equal(value_of(t, 1, &count), 51);
-    assert_int_equal(value_of(t, 2, &count), -1);
+    assert_int_equal(et_value_of(&T, t, 1, &count), 51);
+    assert_int_equal(et_value_of(&T, t, 2, &count), -1);
     struct findings fi = fsck();
     assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
     filter_free(f);
@@ -722,7 +671,7 @@ static void test_catalog_session_limits(void **state)
     assert_setting(c, "statement_timeout", "1min");
     assert_setting(c, "idle_in_transaction_session_timeout", "1min");
     /* and a statement over the limit fails as "retry later", not as an internal error */
-    exec_ok(c, "SET statement_timeout = 50");
+    et_exec(c, "SET statement_timeout = 50");
     assert_int_equal(cat_exec(c, "SELECT pg_sleep(1)", "sleeping", &err), ST_EUNAVAIL);
     fprintf(stderr, "%s\n", err.msg);
     cat_release(pool, c, true);
@@ -768,7 +717,7 @@ static void test_commit_gives_up_when_blobs_are_old(void **state)
     wait_for_waiter(holder);
     struct timespec ts = {3, 0};
     nanosleep(&ts, NULL);
-    exec_ok(holder, "COMMIT");
+    et_exec(holder, "COMMIT");
     PQfinish(holder);
     assert_int_equal(pthread_join(th, NULL), 0);
     engine_test_fault(T.e, FAULT_BLOB_AGE_S, 0);
@@ -778,7 +727,7 @@ static void test_commit_gives_up_when_blobs_are_old(void **state)
     assert_int_equal(table_seq(t), 1);
     assert_int_equal(count_blobs(t), blobs);
     int count;
-    assert_int_equal(value_of(t, 1, &count), 10);
+    assert_int_equal(et_value_of(&T, t, 1, &count), 10);
     struct findings fi = fsck();
     assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
 
@@ -788,7 +737,7 @@ static void test_commit_gives_up_when_blobs_are_old(void **state)
     assert_int_equal(res.seq, 2);
     assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
     assert_int_equal(dr.seq, 3);
-    assert_int_equal(value_of(t, 1, &count), 97);
+    assert_int_equal(et_value_of(&T, t, 1, &count), 97);
     filter_free(f);
     engine_table_unref(t);
 }
@@ -807,9 +756,9 @@ static void test_key_statements_plan_as_index_probes(void **state)
     (void)state;
     PGconn *c = PQconnectdb(T.conninfo);
     assert_int_equal(PQstatus(c), CONNECTION_OK);
-    exec_ok(c, "BEGIN");
-    exec_ok(c, "SET LOCAL plan_cache_mode = force_generic_plan");
-    exec_ok(c, engine_test_key_plan_settings());
+    et_exec(c, "BEGIN");
+    et_exec(c, "SET LOCAL plan_cache_mode = force_generic_plan");
+    et_exec(c, engine_test_key_plan_settings());
     int nstmt = 0;
     for (const char *sql; (sql = engine_test_key_sql(nstmt)) != NULL; nstmt++) {
         char name[32], explain[256];
@@ -856,7 +805,7 @@ static void test_key_statements_plan_as_index_probes(void **state)
         PQclear(r);
     }
     assert_int_equal(nstmt, 8);
-    exec_ok(c, "ROLLBACK");
+    et_exec(c, "ROLLBACK");
     PQfinish(c);
 }
 

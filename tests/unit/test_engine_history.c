@@ -53,26 +53,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static void exec_ok(PGconn *c, const char *sql)
-{
-    PGresult *r = PQexec(c, sql);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        fprintf(stderr, "%s: %s", sql, PQerrorMessage(c));
-    assert_true(st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK);
-    PQclear(r);
-}
-
-static int64_t query_i64(PGconn *c, const char *sql)
-{
-    PGresult *r = PQexec(c, sql);
-    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
-    assert_int_equal(PQntuples(r), 1);
-    int64_t v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    PQclear(r);
-    return v;
-}
-
 /* Commit 1 writes the anchor file; commit k > 1 deletes anchor key k - 1 and rewrites HOT_KEY. */
 static void commit_once(struct table *t, int64_t k)
 {
@@ -146,10 +126,10 @@ static void walk_plan(const json_t *node, struct touched *out)
 static struct touched explain(PGconn *c, const char *what, const char *sql, const char *params,
                               const char *settings)
 {
-    exec_ok(c, "BEGIN");
-    exec_ok(c, "SET LOCAL enable_seqscan = off");
+    et_exec(c, "BEGIN");
+    et_exec(c, "SET LOCAL enable_seqscan = off");
     if (settings != NULL)
-        exec_ok(c, settings);
+        et_exec(c, settings);
     PGresult *r = PQprepare(c, "stmt", sql, 0, NULL);
     if (PQresultStatus(r) != PGRES_COMMAND_OK)
         fail_msg("%s: %s", what, PQresultErrorMessage(r));
@@ -168,8 +148,8 @@ static struct touched explain(PGconn *c, const char *what, const char *sql, cons
     walk_plan(json_object_get(json_array_get(doc, 0), "Plan"), &out);
     json_decref(doc);
     PQclear(r);
-    exec_ok(c, "ROLLBACK");
-    exec_ok(c, "DEALLOCATE stmt");
+    et_exec(c, "ROLLBACK");
+    et_exec(c, "DEALLOCATE stmt");
     fprintf(stderr, "%-36s %5lld rows touched, %4lld index probes, indexes:%s%s%s\n", what,
             (long long)out.rows, (long long)out.probes, out.indexes,
             out.seq_scan ? " (and a seq scan)" : "",
@@ -272,9 +252,9 @@ static void test_lookup_probes_files_and_live_dvs(void **state)
     (void)state;
     PGconn *c = PQconnectdb(T.conninfo);
     assert_int_equal(PQstatus(c), CONNECTION_OK);
-    exec_ok(c, "BEGIN");
-    exec_ok(c, "SET LOCAL plan_cache_mode = force_generic_plan");
-    exec_ok(c, engine_test_key_plan_settings());
+    et_exec(c, "BEGIN");
+    et_exec(c, "SET LOCAL plan_cache_mode = force_generic_plan");
+    et_exec(c, engine_test_key_plan_settings());
     static const char *const params[2] = {"1, '{}'::bigint[]", "1, '{}'::bytea[]"};
     for (int i = 0; i < 2; i++) { /* the lookups of both key types */
         char name[16], ex[128];
@@ -309,7 +289,7 @@ static void test_lookup_probes_files_and_live_dvs(void **state)
         assert_int_equal(dvs, 1);
         PQclear(r);
     }
-    exec_ok(c, "ROLLBACK");
+    et_exec(c, "ROLLBACK");
     PQfinish(c);
 }
 
@@ -324,16 +304,16 @@ static void test_statements_touch_the_live_state(void **state)
     int64_t k = 1;
     for (; k <= 50; k++)
         commit_once(t, k);
-    exec_ok(c, "ANALYZE");
+    et_exec(c, "ANALYZE");
     struct measure m50 = measure(c, t->id, 50);
     for (; k <= 500; k++)
         commit_once(t, k);
-    exec_ok(c, "ANALYZE");
+    et_exec(c, "ANALYZE");
     /* the history is there: a dead file and a closed DV per commit */
-    assert_true(query_i64(c, "SELECT count(*) FROM strike.data_files WHERE removed_seq IS NOT "
-                             "NULL") >= 490);
-    assert_true(query_i64(c, "SELECT count(*) FROM strike.deletion_vectors WHERE removed_seq IS "
-                             "NOT NULL") >= 490);
+    assert_true(et_query_i64(c, "SELECT count(*) FROM strike.data_files WHERE removed_seq IS NOT "
+                                "NULL") >= 490);
+    assert_true(et_query_i64(c, "SELECT count(*) FROM strike.deletion_vectors WHERE removed_seq IS "
+                                "NOT NULL") >= 490);
     struct measure m500 = measure(c, t->id, 500);
     assert_bounded("key lookup", m50.key_lookup, m500.key_lookup);
     assert_bounded("snapshot files (current)", m50.files_now, m500.files_now);
@@ -435,8 +415,8 @@ static void test_gc_in_batches(void **state)
     touch_old(path, 0);
     PGconn *c = PQconnectdb(T.conninfo);
     assert_int_equal(PQstatus(c), CONNECTION_OK);
-    int64_t refs = query_i64(c, "SELECT count(*) FROM (SELECT path FROM strike.data_files UNION "
-                                "SELECT puffin_path FROM strike.deletion_vectors) p");
+    int64_t refs = et_query_i64(c, "SELECT count(*) FROM (SELECT path FROM strike.data_files UNION "
+                                   "SELECT puffin_path FROM strike.deletion_vectors) p");
     PQfinish(c);
     struct gc_report rep;
     assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
