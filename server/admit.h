@@ -30,7 +30,7 @@
 struct admit {
     uint64_t limit;               /* the budget, in charged bytes */
     atomic_uint_fast64_t used;    /* charged bytes admitted and not yet released */
-    atomic_uint_fast64_t refused; /* requests refused, since start */
+    atomic_uint_fast64_t refused; /* requests refused, since start (/metrics) */
 };
 
 void admit_init(struct admit *a, uint64_t limit);

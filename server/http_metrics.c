@@ -172,6 +172,13 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
     counter(&b, "strike_http_busy_rejections_total",
             "Requests answered 503 because the worker queue was full.",
             atomic_load_explicit(&m->busy, RELAXED));
+    family(&b, "strike_inflight_charged_bytes", "gauge",
+           "Request bytes in flight, HTTP and gRPC, times the expansion (--max-inflight).");
+    buf_printf(&b, "strike_inflight_charged_bytes %llu\n",
+               (unsigned long long)admit_used(&srv->app->admit));
+    counter(&b, "strike_inflight_rejections_total",
+            "Requests (HTTP and gRPC) refused because --max-inflight was taken.",
+            atomic_load_explicit(&srv->app->admit.refused, RELAXED));
     family(&b, "strike_http_requests_in_flight", "gauge", "Requests being handled now.");
     buf_printf(&b, "strike_http_requests_in_flight %d\n", atomic_load(&srv->inflight));
     family(&b, "strike_workers_pending", "gauge",

@@ -16,6 +16,7 @@
 """
 import http.client
 import json
+import re
 import os
 import signal
 import socket
@@ -244,6 +245,11 @@ class InflightBudget(unittest.TestCase):
         # and the budget is free again
         r = self.wait_admitted(second)
         self.assertEqual(r.status, 200, r)
+        # /metrics shows the refusals and nothing charged once every request is done
+        text = self.s.req("GET", "/metrics").body.decode()
+        refused = re.search(r"^strike_inflight_rejections_total (\d+)$", text, re.M)
+        self.assertGreaterEqual(int(refused.group(1)), 2, text)
+        self.assertRegex(text, r"(?m)^strike_inflight_charged_bytes 0$")
 
     def test_released_after_an_error(self):
         bad = b'{"changes": nope' + b" " * (self.BIG - 16)
