@@ -357,6 +357,8 @@ void eng__process_batch(struct engine *e, struct item **items, size_t n)
 {
     if (items[0]->kind == ITEM_DELETE_WHERE)
         eng__process_delete(e, items[0]);
+    else if (items[0]->kind == ITEM_REWRITE)
+        eng__process_rewrite(e, items[0]);
     else
         process_changes(e, items, n);
 }

@@ -20,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-static char *new_blob_rel(const struct table *t, const char *kind, const char *ext)
+char *eng__new_blob_rel(const struct table *t, const char *kind, const char *ext)
 {
     uint8_t u[16];
     char s[ST_UUID_STR_LEN + 1];
@@ -55,6 +57,16 @@ void eng__unlink_blob(struct engine *e, const char *rel)
     free(abs);
 }
 
+int eng__blob_touch(struct engine *e, const char *rel, struct st_err *err)
+{
+    char *abs = eng__abs(e, rel);
+    int rc = utimensat(AT_FDCWD, abs, NULL, 0) == 0
+                 ? ST_OK
+                 : st_errf(err, ST_EIO, "touching %s: %s", rel, strerror(errno));
+    free(abs);
+    return rc;
+}
+
 static json_t *stat_value_json(enum st_type type, const struct st_value *v)
 {
     switch (type) {
@@ -74,7 +86,7 @@ static json_t *stat_value_json(enum st_type type, const struct st_value *v)
     return NULL;
 }
 
-static char *stats_json(const struct table *t, const struct pq_file_stats *s)
+char *eng__stats_json(const struct table *t, const struct pq_file_stats *s)
 {
     json_t *o = json_object();
     for (int i = 0; i < s->ncols && i < t->ncols; i++) {
@@ -103,7 +115,7 @@ static char *stats_json(const struct table *t, const struct pq_file_stats *s)
 int eng__write_parquet(struct engine *e, const struct table *t, struct st_value *const *rows,
                        size_t n, struct plan *p, struct st_err *err)
 {
-    char *rel = new_blob_rel(t, "data", "parquet");
+    char *rel = eng__new_blob_rel(t, "data", "parquet");
     char *abs = eng__abs(e, rel);
     int64_t begun_us = st_now_us(); /* no later than the file's mtime */
     struct st_afile f;
@@ -142,7 +154,7 @@ int eng__write_parquet(struct engine *e, const struct table *t, struct st_value 
     p->file_at_us = begun_us;
     p->file_rows = (int64_t)n;
     p->file_size = (int64_t)stats.file_size;
-    p->file_stats = stats_json(t, &stats);
+    p->file_stats = eng__stats_json(t, &stats);
     pq_file_stats_free(&stats);
     atomic_fetch_add(&e->m_bytes_written, (uint64_t)p->file_size);
     atomic_fetch_add(&e->m_rows_written, (uint64_t)n);
@@ -210,7 +222,7 @@ int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, stru
         struct buf out = BUF_INIT;
         rc = puffin_writer_finish(pw, &out, err);
         if (rc == ST_OK) {
-            p->puffin_rel = new_blob_rel(t, "dv", "puffin");
+            p->puffin_rel = eng__new_blob_rel(t, "dv", "puffin");
             p->puffin_at_us = st_now_us();
             char *abs = eng__abs(e, p->puffin_rel);
             rc = st_write_file_atomic(abs, out.data, out.len, err);

@@ -20,7 +20,7 @@ struct pq_file_stats;
 
 /* ---- group-commit items (commit_queue.c) ---- */
 
-enum item_kind { ITEM_CHANGES, ITEM_DELETE_WHERE };
+enum item_kind { ITEM_CHANGES, ITEM_DELETE_WHERE, ITEM_REWRITE };
 
 struct item {
     enum item_kind kind;
@@ -34,12 +34,15 @@ struct item {
     struct delete_res *dres;
     struct st_err *err;
     int rc;
-    bool finished;     /* result decided during processing (not yet published) */
-    bool done;         /* published to the waiting thread, under the queue lock */
-    struct dwhere *dw; /* ITEM_DELETE_WHERE: its scan, between the scan and the commit */
+    bool finished;      /* result decided during processing (not yet published) */
+    bool done;          /* published to the waiting thread, under the queue lock */
+    struct dwhere *dw;  /* ITEM_DELETE_WHERE: its scan, between the scan and the commit */
+    struct rewrite *rw; /* ITEM_REWRITE: its new files, between the rewrite and the commit */
     struct item *next;
 };
 
+/* Queue an item on its table's queue and wait until it is done (commit_queue.c); its rc. */
+int eng__submit(struct engine *e, int64_t table_id, struct item *it);
 /* Run one batch taken from a table's queue (commit.c); every item ends up finished. */
 void eng__process_batch(struct engine *e, struct item **items, size_t n);
 /* Decide an item's outcome (published to its waiting thread once the batch ends). */
@@ -56,6 +59,15 @@ struct kstate {
     uint32_t ver_off, ver_len; /* into batch.vers */
     uint32_t item, change;     /* the surviving upsert when exists && touched */
     uint32_t key_off, key_len; /* into batch.keys */
+};
+
+/* A data file a rewrite adds (compact.c): written before the commit, its id reserved. */
+struct eng__newfile {
+    int64_t id;
+    char *rel;
+    int64_t rows, size;
+    char *stats;   /* the catalog's JSON statistics */
+    int64_t at_us; /* when it was last made young (see eng__blob_touch) */
 };
 
 /* Files touched by a commit, with their DVs. */
@@ -117,6 +129,12 @@ struct plan {
     struct buf idem_keys, idem_hashes, idem_bodies; /* bodies: eng__result_encode records */
     uint32_t nidem;
     enum eng__op idem_op; /* the kind of every record (ENG__OP_CHANGES or ENG__OP_DELETE) */
+    /* a rewrite (compact.c): its new data files (the data file above is
+       unused) and the key index rows that move to them, all borrowed */
+    const struct eng__newfile *newfiles;
+    size_t nnewfiles;
+    const struct buf *remap; /* 5 arrays: keys, old file, old pos, new file, new pos */
+    uint32_t nremap;
     char *summary;
     bool fault_fail; /* fault injection (engine_test_fail_request): a statement fails */
 };
@@ -142,6 +160,13 @@ int eng__write_parquet(struct engine *e, const struct table *t, struct st_value 
  * write one Puffin file with every DV that is not a whole-file removal.
  */
 int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st_err *err);
+
+/* A new blob's path under the table (kind "data" or "dv"); caller frees. */
+char *eng__new_blob_rel(const struct table *t, const char *kind, const char *ext);
+/* The catalog's statistics JSON of a file the writer finished; caller frees. */
+char *eng__stats_json(const struct table *t, const struct pq_file_stats *s);
+/* Set a blob's mtime to now (gc judges orphans by age); ST_OK or the error. */
+int eng__blob_touch(struct engine *e, const char *rel, struct st_err *err);
 
 /* ---- SQL (commit_sql.c) ---- */
 
@@ -209,6 +234,11 @@ void eng__array_set_count(struct buf *arr, uint32_t n);
     "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v)"
 #define SQL_DELETE_KEYS(tab, ty)                                                                   \
     "DELETE FROM " tab " WHERE table_id = $1 AND key = ANY($2::" ty "[])"
+/* A rewrite's move of keys: only a key still at its old (file, pos) moves (one probe per key). */
+#define SQL_REMAP_KEYS(tab, ty)                                                                    \
+    "UPDATE " tab " k SET file_id = u.nf, pos = u.np FROM unnest($2::" ty "[], $3::bigint[], "     \
+    "$4::bigint[], $5::bigint[], $6::bigint[]) AS u(key, of, op, nf, np) WHERE k.table_id = $1 "   \
+    "AND k.key = u.key AND k.file_id = u.of AND k.pos = u.op"
 #define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
 /* The base seq and, when the batch may write rows ($2), the id of its data file. */
 extern const char *const eng__sql_seq;
@@ -285,5 +315,10 @@ int eng__store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int
 bool eng__delete_scan(struct engine *e, struct item *it);
 void eng__process_delete(struct engine *e, struct item *it);
 void eng__delete_end(struct engine *e, struct item *it);
+
+/* ---- rewrites: compaction and the purge of an erasure (compact.c) ---- */
+
+/* The commit of a rewrite, in its table's queue (the new files are written). */
+void eng__process_rewrite(struct engine *e, struct item *it);
 
 #endif

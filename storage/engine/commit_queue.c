@@ -146,7 +146,7 @@ void engine_test_gather(struct engine *e, int n)
     atomic_store(&e->fault_gather, n);
 }
 
-static int submit(struct engine *e, int64_t table_id, struct item *it)
+int eng__submit(struct engine *e, int64_t table_id, struct item *it)
 {
     struct gcq *q = gcq_get(e, table_id);
     pthread_mutex_lock(&q->mu);
@@ -263,7 +263,7 @@ int engine_apply_changes(struct engine *e, const struct change_req *req, struct 
     it.req = req;
     it.res = res;
     it.err = err;
-    return submit(e, req->table->id, &it);
+    return eng__submit(e, req->table->id, &it);
 }
 
 int engine_delete_where(struct engine *e, struct table *t, const struct filter *f,
@@ -290,7 +290,7 @@ int engine_delete_where(struct engine *e, struct table *t, const struct filter *
     it.dres = res;
     it.err = err;
     /* the scan runs here, outside the table's queue; only the commit queues */
-    int rc = eng__delete_scan(e, &it) ? submit(e, t->id, &it) : it.rc;
+    int rc = eng__delete_scan(e, &it) ? eng__submit(e, t->id, &it) : it.rc;
     eng__delete_end(e, &it);
     atomic_fetch_sub(&e->filter_deletes, 1);
     return rc;

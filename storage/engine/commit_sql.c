@@ -350,6 +350,14 @@ static int send_files(struct pgu_pipe *pp, const struct plan *p, const struct co
                             cp->fid.s};
         rc = eng__send_sql(pp, SQL_FILE, 7, v, NULL, NULL, 0, err);
     }
+    for (size_t i = 0; rc == ST_OK && i < p->nnewfiles; i++) {
+        const struct eng__newfile *nf = &p->newfiles[i];
+        struct eng__num frows, fsize, fid;
+        const char *v[7] = {
+            cp->tid.s,  nf->rel,   eng__i64(&frows, nf->rows), eng__i64(&fsize, nf->size),
+            cp->next.s, nf->stats, eng__i64(&fid, nf->id)};
+        rc = eng__send_sql(pp, SQL_FILE, 7, v, NULL, NULL, 0, err);
+    }
     if (rc == ST_OK && a->nremoved > 0) {
         const char *v[3] = {cp->tid.s, cp->next.s, (const char *)a->removed.data};
         int l[3] = {0, 0, (int)a->removed.len};
@@ -422,6 +430,20 @@ static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct pl
                  i8 ? "strike.key_index_i8" : "strike.key_index", p->del_keys_table);
         const char *v[1] = {cp->tid.s};
         rc = eng__send_sql(pp, sql, 1, v, NULL, NULL, 0, err);
+    }
+    if (rc == ST_OK && p->nremap > 0) {
+        /* a rewrite (compact.c): a key still at its old (file, pos) moves to its new one */
+        const char *v[6] = {cp->tid.s};
+        int l[6] = {0};
+        const int f6[6] = {0, 1, 1, 1, 1, 1};
+        for (int k = 0; k < 5; k++) {
+            v[k + 1] = (const char *)p->remap[k].data;
+            l[k + 1] = (int)p->remap[k].len;
+        }
+        rc = eng__send_sql(pp,
+                           i8 ? SQL_REMAP_KEYS("strike.key_index_i8", "bigint")
+                              : SQL_REMAP_KEYS("strike.key_index", "bytea"),
+                           6, v, l, f6, 0, err);
     }
     if (rc == ST_OK && p->nupd > 0)
         rc = send_key_rows(pp,

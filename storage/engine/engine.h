@@ -186,6 +186,37 @@ int engine_delete_where(struct engine *e, struct table *t, const struct filter *
                         bool has_expected_seq, int64_t expected_seq, const struct engine_idem *idem,
                         struct delete_res *res, struct st_err *err);
 
+/* ---- maintenance: compaction (docs/API.md "Maintenance") ------------------ */
+
+/* The new files' size (live rows), default and bound. */
+#define ENGINE_COMPACT_TARGET_ROWS 1048576
+#define ENGINE_COMPACT_TARGET_ROWS_MAX (64 * (int64_t)1048576)
+/* Small files (under a quarter of the target) are bin-packed once there are this many. */
+#define ENGINE_COMPACT_SMALL_FILES_MIN 8
+
+struct engine_compact_opts {
+    double min_deleted_fraction; /* 0..1: rewrite a file with at least this fraction deleted */
+    int64_t target_file_rows;    /* 1..ENGINE_COMPACT_TARGET_ROWS_MAX */
+};
+void engine_compact_opts_default(struct engine_compact_opts *o);
+
+struct engine_compact_res {
+    int64_t seq; /* the table's seq after the last round (the current one when nothing was done) */
+    int64_t rewritten_files, written_files, rows_moved, rows_dropped;
+};
+
+/*
+ * Rewrite the files the policy chooses (every file with a deleted fraction
+ * of at least o->min_deleted_fraction; every small file when there are at
+ * least ENGINE_COMPACT_SMALL_FILES_MIN of them) into files of at most
+ * o->target_file_rows live rows, in rounds of at most a few million rows,
+ * each one commit (operation "compact"). Deletes and upserts committed
+ * meanwhile are carried over, never lost, and never fail it. One rewrite
+ * per table at a time across servers: ST_ECONFLICT when one is running.
+ */
+int engine_compact(struct engine *e, struct table *t, const struct engine_compact_opts *o,
+                   struct engine_compact_res *res, struct st_err *err);
+
 /* ---- reads ------------------------------------------------------------- */
 
 struct scan;

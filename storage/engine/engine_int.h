@@ -67,6 +67,8 @@ struct engine {
     void *test_gc_hook_ctx;
     void (*test_delete_hook)(void *ctx);
     void *test_delete_hook_ctx;
+    void (*test_rewrite_hook)(void *ctx);
+    void *test_rewrite_hook_ctx;
 };
 
 /* ---- engine.c ---- */

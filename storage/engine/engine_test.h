@@ -65,6 +65,8 @@ void engine_test_gc_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
  * a test commits there what a concurrent writer would, or holds the scan.
  */
 void engine_test_delete_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
+/* Called once a rewrite (compaction, erasure) has written its files, before it queues to commit. */
+void engine_test_rewrite_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
 
 /*
  * The commit path's per-key statements on the key index (lookup, update,

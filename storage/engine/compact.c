@@ -1,0 +1,738 @@
+/*
+ * compact.c - rewrites: compaction (docs/API.md "Maintenance") and the
+ * purge step of an erasure (erase.c). A rewrite reads the rows of some data
+ * files that are live at a base snapshot N, writes them to new files (at
+ * most target_file_rows rows each), and commits once: the old files leave
+ * the table, the new ones join it, and the key index moves every moved
+ * row's key to its new (file, position). Deleted rows are not copied: that
+ * is how their bytes leave the current snapshot.
+ *
+ * Never losing a concurrent write, never failing because of one (what
+ * Iceberg, Delta and Paimon do not give: apache/iceberg#4996). The files
+ * are written outside the table's commit queue; the commit runs in it, at
+ * whatever seq M the table reached meanwhile. Rows are copied in order, so
+ * the new position of an old file's row is fixed by its rank among the
+ * rows live at N (rank = pos - |DV_N <= pos|, dv_rank): when a commit
+ * between N and M deleted more rows of an old file (DV_M > DV_N), the
+ * rewrite's own commit carries those positions over, through the rank, to
+ * the DVs of the new files. A key upserted or deleted meanwhile no longer
+ * points at its old (file, pos), so the key-index update (a join on key,
+ * old file and old position) leaves it alone. Losing the CAS race only
+ * redoes this carry-over at the new seq; the Parquet files are never
+ * written again. An old file gone at M (every row deleted) carries all of
+ * its rows.
+ *
+ * One rewrite per table at a time, across servers: a session advisory lock
+ * on the rewrite's catalog connection (two would move the same rows twice).
+ *
+ * gc judges orphans by age (its grace is at least ENGINE_GC_GRACE_MIN_S)
+ * and a commit refuses blobs older than ENGINE_COMMIT_MAX_AGE_S, but a
+ * rewrite may run longer than either: its finished files are made young
+ * again (mtime now, eng__blob_touch) as each new one is done and right
+ * before each commit attempt, so that neither rule sees them as old.
+ */
+#include "commit_int.h"
+#include "engine_test.h"
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "dv/dv.h"
+#include "parquet/parquet.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The live rows one round of compaction rewrites at most (memory: their keys). */
+#define REWRITE_ROUND_ROWS_MAX (8 * (int64_t)1048576)
+/* Rounds one compaction call runs at most (each one commit). */
+#define COMPACT_ROUNDS_MAX 64
+
+/* The advisory lock of a table's rewrites: a constant tag and the table id. */
+#define REWRITE_LOCK_TAG 0x53544b43 /* "STKC" */
+
+/* An input file: as live at the base, and where its live rows went. */
+struct rfile {
+    struct snap_file sf;
+    struct dv *dv;     /* its DV at the base (NULL: none) */
+    int64_t live;      /* live rows at the base */
+    int64_t first;     /* the rewrite's row number of its first live row */
+};
+
+struct rewrite {
+    struct engine *e;
+    const struct table *t;
+    PGconn *c;
+    bool locked;
+    int64_t base;
+    int64_t target; /* rows per new file */
+    struct rfile *in;
+    size_t nin;
+    struct eng__newfile *out;
+    size_t nout;
+    int64_t rows; /* rows written */
+    bool i8;
+    struct buf remap[5]; /* keys, old file, old pos, new file, new pos */
+    uint32_t nremap;
+    /* the result */
+    int64_t seq, rows_dropped;
+    const char *operation;
+    /* what the last committed round wrote */
+    int64_t last_rows;
+    size_t last_nout;
+    int64_t *last_ids;
+};
+
+static int exec_bool(PGconn *c, const char *sql, int n, const char *const *vals, bool *out,
+                     const char *what, struct st_err *err)
+{
+    PGresult *r = cat_pq_exec_params(c, sql, n, NULL, vals, NULL, NULL, 0);
+    int rc = ST_OK;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        rc = cat_fail(c, r, what, err);
+    else
+        *out = PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    return rc;
+}
+
+/* Take the table's rewrite lock on c without waiting; *got says whether it was free. */
+static int lock_try(PGconn *c, const struct table *t, bool *got, struct st_err *err)
+{
+    struct eng__num tag, id;
+    const char *v[2] = {eng__i64(&tag, REWRITE_LOCK_TAG), eng__i64(&id, t->id)};
+    return exec_bool(c, "SELECT pg_try_advisory_lock($1::int, $2::int)", 2, v, got,
+                     "taking the table's rewrite lock", err);
+}
+
+static void lock_release(PGconn *c, const struct table *t)
+{
+    struct eng__num tag, id;
+    const char *v[2] = {eng__i64(&tag, REWRITE_LOCK_TAG), eng__i64(&id, t->id)};
+    bool ignored;
+    struct st_err e2 = {0};
+    (void)exec_bool(c, "SELECT pg_advisory_unlock($1::int, $2::int)", 2, v, &ignored,
+                    "releasing the table's rewrite lock", &e2);
+}
+
+static void rewrite_clear_files(struct rewrite *w, bool unlink_out)
+{
+    for (size_t i = 0; i < w->nin; i++) {
+        free(w->in[i].sf.path);
+        free(w->in[i].sf.stats_json);
+        free(w->in[i].sf.dv_path);
+        dv_free(w->in[i].dv);
+    }
+    free(w->in);
+    w->in = NULL;
+    w->nin = 0;
+    for (size_t i = 0; i < w->nout; i++) {
+        if (unlink_out)
+            eng__unlink_blob(w->e, w->out[i].rel);
+        free(w->out[i].rel);
+        free(w->out[i].stats);
+    }
+    free(w->out);
+    w->out = NULL;
+    w->nout = 0;
+    for (int k = 0; k < 5; k++)
+        buf_free(&w->remap[k]);
+    w->nremap = 0;
+    w->rows = 0;
+}
+
+/* ---- choosing the files -------------------------------------------------- */
+
+static int64_t live_rows(const struct snap_file *f)
+{
+    return f->record_count - (f->has_dv ? f->dv_card : 0);
+}
+
+/*
+ * The policy (docs/API.md "Maintenance"): a file whose deleted fraction is
+ * at least min_deleted_fraction, and every small file (fewer live rows
+ * than a quarter of the target) when there are at least
+ * ENGINE_COMPACT_SMALL_FILES_MIN of them. `skip`: files this call wrote.
+ */
+static bool *choose_policy(const struct snap_file *f, size_t n, double min_fraction,
+                           int64_t target, const int64_t *skip, size_t nskip)
+{
+    bool *pick = xcalloc(n ? n : 1, sizeof *pick);
+    size_t small = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool skipped = false;
+        for (size_t k = 0; k < nskip; k++)
+            skipped |= skip[k] == f[i].id;
+        if (skipped || f[i].record_count <= 0)
+            continue;
+        double frac = (double)(f[i].has_dv ? f[i].dv_card : 0) / (double)f[i].record_count;
+        if (frac >= min_fraction && (f[i].has_dv || min_fraction <= 0))
+            pick[i] = true;
+        else if (live_rows(&f[i]) < target / 4)
+            small++;
+    }
+    if (small >= ENGINE_COMPACT_SMALL_FILES_MIN)
+        for (size_t i = 0; i < n; i++) {
+            bool skipped = false;
+            for (size_t k = 0; k < nskip; k++)
+                skipped |= skip[k] == f[i].id;
+            if (!skipped && f[i].record_count > 0 && live_rows(&f[i]) < target / 4)
+                pick[i] = true;
+        }
+    return pick;
+}
+
+/* ---- writing the new files ------------------------------------------------ */
+
+struct writer {
+    struct st_afile f;
+    struct pq_writer *pw;
+    struct eng__newfile nf;
+    bool open;
+};
+
+static int next_file_id(PGconn *c, int64_t *id, struct st_err *err)
+{
+    PGresult *r = cat_pq_exec(c, "SELECT nextval('strike.data_files_id_seq')");
+    int rc = ST_OK;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        rc = cat_fail(c, r, "reserving a data file id", err);
+    else
+        *id = eng__get_i64(r, 0, 0);
+    PQclear(r);
+    return rc;
+}
+
+static int writer_open(struct rewrite *w, struct writer *wr, struct st_err *err)
+{
+    memset(wr, 0, sizeof *wr);
+    int rc = next_file_id(w->c, &wr->nf.id, err);
+    if (rc != ST_OK)
+        return rc;
+    wr->nf.rel = eng__new_blob_rel(w->t, "data", "parquet");
+    char *abs = eng__abs(w->e, wr->nf.rel);
+    wr->nf.at_us = st_now_us();
+    rc = st_afile_open(&wr->f, abs, err);
+    free(abs);
+    if (rc != ST_OK) {
+        free(wr->nf.rel);
+        return rc;
+    }
+    struct pq_write_opts o;
+    pq_write_opts_default(&o);
+    o.zstd_level = w->e->o.zstd_level;
+    o.row_group_rows = w->e->o.row_group_rows;
+    const char *kv[] = {"strike.table_uuid", w->t->uuid, "strike.table", w->t->name, NULL};
+    o.kv = kv;
+    rc = pq_writer_open(&wr->pw, w->t->cols, w->t->ncols, &o, pq_write_afile, &wr->f, err);
+    if (rc != ST_OK) {
+        st_afile_abort(&wr->f);
+        free(wr->nf.rel);
+        return rc;
+    }
+    wr->open = true;
+    return ST_OK;
+}
+
+static void writer_abort(struct writer *wr)
+{
+    if (!wr->open)
+        return;
+    pq_writer_free(wr->pw);
+    st_afile_abort(&wr->f);
+    free(wr->nf.rel);
+    wr->open = false;
+}
+
+/* Make every finished new file young again (see the top of this file). */
+static int touch_out(struct rewrite *w, struct st_err *err)
+{
+    int64_t now = st_now_us();
+    for (size_t i = 0; i < w->nout; i++) {
+        int rc = eng__blob_touch(w->e, w->out[i].rel, err);
+        if (rc != ST_OK)
+            return rc;
+        w->out[i].at_us = now;
+    }
+    return ST_OK;
+}
+
+static int writer_finish(struct rewrite *w, struct writer *wr, struct st_err *err)
+{
+    struct pq_file_stats stats;
+    memset(&stats, 0, sizeof stats);
+    int rc = pq_writer_finish(wr->pw, &stats, err);
+    pq_writer_free(wr->pw);
+    wr->pw = NULL;
+    if (rc == ST_OK)
+        rc = st_afile_commit(&wr->f, err);
+    else
+        st_afile_abort(&wr->f);
+    wr->open = false;
+    if (rc != ST_OK) {
+        pq_file_stats_free(&stats);
+        free(wr->nf.rel);
+        return rc;
+    }
+    wr->nf.rows = (int64_t)stats.num_rows;
+    wr->nf.size = (int64_t)stats.file_size;
+    wr->nf.stats = eng__stats_json(w->t, &stats);
+    pq_file_stats_free(&stats);
+    w->out = xrealloc(w->out, (w->nout + 1) * sizeof *w->out);
+    w->out[w->nout++] = wr->nf;
+    atomic_fetch_add(&w->e->m_bytes_written, (uint64_t)wr->nf.size);
+    atomic_fetch_add(&w->e->m_rows_written, (uint64_t)wr->nf.rows);
+    return touch_out(w, err);
+}
+
+/* The key-index move of rows [lo, lo+n) of the batch (live ones): to rows w->rows.. */
+static void remap_rows(struct rewrite *w, const struct pq_batch *b, const int64_t file_id,
+                       uint64_t first, const uint8_t *sel, size_t lo, size_t n, int64_t new_id,
+                       int64_t new_pos, struct buf *kb)
+{
+    const struct table *t = w->t;
+    for (size_t i = lo; i < lo + n; i++) {
+        if (!sel[i])
+            continue;
+        buf_reset(kb);
+        for (int k = 0; k < t->npk; k++) {
+            struct st_value v;
+            st_colvec_get(&b->cols[t->pk[k]], i, &v);
+            key_encode_value(t->cols[t->pk[k]].type, &v, kb);
+        }
+        eng__key_array_add(&w->remap[0], w->i8, kb->data, kb->len);
+        pgu_array_i64(&w->remap[1], file_id);
+        pgu_array_i64(&w->remap[2], (int64_t)(first + i));
+        pgu_array_i64(&w->remap[3], new_id);
+        pgu_array_i64(&w->remap[4], new_pos++);
+        w->nremap++;
+    }
+}
+
+/* Copy one input file's rows live at the base into the new files. */
+static int copy_file(struct rewrite *w, struct rfile *rf, struct writer *wr, struct pq_batch *b,
+                     struct buf *kb, struct st_err *err)
+{
+    const struct table *t = w->t;
+    char *abs = eng__abs(w->e, rf->sf.path);
+    struct pq_reader *r = NULL;
+    int rc = pq_reader_open(abs, &r, err);
+    free(abs);
+    if (rc != ST_OK)
+        return rc;
+    int *cols = xcalloc((size_t)t->ncols, sizeof *cols);
+    for (int k = 0; k < t->ncols && rc == ST_OK; k++) {
+        cols[k] = pq_find_column(r, t->cols[k].name);
+        if (cols[k] < 0 || pq_column(r, cols[k])->type != t->cols[k].type)
+            rc = st_errf(err, ST_ECORRUPT, "data file %s: column \"%s\" is missing or of another type",
+                         rf->sf.path, t->cols[k].name);
+    }
+    if (rc == ST_OK && (int64_t)pq_num_rows(r) != rf->sf.record_count)
+        rc = st_errf(err, ST_ECORRUPT, "data file %s holds %llu rows, the catalog says %lld",
+                     rf->sf.path, (unsigned long long)pq_num_rows(r),
+                     (long long)rf->sf.record_count);
+    uint8_t *sel = NULL;
+    size_t selcap = 0;
+    rf->first = w->rows;
+    for (int rg = 0; rc == ST_OK && rg < pq_num_row_groups(r); rg++) {
+        uint64_t first, nr;
+        pq_row_group(r, rg, &first, &nr);
+        if ((rc = pq_read_row_group(r, rg, cols, t->ncols, b, err)) != ST_OK)
+            break;
+        if (b->nrows > selcap) {
+            selcap = b->nrows;
+            sel = xrealloc(sel, selcap);
+        }
+        eng__live_mask(rf->dv, first, b->nrows, sel);
+        /* runs of live rows, cut where a new file begins */
+        size_t i = 0;
+        while (rc == ST_OK && i < b->nrows) {
+            while (i < b->nrows && !sel[i])
+                i++;
+            size_t j = i;
+            while (j < b->nrows && sel[j])
+                j++;
+            while (rc == ST_OK && i < j) {
+                if (!wr->open && (rc = writer_open(w, wr, err)) != ST_OK)
+                    break;
+                int64_t room = w->target - (int64_t)pq_writer_rows(wr->pw);
+                size_t n = (size_t)((int64_t)(j - i) < room ? (int64_t)(j - i) : room);
+                int64_t at = (int64_t)pq_writer_rows(wr->pw);
+                rc = pq_writer_add_colvecs(wr->pw, b->cols, i, n, err);
+                if (rc == ST_OK && t->npk > 0)
+                    remap_rows(w, b, rf->sf.id, first, sel, i, n, wr->nf.id, at, kb);
+                w->rows += (int64_t)n;
+                i += n;
+                if (rc == ST_OK && (int64_t)pq_writer_rows(wr->pw) >= w->target)
+                    rc = writer_finish(w, wr, err);
+            }
+        }
+    }
+    free(sel);
+    free(cols);
+    pq_reader_close(r);
+    if (rc == ST_OK && w->rows - rf->first != rf->live)
+        rc = st_errf(err, ST_ECORRUPT,
+                     "data file %s: %lld live rows read, the catalog says %lld", rf->sf.path,
+                     (long long)(w->rows - rf->first), (long long)rf->live);
+    return rc;
+}
+
+/* Write the chosen files' live rows (pick[i]) to new files; fills w->in and w->out. */
+static int write_new_files(struct rewrite *w, struct snap_file *lst, size_t n, const bool *pick,
+                           struct st_err *err)
+{
+    int rc = ST_OK;
+    w->i8 = key_is_i8(w->t);
+    size_t np = 0;
+    for (size_t i = 0; i < n; i++)
+        np += pick[i];
+    w->in = xcalloc(np ? np : 1, sizeof *w->in);
+    for (size_t i = 0; i < n && rc == ST_OK; i++) {
+        if (!pick[i])
+            continue;
+        struct rfile *rf = &w->in[w->nin++];
+        rf->sf = lst[i];
+        memset(&lst[i], 0, sizeof lst[i]); /* rf owns its strings now */
+        rf->live = live_rows(&rf->sf);
+        if (rf->sf.has_dv) {
+            const struct dv *d = NULL;
+            void *h = NULL;
+            rc = dvc__get(w->e, rf->sf.dv_path, rf->sf.dv_offset, rf->sf.dv_length, rf->sf.dv_card,
+                          &d, &h, err);
+            if (rc == ST_OK) {
+                rf->dv = dv_clone(d);
+                dvc__release(w->e, h);
+            }
+        }
+    }
+    eng__key_array_begin(&w->remap[0], w->i8, 0);
+    for (int k = 1; k < 5; k++)
+        pgu_array_begin(&w->remap[k], PG_OID_INT8, 0);
+    struct writer wr = {0};
+    struct pq_batch b = {0};
+    struct buf kb = BUF_INIT;
+    for (size_t i = 0; i < w->nin && rc == ST_OK; i++)
+        rc = copy_file(w, &w->in[i], &wr, &b, &kb, err);
+    if (rc == ST_OK && wr.open)
+        rc = writer_finish(w, &wr, err);
+    writer_abort(&wr);
+    pq_batch_free(&b);
+    buf_free(&kb);
+    for (int k = 0; k < 5; k++)
+        eng__array_set_count(&w->remap[k], w->nremap);
+    return rc;
+}
+
+/* ---- the commit ------------------------------------------------------------ */
+
+/* The new file and position of a rewritten row: its number in the rewrite. */
+static void locate(const struct rewrite *w, int64_t row, size_t *file, uint64_t *pos)
+{
+    *file = (size_t)(row / w->target);
+    *pos = (uint64_t)(row % w->target);
+    assert(*file < w->nout);
+}
+
+static const struct snap_file *find_live(const struct snap_file *lst, size_t n, int64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (lst[i].id == id)
+            return &lst[i];
+    return NULL;
+}
+
+/*
+ * The plan of the rewrite's commit at seq M (lst: the files live at M): the
+ * old files leave, the new ones join with DVs carrying what was deleted
+ * since the base.
+ */
+static int build_plan(struct rewrite *w, const struct snap_file *lst, size_t n, struct plan *p,
+                      int64_t *carried, struct st_err *err)
+{
+    struct dv **add = xcalloc(w->nout ? w->nout : 1, sizeof *add);
+    int rc = ST_OK;
+    *carried = 0;
+    p->files = xcalloc(w->nin + w->nout, sizeof *p->files);
+    for (size_t i = 0; i < w->nin && rc == ST_OK; i++) {
+        const struct rfile *rf = &w->in[i];
+        const struct snap_file *now = find_live(lst, n, rf->sf.id);
+        if (now == NULL) {
+            /* every row deleted since the base: all of them are carried */
+            for (int64_t r = 0; r < rf->live; r++) {
+                size_t f;
+                uint64_t pos;
+                locate(w, rf->first + r, &f, &pos);
+                if (add[f] == NULL)
+                    add[f] = dv_new();
+                dv_add(add[f], pos);
+            }
+            *carried += rf->live;
+            continue;
+        }
+        struct tfile *tf = &p->files[p->nfiles++];
+        tf->id = now->id;
+        tf->path = xstrdup(now->path);
+        tf->record_count = now->record_count;
+        tf->whole = true;
+        tf->has_dv = now->has_dv;
+        if (now->has_dv) {
+            tf->dv_path = xstrdup(now->dv_path);
+            tf->dv_offset = now->dv_offset;
+            tf->dv_length = now->dv_length;
+            tf->dv_card = now->dv_card;
+        }
+        tf->add = dv_new();
+        if (!now->has_dv || (rf->sf.has_dv && now->dv_card == rf->sf.dv_card))
+            continue; /* DVs only grow: the same cardinality is the same DV */
+        const struct dv *dm = NULL;
+        void *h = NULL;
+        if ((rc = dvc__get(w->e, now->dv_path, now->dv_offset, now->dv_length, now->dv_card, &dm,
+                           &h, err)) != ST_OK)
+            break;
+        struct dv_iter it;
+        dv_iter_init(&it, dm);
+        uint64_t pos;
+        while (dv_iter_next(&it, &pos)) {
+            if (rf->dv != NULL && dv_contains(rf->dv, pos))
+                continue;
+            int64_t rank = (int64_t)pos - (rf->dv ? (int64_t)dv_rank(rf->dv, pos) : 0);
+            size_t f;
+            uint64_t np;
+            locate(w, rf->first + rank, &f, &np);
+            if (add[f] == NULL)
+                add[f] = dv_new();
+            dv_add(add[f], np);
+            (*carried)++;
+        }
+        dvc__release(w->e, h);
+    }
+    for (size_t k = 0; k < w->nout; k++) {
+        if (add[k] == NULL)
+            continue;
+        struct tfile *tf = &p->files[p->nfiles++];
+        tf->id = w->out[k].id;
+        tf->path = xstrdup(w->out[k].rel);
+        tf->record_count = w->out[k].rows;
+        tf->add = add[k];
+        add[k] = NULL;
+    }
+    for (size_t k = 0; k < w->nout; k++)
+        dv_free(add[k]);
+    free(add);
+    return rc;
+}
+
+/* The commit of a rewrite, in its table's queue: at the table's seq M, with retries. */
+void eng__process_rewrite(struct engine *e, struct item *it)
+{
+    struct rewrite *w = it->rw;
+    const struct table *t = w->t;
+    struct st_err *err = it->err;
+    struct plan p;
+    eng__plan_init(&p);
+    p.operation = w->operation;
+    int rc = w->c != NULL ? ST_OK : st_errf(err, ST_EUNAVAIL, "no catalog connection");
+    int attempt = 0;
+    bool unknown = false, committed = false;
+    eng__record_batch(e, 1);
+    while (rc == ST_OK) {
+        eng__plan_reset(&p);
+        struct snap_file *lst = NULL;
+        size_t n = 0;
+        int64_t m;
+        if ((rc = eng__snapshot_files(e, w->c, t, false, 0, &m, &lst, &n, err)) != ST_OK)
+            break;
+        int64_t carried = 0;
+        p.base = m;
+        rc = build_plan(w, lst, n, &p, &carried, err);
+        eng__snap_files_free(lst, n);
+        if (rc != ST_OK || (rc = eng__write_dvs(e, t, &p, err)) != ST_OK ||
+            (rc = touch_out(w, err)) != ST_OK)
+            break;
+        p.newfiles = w->out;
+        p.nnewfiles = w->nout;
+        p.remap = w->remap;
+        p.nremap = w->nremap;
+        p.i8 = w->i8;
+        p.file_at_us = st_now_us();
+        int64_t dropped = 0;
+        for (size_t i = 0; i < w->nin; i++)
+            dropped += w->in[i].sf.record_count - w->in[i].live;
+        p.summary = xasprintf("{\"rewritten_files\":%zu,\"written_files\":%zu,\"rows_moved\":%lld,"
+                              "\"rows_dropped\":%lld,\"carried_deletes\":%lld}",
+                              w->nin, w->nout, (long long)w->rows, (long long)dropped,
+                              (long long)carried);
+        eng__crash_point(e);
+        p.attempt = attempt;
+        enum commit_outcome out = eng__run_commit(e, &w->c, t, &p, err);
+        log_debug("rewrite table=%s op=%s base=%lld at=%lld attempt=%d carried=%lld outcome=%d",
+                  t->name, w->operation, (long long)w->base, (long long)m, attempt,
+                  (long long)carried, (int)out);
+        if (out == COMMITTED) {
+            atomic_fetch_add(&e->m_commits, 1);
+            w->seq = m + 1;
+            w->rows_dropped = dropped;
+            committed = true;
+            break;
+        }
+        unknown = out == UNKNOWN;
+        rc = eng__after_lost_attempt(e, out, &w->c, &attempt, t, &p, err);
+    }
+    if (!committed && !unknown)
+        for (size_t i = 0; i < w->nout; i++)
+            eng__unlink_blob(e, w->out[i].rel);
+    eng__plan_free(&p);
+    eng__finish_item(it, rc);
+}
+
+/* ---- the entry points ------------------------------------------------------ */
+
+/*
+ * One rewrite of the files `pick` chooses among `lst` (the table at
+ * `base`): write, then commit in the table's queue.
+ */
+static int rewrite_once(struct rewrite *w, int64_t base, struct snap_file *lst, size_t n,
+                        const bool *pick, struct st_err *err)
+{
+    w->base = base;
+    int rc = write_new_files(w, lst, n, pick, err);
+    if (rc != ST_OK) {
+        rewrite_clear_files(w, true);
+        return rc;
+    }
+    if (w->e->test_rewrite_hook != NULL)
+        w->e->test_rewrite_hook(w->e->test_rewrite_hook_ctx);
+    struct item it;
+    memset(&it, 0, sizeof it);
+    it.kind = ITEM_REWRITE;
+    it.rw = w;
+    it.t = (struct table *)w->t;
+    it.err = err;
+    rc = eng__submit(w->e, w->t->id, &it);
+    if (rc == ST_OK) {
+        w->last_rows = w->rows;
+        w->last_nout = w->nout;
+        w->last_ids = xcalloc(w->nout ? w->nout : 1, sizeof *w->last_ids);
+        for (size_t k = 0; k < w->nout; k++)
+            w->last_ids[k] = w->out[k].id;
+    }
+    rewrite_clear_files(w, false);
+    return rc;
+}
+
+static int rewrite_begin(struct engine *e, const struct table *t, struct rewrite *w, bool wait,
+                         struct st_err *err)
+{
+    memset(w, 0, sizeof *w);
+    w->e = e;
+    w->t = t;
+    int rc = cat_acquire(e->pool, &w->c, CAT_WAIT_COMMIT_ACQUIRE_MS, err);
+    if (rc != ST_OK)
+        return rc;
+    /* An erasure waits (a bounded time) for a running compaction; compaction does not. */
+    for (int i = 0; rc == ST_OK; i++) {
+        if ((rc = lock_try(w->c, t, &w->locked, err)) != ST_OK || w->locked)
+            break;
+        if (!wait || i >= 600)
+            return st_errf(err, ST_ECONFLICT,
+                           "a compaction or erasure of table \"%s\" is running; retry later",
+                           t->name);
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return rc;
+}
+
+static void rewrite_end(struct rewrite *w, int rc)
+{
+    if (w->c != NULL) {
+        if (w->locked && rc != ST_EUNAVAIL)
+            lock_release(w->c, w->t);
+        cat_release(w->e->pool, w->c, rc == ST_EUNAVAIL || (w->locked && rc == ST_EUNAVAIL));
+    }
+    w->c = NULL;
+}
+
+void engine_test_rewrite_hook(struct engine *e, void (*fn)(void *ctx), void *ctx)
+{
+    e->test_rewrite_hook = fn;
+    e->test_rewrite_hook_ctx = ctx;
+}
+
+void engine_compact_opts_default(struct engine_compact_opts *o)
+{
+    o->min_deleted_fraction = 0.3;
+    o->target_file_rows = ENGINE_COMPACT_TARGET_ROWS;
+}
+
+int engine_compact(struct engine *e, struct table *t, const struct engine_compact_opts *o,
+                   struct engine_compact_res *res, struct st_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!(o->min_deleted_fraction >= 0 && o->min_deleted_fraction <= 1))
+        return st_errf(err, ST_EINVAL, "min_deleted_fraction: must be between 0 and 1");
+    if (o->target_file_rows < 1 || o->target_file_rows > ENGINE_COMPACT_TARGET_ROWS_MAX)
+        return st_errf(err, ST_EINVAL, "target_file_rows: must be between 1 and %lld",
+                       (long long)ENGINE_COMPACT_TARGET_ROWS_MAX);
+    struct rewrite w;
+    int rc = rewrite_begin(e, t, &w, false, err);
+    int64_t *made = NULL; /* files this call wrote: never chosen again */
+    size_t nmade = 0;
+    w.target = o->target_file_rows;
+    w.operation = "compact";
+    for (int round = 0; rc == ST_OK && round < COMPACT_ROUNDS_MAX; round++) {
+        struct snap_file *lst = NULL;
+        size_t n = 0;
+        int64_t base;
+        if ((rc = eng__snapshot_files(e, w.c, t, false, 0, &base, &lst, &n, err)) != ST_OK)
+            break;
+        if (round == 0)
+            res->seq = base;
+        bool *pick = choose_policy(lst, n, o->min_deleted_fraction, w.target, made, nmade);
+        /* a round is bounded: the files past REWRITE_ROUND_ROWS_MAX wait for the next one */
+        int64_t rows = 0;
+        size_t chosen = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (pick[i] && rows >= REWRITE_ROUND_ROWS_MAX)
+                pick[i] = false;
+            if (pick[i]) {
+                rows += live_rows(&lst[i]);
+                chosen++;
+            }
+        }
+        if (chosen == 0) {
+            free(pick);
+            eng__snap_files_free(lst, n);
+            break;
+        }
+        size_t nin = chosen;
+        rc = rewrite_once(&w, base, lst, n, pick, err);
+        free(pick);
+        eng__snap_files_free(lst, n);
+        if (rc != ST_OK)
+            break;
+        res->seq = w.seq;
+        res->rewritten_files += (int64_t)nin;
+        res->rows_dropped += w.rows_dropped;
+        res->written_files += (int64_t)w.last_nout;
+        res->rows_moved += w.last_rows;
+        made = xrealloc(made, (nmade + w.last_nout) * sizeof *made);
+        for (size_t k = 0; k < w.last_nout; k++)
+            made[nmade++] = w.last_ids[k];
+        free(w.last_ids);
+        w.last_ids = NULL;
+    }
+    free(made);
+    rewrite_end(&w, rc);
+    if (rc == ST_OK && res->rewritten_files > 0)
+        log_info("compacted table %s: %lld files rewritten into %lld, %lld rows moved, %lld "
+                 "deleted rows dropped, seq %lld",
+                 t->name, (long long)res->rewritten_files, (long long)res->written_files,
+                 (long long)res->rows_moved, (long long)res->rows_dropped, (long long)res->seq);
+    return rc;
+}

@@ -1,0 +1,378 @@
+/*
+ * test_engine_compact.c - compaction (issue 14): the policy, the new files'
+ * size, the key index moved with the rows, older snapshots unchanged, and
+ * writes that commit while a compaction runs (engine_test_rewrite_hook):
+ * never lost, never resurrected, never failing the compaction.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "engine/engine_test.h"
+#include "enginetest.h"
+
+#define FILES 10
+#define PER_FILE 100
+#define IDS 2000
+
+static struct et T;
+
+static int setup(void **state)
+{
+    (void)state;
+    et_open(&T, "strike_test_compact", 64);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    et_close(&T, true);
+    return 0;
+}
+
+/* Upsert (id, v) for ids[0..n) (v < 0: delete by key). */
+static int put(struct table *t, const int64_t *ids, const int64_t *vs, size_t n,
+               struct change_res *res)
+{
+    struct change *ch = calloc(n, sizeof *ch);
+    struct st_value(*vals)[2] = calloc(n, sizeof *vals);
+    for (size_t i = 0; i < n; i++) {
+        vals[i][0].v.l = ids[i];
+        vals[i][1].v.l = vs[i] < 0 ? 0 : vs[i];
+        ch[i] = (struct change){vs[i] < 0 ? CHANGE_DELETE : CHANGE_UPSERT, vals[i]};
+    }
+    struct change_req req = {.table = t, .changes = ch, .nchanges = n};
+    struct st_err err = {0};
+    int rc = engine_apply_changes(T.e, &req, res, &err);
+    if (rc != ST_OK)
+        print_error("put: %s\n", err.msg);
+    free(ch);
+    free(vals);
+    return rc;
+}
+
+static int put1(struct table *t, int64_t id, int64_t v, struct change_res *res)
+{
+    return put(t, &id, &v, 1, res);
+}
+
+/* The table at `snapshot` (< 0: current) equals model[0..IDS) (-1: absent). */
+static void assert_model(struct table *t, int64_t snapshot, const int64_t *model)
+{
+    struct et_rows rows;
+    et_scan(&T, t, snapshot, &rows);
+    int64_t want = 0;
+    for (int i = 0; i < IDS; i++)
+        want += model[i] >= 0;
+    static int seen[IDS];
+    memset(seen, 0, sizeof seen);
+    for (size_t i = 0; i < rows.n; i++) {
+        int64_t id = rows.rows[i].v[0].v.l, v = rows.rows[i].v[1].v.l;
+        assert_true(id >= 0 && id < IDS);
+        if (model[id] != v)
+            fail_msg("snapshot %lld: id %lld has v %lld, the model says %lld", (long long)snapshot,
+                     (long long)id, (long long)v, (long long)model[id]);
+        seen[id]++;
+        assert_int_equal(seen[id], 1);
+    }
+    assert_int_equal((int64_t)rows.n, want);
+    et_rows_free(&rows);
+}
+
+/* Every key of the key index points at a live file, at a row its DV does not hold. */
+static void assert_keys_live(struct table *t)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM strike.key_index_i8 k LEFT JOIN strike.data_files f ON f.id = "
+             "k.file_id AND f.removed_seq IS NULL WHERE k.table_id = %lld AND (f.id IS NULL OR "
+             "k.pos >= f.record_count)",
+             (long long)t->id);
+    assert_int_equal(et_sql_i64(&T, sql), 0);
+}
+
+static int64_t compact(struct table *t, double frac, int64_t target, struct engine_compact_res *r)
+{
+    struct engine_compact_opts o;
+    engine_compact_opts_default(&o);
+    if (frac >= 0)
+        o.min_deleted_fraction = frac;
+    if (target > 0)
+        o.target_file_rows = target;
+    struct st_err err = {0};
+    int rc = engine_compact(T.e, t, &o, r, &err);
+    if (rc != ST_OK)
+        fail_msg("compact: %s", err.msg);
+    return r->seq;
+}
+
+/* FILES commits of PER_FILE rows: ids 0..FILES*PER_FILE, v = id. */
+static struct table *load(const char *name, int64_t *model)
+{
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
+    for (int i = 0; i < IDS; i++)
+        model[i] = -1;
+    struct change_res res;
+    for (int f = 0; f < FILES; f++) {
+        int64_t ids[PER_FILE], vs[PER_FILE];
+        for (int i = 0; i < PER_FILE; i++) {
+            ids[i] = f * PER_FILE + i;
+            vs[i] = ids[i];
+            model[ids[i]] = vs[i];
+        }
+        assert_int_equal(put(t, ids, vs, PER_FILE, &res), ST_OK);
+    }
+    return t;
+}
+
+static void test_policy_and_key_index(void **state)
+{
+    (void)state;
+    static int64_t model[IDS];
+    struct table *t = load("policy", model);
+    struct change_res res;
+    /* 40% of the first file and 10% of the second deleted */
+    for (int i = 0; i < 40; i++) {
+        assert_int_equal(put1(t, i, -1, &res), ST_OK);
+        model[i] = -1;
+    }
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(put1(t, PER_FILE + i, -1, &res), ST_OK);
+        model[PER_FILE + i] = -1;
+    }
+    struct table *now = NULL;
+    struct st_err err = {0};
+    assert_int_equal(engine_get_table(T.e, "policy", &now, &err), ST_OK);
+    int64_t before = now->seq;
+    engine_table_unref(now);
+
+    /* only the first file is past the fraction, and 10 files are small: all of them go */
+    struct engine_compact_res r;
+    compact(t, -1, -1, &r);
+    assert_int_equal(r.seq, before + 1); /* one round, one commit */
+    assert_int_equal(r.rewritten_files, FILES);
+    assert_int_equal(r.written_files, 1);
+    assert_int_equal(r.rows_dropped, 50);
+    assert_int_equal(r.rows_moved, FILES * PER_FILE - 50);
+    assert_model(t, -1, model);
+    assert_keys_live(t);
+    /* the snapshot before still reads what it read */
+    static int64_t old[IDS];
+    memcpy(old, model, sizeof old);
+    assert_model(t, before, old);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM strike.data_files WHERE table_id = %lld AND removed_seq IS "
+             "NULL",
+             (long long)t->id);
+    assert_int_equal(et_sql_i64(&T, sql), 1);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM strike.snapshots WHERE table_id = %lld AND operation = "
+             "'compact' AND summary->>'rows_dropped' = '50'",
+             (long long)t->id);
+    assert_int_equal(et_sql_i64(&T, sql), 1);
+
+    /* the key index moved: updates find their row, deletes delete it */
+    assert_int_equal(put1(t, 500, 7, &res), ST_OK);
+    assert_int_equal(res.updated, 1);
+    model[500] = 7;
+    assert_int_equal(put1(t, 501, -1, &res), ST_OK);
+    assert_int_equal(res.deleted, 1);
+    model[501] = -1;
+    assert_int_equal(put1(t, 5, 5, &res), ST_OK); /* deleted before: a new row */
+    assert_int_equal(res.inserted, 1);
+    model[5] = 5;
+    assert_model(t, -1, model);
+
+    /* nothing to do: the current seq, zeros, no snapshot */
+    struct engine_compact_res r2;
+    int64_t seq = compact(t, -1, -1, &r2);
+    assert_int_equal(r2.rewritten_files, 0);
+    assert_int_equal(r2.written_files, 0);
+    assert_int_equal(seq, r.seq + 3);
+    engine_table_unref(t);
+}
+
+static void test_target_rows_and_bad_options(void **state)
+{
+    (void)state;
+    static int64_t model[IDS];
+    struct table *t = load("target", model);
+    struct engine_compact_res r;
+    compact(t, 0, 150, &r); /* fraction 0: every file */
+    assert_int_equal(r.rewritten_files, FILES);
+    assert_int_equal(r.written_files, (FILES * PER_FILE + 149) / 150);
+    assert_int_equal(r.rows_dropped, 0);
+    assert_model(t, -1, model);
+    assert_keys_live(t);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT max(record_count) FROM strike.data_files WHERE table_id = %lld AND "
+             "removed_seq IS NULL",
+             (long long)t->id);
+    assert_int_equal(et_sql_i64(&T, sql), 150);
+    /* every key still deletes exactly its row */
+    struct change_res res;
+    int64_t ids[FILES * PER_FILE], vs[FILES * PER_FILE];
+    for (int i = 0; i < FILES * PER_FILE; i++) {
+        ids[i] = i;
+        vs[i] = -1;
+        model[i] = -1;
+    }
+    assert_int_equal(put(t, ids, vs, FILES * PER_FILE, &res), ST_OK);
+    assert_int_equal(res.deleted, FILES * PER_FILE);
+    assert_model(t, -1, model);
+
+    struct engine_compact_opts o;
+    engine_compact_opts_default(&o);
+    o.min_deleted_fraction = 1.5;
+    struct st_err err = {0};
+    assert_int_equal(engine_compact(T.e, t, &o, &r, &err), ST_EINVAL);
+    assert_non_null(strstr(err.msg, "min_deleted_fraction"));
+    engine_compact_opts_default(&o);
+    o.target_file_rows = 0;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(engine_compact(T.e, t, &o, &r, &err), ST_EINVAL);
+    assert_non_null(strstr(err.msg, "target_file_rows"));
+    engine_table_unref(t);
+}
+
+/* Writes that commit between the compaction's rewrite and its commit. */
+struct during {
+    struct table *t;
+    int64_t *model;
+    int calls;
+    int failed;
+};
+
+static void write_meanwhile(void *ctx)
+{
+    struct during *d = ctx;
+    if (d->calls++ > 0)
+        return;
+    struct change_res res;
+    /* deletes in every old file, updates (the key moves to a new file), new keys, and
+       a whole old file deleted row by row (it leaves the table before the compaction commits) */
+    for (int f = 0; f < FILES; f++) {
+        int64_t del = f * PER_FILE + 50, upd = f * PER_FILE + 60, ins = FILES * PER_FILE + f;
+        d->failed += put1(d->t, del, -1, &res) != ST_OK;
+        d->failed += put1(d->t, upd, 1000 + upd, &res) != ST_OK;
+        d->failed += put1(d->t, ins, ins, &res) != ST_OK;
+        d->model[del] = -1;
+        d->model[upd] = 1000 + upd;
+        d->model[ins] = ins;
+    }
+    int64_t ids[PER_FILE], vs[PER_FILE];
+    for (int i = 0; i < PER_FILE; i++) {
+        ids[i] = 9 * PER_FILE + i; /* the last file */
+        vs[i] = -1;
+        d->model[ids[i]] = -1;
+    }
+    d->failed += put(d->t, ids, vs, PER_FILE, &res) != ST_OK;
+}
+
+static void test_writes_during_compaction_are_carried(void **state)
+{
+    (void)state;
+    static int64_t model[IDS];
+    struct table *t = load("during", model);
+    static struct during d;
+    memset(&d, 0, sizeof d);
+    d.t = t;
+    d.model = model;
+    engine_test_rewrite_hook(T.e, write_meanwhile, &d);
+    struct engine_compact_res r;
+    compact(t, 0, 256, &r);
+    engine_test_rewrite_hook(T.e, NULL, NULL);
+    assert_int_equal(d.failed, 0);
+    /* two rounds: the old files, then (fraction 0 takes every file) the 1-row files written
+       meanwhile: an update and an insert per old file, but the update of the file deleted whole */
+    int64_t meanwhile = 2 * FILES - 1;
+    assert_int_equal(r.rewritten_files, FILES + meanwhile);
+    assert_int_equal(r.rows_moved, FILES * PER_FILE + meanwhile);
+    assert_model(t, -1, model);
+    assert_keys_live(t);
+    /* the carried deletes are DVs of the new files: a second compaction drops them */
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT (summary->>'carried_deletes')::bigint FROM strike.snapshots WHERE table_id = "
+             "%lld AND operation = 'compact' ORDER BY seq LIMIT 1",
+             (long long)t->id);
+    /* a delete and an update per file, and every row of the file deleted whole */
+    assert_int_equal(et_sql_i64(&T, sql), (FILES - 1) * 2 + PER_FILE);
+    /* no row resurrected, none lost: every key deletes exactly one row */
+    int64_t live = 0;
+    static int64_t ids[IDS], vs[IDS];
+    for (int i = 0; i < IDS; i++) {
+        ids[i] = i;
+        vs[i] = -1;
+        live += model[i] >= 0;
+    }
+    struct change_res res;
+    assert_int_equal(put(t, ids, vs, IDS, &res), ST_OK);
+    assert_int_equal(res.deleted, live);
+    for (int i = 0; i < IDS; i++)
+        model[i] = -1;
+    assert_model(t, -1, model);
+    engine_table_unref(t);
+}
+
+/* Two compactions of one table at once: the second is refused, not run twice. */
+struct second {
+    struct table *t;
+    int rc;
+    char msg[ST_ERR_MSG_MAX];
+};
+
+static void compact_again(void *ctx)
+{
+    struct second *s = ctx;
+    struct engine_compact_opts o;
+    engine_compact_opts_default(&o);
+    o.min_deleted_fraction = 0;
+    struct engine_compact_res r;
+    struct st_err err = {0};
+    engine_test_rewrite_hook(T.e, NULL, NULL);
+    s->rc = engine_compact(T.e, s->t, &o, &r, &err);
+    memcpy(s->msg, err.msg, sizeof s->msg);
+}
+
+static void test_one_compaction_at_a_time(void **state)
+{
+    (void)state;
+    static int64_t model[IDS];
+    struct table *t = load("once", model);
+    static struct second s;
+    s.t = t;
+    engine_test_rewrite_hook(T.e, compact_again, &s);
+    struct engine_compact_res r;
+    compact(t, 0, -1, &r);
+    assert_int_equal(s.rc, ST_ECONFLICT);
+    assert_non_null(strstr(s.msg, "is running"));
+    assert_int_equal(r.rewritten_files, FILES);
+    assert_model(t, -1, model);
+    engine_table_unref(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_policy_and_key_index),
+        cmocka_unit_test(test_target_rows_and_bad_options),
+        cmocka_unit_test(test_writes_during_compaction_are_carried),
+        cmocka_unit_test(test_one_compaction_at_a_time),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
