@@ -271,6 +271,41 @@ out:
     garena_free(&a);
 }
 
+/* ---- maintenance ---------------------------------------------------------------------- */
+
+static void h_compact(struct rpc *r)
+{
+    struct garena a;
+    garena_init(&a);
+    struct st_err err = {0};
+    Strike__V1__CompactRequest *q = unpack(r, &strike__v1__compact_request__descriptor, &a);
+    if (q == NULL)
+        goto out;
+    struct svc_compact_req cq = {
+        .table = q->table,
+        .has_min_deleted_fraction =
+            q->min_deleted_fraction_present_case ==
+            STRIKE__V1__COMPACT_REQUEST__MIN_DELETED_FRACTION_PRESENT_MIN_DELETED_FRACTION,
+        .min_deleted_fraction = q->min_deleted_fraction,
+        .target_file_rows =
+            count_of(q->target_file_rows_present_case ==
+                         STRIKE__V1__COMPACT_REQUEST__TARGET_FILE_ROWS_PRESENT_TARGET_FILE_ROWS,
+                     q->target_file_rows),
+    };
+    struct engine_compact_res res;
+    if (failed(r, svc_compact(engine_of(r), &cq, &res, &err), &err))
+        goto out;
+    Strike__V1__CompactResponse msg = STRIKE__V1__COMPACT_RESPONSE__INIT;
+    msg.seq = res.seq;
+    msg.rewritten_files = res.rewritten_files;
+    msg.written_files = res.written_files;
+    msg.rows_dropped = res.rows_dropped;
+    msg.rows_moved = res.rows_moved;
+    rpc_reply(r, &msg.base);
+out:
+    garena_free(&a);
+}
+
 /* ---- scan (server streaming) -------------------------------------------------------- */
 
 struct scan_call {
@@ -556,10 +591,7 @@ static const struct rpc_method methods[] = {
     {.name = "PlanScan", .kind = RPC_UNARY, .run = h_plan_scan},
     {.name = "GetDeletionVector", .kind = RPC_UNARY, .run = h_get_dv, .fast = f_get_dv},
     {.name = "ListSnapshots", .kind = RPC_UNARY, .run = h_list_snapshots},
-    {.name = "Compact",
-     .kind = RPC_UNIMPLEMENTED,
-     .unimplemented = "Compact is not implemented yet: table maintenance (compaction) is not "
-                      "part of this version of striked"},
+    {.name = "Compact", .kind = RPC_UNARY, .run = h_compact},
     {.name = "Expire",
      .kind = RPC_UNIMPLEMENTED,
      .unimplemented = "Expire is not implemented yet: snapshot expiry is not part of this "

@@ -229,6 +229,7 @@ void http__job_get_table(struct hreq *r);
 void http__job_drop_table(struct hreq *r);
 void http__job_changes(struct hreq *r);
 void http__job_delete(struct hreq *r);
+void http__job_compact(struct hreq *r);
 void http__job_plan(struct hreq *r);
 void http__job_snapshots(struct hreq *r);
 
@@ -266,6 +267,7 @@ char *http__table_json(const struct table *t, const struct table_stats *stats /*
 char *http__change_res_json(const struct change_res *r);
 /* {"seq","deleted"}; caller frees. */
 char *http__delete_res_json(const struct delete_res *r);
+char *http__compact_res_json(const struct engine_compact_res *r);
 struct plan_file;
 struct snapshot_info;
 /* {"seq","files":[{"id","path","url","format","record_count",...,"dv":{...}|null}]}. */

@@ -61,6 +61,14 @@ char *http__delete_res_json(const struct delete_res *r)
     return xasprintf("{\"seq\":%lld,\"deleted\":%lld}", (long long)r->seq, (long long)r->deleted);
 }
 
+char *http__compact_res_json(const struct engine_compact_res *r)
+{
+    return xasprintf("{\"seq\":%lld,\"rewritten_files\":%lld,\"written_files\":%lld,"
+                     "\"rows_moved\":%lld,\"rows_dropped\":%lld}",
+                     (long long)r->seq, (long long)r->rewritten_files, (long long)r->written_files,
+                     (long long)r->rows_moved, (long long)r->rows_dropped);
+}
+
 char *http__plan_json(const struct table *t, int64_t seq, const struct plan_file *files,
                       size_t nfiles)
 {

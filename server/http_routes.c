@@ -497,6 +497,41 @@ void http__job_delete(struct hreq *r)
     jdoc_free(d);
 }
 
+/* ---- maintenance ----------------------------------------------------------------------- */
+
+void http__job_compact(struct hreq *r)
+{
+    struct jdoc *d = http__body_jdoc(r, true, 2);
+    if (d == NULL)
+        return;
+    const struct jdoc_val *j = jdoc_root(d);
+    struct svc_compact_req q = {.table = r->table};
+    static const char *const top[] = {"min_deleted_fraction", "target_file_rows", NULL};
+    const struct jdoc_val *frac = http__opt_value(j, "min_deleted_fraction");
+    if (!http__check_fields(r, j, top, NULL) ||
+        !http__opt_int(r, j, "target_file_rows", &q.target_file_rows.has, &q.target_file_rows.v))
+        goto out;
+    if (frac != NULL) {
+        if (!jdoc_is(frac, JDOC_INT) && !jdoc_is(frac, JDOC_REAL)) {
+            http__reply_problem(r, 400,
+                                "min_deleted_fraction: expected a number from 0 to 1, got %s",
+                                lit_jdoc_kind(frac));
+            goto out;
+        }
+        q.has_min_deleted_fraction = true;
+        q.min_deleted_fraction = jdoc_is(frac, JDOC_INT) ? (double)frac->u.i : frac->u.d;
+    }
+    struct engine_compact_res res;
+    struct st_err err = {0};
+    int rc = svc_compact(r->srv->app->engine, &q, &res, &err);
+    if (rc != ST_OK)
+        http__reply_err(r, rc, &err);
+    else
+        http__reply_json(r, 200, http__compact_res_json(&res));
+out:
+    jdoc_free(d);
+}
+
 /* ---- plan ---------------------------------------------------------------------------- */
 
 void http__job_plan(struct hreq *r)

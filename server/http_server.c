@@ -820,6 +820,7 @@ static enum MHD_Result dispatch(struct hreq *r)
             return send_reply(r);
         return go_async(r, http__job_dv);
     case RT_COMPACT:
+        return go_async(r, http__job_compact);
     case RT_EXPIRE:
     case RT_ERASURES:
     case RT_ERASURE:

@@ -110,6 +110,17 @@ struct svc_delete_req {
 int svc_delete_where(struct engine *e, const struct svc_delete_req *q, struct delete_res *out,
                      struct st_err *err);
 
+/* ---- maintenance ----------------------------------------------------------------- */
+
+struct svc_compact_req {
+    const char *table;
+    bool has_min_deleted_fraction;
+    double min_deleted_fraction; /* 0..1 */
+    struct svc_count target_file_rows;
+};
+int svc_compact(struct engine *e, const struct svc_compact_req *q, struct engine_compact_res *out,
+                struct st_err *err);
+
 /* ---- reads -------------------------------------------------------------------- */
 
 struct svc_scan_req {

@@ -58,9 +58,9 @@
 /* An input file: as live at the base, and where its live rows went. */
 struct rfile {
     struct snap_file sf;
-    struct dv *dv;     /* its DV at the base (NULL: none) */
-    int64_t live;      /* live rows at the base */
-    int64_t first;     /* the rewrite's row number of its first live row */
+    struct dv *dv; /* its DV at the base (NULL: none) */
+    int64_t live;  /* live rows at the base */
+    int64_t first; /* the rewrite's row number of its first live row */
 };
 
 struct rewrite {
@@ -158,8 +158,8 @@ static int64_t live_rows(const struct snap_file *f)
  * than a quarter of the target) when there are at least
  * ENGINE_COMPACT_SMALL_FILES_MIN of them. `skip`: files this call wrote.
  */
-static bool *choose_policy(const struct snap_file *f, size_t n, double min_fraction,
-                           int64_t target, const int64_t *skip, size_t nskip)
+static bool *choose_policy(const struct snap_file *f, size_t n, double min_fraction, int64_t target,
+                           const int64_t *skip, size_t nskip)
 {
     bool *pick = xcalloc(n ? n : 1, sizeof *pick);
     size_t small = 0;
@@ -328,8 +328,9 @@ static int copy_file(struct rewrite *w, struct rfile *rf, struct writer *wr, str
     for (int k = 0; k < t->ncols && rc == ST_OK; k++) {
         cols[k] = pq_find_column(r, t->cols[k].name);
         if (cols[k] < 0 || pq_column(r, cols[k])->type != t->cols[k].type)
-            rc = st_errf(err, ST_ECORRUPT, "data file %s: column \"%s\" is missing or of another type",
-                         rf->sf.path, t->cols[k].name);
+            rc = st_errf(err, ST_ECORRUPT,
+                         "data file %s: column \"%s\" is missing or of another type", rf->sf.path,
+                         t->cols[k].name);
     }
     if (rc == ST_OK && (int64_t)pq_num_rows(r) != rf->sf.record_count)
         rc = st_errf(err, ST_ECORRUPT, "data file %s holds %llu rows, the catalog says %lld",
@@ -376,9 +377,8 @@ static int copy_file(struct rewrite *w, struct rfile *rf, struct writer *wr, str
     free(cols);
     pq_reader_close(r);
     if (rc == ST_OK && w->rows - rf->first != rf->live)
-        rc = st_errf(err, ST_ECORRUPT,
-                     "data file %s: %lld live rows read, the catalog says %lld", rf->sf.path,
-                     (long long)(w->rows - rf->first), (long long)rf->live);
+        rc = st_errf(err, ST_ECORRUPT, "data file %s: %lld live rows read, the catalog says %lld",
+                     rf->sf.path, (long long)(w->rows - rf->first), (long long)rf->live);
     return rc;
 }
 
@@ -563,10 +563,10 @@ void eng__process_rewrite(struct engine *e, struct item *it)
         int64_t dropped = 0;
         for (size_t i = 0; i < w->nin; i++)
             dropped += w->in[i].sf.record_count - w->in[i].live;
-        p.summary = xasprintf("{\"rewritten_files\":%zu,\"written_files\":%zu,\"rows_moved\":%lld,"
-                              "\"rows_dropped\":%lld,\"carried_deletes\":%lld}",
-                              w->nin, w->nout, (long long)w->rows, (long long)dropped,
-                              (long long)carried);
+        p.summary =
+            xasprintf("{\"rewritten_files\":%zu,\"written_files\":%zu,\"rows_moved\":%lld,"
+                      "\"rows_dropped\":%lld,\"carried_deletes\":%lld}",
+                      w->nin, w->nout, (long long)w->rows, (long long)dropped, (long long)carried);
         eng__crash_point(e);
         p.attempt = attempt;
         enum commit_outcome out = eng__run_commit(e, &w->c, t, &p, err);
