@@ -318,6 +318,20 @@ void eng__delete_end(struct engine *e, struct item *it);
 
 /* ---- rewrites: compaction and the purge of an erasure (compact.c) ---- */
 
+struct rewrite;
+struct eng__rewrite_res {
+    int64_t seq, rewritten_files, written_files, rows_moved, rows_dropped;
+};
+/* A connection holding the table's rewrite lock (wait: up to a minute for a running one). */
+int eng__rewrite_begin(struct engine *e, const struct table *t, bool wait, struct rewrite **out,
+                       struct st_err *err);
+PGconn *eng__rewrite_conn(struct rewrite *w);
+/* Rewrite the files pick[] chooses among lst (the table at base; lst's entries are taken). */
+int eng__rewrite_files(struct rewrite *w, int64_t base, struct snap_file *lst, size_t n,
+                       const bool *pick, const char *operation, struct eng__rewrite_res *res,
+                       struct st_err *err);
+void eng__rewrite_end(struct rewrite *w, int rc); /* NULL ok; rc: the caller's outcome */
+
 /* The commit of a rewrite, in its table's queue (the new files are written). */
 void eng__process_rewrite(struct engine *e, struct item *it);
 

@@ -658,6 +658,59 @@ static void rewrite_end(struct rewrite *w, int rc)
     w->c = NULL;
 }
 
+/* ---- for erase.c (commit_int.h) ---- */
+
+int eng__rewrite_begin(struct engine *e, const struct table *t, bool wait, struct rewrite **out,
+                       struct st_err *err)
+{
+    struct rewrite *w = xcalloc(1, sizeof *w);
+    int rc = rewrite_begin(e, t, w, wait, err);
+    if (rc != ST_OK) {
+        rewrite_end(w, rc);
+        free(w);
+        w = NULL;
+    }
+    *out = w;
+    return rc;
+}
+
+PGconn *eng__rewrite_conn(struct rewrite *w)
+{
+    return w->c;
+}
+
+int eng__rewrite_files(struct rewrite *w, int64_t base, struct snap_file *lst, size_t n,
+                       const bool *pick, const char *operation, struct eng__rewrite_res *res,
+                       struct st_err *err)
+{
+    memset(res, 0, sizeof *res);
+    w->target = ENGINE_COMPACT_TARGET_ROWS;
+    w->operation = operation;
+    size_t nin = 0;
+    for (size_t i = 0; i < n; i++)
+        nin += pick[i];
+    int rc = rewrite_once(w, base, lst, n, pick, err);
+    if (rc == ST_OK) {
+        res->seq = w->seq;
+        res->rewritten_files = (int64_t)nin;
+        res->written_files = (int64_t)w->last_nout;
+        res->rows_moved = w->last_rows;
+        res->rows_dropped = w->rows_dropped;
+    }
+    free(w->last_ids);
+    w->last_ids = NULL;
+    return rc;
+}
+
+void eng__rewrite_end(struct rewrite *w, int rc)
+{
+    if (w == NULL)
+        return;
+    rewrite_end(w, rc);
+    free(w->last_ids);
+    free(w);
+}
+
 void engine_test_rewrite_hook(struct engine *e, void (*fn)(void *ctx), void *ctx)
 {
     e->test_rewrite_hook = fn;
@@ -728,6 +781,7 @@ int engine_compact(struct engine *e, struct table *t, const struct engine_compac
         w.last_ids = NULL;
     }
     free(made);
+    free(w.last_ids);
     rewrite_end(&w, rc);
     if (rc == ST_OK && res->rewritten_files > 0)
         log_info("compacted table %s: %lld files rewritten into %lld, %lld rows moved, %lld "

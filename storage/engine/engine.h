@@ -217,6 +217,49 @@ struct engine_compact_res {
 int engine_compact(struct engine *e, struct table *t, const struct engine_compact_opts *o,
                    struct engine_compact_res *res, struct st_err *err);
 
+/* ---- maintenance: erasure (docs/API.md "Maintenance", GDPR) ----------------- */
+
+struct engine_erase_req {
+    struct table *table;
+    /* either keys: nkeys keys of table->npk values each, in key order, back to back */
+    const struct st_value *keys;
+    size_t nkeys;
+    /* or a filter: every row it matches, live or already deleted */
+    const struct filter *filter;
+    const struct engine_idem *idem;
+};
+
+/* An erasure's receipt: the document stored in the catalog, returned as it is. */
+struct engine_erasure {
+    char id[37];
+    char *receipt; /* JSON object (docs/API.md); holds no erased value */
+    bool replayed;
+};
+void engine_erasure_free(struct engine_erasure *r);
+
+/*
+ * Erase rows for good: delete them, rewrite every live file that still
+ * holds one physically, expire every snapshot from before that rewrite,
+ * delete the old blobs, and verify (every remaining data file decoded, the
+ * key index, the key's column statistics, leftover blobs) before returning
+ * the receipt. Waits (up to a minute) for a running compaction of the
+ * table. A call with the Idempotency-Key of a finished erasure returns its
+ * receipt (replayed); of an interrupted one, resumes it. ST_EINTERNAL when
+ * a check failed (out->receipt then says which).
+ */
+int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engine_erasure *out,
+                 struct st_err *err);
+/* A receipt by id: ST_ENOTFOUND when the table has none with that id. */
+int engine_get_erasure(struct engine *e, const struct table *t, const char *id,
+                       struct engine_erasure *out, struct st_err *err);
+/*
+ * Receipts, oldest first, at most `limit` after erasure id `after` (NULL:
+ * from the first): *json_array_out a JSON array (caller frees); next: the
+ * id to continue after, or "" at the end.
+ */
+int engine_list_erasures(struct engine *e, const struct table *t, int64_t limit, const char *after,
+                         char **json_array_out, char *next, size_t next_len, struct st_err *err);
+
 /* ---- reads ------------------------------------------------------------- */
 
 struct scan;

@@ -144,6 +144,15 @@ const struct migration cat__migrations[] = {
     {5, "data files by the seq that removed them, for reads at an older snapshot",
      "CREATE INDEX data_files_removed ON strike.data_files (table_id, removed_seq) "
      "WHERE removed_seq IS NOT NULL;"},
+
+    /* An erasure is a row from its start (status running) to its receipt;
+       a retry with the same Idempotency-Key finds it (erase.c). */
+    {7, "erasures: status, Idempotency-Key, and listing by table",
+     "ALTER TABLE strike.erasures ADD COLUMN status text NOT NULL DEFAULT 'verified',"
+     "  ADD COLUMN idem_key text, ADD COLUMN request_hash bytea;"
+     "CREATE UNIQUE INDEX erasures_idem ON strike.erasures (table_id, idem_key) "
+     "WHERE idem_key IS NOT NULL;"
+     "CREATE INDEX erasures_by_table ON strike.erasures (table_id, id);"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);
