@@ -20,3 +20,6 @@ strike_unit_test(test_engine_history PG SOURCES unit/test_engine_history.c LIBS 
 # Delete by filter: scans outside its table's queue, catches up, commits (issue 13 item 8).
 strike_unit_test(test_engine_delete PG SOURCES unit/test_engine_delete.c LIBS strike_enginetest
                  LABELS tsan)
+# Snapshot expiry: catalog rows, blobs, expired reads, crash orphans (issue 14).
+strike_unit_test(test_engine_expire PG SOURCES unit/test_engine_expire.c LIBS strike_enginetest
+                 LABELS tsan)

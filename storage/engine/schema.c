@@ -144,6 +144,12 @@ const struct migration cat__migrations[] = {
     {5, "data files by the seq that removed them, for reads at an older snapshot",
      "CREATE INDEX data_files_removed ON strike.data_files (table_id, removed_seq) "
      "WHERE removed_seq IS NOT NULL;"},
+
+    /* Expiry deletes the DV rows closed at or before the oldest snapshot it
+       keeps (expire.c): one index range per table, the rows it deletes. */
+    {6, "deletion vectors by the seq that closed them, for snapshot expiry",
+     "CREATE INDEX deletion_vectors_removed ON strike.deletion_vectors (table_id, removed_seq) "
+     "WHERE removed_seq IS NOT NULL;"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);
