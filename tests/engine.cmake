@@ -23,3 +23,6 @@ strike_unit_test(test_engine_delete PG SOURCES unit/test_engine_delete.c LIBS st
 # Compaction: the policy, the key index moved, writes during it carried over (issue 14).
 strike_unit_test(test_engine_compact PG SOURCES unit/test_engine_compact.c LIBS strike_enginetest
                  LABELS tsan)
+# Snapshot expiry: catalog rows, blobs, expired reads, crash orphans (issue 14).
+strike_unit_test(test_engine_expire PG SOURCES unit/test_engine_expire.c LIBS strike_enginetest
+                 LABELS tsan)

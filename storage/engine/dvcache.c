@@ -10,7 +10,10 @@
  *             its strong ETag, for the DV endpoint;
  *   location  (table, file, explicit snapshot) -> where its DV is: a
  *             snapshot's contents never change, so with an explicit snapshot
- *             a DV request makes no catalog round trip once cached.
+ *             a DV request makes no catalog round trip once cached, but for
+ *             the check that the snapshot has not expired: the table's floor
+ *             (expire.c), asked of the catalog at most about once a second
+ *             per table (an expiry by this process raises it at once).
  */
 #include "engine_int.h"
 
@@ -364,7 +367,8 @@ const char *const eng__sql_dv_location =
     "WITH s AS (SELECT t.id, t.seq AS cur, coalesce($3::bigint, t.seq) AS seq FROM "
     "strike.tables t WHERE t.id = $1) "
     "SELECT s.cur, s.seq, sn.seq IS NOT NULL, sn.expired_at IS NOT NULL, f.id IS NOT NULL, "
-    "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM s "
+    "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality, (SELECT min(o.seq) FROM "
+    "strike.snapshots o WHERE o.table_id = s.id) FROM s "
     "LEFT JOIN strike.snapshots sn ON sn.table_id = s.id AND sn.seq = s.seq "
     "LEFT JOIN strike.data_files f ON f.table_id = s.id AND f.id = $2 AND f.data_seq <= "
     "s.seq AND (f.removed_seq IS NULL OR f.removed_seq > s.seq) "
@@ -394,6 +398,12 @@ static int lookup_location(struct engine *e, struct table *t, int64_t file_id, b
     }
     int64_t cur = eng__get_i64(r, 0, 0);
     *seq = eng__get_i64(r, 0, 1);
+    int64_t oldest = PQgetisnull(r, 0, 9) ? cur : eng__get_i64(r, 0, 9);
+    eng__floor_note(e, t->id, oldest);
+    if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && has_snapshot && snapshot < oldest) {
+        rc = eng__expired_err(t, snapshot, oldest, err);
+        goto out;
+    }
     if (strcmp(PQgetvalue(r, 0, 2), "t") != 0) {
         rc = st_errf(err, ST_ENOTFOUND,
                      "snapshot %lld of table \"%s\" does not exist (the current snapshot is %lld)",
@@ -448,7 +458,14 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
     if (has_snapshot) {
         lklen = (size_t)snprintf(lkey, sizeof lkey, "%lld|%lld|%lld", (long long)t->id,
                                  (long long)file_id, (long long)snapshot);
-        l = (struct loc *)(void *)lru_get(&e->dvc->loc, lkey, lklen);
+        /* a snapshot's location stays cached, but the snapshot may expire:
+           trusted while the table's floor is fresh, else asked again */
+        int64_t oldest = 0;
+        bool fresh = eng__floor_get(e, t->id, &oldest);
+        if (fresh && snapshot < oldest)
+            return eng__expired_err(t, snapshot, oldest, err);
+        if (fresh)
+            l = (struct loc *)(void *)lru_get(&e->dvc->loc, lkey, lklen);
     }
     if (l == NULL) {
         int rc = lookup_location(e, t, file_id, has_snapshot, snapshot, &l, &seq, err);
@@ -500,6 +517,9 @@ bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, in
     char lkey[96];
     size_t lklen = (size_t)snprintf(lkey, sizeof lkey, "%lld|%lld|%lld", (long long)t->id,
                                     (long long)file_id, (long long)snapshot);
+    int64_t oldest = 0;
+    if (!eng__floor_get(e, t->id, &oldest) || snapshot < oldest)
+        return false; /* the worker path asks the catalog, or answers that it expired */
     struct loc *l = (struct loc *)(void *)lru_get(&e->dvc->loc, lkey, lklen);
     if (l == NULL)
         return false;

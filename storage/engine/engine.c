@@ -86,6 +86,8 @@ int engine_open(const struct engine_opts *o, struct engine **out, struct st_err 
     pthread_mutex_init(&e->gcq_mu, NULL);
     pthread_mutex_init(&e->gc_mu, NULL);
     pthread_cond_init(&e->gc_cv, NULL);
+    pthread_mutex_init(&e->floor_mu, NULL);
+    hmap_init(&e->floors);
     if ((rc = cat_pool_open(o->conninfo, e->o.pool_size, &e->pool, err)) != ST_OK)
         goto fail_sync;
     if ((rc = cat_pool_set_hook(e->pool, eng__prepare_statements, err)) != ST_OK) {
@@ -103,6 +105,8 @@ fail_pool:
     dvc__free(e->dvc);
     cat_pool_close(e->pool);
 fail_sync:
+    eng__floors_free(e);
+    pthread_mutex_destroy(&e->floor_mu);
     pthread_mutex_destroy(&e->tables_mu);
     pthread_mutex_destroy(&e->gcq_mu);
     pthread_mutex_destroy(&e->gc_mu);
@@ -125,6 +129,8 @@ void engine_close(struct engine *e)
     }
     dvc__free(e->dvc);
     cat_pool_close(e->pool);
+    eng__floors_free(e);
+    pthread_mutex_destroy(&e->floor_mu);
     pthread_mutex_destroy(&e->tables_mu);
     pthread_mutex_destroy(&e->gcq_mu);
     pthread_mutex_destroy(&e->gc_mu);
@@ -150,6 +156,10 @@ void engine_metrics(struct engine *e, struct engine_metrics *m)
     dvc__stats(e, &m->dv_cache_hits, &m->dv_cache_misses);
     m->bytes_written = atomic_load(&e->m_bytes_written);
     m->rows_written = atomic_load(&e->m_rows_written);
+    m->expired_snapshots = atomic_load(&e->m_expired_snapshots);
+    m->expire_deleted_files = atomic_load(&e->m_expire_deleted_files);
+    m->expire_deleted_bytes = atomic_load(&e->m_expire_deleted_bytes);
+    m->maintenance_runs = atomic_load(&e->m_maintenance_runs);
 }
 
 /* ---- table definitions ---------------------------------------------------- */

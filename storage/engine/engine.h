@@ -275,8 +275,11 @@ struct scan_req {
 };
 
 /*
- * Open a scan: resolves the snapshot (ST_ENOTFOUND unknown, ST_EGONE
- * expired, ST_EINVAL negative) and lists its files in one catalog query.
+ * Open a scan: resolves the snapshot (ST_ENOTFOUND unknown, or expired:
+ * "snapshot N of table T expired (the oldest retained snapshot is M)";
+ * ST_EINVAL negative) and lists its files in one catalog query. A scan
+ * whose snapshot expires while it runs may fail with ST_EIO on a file that
+ * expiry deleted (as in Iceberg: expire only what no reader still needs).
  * Rows come in a stable order: files by data_seq then id, rows by position.
  */
 int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *req,
@@ -359,7 +362,9 @@ int engine_dv_format(const char *name, enum dv_format *out, struct st_err *err);
  * current), in format `f` (DV_FMT_ROARING64, DV_FMT_ICEBERG or DV_FMT_DELTA;
  * others are ST_EINVAL). A live file with no deletes gives the empty
  * bitmap. ST_ENOTFOUND: file not live at that snapshot, or unknown snapshot.
- * With an explicit snapshot no catalog round trip is made once cached.
+ * With an explicit snapshot no catalog round trip is made once cached, but
+ * the check that the snapshot has not expired (at most about once a second
+ * per table). An expired snapshot: ST_ENOTFOUND, as for engine_scan_open.
  */
 int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_snapshot,
                   int64_t snapshot, enum dv_format f, struct dv_bytes **out,
@@ -418,12 +423,36 @@ typedef void (*fsck_report_fn)(void *ctx, const char *kind, const char *path, co
 int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report *out,
                 struct st_err *err);
 
+/*
+ * Snapshot expiry (docs/API.md "Maintenance"). Expire the snapshots older than
+ * older_than_us (microseconds before now, on the catalog's clock) and not
+ * among the retain_last newest; one of the two alone is the whole rule. The
+ * current snapshot is always kept. Deletes the catalog rows only expired
+ * snapshots needed, then every blob no remaining row references.
+ * ST_EINVAL: neither given, retain_last < 1, older_than_us < 0.
+ * ST_ECONFLICT: a commit held the table for longer than the lock timeout.
+ * oldest_seq: the oldest snapshot retained afterwards.
+ */
+struct engine_expire_req {
+    bool has_retain_last;
+    int64_t retain_last;
+    bool has_older_than;
+    int64_t older_than_us;
+};
+struct engine_expire_res {
+    int64_t expired_snapshots, deleted_files, deleted_bytes, oldest_seq;
+};
+int engine_expire(struct engine *e, struct table *t, const struct engine_expire_req *q,
+                  struct engine_expire_res *res, struct st_err *err);
+
 struct engine_metrics {
     uint64_t commits, conflicts, retries, commit_failures;
     uint64_t batch_hist[8]; /* group-commit requests per commit: 1, 2, 3-4, 5-8, ..., >64 */
     uint64_t dv_cache_hits, dv_cache_misses;
     uint64_t bytes_written; /* Parquet + Puffin */
     uint64_t rows_written;
+    uint64_t expired_snapshots, expire_deleted_files, expire_deleted_bytes; /* expiry */
+    uint64_t maintenance_runs; /* background maintenance passes over a table */
 };
 void engine_metrics(struct engine *e, struct engine_metrics *out);
 

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 
 #include "catalog.h"
+#include "common/hmap.h"
 #include "engine.h"
 
 struct col_range;
@@ -47,7 +48,17 @@ struct engine {
     pthread_cond_t gc_cv;
     bool stopping;
 
+    /* the oldest retained snapshot of each table, as last seen (expire.c) */
+    pthread_mutex_t floor_mu;
+    struct hmap floors; /* table id (8 bytes) -> struct floor_ent * */
+
+    /* background maintenance (maintain.c) */
+    pthread_t maint_thread;
+    bool maint_running;
+
     /* metrics */
+    atomic_uint_fast64_t m_expired_snapshots, m_expire_deleted_files, m_expire_deleted_bytes;
+    atomic_uint_fast64_t m_maintenance_runs;
     atomic_uint_fast64_t m_commits, m_conflicts, m_retries, m_commit_failures;
     atomic_uint_fast64_t m_batch_hist[8];
     atomic_uint_fast64_t m_bytes_written, m_rows_written;
@@ -65,6 +76,7 @@ struct engine {
     atomic_int fault_lock_timeout_ms;
     void (*test_gc_hook)(void *ctx);
     void *test_gc_hook_ctx;
+    bool test_expire_keep_blobs;
     void (*test_delete_hook)(void *ctx);
     void *test_delete_hook_ctx;
     void (*test_rewrite_hook)(void *ctx);
@@ -197,5 +209,17 @@ extern const char *const eng__sql_gc_unreferenced;
 extern const char *const eng__sql_gc_plans;
 int eng__gc_start(struct engine *e);
 void eng__gc_stop(struct engine *e);
+
+/* ---- expire.c ---- */
+/*
+ * The floor of a table: its oldest retained snapshot, as last seen (a read
+ * of the catalog or an expiry of this process). Floors only rise. get: false
+ * when unknown or older than about a second (*oldest is set when known).
+ */
+void eng__floor_note(struct engine *e, int64_t table_id, int64_t oldest);
+bool eng__floor_get(struct engine *e, int64_t table_id, int64_t *oldest);
+void eng__floors_free(struct engine *e);
+/* ST_ENOTFOUND: "snapshot N of table T expired (the oldest retained snapshot is M)". */
+int eng__expired_err(const struct table *t, int64_t snapshot, int64_t oldest, struct st_err *err);
 
 #endif

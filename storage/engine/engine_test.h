@@ -5,6 +5,8 @@
 #ifndef STRIKE_ENGINE_TEST_H
 #define STRIKE_ENGINE_TEST_H
 
+#include <stdbool.h>
+
 struct change_req;
 struct engine;
 
@@ -67,6 +69,12 @@ void engine_test_gc_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
 void engine_test_delete_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
 /* Called once a rewrite (compaction, erasure) has written its files, before it queues to commit. */
 void engine_test_rewrite_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
+
+/*
+ * Expiry commits its catalog changes but leaves the blobs in place (true), as
+ * a crash between its COMMIT and its unlinks would: they are then orphans.
+ */
+void engine_test_expire_keep_blobs(struct engine *e, bool keep);
 
 /*
  * The commit path's per-key statements on the key index (lookup, update,

@@ -62,7 +62,6 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
                         int64_t snapshot, int64_t *seq, struct snap_file **files, size_t *n,
                         struct st_err *err)
 {
-    (void)e;
     *files = NULL;
     *n = 0;
     if (has_snapshot && snapshot < 0)
@@ -77,7 +76,8 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
                        0, err);
     if (rc == ST_OK)
         rc = pgu_pipe_send(&pp,
-                           "SELECT t.seq, s.seq IS NOT NULL, s.expired_at IS NOT NULL FROM "
+                           "SELECT t.seq, s.seq IS NOT NULL, s.expired_at IS NOT NULL, (SELECT "
+                           "min(o.seq) FROM strike.snapshots o WHERE o.table_id = t.id) FROM "
                            "strike.tables t LEFT JOIN strike.snapshots s ON s.table_id = t.id AND "
                            "s.seq = coalesce($2::bigint, t.seq) WHERE t.id = $1",
                            2, vals, NULL, NULL, 0, err);
@@ -93,6 +93,12 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
     int64_t cur = eng__get_i64(r, 0, 0);
     bool exists = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
     bool expired = strcmp(PQgetvalue(r, 0, 2), "t") == 0;
+    int64_t oldest = PQgetisnull(r, 0, 3) ? cur : eng__get_i64(r, 0, 3);
+    eng__floor_note(e, t->id, oldest);
+    if (!exists && has_snapshot && snapshot < oldest) {
+        pgu_pipe_clear(&pp);
+        return eng__expired_err(t, snapshot, oldest, err);
+    }
     if (!exists) {
         pgu_pipe_clear(&pp);
         return st_errf(err, ST_ENOTFOUND,

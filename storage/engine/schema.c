@@ -145,6 +145,12 @@ const struct migration cat__migrations[] = {
      "CREATE INDEX data_files_removed ON strike.data_files (table_id, removed_seq) "
      "WHERE removed_seq IS NOT NULL;"},
 
+    /* Expiry deletes the DV rows closed at or before the oldest snapshot it
+       keeps (expire.c): one index range per table, the rows it deletes. */
+    {6, "deletion vectors by the seq that closed them, for snapshot expiry",
+     "CREATE INDEX deletion_vectors_removed ON strike.deletion_vectors (table_id, removed_seq) "
+     "WHERE removed_seq IS NOT NULL;"},
+
     /* An erasure is a row from its start (status running) to its receipt;
        a retry with the same Idempotency-Key finds it (erase.c). */
     {7, "erasures: status, Idempotency-Key, and listing by table",

@@ -1,0 +1,334 @@
+/*
+ * expire.c - snapshot expiry: drop a table's older snapshots, the catalog
+ * rows only they needed, then the blobs no remaining row references; and the
+ * per-table floor (the oldest retained snapshot) that reads check.
+ *
+ * Snapshot S needs the data files with data_seq <= S < removed_seq (or never
+ * removed) and their DVs live at S. Keeping every snapshot from M on (the
+ * oldest retained) therefore keeps every row whose removed_seq is NULL or
+ * > M, and nothing else: expiry deletes the snapshots below M, the data
+ * files and DV rows removed at or before M, and the DV rows of those files.
+ * Its cost is the rows it deletes plus one index probe per candidate blob
+ * (the data_files_removed and deletion_vectors_removed indexes, migration
+ * 5 and 6), never a walk of the table's live state or history.
+ */
+#include "commit_int.h"
+#include "engine_test.h"
+
+#include "common/fsutil.h"
+#include "common/hmap.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* How long a floor learned from the catalog is trusted without asking again (reads). */
+#define FLOOR_TTL_NS (1000ull * 1000 * 1000)
+
+/* ---- the floor: the oldest retained snapshot of each table, as last seen ---- */
+
+struct floor_ent {
+    int64_t oldest;
+    uint64_t seen_ns;
+};
+
+void eng__floor_note(struct engine *e, int64_t table_id, int64_t oldest)
+{
+    pthread_mutex_lock(&e->floor_mu);
+    bool created;
+    void **slot = hmap_put(&e->floors, &table_id, sizeof table_id, &created);
+    if (created)
+        *slot = xcalloc(1, sizeof(struct floor_ent));
+    struct floor_ent *f = *slot;
+    /* floors only rise: a read that began before an expiry must not lower it */
+    if (created || oldest > f->oldest)
+        f->oldest = oldest;
+    f->seen_ns = st_mono_ns();
+    pthread_mutex_unlock(&e->floor_mu);
+}
+
+bool eng__floor_get(struct engine *e, int64_t table_id, int64_t *oldest)
+{
+    pthread_mutex_lock(&e->floor_mu);
+    void **slot = hmap_get(&e->floors, &table_id, sizeof table_id);
+    bool fresh = false;
+    if (slot != NULL) {
+        const struct floor_ent *f = *slot;
+        *oldest = f->oldest;
+        fresh = st_mono_ns() - f->seen_ns < FLOOR_TTL_NS;
+    }
+    pthread_mutex_unlock(&e->floor_mu);
+    return fresh;
+}
+
+void eng__floors_free(struct engine *e)
+{
+    size_t i = 0;
+    const uint8_t *k;
+    size_t kl;
+    void *v;
+    while (hmap_next(&e->floors, &i, &k, &kl, &v))
+        free(v);
+    hmap_free(&e->floors);
+}
+
+int eng__expired_err(const struct table *t, int64_t snapshot, int64_t oldest, struct st_err *err)
+{
+    return st_errf(err, ST_ENOTFOUND,
+                   "snapshot %lld of table \"%s\" expired (the oldest retained snapshot is %lld)",
+                   (long long)snapshot, t->name, (long long)oldest);
+}
+
+/* ---- expiry ------------------------------------------------------------------ */
+
+/*
+ * The guard. Expiry takes the table's row lock (FOR UPDATE on strike.tables)
+ * for its whole transaction. Every commit, whatever its kind (changes,
+ * deletes, compaction, erasure), takes the same lock when advance_seq
+ * updates that row, so expiry and commits of the table run one after the
+ * other: the current seq cannot move under expiry, so "the current snapshot
+ * is always kept" is exact, and no commit can add a reference to a row or
+ * blob expiry is deleting. The seq CAS alone would not do: expiry commits no
+ * snapshot, so it has no seq to compare and swap. A second expiry of the
+ * table waits for the first, then finds less or nothing to do. The lock is
+ * held for a few statements (one round trip to decide, one to delete), and
+ * a commit that waits longer than lock_timeout retries as after a lost CAS.
+ */
+static const char *const SQL_EXPIRE_BOUNDS =
+    "SELECT t.seq, (SELECT min(s.seq) FROM strike.snapshots s WHERE s.table_id = t.id), "
+    "(SELECT s.seq FROM strike.snapshots s WHERE s.table_id = t.id AND s.committed_at >= now() "
+    "- make_interval(secs => $2::double precision) ORDER BY s.seq LIMIT 1) FROM strike.tables t "
+    "WHERE t.id = $1 FOR UPDATE OF t";
+
+/* The DV rows of the data files expiry deletes that a later seq closed (or never closed). */
+static const char *const SQL_EXPIRE_FILE_DVS =
+    "DELETE FROM strike.deletion_vectors d USING strike.data_files f WHERE f.table_id = $1 AND "
+    "f.removed_seq <= $2 AND d.data_file_id = f.id RETURNING d.puffin_path";
+static const char *const SQL_EXPIRE_DVS =
+    "DELETE FROM strike.deletion_vectors WHERE table_id = $1 AND removed_seq <= $2 RETURNING "
+    "puffin_path";
+static const char *const SQL_EXPIRE_FILES =
+    "DELETE FROM strike.data_files WHERE table_id = $1 AND removed_seq <= $2 RETURNING path";
+static const char *const SQL_EXPIRE_SNAPSHOTS =
+    "DELETE FROM strike.snapshots WHERE table_id = $1 AND seq < $2";
+/* Index plans only (a hash join would read every DV row of the catalog). */
+static const char *const SQL_EXPIRE_PLANS =
+    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', "
+    "true), set_config('enable_mergejoin', 'off', true), set_config('enable_bitmapscan', 'off', "
+    "true)";
+
+/* Add the first column of every row of r to the candidate set (distinct paths). */
+static void add_paths(const PGresult *r, struct hmap *set, struct buf *arr, uint32_t *n)
+{
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *p = PQgetvalue(r, i, 0);
+        size_t len = (size_t)PQgetlength(r, i, 0);
+        bool created;
+        hmap_put(set, p, len, &created);
+        if (created) {
+            pgu_array_bytes(arr, p, len);
+            (*n)++;
+        }
+    }
+}
+
+/* Unlink one blob; its size counts when it was there. */
+static void unlink_counted(struct engine *e, const char *rel, struct engine_expire_res *res,
+                           struct hmap *dirs)
+{
+    char *abs = eng__abs(e, rel);
+    struct stat st;
+    bool had = stat(abs, &st) == 0;
+    if (unlink(abs) == 0) {
+        res->deleted_files++;
+        res->deleted_bytes += had ? (int64_t)st.st_size : 0;
+        const char *slash = strrchr(abs, '/');
+        if (slash != NULL)
+            hmap_put(dirs, abs, (size_t)(slash - abs), NULL);
+    } else if (errno != ENOENT) {
+        log_warn("expire: cannot delete %s: %s (gc will collect it)", abs, strerror(errno));
+    }
+    free(abs);
+}
+
+int engine_expire(struct engine *e, struct table *t, const struct engine_expire_req *q,
+                  struct engine_expire_res *res, struct st_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!q->has_retain_last && !q->has_older_than)
+        return st_errf(err, ST_EINVAL, "give retain_last, older_than or both");
+    if (q->has_retain_last && q->retain_last < 1)
+        return st_errf(err, ST_EINVAL,
+                       "retain_last: must be >= 1 (the current snapshot is always kept), got %lld",
+                       (long long)q->retain_last);
+    if (q->has_older_than && q->older_than_us < 0)
+        return st_errf(err, ST_EINVAL, "older_than: must not be negative");
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
+    if (rc != ST_OK)
+        return rc;
+    struct eng__num tid, mnum;
+    char secs[48];
+    snprintf(secs, sizeof secs, "%lld.%06lld", (long long)(q->older_than_us / 1000000),
+             (long long)(q->older_than_us % 1000000));
+    const char *bv[2] = {eng__i64(&tid, t->id), q->has_older_than ? secs : NULL};
+    struct hmap set;
+    hmap_init(&set);
+    struct buf arr = BUF_INIT;
+    uint32_t ncand = 0;
+    pgu_array_begin(&arr, PG_OID_TEXT, 0);
+    char **unref = NULL;
+    int nunref = 0;
+
+    if ((rc = eng__begin(c, err)) != ST_OK)
+        goto out;
+    PGresult *r = cat_pq_exec_params(c, SQL_EXPIRE_BOUNDS, 2, NULL, bv, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        if (state != NULL && strcmp(state, "55P03") == 0)
+            rc = st_errf(err, ST_ECONFLICT,
+                         "table \"%s\" is busy: a commit held it for longer than %d ms; retry",
+                         t->name, CAT_LOCK_TIMEOUT_MS);
+        else
+            rc = cat_fail(c, r, "locking the table for expiry", err);
+        PQclear(r);
+        goto out;
+    }
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
+        goto out;
+    }
+    int64_t cur = eng__get_i64(r, 0, 0);
+    int64_t oldest = PQgetisnull(r, 0, 1) ? cur : eng__get_i64(r, 0, 1);
+    /* the oldest snapshot younger than older_than (none: only the current one is) */
+    int64_t by_age = PQgetisnull(r, 0, 2) ? cur : eng__get_i64(r, 0, 2);
+    PQclear(r);
+    /* Snapshot seqs are dense from the oldest retained to the current one:
+       every commit adds the next, and expiry only removes a prefix. */
+    int64_t by_count = q->has_retain_last && q->retain_last <= cur ? cur - q->retain_last + 1 : 0;
+    int64_t m;
+    if (q->has_retain_last && q->has_older_than)
+        m = by_count < by_age ? by_count : by_age; /* older than the bound AND not in the last n */
+    else
+        m = q->has_retain_last ? by_count : by_age;
+    if (m > cur)
+        m = cur;
+    res->oldest_seq = m > oldest ? m : oldest;
+    if (m <= oldest) {
+        rc = eng__exec(c, "COMMIT", "expiry", err);
+        goto out;
+    }
+
+    const char *v2[2] = {tid.s, eng__i64(&mnum, m)};
+    struct pgu_pipe pp;
+    if ((rc = pgu_pipe_begin(&pp, c, err)) != ST_OK)
+        goto out;
+    rc = pgu_pipe_send(&pp, SQL_EXPIRE_PLANS, 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = pgu_pipe_send(&pp, SQL_EXPIRE_FILE_DVS, 2, v2, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = pgu_pipe_send(&pp, SQL_EXPIRE_DVS, 2, v2, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = pgu_pipe_send(&pp, SQL_EXPIRE_FILES, 2, v2, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = pgu_pipe_send(&pp, SQL_EXPIRE_SNAPSHOTS, 2, v2, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = pgu_pipe_run(&pp, err);
+    if (rc == ST_OK && pgu_pipe_failed(&pp) >= 0)
+        rc = cat_fail(c, pp.res[pgu_pipe_failed(&pp)], "expiring snapshots", err);
+    if (rc != ST_OK) {
+        pgu_pipe_clear(&pp);
+        goto out;
+    }
+    for (int i = 1; i <= 3; i++)
+        add_paths(pp.res[i], &set, &arr, &ncand);
+    res->expired_snapshots = strtoll(PQcmdTuples(pp.res[4]), NULL, 10);
+    pgu_pipe_clear(&pp);
+    eng__array_set_count(&arr, ncand);
+
+    /* The candidates no row references any more, in this transaction: it
+       sees its own deletes, and no commit can add a reference meanwhile. */
+    const char *uv[1] = {(const char *)arr.data};
+    const int ul[1] = {(int)arr.len}, uf[1] = {1};
+    if ((rc = pgu_pipe_begin(&pp, c, err)) != ST_OK)
+        goto out;
+    rc = pgu_pipe_send(&pp, eng__sql_gc_plans, 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = pgu_pipe_send(&pp,
+                           ncand > 0 ? eng__sql_gc_unreferenced : "SELECT NULL::text WHERE false",
+                           ncand > 0 ? 1 : 0, uv, ul, uf, 0, err);
+    if (rc == ST_OK)
+        rc = pgu_pipe_send(&pp, "COMMIT", 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK)
+        rc = pgu_pipe_run(&pp, err);
+    if (rc == ST_OK && pgu_pipe_failed(&pp) >= 0)
+        rc = cat_fail(c, pp.res[pgu_pipe_failed(&pp)], "expiring snapshots", err);
+    if (rc != ST_OK) {
+        /* COMMIT may or may not have landed: either way the blobs stay, and
+           gc deletes those that became orphans */
+        pgu_pipe_clear(&pp);
+        goto out;
+    }
+    nunref = PQntuples(pp.res[1]);
+    unref = xcalloc((size_t)(nunref ? nunref : 1), sizeof *unref);
+    for (int i = 0; i < nunref; i++)
+        unref[i] = xstrdup(PQgetvalue(pp.res[1], i, 0));
+    pgu_pipe_clear(&pp);
+    eng__floor_note(e, t->id, m);
+    atomic_fetch_add(&e->m_expired_snapshots, (uint64_t)res->expired_snapshots);
+
+    /*
+     * Committed: the blobs go now. A crash before (or during) the unlinks
+     * leaves them as orphans, which no row references: gc deletes them once
+     * older than its grace, as any orphan (test_engine_expire checks it).
+     */
+    if (e->test_expire_keep_blobs) {
+        log_info("expire: test hook: blobs of table %s left in place", t->name);
+    } else {
+        struct hmap dirs;
+        hmap_init(&dirs);
+        for (int i = 0; i < nunref; i++)
+            unlink_counted(e, unref[i], res, &dirs);
+        /* the unlinks are durable once their directories are fsynced */
+        size_t it = 0;
+        const uint8_t *k;
+        size_t kl;
+        void *v;
+        while (hmap_next(&dirs, &it, &k, &kl, &v)) {
+            char *d = xstrndup((const char *)k, kl);
+            struct st_err e2 = {0};
+            if (st_fsync_dir(d, &e2) != ST_OK)
+                log_warn("expire: %s", e2.msg);
+            free(d);
+        }
+        hmap_free(&dirs);
+    }
+    atomic_fetch_add(&e->m_expire_deleted_files, (uint64_t)res->deleted_files);
+    atomic_fetch_add(&e->m_expire_deleted_bytes, (uint64_t)res->deleted_bytes);
+    log_info("expire: table %s: %lld snapshots before %lld expired, %lld blobs (%lld bytes) "
+             "deleted",
+             t->name, (long long)res->expired_snapshots, (long long)m,
+             (long long)res->deleted_files, (long long)res->deleted_bytes);
+out:
+    if (rc != ST_OK)
+        eng__rollback(c);
+    for (int i = 0; i < nunref; i++)
+        free(unref[i]);
+    free(unref);
+    buf_free(&arr);
+    hmap_free(&set);
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    return rc;
+}
+
+void engine_test_expire_keep_blobs(struct engine *e, bool keep)
+{
+    e->test_expire_keep_blobs = keep;
+}

@@ -1,0 +1,491 @@
+/*
+ * test_engine_expire.c - snapshot expiry (engine_expire): the catalog rows
+ * and blobs it deletes, what it keeps, reads of expired snapshots, a crash
+ * between its COMMIT and its unlinks, and expiry while writers commit.
+ *
+ * The table has an anchor file whose DV grows by one position per commit
+ * (a closed DV row per commit) and a hot key rewritten by every commit (a
+ * removed data file per commit), as in test_engine_history.c.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "engine/engine_test.h"
+#include "enginetest.h"
+
+#include <libpq-fe.h>
+
+#define ANCHOR_KEYS 100
+#define HOT_KEY 1000000
+#define COMMITS 20
+
+static struct et T;
+
+static int setup(void **state)
+{
+    (void)state;
+    et_open(&T, "strike_test_expire", 1024);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    et_close(&T, true);
+    return 0;
+}
+
+/* Commit 1 writes the anchor file; commit k > 1 deletes anchor key k - 1 and rewrites HOT_KEY. */
+static void commit_once(struct table *t, int64_t k)
+{
+    struct change_res res;
+    struct st_err err = {0};
+    if (k == 1) {
+        struct st_value *v = calloc(2 * ANCHOR_KEYS, sizeof *v);
+        struct change *ch = calloc(ANCHOR_KEYS, sizeof *ch);
+        for (int i = 0; i < ANCHOR_KEYS; i++) {
+            v[2 * i].v.l = i;
+            v[2 * i + 1].v.l = i;
+            ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+        }
+        struct change_req req = {.table = t, .changes = ch, .nchanges = ANCHOR_KEYS};
+        assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+        free(ch);
+        free(v);
+        return;
+    }
+    struct st_value del[1] = {{0}}, hot[2] = {{0}};
+    del[0].v.l = k - 1;
+    hot[0].v.l = HOT_KEY;
+    hot[1].v.l = k;
+    struct change ch[2] = {{CHANGE_DELETE, del}, {CHANGE_UPSERT, hot}};
+    struct change_req req = {.table = t, .changes = ch, .nchanges = 2};
+    if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
+        fail_msg("commit %lld: %s", (long long)k, err.msg);
+}
+
+static struct table *make_table(const char *name, int commits)
+{
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
+    for (int k = 1; k <= commits; k++)
+        commit_once(t, k);
+    return t;
+}
+
+__attribute__((format(printf, 1, 2))) static int64_t sql_i64(const char *fmt, ...)
+{
+    char sql[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    return et_sql_i64(&T, sql);
+}
+
+/* Rows of two scans are equal (same order: the scan order is stable). */
+static void assert_rows_equal(const struct et_rows *a, const struct et_rows *b)
+{
+    assert_int_equal(a->n, b->n);
+    for (size_t i = 0; i < a->n; i++)
+        for (int j = 0; j < 2; j++)
+            assert_int_equal(a->rows[i].v[j].v.l, b->rows[i].v[j].v.l);
+}
+
+/* The blob paths of a query's first column. */
+struct paths {
+    char **p;
+    int n;
+};
+
+static void paths_of(const char *sql, struct paths *out)
+{
+    PGconn *c = PQconnectdb(T.conninfo);
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    out->n = PQntuples(r);
+    out->p = calloc((size_t)out->n + 1, sizeof *out->p);
+    for (int i = 0; i < out->n; i++)
+        out->p[i] = strdup(PQgetvalue(r, i, 0));
+    PQclear(r);
+    PQfinish(c);
+}
+
+static void paths_free(struct paths *p)
+{
+    for (int i = 0; i < p->n; i++)
+        free(p->p[i]);
+    free(p->p);
+}
+
+static bool blob_exists(const char *rel)
+{
+    char abs[1024];
+    snprintf(abs, sizeof abs, "%s/%s", T.data_dir, rel);
+    return access(abs, F_OK) == 0;
+}
+
+struct fsck_count {
+    int missing, corrupt, orphans;
+};
+
+static void on_fsck(void *ctx, const char *kind, const char *path, const char *detail)
+{
+    struct fsck_count *n = ctx;
+    if (strcmp(kind, "missing") == 0)
+        n->missing++;
+    else if (strcmp(kind, "corrupt") == 0)
+        n->corrupt++;
+    else
+        n->orphans++;
+    (void)path;
+    (void)detail;
+}
+
+static struct fsck_count fsck(void)
+{
+    struct fsck_count n = {0};
+    struct gc_report rep;
+    struct st_err err = {0};
+    assert_int_equal(engine_fsck(T.e, on_fsck, &n, &rep, &err), ST_OK);
+    return n;
+}
+
+/* The blobs expiry must delete when it keeps every snapshot from m on (the model, in SQL). */
+static void doomed_blobs(int64_t tid, int64_t m, struct paths *out)
+{
+    char sql[1536];
+    snprintf(sql, sizeof sql,
+             "SELECT path FROM strike.data_files WHERE table_id = %lld AND removed_seq <= %lld "
+             "UNION SELECT d.puffin_path FROM strike.deletion_vectors d WHERE d.table_id = %lld "
+             "AND NOT EXISTS (SELECT 1 FROM strike.deletion_vectors d2 JOIN strike.data_files f "
+             "ON f.id = d2.data_file_id WHERE d2.puffin_path = d.puffin_path AND (d2.removed_seq "
+             "IS NULL OR d2.removed_seq > %lld) AND (f.removed_seq IS NULL OR f.removed_seq > "
+             "%lld))",
+             (long long)tid, (long long)m, (long long)tid, (long long)m, (long long)m);
+    paths_of(sql, out);
+}
+
+static void test_expire_retain_last(void **state)
+{
+    (void)state;
+    struct table *t = make_table("retain", COMMITS);
+    const int64_t tid = t->id, keep_from = COMMITS - 5; /* retain_last 6: 15..20 */
+    struct et_rows at_keep, at_cur, at_old;
+    et_scan(&T, t, keep_from, &at_keep);
+    et_scan(&T, t, COMMITS, &at_cur);
+    et_scan(&T, t, 3, &at_old);
+    assert_int_equal(at_old.n, ANCHOR_KEYS - 2 + 1); /* keys 1, 2 deleted, the hot key */
+    /* a DV of the anchor file at snapshot 10, fetched (and cached) before expiry */
+    int64_t anchor = sql_i64("SELECT id FROM strike.data_files WHERE table_id = %lld AND "
+                             "data_seq = 1",
+                             (long long)tid);
+    struct dv_bytes *dvb = NULL;
+    int64_t resolved;
+    struct st_err err = {0};
+    assert_int_equal(
+        engine_get_dv(T.e, t, anchor, true, 10, DV_FMT_ROARING64, &dvb, &resolved, &err), ST_OK);
+    assert_int_equal(dvb->cardinality, 9);
+    engine_dv_bytes_unref(dvb);
+
+    int64_t snaps =
+        sql_i64("SELECT count(*) FROM strike.snapshots WHERE table_id = %lld", (long long)tid);
+    assert_int_equal(snaps, COMMITS + 1);
+    int64_t files_kept = sql_i64("SELECT count(*) FROM strike.data_files WHERE table_id = %lld "
+                                 "AND (removed_seq IS NULL OR removed_seq > %lld)",
+                                 (long long)tid, (long long)keep_from);
+    int64_t files_before =
+        sql_i64("SELECT count(*) FROM strike.data_files WHERE table_id = %lld", (long long)tid);
+    int64_t dvs_kept = sql_i64(
+        "SELECT count(*) FROM strike.deletion_vectors d JOIN strike.data_files f ON f.id = "
+        "d.data_file_id WHERE d.table_id = %lld AND (d.removed_seq IS NULL OR d.removed_seq > "
+        "%lld) AND (f.removed_seq IS NULL OR f.removed_seq > %lld)",
+        (long long)tid, (long long)keep_from, (long long)keep_from);
+    assert_true(files_kept < files_before);
+    struct paths doomed;
+    doomed_blobs(tid, keep_from, &doomed);
+    assert_true(doomed.n >= COMMITS - 6);
+    for (int i = 0; i < doomed.n; i++)
+        assert_true(blob_exists(doomed.p[i]));
+
+    struct engine_expire_req q = {.has_retain_last = true, .retain_last = 6};
+    struct engine_expire_res res;
+    if (engine_expire(T.e, t, &q, &res, &err) != ST_OK)
+        fail_msg("expire: %s", err.msg);
+    assert_int_equal(res.expired_snapshots, keep_from);
+    assert_int_equal(res.oldest_seq, keep_from);
+    assert_int_equal(res.deleted_files, doomed.n);
+    assert_true(res.deleted_bytes > 0);
+
+    /* catalog rows: exactly what the retained snapshots need */
+    assert_int_equal(
+        sql_i64("SELECT count(*) FROM strike.snapshots WHERE table_id = %lld", (long long)tid), 6);
+    assert_int_equal(
+        sql_i64("SELECT min(seq) FROM strike.snapshots WHERE table_id = %lld", (long long)tid),
+        keep_from);
+    assert_int_equal(
+        sql_i64("SELECT count(*) FROM strike.data_files WHERE table_id = %lld", (long long)tid),
+        files_kept);
+    assert_int_equal(sql_i64("SELECT count(*) FROM strike.deletion_vectors WHERE table_id = %lld",
+                             (long long)tid),
+                     dvs_kept);
+    /* expired blobs are gone; every referenced blob exists; nothing is left over */
+    for (int i = 0; i < doomed.n; i++)
+        if (blob_exists(doomed.p[i]))
+            fail_msg("%s survived expiry", doomed.p[i]);
+    paths_free(&doomed);
+    struct fsck_count f = fsck();
+    assert_int_equal(f.missing, 0);
+    assert_int_equal(f.corrupt, 0);
+    assert_int_equal(f.orphans, 0);
+
+    /* retained snapshots read what they read before */
+    struct et_rows again;
+    et_scan(&T, t, keep_from, &again);
+    assert_rows_equal(&at_keep, &again);
+    et_rows_free(&again);
+    et_scan(&T, t, COMMITS, &again);
+    assert_rows_equal(&at_cur, &again);
+    et_rows_free(&again);
+    et_scan(&T, t, -1, &again);
+    assert_rows_equal(&at_cur, &again);
+    et_rows_free(&again);
+
+    /* expired snapshots: not found, with the oldest retained one named */
+    struct et_rows none;
+    st_err_clear(&err);
+    assert_int_equal(et_scan_rc(&T, t, 3, &none, &err), ST_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "snapshot 3 of table \"retain\" expired (the oldest retained "
+                                    "snapshot is 15)"));
+    struct plan_file *pf;
+    size_t npf;
+    int64_t seq;
+    st_err_clear(&err);
+    assert_int_equal(engine_plan(T.e, t, true, keep_from - 1, NULL, &pf, &npf, &seq, &err),
+                     ST_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "expired"));
+    /* the DV cached at snapshot 10 is not served any more */
+    st_err_clear(&err);
+    assert_false(engine_peek_dv(T.e, t, anchor, 10, DV_FMT_ROARING64, &dvb));
+    assert_int_equal(
+        engine_get_dv(T.e, t, anchor, true, 10, DV_FMT_ROARING64, &dvb, &resolved, &err),
+        ST_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "snapshot 10 of table \"retain\" expired"));
+    assert_int_equal(
+        engine_get_dv(T.e, t, anchor, true, keep_from, DV_FMT_ROARING64, &dvb, &resolved, &err),
+        ST_OK);
+    assert_int_equal(dvb->cardinality, keep_from - 1);
+    engine_dv_bytes_unref(dvb);
+    /* a snapshot above the current one keeps its own error */
+    st_err_clear(&err);
+    assert_int_equal(et_scan_rc(&T, t, COMMITS + 1, &none, &err), ST_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "does not exist (the current snapshot is 20)"));
+
+    /* again: nothing more to do */
+    assert_int_equal(engine_expire(T.e, t, &q, &res, &err), ST_OK);
+    assert_int_equal(res.expired_snapshots, 0);
+    assert_int_equal(res.deleted_files, 0);
+    assert_int_equal(res.oldest_seq, keep_from);
+
+    /* and commits go on as before */
+    commit_once(t, COMMITS + 1);
+    et_scan(&T, t, -1, &again);
+    assert_int_equal(again.n, at_cur.n - 1);
+    et_rows_free(&again);
+    struct engine_metrics m;
+    engine_metrics(T.e, &m);
+    assert_true(m.expired_snapshots >= (uint64_t)keep_from);
+    assert_true(m.expire_deleted_files >= (uint64_t)res.deleted_files);
+
+    et_rows_free(&at_keep);
+    et_rows_free(&at_cur);
+    et_rows_free(&at_old);
+    engine_table_unref(t);
+}
+
+static void test_expire_older_than(void **state)
+{
+    (void)state;
+    struct table *t = make_table("aged", 8);
+    struct st_err err = {0};
+    struct engine_expire_res res;
+    /* bad requests change nothing */
+    struct engine_expire_req bad[] = {
+        {0},
+        {.has_retain_last = true, .retain_last = 0},
+        {.has_older_than = true, .older_than_us = -1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        st_err_clear(&err);
+        assert_int_equal(engine_expire(T.e, t, &bad[i], &res, &err), ST_EINVAL);
+    }
+    /* nothing is a day old */
+    struct engine_expire_req day = {.has_older_than = true, .older_than_us = 86400ll * 1000000};
+    assert_int_equal(engine_expire(T.e, t, &day, &res, &err), ST_OK);
+    assert_int_equal(res.expired_snapshots, 0);
+    assert_int_equal(res.oldest_seq, 0);
+    /* everything is older than 0 s, but the last 3 are retained */
+    struct engine_expire_req both = {
+        .has_older_than = true, .older_than_us = 0, .has_retain_last = true, .retain_last = 3};
+    assert_int_equal(engine_expire(T.e, t, &both, &res, &err), ST_OK);
+    assert_int_equal(res.expired_snapshots, 6); /* 0..5 of 0..8 */
+    assert_int_equal(res.oldest_seq, 6);
+    /* older than 0 s alone: all but the current one */
+    struct engine_expire_req now = {.has_older_than = true, .older_than_us = 0};
+    assert_int_equal(engine_expire(T.e, t, &now, &res, &err), ST_OK);
+    assert_int_equal(res.expired_snapshots, 2);
+    assert_int_equal(res.oldest_seq, 8);
+    assert_int_equal(
+        sql_i64("SELECT count(*) FROM strike.snapshots WHERE table_id = %lld", (long long)t->id),
+        1);
+    /* only the live files and their live DVs are left */
+    assert_int_equal(sql_i64("SELECT count(*) FROM strike.data_files WHERE table_id = %lld AND "
+                             "removed_seq IS NOT NULL",
+                             (long long)t->id),
+                     0);
+    assert_int_equal(sql_i64("SELECT count(*) FROM strike.deletion_vectors WHERE table_id = %lld "
+                             "AND removed_seq IS NOT NULL",
+                             (long long)t->id),
+                     0);
+    struct et_rows rows;
+    et_scan(&T, t, 8, &rows);
+    assert_int_equal(rows.n, ANCHOR_KEYS - 7 + 1);
+    et_rows_free(&rows);
+    struct fsck_count f = fsck();
+    assert_int_equal(f.missing + f.corrupt + f.orphans, 0);
+    engine_table_unref(t);
+}
+
+/* A crash between expiry's COMMIT and its unlinks leaves orphans, which gc deletes. */
+static void test_expire_crash_leaves_orphans(void **state)
+{
+    (void)state;
+    struct table *t = make_table("crash", 6);
+    struct paths doomed;
+    doomed_blobs(t->id, 6, &doomed);
+    assert_true(doomed.n > 0);
+    engine_test_expire_keep_blobs(T.e, true);
+    struct engine_expire_req q = {.has_retain_last = true, .retain_last = 1};
+    struct engine_expire_res res;
+    struct st_err err = {0};
+    assert_int_equal(engine_expire(T.e, t, &q, &res, &err), ST_OK);
+    engine_test_expire_keep_blobs(T.e, false);
+    assert_int_equal(res.expired_snapshots, 6);
+    assert_int_equal(res.deleted_files, 0);
+    struct fsck_count f = fsck();
+    assert_int_equal(f.missing, 0);
+    assert_int_equal(f.orphans, doomed.n);
+    /* young orphans stay (a commit in flight may own a young blob) */
+    struct gc_report rep;
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
+    assert_int_equal(rep.deleted, 0);
+    /* once past the grace, gc deletes them */
+    for (int i = 0; i < doomed.n; i++) {
+        char abs[1024];
+        snprintf(abs, sizeof abs, "%s/%s", T.data_dir, doomed.p[i]);
+        struct timeval tv[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+        assert_int_equal(utimes(abs, tv), 0);
+    }
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
+    assert_int_equal(rep.deleted, doomed.n);
+    for (int i = 0; i < doomed.n; i++)
+        assert_false(blob_exists(doomed.p[i]));
+    paths_free(&doomed);
+    f = fsck();
+    assert_int_equal(f.missing + f.corrupt + f.orphans, 0);
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal(rows.n, ANCHOR_KEYS - 5 + 1);
+    et_rows_free(&rows);
+    engine_table_unref(t);
+}
+
+/* ---- expiry while writers commit ------------------------------------------------ */
+
+#define WRITERS 3
+#define WRITES 40
+
+struct writer {
+    struct table *t;
+    int id;
+};
+
+static void *writer_main(void *p)
+{
+    struct writer *w = p;
+    for (int i = 0; i < WRITES; i++) {
+        struct st_value v[2] = {{0}};
+        v[0].v.l = 10000 + w->id;
+        v[1].v.l = i;
+        struct change ch = {CHANGE_UPSERT, v};
+        struct change_req req = {.table = w->t, .changes = &ch, .nchanges = 1};
+        struct change_res res;
+        struct st_err err = {0};
+        int rc = engine_apply_changes(T.e, &req, &res, &err);
+        if (rc != ST_OK)
+            fail_msg("writer %d: %s", w->id, err.msg);
+    }
+    return NULL;
+}
+
+static void test_expire_concurrent_commits(void **state)
+{
+    (void)state;
+    struct table *t = make_table("busy", 3);
+    pthread_t th[WRITERS];
+    struct writer w[WRITERS];
+    for (int i = 0; i < WRITERS; i++) {
+        w[i] = (struct writer){t, i};
+        assert_int_equal(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
+    }
+    int64_t expired = 0;
+    for (int i = 0; i < 30; i++) {
+        struct engine_expire_req q = {.has_retain_last = true, .retain_last = 2};
+        struct engine_expire_res res;
+        struct st_err err = {0};
+        int rc = engine_expire(T.e, t, &q, &res, &err);
+        if (rc != ST_OK)
+            fail_msg("expire: %s", err.msg);
+        expired += res.expired_snapshots;
+        usleep(2000);
+    }
+    for (int i = 0; i < WRITERS; i++)
+        pthread_join(th[i], NULL);
+    assert_true(expired > 0);
+    /* every writer's last value, every anchor row, no blob missing or left over */
+    for (int i = 0; i < WRITERS; i++) {
+        int count;
+        assert_int_equal(et_value_of(&T, t, 10000 + i, &count), WRITES - 1);
+        assert_int_equal(count, 1);
+    }
+    struct fsck_count f = fsck();
+    assert_int_equal(f.missing, 0);
+    assert_int_equal(f.corrupt, 0);
+    assert_int_equal(f.orphans, 0);
+    engine_table_unref(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_expire_retain_last),
+        cmocka_unit_test(test_expire_older_than),
+        cmocka_unit_test(test_expire_crash_leaves_orphans),
+        cmocka_unit_test(test_expire_concurrent_commits),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
