@@ -26,3 +26,5 @@ strike_unit_test(test_engine_compact PG SOURCES unit/test_engine_compact.c LIBS 
 # Snapshot expiry: catalog rows, blobs, expired reads, crash orphans (issue 14).
 strike_unit_test(test_engine_expire PG SOURCES unit/test_engine_expire.c LIBS strike_enginetest
                  LABELS tsan)
+# Erasure: the marker gone from every file, the receipt's checks, Idempotency-Key (issue 14).
+strike_unit_test(test_engine_erase PG SOURCES unit/test_engine_erase.c LIBS strike_enginetest)
