@@ -383,6 +383,20 @@ int gconv_changes(const Strike__V1__ApplyChangesRequest *req, struct garena *a,
     return ST_OK;
 }
 
+int gconv_erase_keys(const Strike__V1__EraseRequest *req, struct garena *a, struct wire_obj **out,
+                     struct st_err *err)
+{
+    size_t n = req->n_keys;
+    struct wire_obj *w = garena_alloc(a, (n ? n : 1) * sizeof *w);
+    for (size_t i = 0; i < n; i++) {
+        int rc = map_obj((void *const *)req->keys[i]->key, req->keys[i]->n_key, i, a, &w[i], err);
+        if (rc != ST_OK)
+            return rc;
+    }
+    *out = w;
+    return ST_OK;
+}
+
 /* ---- replies ------------------------------------------------------------------- */
 
 void gconv_table(const struct table *t, const struct table_stats *stats, struct garena *a,

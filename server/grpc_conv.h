@@ -83,6 +83,9 @@ int gconv_literal(const Strike__V1__Value *v, struct st_literal *out, struct st_
  */
 int gconv_changes(const Strike__V1__ApplyChangesRequest *req, struct garena *a,
                   struct wire_change **out, struct st_err *err);
+/* The keys of an erasure as wire objects (allocated in a). */
+int gconv_erase_keys(const Strike__V1__EraseRequest *req, struct garena *a, struct wire_obj **out,
+                     struct st_err *err);
 
 /* ---- replies ------------------------------------------------------------------- */
 

@@ -26,6 +26,7 @@
 #include "engine/engine.h"
 #include "expr/filter.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,6 +304,80 @@ static void h_compact(struct rpc *r)
     msg.rows_moved = res.rows_moved;
     rpc_reply(r, &msg.base);
 out:
+    garena_free(&a);
+}
+
+/* A string member of a receipt ("" when absent or null). */
+static char *jstr(json_t *o, const char *name)
+{
+    const char *s = json_string_value(json_object_get(o, name));
+    return (char *)(s != NULL ? s : "");
+}
+
+/* An erasure's receipt (the engine's stored document) as an EraseResponse. */
+static void reply_erasure(struct rpc *r, struct engine_erasure *er)
+{
+    json_t *j = json_loads(er->receipt, 0, NULL);
+    Strike__V1__EraseResponse msg = STRIKE__V1__ERASE_RESPONSE__INIT;
+    msg.id = er->id;
+    msg.status = jstr(j, "status");
+    msg.table = jstr(j, "table");
+    msg.key_digest = jstr(j, "key_digest");
+    msg.verified_at = jstr(j, "verified_at");
+    msg.delete_seq = json_integer_value(json_object_get(j, "delete_seq"));
+    msg.rewrite_seq = json_integer_value(json_object_get(j, "rewrite_seq"));
+    msg.expired_snapshots = json_integer_value(json_object_get(j, "expired_snapshots"));
+    msg.files_rewritten = json_integer_value(json_object_get(j, "files_rewritten"));
+    msg.files_deleted = json_integer_value(json_object_get(j, "files_deleted"));
+    msg.rows_erased = json_integer_value(json_object_get(j, "rows_erased"));
+    msg.bytes_deleted = json_integer_value(json_object_get(j, "bytes_deleted"));
+    msg.receipt_json = er->receipt;
+    rpc_reply(r, &msg.base);
+    json_decref(j);
+}
+
+static void h_erase(struct rpc *r)
+{
+    struct garena a;
+    garena_init(&a);
+    struct st_err err = {0};
+    struct engine_idem ib;
+    const struct engine_idem *idem = NULL;
+    struct engine_erasure er = {0};
+    Strike__V1__EraseRequest *q = unpack(r, &strike__v1__erase_request__descriptor, &a);
+    if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
+        goto out;
+    struct wire_obj *keys = NULL;
+    if (failed(r, gconv_erase_keys(q, &a, &keys, &err), &err))
+        goto out;
+    struct svc_erase_req eq = {
+        .table = q->table,
+        .has_keys = q->n_keys > 0,
+        .keys = keys,
+        .nkeys = q->n_keys,
+        .filter.text = q->filter,
+        .idem = idem,
+    };
+    if (failed(r, svc_erase(engine_of(r), &eq, &er, &err), &err))
+        goto out;
+    reply_erasure(r, &er);
+out:
+    engine_erasure_free(&er);
+    garena_free(&a);
+}
+
+static void h_get_erasure(struct rpc *r)
+{
+    struct garena a;
+    garena_init(&a);
+    struct st_err err = {0};
+    struct engine_erasure er = {0};
+    Strike__V1__GetErasureRequest *q = unpack(r, &strike__v1__get_erasure_request__descriptor, &a);
+    if (q == NULL || failed(r, svc_get_erasure(engine_of(r), q->table, q->id, &er, &err), &err))
+        goto out;
+    reply_erasure(r, &er);
+out:
+    engine_erasure_free(&er);
     garena_free(&a);
 }
 
@@ -596,10 +671,8 @@ static const struct rpc_method methods[] = {
      .kind = RPC_UNIMPLEMENTED,
      .unimplemented = "Expire is not implemented yet: snapshot expiry is not part of this "
                       "version of striked"},
-    {.name = "Erase",
-     .kind = RPC_UNIMPLEMENTED,
-     .unimplemented = "Erase is not implemented yet: erasure with receipts is not part of this "
-                      "version of striked"},
+    {.name = "Erase", .kind = RPC_UNARY, .run = h_erase},
+    {.name = "GetErasure", .kind = RPC_UNARY, .run = h_get_erasure},
 };
 
 const struct rpc_method *grpcs__method(const char *name)

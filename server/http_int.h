@@ -172,7 +172,10 @@ struct hreq {
     /* inputs copied on the event thread for the worker */
     char *idem_key; /* Idempotency-Key, NULL: none */
     char *if_none_match;
-    char *range;
+    union {
+        char *range; /* RT_FILE: the Range header */
+        char *arg;   /* RT_ERASURES: ?after= (an id); RT_ERASURE: {id} (40 bytes at most) */
+    };
     bool has_snapshot; /* DV: ?snapshot= */
     int64_t snapshot;
     enum dv_format fmt;                /* DV */
@@ -230,6 +233,9 @@ void http__job_drop_table(struct hreq *r);
 void http__job_changes(struct hreq *r);
 void http__job_delete(struct hreq *r);
 void http__job_compact(struct hreq *r);
+void http__job_erase(struct hreq *r);
+void http__job_erasures(struct hreq *r);
+void http__job_erasure(struct hreq *r);
 void http__job_plan(struct hreq *r);
 void http__job_snapshots(struct hreq *r);
 

@@ -532,6 +532,95 @@ out:
     jdoc_free(d);
 }
 
+/* The receipt as the engine stored it, with its Location. */
+static void reply_receipt(struct hreq *r, int status, struct engine_erasure *er)
+{
+    http__reply_json(r, status, er->receipt);
+    er->receipt = NULL; /* the reply owns it */
+    http__reply_header(r, "Location", "/v1/tables/%s/erasures/%s", r->table, er->id);
+}
+
+void http__job_erase(struct hreq *r)
+{
+    struct jdoc *d = http__body_jdoc(r, false, FILTER_JSON_DEPTH);
+    if (d == NULL)
+        return;
+    const struct jdoc_val *j = jdoc_root(d);
+    struct engine_idem idem;
+    struct svc_erase_req q = {
+        .table = r->table,
+        .filter.doc = http__opt_value(j, "filter"),
+        .idem = idem_of(r, &idem),
+    };
+    static const char *const top[] = {"keys", "filter", NULL};
+    if (!http__check_fields(r, j, top, NULL))
+        goto out;
+    const struct jdoc_val *jk = http__opt_value(j, "keys");
+    if (jk != NULL) {
+        if (!jdoc_is(jk, JDOC_ARRAY)) {
+            http__reply_problem(r, 400, "keys: expected an array of key objects, got %s",
+                                lit_jdoc_kind(jk));
+            goto out;
+        }
+        size_t n = jdoc_size(jk);
+        struct wire_obj *keys = jdoc_alloc(d, (n ? n : 1) * sizeof *keys);
+        for (size_t i = 0; i < n; i++) {
+            const struct jdoc_val *k = jdoc_at(jk, i);
+            if (!jdoc_is(k, JDOC_OBJECT)) {
+                http__reply_problem(r, 400, "keys[%zu]: expected an object of key columns, got %s",
+                                    i, lit_jdoc_kind(k));
+                goto out;
+            }
+            if (!wire_obj_of(r, d, k, "key", i, &keys[i]))
+                goto out;
+        }
+        q.has_keys = true;
+        q.keys = keys;
+        q.nkeys = n;
+    }
+    struct engine_erasure er;
+    struct st_err err = {0};
+    int rc = svc_erase(r->srv->app->engine, &q, &er, &err);
+    if (rc != ST_OK) {
+        http__reply_err(r, rc, &err);
+    } else {
+        reply_receipt(r, 201, &er);
+        if (er.replayed)
+            http__reply_replayed(r);
+    }
+    engine_erasure_free(&er);
+out:
+    jdoc_free(d);
+}
+
+void http__job_erasure(struct hreq *r)
+{
+    struct engine_erasure er;
+    struct st_err err = {0};
+    int rc = svc_get_erasure(r->srv->app->engine, r->table, r->arg, &er, &err);
+    if (rc != ST_OK)
+        http__reply_err(r, rc, &err);
+    else
+        reply_receipt(r, 200, &er);
+    engine_erasure_free(&er);
+}
+
+void http__job_erasures(struct hreq *r)
+{
+    struct svc_erasures_res res;
+    struct st_err err = {0};
+    int rc = svc_list_erasures(r->srv->app->engine, r->table, r->q_limit, r->arg, &res, &err);
+    if (rc != ST_OK) {
+        http__reply_err(r, rc, &err);
+    } else if (res.next[0] != '\0') {
+        http__reply_json(r, 200,
+                         xasprintf("{\"erasures\":%s,\"next\":\"%s\"}", res.receipts, res.next));
+    } else {
+        http__reply_json(r, 200, xasprintf("{\"erasures\":%s,\"next\":null}", res.receipts));
+    }
+    free(res.receipts);
+}
+
 /* ---- plan ---------------------------------------------------------------------------- */
 
 void http__job_plan(struct hreq *r)

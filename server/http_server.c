@@ -59,9 +59,10 @@ static const struct route_def routes[RT__COUNT] = {
     [RT_SNAPSHOTS] = {"/v1/tables/{t}/snapshots", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
     [RT_FILE] = {"/v1/tables/{t}/files/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
     [RT_DV] = {"/v1/tables/{t}/files/{id}/dv", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_COMPACT] = {"/v1/tables/{t}/compact", M(HM_POST), "POST", false},
-    [RT_EXPIRE] = {"/v1/tables/{t}/expire", M(HM_POST), "POST", false},
-    [RT_ERASURES] = {"/v1/tables/{t}/erasures", M(HM_POST), "POST", false},
+    [RT_COMPACT] = {"/v1/tables/{t}/compact", M(HM_POST), "POST", true},
+    [RT_EXPIRE] = {"/v1/tables/{t}/expire", M(HM_POST), "POST", true},
+    [RT_ERASURES] = {"/v1/tables/{t}/erasures", M(HM_GET) | M(HM_HEAD) | M(HM_POST),
+                     "GET, HEAD, POST", true},
     [RT_ERASURE] = {"/v1/tables/{t}/erasures/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
 };
 #undef M
@@ -181,6 +182,8 @@ static void classify(struct hreq *r, const char *url, const char *method)
                 }
                 r->file_id = ok && id > 0 ? id : -1;
             }
+            if (r->route == RT_ERASURE)
+                r->arg = xstrndup(s[2], n[2] < 40 ? n[2] : 40);
         }
     }
     const struct route_def *d = &routes[r->route];
@@ -295,7 +298,7 @@ void http__req_unref(struct hreq *r)
     free(r->path);
     free(r->idem_key);
     free(r->if_none_match);
-    free(r->range);
+    free(r->range); /* or r->arg */
     free(r->problem);
     free(r->early_detail);
     pthread_mutex_destroy(&r->mu);
@@ -706,6 +709,13 @@ static bool query_int(struct hreq *r, const char *name, struct svc_count *out, c
     return true;
 }
 
+/* A query argument, copied for the worker (NULL when absent). */
+static char *query_copy(struct hreq *r, const char *name)
+{
+    const char *s = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
+    return s != NULL ? xstrndup(s, 128) : NULL;
+}
+
 static bool parse_dv_query(struct hreq *r)
 {
     const char *fmt = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "format");
@@ -770,13 +780,15 @@ static enum MHD_Result dispatch(struct hreq *r)
     static const char *const dvq[] = {"snapshot", "format", NULL};
     static const char *const pageq[] = {"limit", "after", NULL};
     if (r->route != RT_HEALTHZ && r->route != RT_READYZ && r->route != RT_METRICS &&
-        !check_query(r, r->route == RT_DV          ? dvq
-                        : r->route == RT_SNAPSHOTS ? pageq
-                                                   : none))
+        !check_query(r,
+                     r->route == RT_DV ? dvq
+                     : r->route == RT_SNAPSHOTS || (r->route == RT_ERASURES && r->method != HM_POST)
+                         ? pageq
+                         : none))
         return send_reply(r);
     bool mutating = (r->route == RT_TABLES && r->method == HM_POST) ||
                     (r->route == RT_TABLE && r->method == HM_DELETE) || r->route == RT_CHANGES ||
-                    r->route == RT_DELETE;
+                    r->route == RT_DELETE || (r->route == RT_ERASURES && r->method == HM_POST);
     if (mutating) {
         r->idem_key = header_copy(r, "Idempotency-Key");
         if (r->idem_key != NULL) {
@@ -823,10 +835,14 @@ static enum MHD_Result dispatch(struct hreq *r)
         return go_async(r, http__job_compact);
     case RT_EXPIRE:
     case RT_ERASURES:
+        if (r->method == HM_POST)
+            return go_async(r, http__job_erase);
+        if (!query_int(r, "limit", &r->q_limit, NULL))
+            return send_reply(r);
+        r->arg = query_copy(r, "after");
+        return go_async(r, http__job_erasures);
     case RT_ERASURE:
-        http__reply_problem(r, 501, "%s is not implemented in this version",
-                            routes[r->route].pattern);
-        return send_reply(r);
+        return go_async(r, http__job_erasure);
     default:
         http__reply_problem(r, 404, "no such resource: %.300s", r->path);
         return send_reply(r);

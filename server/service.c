@@ -12,6 +12,7 @@
 #include "expr/filter.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,6 +222,95 @@ int svc_compact(struct engine *e, const struct svc_compact_req *q, struct engine
     int rc = table_of(e, q->table, &t, err);
     if (rc == ST_OK)
         rc = engine_compact(e, t, &o, out, err);
+    engine_table_unref(t);
+    return rc;
+}
+
+int svc_erase(struct engine *e, const struct svc_erase_req *q, struct engine_erasure *out,
+              struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    bool has_filter = filter_given(&q->filter);
+    if (q->has_keys == has_filter)
+        return st_errf(err, ST_EINVAL,
+                       "give either \"keys\" (a list of key objects) or \"filter\"");
+    if (q->has_keys && q->nkeys == 0)
+        return st_errf(err, ST_EINVAL, "keys: an empty list erases nothing");
+    struct table *t = NULL;
+    int rc = table_of(e, q->table, &t, err);
+    if (rc != ST_OK)
+        return rc;
+    struct engine_erase_req er = {.table = t, .idem = q->idem};
+    struct filter *f = NULL;
+    struct changeset cs = {0};
+    struct st_value *keys = NULL;
+    if (has_filter) {
+        if ((rc = filter_of(t, &q->filter, &f, err)) == ST_OK)
+            er.filter = f;
+    } else if (t->npk == 0) {
+        rc = st_errf(err, ST_EINVAL, "keys: table \"%s\" has no primary key; erase by filter",
+                     t->name);
+    } else {
+        struct wire_change *wc = xcalloc(q->nkeys, sizeof *wc);
+        for (size_t i = 0; i < q->nkeys; i++) {
+            wc[i].op = "delete";
+            wc[i].key = q->keys[i];
+            wc[i].key.present = true;
+        }
+        struct st_err e2 = {0};
+        rc = changeset_build(t, wc, q->nkeys, &cs, &e2);
+        free(wc);
+        if (rc != ST_OK) {
+            /* the changeset names "row N": here it is the N-th key */
+            size_t row;
+            int used = 0;
+            if (sscanf(e2.msg, "row %zu: %n", &row, &used) == 1 && used > 0)
+                st_errf(err, rc, "keys[%zu]: %s", row, e2.msg + used);
+            else
+                st_errf(err, rc, "keys: %s", e2.msg);
+        } else {
+            keys = xcalloc(q->nkeys * (size_t)t->npk, sizeof *keys);
+            for (size_t i = 0; i < cs.n; i++)
+                memcpy(&keys[i * (size_t)t->npk], cs.changes[i].vals,
+                       (size_t)t->npk * sizeof *keys);
+            er.keys = keys;
+            er.nkeys = cs.n;
+        }
+    }
+    if (rc == ST_OK)
+        rc = engine_erase(e, &er, out, err);
+    free(keys);
+    changeset_free(&cs);
+    filter_free(f);
+    engine_table_unref(t);
+    return rc;
+}
+
+int svc_get_erasure(struct engine *e, const char *table, const char *id, struct engine_erasure *out,
+                    struct st_err *err)
+{
+    struct table *t = NULL;
+    int rc = table_of(e, table, &t, err);
+    if (rc == ST_OK)
+        rc = engine_get_erasure(e, t, id, out, err);
+    engine_table_unref(t);
+    return rc;
+}
+
+int svc_list_erasures(struct engine *e, const char *table, struct svc_count limit,
+                      const char *after, struct svc_erasures_res *out, struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc = check_count("limit", limit, err);
+    if (rc != ST_OK)
+        return rc;
+    if (limit.has && limit.v < 1)
+        return st_errf(err, ST_EINVAL, "limit: must be >= 1, got %" PRId64, limit.v);
+    struct table *t = NULL;
+    if ((rc = table_of(e, table, &t, err)) == ST_OK)
+        rc = engine_list_erasures(
+            e, t, !limit.has || limit.v > SVC_SNAPSHOTS_PAGE ? SVC_SNAPSHOTS_PAGE : limit.v, after,
+            &out->receipts, out->next, sizeof out->next, err);
     engine_table_unref(t);
     return rc;
 }

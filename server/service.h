@@ -121,6 +121,28 @@ struct svc_compact_req {
 int svc_compact(struct engine *e, const struct svc_compact_req *q, struct engine_compact_res *out,
                 struct st_err *err);
 
+/* Erase rows for good (docs/API.md "Maintenance"): keys (objects of the key columns) or a filter.
+ */
+struct svc_erase_req {
+    const char *table;
+    bool has_keys;
+    const struct wire_obj *keys;
+    size_t nkeys;
+    struct svc_filter filter;
+    const struct engine_idem *idem;
+};
+int svc_erase(struct engine *e, const struct svc_erase_req *q, struct engine_erasure *out,
+              struct st_err *err);
+int svc_get_erasure(struct engine *e, const char *table, const char *id, struct engine_erasure *out,
+                    struct st_err *err);
+/* A page of receipts, oldest first (limit: default and largest SVC_SNAPSHOTS_PAGE). */
+struct svc_erasures_res {
+    char *receipts; /* a JSON array */
+    char next[40];  /* "" at the end */
+};
+int svc_list_erasures(struct engine *e, const char *table, struct svc_count limit,
+                      const char *after, struct svc_erasures_res *out, struct st_err *err);
+
 /* ---- reads -------------------------------------------------------------------- */
 
 struct svc_scan_req {

@@ -320,8 +320,7 @@ static int expire_before(struct erasure *w, struct st_err *err)
     int rc = engine_get_table(w->e, w->t->name, &now, err);
     if (rc != ST_OK)
         return rc;
-    struct engine_expire_req q = {.has_retain_last = true,
-                                  .retain_last = now->seq - keep_from + 1};
+    struct engine_expire_req q = {.has_retain_last = true, .retain_last = now->seq - keep_from + 1};
     if (q.retain_last < 1)
         q.retain_last = 1;
     engine_table_unref(now);
@@ -349,9 +348,10 @@ static int verify_files(struct erasure *w, struct st_err *err)
     struct eng__num tid;
     const char *v[1] = {eng__i64(&tid, w->t->id)};
     PGresult *r = cat_pq_exec_params(
-        c, "SELECT path, data_seq FROM strike.data_files WHERE table_id = $1 AND removed_seq IS NOT "
-        "NULL", 1,
-        NULL, v, NULL, NULL, 0);
+        c,
+        "SELECT path, data_seq FROM strike.data_files WHERE table_id = $1 AND removed_seq IS NOT "
+        "NULL",
+        1, NULL, v, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "listing the table's data files", err);
         PQclear(r);
@@ -383,9 +383,9 @@ static int verify_files(struct erasure *w, struct st_err *err)
     eng__snap_files_free(lst, n);
     if (rc != ST_OK)
         return rc;
-    json_t *d = json_pack("{sI sI sI}", "files_decoded", (json_int_t)files, "files_holding_erased",
-                          (json_int_t)bad_files, "rows_written_after_delete",
-                          (json_int_t)reinserted);
+    json_t *d =
+        json_pack("{sI sI sI}", "files_decoded", (json_int_t)files, "files_holding_erased",
+                  (json_int_t)bad_files, "rows_written_after_delete", (json_int_t)reinserted);
     check(w, "data_files", bad_files == 0, d);
     return ST_OK;
 }
@@ -411,7 +411,8 @@ static int verify_key_index(struct erasure *w, struct st_err *err)
     while (hmap_next(&w->keys, &i, &k, &klen, &val))
         eng__key_array_add(&arr, i8, k, klen);
     struct eng__num tid, ds;
-    const char *v[3] = {eng__i64(&tid, t->id), (const char *)arr.data, eng__i64(&ds, w->delete_seq)};
+    const char *v[3] = {eng__i64(&tid, t->id), (const char *)arr.data,
+                        eng__i64(&ds, w->delete_seq)};
     int l[3] = {0, (int)arr.len, 0};
     const int f[3] = {0, 1, 0};
     char sql[256];
@@ -538,9 +539,8 @@ static int verify_orphans(struct erasure *w, struct st_err *err)
             if (rc == ST_OK && !yes && f.deleted + f.live > 0) {
                 char *abs = eng__abs(w->e, rel);
                 struct stat st;
-                bool old = stat(abs, &st) == 0 &&
-                           st_now_us() - (int64_t)st.st_mtime * 1000000 >
-                               (int64_t)ENGINE_COMMIT_MAX_AGE_S * 1000000;
+                bool old = stat(abs, &st) == 0 && st_now_us() - (int64_t)st.st_mtime * 1000000 >
+                                                      (int64_t)ENGINE_COMMIT_MAX_AGE_S * 1000000;
                 if (old || errno == ENOENT) {
                     if (unlink(abs) == 0)
                         deleted++;
@@ -611,10 +611,10 @@ static int store(struct erasure *w, const char *status, int64_t verified_us, str
     const char *v[3] = {w->id, rec, status};
     PGconn *c = eng__rewrite_conn(w->rw);
     PGresult *r = cat_pq_exec_params(
-        c, "UPDATE strike.erasures SET receipt = $2::jsonb, status = $3 WHERE id = $1::uuid", 3,
-        NULL, v, NULL, NULL, 0);
-    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? ST_OK
-                                                    : cat_fail(c, r, "storing the receipt", err);
+        c, "UPDATE strike.erasures SET receipt = $2, status = $3 WHERE id = $1::uuid", 3, NULL, v,
+        NULL, NULL, 0);
+    int rc =
+        PQresultStatus(r) == PGRES_COMMAND_OK ? ST_OK : cat_fail(c, r, "storing the receipt", err);
     PQclear(r);
     free(rec);
     return rc;
@@ -634,11 +634,11 @@ static int begin_row(struct erasure *w, char **receipt, struct st_err *err)
         char hash[65];
         st_sha256_hex(idem->hash, hash);
         const char *v[2] = {tid.s, idem->key};
-        PGresult *r = cat_pq_exec_params(
-            c,
-            "SELECT id::text, status, encode(request_hash, 'hex'), receipt::text FROM "
-            "strike.erasures WHERE table_id = $1 AND idem_key = $2",
-            2, NULL, v, NULL, NULL, 0);
+        PGresult *r =
+            cat_pq_exec_params(c,
+                               "SELECT id::text, status, encode(request_hash, 'hex'), receipt FROM "
+                               "strike.erasures WHERE table_id = $1 AND idem_key = $2",
+                               2, NULL, v, NULL, NULL, 0);
         if (PQresultStatus(r) != PGRES_TUPLES_OK) {
             int rc = cat_fail(c, r, "looking up the Idempotency-Key", err);
             PQclear(r);
@@ -755,8 +755,8 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
     if ((q->filter == NULL) == (q->nkeys == 0 && q->keys == NULL))
         return st_errf(err, ST_EINVAL, "give either keys or a filter");
     if (q->filter == NULL && t->npk == 0)
-        return st_errf(err, ST_EINVAL,
-                       "keys: table \"%s\" has no primary key; erase by filter", t->name);
+        return st_errf(err, ST_EINVAL, "keys: table \"%s\" has no primary key; erase by filter",
+                       t->name);
     if (q->nkeys > ERASE_KEYS_MAX)
         return st_errf(err, ST_EINVAL, "keys: %zu keys, at most %d per erasure", q->nkeys,
                        ERASE_KEYS_MAX);
@@ -814,8 +814,8 @@ int engine_get_erasure(struct engine *e, const struct table *t, const char *id,
     struct eng__num tid;
     const char *v[2] = {eng__i64(&tid, t->id), id};
     PGresult *r = cat_pq_exec_params(
-        c, "SELECT receipt::text FROM strike.erasures WHERE table_id = $1 AND id = $2::uuid", 2,
-        NULL, v, NULL, NULL, 0);
+        c, "SELECT receipt FROM strike.erasures WHERE table_id = $1 AND id = $2::uuid", 2, NULL, v,
+        NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         rc = cat_fail(c, r, "reading an erasure", err);
     else if (PQntuples(r) == 0)
@@ -845,7 +845,7 @@ int engine_list_erasures(struct engine *e, const struct table *t, int64_t limit,
     const char *v[3] = {eng__i64(&tid, t->id), eng__i64(&lim, limit + 1), after};
     /* ids are UUIDv7: their order is their creation order */
     PGresult *r = cat_pq_exec_params(c,
-                                     "SELECT id::text, receipt::text FROM strike.erasures WHERE "
+                                     "SELECT id::text, receipt FROM strike.erasures WHERE "
                                      "table_id = $1 AND ($3::uuid IS NULL OR id > $3::uuid) "
                                      "ORDER BY id LIMIT $2",
                                      3, NULL, v, NULL, NULL, 0);

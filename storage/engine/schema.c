@@ -152,9 +152,11 @@ const struct migration cat__migrations[] = {
      "WHERE removed_seq IS NOT NULL;"},
 
     /* An erasure is a row from its start (status running) to its receipt;
-       a retry with the same Idempotency-Key finds it (erase.c). */
+       a retry with the same Idempotency-Key finds it (erase.c). The receipt
+       is kept as the text it was answered with (jsonb would reorder it). */
     {7, "erasures: status, Idempotency-Key, and listing by table",
-     "ALTER TABLE strike.erasures ADD COLUMN status text NOT NULL DEFAULT 'verified',"
+     "ALTER TABLE strike.erasures ALTER COLUMN receipt TYPE text,"
+     "  ADD COLUMN status text NOT NULL DEFAULT 'verified',"
      "  ADD COLUMN idem_key text, ADD COLUMN request_hash bytea;"
      "CREATE UNIQUE INDEX erasures_idem ON strike.erasures (table_id, idem_key) "
      "WHERE idem_key IS NOT NULL;"

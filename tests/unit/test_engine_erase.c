@@ -165,9 +165,9 @@ static struct table *history(const char *name, int64_t *before_purge)
         }
         assert_int_equal(put(t, ids, names, ROWS / 3, &res), ST_OK);
     }
-    put1(t, 42, MARKER " v2");       /* the old version stays in its file, deleted */
-    put1(t, 7, NULL);                /* another DV */
-    struct engine_compact_opts o;    /* a compaction: the marker moves to a new file */
+    put1(t, 42, MARKER " v2");    /* the old version stays in its file, deleted */
+    put1(t, 7, NULL);             /* another DV */
+    struct engine_compact_opts o; /* a compaction: the marker moves to a new file */
     engine_compact_opts_default(&o);
     o.min_deleted_fraction = 0;
     struct engine_compact_res cr;
