@@ -29,3 +29,5 @@ target_link_libraries(bench_grpc_dv PRIVATE PkgConfig::GRPC strike_proto Threads
 # Compaction and erasure over HTTP and gRPC, kill -9 in the middle (issue 14).
 strike_py_test(test_erasure test_erasure.py TIMEOUT 600)
 set_tests_properties(test_erasure PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")
+# 8 writers on 2 servers while both compact in a loop (issue 14).
+strike_py_test(test_compact_concurrency test_compact_concurrency.py TIMEOUT 300)
