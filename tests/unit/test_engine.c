@@ -572,7 +572,7 @@ static void test_duplicate_ignores_expected_seq(void **state)
 
 #define MODEL_KEYS 300
 #define MODEL_OPS 1000
-#define MAX_SNAPS (MODEL_OPS + 2)
+#define MAX_SNAPS (MODEL_OPS * 8)
 
 struct mrow {
     bool live;
@@ -638,17 +638,34 @@ static bool version_lower(const struct mrow *stored, bool vnull, int64_t v)
     return v < stored->ver;
 }
 
+/* The table at an expired snapshot: refused, naming it as expired. */
+static void check_expired(struct table *t, int64_t snapshot)
+{
+    struct et_rows rows;
+    struct st_err err = {0};
+    int rc = et_scan_rc(&T, t, snapshot, &rows, &err);
+    if (rc == ST_OK)
+        fail_msg("snapshot %lld expired but still scans", (long long)snapshot);
+    assert_non_null(strstr(err.msg, "expired"));
+}
+
 /*
  * composite = false: the key is one long column (the bigint key index);
  * composite = true: the key is (id, tag) with tag a constant string (the
- * bytea key index of order-preserving encodings).
+ * bytea key index of order-preserving encodings). maintain: compactions
+ * (random policy and target) and expiries interleaved with the changes;
+ * every retained snapshot must still equal the model, expired ones are
+ * refused.
  */
-static void run_model(bool composite)
+static void run_model(bool composite, bool maintain)
 {
     const char *cols[] = {"id:long!",     "grp:int!", "amount:double",
                           "name:string!", "ver:long", "tag:string!"};
     const char *pk[] = {"id", "tag"};
-    const char *name = composite ? "model_composite" : "model";
+    const char *name = maintain ? (composite ? "model_maint_composite" : "model_maint")
+                                : (composite ? "model_composite" : "model");
+    int64_t oldest = 0; /* the oldest retained snapshot */
+    int64_t compactions = 0, expiries = 0;
     struct table *t = et_create(&T, name, cols, 6, pk, composite ? 2 : 1, "ver");
     struct model *snaps = xcalloc(MAX_SNAPS, sizeof *snaps); /* model at each seq */
     struct model cur;
@@ -659,6 +676,35 @@ static void run_model(bool composite)
     for (int op = 0; op < MODEL_OPS; op++) {
         uint64_t kind = rnd() % 100;
         struct st_err err = {0};
+        if (maintain && kind >= 92) {
+            if (kind < 97) {
+                struct engine_compact_opts o;
+                engine_compact_opts_default(&o);
+                o.min_deleted_fraction = (double)(rnd() % 5) / 10.0;
+                o.target_file_rows = 20 + (int64_t)(rnd() % 200);
+                struct engine_compact_res cr;
+                if (engine_compact(T.e, t, &o, &cr, &err) != ST_OK)
+                    fail_msg("op %d: compact: %s", op, err.msg);
+                assert_true(cr.seq >= seq);
+                compactions += cr.rewritten_files > 0;
+                while (seq < cr.seq)
+                    snaps[++seq] = cur; /* a compaction changes no row */
+            } else {
+                struct engine_expire_req q = {.has_retain_last = true,
+                                              .retain_last = 1 + (int64_t)(rnd() % 60)};
+                struct engine_expire_res xr;
+                if (engine_expire(T.e, t, &q, &xr, &err) != ST_OK)
+                    fail_msg("op %d: expire: %s", op, err.msg);
+                assert_true(xr.oldest_seq >= oldest);
+                oldest = xr.oldest_seq;
+                expiries += xr.expired_snapshots > 0;
+                if (oldest > 0)
+                    check_expired(t, oldest - 1);
+            }
+            assert_true(seq < MAX_SNAPS);
+            check_scan(t, &cur, -1);
+            continue;
+        }
         if (kind < 8) {
             /* a predicate delete */
             char json[200];
@@ -790,7 +836,7 @@ static void run_model(bool composite)
         snaps[seq] = cur;
         check_scan(t, &cur, -1);
         if (op % 25 == 24) {
-            int64_t old = (int64_t)(rnd() % (uint64_t)(seq + 1));
+            int64_t old = oldest + (int64_t)(rnd() % (uint64_t)(seq - oldest + 1));
             check_scan(t, &snaps[old], old);
         }
         if (op % 100 == 99) {
@@ -808,9 +854,18 @@ static void run_model(bool composite)
     struct st_err err = {0};
     assert_int_equal(engine_get_table(T.e, name, &t2, &err), ST_OK);
     assert_int_equal(t2->seq, seq);
-    for (int64_t s = 0; s <= seq; s += 1 + seq / 40)
+    for (int64_t s = oldest; s <= seq; s += 1 + (seq - oldest) / 40)
         check_scan(t2, &snaps[s], s);
     check_scan(t2, &cur, -1);
+    if (maintain) {
+        /* the mix really ran, and every retained snapshot is still whole */
+        assert_true(compactions > 5);
+        assert_true(expiries > 2);
+        for (int64_t s = oldest; s <= seq; s++)
+            check_scan(t2, &snaps[s], s);
+        if (oldest > 0)
+            check_expired(t2, oldest - 1);
+    }
     engine_table_unref(t2);
     engine_table_unref(t);
     free(snaps);
@@ -820,13 +875,26 @@ static void run_model(bool composite)
 static void test_model(void **state)
 {
     (void)state;
-    run_model(false);
+    run_model(false, false);
 }
 
 static void test_model_composite_key(void **state)
 {
     (void)state;
-    run_model(true);
+    run_model(true, false);
+}
+
+/* The model with compactions and expiries interleaved (issue 14). */
+static void test_model_with_maintenance(void **state)
+{
+    (void)state;
+    run_model(false, true);
+}
+
+static void test_model_with_maintenance_composite(void **state)
+{
+    (void)state;
+    run_model(true, true);
 }
 
 int main(void)
@@ -841,6 +909,8 @@ int main(void)
         cmocka_unit_test(test_duplicate_ignores_expected_seq),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_model_composite_key),
+        cmocka_unit_test(test_model_with_maintenance),
+        cmocka_unit_test(test_model_with_maintenance_composite),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
