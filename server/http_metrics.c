@@ -6,7 +6,8 @@
  * requests, requests refused because the worker queue was full, scan rows
  * and bytes, DV answers from the event thread's cache vs from a worker.
  * Engine (engine_metrics): commits, conflicts, retries, failures, the
- * group-commit batch sizes, DV cache hits and misses, bytes and rows written.
+ * group-commit batch sizes, DV cache hits and misses, bytes and rows written,
+ * snapshot expiry (snapshots, blobs, bytes) and maintenance passes.
  *
  * Counters are relaxed atomics in fixed arrays: observing a request takes
  * no lock and no allocation.
@@ -218,5 +219,16 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
     counter(&b, "strike_bytes_written_total", "Parquet and Puffin bytes written.",
             em.bytes_written);
     counter(&b, "strike_rows_written_total", "Rows written to Parquet files.", em.rows_written);
+    counter(&b, "strike_expired_snapshots_total",
+            "Snapshots expired by this process (requests and the maintenance task).",
+            em.expired_snapshots);
+    counter(&b, "strike_expire_deleted_files_total",
+            "Blobs (Parquet and Puffin files) deleted by snapshot expiry.",
+            em.expire_deleted_files);
+    counter(&b, "strike_expire_deleted_bytes_total", "Bytes of the blobs snapshot expiry deleted.",
+            em.expire_deleted_bytes);
+    counter(&b, "strike_maintenance_runs_total",
+            "Tables maintained by the background task (passes that held the table's lock).",
+            em.maintenance_runs);
     return (char *)buf_detach(&b, len);
 }

@@ -120,7 +120,7 @@ class Api(unittest.TestCase):
 
     def test_not_implemented(self):
         self.create("later")
-        for path, body in (("compact", {}), ("expire", {"retain_last": 1}), ("erasures", {"keys": []})):
+        for path, body in (("compact", {}), ("erasures", {"keys": []})):
             r = self.s.req("POST", f"/v1/tables/later/{path}", body)
             u.assert_problem(self, r, 501, "not implemented in this version")
         u.assert_problem(self, self.s.req("GET", "/v1/tables/later/erasures/abc"), 501)
