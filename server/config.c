@@ -54,6 +54,12 @@ static const struct option_def options[] = {
      "age before an unreferenced blob may be deleted (at least 5m)", ENGINE_GC_GRACE_MIN_S},
     {"gc-interval", "STRIKE_GC_INTERVAL", K_DURATION, "10m", OFF(gc_interval_s),
      "period of the orphan collector (0: off)", 0},
+    {"compact-interval", "STRIKE_COMPACT_INTERVAL", K_DURATION, "1m", OFF(compact_interval_s),
+     "period of the background maintenance task: snapshot expiry per --retain, one server at a "
+     "time per table (0: off)",
+     0},
+    {"retain", "STRIKE_RETAIN", K_DURATION, "7d", OFF(retain_s),
+     "snapshots older than this are expired by the maintenance task (the current one stays)", 0},
     {"log-level", "STRIKE_LOG_LEVEL", K_LEVEL, "info", OFF(log_level), "debug, info, warn or error",
      0},
 };

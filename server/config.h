@@ -25,14 +25,16 @@ struct config {
     char *catalog;     /* PostgreSQL URL; NULL = the embedded default */
     char *tokens_file; /* NULL = no tokens */
     bool insecure;
-    uint64_t max_body;     /* bytes of one request body or gRPC message */
-    uint64_t max_inflight; /* budget of request bytes in flight, charged x ADMIT_EXPANSION */
-    int http_threads;      /* 0 = automatic */
-    int grpc_threads;      /* 0 = automatic */
-    int workers;           /* blocking-work threads; 0 = automatic */
-    int64_t gc_grace_s;    /* orphan grace period, seconds */
-    int64_t gc_interval_s; /* orphan GC period, seconds; 0 = off */
-    char *log_level;       /* debug|info|warn|error */
+    uint64_t max_body;          /* bytes of one request body or gRPC message */
+    uint64_t max_inflight;      /* budget of request bytes in flight, charged x ADMIT_EXPANSION */
+    int http_threads;           /* 0 = automatic */
+    int grpc_threads;           /* 0 = automatic */
+    int workers;                /* blocking-work threads; 0 = automatic */
+    int64_t gc_grace_s;         /* orphan grace period, seconds */
+    int64_t gc_interval_s;      /* orphan GC period, seconds; 0 = off */
+    int64_t compact_interval_s; /* background maintenance period, seconds; 0 = off */
+    int64_t retain_s;           /* snapshots older than this are expired by maintenance */
+    char *log_level;            /* debug|info|warn|error */
 };
 
 enum config_result { CONFIG_OK = 0, CONFIG_EXIT_OK = 1, CONFIG_ERROR = 2 };

@@ -653,6 +653,119 @@ out:
     garena_free(&a);
 }
 
+/* ---- maintenance ----------------------------------------------------------------------- */
+
+static void h_expire(struct rpc *r)
+{
+    struct garena a;
+    garena_init(&a);
+    struct st_err err = {0};
+    Strike__V1__ExpireRequest *q = unpack(r, &strike__v1__expire_request__descriptor, &a);
+    if (q == NULL)
+        goto out;
+    /* proto3 cannot tell 0 or "" from absent: both mean "not given" */
+    struct svc_expire_req eq = {
+        .table = q->table,
+        .retain_last = {q->retain_last != 0, q->retain_last},
+        .older_than = q->older_than != NULL && q->older_than[0] != '\0' ? q->older_than : NULL,
+        .default_retain_s = rpc_app(r)->cfg->retain_s,
+    };
+    struct engine_expire_res res;
+    if (failed(r, svc_expire(engine_of(r), &eq, &res, &err), &err))
+        goto out;
+    Strike__V1__ExpireResponse msg = STRIKE__V1__EXPIRE_RESPONSE__INIT;
+    msg.expired_snapshots = res.expired_snapshots;
+    msg.deleted_files = res.deleted_files;
+    msg.deleted_bytes = res.deleted_bytes;
+    msg.oldest_seq = res.oldest_seq;
+    rpc_reply(r, &msg.base);
+out:
+    garena_free(&a);
+}
+
+static double fraction(int64_t part, int64_t whole)
+{
+    return whole > 0 ? (double)part / (double)whole : 0.0;
+}
+
+static void h_table_health(struct rpc *r)
+{
+    struct garena a;
+    garena_init(&a);
+    struct st_err err = {0};
+    struct engine_health h = {0};
+    Strike__V1__TableHealthRequest *q =
+        unpack(r, &strike__v1__table_health_request__descriptor, &a);
+    if (q == NULL)
+        goto out;
+    struct svc_health_req hq = {
+        .table = q->table,
+        .limit =
+            count_of(q->limit_present_case == STRIKE__V1__TABLE_HEALTH_REQUEST__LIMIT_PRESENT_LIMIT,
+                     q->limit),
+        .after =
+            count_of(q->after_present_case == STRIKE__V1__TABLE_HEALTH_REQUEST__AFTER_PRESENT_AFTER,
+                     q->after),
+        .retain_s = rpc_app(r)->cfg->retain_s,
+    };
+    if (failed(r, svc_table_health(engine_of(r), &hq, &h, &err), &err))
+        goto out;
+    Strike__V1__TableHealthResponse msg = STRIKE__V1__TABLE_HEALTH_RESPONSE__INIT;
+    msg.seq = h.seq;
+    msg.data_files = h.data_files;
+    msg.rows = h.rows;
+    msg.deleted_rows = h.deleted_rows;
+    msg.deleted_fraction = fraction(h.deleted_rows, h.rows);
+    msg.small_files = h.small_files;
+    msg.dv_bytes = h.dv_bytes;
+    msg.data_bytes = h.data_bytes;
+    msg.snapshots = h.snapshots;
+    char at[ST_RFC3339_MAX] = "";
+    if (h.snapshots > 0)
+        st_format_rfc3339(h.oldest_snapshot_us, at);
+    msg.oldest_snapshot_at = at;
+    Strike__V1__HealthAdvice adv[2];
+    Strike__V1__HealthAdvice *advp[2];
+    if (h.compact) {
+        strike__v1__health_advice__init(&adv[msg.n_advice]);
+        adv[msg.n_advice].action = "compact";
+        adv[msg.n_advice].reason = h.compact_reason;
+        advp[msg.n_advice] = &adv[msg.n_advice];
+        msg.n_advice++;
+    }
+    if (h.expire) {
+        strike__v1__health_advice__init(&adv[msg.n_advice]);
+        adv[msg.n_advice].action = "expire";
+        adv[msg.n_advice].reason = h.expire_reason;
+        advp[msg.n_advice] = &adv[msg.n_advice];
+        msg.n_advice++;
+    }
+    msg.advice = advp;
+    msg.n_files = h.nfiles;
+    msg.files = garena_alloc(&a, (h.nfiles ? h.nfiles : 1) * sizeof *msg.files);
+    for (size_t i = 0; i < h.nfiles; i++) {
+        const struct engine_health_file *f = &h.files[i];
+        Strike__V1__FileHealth *m = garena_alloc(&a, sizeof *m);
+        strike__v1__file_health__init(m);
+        m->id = f->id;
+        m->rows = f->rows;
+        m->deleted = f->deleted;
+        m->deleted_fraction = fraction(f->deleted, f->rows);
+        m->bytes = f->bytes;
+        m->dv_bytes = f->dv_bytes;
+        m->data_seq = f->data_seq;
+        msg.files[i] = m;
+    }
+    if (h.has_next) {
+        msg.next_present_case = STRIKE__V1__TABLE_HEALTH_RESPONSE__NEXT_PRESENT_NEXT;
+        msg.next = h.next;
+    }
+    rpc_reply(r, &msg.base);
+out:
+    engine_health_clear(&h);
+    garena_free(&a);
+}
+
 /* ---- the table ----------------------------------------------------------------------- */
 
 static const struct rpc_method methods[] = {
@@ -667,10 +780,8 @@ static const struct rpc_method methods[] = {
     {.name = "GetDeletionVector", .kind = RPC_UNARY, .run = h_get_dv, .fast = f_get_dv},
     {.name = "ListSnapshots", .kind = RPC_UNARY, .run = h_list_snapshots},
     {.name = "Compact", .kind = RPC_UNARY, .run = h_compact},
-    {.name = "Expire",
-     .kind = RPC_UNIMPLEMENTED,
-     .unimplemented = "Expire is not implemented yet: snapshot expiry is not part of this "
-                      "version of striked"},
+    {.name = "Expire", .kind = RPC_UNARY, .run = h_expire},
+    {.name = "TableHealth", .kind = RPC_UNARY, .run = h_table_health},
     {.name = "Erase", .kind = RPC_UNARY, .run = h_erase},
     {.name = "GetErasure", .kind = RPC_UNARY, .run = h_get_erasure},
 };

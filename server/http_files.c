@@ -254,6 +254,9 @@ bool http__dv_fast(struct hreq *r)
     const struct table *t = fast_table(r->srv, c, r->table, st_mono_ns());
     if (t == NULL)
         return false;
+    /* the cached bytes stay right, but the snapshot may have expired since */
+    if (!engine_peek_snapshot_retained(r->srv->app->engine, t, r->snapshot))
+        return false;
     uint64_t hash = ((uint64_t)t->id * 0x9E3779B97F4A7C15ull) ^
                     ((uint64_t)r->file_id * 0xBF58476D1CE4E5B9ull) ^
                     ((uint64_t)r->snapshot * 0x94D049BB133111EBull) ^ (uint64_t)r->fmt;

@@ -65,6 +65,7 @@ enum http_route {
     RT_EXPIRE,
     RT_ERASURES,
     RT_ERASURE,
+    RT_TABLE_HEALTH,
     RT__COUNT
 };
 
@@ -179,7 +180,7 @@ struct hreq {
     bool has_snapshot; /* DV: ?snapshot= */
     int64_t snapshot;
     enum dv_format fmt;                /* DV */
-    struct svc_count q_limit, q_after; /* snapshots: ?limit=, ?after= */
+    struct svc_count q_limit, q_after; /* snapshots, health: ?limit=, ?after= */
 
     /* the answer */
     void (*job)(struct hreq *r); /* the job to run next on a worker */
@@ -238,6 +239,8 @@ void http__job_erasures(struct hreq *r);
 void http__job_erasure(struct hreq *r);
 void http__job_plan(struct hreq *r);
 void http__job_snapshots(struct hreq *r);
+void http__job_expire(struct hreq *r);       /* http_maint.c */
+void http__job_table_health(struct hreq *r); /* http_maint.c */
 
 /*
  * Parse the request body with jdoc as a JSON object, nesting at most

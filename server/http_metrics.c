@@ -6,7 +6,8 @@
  * requests, requests refused because the worker queue was full, scan rows
  * and bytes, DV answers from the event thread's cache vs from a worker.
  * Engine (engine_metrics): commits, conflicts, retries, failures, the
- * group-commit batch sizes, DV cache hits and misses, bytes and rows written.
+ * group-commit batch sizes, DV cache hits and misses, bytes and rows written,
+ * snapshot expiry (snapshots, blobs, bytes) and maintenance passes.
  *
  * Counters are relaxed atomics in fixed arrays: observing a request takes
  * no lock and no allocation.
@@ -218,5 +219,27 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
     counter(&b, "strike_bytes_written_total", "Parquet and Puffin bytes written.",
             em.bytes_written);
     counter(&b, "strike_rows_written_total", "Rows written to Parquet files.", em.rows_written);
+    counter(&b, "strike_expired_snapshots_total",
+            "Snapshots expired by this process (requests and the maintenance task).",
+            em.expired_snapshots);
+    counter(&b, "strike_expire_deleted_files_total",
+            "Blobs (Parquet and Puffin files) deleted by snapshot expiry.",
+            em.expire_deleted_files);
+    counter(&b, "strike_expire_deleted_bytes_total", "Bytes of the blobs snapshot expiry deleted.",
+            em.expire_deleted_bytes);
+    counter(&b, "strike_maintenance_runs_total",
+            "Tables maintained by the background task (passes that held the table's lock).",
+            em.maintenance_runs);
+    counter(&b, "strike_compactions_total",
+            "Compaction and purge commits (each rewrites some files into new ones).",
+            em.compactions);
+    counter(&b, "strike_compact_files_rewritten_total", "Data files rewritten by compactions.",
+            em.compact_files_rewritten);
+    counter(&b, "strike_compact_rows_moved_total", "Live rows copied into new files by compactions.",
+            em.compact_rows_moved);
+    counter(&b, "strike_compact_rows_dropped_total",
+            "Deleted rows physically removed by compactions.", em.compact_rows_dropped);
+    counter(&b, "strike_erasures_total", "Erasures verified (receipts issued).", em.erasures);
+    counter(&b, "strike_erasure_rows_total", "Rows deleted by erasures.", em.erasure_rows);
     return (char *)buf_detach(&b, len);
 }

@@ -64,6 +64,7 @@ static const struct route_def routes[RT__COUNT] = {
     [RT_ERASURES] = {"/v1/tables/{t}/erasures", M(HM_GET) | M(HM_HEAD) | M(HM_POST),
                      "GET, HEAD, POST", true},
     [RT_ERASURE] = {"/v1/tables/{t}/erasures/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
+    [RT_TABLE_HEALTH] = {"/v1/tables/{t}/health", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
 };
 #undef M
 
@@ -154,10 +155,10 @@ static void classify(struct hreq *r, const char *url, const char *method)
             static const struct {
                 const char *name;
                 enum http_route rt;
-            } subs[] = {{"changes", RT_CHANGES},     {"delete", RT_DELETE},
-                        {"scan", RT_SCAN},           {"plan", RT_PLAN},
-                        {"snapshots", RT_SNAPSHOTS}, {"compact", RT_COMPACT},
-                        {"expire", RT_EXPIRE},       {"erasures", RT_ERASURES}};
+            } subs[] = {
+                {"changes", RT_CHANGES}, {"delete", RT_DELETE},       {"scan", RT_SCAN},
+                {"plan", RT_PLAN},       {"snapshots", RT_SNAPSHOTS}, {"compact", RT_COMPACT},
+                {"expire", RT_EXPIRE},   {"erasures", RT_ERASURES},   {"health", RT_TABLE_HEALTH}};
             for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
                 if (seg_is(s[1], n[1], subs[i].name))
                     r->route = subs[i].rt;
@@ -780,11 +781,11 @@ static enum MHD_Result dispatch(struct hreq *r)
     static const char *const dvq[] = {"snapshot", "format", NULL};
     static const char *const pageq[] = {"limit", "after", NULL};
     if (r->route != RT_HEALTHZ && r->route != RT_READYZ && r->route != RT_METRICS &&
-        !check_query(r,
-                     r->route == RT_DV ? dvq
-                     : r->route == RT_SNAPSHOTS || (r->route == RT_ERASURES && r->method != HM_POST)
-                         ? pageq
-                         : none))
+        !check_query(r, r->route == RT_DV ? dvq
+                        : r->route == RT_SNAPSHOTS || r->route == RT_TABLE_HEALTH ||
+                                (r->route == RT_ERASURES && r->method != HM_POST)
+                            ? pageq
+                            : none))
         return send_reply(r);
     bool mutating = (r->route == RT_TABLES && r->method == HM_POST) ||
                     (r->route == RT_TABLE && r->method == HM_DELETE) || r->route == RT_CHANGES ||
@@ -834,6 +835,12 @@ static enum MHD_Result dispatch(struct hreq *r)
     case RT_COMPACT:
         return go_async(r, http__job_compact);
     case RT_EXPIRE:
+        return go_async(r, http__job_expire);
+    case RT_TABLE_HEALTH:
+        if (!query_int(r, "limit", &r->q_limit, NULL) || !query_int(r, "after", &r->q_after, NULL))
+            return send_reply(r);
+        return go_async(r, http__job_table_health);
+    case RT_COMPACT:
     case RT_ERASURES:
         if (r->method == HM_POST)
             return go_async(r, http__job_erase);

@@ -114,6 +114,8 @@ int main(int argc, char **argv)
         .pool_size = 64,
         .gc_grace_s = cfg.gc_grace_s,
         .gc_interval_s = cfg.gc_interval_s,
+        .maint_interval_s = cfg.compact_interval_s,
+        .retain_s = cfg.retain_s,
     };
     if (engine_open(&eo, &app.engine, &err) != ST_OK)
         goto out_pg;

@@ -8,6 +8,7 @@
  */
 #include "service.h"
 
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "expr/filter.h"
 
@@ -478,6 +479,63 @@ int svc_file_path(struct engine *e, const char *table, int64_t file_id, char **a
     struct table *t = NULL;
     if ((rc = table_of(e, table, &t, err)) == ST_OK)
         rc = engine_file_path(e, t, file_id, abs_path, err);
+    engine_table_unref(t);
+    return rc;
+}
+
+/* ---- maintenance ---------------------------------------------------------------- */
+
+/* Longest older_than: its microseconds fit an int64 with room (about 290 years). */
+#define SVC_DURATION_MAX_S (INT64_MAX / 1000000 / 1000)
+
+int svc_expire(struct engine *e, const struct svc_expire_req *q, struct engine_expire_res *out,
+               struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct engine_expire_req eq = {0};
+    if (q->retain_last.has) {
+        if (q->retain_last.v < 1)
+            return st_errf(err, ST_EINVAL,
+                           "retain_last: must be >= 1 (the current snapshot is always kept), got "
+                           "%" PRId64,
+                           q->retain_last.v);
+        eq.has_retain_last = true;
+        eq.retain_last = q->retain_last.v;
+    }
+    int64_t secs = q->default_retain_s;
+    if (q->older_than != NULL) {
+        if (!st_parse_duration(q->older_than, &secs) || secs > SVC_DURATION_MAX_S)
+            return st_errf(err, ST_EINVAL,
+                           "older_than: \"%.40s\" is not a duration (digits and s, m, h or d, "
+                           "e.g. \"7d\", \"12h\", \"30m\", \"90s\"; at most %lld s)",
+                           q->older_than, (long long)SVC_DURATION_MAX_S);
+    }
+    if (q->older_than != NULL || !q->retain_last.has) {
+        eq.has_older_than = true;
+        eq.older_than_us = secs * 1000000;
+    }
+    struct table *t = NULL;
+    int rc = table_of(e, q->table, &t, err);
+    if (rc == ST_OK)
+        rc = engine_expire(e, t, &eq, out, err);
+    engine_table_unref(t);
+    return rc;
+}
+
+int svc_table_health(struct engine *e, const struct svc_health_req *q, struct engine_health *out,
+                     struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    int rc;
+    if ((rc = check_count("after", q->after, err)) != ST_OK)
+        return rc;
+    if (q->limit.has && q->limit.v < 1)
+        return st_errf(err, ST_EINVAL, "limit: must be >= 1, got %" PRId64, q->limit.v);
+    size_t limit =
+        !q->limit.has || q->limit.v > SVC_SNAPSHOTS_PAGE ? SVC_SNAPSHOTS_PAGE : (size_t)q->limit.v;
+    struct table *t = NULL;
+    if ((rc = table_of(e, q->table, &t, err)) == ST_OK)
+        rc = engine_table_health(e, t, q->after.has ? q->after.v : 0, limit, q->retain_s, out, err);
     engine_table_unref(t);
     return rc;
 }

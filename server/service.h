@@ -222,6 +222,35 @@ void svc_dv_res_clear(struct svc_dv_res *r);
 int svc_file_path(struct engine *e, const char *table, int64_t file_id, char **abs_path,
                   struct st_err *err);
 
+/* ---- maintenance ------------------------------------------------------------------ */
+
+/*
+ * POST /v1/tables/{t}/expire and gRPC Expire. retain_last: >= 1 when given.
+ * older_than: a duration ("7d", "12h", "30m", "90s"; bare digits are
+ * seconds), NULL when absent. Neither given: older_than is the server's
+ * --retain (default_retain_s). Idempotency-Key is not stored for expiry:
+ * the call is idempotent by itself (a repeat expires nothing more, or what
+ * aged past the bound since).
+ */
+struct svc_expire_req {
+    const char *table;
+    struct svc_count retain_last;
+    const char *older_than;
+    int64_t default_retain_s;
+};
+int svc_expire(struct engine *e, const struct svc_expire_req *q, struct engine_expire_res *out,
+               struct st_err *err);
+
+/* GET /v1/tables/{t}/health and gRPC TableHealth: limit as for snapshots. */
+struct svc_health_req {
+    const char *table;
+    struct svc_count limit; /* >= 1; above SVC_SNAPSHOTS_PAGE is taken as it */
+    struct svc_count after; /* a file id */
+    int64_t retain_s;       /* the server's --retain, for the expiry advice */
+};
+int svc_table_health(struct engine *e, const struct svc_health_req *q, struct engine_health *out,
+                     struct st_err *err);
+
 /* ---- the validators, without the engine (the operations call them; so do fuzz targets) ---- */
 
 /*

@@ -21,6 +21,9 @@ set_tests_properties(grpc_py_proto PROPERTIES FIXTURES_SETUP grpc_py LABELS inte
 
 strike_py_test(test_grpc test_grpc.py)
 set_tests_properties(test_grpc PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")
+# Maintenance (issue 14): expiry, expired reads, health, the background task; HTTP and gRPC.
+strike_py_test(test_maintenance test_maintenance.py)
+set_tests_properties(test_maintenance PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")
 
 # Benchmark (not a test): tests/bench/bench_grpc_dv.py drives it; see that file.
 add_executable(bench_grpc_dv ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_grpc_dv.c)

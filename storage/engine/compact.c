@@ -575,6 +575,10 @@ void eng__process_rewrite(struct engine *e, struct item *it)
                   (long long)carried, (int)out);
         if (out == COMMITTED) {
             atomic_fetch_add(&e->m_commits, 1);
+            atomic_fetch_add(&e->m_compactions, 1);
+            atomic_fetch_add(&e->m_compact_files, w->nin);
+            atomic_fetch_add(&e->m_compact_rows_moved, (uint64_t)w->rows);
+            atomic_fetch_add(&e->m_compact_rows_dropped, (uint64_t)dropped);
             w->seq = m + 1;
             w->rows_dropped = dropped;
             committed = true;

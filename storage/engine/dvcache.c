@@ -12,7 +12,7 @@
  *             snapshot's contents never change, so with an explicit snapshot
  *             a DV request makes no catalog round trip once cached, but for
  *             the check that the snapshot has not expired: the table's floor
- *             (expire.c), asked of the catalog at most about once a second
+ *             (expire.c), asked of the catalog at most about once in 2 s
  *             per table (an expiry by this process raises it at once).
  */
 #include "engine_int.h"

@@ -99,6 +99,11 @@ int engine_open(const struct engine_opts *o, struct engine **out, struct st_err 
         st_errf(err, rc, "cannot start the orphan collector");
         goto fail_pool;
     }
+    if (e->o.maint_interval_s > 0 && (rc = eng__maint_start(e)) != ST_OK) {
+        st_errf(err, rc, "cannot start the maintenance task");
+        eng__gc_stop(e);
+        goto fail_pool;
+    }
     *out = e;
     return ST_OK;
 fail_pool:
@@ -121,6 +126,7 @@ void engine_close(struct engine *e)
 {
     if (e == NULL)
         return;
+    eng__maint_stop(e);
     eng__gc_stop(e);
     for (struct table_slot *s = e->tables, *next; s != NULL; s = next) {
         next = s->next;
@@ -160,6 +166,12 @@ void engine_metrics(struct engine *e, struct engine_metrics *m)
     m->expire_deleted_files = atomic_load(&e->m_expire_deleted_files);
     m->expire_deleted_bytes = atomic_load(&e->m_expire_deleted_bytes);
     m->maintenance_runs = atomic_load(&e->m_maintenance_runs);
+    m->compactions = atomic_load(&e->m_compactions);
+    m->compact_files_rewritten = atomic_load(&e->m_compact_files);
+    m->compact_rows_moved = atomic_load(&e->m_compact_rows_moved);
+    m->compact_rows_dropped = atomic_load(&e->m_compact_rows_dropped);
+    m->erasures = atomic_load(&e->m_erasures);
+    m->erasure_rows = atomic_load(&e->m_erasure_rows);
 }
 
 /* ---- table definitions ---------------------------------------------------- */
@@ -294,8 +306,10 @@ static int fetch_table(struct engine *e, PGconn *c, const char *name, struct tab
 {
     const char *params[1] = {name};
     PGresult *r =
-        cat_pq_exec_params(c, "SELECT " ENG__TABLE_COLS " FROM strike.tables WHERE name = $1", 1,
-                           NULL, params, NULL, NULL, 0);
+        cat_pq_exec_params(c,
+                           "SELECT " ENG__TABLE_COLS ", (SELECT min(s.seq) FROM strike.snapshots s "
+                           "WHERE s.table_id = tables.id) FROM strike.tables WHERE name = $1",
+                           1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "reading the table", err);
         PQclear(r);
@@ -307,6 +321,9 @@ static int fetch_table(struct engine *e, PGconn *c, const char *name, struct tab
         return st_errf(err, ST_ENOTFOUND, "no table named \"%s\"", name);
     }
     int rc = eng__table_from_row(r, 0, out, err);
+    /* the table's floor (expire.c) is as fresh as its cached definition */
+    if (rc == ST_OK && !PQgetisnull(r, 0, 8))
+        eng__floor_note(e, (*out)->id, eng__get_i64(r, 0, 8));
     PQclear(r);
     if (rc == ST_OK)
         eng__cache_table(e, name, *out);

@@ -26,15 +26,17 @@ struct engine;
 struct filter;
 
 struct engine_opts {
-    const char *conninfo;    /* libpq URL or key=value string */
-    const char *data_dir;    /* blob store root */
-    int pool_size;           /* catalog connections (default 32) */
-    int64_t gc_grace_s;      /* orphan age before deletion (default 3600) */
-    int64_t gc_interval_s;   /* background orphan GC period; 0 = off */
-    size_t dv_cache_bytes;   /* decoded-DV cache bound (default 256 MiB) */
-    uint32_t row_group_rows; /* Parquet row group size (default 131072) */
-    int zstd_level;          /* Parquet compression level (default 3) */
-    int commit_retries;      /* CAS retries before 409 (default 16) */
+    const char *conninfo;     /* libpq URL or key=value string */
+    const char *data_dir;     /* blob store root */
+    int pool_size;            /* catalog connections (default 32) */
+    int64_t gc_grace_s;       /* orphan age before deletion (default 3600) */
+    int64_t gc_interval_s;    /* background orphan GC period; 0 = off */
+    size_t dv_cache_bytes;    /* decoded-DV cache bound (default 256 MiB) */
+    uint32_t row_group_rows;  /* Parquet row group size (default 131072) */
+    int zstd_level;           /* Parquet compression level (default 3) */
+    int commit_retries;       /* CAS retries before 409 (default 16) */
+    int64_t maint_interval_s; /* background maintenance period (maintain.c); 0 = off */
+    int64_t retain_s;         /* maintenance expires snapshots older than this */
 };
 
 /* Connect, migrate, start background tasks. */
@@ -363,7 +365,7 @@ int engine_dv_format(const char *name, enum dv_format *out, struct st_err *err);
  * others are ST_EINVAL). A live file with no deletes gives the empty
  * bitmap. ST_ENOTFOUND: file not live at that snapshot, or unknown snapshot.
  * With an explicit snapshot no catalog round trip is made once cached, but
- * the check that the snapshot has not expired (at most about once a second
+ * the check that the snapshot has not expired (at most about once in 2 s
  * per table). An expired snapshot: ST_ENOTFOUND, as for engine_scan_open.
  */
 int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_snapshot,
@@ -377,6 +379,13 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
  */
 bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, int64_t snapshot,
                     enum dv_format f, struct dv_bytes **out);
+/*
+ * Non-blocking: is `snapshot` of t known not to have expired, as of at most
+ * about 2 s ago (no catalog round trip)? false: unknown, or expired.
+ * For front-end caches of snapshot reads (a snapshot's content never
+ * changes, but it may expire).
+ */
+bool engine_peek_snapshot_retained(struct engine *e, const struct table *t, int64_t snapshot);
 
 /* ---- maintenance and metrics -------------------------------------------- */
 
@@ -445,6 +454,40 @@ struct engine_expire_res {
 int engine_expire(struct engine *e, struct table *t, const struct engine_expire_req *q,
                   struct engine_expire_res *res, struct st_err *err);
 
+/*
+ * The compaction policy's defaults (docs/API.md "Maintenance"), which health's
+ * advice applies: a file whose deleted fraction is at least
+ * ENGINE_COMPACT_DELETED_FRACTION, or ENGINE_COMPACT_SMALL_FILES files under
+ * a quarter of ENGINE_TARGET_FILE_ROWS live rows, call for compaction.
+ */
+#define ENGINE_COMPACT_DELETED_FRACTION 0.3
+#define ENGINE_COMPACT_SMALL_FILES 8
+#define ENGINE_TARGET_FILE_ROWS 1048576
+
+struct engine_health_file {
+    int64_t id, rows, deleted, bytes, dv_bytes, data_seq;
+};
+struct engine_health {
+    int64_t seq, data_files, rows, deleted_rows, small_files, dv_bytes, data_bytes;
+    int64_t snapshots;          /* retained */
+    int64_t oldest_snapshot_us; /* its commit time */
+    bool compact, expire;       /* advised, with the reason */
+    char compact_reason[400], expire_reason[200];
+    struct engine_health_file *files; /* live files with id > after, by id */
+    size_t nfiles;
+    bool has_next;
+    int64_t next; /* the `after` of the next page */
+};
+/*
+ * A table's health at the current snapshot, from the catalog alone: totals
+ * over its live files, at most `limit` of them (id > after) one by one, its
+ * retained snapshots, and advice: compact (the policy above), expire (the
+ * oldest retained snapshot is older than retain_s). engine_health_clear frees.
+ */
+int engine_table_health(struct engine *e, struct table *t, int64_t after, size_t limit,
+                        int64_t retain_s, struct engine_health *out, struct st_err *err);
+void engine_health_clear(struct engine_health *h);
+
 struct engine_metrics {
     uint64_t commits, conflicts, retries, commit_failures;
     uint64_t batch_hist[8]; /* group-commit requests per commit: 1, 2, 3-4, 5-8, ..., >64 */
@@ -453,6 +496,8 @@ struct engine_metrics {
     uint64_t rows_written;
     uint64_t expired_snapshots, expire_deleted_files, expire_deleted_bytes; /* expiry */
     uint64_t maintenance_runs; /* background maintenance passes over a table */
+    uint64_t compactions, compact_files_rewritten, compact_rows_moved, compact_rows_dropped;
+    uint64_t erasures, erasure_rows;
 };
 void engine_metrics(struct engine *e, struct engine_metrics *out);
 

@@ -55,10 +55,15 @@ struct engine {
     /* background maintenance (maintain.c) */
     pthread_t maint_thread;
     bool maint_running;
+    pthread_mutex_t maint_mu;
+    pthread_cond_t maint_cv;
+    atomic_bool maint_stop;
 
     /* metrics */
     atomic_uint_fast64_t m_expired_snapshots, m_expire_deleted_files, m_expire_deleted_bytes;
     atomic_uint_fast64_t m_maintenance_runs;
+    atomic_uint_fast64_t m_compactions, m_compact_files, m_compact_rows_moved, m_compact_rows_dropped;
+    atomic_uint_fast64_t m_erasures, m_erasure_rows;
     atomic_uint_fast64_t m_commits, m_conflicts, m_retries, m_commit_failures;
     atomic_uint_fast64_t m_batch_hist[8];
     atomic_uint_fast64_t m_bytes_written, m_rows_written;
@@ -210,11 +215,15 @@ extern const char *const eng__sql_gc_plans;
 int eng__gc_start(struct engine *e);
 void eng__gc_stop(struct engine *e);
 
+/* ---- maintain.c: the background maintenance task (maint_interval_s > 0) ---- */
+int eng__maint_start(struct engine *e);
+void eng__maint_stop(struct engine *e); /* waits for a pass under way to end */
+
 /* ---- expire.c ---- */
 /*
  * The floor of a table: its oldest retained snapshot, as last seen (a read
  * of the catalog or an expiry of this process). Floors only rise. get: false
- * when unknown or older than about a second (*oldest is set when known).
+ * when unknown or older than about 2 s (*oldest is set when known).
  */
 void eng__floor_note(struct engine *e, int64_t table_id, int64_t oldest);
 bool eng__floor_get(struct engine *e, int64_t table_id, int64_t *oldest);

@@ -740,6 +740,8 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
     if (w->failed)
         return st_errf(err, ST_EINTERNAL,
                        "erasure %s did not verify (its receipt lists the checks); retry it", w->id);
+    atomic_fetch_add(&w->e->m_erasures, 1);
+    atomic_fetch_add(&w->e->m_erasure_rows, (uint64_t)w->rows_erased);
     log_info("erasure %s of table %s verified: %lld rows erased, %lld files rewritten, %lld "
              "snapshots expired, %lld files deleted",
              w->id, w->t->name, (long long)w->rows_erased, (long long)w->files_rewritten,

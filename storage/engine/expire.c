@@ -28,8 +28,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* How long a floor learned from the catalog is trusted without asking again (reads). */
-#define FLOOR_TTL_NS (1000ull * 1000 * 1000)
+/*
+ * How long a floor learned from the catalog is trusted without asking again
+ * (reads of cached DVs). A table definition read from the catalog refreshes
+ * it too (engine.c fetch_table), so that it follows the definition cache,
+ * which the HTTP front end refreshes in the background: another server's
+ * expiry shows within about 2 s, as another server's drop does.
+ */
+#define FLOOR_TTL_NS (2000ull * 1000 * 1000)
 
 /* ---- the floor: the oldest retained snapshot of each table, as last seen ---- */
 
@@ -65,6 +71,12 @@ bool eng__floor_get(struct engine *e, int64_t table_id, int64_t *oldest)
     }
     pthread_mutex_unlock(&e->floor_mu);
     return fresh;
+}
+
+bool engine_peek_snapshot_retained(struct engine *e, const struct table *t, int64_t snapshot)
+{
+    int64_t oldest = 0;
+    return eng__floor_get(e, t->id, &oldest) && snapshot >= oldest;
 }
 
 void eng__floors_free(struct engine *e)

@@ -118,11 +118,8 @@ class Api(unittest.TestCase):
         u.assert_problem(self, self.s.req("GET", "/v1/tables/t/files/0/dv"), 400, "file id")
         u.assert_problem(self, self.s.req("GET", "/v1/tables?x=1"), 400, 'unknown query parameter "x"')
 
-    def test_not_implemented(self):
+    def test_maintenance_routes(self):
         self.create("later")
-        for path, body in (("expire", {"retain_last": 1}),):
-            r = self.s.req("POST", f"/v1/tables/later/{path}", body)
-            u.assert_problem(self, r, 501, "not implemented in this version")
         # compaction and erasure are routed (test_erasure.py tests them whole)
         r = self.s.req("POST", "/v1/tables/later/compact", {})
         self.assertEqual(r.status, 200, r)
