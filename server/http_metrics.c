@@ -235,8 +235,8 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
             em.compactions);
     counter(&b, "strike_compact_files_rewritten_total", "Data files rewritten by compactions.",
             em.compact_files_rewritten);
-    counter(&b, "strike_compact_rows_moved_total", "Live rows copied into new files by compactions.",
-            em.compact_rows_moved);
+    counter(&b, "strike_compact_rows_moved_total",
+            "Live rows copied into new files by compactions.", em.compact_rows_moved);
     counter(&b, "strike_compact_rows_dropped_total",
             "Deleted rows physically removed by compactions.", em.compact_rows_dropped);
     counter(&b, "strike_erasures_total", "Erasures verified (receipts issued).", em.erasures);

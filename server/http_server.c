@@ -840,7 +840,6 @@ static enum MHD_Result dispatch(struct hreq *r)
         if (!query_int(r, "limit", &r->q_limit, NULL) || !query_int(r, "after", &r->q_after, NULL))
             return send_reply(r);
         return go_async(r, http__job_table_health);
-    case RT_COMPACT:
     case RT_ERASURES:
         if (r->method == HM_POST)
             return go_async(r, http__job_erase);

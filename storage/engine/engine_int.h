@@ -62,7 +62,8 @@ struct engine {
     /* metrics */
     atomic_uint_fast64_t m_expired_snapshots, m_expire_deleted_files, m_expire_deleted_bytes;
     atomic_uint_fast64_t m_maintenance_runs;
-    atomic_uint_fast64_t m_compactions, m_compact_files, m_compact_rows_moved, m_compact_rows_dropped;
+    atomic_uint_fast64_t m_compactions, m_compact_files, m_compact_rows_moved,
+        m_compact_rows_dropped;
     atomic_uint_fast64_t m_erasures, m_erasure_rows;
     atomic_uint_fast64_t m_commits, m_conflicts, m_retries, m_commit_failures;
     atomic_uint_fast64_t m_batch_hist[8];
