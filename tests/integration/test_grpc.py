@@ -610,8 +610,9 @@ class Service(unittest.TestCase):
         d = rpc_error(self, grpc.StatusCode.UNIMPLEMENTED, C.raw, "/strike.v1.Strike/Nope", b"")
         self.assertIn("/strike.v1.Strike/Nope", d)
         rpc_error(self, grpc.StatusCode.UNIMPLEMENTED, C.raw, "/other.v9.Thing/Do", b"\x08\x01")
-        for m in ("Compact", "Expire", "Erase", "GetErasure", "TableHealth"):  # implemented: the table is looked up
-            d = rpc_error(self, grpc.StatusCode.NOT_FOUND, C.call, m, table="x")
+        for m, extra in (("Compact", {}), ("Expire", {}), ("Erase", {"filter": "true"}),
+                         ("GetErasure", {}), ("TableHealth", {})):  # implemented: the table is looked up
+            d = rpc_error(self, grpc.StatusCode.NOT_FOUND, C.call, m, table="x", **extra)
             self.assertIn('"x"', d)
         self.assertIsInstance(C.call("ListTables"), pb.ListTablesResponse)  # still serving
 
