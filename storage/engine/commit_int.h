@@ -234,11 +234,21 @@ void eng__array_set_count(struct buf *arr, uint32_t n);
     "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v)"
 #define SQL_DELETE_KEYS(tab, ty)                                                                   \
     "DELETE FROM " tab " WHERE table_id = $1 AND key = ANY($2::" ty "[])"
-/* A rewrite's move of keys: only a key still at its old (file, pos) moves (one probe per key). */
+/*
+ * A rewrite's move of keys (compact.c): a key still at its old (file, pos)
+ * moves to its new one. As the statements above, its only plan is one
+ * index probe per moved row (LATERAL ... LIMIT 1, then ON CONFLICT on the
+ * primary key): a join of the arrays with the table could become a nested
+ * loop over the table's whole key index for every moved row.
+ */
 #define SQL_REMAP_KEYS(tab, ty)                                                                    \
-    "UPDATE " tab " k SET file_id = u.nf, pos = u.np FROM unnest($2::" ty "[], $3::bigint[], "     \
-    "$4::bigint[], $5::bigint[], $6::bigint[]) AS u(key, of, op, nf, np) WHERE k.table_id = $1 "   \
-    "AND k.key = u.key AND k.file_id = u.of AND k.pos = u.op"
+    "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, u.key, u.nf, "     \
+    "u.np, x.seq, x.version FROM unnest($2::" ty "[], $3::bigint[], $4::bigint[], $5::bigint[], "  \
+    "$6::bigint[]) AS u(key, of, op, nf, np) CROSS JOIN LATERAL (SELECT i.seq, i.version "         \
+    "FROM " tab                                                                                    \
+    " i WHERE i.table_id = $1 AND i.key = u.key AND i.file_id = u.of AND i.pos = u.op LIMIT "      \
+    "1) x ON CONFLICT (table_id, key) DO UPDATE SET file_id = EXCLUDED.file_id, pos = "            \
+    "EXCLUDED.pos"
 #define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
 /* The base seq and, when the batch may write rows ($2), the id of its data file. */
 extern const char *const eng__sql_seq;

@@ -98,6 +98,8 @@ static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"
                                       SQL_INSERT_KEYS("strike.key_index", "bytea"),
                                       SQL_DELETE_KEYS("strike.key_index_i8", "bigint"),
                                       SQL_DELETE_KEYS("strike.key_index", "bytea"),
+                                      SQL_REMAP_KEYS("strike.key_index_i8", "bigint"),
+                                      SQL_REMAP_KEYS("strike.key_index", "bytea"),
                                       SQL_DELETE_ALL_KEYS("strike.key_index_i8"),
                                       SQL_DELETE_ALL_KEYS("strike.key_index"),
                                       NULL};
@@ -635,7 +637,7 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
 const char *engine_test_key_sql(int i)
 {
     /* the per-key statements: every entry of KEY_SQL but the two DELETE ALLs */
-    return i >= 0 && i < 8 ? KEY_SQL[i] : NULL;
+    return i >= 0 && i < 10 ? KEY_SQL[i] : NULL;
 }
 
 const char *engine_test_key_plan_settings(void)

@@ -20,9 +20,11 @@ Python standard library only (/usr/bin/python3).
 """
 import argparse
 import datetime
+import http.client
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import statistics
@@ -43,12 +45,14 @@ SIZES = {
                  m1_samples=20, m2_samples=100, m3_batches=10, m3_batch=10_000,
                  m7_seconds=5, m9_rounds=10, m9_batch=10_000,
                  wrk_dur="10s", grpc_rows=200_000, grpc_seconds=3,
-                 pq_rows=1_000_000, pq_big=10_000_000, dv_rows=10_000_000, dv_runs=21),
+                 pq_rows=1_000_000, pq_big=10_000_000, dv_rows=10_000_000, dv_runs=21,
+                 hist_commits=10_000, era_history=100),
     "quick": dict(rounds=2, small=20_000, big=100_000, big_batch=20_000,
                   m1_samples=5, m2_samples=10, m3_batches=2, m3_batch=1_000,
                   m7_seconds=1, m9_rounds=2, m9_batch=1_000,
                   wrk_dur="1s", grpc_rows=5_000, grpc_seconds=1,
-                  pq_rows=20_000, pq_big=0, dv_rows=1_000_000, dv_runs=5),
+                  pq_rows=20_000, pq_big=0, dv_rows=1_000_000, dv_runs=5,
+                  hist_commits=200, era_history=10),
 }
 
 
@@ -489,14 +493,14 @@ class Bench:
                  spread(a, fmt_num), f"{spread(b, fmt_num)} (8 writers)", fmt_x(ratio), "≥0.7x 1 writer, nothing lost",
                  "yes" if ratio >= 0.7 and lost == 0 else f"no ({fmt_x(ratio)}, lost {lost})")
 
-    def aux_striked(self, env=None):
+    def aux_striked(self, env=None, args=()):
         """A fresh striked on the same catalog and blob store (striked is stateless), on free
         ports; its pid goes to WORK/aux-striked.pid so that run.sh stops it whatever happens."""
         port, gport = free_port(), free_port()
         log_f = open(os.path.join(self.work, "aux-striked.log"), "ab")
         p = subprocess.Popen([os.path.join(self.bin, "striked"), "--catalog", self.catalog, "--data", self.blobs,
                               "--http", f"127.0.0.1:{port}", "--grpc", f"127.0.0.1:{gport}", "--max-body", "1G",
-                              "--log-level", "warn"], stdout=log_f, stderr=subprocess.STDOUT,
+                              "--log-level", "warn", *args], stdout=log_f, stderr=subprocess.STDOUT,
                              env=dict(self.env, **(env or {})))
         with open(os.path.join(self.work, "aux-striked.pid"), "w") as f:
             f.write(f"{p.pid}\n")
@@ -679,6 +683,161 @@ class Bench:
                                                        f"{fmt_bytes(big['strike_bytes'])}" if big else ""),
                  f"{runs[0]['strike_bytes'] / runs[0]['duck_bytes']:.3f}x", "compare", "–")
 
+    # ---- maintenance (issue 14): history growth, compaction, erasure
+
+    def _post(self, url, path, body, timeout=3600):
+        req = urllib.request.Request(url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read() or b"{}")
+
+    def _table_costs(self, url, table, keys):
+        """Full scan seconds (curl to the end), plan ms (median of 5), single-key delete p50 ms."""
+        cmd = ["curl", "-s", "-S", "-o", "/dev/null", "-w", "%{time_total}", "-X", "POST", "-H",
+               "Content-Type: application/json", "-d", "{}", f"{url}/v1/tables/{table}/scan"]
+        scan = med([float(run(cmd)) for _ in range(3)])
+        plan = []
+        for _ in range(5):
+            t0 = time.monotonic()
+            self._post(url, f"/v1/tables/{table}/plan", {})
+            plan.append((time.monotonic() - t0) * 1000)
+        dels = []
+        for k in keys:
+            t0 = time.monotonic()
+            r = self._post(url, f"/v1/tables/{table}/changes", {"changes": [{"op": "delete", "key": {"id": k}}]})
+            dels.append((time.monotonic() - t0) * 1000)
+            if r.get("deleted") != 1:
+                raise RuntimeError(f"delete of key {k}: {r}")
+        return {"scan_s": scan, "plan_ms": med(plan), "delete_p50_ms": med(dels)}
+
+    def e14a_history(self):
+        z = self.z
+        n, commits = z["small"], z["hist_commits"]
+        rng = random.Random(14)
+        out = {}
+        for mode, args in (("off", ["--compact-interval", "0"]),
+                           ("on", ["--compact-interval", "2s", "--retain", "20s"])):
+            table = f"hist_{mode}"
+            self.engine("load", "--table", table, "--from", self.small_pq, "--batch", n)
+            p, url = self.aux_striked(args=args)
+            try:
+                keys = rng.sample(range(n), 60 + commits)
+                fresh = self._table_costs(url, table, keys[:30])
+                t0 = time.monotonic()
+                conn = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=60)
+                for i in range(commits):
+                    k = keys[60 + i]
+                    body = json.dumps({"changes": [{"op": "upsert", "row": {
+                        "id": k, "user_id": k % 1000, "amount": float(i), "status": "s", "payload": "p"}}]})
+                    conn.request("POST", f"/v1/tables/{table}/changes", body, {"Content-Type": "application/json"})
+                    r = conn.getresponse()
+                    r.read()
+                    if r.status != 200:
+                        raise RuntimeError(f"upsert: HTTP {r.status}")
+                conn.close()
+                took = time.monotonic() - t0
+                if mode == "on":  # the task's next passes: until no advice is left (or 2 minutes)
+                    for _ in range(240):
+                        h = json.loads(urllib.request.urlopen(f"{url}/v1/tables/{table}/health?limit=1").read())
+                        if not h["advice"]:
+                            break
+                        time.sleep(0.5)
+                files = json.loads(urllib.request.urlopen(f"{url}/v1/tables/{table}/health?limit=1").read())
+                end = self._table_costs(url, table, keys[30:60])
+                out[mode] = {"fresh": fresh, "end": end, "commit_s": took, "data_files": files["data_files"],
+                             "snapshots": files["snapshots"]}
+            finally:
+                p.terminate()
+                p.wait()
+                os.remove(os.path.join(self.work, "aux-striked.pid"))
+        self.results["e14a"] = out
+
+        def ratios(m):
+            return {k: out[m]["end"][k] / out[m]["fresh"][k] for k in ("scan_s", "plan_ms", "delete_p50_ms")}
+        on, off = ratios("on"), ratios("off")
+        fmt = lambda r: f"scan {r['scan_s']:.2f}x, plan {r['plan_ms']:.2f}x, delete {r['delete_p50_ms']:.2f}x"
+        worst = max(on.values())
+        self.e14a_note = (f"history growth: {commits:,} 1-row commits took {out['on']['commit_s']:.0f} s with "
+                          f"maintenance ({out['on']['data_files']} data files, {out['on']['snapshots']} snapshots "
+                          f"left) and {out['off']['commit_s']:.0f} s without ({out['off']['data_files']} files, "
+                          f"{out['off']['snapshots']} snapshots); fresh: scan {fmt_ms(out['on']['fresh']['scan_s'] * 1000)}, "
+                          f"plan {fmt_ms(out['on']['fresh']['plan_ms'])}, delete p50 "
+                          f"{fmt_ms(out['on']['fresh']['delete_p50_ms'])}")
+        self.row("i14a", f"{n:,}-row table after {commits:,} 1-row commits, vs freshly loaded: scan, plan, "
+                 f"delete p50", "the same without maintenance", fmt(off), fmt(on), f"worst {fmt_x(worst)}",
+                 "≤1.2x each", "yes" if worst <= 1.2 else f"no ({fmt_x(worst)})")
+
+    def e14b_compaction(self):
+        z, R = self.z, self.R
+        n = z["small"]
+        deleted = [i for i in range(n) if i % 10 < 3]
+        st, dk = [], []
+        p, url = self.aux_striked(args=["--compact-interval", "0"])
+        try:
+            for r in range(R):
+                table = f"cmp_{r}"
+                self.engine("load", "--table", table, "--from", self.small_pq, "--batch", n)
+                for lo in range(0, len(deleted), 50_000):
+                    self._post(url, f"/v1/tables/{table}/changes",
+                               {"changes": [{"op": "delete", "key": {"id": k}} for k in deleted[lo:lo + 50_000]]})
+                t0 = time.monotonic()
+                c = self._post(url, f"/v1/tables/{table}/compact", {"min_deleted_fraction": 0.3})
+                secs = time.monotonic() - t0
+                if c["rows_moved"] != n - len(deleted) or c["rows_dropped"] != len(deleted):
+                    raise RuntimeError(f"compaction of {table}: {c}")
+                st.append(c["rows_moved"] / secs)
+        finally:
+            p.terminate()
+            p.wait()
+            os.remove(os.path.join(self.work, "aux-striked.pid"))
+        out = os.path.join(self.work, "rewrite.parquet")
+        for r in range(R):
+            d = self.duck("rewrite", "--file", self.small_pq, "--out", out, "--runs", 1, "--warmup", 1 if r == 0 else 0)
+            dk.append((n - len(deleted)) / (d["ms"][0] / 1000))
+        self.results["e14b"] = {"strike_rows_per_s": st, "duckdb_rows_per_s": dk}
+        ratio = med(st) / med(dk)
+        self.row("i14b", f"compaction of a {n:,}-row file with 30% deleted: live rows rewritten/s",
+                 "DuckDB copy-on-write rewrite (COPY … WHERE, zstd)", spread(dk, fmt_num), spread(st, fmt_num),
+                 fmt_x(ratio), "≥1.0x DuckDB", "yes" if ratio >= 1.0 else f"no ({fmt_x(ratio)})")
+
+    def e14c_erasure(self):
+        z = self.z
+        n, hist = z["big"], z["era_history"]
+        key = 4242
+        p, url = self.aux_striked(args=["--compact-interval", "0"])
+        try:
+            self.engine("load", "--table", "era", "--from", self.big_pq, "--batch", z["big_batch"])
+            for i in range(hist):
+                k = (i * 7919 + 1) % n
+                self._post(url, "/v1/tables/era/changes", {"changes": [{"op": "upsert", "row": {
+                    "id": k, "user_id": 1, "amount": float(i), "status": "s", "payload": "p"}}]})
+
+            def written():
+                m = urllib.request.urlopen(f"{url}/metrics").read().decode()
+                return int(float(re.search(r"^strike_bytes_written_total (\S+)$", m, re.M).group(1)))
+            b0 = written()
+            t0 = time.monotonic()
+            rec = self._post(url, "/v1/tables/era/erasures", {"keys": [{"id": key}]})
+            secs = time.monotonic() - t0
+            bytes_w = written() - b0
+            if rec.get("status") != "verified" or rec.get("rows_erased") != 1:
+                raise RuntimeError(f"erasure: {rec}")
+        finally:
+            p.terminate()
+            p.wait()
+            os.remove(os.path.join(self.work, "aux-striked.pid"))
+        out = os.path.join(self.work, "cow.parquet")
+        d = self.duck("cow", "--file", self.big_pq, "--out", out, "--key", key, "--runs", 1, "--warmup", 1)
+        self.results["e14c"] = {"strike": {"seconds": secs, "bytes_written": bytes_w, "receipt": rec}, "duckdb": d}
+        self.e14c_note = (f"erasure: {rec['files_rewritten']} file rewritten, {rec['expired_snapshots']} snapshots "
+                          f"expired, {rec['files_deleted']} blobs ({fmt_bytes(rec['bytes_deleted'])}) deleted, "
+                          f"{len(rec['checks'])} checks passed; DuckDB's rewrite proves nothing and keeps no history")
+        self.row("i14c", f"erase one key in a {n:,}-row table with {hist} snapshots of history: time; bytes written",
+                 "DuckDB copy-on-write delete of the key", f"{fmt_ms(d['ms'][0])}; {fmt_bytes(d['bytes_written'])}",
+                 f"{fmt_ms(secs * 1000)}; {fmt_bytes(bytes_w)}",
+                 f"{fmt_x(d['ms'][0] / (secs * 1000))} the speed; {fmt_x(d['bytes_written'] / max(bytes_w, 1))} fewer bytes",
+                 "report", "–")
+
     def e7_grpc(self):
         script = os.path.join(HERE, "bench_grpc_dv.py")
         if not os.path.exists(script) or not os.path.exists(os.path.join(self.bin, "bench_grpc_dv")):
@@ -754,6 +913,9 @@ class Bench:
         for k in ("m1_note", "m5_note", "m6_note", "m7_note", "m8_note", "m9_note", "e7_note"):
             if getattr(self, k, None):
                 n.append(("(" if k[0] == "m" else "(issue ") + k[1] + ") " + getattr(self, k) + ".")
+        for k in ("e14a_note", "e14c_note"):
+            if getattr(self, k, None):
+                n.append("(issue 14) " + getattr(self, k) + ".")
         if getattr(self, "m3_engine", None):
             n.append(f"(3) strike's commit path alone (bench_engine ingest, engine API, the same table and batch "
                      f"shape): {spread(self.m3_engine, fmt_num)} rows/s.")
@@ -788,21 +950,27 @@ class Bench:
             ("e3", "i3", "DV codecs vs npm roaring", self.e3_dv_codecs),
             ("e4", "i4", "Parquet vs DuckDB", self.e4_parquet),
             ("e7", "i7", "gRPC vs HTTP DV fetch", self.e7_grpc),
+            ("e14a", "i14a", "history growth with and without maintenance", self.e14a_history),
+            ("e14b", "i14b", "compaction throughput vs DuckDB", self.e14b_compaction),
+            ("e14c", "i14c", "erasure of one key vs DuckDB", self.e14c_erasure),
         ]
         peers = {1: "DuckDB copy-on-write rewrite", 2: "PostgreSQL DELETE … WHERE id = $1",
                  3: "PostgreSQL INSERT … ON CONFLICT DO UPDATE", 4: "nginx serving the same bytes",
                  5: "DuckDB anti-join on file_row_number vs plain scan", 6: "DuckDB COPY … TO (FORMAT JSON)",
                  7: "strike, 1 writer", 8: "fresh striked, smaller scan", 9: "PostgreSQL raw `id = ANY($1)`",
-                 "i3": "npm roaring", "i4": "DuckDB", "i7": "the same DV over HTTP (wrk)"}
+                 "i3": "npm roaring", "i4": "DuckDB", "i7": "the same DV over HTTP (wrk)",
+                 "i14a": "the same without maintenance", "i14b": "DuckDB copy-on-write rewrite",
+                 "i14c": "DuckDB copy-on-write delete"}
         goals = {1: "≥1000x faster; ≥100,000x fewer bytes", 2: "p50 ≤2x PostgreSQL", 3: "≥1.5x PostgreSQL",
                  4: "≥1x nginx req/s, p99 ≤ nginx", 5: "≤1.05x", 6: "≥1.0x DuckDB", 7: "≥0.7x 1 writer, nothing lost",
                  8: "bounded: ≤1.25x the smaller scan's peak", 9: "report (PostgreSQL is the bound)",
-                 "i3": "compare", "i4": "compare", "i7": "compare"}
+                 "i3": "compare", "i4": "compare", "i7": "compare",
+                 "i14a": "≤1.2x each", "i14b": "≥1.0x DuckDB", "i14c": "report"}
         for key, num, title, fn in plan:
             if only and key not in only:
                 continue
             self.measure(key, num, title, peers[num], goals[num], fn)
-        order = {n: i for i, n in enumerate([1, 2, 3, 4, 5, 6, 7, 8, 9, "i3", "i4", "i7"])}
+        order = {n: i for i, n in enumerate([1, 2, 3, 4, 5, 6, 7, 8, 9, "i3", "i4", "i7", "i14a", "i14b", "i14c"])}
         self.rows.sort(key=lambda r: order[r["num"]])
         end_load = open("/proc/loadavg").read().split()[:3]
         table = self.table()
@@ -838,7 +1006,7 @@ def main():
     ap.add_argument("--http-port", required=True, type=int)
     ap.add_argument("--striked-pid", required=True, type=int)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="", help="comma-separated measure keys (m1..m9, e3, e4, e7), for development")
+    ap.add_argument("--only", default="", help="comma-separated measure keys (m1..m9, e3, e4, e7, e14a, e14b, e14c), for development")
     sys.exit(Bench(ap.parse_args()).main())
 
 

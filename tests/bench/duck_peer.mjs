@@ -10,6 +10,9 @@
 //   node duck_peer.mjs --modules DIR cow --file F --out F2 [--runs 1] [--warmup 0]
 //       copy-on-write delete of one row: COPY (... WHERE id <> K) TO F2 (zstd);
 //       ms per run and bytes written
+//   node duck_peer.mjs --modules DIR rewrite --file F --out F2 [--runs 1] [--warmup 0]
+//       the copy-on-write rewrite a compaction replaces: the rows with id % 10 >= 3 (70%)
+//       COPY ... TO F2 (zstd); ms per run and bytes written
 //   node duck_peer.mjs --modules DIR antijoin --file F --positions P.json [--runs 1] [--warmup 1]
 //       count(*), sum(amount): full scan vs ANTI JOIN on file_row_number against a
 //       temp table of the positions (loaded before the clock), runs alternated
@@ -70,6 +73,24 @@ if (mode === 'gen') {
     out.csv = { file: opt.csv, bytes: fs.statSync(opt.csv).size, ms };
   }
   out.rows = n;
+} else if (mode === 'rewrite') {
+  const f2 = opt.out;
+  const sql = `COPY (SELECT * FROM read_parquet(${q(opt.file)}) WHERE id % 10 >= 3)
+               TO ${q(f2)} (FORMAT parquet, COMPRESSION zstd)`;
+  const ms = [];
+  let bytes = 0;
+  for (let i = 0; i < warmup + runs; i++) {
+    fs.rmSync(f2, { force: true });
+    const [t] = await timed(() => con.run(sql));
+    bytes = fs.statSync(f2).size;
+    if (i >= warmup) ms.push(t);
+  }
+  const chk = await one(`SELECT count(*)::BIGINT AS n, count(*) FILTER (WHERE id % 10 < 3)::BIGINT AS bad,
+                         (SELECT count(*) FROM read_parquet(${q(opt.file)}) WHERE id % 10 >= 3)::BIGINT AS want
+                         FROM read_parquet(${q(f2)})`);
+  if (Number(chk.bad) !== 0 || Number(chk.n) !== Number(chk.want)) throw new Error(`rewrite check failed: ${JSON.stringify(chk)}`);
+  fs.rmSync(f2, { force: true });
+  Object.assign(out, { ms, bytes_written: bytes, rows_after: Number(chk.n) });
 } else if (mode === 'cow') {
   const key = Number(opt.key ?? 4242);
   const f2 = opt.out;

@@ -26,6 +26,8 @@
 # (striked's log is kept as BUILD_DIR/bench/striked.log). Every server started here (PostgreSQL,
 # striked, the fresh striked of measure 8 by its pid file; nginx inside
 # http_dv_bench.sh) is stopped by pid on exit, also on error or Ctrl-C.
+# The main striked runs with --compact-interval 0 (no background maintenance under the
+# measures); the maintenance measures (i14a-c) start striked processes of their own.
 # Nothing is asserted about speed.
 set -euo pipefail
 BUILD=$(cd "${1:?usage: run.sh BUILD_DIR [--quick]}" && pwd)
@@ -97,7 +99,7 @@ free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("12
 HPORT=$(free_port)
 GPORT=$(free_port)
 "$BUILD/bin/striked" --catalog "postgresql://postgres@/strike?host=$PG" --data "$WORK/data" \
-  --http "127.0.0.1:$HPORT" --grpc "127.0.0.1:$GPORT" --max-body 1G --log-level "${STRIKE_BENCH_LOG_LEVEL:-warn}" \
+  --http "127.0.0.1:$HPORT" --grpc "127.0.0.1:$GPORT" --max-body 1G --compact-interval 0 --log-level "${STRIKE_BENCH_LOG_LEVEL:-warn}" \
   >"$WORK/striked.log" 2>&1 &
 STRIKED_PID=$!
 ready=
