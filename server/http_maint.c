@@ -25,8 +25,7 @@ void http__job_expire(struct hreq *r)
     if (d == NULL)
         return;
     const struct jdoc_val *j = jdoc_root(d);
-    struct svc_expire_req q = {.table = r->table,
-                               .default_retain_s = r->srv->app->cfg->retain_s};
+    struct svc_expire_req q = {.table = r->table, .default_retain_s = r->srv->app->cfg->retain_s};
     static const char *const top[] = {"retain_last", "older_than", NULL};
     if (!http__check_fields(r, j, top, NULL) ||
         !http__opt_int(r, j, "retain_last", &q.retain_last.has, &q.retain_last.v))
@@ -78,21 +77,21 @@ static char *health_json(const struct engine_health *h)
     json_object_set_new(o, "oldest_snapshot_at", h->snapshots > 0 ? json_string(at) : json_null());
     json_t *advice = json_array();
     if (h->compact)
-        json_array_append_new(advice, json_pack("{s:s, s:s}", "action", "compact", "reason",
-                                                h->compact_reason));
+        json_array_append_new(
+            advice, json_pack("{s:s, s:s}", "action", "compact", "reason", h->compact_reason));
     if (h->expire)
-        json_array_append_new(advice, json_pack("{s:s, s:s}", "action", "expire", "reason",
-                                                h->expire_reason));
+        json_array_append_new(
+            advice, json_pack("{s:s, s:s}", "action", "expire", "reason", h->expire_reason));
     json_object_set_new(o, "advice", advice);
     json_t *files = json_array();
     for (size_t i = 0; i < h->nfiles; i++) {
         const struct engine_health_file *f = &h->files[i];
         json_array_append_new(
-            files, json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I}", "id", (json_int_t)f->id,
-                             "rows", (json_int_t)f->rows, "deleted", (json_int_t)f->deleted,
-                             "deleted_fraction", fraction(f->deleted, f->rows), "bytes",
-                             (json_int_t)f->bytes, "dv_bytes", (json_int_t)f->dv_bytes,
-                             "data_seq", (json_int_t)f->data_seq));
+            files,
+            json_pack("{s:I, s:I, s:I, s:f, s:I, s:I, s:I}", "id", (json_int_t)f->id, "rows",
+                      (json_int_t)f->rows, "deleted", (json_int_t)f->deleted, "deleted_fraction",
+                      fraction(f->deleted, f->rows), "bytes", (json_int_t)f->bytes, "dv_bytes",
+                      (json_int_t)f->dv_bytes, "data_seq", (json_int_t)f->data_seq));
     }
     json_object_set_new(o, "files", files);
     json_object_set_new(o, "next", h->has_next ? json_integer(h->next) : json_null());

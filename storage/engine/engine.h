@@ -364,7 +364,7 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
  * among the retain_last newest; one of the two alone is the whole rule. The
  * current snapshot is always kept. Deletes the catalog rows only expired
  * snapshots needed, then every blob no remaining row references.
- * ST_EINVAL: neither given, retain_last < 1, older_than_us < 0.
+ * ST_EINVAL: no rule given, retain_last < 1, older_than_us < 0, before_seq < 0.
  * ST_ECONFLICT: a commit held the table for longer than the lock timeout.
  * oldest_seq: the oldest snapshot retained afterwards.
  */
@@ -373,6 +373,11 @@ struct engine_expire_req {
     int64_t retain_last;
     bool has_older_than;
     int64_t older_than_us;
+    /* For the engine's own callers (erasure): expire every snapshot below
+       before_seq (>= 0; above the current one: all but the current one).
+       With the others, a snapshot expires only when every rule given says so. */
+    bool has_before_seq;
+    int64_t before_seq;
 };
 struct engine_expire_res {
     int64_t expired_snapshots, deleted_files, deleted_bytes, oldest_seq;

@@ -18,7 +18,7 @@
 
 /* The live files with their live DVs ($1 table id), as the relation `lf`. */
 #define LIVE_FILES                                                                                 \
-    "lf AS MATERIALIZED (SELECT f.id, f.record_count AS rows, f.file_size, f.data_seq, "          \
+    "lf AS MATERIALIZED (SELECT f.id, f.record_count AS rows, f.file_size, f.data_seq, "           \
     "coalesce(d.cardinality, 0) AS deleted, coalesce(d.blob_length, 0) AS dv_bytes FROM "          \
     "strike.data_files f LEFT JOIN LATERAL (SELECT d.cardinality, d.blob_length FROM "             \
     "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.removed_seq IS NULL LIMIT 1) d "  \
@@ -110,7 +110,8 @@ int engine_table_health(struct engine *e, struct table *t, int64_t after, size_t
                      (long long)dirty, (long long)out->data_files,
                      ENGINE_COMPACT_DELETED_FRACTION * 100, worst * 100);
         if (small)
-            snprintf(b, sizeof b, "%lld files hold fewer than %lld live rows (at least %d call "
+            snprintf(b, sizeof b,
+                     "%lld files hold fewer than %lld live rows (at least %d call "
                      "for bin-packing)",
                      (long long)out->small_files, (long long)(ENGINE_TARGET_FILE_ROWS / 4),
                      ENGINE_COMPACT_SMALL_FILES);

@@ -70,8 +70,7 @@ static int unlock(PGconn *c, int64_t table_id, struct st_err *err)
  */
 static int maintain_table(struct engine *e, struct table *t, struct st_err *err)
 {
-    struct engine_expire_req q = {.has_older_than = true,
-                                  .older_than_us = e->o.retain_s * 1000000};
+    struct engine_expire_req q = {.has_older_than = true, .older_than_us = e->o.retain_s * 1000000};
     struct engine_expire_res res;
     int rc = engine_expire(e, t, &q, &res, err);
     if (rc != ST_OK)
@@ -123,9 +122,9 @@ static void maintain_all(struct engine *e)
 /* A random delay in [0, max_ms). */
 static int64_t jitter_ms(unsigned *seed, int64_t max_ms)
 {
-    return max_ms > 0 ? (int64_t)(rand_r(seed) % (unsigned)(max_ms > 0x7fffffff ? 0x7fffffff
-                                                                              : max_ms))
-                      : 0;
+    return max_ms > 0
+               ? (int64_t)(rand_r(seed) % (unsigned)(max_ms > 0x7fffffff ? 0x7fffffff : max_ms))
+               : 0;
 }
 
 static void *maint_main(void *p)

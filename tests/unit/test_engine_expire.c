@@ -333,16 +333,24 @@ static void test_expire_older_than(void **state)
         st_err_clear(&err);
         assert_int_equal(engine_expire(T.e, t, &bad[i], &res, &err), ST_EINVAL);
     }
+    st_err_clear(&err);
+    struct engine_expire_req neg = {.has_before_seq = true, .before_seq = -1};
+    assert_int_equal(engine_expire(T.e, t, &neg, &res, &err), ST_EINVAL);
+    /* below seq 2, as erasure asks: 0 and 1 go */
+    struct engine_expire_req below = {.has_before_seq = true, .before_seq = 2};
+    assert_int_equal(engine_expire(T.e, t, &below, &res, &err), ST_OK);
+    assert_int_equal(res.expired_snapshots, 2);
+    assert_int_equal(res.oldest_seq, 2);
     /* nothing is a day old */
     struct engine_expire_req day = {.has_older_than = true, .older_than_us = 86400ll * 1000000};
     assert_int_equal(engine_expire(T.e, t, &day, &res, &err), ST_OK);
     assert_int_equal(res.expired_snapshots, 0);
-    assert_int_equal(res.oldest_seq, 0);
+    assert_int_equal(res.oldest_seq, 2);
     /* everything is older than 0 s, but the last 3 are retained */
     struct engine_expire_req both = {
         .has_older_than = true, .older_than_us = 0, .has_retain_last = true, .retain_last = 3};
     assert_int_equal(engine_expire(T.e, t, &both, &res, &err), ST_OK);
-    assert_int_equal(res.expired_snapshots, 6); /* 0..5 of 0..8 */
+    assert_int_equal(res.expired_snapshots, 4); /* 2..5 of 2..8 */
     assert_int_equal(res.oldest_seq, 6);
     /* older than 0 s alone: all but the current one */
     struct engine_expire_req now = {.has_older_than = true, .older_than_us = 0};
