@@ -84,8 +84,8 @@ const char *engine_test_key_plan_settings(void);
 
 /*
  * The catalog statements whose cost must follow the live table, not its
- * history (nothing is removed from the catalog yet): for tests of the rows
- * they touch as the history grows.
+ * history (which stays in the catalog until it expires, for as long as the
+ * retention says): for tests of the rows they touch as the history grows.
  */
 enum engine_test_sql {
     /* a snapshot's files with their DVs: $1 table id, $2 snapshot (NULL: current) */
