@@ -487,6 +487,91 @@ static void test_expire_concurrent_commits(void **state)
     engine_table_unref(t);
 }
 
+/* ---- health ------------------------------------------------------------------------ */
+
+static void upsert_range(struct table *t, int64_t from, int64_t n)
+{
+    struct st_value *v = calloc((size_t)(2 * n), sizeof *v);
+    struct change *ch = calloc((size_t)n, sizeof *ch);
+    for (int64_t i = 0; i < n; i++) {
+        v[2 * i].v.l = from + i;
+        v[2 * i + 1].v.l = from + i;
+        ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+    }
+    struct change_req req = {.table = t, .changes = ch, .nchanges = (size_t)n};
+    struct change_res res;
+    struct st_err err = {0};
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    free(ch);
+    free(v);
+}
+
+static void test_health(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "health", cols, 2, pk, 1, NULL);
+    struct engine_health h;
+    struct st_err err = {0};
+    /* empty: nothing to advise */
+    assert_int_equal(engine_table_health(T.e, t, 0, 100, 3600, &h, &err), ST_OK);
+    assert_int_equal(h.data_files, 0);
+    assert_int_equal(h.snapshots, 1);
+    assert_false(h.compact || h.expire);
+    engine_health_clear(&h);
+    /* 7 small files: not yet enough to bin-pack */
+    for (int k = 0; k < 7; k++)
+        upsert_range(t, k * 10, 10);
+    assert_int_equal(engine_table_health(T.e, t, 0, 100, 3600, &h, &err), ST_OK);
+    assert_int_equal(h.small_files, 7);
+    assert_false(h.compact);
+    engine_health_clear(&h);
+    /* the 8th: bin-packing; 2 of 10 rows of the first file deleted: 20%, below 30% */
+    upsert_range(t, 70, 10);
+    struct st_value del[2] = {{0}, {0}};
+    del[0].v.l = 0;
+    del[1].v.l = 1;
+    struct change ch[2] = {{CHANGE_DELETE, &del[0]}, {CHANGE_DELETE, &del[1]}};
+    struct change_req req = {.table = t, .changes = ch, .nchanges = 2};
+    struct change_res res;
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_int_equal(engine_table_health(T.e, t, 0, 3, 3600, &h, &err), ST_OK);
+    assert_int_equal(h.seq, 9);
+    assert_int_equal(h.data_files, 8);
+    assert_int_equal(h.rows, 80);
+    assert_int_equal(h.deleted_rows, 2);
+    assert_int_equal(h.small_files, 8);
+    assert_int_equal(h.snapshots, 10);
+    assert_true(h.compact);
+    assert_null(strstr(h.compact_reason, "deleted"));
+    assert_non_null(strstr(h.compact_reason, "8 files hold fewer than 262144 live rows"));
+    assert_false(h.expire);
+    assert_int_equal(h.nfiles, 3);
+    assert_true(h.has_next);
+    assert_int_equal(h.files[0].deleted, 2);
+    assert_int_equal(h.files[0].rows, 10);
+    assert_true(h.files[0].dv_bytes > 0);
+    assert_int_equal(h.next, h.files[2].id);
+    int64_t next = h.next;
+    engine_health_clear(&h);
+    /* the last page */
+    assert_int_equal(engine_table_health(T.e, t, next, 100, 3600, &h, &err), ST_OK);
+    assert_int_equal(h.nfiles, 5);
+    assert_false(h.has_next);
+    assert_true(h.files[0].id > next);
+    engine_health_clear(&h);
+    /* a third deleted: at least 30% */
+    del[0].v.l = 2;
+    req.nchanges = 1;
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_int_equal(engine_table_health(T.e, t, 0, 100, 3600, &h, &err), ST_OK);
+    assert_non_null(strstr(h.compact_reason, "1 of 8 files have at least 30% of their rows "
+                                             "deleted (the most: 30.0%)"));
+    engine_health_clear(&h);
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -494,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_expire_older_than),
         cmocka_unit_test(test_expire_crash_leaves_orphans),
         cmocka_unit_test(test_expire_concurrent_commits),
+        cmocka_unit_test(test_health),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
