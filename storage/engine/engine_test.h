@@ -74,6 +74,9 @@ void engine_test_delete_hook(struct engine *e, void (*fn)(void *ctx), void *ctx)
  */
 void engine_test_expire_keep_blobs(struct engine *e, bool keep);
 
+/* The advisory lock key the maintenance task takes for a table (maintain.c). */
+long long engine_test_maint_lock_key(long long table_id);
+
 /*
  * The commit path's per-key statements on the key index (lookup, update,
  * insert, delete; NULL after the last) and the planner settings the engine

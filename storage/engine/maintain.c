@@ -17,6 +17,7 @@
  * interval, so their passes spread out instead of meeting on each lock.
  */
 #include "engine_int.h"
+#include "engine_test.h"
 
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -33,6 +34,11 @@
 static int64_t lock_key(int64_t table_id)
 {
     return MAINT_LOCK_BASE | (table_id & 0xffffffffLL);
+}
+
+long long engine_test_maint_lock_key(long long table_id)
+{
+    return (long long)lock_key(table_id);
 }
 
 /* Try the table's maintenance lock on c (session scope). */

@@ -487,6 +487,69 @@ static void test_expire_concurrent_commits(void **state)
     engine_table_unref(t);
 }
 
+/* ---- the background task -------------------------------------------------------- */
+
+static int64_t snapshots_of(const struct table *t)
+{
+    return sql_i64("SELECT count(*) FROM strike.snapshots WHERE table_id = %lld", (long long)t->id);
+}
+
+/* Poll (up to 60 s, not a timing assertion) until the table has one snapshot left. */
+static bool wait_expired(const struct table *t)
+{
+    for (int i = 0; i < 600; i++) {
+        if (snapshots_of(t) == 1)
+            return true;
+        usleep(100 * 1000);
+    }
+    return false;
+}
+
+/*
+ * A second engine on the same catalog and blob store runs the task every
+ * second with a retention of 0 s. A table whose maintenance lock another
+ * session holds is skipped: once a pass has expired "mt_b", it has been
+ * past "mt_a" (tables go by name) and left it alone; released, it expires.
+ */
+static void test_maintenance_task(void **state)
+{
+    (void)state;
+    struct table *a = make_table("mt_a", 4);
+    struct table *b = make_table("mt_b", 4);
+    PGconn *holder = PQconnectdb(T.conninfo);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%lld)", engine_test_maint_lock_key(a->id));
+    et_exec(holder, sql);
+    struct engine_opts o = {.conninfo = T.conninfo,
+                            .data_dir = T.data_dir,
+                            .pool_size = 8,
+                            .maint_interval_s = 1,
+                            .retain_s = 0};
+    struct engine *e2;
+    struct st_err err = {0};
+    if (engine_open(&o, &e2, &err) != ST_OK)
+        fail_msg("engine_open: %s", err.msg);
+    assert_true(wait_expired(b));
+    assert_int_equal(snapshots_of(a), 5);
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%lld)", engine_test_maint_lock_key(a->id));
+    et_exec(holder, sql);
+    assert_true(wait_expired(a));
+    struct engine_metrics m;
+    engine_metrics(e2, &m);
+    assert_true(m.maintenance_runs >= 2);
+    assert_true(m.expired_snapshots >= 8);
+    engine_close(e2); /* stops the task */
+    PQfinish(holder);
+    struct fsck_count f = fsck();
+    assert_int_equal(f.missing + f.corrupt + f.orphans, 0);
+    struct et_rows rows;
+    et_scan(&T, a, -1, &rows);
+    assert_int_equal(rows.n, ANCHOR_KEYS - 3 + 1);
+    et_rows_free(&rows);
+    engine_table_unref(a);
+    engine_table_unref(b);
+}
+
 /* ---- health ------------------------------------------------------------------------ */
 
 static void upsert_range(struct table *t, int64_t from, int64_t n)
@@ -580,6 +643,7 @@ int main(void)
         cmocka_unit_test(test_expire_crash_leaves_orphans),
         cmocka_unit_test(test_expire_concurrent_commits),
         cmocka_unit_test(test_health),
+        cmocka_unit_test(test_maintenance_task),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
