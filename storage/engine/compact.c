@@ -723,7 +723,7 @@ void engine_test_rewrite_hook(struct engine *e, void (*fn)(void *ctx), void *ctx
 
 void engine_compact_opts_default(struct engine_compact_opts *o)
 {
-    o->min_deleted_fraction = 0.3;
+    o->min_deleted_fraction = ENGINE_COMPACT_DELETED_FRACTION;
     o->target_file_rows = ENGINE_COMPACT_TARGET_ROWS;
 }
 

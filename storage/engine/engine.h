@@ -195,6 +195,9 @@ int engine_delete_where(struct engine *e, struct table *t, const struct filter *
 #define ENGINE_COMPACT_TARGET_ROWS_MAX (64 * (int64_t)1048576)
 /* Small files (under a quarter of the target) are bin-packed once there are this many. */
 #define ENGINE_COMPACT_SMALL_FILES_MIN 8
+/* The default deleted fraction past which a file is rewritten (Iceberg's delete-ratio-threshold).
+ */
+#define ENGINE_COMPACT_DELETED_FRACTION 0.3
 
 struct engine_compact_opts {
     double min_deleted_fraction; /* 0..1: rewrite a file with at least this fraction deleted */
@@ -438,7 +441,7 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
  * among the retain_last newest; one of the two alone is the whole rule. The
  * current snapshot is always kept. Deletes the catalog rows only expired
  * snapshots needed, then every blob no remaining row references.
- * ST_EINVAL: neither given, retain_last < 1, older_than_us < 0.
+ * ST_EINVAL: no rule given, retain_last < 1, older_than_us < 0, before_seq < 0.
  * ST_ECONFLICT: a commit held the table for longer than the lock timeout.
  * oldest_seq: the oldest snapshot retained afterwards.
  */
@@ -447,6 +450,11 @@ struct engine_expire_req {
     int64_t retain_last;
     bool has_older_than;
     int64_t older_than_us;
+    /* For the engine's own callers (erasure): expire every snapshot below
+       before_seq (>= 0; above the current one: all but the current one).
+       With the others, a snapshot expires only when every rule given says so. */
+    bool has_before_seq;
+    int64_t before_seq;
 };
 struct engine_expire_res {
     int64_t expired_snapshots, deleted_files, deleted_bytes, oldest_seq;
@@ -460,9 +468,8 @@ int engine_expire(struct engine *e, struct table *t, const struct engine_expire_
  * ENGINE_COMPACT_DELETED_FRACTION, or ENGINE_COMPACT_SMALL_FILES files under
  * a quarter of ENGINE_TARGET_FILE_ROWS live rows, call for compaction.
  */
-#define ENGINE_COMPACT_DELETED_FRACTION 0.3
-#define ENGINE_COMPACT_SMALL_FILES 8
-#define ENGINE_TARGET_FILE_ROWS 1048576
+#define ENGINE_COMPACT_SMALL_FILES ENGINE_COMPACT_SMALL_FILES_MIN
+#define ENGINE_TARGET_FILE_ROWS ENGINE_COMPACT_TARGET_ROWS
 
 struct engine_health_file {
     int64_t id, rows, deleted, bytes, dv_bytes, data_seq;

@@ -76,6 +76,9 @@ void engine_test_rewrite_hook(struct engine *e, void (*fn)(void *ctx), void *ctx
  */
 void engine_test_expire_keep_blobs(struct engine *e, bool keep);
 
+/* The advisory lock key the maintenance task takes for a table (maintain.c). */
+long long engine_test_maint_lock_key(long long table_id);
+
 /*
  * The commit path's per-key statements on the key index (lookup, update,
  * insert, delete; NULL after the last) and the planner settings the engine
@@ -86,8 +89,8 @@ const char *engine_test_key_plan_settings(void);
 
 /*
  * The catalog statements whose cost must follow the live table, not its
- * history (nothing is removed from the catalog yet): for tests of the rows
- * they touch as the history grows.
+ * history (which stays in the catalog until it expires, for as long as the
+ * retention says): for tests of the rows they touch as the history grows.
  */
 enum engine_test_sql {
     /* a snapshot's files with their DVs: $1 table id, $2 snapshot (NULL: current) */

@@ -315,17 +315,10 @@ static int purge(struct erasure *w, struct st_err *err)
 /* Expire every snapshot before the purge (or before the delete when nothing was rewritten). */
 static int expire_before(struct erasure *w, struct st_err *err)
 {
-    int64_t keep_from = w->rewrite_seq > 0 ? w->rewrite_seq : w->delete_seq;
-    struct table *now = NULL;
-    int rc = engine_get_table(w->e, w->t->name, &now, err);
-    if (rc != ST_OK)
-        return rc;
-    struct engine_expire_req q = {.has_retain_last = true, .retain_last = now->seq - keep_from + 1};
-    if (q.retain_last < 1)
-        q.retain_last = 1;
-    engine_table_unref(now);
+    struct engine_expire_req q = {
+        .has_before_seq = true, .before_seq = w->rewrite_seq > 0 ? w->rewrite_seq : w->delete_seq};
     struct engine_expire_res r;
-    rc = engine_expire(w->e, w->t, &q, &r, err);
+    int rc = engine_expire(w->e, w->t, &q, &r, err);
     if (rc == ST_OK) {
         w->expired += r.expired_snapshots;
         w->files_deleted += r.deleted_files;

@@ -22,6 +22,7 @@
 #include "common/xalloc.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,8 +174,10 @@ int engine_expire(struct engine *e, struct table *t, const struct engine_expire_
                   struct engine_expire_res *res, struct st_err *err)
 {
     memset(res, 0, sizeof *res);
-    if (!q->has_retain_last && !q->has_older_than)
+    if (!q->has_retain_last && !q->has_older_than && !q->has_before_seq)
         return st_errf(err, ST_EINVAL, "give retain_last, older_than or both");
+    if (q->has_before_seq && q->before_seq < 0)
+        return st_errf(err, ST_EINVAL, "before_seq: must be >= 0");
     if (q->has_retain_last && q->retain_last < 1)
         return st_errf(err, ST_EINVAL,
                        "retain_last: must be >= 1 (the current snapshot is always kept), got %lld",
@@ -225,11 +228,15 @@ int engine_expire(struct engine *e, struct table *t, const struct engine_expire_
     /* Snapshot seqs are dense from the oldest retained to the current one:
        every commit adds the next, and expiry only removes a prefix. */
     int64_t by_count = q->has_retain_last && q->retain_last <= cur ? cur - q->retain_last + 1 : 0;
-    int64_t m;
-    if (q->has_retain_last && q->has_older_than)
-        m = by_count < by_age ? by_count : by_age; /* older than the bound AND not in the last n */
-    else
-        m = q->has_retain_last ? by_count : by_age;
+    /* a snapshot expires when every rule given says so: the lowest bound wins
+       (older than the bound AND not among the last n, as Iceberg's) */
+    int64_t m = INT64_MAX;
+    if (q->has_retain_last && by_count < m)
+        m = by_count;
+    if (q->has_older_than && by_age < m)
+        m = by_age;
+    if (q->has_before_seq && q->before_seq < m)
+        m = q->before_seq;
     if (m > cur)
         m = cur;
     res->oldest_seq = m > oldest ? m : oldest;

@@ -30,7 +30,8 @@ static const char *const SQL_HEALTH_TOTALS =
     "WITH " LIVE_FILES " SELECT (SELECT seq FROM strike.tables WHERE id = $1), count(*), "
     "coalesce(sum(rows), 0), coalesce(sum(deleted), 0), count(*) FILTER (WHERE rows - deleted < "
     "$2), coalesce(sum(dv_bytes), 0), coalesce(sum(file_size), 0), count(*) FILTER (WHERE rows > "
-    "0 AND deleted >= $3::float8 * rows), coalesce(max(CASE WHEN rows > 0 THEN deleted::float8 / "
+    "0 AND deleted::float8 / rows >= $3::float8), coalesce(max(CASE WHEN rows > 0 THEN "
+    "deleted::float8 / "
     "rows END), 0), (SELECT count(*) FROM strike.snapshots WHERE table_id = $1), (SELECT "
     "(extract(epoch FROM min(committed_at)) * 1000000)::bigint FROM strike.snapshots WHERE "
     "table_id = $1), (SELECT min(seq) FROM strike.snapshots WHERE table_id = $1) FROM lf";

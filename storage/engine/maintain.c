@@ -17,6 +17,7 @@
  * interval, so their passes spread out instead of meeting on each lock.
  */
 #include "engine_int.h"
+#include "engine_test.h"
 
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -33,6 +34,11 @@
 static int64_t lock_key(int64_t table_id)
 {
     return MAINT_LOCK_BASE | (table_id & 0xffffffffLL);
+}
+
+long long engine_test_maint_lock_key(long long table_id)
+{
+    return (long long)lock_key(table_id);
 }
 
 /* Try the table's maintenance lock on c (session scope). */
@@ -106,12 +112,14 @@ static void maintain_all(struct engine *e)
             log_warn("maintenance: %s", err.msg);
             break;
         }
-        bool got = false;
+        bool got = false, unavailable = false;
         int rc = try_lock(c, ts[i]->id, &got, &err);
         if (rc == ST_OK && got) {
             struct st_err e2 = {0};
-            if (maintain_table(e, ts[i], &e2) != ST_OK)
+            int mrc = maintain_table(e, ts[i], &e2);
+            if (mrc != ST_OK && mrc != ST_ENOTFOUND) /* not found: dropped meanwhile */
                 log_warn("maintenance of table %s: %s", ts[i]->name, e2.msg);
+            unavailable = mrc == ST_EUNAVAIL;
             atomic_fetch_add(&e->m_maintenance_runs, 1);
             rc = unlock(c, ts[i]->id, &err);
         } else if (rc == ST_OK) {
@@ -121,6 +129,10 @@ static void maintain_all(struct engine *e)
             log_warn("maintenance of table %s: %s", ts[i]->name, err.msg);
         /* on any failure the connection goes: closing the session drops its lock */
         cat_release(e->pool, c, rc != ST_OK);
+        /* a catalog in trouble: the next pass tries again (each call on a
+           stalled catalog takes seconds to give up, and close waits for it) */
+        if (rc != ST_OK || unavailable)
+            break;
     }
     for (size_t i = 0; i < n; i++)
         engine_table_unref(ts[i]);

@@ -271,6 +271,7 @@ class Health(unittest.TestCase):
         g = C.call("TableHealth", table="hl", limit=3, after=ids[0])
         self.assertEqual([f.id for f in g.files], ids[1:4])
         self.assertEqual(g.next, ids[3])
+        self.assertEqual(S.req("HEAD", "/v1/tables/hl/health").status, 200)
         # errors
         u.assert_problem(self, S.req("GET", "/v1/tables/hl/health?limit=0"), 400, "limit")
         u.assert_problem(self, S.req("GET", "/v1/tables/hl/health?after=-1"), 400, "after")

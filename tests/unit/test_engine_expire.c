@@ -333,16 +333,24 @@ static void test_expire_older_than(void **state)
         st_err_clear(&err);
         assert_int_equal(engine_expire(T.e, t, &bad[i], &res, &err), ST_EINVAL);
     }
+    st_err_clear(&err);
+    struct engine_expire_req neg = {.has_before_seq = true, .before_seq = -1};
+    assert_int_equal(engine_expire(T.e, t, &neg, &res, &err), ST_EINVAL);
+    /* below seq 2, as erasure asks: 0 and 1 go */
+    struct engine_expire_req below = {.has_before_seq = true, .before_seq = 2};
+    assert_int_equal(engine_expire(T.e, t, &below, &res, &err), ST_OK);
+    assert_int_equal(res.expired_snapshots, 2);
+    assert_int_equal(res.oldest_seq, 2);
     /* nothing is a day old */
     struct engine_expire_req day = {.has_older_than = true, .older_than_us = 86400ll * 1000000};
     assert_int_equal(engine_expire(T.e, t, &day, &res, &err), ST_OK);
     assert_int_equal(res.expired_snapshots, 0);
-    assert_int_equal(res.oldest_seq, 0);
+    assert_int_equal(res.oldest_seq, 2);
     /* everything is older than 0 s, but the last 3 are retained */
     struct engine_expire_req both = {
         .has_older_than = true, .older_than_us = 0, .has_retain_last = true, .retain_last = 3};
     assert_int_equal(engine_expire(T.e, t, &both, &res, &err), ST_OK);
-    assert_int_equal(res.expired_snapshots, 6); /* 0..5 of 0..8 */
+    assert_int_equal(res.expired_snapshots, 4); /* 2..5 of 2..8 */
     assert_int_equal(res.oldest_seq, 6);
     /* older than 0 s alone: all but the current one */
     struct engine_expire_req now = {.has_older_than = true, .older_than_us = 0};
@@ -479,6 +487,154 @@ static void test_expire_concurrent_commits(void **state)
     engine_table_unref(t);
 }
 
+/* ---- the background task -------------------------------------------------------- */
+
+static int64_t snapshots_of(const struct table *t)
+{
+    return sql_i64("SELECT count(*) FROM strike.snapshots WHERE table_id = %lld", (long long)t->id);
+}
+
+/* Poll (up to 60 s, not a timing assertion) until the table has one snapshot left. */
+static bool wait_expired(const struct table *t)
+{
+    for (int i = 0; i < 600; i++) {
+        if (snapshots_of(t) == 1)
+            return true;
+        usleep(100 * 1000);
+    }
+    return false;
+}
+
+/*
+ * A second engine on the same catalog and blob store runs the task every
+ * second with a retention of 0 s. A table whose maintenance lock another
+ * session holds is skipped: once a pass has expired "mt_b", it has been
+ * past "mt_a" (tables go by name) and left it alone; released, it expires.
+ */
+static void test_maintenance_task(void **state)
+{
+    (void)state;
+    struct table *a = make_table("mt_a", 4);
+    struct table *b = make_table("mt_b", 4);
+    PGconn *holder = PQconnectdb(T.conninfo);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%lld)", engine_test_maint_lock_key(a->id));
+    et_exec(holder, sql);
+    struct engine_opts o = {.conninfo = T.conninfo,
+                            .data_dir = T.data_dir,
+                            .pool_size = 8,
+                            .maint_interval_s = 1,
+                            .retain_s = 0};
+    struct engine *e2;
+    struct st_err err = {0};
+    if (engine_open(&o, &e2, &err) != ST_OK)
+        fail_msg("engine_open: %s", err.msg);
+    assert_true(wait_expired(b));
+    assert_int_equal(snapshots_of(a), 5);
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%lld)", engine_test_maint_lock_key(a->id));
+    et_exec(holder, sql);
+    assert_true(wait_expired(a));
+    struct engine_metrics m;
+    engine_metrics(e2, &m);
+    assert_true(m.maintenance_runs >= 2);
+    assert_true(m.expired_snapshots >= 8);
+    engine_close(e2); /* stops the task */
+    PQfinish(holder);
+    struct fsck_count f = fsck();
+    assert_int_equal(f.missing + f.corrupt + f.orphans, 0);
+    struct et_rows rows;
+    et_scan(&T, a, -1, &rows);
+    assert_int_equal(rows.n, ANCHOR_KEYS - 3 + 1);
+    et_rows_free(&rows);
+    engine_table_unref(a);
+    engine_table_unref(b);
+}
+
+/* ---- health ------------------------------------------------------------------------ */
+
+static void upsert_range(struct table *t, int64_t from, int64_t n)
+{
+    struct st_value *v = calloc((size_t)(2 * n), sizeof *v);
+    struct change *ch = calloc((size_t)n, sizeof *ch);
+    for (int64_t i = 0; i < n; i++) {
+        v[2 * i].v.l = from + i;
+        v[2 * i + 1].v.l = from + i;
+        ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+    }
+    struct change_req req = {.table = t, .changes = ch, .nchanges = (size_t)n};
+    struct change_res res;
+    struct st_err err = {0};
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    free(ch);
+    free(v);
+}
+
+static void test_health(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "health", cols, 2, pk, 1, NULL);
+    struct engine_health h;
+    struct st_err err = {0};
+    /* empty: nothing to advise */
+    assert_int_equal(engine_table_health(T.e, t, 0, 100, 3600, &h, &err), ST_OK);
+    assert_int_equal(h.data_files, 0);
+    assert_int_equal(h.snapshots, 1);
+    assert_false(h.compact || h.expire);
+    engine_health_clear(&h);
+    /* 7 small files: not yet enough to bin-pack */
+    for (int k = 0; k < 7; k++)
+        upsert_range(t, k * 10, 10);
+    assert_int_equal(engine_table_health(T.e, t, 0, 100, 3600, &h, &err), ST_OK);
+    assert_int_equal(h.small_files, 7);
+    assert_false(h.compact);
+    engine_health_clear(&h);
+    /* the 8th: bin-packing; 2 of 10 rows of the first file deleted: 20%, below 30% */
+    upsert_range(t, 70, 10);
+    struct st_value del[2] = {{0}, {0}};
+    del[0].v.l = 0;
+    del[1].v.l = 1;
+    struct change ch[2] = {{CHANGE_DELETE, &del[0]}, {CHANGE_DELETE, &del[1]}};
+    struct change_req req = {.table = t, .changes = ch, .nchanges = 2};
+    struct change_res res;
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_int_equal(engine_table_health(T.e, t, 0, 3, 3600, &h, &err), ST_OK);
+    assert_int_equal(h.seq, 9);
+    assert_int_equal(h.data_files, 8);
+    assert_int_equal(h.rows, 80);
+    assert_int_equal(h.deleted_rows, 2);
+    assert_int_equal(h.small_files, 8);
+    assert_int_equal(h.snapshots, 10);
+    assert_true(h.compact);
+    assert_null(strstr(h.compact_reason, "deleted"));
+    assert_non_null(strstr(h.compact_reason, "8 files hold fewer than 262144 live rows"));
+    assert_false(h.expire);
+    assert_int_equal(h.nfiles, 3);
+    assert_true(h.has_next);
+    assert_int_equal(h.files[0].deleted, 2);
+    assert_int_equal(h.files[0].rows, 10);
+    assert_true(h.files[0].dv_bytes > 0);
+    assert_int_equal(h.next, h.files[2].id);
+    int64_t next = h.next;
+    engine_health_clear(&h);
+    /* the last page */
+    assert_int_equal(engine_table_health(T.e, t, next, 100, 3600, &h, &err), ST_OK);
+    assert_int_equal(h.nfiles, 5);
+    assert_false(h.has_next);
+    assert_true(h.files[0].id > next);
+    engine_health_clear(&h);
+    /* a third deleted: at least 30% */
+    del[0].v.l = 2;
+    req.nchanges = 1;
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_int_equal(engine_table_health(T.e, t, 0, 100, 3600, &h, &err), ST_OK);
+    assert_non_null(strstr(h.compact_reason, "1 of 8 files have at least 30% of their rows "
+                                             "deleted (the most: 30.0%)"));
+    engine_health_clear(&h);
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -486,6 +642,8 @@ int main(void)
         cmocka_unit_test(test_expire_older_than),
         cmocka_unit_test(test_expire_crash_leaves_orphans),
         cmocka_unit_test(test_expire_concurrent_commits),
+        cmocka_unit_test(test_health),
+        cmocka_unit_test(test_maintenance_task),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
