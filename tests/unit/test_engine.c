@@ -673,7 +673,9 @@ static void run_model(bool composite, bool maintain)
     int64_t seq = 0;
     int64_t offset = 0;
     char(*names)[16] = xcalloc(64 * 20, sizeof *names);
-    for (int op = 0; op < MODEL_OPS; op++) {
+    /* with maintenance: fewer operations (each variant runs under ASan and TSan) */
+    const int ops = maintain ? MODEL_OPS * 2 / 5 : MODEL_OPS;
+    for (int op = 0; op < ops; op++) {
         uint64_t kind = rnd() % 100;
         struct st_err err = {0};
         if (maintain && kind >= 92) {
