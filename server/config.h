@@ -18,6 +18,12 @@ struct listen_addr {
     bool loopback;  /* 127.0.0.0/8, ::1 or localhost */
 };
 
+/* --cdc-route SOURCE=TABLE: a Debezium source table ("db.table" or "schema.table") to a table. */
+struct cdc_route {
+    char *source;
+    char *table;
+};
+
 struct config {
     struct listen_addr http;
     struct listen_addr grpc;
@@ -25,14 +31,16 @@ struct config {
     char *catalog;     /* PostgreSQL URL; NULL = the embedded default */
     char *tokens_file; /* NULL = no tokens */
     bool insecure;
-    uint64_t max_body;     /* bytes of one request body or gRPC message */
-    uint64_t max_inflight; /* budget of request bytes in flight, charged x ADMIT_EXPANSION */
-    int http_threads;      /* 0 = automatic */
-    int grpc_threads;      /* 0 = automatic */
-    int workers;           /* blocking-work threads; 0 = automatic */
-    int64_t gc_grace_s;    /* orphan grace period, seconds */
-    int64_t gc_interval_s; /* orphan GC period, seconds; 0 = off */
-    char *log_level;       /* debug|info|warn|error */
+    uint64_t max_body;            /* bytes of one request body or gRPC message */
+    uint64_t max_inflight;        /* budget of request bytes in flight, charged x ADMIT_EXPANSION */
+    int http_threads;             /* 0 = automatic */
+    int grpc_threads;             /* 0 = automatic */
+    int workers;                  /* blocking-work threads; 0 = automatic */
+    int64_t gc_grace_s;           /* orphan grace period, seconds */
+    int64_t gc_interval_s;        /* orphan GC period, seconds; 0 = off */
+    char *log_level;              /* debug|info|warn|error */
+    struct cdc_route *cdc_routes; /* --cdc-route, in the order given */
+    size_t ncdc_routes;
 };
 
 enum config_result { CONFIG_OK = 0, CONFIG_EXIT_OK = 1, CONFIG_ERROR = 2 };

@@ -65,6 +65,7 @@ enum http_route {
     RT_EXPIRE,
     RT_ERASURES,
     RT_ERASURE,
+    RT_CDC,
     RT__COUNT
 };
 
@@ -161,6 +162,7 @@ struct hreq {
     bool too_big;
     bool discard;      /* the request is refused already: drop the bytes */
     bool over_budget;  /* a chunked body passed --max-inflight: 503 once drained */
+    bool ndjson;       /* CDC: Content-Type application/x-ndjson (or jsonl) */
     uint64_t admitted; /* bytes charged to app->admit (body bytes x ADMIT_EXPANSION),
                           released when the worker's job ends (run_job), else with
                           the request */
@@ -231,6 +233,8 @@ void http__job_changes(struct hreq *r);
 void http__job_delete(struct hreq *r);
 void http__job_plan(struct hreq *r);
 void http__job_snapshots(struct hreq *r);
+/* POST /v1/cdc/debezium (r->table: ?table=, "" when absent) */
+void http__job_cdc(struct hreq *r);
 
 /*
  * Parse the request body with jdoc as a JSON object, nesting at most

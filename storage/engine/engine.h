@@ -142,6 +142,13 @@ struct change {
 int engine_check_producer(const char *producer, bool has_offset, int64_t offset,
                           struct st_err *err);
 
+/*
+ * The last offset committed for `producer` on table t (*has false: none yet).
+ * A read of the catalog: a commit may advance it right after.
+ */
+int engine_producer_offset(struct engine *e, const struct table *t, const char *producer, bool *has,
+                           int64_t *offset, struct st_err *err);
+
 struct change_req {
     struct table *table; /* the definition the values were decoded against */
     const struct change *changes;

@@ -598,6 +598,35 @@ int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size
     return ST_OK;
 }
 
+int engine_producer_offset(struct engine *e, const struct table *t, const char *producer, bool *has,
+                           int64_t *offset, struct st_err *err)
+{
+    *has = false;
+    *offset = 0;
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
+    if (rc != ST_OK)
+        return rc;
+    struct eng__num tid;
+    const char *vals[2] = {eng__i64(&tid, t->id), producer};
+    PGresult *r = cat_pq_exec_params(
+        c, "SELECT last_offset FROM strike.producers WHERE table_id = $1 AND producer = $2", 2,
+        NULL, vals, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = cat_fail(c, r, "reading a producer offset", err);
+        PQclear(r);
+        cat_release(e->pool, c, rc == ST_EUNAVAIL);
+        return rc;
+    }
+    if (PQntuples(r) > 0) {
+        *has = true;
+        *offset = eng__get_i64(r, 0, 0);
+    }
+    PQclear(r);
+    cat_release(e->pool, c, false);
+    return ST_OK;
+}
+
 int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
                      struct st_err *err)
 {
