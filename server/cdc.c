@@ -23,8 +23,9 @@ bool cdc_media_ok(const char *ct)
         ct++;
     size_t n = strcspn(ct, "; \t");
     static const char *const ok[] = {
-        "application/json",          "application/x-ndjson", "application/jsonl",
-        "application/cloudevents+json", "text/plain",        "application/cloudevents-batch+json",
+        "application/json",  "application/x-ndjson",
+        "application/jsonl", "application/cloudevents+json",
+        "text/plain",        "application/cloudevents-batch+json",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (strlen(ok[i]) == n && strncasecmp(ct, ok[i], n) == 0)
@@ -257,8 +258,8 @@ static const struct jdoc_val *src_get(const struct src *s, const char *key)
 static int read_position(struct dctx *c, const struct src *s, struct cdc_event *e)
 {
     const struct jdoc_val *snap = src_get(s, "snapshot");
-    bool snapshot = (jdoc_is(snap, JDOC_STRING) && strcmp(snap->u.s, "false") != 0) ||
-                    jdoc_true(snap);
+    bool snapshot =
+        (jdoc_is(snap, JDOC_STRING) && strcmp(snap->u.s, "false") != 0) || jdoc_true(snap);
     if (e->op == 'r' || snapshot)
         return ST_OK; /* a snapshot read repeats its position: at least once */
     const char *connector = jdoc_str(src_get(s, "connector"), NULL);
@@ -360,7 +361,8 @@ static int decode_event(struct dctx *c, struct jdoc *d, const struct jdoc_val *v
     const struct jdoc_val *opv = jdoc_get(payload, "op");
     if (opv == NULL && s.ce != NULL)
         opv = jdoc_get(s.ce, "iodebeziumop");
-    const struct jdoc_val *before = jdoc_get(payload, "before"), *after = jdoc_get(payload, "after");
+    const struct jdoc_val *before = jdoc_get(payload, "before"),
+                          *after = jdoc_get(payload, "after");
     struct cdc_event tmp = {.index = index};
     tmp.name = src_str(&s, "name");
     tmp.db = src_str(&s, "db");
@@ -438,9 +440,8 @@ static int decode_ndjson(struct dctx *c, const char *p, size_t len)
             struct jdoc_error je;
             struct jdoc *d = jdoc_parse(p, n, &o, &je);
             if (d == NULL)
-                return st_errf(c->err, ST_EINVAL,
-                               "line %zu (event %zu): not JSON: %s (column %d)", line, c->index,
-                               je.text, je.column);
+                return st_errf(c->err, ST_EINVAL, "line %zu (event %zu): not JSON: %s (column %d)",
+                               line, c->index, je.text, je.column);
             keep_doc(c->b, d);
             int rc = decode_root(c, d, false);
             if (rc != ST_OK)

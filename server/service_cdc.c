@@ -108,8 +108,8 @@ static int convert_image(struct jdoc *arena, const struct table *t, const struct
         if (col < 0)
             continue; /* the changeset names it (an unknown column of after, a before's non-key) */
         struct st_err ve = {0};
-        if (cdc_value(&img->lits[i], (enum cdc_logical)img->logical[i], t->cols[col].type,
-                      &lits[i], &ve) != ST_OK)
+        if (cdc_value(&img->lits[i], (enum cdc_logical)img->logical[i], t->cols[col].type, &lits[i],
+                      &ve) != ST_OK)
             return st_errf(err, ST_EINVAL, "event %zu (%.200s): %s.%s: %s", e->index, src_of(e),
                            which, img->names[i], ve.msg);
     }
@@ -153,8 +153,8 @@ static int build_seg(struct group *g, struct seg *s, struct st_err *err)
     for (size_t i = s->from; i < s->to; i++) {
         struct cevent *ce = &g->ev[i];
         ce->first = c;
-        ce->nch = ce->ev->op == 'u' && c + 1 < s->cs.n && s->cs.changes[c].op == CHANGE_DELETE ? 2
-                                                                                              : 1;
+        ce->nch =
+            ce->ev->op == 'u' && c + 1 < s->cs.n && s->cs.changes[c].op == CHANGE_DELETE ? 2 : 1;
         c += ce->nch;
     }
     return c == s->cs.n ? ST_OK : st_errf(err, ST_EINTERNAL, "cdc: changes do not add up");
