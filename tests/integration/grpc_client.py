@@ -31,6 +31,7 @@ UNARY = {
     "Compact": (pb.CompactRequest, pb.CompactResponse),
     "Expire": (pb.ExpireRequest, pb.ExpireResponse),
     "Erase": (pb.EraseRequest, pb.EraseResponse),
+    "ApplyDebezium": (pb.ApplyDebeziumRequest, pb.ApplyDebeziumResponse),
 }
 
 

@@ -271,6 +271,46 @@ class Cdc(unittest.TestCase):
         self.assertEqual(self.seq("bad_t"), seq)
         self.assertEqual(self.rows("bad_t")[1001]["email"], "sally.thomas@acme.com")
 
+    # ---- gRPC twin -------------------------------------------------------------------------------
+
+    def test_grpc_twin(self):
+        import grpc
+        import grpc_client as gc
+        self.create("grpc_t")
+        c = gc.Client(self.s.grpc_port)
+        try:
+            m = c.call("ApplyDebezium", body=fixture("mysql_batch_noschema.json"), table="grpc_t")
+            self.assertFalse(m.no_change)
+            self.assertEqual([(t.table, t.inserted, t.updated, t.deleted, t.duplicates) for t in m.tables],
+                             [("grpc_t", 3, 1, 1, 0)])
+            self.assertEqual(m.tables[0].seq, self.seq("grpc_t"))
+            m = c.call("ApplyDebezium", body=fixture("mysql_batch_noschema.json"), table="grpc_t")
+            self.assertEqual(m.tables[0].duplicates, 5)
+            m = c.call("ApplyDebezium", body=fixture("kafka_connect_aiven.ndjson"),
+                       content_type="application/x-ndjson", table="grpc_t")
+            self.assertEqual((m.tables[0].inserted, m.tables[0].deleted), (2, 1))
+            m = c.call("ApplyDebezium", body=fixture("heartbeat_schema.json"), table="grpc_t")
+            self.assertTrue(m.no_change)
+            self.assertEqual(len(m.tables), 0)
+            self.assertEqual(sorted(self.rows("grpc_t")), [1004, 1006, 2002])
+            seq = self.seq("grpc_t")
+            with self.assertRaises(grpc.RpcError) as e:
+                c.call("ApplyDebezium", body=fixture("pg_decimal_precise.json"), table="grpc_t")
+            self.assertEqual(gc.status_of(e.exception)[0], grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("event 0 (inventory.customers): after.balance", gc.status_of(e.exception)[1])
+            with self.assertRaises(grpc.RpcError) as e:
+                c.call("ApplyDebezium", body=fixture("pg_create_schema.json"), table="ghost_t")
+            self.assertEqual(gc.status_of(e.exception),
+                             (grpc.StatusCode.NOT_FOUND, 'event 0 (inventory.customers): table "ghost_t" '
+                              'does not exist (create it, or map the source table with --cdc-route '
+                              'SOURCE=TABLE or ?table=)'))
+            with self.assertRaises(grpc.RpcError) as e:
+                c.call("ApplyDebezium", body=b"{}", content_type="text/xml")
+            self.assertEqual(gc.status_of(e.exception)[0], grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertEqual(self.seq("grpc_t"), seq)
+        finally:
+            c.close()
+
     # ---- replay ----------------------------------------------------------------------------------
 
     def test_replay_with_crashes(self):
