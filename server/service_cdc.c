@@ -56,6 +56,7 @@ struct group {
     struct seg *segs;
     size_t nsegs;
     struct svc_cdc_table *res;
+    bool committed; /* res->seq is the seq of a commit of this request */
 };
 
 void svc_cdc_res_clear(struct svc_cdc_res *r)
@@ -162,8 +163,10 @@ static int build_seg(struct group *g, struct seg *s, struct st_err *err)
 
 /* ---- commit ------------------------------------------------------------------------ */
 
-static void add_counts(struct svc_cdc_table *r, const struct change_res *c)
+static void add_counts(struct group *g, const struct change_res *c)
 {
+    struct svc_cdc_table *r = g->res;
+    g->committed = true;
     r->seq = c->seq;
     r->inserted += c->inserted;
     r->updated += c->updated;
@@ -216,7 +219,7 @@ static int commit_changes(struct engine *e, struct group *g, struct seg *s, stru
         return rc;
     if (res.duplicate) /* a concurrent delivery of the same events committed first */
         g->res->duplicates += (int64_t)nev;
-    add_counts(g->res, &res);
+    add_counts(g, &res);
     return ST_OK;
 }
 
@@ -245,6 +248,7 @@ static int commit_truncate(struct engine *e, struct group *g, struct seg *s, str
         return rc;
     g->res->deleted += dr.deleted;
     g->res->seq = dr.seq;
+    g->committed = true;
     if (ce->producer[0] == '\0')
         return ST_OK;
     /* Not atomic with the delete: a crash between the two re-runs the truncate on a resend,
@@ -418,6 +422,14 @@ int svc_cdc_apply(struct engine *e, const struct svc_cdc_req *q, struct svc_cdc_
         for (size_t s = 0; s < g->nsegs && rc == ST_OK; s++)
             rc = g->segs[s].truncate ? commit_truncate(e, g, &g->segs[s], err)
                                      : commit_changes(e, g, &g->segs[s], err);
+    }
+    /* a table that only saw duplicates answers its current seq (the cached one may lag) */
+    for (size_t i = 0; i < ng && rc == ST_OK; i++) {
+        struct table *fresh = NULL;
+        if (gs[i].committed || (rc = engine_get_table(e, gs[i].t->name, &fresh, err)) != ST_OK)
+            continue;
+        gs[i].res->seq = fresh->seq;
+        engine_table_unref(fresh);
     }
     groups_free(gs, ng);
     cdc_batch_free(&b);
