@@ -197,9 +197,9 @@ static int read_image(struct dctx *c, struct jdoc *d, const struct cdc_event *e,
 bool cdc_mysql_pos(int64_t file_no, int64_t pos, int64_t row, int64_t *out)
 {
     if (file_no < 0 || file_no >= (INT64_C(1) << 20) || pos < 0 || pos >= (INT64_C(1) << 32) ||
-        row < 0 || row >= (INT64_C(1) << 11))
+        row < 0 || row >= (INT64_C(1) << 10))
         return false;
-    *out = file_no << 43 | pos << 11 | row;
+    *out = file_no << 42 | pos << 10 | row;
     return true;
 }
 
@@ -255,6 +255,31 @@ static const struct jdoc_val *src_get(const struct src *s, const char *key)
     return v != NULL && v->type != JDOC_NULL ? v : NULL;
 }
 
+/* The first element of source.sequence, "[\"24023120\",\"24023128\"]": false when null or not
+ * there. */
+static bool sequence_commit(const struct jdoc_val *seq, int64_t *out)
+{
+    const char *p = jdoc_str(seq, NULL);
+    if (p == NULL)
+        return false;
+    while (*p == ' ')
+        p++;
+    if (*p++ != '[')
+        return false;
+    while (*p == ' ')
+        p++;
+    if (*p++ != '"')
+        return false;
+    int64_t x = 0;
+    int n = 0;
+    for (; *p >= '0' && *p <= '9' && n < 19; p++, n++)
+        x = x * 10 + (*p - '0');
+    if (n == 0 || n > 18 || *p != '"')
+        return false;
+    *out = x;
+    return true;
+}
+
 static int read_position(struct dctx *c, const struct src *s, struct cdc_event *e)
 {
     const struct jdoc_val *snap = src_get(s, "snapshot");
@@ -267,12 +292,13 @@ static int read_position(struct dctx *c, const struct src *s, struct cdc_event *
     const struct jdoc_val *file = src_get(s, "file"), *pos = src_get(s, "pos");
     bool pg = connector != NULL ? strcmp(connector, "postgresql") == 0 : lsn != NULL;
     bool my = connector != NULL ? strcmp(connector, "mysql") == 0 : file != NULL && pos != NULL;
+    int64_t base;
     if (pg && lsn != NULL) {
-        if (!int_of(lsn, &e->pos) || e->pos < 0)
+        if (!int_of(lsn, &base) || base < 0 || base >= (INT64_C(1) << 62))
             return event_err(c, e->index, e->source,
-                             "source.lsn: expected a non-negative integer, got %s",
+                             "source.lsn: expected an integer from 0 to 2^62, got %s",
                              lit_jdoc_kind(lsn));
-        e->has_pos = true;
+        e->has_txpos = sequence_commit(src_get(s, "sequence"), &e->txpos);
     } else if (my && file != NULL && pos != NULL) {
         int64_t fno, p, row = 0;
         const struct jdoc_val *rowv = src_get(s, "row");
@@ -282,14 +308,17 @@ static int read_position(struct dctx *c, const struct src *s, struct cdc_event *
         if (!int_of(pos, &p) || (rowv != NULL && !int_of(rowv, &row)))
             return event_err(c, e->index, e->source, "source.%s: expected an integer",
                              int_of(pos, &p) ? "row" : "pos");
-        if (!cdc_mysql_pos(fno, p, row, &e->pos))
+        if (!cdc_mysql_pos(fno, p, row, &base))
             return event_err(c, e->index, e->source,
                              "source: binlog position out of range for exactly-once (file "
-                             "number < 2^20, pos < 2^32, row < 2^11): file %" PRId64
+                             "number < 2^20, pos < 2^32, row < 2^10): file %" PRId64
                              ", pos %" PRId64 ", row %" PRId64,
                              fno, p, row);
-        e->has_pos = true;
+    } else {
+        return ST_OK;
     }
+    e->has_pos = true;
+    e->pos = 2 * base + (e->op == 'c'); /* a key change's delete, then its create */
     return ST_OK;
 }
 

@@ -26,12 +26,19 @@
  * is midnight UTC of that day, a base64 decimal is refused unless the
  * column is a string...).
  *
- * Positions (the offset of exactly-once, docs/API.md): PostgreSQL:
- * source.lsn; MySQL: the binlog file's number, source.pos and source.row
- * packed as file << 43 | pos << 11 | row (20, 32 and 11 bits: a field out
- * of its range is refused). Snapshot reads (op "r", or source.snapshot
- * other than "false") and other connectors have no position: they apply at
- * least once.
+ * Positions (exactly-once, docs/API.md "CDC endpoint"): `pos` orders the
+ * events of one connector and source table as Debezium sends them; it is
+ * twice the source position, plus 1 for a create, so that the delete and the
+ * create Debezium makes of one key-changing update (they share a position)
+ * stay apart. The source position: PostgreSQL source.lsn (below 2^62); MySQL
+ * the binlog file's number, source.pos and source.row packed as
+ * file << 42 | pos << 10 | row (20, 32 and 10 bits: a field out of range is
+ * refused). PostgreSQL also has `txpos`, the commit LSN before the event's
+ * transaction (the first of source.sequence), which orders transactions as
+ * they are sent where the LSNs of interleaved transactions do not: the
+ * order of PostgreSQL events is (txpos, pos) when `has_txpos`. Snapshot
+ * reads (op "r", or source.snapshot other than "false") and the other
+ * connectors have no position: they apply at least once.
  *
  * Every refusal names the event (its index in the body, from 0), its source
  * table when known, and the field:
@@ -85,7 +92,9 @@ struct cdc_event {
     const char *source; /* "schema.table" when there is a schema, else "db.table", else table;
                            NULL when no table is known */
     bool has_pos;
-    int64_t pos; /* >= 0 */
+    int64_t pos;    /* >= 0 */
+    bool has_txpos; /* PostgreSQL with source.sequence */
+    int64_t txpos;  /* >= 0 */
     struct cdc_image before, after;
 };
 
@@ -122,7 +131,8 @@ void cdc_batch_free(struct cdc_batch *b);
 int cdc_value(const struct st_literal *in, enum cdc_logical logical, enum st_type t,
               struct st_literal *out, struct st_err *err);
 
-/* Pack a MySQL binlog position (see above); false when a field is out of range. */
+/* Pack a MySQL binlog position (see above, before the doubling); false when a field is out of
+ * range. */
 bool cdc_mysql_pos(int64_t file_no, int64_t pos, int64_t row, int64_t *out);
 
 #endif

@@ -173,31 +173,105 @@ static void add_counts(struct group *g, const struct change_res *c)
     r->deleted += c->deleted;
 }
 
+/*
+ * Where a producer stands. Without `tx`: its one offset, the position. With
+ * `tx` (PostgreSQL with source.sequence): the pair (commit LSN before the
+ * transaction, position), kept as two producer offsets, NAME@tx and NAME@lsn.
+ */
+struct ppos {
+    bool tx;
+    bool has;
+    int64_t txpos, pos;
+    char name[ENGINE_PRODUCER_MAX + 1];     /* NAME, or NAME@tx */
+    char lsn_name[ENGINE_PRODUCER_MAX + 1]; /* NAME@lsn */
+};
+
+static int ppos_read(struct engine *e, const struct table *t, const struct cevent *ce,
+                     struct ppos *p, struct st_err *err)
+{
+    memset(p, 0, sizeof *p);
+    p->tx = ce->ev->has_txpos;
+    if (!p->tx) {
+        snprintf(p->name, sizeof p->name, "%s", ce->producer);
+        return engine_producer_offset(e, t, p->name, &p->has, &p->pos, err);
+    }
+    snprintf(p->name, sizeof p->name, "%s@tx", ce->producer);
+    snprintf(p->lsn_name, sizeof p->lsn_name, "%s@lsn", ce->producer);
+    bool has_lsn;
+    int rc = engine_producer_offset(e, t, p->name, &p->has, &p->txpos, err);
+    if (rc == ST_OK)
+        rc = engine_producer_offset(e, t, p->lsn_name, &has_lsn, &p->pos, err);
+    if (rc == ST_OK && !has_lsn)
+        p->pos = -1;
+    return rc;
+}
+
+/* Is the event at or before where the producer stands? */
+static bool ppos_dup(const struct ppos *p, const struct cdc_event *ev)
+{
+    if (!p->has)
+        return false;
+    if (p->tx)
+        return ev->txpos < p->txpos || (ev->txpos == p->txpos && ev->pos <= p->pos);
+    return ev->pos <= p->pos;
+}
+
+static void ppos_take(struct ppos *p, const struct cdc_event *ev)
+{
+    p->has = true;
+    p->txpos = ev->txpos;
+    p->pos = ev->pos;
+}
+
+/*
+ * The offsets of a request that brings the producer from `from` to `to`.
+ * With `tx`, NAME@tx is the engine's checked offset only when the request
+ * reaches a later transaction (an offset equal to the stored one would be a
+ * duplicate); a request within the transaction where the producer stands
+ * records NAME@lsn alone, unchecked (two such deliveries at once both apply:
+ * the same events, in the same order).
+ */
+static void ppos_req(struct change_req *req, const struct ppos *from, const struct ppos *to)
+{
+    if (!to->tx) {
+        req->producer = to->name;
+        req->has_offset = true;
+        req->offset = to->pos;
+        return;
+    }
+    req->mark_producer = to->lsn_name;
+    req->mark_offset = to->pos;
+    if (!from->has || to->txpos > from->txpos) {
+        req->producer = to->name;
+        req->has_offset = true;
+        req->offset = to->txpos;
+    }
+}
+
 static int commit_changes(struct engine *e, struct group *g, struct seg *s, struct st_err *err)
 {
-    const char *producer = g->ev[s->from].producer;
+    const struct cevent *first = &g->ev[s->from];
     struct change_req req = {.table = g->t};
     struct change *kept = NULL;
+    struct ppos from, to; /* the request's producer names point into `to` */
     size_t nkept = 0, nev = 0;
     int rc;
-    if (producer[0] == '\0') {
+    if (first->producer[0] == '\0') {
         req.changes = s->cs.changes;
         req.nchanges = s->cs.n;
         nev = s->to - s->from;
     } else {
-        bool has;
-        int64_t last;
-        if ((rc = engine_producer_offset(e, g->t, producer, &has, &last, err)) != ST_OK)
+        if ((rc = ppos_read(e, g->t, first, &from, err)) != ST_OK)
             return rc;
+        to = from;
         kept = xcalloc(s->cs.n ? s->cs.n : 1, sizeof *kept);
         for (size_t i = s->from; i < s->to; i++) {
             const struct cevent *ce = &g->ev[i];
-            if (has && ce->ev->pos <= last) {
+            if (ppos_dup(&to, ce->ev)) {
                 g->res->duplicates++;
                 continue;
             }
-            has = true;
-            last = ce->ev->pos;
+            ppos_take(&to, ce->ev);
             memcpy(kept + nkept, s->cs.changes + ce->first, ce->nch * sizeof *kept);
             nkept += ce->nch;
             nev++;
@@ -208,9 +282,7 @@ static int commit_changes(struct engine *e, struct group *g, struct seg *s, stru
         }
         req.changes = kept;
         req.nchanges = nkept;
-        req.producer = producer;
-        req.has_offset = true;
-        req.offset = last;
+        ppos_req(&req, &from, &to);
     }
     struct change_res res;
     rc = engine_apply_changes(e, &req, &res, err);
@@ -227,13 +299,12 @@ static int commit_changes(struct engine *e, struct group *g, struct seg *s, stru
 static int commit_truncate(struct engine *e, struct group *g, struct seg *s, struct st_err *err)
 {
     const struct cevent *ce = &g->ev[s->from];
+    struct ppos from, to;
     int rc;
     if (ce->producer[0] != '\0') {
-        bool has;
-        int64_t last;
-        if ((rc = engine_producer_offset(e, g->t, ce->producer, &has, &last, err)) != ST_OK)
+        if ((rc = ppos_read(e, g->t, ce, &from, err)) != ST_OK)
             return rc;
-        if (has && ce->ev->pos <= last) {
+        if (ppos_dup(&from, ce->ev)) {
             g->res->duplicates++;
             return ST_OK;
         }
@@ -253,8 +324,10 @@ static int commit_truncate(struct engine *e, struct group *g, struct seg *s, str
         return ST_OK;
     /* Not atomic with the delete: a crash between the two re-runs the truncate on a resend,
        which finds the rows it deleted gone and the later events not yet applied. */
-    struct change_req req = {
-        .table = g->t, .producer = ce->producer, .has_offset = true, .offset = ce->ev->pos};
+    to = from;
+    ppos_take(&to, ce->ev);
+    struct change_req req = {.table = g->t};
+    ppos_req(&req, &from, &to);
     struct change_res res;
     if ((rc = engine_apply_changes(e, &req, &res, err)) == ST_OK)
         g->res->seq = res.seq;
@@ -321,11 +394,11 @@ static int producer_of(struct cevent *ce, struct st_err *err)
     if (!ev->has_pos || ev->name == NULL || ev->source == NULL)
         return ST_OK;
     int n = snprintf(ce->producer, sizeof ce->producer, "%s/%s", ev->name, ev->source);
-    if (n < 0 || (size_t)n >= sizeof ce->producer)
+    if (n < 0 || (size_t)n + 4 >= sizeof ce->producer) /* room for "@lsn" */
         return st_errf(err, ST_EINVAL,
                        "event %zu (%.200s): source.name and the source table make a producer "
                        "longer than %d bytes",
-                       ev->index, src_of(ev), ENGINE_PRODUCER_MAX);
+                       ev->index, src_of(ev), ENGINE_PRODUCER_MAX - 4);
     return ST_OK;
 }
 
@@ -337,7 +410,8 @@ static void segment(struct group *g)
         bool trunc = g->ev[i].ev->op == 't';
         struct seg *last = g->nsegs ? &g->segs[g->nsegs - 1] : NULL;
         if (last != NULL && !trunc && !last->truncate &&
-            strcmp(g->ev[last->from].producer, g->ev[i].producer) == 0) {
+            strcmp(g->ev[last->from].producer, g->ev[i].producer) == 0 &&
+            g->ev[last->from].ev->has_txpos == g->ev[i].ev->has_txpos) {
             last->to = i + 1;
             continue;
         }

@@ -159,6 +159,16 @@ struct change_req {
     bool has_expected_seq;
     int64_t expected_seq;
     const struct engine_idem *idem; /* NULL: none */
+    /*
+     * A second producer offset, stored in the same commit when the request
+     * applies (is not a duplicate of `producer`), with no duplicate check of
+     * its own: for positions that take two numbers (the CDC endpoint's
+     * PostgreSQL commit LSN and change LSN, server/service_cdc.c), whose
+     * caller reads it back with engine_producer_offset. NULL: none; the same
+     * rules as `producer`.
+     */
+    const char *mark_producer;
+    int64_t mark_offset;
 };
 
 struct change_res {

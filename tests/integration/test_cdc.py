@@ -49,9 +49,10 @@ def fixture(name):
         return f.read()
 
 
-def pg_event(op, key, lsn, value=None, name="pgsrv", table="items", schema="public"):
+def pg_event(op, key, lsn, value=None, name="pgsrv", table="items", schema="public", commit=None):
+    """A PostgreSQL event; `commit`: the commit LSN before its transaction (source.sequence)."""
     row = None if value is None else {"id": key, "v": value}
-    return {
+    ev = {
         "before": {"id": key, "v": None} if op == "d" else None,
         "after": row,
         "source": {"version": "2.5.0.Final", "connector": "postgresql", "name": name,
@@ -60,6 +61,9 @@ def pg_event(op, key, lsn, value=None, name="pgsrv", table="items", schema="publ
         "op": op,
         "ts_ms": 1700000000001,
     }
+    if commit is not None:
+        ev["source"]["sequence"] = json.dumps([str(commit), str(lsn)])
+    return ev
 
 
 class Cdc(unittest.TestCase):
@@ -203,6 +207,33 @@ class Cdc(unittest.TestCase):
         self.assertEqual(sum(r["duplicates"] for r in res), 50, res)
         self.assertEqual(len(self.rows("dup_items")), 10 + 50)
 
+    def test_interleaved_transactions(self):
+        """PostgreSQL sends transactions in commit order; the LSNs of a transaction that
+        committed later may be lower (it wrote first). source.sequence orders them."""
+        self.create("ilv_t", ITEMS)
+        a1 = pg_event("c", 1, 100, "a1", table="ilv", commit=50)
+        a2 = pg_event("c", 2, 300, "a2", table="ilv", commit=50)   # A commits at 400
+        b1 = pg_event("c", 3, 200, "b1", table="ilv", commit=400)  # B wrote at 200, commits at 500
+        b2 = pg_event("u", 1, 210, "b2", table="ilv", commit=400)
+        c1 = pg_event("d", 2, 450, table="ilv", commit=500)
+        t = self.ok([a1, a2], "ilv_t")["ilv_t"]
+        self.assertEqual(t["inserted"], 2)
+        t = self.ok([b1], "ilv_t")["ilv_t"]   # 200 < 300, yet new
+        self.assertEqual((t["inserted"], t["duplicates"]), (1, 0))
+        t = self.ok([a1, a2, b1, b2, c1], "ilv_t")["ilv_t"]  # a resend from the start
+        self.assertEqual((t["updated"], t["deleted"], t["duplicates"]), (1, 1, 3))
+        self.assertEqual(self.rows("ilv_t"), {1: {"id": 1, "v": "b2"}, 3: {"id": 3, "v": "b1"}})
+        t = self.ok([b2, c1], "ilv_t")["ilv_t"]
+        self.assertEqual(t["duplicates"], 2)
+        # a key change: Debezium's delete and create of one update share its LSN
+        kd = pg_event("d", 3, 600, table="ilv", commit=550)
+        kc = pg_event("c", 30, 600, "moved", table="ilv", commit=550)
+        t = self.ok([kd], "ilv_t")["ilv_t"]
+        self.assertEqual(t["deleted"], 1)
+        t = self.ok([kd, kc], "ilv_t")["ilv_t"]  # the pair split across requests, resent
+        self.assertEqual((t["inserted"], t["duplicates"]), (1, 1))
+        self.assertEqual(sorted(self.rows("ilv_t")), [1, 30])
+
     # ---- routing ---------------------------------------------------------------------------------
 
     def test_routing(self):
@@ -316,23 +347,41 @@ class Cdc(unittest.TestCase):
     def test_replay_with_crashes(self):
         """10,000 events in batches; the sender "crashes" at random points (a batch sent but
         its answer lost, or not sent) and resends from an earlier offset, as Debezium does
-        from its last committed offset; striked is killed once mid-stream."""
+        from its last committed offset; striked is killed once mid-stream. The transactions
+        interleave (LSNs go back between them) and some updates change the key."""
         rnd = random.Random(15)
         self.create("replay_t", ITEMS)
-        state, events, lsn = {}, [], 10**9
-        for i in range(10000):
-            k = rnd.randrange(600)
-            lsn += rnd.randrange(1, 500)
-            if k not in state:
-                op = "c"
-            else:
-                op = "d" if rnd.random() < 0.25 else "u"
-            if op == "d":
-                del state[k]
-                events.append(pg_event("d", k, lsn, table="replay_src"))
-            else:
-                state[k] = f"v{i}"
-                events.append(pg_event(op, k, lsn, state[k], table="replay_src"))
+        # PostgreSQL transactions of 1 to 5 events in commit order, the LSNs of each one starting
+        # up to 400 below the previous one's last (interleaved writers), some updates changing the
+        # key (Debezium's delete + create at one LSN); every event carries source.sequence
+        state, events, last_lsn, commit = {}, [], 10**9, 10**9 + 1
+        fresh = 600
+        while len(events) < 10000:
+            prev_commit = commit
+            lsn = max(last_lsn - rnd.randrange(0, 400), 1)
+            for _ in range(rnd.randrange(1, 6)):
+                if len(events) >= 10000:
+                    break
+                lsn += rnd.randrange(1, 50)
+                k = rnd.randrange(600)
+                if k not in state:
+                    state[k] = f"v{len(events)}"
+                    events.append(pg_event("c", k, lsn, state[k], table="replay_src", commit=prev_commit))
+                elif rnd.random() < 0.2 and len(events) < 9999:
+                    fresh += 1
+                    state[fresh] = state.pop(k)
+                    events.append(pg_event("d", k, lsn, table="replay_src", commit=prev_commit))
+                    events.append(pg_event("c", fresh, lsn, state[fresh], table="replay_src",
+                                           commit=prev_commit))
+                elif rnd.random() < 0.25:
+                    del state[k]
+                    events.append(pg_event("d", k, lsn, table="replay_src", commit=prev_commit))
+                else:
+                    state[k] = f"v{len(events)}"
+                    events.append(pg_event("u", k, lsn, state[k], table="replay_src", commit=prev_commit))
+            last_lsn = lsn
+            commit = max(commit, lsn) + rnd.randrange(1, 30)
+        self.assertEqual(len(events), 10000)
         applied = dups = sent = 0
         committed = 0  # the sender's own committed offset (Debezium's offset store)
         pos = 0

@@ -79,7 +79,9 @@ static void test_pg_schema(void **state)
     assert_string_equal(e->name, "dbserver1");
     assert_string_equal(e->db, "postgres");
     assert_true(e->has_pos);
-    assert_int_equal(e->pos, 24023128);
+    assert_int_equal(e->pos, 2 * 24023128 + 1); /* a create: twice the LSN, plus 1 */
+    assert_true(e->has_txpos);
+    assert_int_equal(e->txpos, 24023120); /* source.sequence's commit LSN */
     assert_false(e->before.present);
     assert_true(e->after.present);
     int c = field(&e->after, "created_at"), d = field(&e->after, "birth_date");
@@ -104,7 +106,8 @@ static void test_pg_noschema_and_delete(void **state)
     assert_int_equal(b.n, 1);
     assert_int_equal(b.ev[0].op, 'u');
     assert_false(b.ev[0].before.present);
-    assert_int_equal(b.ev[0].pos, 24023304);
+    assert_int_equal(b.ev[0].pos, 2 * 24023304);
+    assert_int_equal(b.ev[0].txpos, 24023200);
     assert_int_equal(b.ev[0].after.logical[0], CDC_L_NONE);
     cdc_batch_free(&b);
     decode_file("pg_delete_schema.json", NULL, &b);
@@ -112,7 +115,7 @@ static void test_pg_noschema_and_delete(void **state)
     assert_int_equal(b.ev[0].op, 'd');
     assert_true(b.ev[0].before.present);
     assert_false(b.ev[0].after.present);
-    assert_int_equal(b.ev[0].pos, 24045000);
+    assert_int_equal(b.ev[0].pos, 2 * 24045000);
     cdc_batch_free(&b);
 }
 
@@ -164,7 +167,7 @@ static void test_truncate_and_key_change(void **state)
     decode_file("pg_truncate.json", NULL, &b);
     assert_int_equal(b.n, 1);
     assert_int_equal(b.ev[0].op, 't');
-    assert_int_equal(b.ev[0].pos, 24050000);
+    assert_int_equal(b.ev[0].pos, 2 * 24050000);
     cdc_batch_free(&b);
     decode_file("pg_key_change_update.json", NULL, &b);
     assert_int_equal(b.n, 1);
@@ -174,7 +177,10 @@ static void test_truncate_and_key_change(void **state)
     assert_int_equal(b.n, 2);
     assert_int_equal(b.ev[0].op, 'd');
     assert_int_equal(b.ev[1].op, 'c');
-    assert_true(b.ev[0].pos < b.ev[1].pos);
+    /* one WAL record, one LSN: the create still comes after the delete */
+    assert_int_equal(b.ev[0].pos, 2 * 24040000);
+    assert_int_equal(b.ev[1].pos, 2 * 24040000 + 1);
+    assert_int_equal(b.ev[0].txpos, b.ev[1].txpos);
     cdc_batch_free(&b);
 }
 
@@ -186,7 +192,8 @@ static void test_mysql(void **state)
     assert_int_equal(b.n, 5);
     int64_t want;
     assert_true(cdc_mysql_pos(3, 484, 0, &want));
-    assert_int_equal(b.ev[0].pos, want);
+    assert_int_equal(b.ev[0].pos, 2 * want + 1);
+    assert_false(b.ev[0].has_txpos);
     for (size_t i = 1; i < b.n; i++)
         assert_true(b.ev[i].pos > b.ev[i - 1].pos); /* file, then pos, then row */
     assert_string_equal(b.ev[0].source, "inventory.customers");
@@ -213,16 +220,16 @@ static void test_mysql_pos_packing(void **state)
 {
     (void)state;
     int64_t a, b, c;
-    assert_true(cdc_mysql_pos(1, UINT32_MAX, 2047, &a));
+    assert_true(cdc_mysql_pos(1, UINT32_MAX, 1023, &a));
     assert_true(cdc_mysql_pos(2, 0, 0, &b));
     assert_true(a < b);
-    assert_true(cdc_mysql_pos((1 << 20) - 1, UINT32_MAX, 2047, &c));
-    assert_int_equal(c, INT64_MAX);
+    assert_true(cdc_mysql_pos((1 << 20) - 1, UINT32_MAX, 1023, &c));
+    assert_int_equal(c, (INT64_C(1) << 62) - 1); /* doubled, plus 1, it still fits */
     assert_false(cdc_mysql_pos(1 << 20, 0, 0, &c));
     assert_false(cdc_mysql_pos(0, INT64_C(1) << 32, 0, &c));
-    assert_false(cdc_mysql_pos(0, 0, 2048, &c));
+    assert_false(cdc_mysql_pos(0, 0, 1024, &c));
     refuse("{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"connector\":\"mysql\",\"name\":\"m\","
-           "\"db\":\"d\",\"table\":\"t\",\"file\":\"bin.000001\",\"pos\":1,\"row\":4096}}",
+           "\"db\":\"d\",\"table\":\"t\",\"file\":\"bin.000001\",\"pos\":1,\"row\":1024}}",
            NULL, "event 0 (d.t): source: binlog position out of range");
 }
 
@@ -245,8 +252,43 @@ static void test_ndjson_and_cloudevents(void **state)
     assert_string_equal(b.ev[0].source, "inventory.customers");
     assert_string_equal(b.ev[0].name, "dbserver1");
     assert_true(b.ev[0].has_pos);
-    assert_int_equal(b.ev[0].pos, 26000000);
+    assert_int_equal(b.ev[0].pos, 2 * 26000000 + 1);
+    assert_false(b.ev[0].has_txpos);
     cdc_batch_free(&b);
+}
+
+static void test_sequence(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *seq;
+        bool has;
+        int64_t tx;
+    } cases[] = {
+        {"[\\\"100\\\",\\\"200\\\"]", true, 100},
+        {"[null,\\\"200\\\"]", false, 0},
+        {"[\\\"12x\\\",\\\"200\\\"]", false, 0},
+        {"[\\\"1234567890123456789\\\",\\\"1\\\"]", false, 0},
+        {"", false, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"op\":\"u\",\"after\":{\"id\":1},\"source\":{\"connector\":"
+                 "\"postgresql\",\"name\":\"n\",\"schema\":\"s\",\"table\":\"t\",\"lsn\":200,"
+                 "\"sequence\":\"%s\"}}",
+                 cases[i].seq);
+        struct cdc_batch b;
+        struct st_err err = {0};
+        assert_int_equal(cdc_decode(body, strlen(body), NULL, &b, &err), ST_OK);
+        assert_int_equal(b.n, 1);
+        assert_true(b.ev[0].has_pos);
+        assert_int_equal(b.ev[0].pos, 400);
+        assert_int_equal(b.ev[0].has_txpos, cases[i].has);
+        if (cases[i].has)
+            assert_int_equal(b.ev[0].txpos, cases[i].tx);
+        cdc_batch_free(&b);
+    }
 }
 
 static void test_values(void **state)
@@ -301,7 +343,7 @@ static void test_refusals(void **state)
            "event 0 (t): op: required with before/after");
     refuse("{\"schema\":null,\"payload\":{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"table\":"
            "\"t\",\"connector\":\"postgresql\",\"lsn\":-5}}}",
-           NULL, "event 0 (t): source.lsn: expected a non-negative integer");
+           NULL, "event 0 (t): source.lsn: expected an integer from 0 to 2^62");
     refuse("{\"schema\":null,\"payload\":{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"table\":"
            "\"t\",\"connector\":\"postgresql\",\"lsn\":\"12x\"}}}",
            NULL, "source.lsn");
@@ -346,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_mysql),
         cmocka_unit_test(test_mysql_pos_packing),
         cmocka_unit_test(test_ndjson_and_cloudevents),
+        cmocka_unit_test(test_sequence),
         cmocka_unit_test(test_values),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_media),
