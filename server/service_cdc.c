@@ -33,14 +33,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A producer's name, at most: room left for the "@lsn" of PostgreSQL's second offset. */
+#define CDC_PRODUCER_MAX (ENGINE_PRODUCER_MAX - 4)
+
 /* Tables one body may name, at most (each is looked up before anything commits). */
 #define CDC_TABLES_MAX 256
 
 struct cevent {
     const struct cdc_event *ev;
     struct wire_change wire;
-    char producer[ENGINE_PRODUCER_MAX + 1]; /* "" : none (no position, or no source.name) */
-    size_t first, nch;                      /* its changes in the segment's changeset */
+    char producer[CDC_PRODUCER_MAX + 1]; /* "" : none (no position, or no source.name) */
+    size_t first, nch;                   /* its changes in the segment's changeset */
 };
 
 struct seg {
@@ -394,11 +397,11 @@ static int producer_of(struct cevent *ce, struct st_err *err)
     if (!ev->has_pos || ev->name == NULL || ev->source == NULL)
         return ST_OK;
     int n = snprintf(ce->producer, sizeof ce->producer, "%s/%s", ev->name, ev->source);
-    if (n < 0 || (size_t)n + 4 >= sizeof ce->producer) /* room for "@lsn" */
+    if (n < 0 || (size_t)n >= sizeof ce->producer)
         return st_errf(err, ST_EINVAL,
                        "event %zu (%.200s): source.name and the source table make a producer "
                        "longer than %d bytes",
-                       ev->index, src_of(ev), ENGINE_PRODUCER_MAX - 4);
+                       ev->index, src_of(ev), CDC_PRODUCER_MAX);
     return ST_OK;
 }
 
