@@ -19,7 +19,11 @@
  * The producer is `source.name` "/" the source table ("dbserver1/
  * inventory.customers"); events without source.name or without a position
  * apply at least once (the table's version column, if any, keeps the newest
- * row).
+ * row). PostgreSQL events with source.sequence stand at a pair (the commit
+ * LSN before their transaction, the position), kept as two offsets:
+ * PRODUCER@tx, the engine's checked offset, and PRODUCER@lsn, recorded with
+ * it (change_req.mark_producer); see ppos_req for the one case without the
+ * engine's check.
  */
 #include "service.h"
 
