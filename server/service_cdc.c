@@ -204,12 +204,13 @@ static int ppos_read(struct engine *e, const struct table *t, const struct ceven
     }
     snprintf(p->name, sizeof p->name, "%s@tx", ce->producer);
     snprintf(p->lsn_name, sizeof p->lsn_name, "%s@lsn", ce->producer);
-    bool has_lsn;
-    int rc = engine_producer_offset(e, t, p->name, &p->has, &p->txpos, err);
-    if (rc == ST_OK)
-        rc = engine_producer_offset(e, t, p->lsn_name, &has_lsn, &p->pos, err);
-    if (rc == ST_OK && !has_lsn)
-        p->pos = -1;
+    const char *names[2] = {p->name, p->lsn_name};
+    bool has[2];
+    int64_t off[2];
+    int rc = engine_producer_offsets(e, t, names, 2, has, off, err);
+    p->has = has[0];
+    p->txpos = off[0];
+    p->pos = has[1] ? off[1] : -1;
     return rc;
 }
 

@@ -148,6 +148,9 @@ int engine_check_producer(const char *producer, bool has_offset, int64_t offset,
  */
 int engine_producer_offset(struct engine *e, const struct table *t, const char *producer, bool *has,
                            int64_t *offset, struct st_err *err);
+/* The same for n producers at once (one catalog round trip): has[i], offsets[i]. */
+int engine_producer_offsets(struct engine *e, const struct table *t, const char *const *producers,
+                            size_t n, bool *has, int64_t *offsets, struct st_err *err);
 
 struct change_req {
     struct table *table; /* the definition the values were decoded against */

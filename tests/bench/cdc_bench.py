@@ -52,7 +52,8 @@ def envelope_schema():
               "field": "source",
               "fields": [{"type": "string", "optional": False, "field": k} for k in
                          ("version", "connector", "name", "db", "schema", "table")] +
-                        [{"type": "int64", "optional": True, "field": "lsn"},
+                        [{"type": "string", "optional": True, "field": "sequence"},
+                         {"type": "int64", "optional": True, "field": "lsn"},
                          {"type": "int64", "optional": True, "field": "txId"}]}
     return {"type": "struct", "optional": False, "name": "bench.public.t.Envelope",
             "fields": [image("before"), image("after"), source,
@@ -119,7 +120,8 @@ def main():
                 payload = {
                     "before": None, "after": row_of(k, rnd + 1),
                     "source": {"version": "2.5.0.Final", "connector": "postgresql", "name": "bench",
-                               "db": "bench", "schema": "public", "table": "t", "lsn": lsn, "txId": lsn // 64},
+                               "db": "bench", "schema": "public", "table": "t", "lsn": lsn, "txId": lsn // 64,
+                               "sequence": json.dumps([str(lsn // 64 * 64 - 1), str(lsn)])},
                     "op": op, "ts_ms": 1700000000000}
                 evs.append(payload if a.no_schema else {"schema": schema, "payload": payload})
             cdc_bodies.append(json.dumps(evs).encode())

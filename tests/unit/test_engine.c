@@ -599,6 +599,12 @@ static void test_mark_producer(void **state)
     assert_int_equal(engine_producer_offset(T.e, t, "p@lsn", &has, &off, &err), ST_OK);
     assert_true(has);
     assert_int_equal(off, 500);
+    const char *names[3] = {"p@lsn", "nobody", "p@tx"};
+    bool hs[3];
+    int64_t offs[3];
+    assert_int_equal(engine_producer_offsets(T.e, t, names, 3, hs, offs, &err), ST_OK);
+    assert_true(hs[0] && !hs[1] && hs[2]);
+    assert_true(offs[0] == 500 && offs[1] == 0 && offs[2] == 10);
     /* a duplicate of p@tx records no mark */
     req.changes = c2;
     req.mark_offset = 900;
