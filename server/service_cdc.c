@@ -101,6 +101,14 @@ static const char *src_of(const struct cdc_event *e)
     return e->source != NULL ? e->source : "no source table";
 }
 
+/* Column `name` of t, looked for at `hint` first (Debezium sends the source's column order). */
+static int column_at(const struct table *t, const char *name, size_t hint)
+{
+    if (hint < (size_t)t->ncols && strcmp(t->cols[hint].name, name) == 0)
+        return (int)hint;
+    return engine_table_column(t, name);
+}
+
 /* One image's fields converted for t's columns into `o` (arrays from the batch's arena). */
 static int convert_image(struct jdoc *arena, const struct table *t, const struct cdc_event *e,
                          const struct cdc_image *img, const char *which, struct wire_obj *o,
@@ -111,8 +119,10 @@ static int convert_image(struct jdoc *arena, const struct table *t, const struct
         return ST_OK;
     struct st_literal *lits = jdoc_alloc(arena, (img->n ? img->n : 1) * sizeof *lits);
     for (size_t i = 0; i < img->n; i++) {
-        int col = engine_table_column(t, img->names[i]);
         lits[i] = img->lits[i];
+        if (img->logical[i] == CDC_L_NONE && img->lits[i].kind != LIT_STRING)
+            continue; /* nothing to convert: the changeset coerces it */
+        int col = column_at(t, img->names[i], i);
         if (col < 0)
             continue; /* the changeset names it (an unknown column of after, a before's non-key) */
         struct st_err ve = {0};
