@@ -31,15 +31,17 @@ struct config {
     char *catalog;     /* PostgreSQL URL; NULL = the embedded default */
     char *tokens_file; /* NULL = no tokens */
     bool insecure;
-    uint64_t max_body;            /* bytes of one request body or gRPC message */
-    uint64_t max_inflight;        /* budget of request bytes in flight, charged x ADMIT_EXPANSION */
-    int http_threads;             /* 0 = automatic */
-    int grpc_threads;             /* 0 = automatic */
-    int workers;                  /* blocking-work threads; 0 = automatic */
-    int64_t gc_grace_s;           /* orphan grace period, seconds */
-    int64_t gc_interval_s;        /* orphan GC period, seconds; 0 = off */
-    char *log_level;              /* debug|info|warn|error */
-    struct cdc_route *cdc_routes; /* --cdc-route, in the order given */
+    uint64_t max_body;     /* bytes of one request body or gRPC message */
+    uint64_t max_inflight; /* budget of request bytes in flight, charged x ADMIT_EXPANSION */
+    int http_threads;      /* 0 = automatic */
+    int grpc_threads;      /* 0 = automatic */
+    int workers;           /* blocking-work threads; 0 = automatic */
+    int64_t gc_grace_s;    /* orphan grace period, seconds */
+    int64_t gc_interval_s; /* orphan GC period, seconds; 0 = off */
+    char *log_level;       /* debug|info|warn|error */
+
+    /* --cdc-route, in the order given */
+    struct cdc_route *cdc_routes;
     size_t ncdc_routes;
 };
 
