@@ -291,7 +291,9 @@ static int read_position(struct dctx *c, const struct src *s, struct cdc_event *
     const struct jdoc_val *lsn = src_get(s, "lsn");
     const struct jdoc_val *file = src_get(s, "file"), *pos = src_get(s, "pos");
     bool pg = connector != NULL ? strcmp(connector, "postgresql") == 0 : lsn != NULL;
-    bool my = connector != NULL ? strcmp(connector, "mysql") == 0 : file != NULL && pos != NULL;
+    bool my = connector != NULL
+                  ? strcmp(connector, "mysql") == 0 || strcmp(connector, "mariadb") == 0
+                  : file != NULL && pos != NULL;
     int64_t base;
     if (pg && lsn != NULL) {
         if (!int_of(lsn, &base) || base < 0 || base >= (INT64_C(1) << 62))

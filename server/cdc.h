@@ -31,7 +31,7 @@
  * twice the source position, plus 1 for a create, so that the delete and the
  * create Debezium makes of one key-changing update (they share a position)
  * stay apart. The source position: PostgreSQL source.lsn (below 2^62); MySQL
- * the binlog file's number, source.pos and source.row packed as
+ * and MariaDB the binlog file's number, source.pos and source.row packed as
  * file << 42 | pos << 10 | row (20, 32 and 10 bits: a field out of range is
  * refused). PostgreSQL also has `txpos`, the commit LSN before the event's
  * transaction (the first of source.sequence), which orders transactions as

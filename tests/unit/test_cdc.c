@@ -228,6 +228,16 @@ static void test_mysql_pos_packing(void **state)
     assert_false(cdc_mysql_pos(1 << 20, 0, 0, &c));
     assert_false(cdc_mysql_pos(0, INT64_C(1) << 32, 0, &c));
     assert_false(cdc_mysql_pos(0, 0, 1024, &c));
+    const char *maria = "{\"op\":\"u\",\"after\":{\"id\":1},\"source\":{\"connector\":\"mariadb\","
+                        "\"name\":\"m\",\"db\":\"d\",\"table\":\"t\",\"file\":\"bin.000002\","
+                        "\"pos\":7,\"row\":3}}";
+    struct cdc_batch mb;
+    struct st_err merr = {0};
+    assert_int_equal(cdc_decode(maria, strlen(maria), NULL, &mb, &merr), ST_OK);
+    assert_true(cdc_mysql_pos(2, 7, 3, &a));
+    assert_true(mb.ev[0].has_pos);
+    assert_int_equal(mb.ev[0].pos, 2 * a);
+    cdc_batch_free(&mb);
     refuse("{\"op\":\"c\",\"after\":{\"id\":1},\"source\":{\"connector\":\"mysql\",\"name\":\"m\","
            "\"db\":\"d\",\"table\":\"t\",\"file\":\"bin.000001\",\"pos\":1,\"row\":1024}}",
            NULL, "event 0 (d.t): source: binlog position out of range");
