@@ -48,7 +48,7 @@ bool cdc_media_ndjson(const char *ct)
 
 struct dctx {
     struct cdc_batch *b;
-    size_t cap;
+    size_t cap, capdocs;
     size_t index; /* the next event's index */
     struct st_err *err;
 };
@@ -65,9 +65,13 @@ static struct cdc_event *push_event(struct dctx *c)
     return e;
 }
 
-static void keep_doc(struct cdc_batch *b, struct jdoc *d)
+static void keep_doc(struct dctx *c, struct jdoc *d)
 {
-    b->docs = xreallocarray(b->docs, b->ndocs + 1, sizeof *b->docs);
+    struct cdc_batch *b = c->b;
+    if (b->ndocs == c->capdocs) {
+        c->capdocs = c->capdocs ? 2 * c->capdocs : 8;
+        b->docs = xreallocarray(b->docs, c->capdocs, sizeof *b->docs);
+    }
     b->docs[b->ndocs++] = d;
 }
 
@@ -347,6 +351,10 @@ static const char *source_name(struct jdoc *d, const struct cdc_event *e)
     return s;
 }
 
+static int decode_payload(struct dctx *c, struct jdoc *d, size_t index,
+                          const struct jdoc_val *payload, const struct jdoc_val *schema,
+                          const struct jdoc_val *ce, const char *prefix);
+
 static int decode_event(struct dctx *c, struct jdoc *d, const struct jdoc_val *v)
 {
     size_t index = c->index++;
@@ -374,6 +382,15 @@ static int decode_event(struct dctx *c, struct jdoc *d, const struct jdoc_val *v
         payload = jdoc_get(payload, "payload");
         prefix = s.ce != NULL ? "data.payload." : "payload.";
     }
+    return decode_payload(c, d, index, payload, schema, s.ce, prefix);
+}
+
+/* An event's payload (and its schema, NULL: none) once unwrapped; `ce`: the CloudEvent, or NULL. */
+static int decode_payload(struct dctx *c, struct jdoc *d, size_t index,
+                          const struct jdoc_val *payload, const struct jdoc_val *schema,
+                          const struct jdoc_val *ce, const char *prefix)
+{
+    struct src s = {.ce = ce};
     if (payload->type == JDOC_NULL) { /* a tombstone */
         c->b->nskipped++;
         return ST_OK;
@@ -473,7 +490,7 @@ static int decode_ndjson(struct dctx *c, const char *p, size_t len)
             if (d == NULL)
                 return st_errf(c->err, ST_EINVAL, "line %zu (event %zu): not JSON: %s (column %d)",
                                line, c->index, je.text, je.column);
-            keep_doc(c->b, d);
+            keep_doc(c, d);
             int rc = decode_root(c, d, false);
             if (rc != ST_OK)
                 return rc;
@@ -488,8 +505,155 @@ static int decode_ndjson(struct dctx *c, const char *p, size_t len)
     return ST_OK;
 }
 
-int cdc_decode(const void *body, size_t len, const char *content_type, struct cdc_batch *out,
-               struct st_err *err)
+/* ---- the fast path: arrays of wrapped events --------------------------------------
+ *
+ * Debezium's JSON converter repeats the whole schema in every event, so a
+ * batch of 200 is mostly the same schema 200 times. For a body that is an
+ * array, each element is parsed on its own, and an element of the form
+ * {"schema":S,"payload":P} (those two members in that order) has P parsed
+ * alone and S parsed only when its bytes differ from the previous event's
+ * schema (the same bytes are the same tree). The pieces between the parsed
+ * values are checked here (whitespace and punctuation), the values by jdoc
+ * at the depth they have in the whole body, so that the fast path accepts
+ * exactly what a parse of the whole body accepts; anything it does not
+ * expect, and every refusal, goes to the whole-body parse (fast_array
+ * answers FAST_NO), which words the error: a body both wrong in an early
+ * event and broken JSON later gets the answer of the whole body.
+ */
+
+enum { FAST_OK = 0, FAST_NO = 1 };
+
+static size_t skip_ws(const char *p, size_t i, size_t n)
+{
+    while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* The end of the JSON value at p[i] (strings and nesting only; jdoc checks the rest), or 0. */
+static size_t skip_value(const char *p, size_t i, size_t n)
+{
+    size_t depth = 0;
+    if (i >= n)
+        return 0;
+    if (p[i] != '"' && p[i] != '{' && p[i] != '[') { /* a scalar: up to a delimiter */
+        while (i < n && strchr(" \t\r\n,]}:[{\"", p[i]) == NULL)
+            i++;
+        return i;
+    }
+    while (i < n) {
+        char ch = p[i];
+        if (ch == '"') {
+            for (i++; i < n && p[i] != '"'; i++)
+                if (p[i] == '\\')
+                    i++;
+            if (i >= n)
+                return 0;
+            i++;
+        } else if (ch == '{' || ch == '[') {
+            depth++;
+            i++;
+        } else if (ch == '}' || ch == ']') {
+            if (depth == 0)
+                return 0;
+            depth--;
+            i++;
+        } else {
+            i++;
+        }
+        if (depth == 0)
+            return i;
+    }
+    return 0;
+}
+
+/* Parse p[a..b) alone as a value found at nesting `level` of the body (the root is 0). */
+static struct jdoc *parse_at(const char *p, size_t a, size_t b, unsigned level)
+{
+    struct jdoc_opts o = {.max_depth = JDOC_DEPTH_DEFAULT - level, .flags = JDOC_ANY_ROOT};
+    return jdoc_parse(p + a, b - a, &o, NULL);
+}
+
+/* Match `lit` at p[i]; its end, or 0. */
+static size_t expect(const char *p, size_t i, size_t n, const char *lit)
+{
+    size_t l = strlen(lit);
+    return i + l <= n && memcmp(p + i, lit, l) == 0 ? i + l : 0;
+}
+
+static int fast_element(struct dctx *c, const char *p, size_t a, size_t b, const char **prev_s,
+                        size_t *prev_len, const struct jdoc_val **prev_schema)
+{
+    /* {"schema":S,"payload":P} */
+    size_t i = a, s0, s1, p0, p1;
+    if ((i = expect(p, i, b, "{")) == 0 ||
+        (i = expect(p, skip_ws(p, i, b), b, "\"schema\"")) == 0 ||
+        (i = expect(p, skip_ws(p, i, b), b, ":")) == 0 ||
+        (s1 = skip_value(p, s0 = skip_ws(p, i, b), b)) == 0 ||
+        (i = expect(p, skip_ws(p, s1, b), b, ",")) == 0 ||
+        (i = expect(p, skip_ws(p, i, b), b, "\"payload\"")) == 0 ||
+        (i = expect(p, skip_ws(p, i, b), b, ":")) == 0 ||
+        (p1 = skip_value(p, p0 = skip_ws(p, i, b), b)) == 0 ||
+        (i = expect(p, skip_ws(p, p1, b), b, "}")) == 0 || skip_ws(p, i, b) != b) {
+        struct jdoc *d = parse_at(p, a, b, 1);
+        if (d == NULL)
+            return FAST_NO;
+        keep_doc(c, d);
+        return decode_event(c, d, jdoc_root(d)) == ST_OK ? FAST_OK : FAST_NO;
+    }
+    const struct jdoc_val *schema = *prev_schema;
+    if (schema == NULL || *prev_len != s1 - s0 || memcmp(*prev_s, p + s0, s1 - s0) != 0) {
+        struct jdoc *sd = parse_at(p, s0, s1, 2);
+        if (sd == NULL)
+            return FAST_NO;
+        keep_doc(c, sd);
+        schema = *prev_schema = jdoc_root(sd);
+        *prev_s = p + s0;
+        *prev_len = s1 - s0;
+    }
+    struct jdoc *pd = parse_at(p, p0, p1, 2);
+    if (pd == NULL)
+        return FAST_NO;
+    keep_doc(c, pd);
+    size_t index = c->index++;
+    if (c->index > CDC_EVENTS_MAX)
+        return FAST_NO;
+    return decode_payload(c, pd, index, jdoc_root(pd), schema, NULL, "payload.") == ST_OK ? FAST_OK
+                                                                                          : FAST_NO;
+}
+
+/* A body that is an array, element by element (see above): FAST_OK, or FAST_NO for anything
+   else, refusals included (the whole-body parse answers those, the same way every time). */
+static int fast_array(struct dctx *c, const char *p, size_t n)
+{
+    size_t i = skip_ws(p, 0, n);
+    if (i >= n || p[i] != '[')
+        return FAST_NO;
+    i = skip_ws(p, i + 1, n);
+    if (i < n && p[i] == ']')
+        return FAST_NO; /* [] is the whole-body path's */
+    const char *prev_s = NULL;
+    size_t prev_len = 0;
+    const struct jdoc_val *prev_schema = NULL;
+    for (;;) {
+        size_t e = skip_value(p, i, n);
+        if (e == 0)
+            return FAST_NO;
+        if (fast_element(c, p, i, e, &prev_s, &prev_len, &prev_schema) != FAST_OK)
+            return FAST_NO;
+        i = skip_ws(p, e, n);
+        if (i < n && p[i] == ',') {
+            i = skip_ws(p, i + 1, n);
+            continue;
+        }
+        if (i < n && p[i] == ']')
+            return skip_ws(p, i + 1, n) == n ? FAST_OK : FAST_NO;
+        return FAST_NO;
+    }
+}
+
+static int decode(const void *body, size_t len, const char *content_type, bool fast,
+                  struct cdc_batch *out, struct st_err *err)
 {
     memset(out, 0, sizeof *out);
     struct dctx c = {.b = out, .err = err};
@@ -501,12 +665,19 @@ int cdc_decode(const void *body, size_t len, const char *content_type, struct cd
     }
     if (cdc_media_ndjson(content_type)) {
         rc = decode_ndjson(&c, p, len);
+    } else if (fast && fast_array(&c, p, len) == FAST_OK) {
+        rc = ST_OK;
     } else {
+        if (fast) { /* start over on the whole body */
+            cdc_batch_free(out);
+            c = (struct dctx){.b = out, .err = err};
+            st_err_clear(err);
+        }
         struct jdoc_opts o = {.flags = JDOC_ANY_ROOT};
         struct jdoc_error je;
         struct jdoc *d = jdoc_parse(p, len, &o, &je);
         if (d != NULL) {
-            keep_doc(out, d);
+            keep_doc(&c, d);
             rc = decode_root(&c, d, true);
         } else {
             /* NDJSON without its Content-Type (Kafka Connect sinks send application/json) */
@@ -523,6 +694,18 @@ int cdc_decode(const void *body, size_t len, const char *content_type, struct cd
     if (rc != ST_OK)
         cdc_batch_free(out);
     return rc;
+}
+
+int cdc_decode(const void *body, size_t len, const char *content_type, struct cdc_batch *out,
+               struct st_err *err)
+{
+    return decode(body, len, content_type, true, out, err);
+}
+
+int cdc_decode_whole(const void *body, size_t len, const char *content_type, struct cdc_batch *out,
+                     struct st_err *err)
+{
+    return decode(body, len, content_type, false, out, err);
 }
 
 void cdc_batch_free(struct cdc_batch *b)

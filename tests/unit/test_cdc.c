@@ -373,6 +373,93 @@ static void test_refusals(void **state)
         NULL, "event 0 (t): after.v: a variable-scale decimal");
 }
 
+/* cdc_decode's fast path for arrays of wrapped events answers what the whole-body parse does. */
+static void same_answer(const char *body, size_t len)
+{
+    struct cdc_batch a, b;
+    struct st_err ea = {0}, eb = {0};
+    int ra = cdc_decode(body, len, NULL, &a, &ea), rb = cdc_decode_whole(body, len, NULL, &b, &eb);
+    assert_int_equal(ra, rb);
+    assert_string_equal(ea.msg, eb.msg);
+    if (ra != ST_OK)
+        return;
+    assert_int_equal(a.n, b.n);
+    assert_int_equal(a.nskipped, b.nskipped);
+    for (size_t i = 0; i < a.n; i++) {
+        assert_int_equal(a.ev[i].index, b.ev[i].index);
+        assert_int_equal(a.ev[i].op, b.ev[i].op);
+        assert_int_equal(a.ev[i].pos, b.ev[i].pos);
+        assert_int_equal(a.ev[i].txpos, b.ev[i].txpos);
+        assert_int_equal(a.ev[i].after.n, b.ev[i].after.n);
+        for (size_t f = 0; f < a.ev[i].after.n; f++) {
+            assert_string_equal(a.ev[i].after.names[f], b.ev[i].after.names[f]);
+            assert_int_equal(a.ev[i].after.logical[f], b.ev[i].after.logical[f]);
+            assert_int_equal(a.ev[i].after.lits[f].kind, b.ev[i].after.lits[f].kind);
+        }
+    }
+    cdc_batch_free(&a);
+    cdc_batch_free(&b);
+}
+
+static void test_fast_path(void **state)
+{
+    (void)state;
+    size_t len;
+    char *one = load("pg_create_schema.json", &len);
+    /* a batch as Debezium Server sends it: the same schema in every event, and one other */
+    size_t cap = 64 * len + 64;
+    char *body = malloc(cap);
+    size_t n = 0;
+    body[n++] = '[';
+    for (int i = 0; i < 50; i++) {
+        if (i > 0)
+            body[n++] = ',';
+        memcpy(body + n, one, len);
+        n += len;
+    }
+    const char *tail = ",null,\n{\"op\":\"c\",\"after\":{\"id\":9}}]";
+    memcpy(body + n, tail, strlen(tail));
+    n += strlen(tail);
+    same_answer(body, n);
+    struct cdc_batch b;
+    struct st_err err = {0};
+    assert_int_equal(cdc_decode(body, n, NULL, &b, &err), ST_OK);
+    assert_int_equal(b.n, 51);
+    assert_int_equal(b.nskipped, 1);
+    assert_int_equal(b.ev[50].index, 51);
+    assert_int_equal(b.ev[49].after.logical[4], CDC_L_TS_MICROS); /* the schema, reused */
+    assert_true(b.ndocs < 60); /* 50 payloads, one schema, two more */
+    cdc_batch_free(&b);
+    /* an early refusal and broken JSON later: the whole body's answer (not JSON) */
+    const char *bad = "[{\"op\":\"x\",\"after\":{}},";
+    n = strlen(bad);
+    memcpy(body, bad, n);
+    memcpy(body + n, one, len);
+    n += len;
+    same_answer(body, n);
+    st_err_clear(&err);
+    assert_int_equal(cdc_decode(body, n, NULL, &b, &err), ST_EINVAL);
+    assert_non_null(strstr(err.msg, "the body is not JSON"));
+    body[n++] = ']'; /* now valid JSON: the early refusal */
+    st_err_clear(&err);
+    assert_int_equal(cdc_decode(body, n, NULL, &b, &err), ST_EINVAL);
+    assert_non_null(strstr(err.msg, "event 0: op: expected"));
+    static const char *const odd[] = {
+        "[{\"schema\":null,\"payload\":{\"op\":\"c\",\"after\":{\"id\":1}}}]",
+        "[{\"payload\":{\"op\":\"c\",\"after\":{\"id\":1}},\"schema\":{}}]",
+        "[{\"schema\":{},\"payload\":{\"op\":\"x\"}}, 1]",
+        "[{\"schema\":{},\"schema\":{},\"payload\":null}]",
+        "[{\"schema\":{\"a\":\"\\\"]\"},\"payload\":null} ]  ",
+        "[{\"schema\":{},\"payload\":null}] x",
+        "[1,]",
+        "[ ]",
+    };
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++)
+        same_answer(odd[i], strlen(odd[i]));
+    free(body);
+    free(one);
+}
+
 static void test_media(void **state)
 {
     (void)state;
@@ -401,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_sequence),
         cmocka_unit_test(test_values),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_fast_path),
         cmocka_unit_test(test_media),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
