@@ -543,13 +543,18 @@ static size_t skip_value(const char *p, size_t i, size_t n)
     }
     while (i < n) {
         char ch = p[i];
-        if (ch == '"') {
-            for (i++; i < n && p[i] != '"'; i++)
-                if (p[i] == '\\')
-                    i++;
-            if (i >= n)
-                return 0;
-            i++;
+        if (ch == '"') { /* to the next quote after an even run of backslashes */
+            for (i++;;) {
+                const char *q = i < n ? memchr(p + i, '"', n - i) : NULL;
+                if (q == NULL)
+                    return 0;
+                size_t k = (size_t)(q - p), bs = 0;
+                while (k - bs > i && p[k - bs - 1] == '\\')
+                    bs++;
+                i = k + 1;
+                if (bs % 2 == 0)
+                    break;
+            }
         } else if (ch == '{' || ch == '[') {
             depth++;
             i++;
@@ -581,36 +586,10 @@ static size_t expect(const char *p, size_t i, size_t n, const char *lit)
     return i + l <= n && memcmp(p + i, lit, l) == 0 ? i + l : 0;
 }
 
-static int fast_element(struct dctx *c, const char *p, size_t a, size_t b, const char **prev_s,
-                        size_t *prev_len, const struct jdoc_val **prev_schema)
+/* The payload p[p0..p1) of a wrapped event, with its schema's tree. */
+static int fast_payload(struct dctx *c, const char *p, size_t p0, size_t p1,
+                        const struct jdoc_val *schema)
 {
-    /* {"schema":S,"payload":P} */
-    size_t i = a, s0, s1, p0, p1;
-    if ((i = expect(p, i, b, "{")) == 0 ||
-        (i = expect(p, skip_ws(p, i, b), b, "\"schema\"")) == 0 ||
-        (i = expect(p, skip_ws(p, i, b), b, ":")) == 0 ||
-        (s1 = skip_value(p, s0 = skip_ws(p, i, b), b)) == 0 ||
-        (i = expect(p, skip_ws(p, s1, b), b, ",")) == 0 ||
-        (i = expect(p, skip_ws(p, i, b), b, "\"payload\"")) == 0 ||
-        (i = expect(p, skip_ws(p, i, b), b, ":")) == 0 ||
-        (p1 = skip_value(p, p0 = skip_ws(p, i, b), b)) == 0 ||
-        (i = expect(p, skip_ws(p, p1, b), b, "}")) == 0 || skip_ws(p, i, b) != b) {
-        struct jdoc *d = parse_at(p, a, b, 1);
-        if (d == NULL)
-            return FAST_NO;
-        keep_doc(c, d);
-        return decode_event(c, d, jdoc_root(d)) == ST_OK ? FAST_OK : FAST_NO;
-    }
-    const struct jdoc_val *schema = *prev_schema;
-    if (schema == NULL || *prev_len != s1 - s0 || memcmp(*prev_s, p + s0, s1 - s0) != 0) {
-        struct jdoc *sd = parse_at(p, s0, s1, 2);
-        if (sd == NULL)
-            return FAST_NO;
-        keep_doc(c, sd);
-        schema = *prev_schema = jdoc_root(sd);
-        *prev_s = p + s0;
-        *prev_len = s1 - s0;
-    }
     struct jdoc *pd = parse_at(p, p0, p1, 2);
     if (pd == NULL)
         return FAST_NO;
@@ -620,6 +599,66 @@ static int fast_element(struct dctx *c, const char *p, size_t a, size_t b, const
         return FAST_NO;
     return decode_payload(c, pd, index, jdoc_root(pd), schema, NULL, "payload.") == ST_OK ? FAST_OK
                                                                                           : FAST_NO;
+}
+
+/* The schema of the previous wrapped event: its bytes in the body and its tree. */
+struct prev_schema {
+    const char *s;
+    size_t len;
+    const struct jdoc_val *tree;
+};
+
+/*
+ * The element at p[a..n): *end receives where it ends. A wrapped event
+ * {"schema":S,"payload":P} whose S has the bytes of the previous one (an
+ * object, so those bytes end where it ends) reuses its tree unscanned.
+ */
+static int fast_element(struct dctx *c, const char *p, size_t a, size_t n, size_t *end,
+                        struct prev_schema *prev)
+{
+    size_t i, s0, s1 = 0, p0, p1 = 0;
+    bool wrapped = (i = expect(p, a, n, "{")) != 0 &&
+                   (i = expect(p, skip_ws(p, i, n), n, "\"schema\"")) != 0 &&
+                   (i = expect(p, skip_ws(p, i, n), n, ":")) != 0;
+    bool same = false;
+    if (wrapped) {
+        s0 = skip_ws(p, i, n);
+        same = prev->tree != NULL && n - s0 >= prev->len && memcmp(p + s0, prev->s, prev->len) == 0;
+        s1 = same ? s0 + prev->len : skip_value(p, s0, n);
+        wrapped = s1 != 0 && (i = expect(p, skip_ws(p, s1, n), n, ",")) != 0 &&
+                  (i = expect(p, skip_ws(p, i, n), n, "\"payload\"")) != 0 &&
+                  (i = expect(p, skip_ws(p, i, n), n, ":")) != 0 &&
+                  (p1 = skip_value(p, p0 = skip_ws(p, i, n), n)) != 0 &&
+                  (i = expect(p, skip_ws(p, p1, n), n, "}")) != 0;
+    }
+    if (!wrapped) {
+        size_t e = skip_value(p, a, n);
+        if (e == 0)
+            return FAST_NO;
+        struct jdoc *d = parse_at(p, a, e, 1);
+        if (d == NULL)
+            return FAST_NO;
+        keep_doc(c, d);
+        *end = e;
+        return decode_event(c, d, jdoc_root(d)) == ST_OK ? FAST_OK : FAST_NO;
+    }
+    *end = i;
+    if (!same) {
+        struct jdoc *sd = parse_at(p, s0, s1, 2);
+        if (sd == NULL)
+            return FAST_NO;
+        keep_doc(c, sd);
+        prev->tree = jdoc_root(sd);
+        /* only an object's bytes end where it ends: another value is parsed every time */
+        prev->s = p[s0] == '{' ? p + s0 : NULL;
+        prev->len = p[s0] == '{' ? s1 - s0 : 0;
+        if (prev->s == NULL) {
+            const struct jdoc_val *tree = prev->tree;
+            prev->tree = NULL;
+            return fast_payload(c, p, p0, p1, tree);
+        }
+    }
+    return fast_payload(c, p, p0, p1, prev->tree);
 }
 
 /* A body that is an array, element by element (see above): FAST_OK, or FAST_NO for anything
@@ -632,14 +671,10 @@ static int fast_array(struct dctx *c, const char *p, size_t n)
     i = skip_ws(p, i + 1, n);
     if (i < n && p[i] == ']')
         return FAST_NO; /* [] is the whole-body path's */
-    const char *prev_s = NULL;
-    size_t prev_len = 0;
-    const struct jdoc_val *prev_schema = NULL;
+    struct prev_schema prev = {0};
     for (;;) {
-        size_t e = skip_value(p, i, n);
-        if (e == 0)
-            return FAST_NO;
-        if (fast_element(c, p, i, e, &prev_s, &prev_len, &prev_schema) != FAST_OK)
+        size_t e;
+        if (fast_element(c, p, i, n, &e, &prev) != FAST_OK)
             return FAST_NO;
         i = skip_ws(p, e, n);
         if (i < n && p[i] == ',') {

@@ -152,6 +152,17 @@ class Cdc(unittest.TestCase):
         self.assertEqual((t["deleted"], t["duplicates"]), (0, 1))
         self.assertEqual(sorted(self.rows("pg_shapes")), [1, 2, 3])
 
+    def test_batch_with_schema(self):
+        self.create("batch_t")
+        t = self.ok(fixture("pg_batch_schema.json"), "batch_t")["batch_t"]
+        self.assertEqual((t["inserted"], t["updated"], t["deleted"], t["duplicates"]), (2, 1, 1, 0))
+        row = self.rows("batch_t")[5001]
+        self.assertEqual((row["email"], row["balance"]), ("ken@bell-labs.com", 8.5))
+        self.assertEqual(row["birth_date"], ts(-9000 * 86400 * 10**6))  # Date before 1970
+        self.assertEqual(sorted(self.rows("batch_t")), [5001])
+        t = self.ok(fixture("pg_batch_schema.json"), "batch_t")["batch_t"]
+        self.assertEqual(t["duplicates"], 4)
+
     def test_mysql_ndjson_cloudevents(self):
         self.create("my_shapes")
         t = self.ok(fixture("mysql_batch_noschema.json"), "my_shapes")["my_shapes"]

@@ -67,6 +67,8 @@ static int field(const struct cdc_image *img, const char *name)
     return -1;
 }
 
+static void same_answer(const char *body, size_t len);
+
 static void test_pg_schema(void **state)
 {
     (void)state;
@@ -117,6 +119,23 @@ static void test_pg_noschema_and_delete(void **state)
     assert_false(b.ev[0].after.present);
     assert_int_equal(b.ev[0].pos, 2 * 24045000);
     cdc_batch_free(&b);
+}
+
+static void test_batch_with_schema(void **state)
+{
+    (void)state;
+    struct cdc_batch b;
+    decode_file("pg_batch_schema.json", "application/json", &b);
+    assert_int_equal(b.n, 4);
+    assert_int_equal(b.ev[2].op, 'u');
+    assert_int_equal(b.ev[2].after.logical[field(&b.ev[2].after, "birth_date")], CDC_L_DATE);
+    assert_int_equal(b.ev[3].op, 'd');
+    assert_int_equal(b.ev[3].txpos, 28000400);
+    cdc_batch_free(&b);
+    size_t len;
+    char *text = load("pg_batch_schema.json", &len);
+    same_answer(text, len);
+    free(text);
 }
 
 static void test_snapshot_has_no_position(void **state)
@@ -479,6 +498,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pg_schema),
         cmocka_unit_test(test_pg_noschema_and_delete),
+        cmocka_unit_test(test_batch_with_schema),
         cmocka_unit_test(test_snapshot_has_no_position),
         cmocka_unit_test(test_skipped),
         cmocka_unit_test(test_truncate_and_key_change),
