@@ -311,6 +311,12 @@ class Cdc(unittest.TestCase):
         u.assert_problem(self, r, 400, 'unknown query parameter "tabel"')
         u.assert_problem(self, self.s.req("GET", "/v1/cdc/debezium"), 405)
         self.assertEqual(self.seq("bad_t"), seq)
+        # the body limit, as /changes
+        with h.Striked(catalog=self.db, extra_args=["--max-body", "1K"]) as small:
+            r = small.req("POST", "/v1/cdc/debezium?table=bad_t", fixture("pg_create_schema.json"),
+                          {"Content-Type": "application/json"})
+            u.assert_problem(self, r, 413, "larger than the limit of 1024 bytes")
+        self.assertEqual(self.seq("bad_t"), seq)
         self.assertEqual(self.rows("bad_t")[1001]["email"], "sally.thomas@acme.com")
 
     # ---- gRPC twin -------------------------------------------------------------------------------
