@@ -20,6 +20,9 @@
 #include "grpc_int.h"
 #include "service.h"
 
+#include "app.h"
+#include "cdc.h"
+
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "dv/dv.h"
@@ -238,6 +241,60 @@ static void h_apply_changes(struct rpc *r)
     msg.duplicate = res.duplicate;
     rpc_reply(r, &msg.base);
 out:
+    garena_free(&a);
+}
+
+static void h_apply_debezium(struct rpc *r)
+{
+    struct garena a;
+    garena_init(&a);
+    struct st_err err = {0};
+    struct svc_cdc_res res = {0};
+    const struct config *cfg = rpc_app(r)->cfg;
+    Strike__V1__ApplyDebeziumRequest *q =
+        unpack(r, &strike__v1__apply_debezium_request__descriptor, &a);
+    if (q == NULL)
+        goto out;
+    if (opt_str(q->content_type) != NULL && !cdc_media_ok(q->content_type)) {
+        rpc_fail(r, ST_EINVAL,
+                 "content_type: must be application/json, application/x-ndjson or "
+                 "application/cloudevents+json");
+        goto out;
+    }
+    struct svc_cdc_route *routes =
+        garena_alloc(&a, (cfg->ncdc_routes ? cfg->ncdc_routes : 1) * sizeof *routes);
+    for (size_t i = 0; i < cfg->ncdc_routes; i++)
+        routes[i] = (struct svc_cdc_route){cfg->cdc_routes[i].source, cfg->cdc_routes[i].table};
+    struct svc_cdc_req cq = {
+        .body = q->body.data,
+        .len = q->body.len,
+        .content_type = opt_str(q->content_type),
+        .table = opt_str(q->table),
+        .routes = routes,
+        .nroutes = cfg->ncdc_routes,
+    };
+    if (failed(r, svc_cdc_apply(engine_of(r), &cq, &res, &err), &err))
+        goto out;
+    Strike__V1__ApplyDebeziumResponse msg = STRIKE__V1__APPLY_DEBEZIUM_RESPONSE__INIT;
+    Strike__V1__DebeziumTableResult *tr = garena_alloc(&a, (res.n ? res.n : 1) * sizeof *tr);
+    Strike__V1__DebeziumTableResult **tp = garena_alloc(&a, (res.n ? res.n : 1) * sizeof *tp);
+    for (size_t i = 0; i < res.n; i++) {
+        const struct svc_cdc_table *t = &res.tables[i];
+        strike__v1__debezium_table_result__init(&tr[i]);
+        tr[i].table = res.tables[i].name;
+        tr[i].seq = t->seq;
+        tr[i].inserted = t->inserted;
+        tr[i].updated = t->updated;
+        tr[i].deleted = t->deleted;
+        tr[i].duplicates = t->duplicates;
+        tp[i] = &tr[i];
+    }
+    msg.n_tables = res.n;
+    msg.tables = tp;
+    msg.no_change = res.no_change;
+    rpc_reply(r, &msg.base);
+out:
+    svc_cdc_res_clear(&res);
     garena_free(&a);
 }
 
@@ -779,6 +836,7 @@ static const struct rpc_method methods[] = {
     {.name = "PlanScan", .kind = RPC_UNARY, .run = h_plan_scan},
     {.name = "GetDeletionVector", .kind = RPC_UNARY, .run = h_get_dv, .fast = f_get_dv},
     {.name = "ListSnapshots", .kind = RPC_UNARY, .run = h_list_snapshots},
+    {.name = "ApplyDebezium", .kind = RPC_UNARY, .run = h_apply_debezium},
     {.name = "Compact", .kind = RPC_UNARY, .run = h_compact},
     {.name = "Expire", .kind = RPC_UNARY, .run = h_expire},
     {.name = "TableHealth", .kind = RPC_UNARY, .run = h_table_health},

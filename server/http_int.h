@@ -66,6 +66,7 @@ enum http_route {
     RT_ERASURES,
     RT_ERASURE,
     RT_TABLE_HEALTH,
+    RT_CDC,
     RT__COUNT
 };
 
@@ -162,6 +163,7 @@ struct hreq {
     bool too_big;
     bool discard;      /* the request is refused already: drop the bytes */
     bool over_budget;  /* a chunked body passed --max-inflight: 503 once drained */
+    bool ndjson;       /* CDC: Content-Type application/x-ndjson (or jsonl) */
     uint64_t admitted; /* bytes charged to app->admit (body bytes x ADMIT_EXPANSION),
                           released when the worker's job ends (run_job), else with
                           the request */
@@ -241,6 +243,8 @@ void http__job_plan(struct hreq *r);
 void http__job_snapshots(struct hreq *r);
 void http__job_expire(struct hreq *r);       /* http_maint.c */
 void http__job_table_health(struct hreq *r); /* http_maint.c */
+/* POST /v1/cdc/debezium (r->table: ?table=, "" when absent) */
+void http__job_cdc(struct hreq *r);
 
 /*
  * Parse the request body with jdoc as a JSON object, nesting at most

@@ -663,3 +663,58 @@ void http__job_snapshots(struct hreq *r)
                          http__snapshots_json(res.snapshots, res.n, res.has_next, res.next));
     svc_snapshots_res_clear(&res);
 }
+
+/* ---- CDC ------------------------------------------------------------------------------ */
+
+/* The routes of --cdc-route as the service takes them (caller frees). */
+static struct svc_cdc_route *cdc_routes_of(const struct config *cfg)
+{
+    struct svc_cdc_route *routes = xcalloc(cfg->ncdc_routes ? cfg->ncdc_routes : 1, sizeof *routes);
+    for (size_t i = 0; i < cfg->ncdc_routes; i++)
+        routes[i] = (struct svc_cdc_route){cfg->cdc_routes[i].source, cfg->cdc_routes[i].table};
+    return routes;
+}
+
+static char *cdc_res_json(const struct svc_cdc_res *res)
+{
+    json_t *tables = json_object();
+    for (size_t i = 0; i < res->n; i++) {
+        const struct svc_cdc_table *t = &res->tables[i];
+        json_object_set_new(tables, t->name,
+                            json_pack("{sIsIsIsIsI}", "seq", (json_int_t)t->seq, "inserted",
+                                      (json_int_t)t->inserted, "updated", (json_int_t)t->updated,
+                                      "deleted", (json_int_t)t->deleted, "duplicates",
+                                      (json_int_t)t->duplicates));
+    }
+    json_t *o = json_pack("{so}", "tables", tables);
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}
+
+void http__job_cdc(struct hreq *r)
+{
+    const struct config *cfg = r->srv->app->cfg;
+    struct svc_cdc_route *routes = cdc_routes_of(cfg);
+    struct svc_cdc_req q = {
+        .body = r->body.data,
+        .len = r->body.len,
+        .content_type = r->ndjson ? "application/x-ndjson" : NULL,
+        .table = r->table[0] != '\0' ? r->table : NULL,
+        .routes = routes,
+        .nroutes = cfg->ncdc_routes,
+    };
+    struct svc_cdc_res res;
+    struct st_err err = {0};
+    int rc = svc_cdc_apply(r->srv->app->engine, &q, &res, &err);
+    if (rc != ST_OK) {
+        http__reply_err(r, rc, &err);
+    } else if (res.no_change) {
+        http__reply_reset(&r->reply);
+        r->reply.status = 204;
+    } else {
+        http__reply_json(r, 200, cdc_res_json(&res));
+    }
+    svc_cdc_res_clear(&res);
+    free(routes);
+}

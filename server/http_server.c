@@ -6,6 +6,8 @@
  */
 #include "http_int.h"
 
+#include "cdc.h"
+
 #include "common/hex.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -65,6 +67,7 @@ static const struct route_def routes[RT__COUNT] = {
                      "GET, HEAD, POST", true},
     [RT_ERASURE] = {"/v1/tables/{t}/erasures/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
     [RT_TABLE_HEALTH] = {"/v1/tables/{t}/health", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
+    [RT_CDC] = {"/v1/cdc/debezium", M(HM_POST), "POST", true},
 };
 #undef M
 
@@ -135,6 +138,8 @@ static void classify(struct hreq *r, const char *url, const char *method)
         r->route = RT_READYZ;
     } else if (strcmp(url, "/metrics") == 0) {
         r->route = RT_METRICS;
+    } else if (strcmp(url, "/v1/cdc/debezium") == 0) {
+        r->route = RT_CDC;
     } else if (strncmp(url, "/v1/tables", 10) == 0 && (url[10] == '\0' || url[10] == '/')) {
         const char *p = url + 10, *s[4] = {0};
         size_t n[4] = {0};
@@ -197,7 +202,7 @@ static void classify(struct hreq *r, const char *url, const char *method)
         return;
     }
     if (r->route != RT_HEALTHZ && r->route != RT_READYZ && r->route != RT_METRICS &&
-        r->route != RT_TABLES && !st_name_valid(r->table)) {
+        r->route != RT_TABLES && r->route != RT_CDC && !st_name_valid(r->table)) {
         set_early(r, 400, "table name: not a valid name ([A-Za-z_][A-Za-z0-9_]{0,127}) in %.300s",
                   url);
         return;
@@ -717,6 +722,24 @@ static char *query_copy(struct hreq *r, const char *name)
     return s != NULL ? xstrndup(s, 128) : NULL;
 }
 
+/* ?table= of the CDC route into r->table ("" when absent); the service checks the name. */
+static bool cdc_query_table(struct hreq *r)
+{
+    const char *t = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "table");
+    r->table[0] = '\0';
+    if (t == NULL)
+        return true;
+    if (strlen(t) > ST_NAME_MAX || !st_name_valid(t)) {
+        http__reply_problem(r, 400,
+                            "table: \"%.128s\" is not a valid table name "
+                            "([A-Za-z_][A-Za-z0-9_]{0,127})",
+                            t);
+        return false;
+    }
+    memcpy(r->table, t, strlen(t) + 1);
+    return true;
+}
+
 static bool parse_dv_query(struct hreq *r)
 {
     const char *fmt = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "format");
@@ -780,12 +803,14 @@ static enum MHD_Result dispatch(struct hreq *r)
     static const char *const none[] = {NULL};
     static const char *const dvq[] = {"snapshot", "format", NULL};
     static const char *const pageq[] = {"limit", "after", NULL};
+    static const char *const cdcq[] = {"table", NULL};
     if (r->route != RT_HEALTHZ && r->route != RT_READYZ && r->route != RT_METRICS &&
         !check_query(r, r->route == RT_DV ? dvq
                         : r->route == RT_SNAPSHOTS || r->route == RT_TABLE_HEALTH ||
                                 (r->route == RT_ERASURES && r->method != HM_POST)
                             ? pageq
-                            : none))
+                        : r->route == RT_CDC ? cdcq
+                                             : none))
         return send_reply(r);
     bool mutating = (r->route == RT_TABLES && r->method == HM_POST) ||
                     (r->route == RT_TABLE && r->method == HM_DELETE) || r->route == RT_CHANGES ||
@@ -814,6 +839,10 @@ static enum MHD_Result dispatch(struct hreq *r)
         return go_async(r, http__job_changes);
     case RT_DELETE:
         return go_async(r, http__job_delete);
+    case RT_CDC:
+        if (!cdc_query_table(r))
+            return send_reply(r);
+        return go_async(r, http__job_cdc);
     case RT_SCAN:
         return go_async(r, http__job_scan);
     case RT_PLAN:
@@ -901,7 +930,17 @@ static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection
     const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
     unsigned long long declared = cl != NULL ? strtoull(cl, NULL, 10) : 0;
     r->has_body = declared > 0 || te != NULL;
-    if (r->has_body && r->early_status == 0 && routes[r->route].json_body && r->method == HM_POST) {
+    if (r->has_body && r->early_status == 0 && r->route == RT_CDC && r->method == HM_POST) {
+        /* what Debezium Server and the Kafka Connect HTTP sinks send (cdc.h) */
+        const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+        if (!cdc_media_ok(ct))
+            set_early(r, 415,
+                      "the body must be application/json, application/x-ndjson or "
+                      "application/cloudevents+json (got %.100s)",
+                      ct);
+        r->ndjson = cdc_media_ndjson(ct);
+    } else if (r->has_body && r->early_status == 0 && routes[r->route].json_body &&
+               r->method == HM_POST) {
         const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
         if (!json_media_type(ct))
             set_early(r, 415, "the body must be application/json (got %.100s)",

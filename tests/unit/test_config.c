@@ -157,6 +157,35 @@ static void test_bad_values(void **state)
     clear_env(NULL);
 }
 
+static void test_cdc_route(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[256] = "";
+    assert_int_equal(load(&c, err, 1), CONFIG_OK);
+    assert_int_equal(c.ncdc_routes, 0);
+    config_free(&c);
+    assert_int_equal(load(&c, err, 4, "--cdc-route", "inventory.customers=customers",
+                          "--cdc-route=db.public.orders=orders_v2"),
+                     CONFIG_OK);
+    assert_int_equal(c.ncdc_routes, 2);
+    assert_string_equal(c.cdc_routes[0].source, "inventory.customers");
+    assert_string_equal(c.cdc_routes[0].table, "customers");
+    assert_string_equal(c.cdc_routes[1].source, "db.public.orders");
+    assert_string_equal(c.cdc_routes[1].table, "orders_v2");
+    config_free(&c);
+    static const char *const bad[] = {"customers", "=t", "a.b=", "a.b=no-such", "a.b=1t"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(load(&c, err, 3, "--cdc-route", bad[i]), CONFIG_ERROR);
+        assert_non_null(strstr(err, "--cdc-route: bad route"));
+        config_free(&c);
+    }
+    assert_int_equal(load(&c, err, 5, "--cdc-route", "a.b=t1", "--cdc-route", "a.b=t2"),
+                     CONFIG_ERROR);
+    assert_string_equal(err, "--cdc-route: source \"a.b\" is routed twice");
+    config_free(&c);
+}
+
 static void test_parsers(void **state)
 {
     (void)state;
@@ -197,6 +226,7 @@ int main(void)
         cmocka_unit_test_setup(test_env_fallback_and_precedence, clear_env),
         cmocka_unit_test_setup(test_bad_values, clear_env),
         cmocka_unit_test_setup(test_parsers, clear_env),
+        cmocka_unit_test_setup(test_cdc_route, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
