@@ -36,39 +36,129 @@ _Static_assert(sizeof(struct hreq) <= 1000, "struct hreq grew past glibc's per-t
 
 /* ---- routes ----------------------------------------------------------------- */
 
+/*
+ * The route table. Each method a route allows declares its scope and where
+ * its table name comes from (auth.h); http_start refuses to start when an
+ * allowed method has none, and `striked --list-routes` prints the table
+ * (tests/integration/test_auth.py enumerates the routes from it).
+ */
 struct route_def {
     const char *pattern;
     unsigned methods; /* bit per enum http_method */
     const char *allow;
-    bool json_body; /* takes a JSON body (415 for another type) */
+    bool json_body;                      /* takes a JSON body (415 for another type) */
+    unsigned char scope[HM__COUNT];      /* enum auth_scope per allowed method */
+    unsigned char table_from[HM__COUNT]; /* enum auth_table_from per allowed method */
 };
 
 #define M(x) (1u << (x))
+#define GETS(s)                                                                                    \
+    {                                                                                              \
+        [HM_GET] = (s), [HM_HEAD] = (s)                                                            \
+    }
+#define POSTS(s)                                                                                   \
+    {                                                                                              \
+        [HM_POST] = (s)                                                                            \
+    }
+#define OPEN_GET GETS(AUTH_OPEN), GETS(AUTH_TABLE_NONE)
+#define PATH_GET(s) GETS(s), GETS(AUTH_TABLE_PATH)
+#define PATH_POST(s) POSTS(s), POSTS(AUTH_TABLE_PATH)
 static const struct route_def routes[RT__COUNT] = {
-    [RT_OTHER] = {"other", 0, NULL, false},
-    [RT_HEALTHZ] = {"/healthz", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_READYZ] = {"/readyz", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_METRICS] = {"/metrics", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_TABLES] = {"/v1/tables", M(HM_GET) | M(HM_HEAD) | M(HM_POST), "GET, HEAD, POST", true},
-    [RT_TABLE] = {"/v1/tables/{t}", M(HM_GET) | M(HM_HEAD) | M(HM_DELETE), "GET, HEAD, DELETE",
-                  false},
-    [RT_CHANGES] = {"/v1/tables/{t}/changes", M(HM_POST), "POST", true},
-    [RT_DELETE] = {"/v1/tables/{t}/delete", M(HM_POST), "POST", true},
-    [RT_SCAN] = {"/v1/tables/{t}/scan", M(HM_POST), "POST", true},
-    [RT_PLAN] = {"/v1/tables/{t}/plan", M(HM_POST), "POST", true},
-    [RT_SNAPSHOTS] = {"/v1/tables/{t}/snapshots", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_FILE] = {"/v1/tables/{t}/files/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_DV] = {"/v1/tables/{t}/files/{id}/dv", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_COMPACT] = {"/v1/tables/{t}/compact", M(HM_POST), "POST", false},
-    [RT_EXPIRE] = {"/v1/tables/{t}/expire", M(HM_POST), "POST", false},
-    [RT_ERASURES] = {"/v1/tables/{t}/erasures", M(HM_POST), "POST", false},
-    [RT_ERASURE] = {"/v1/tables/{t}/erasures/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
+    [RT_OTHER] = {"other", 0, NULL, false, {0}, {0}},
+    /* open: no table data (docs/API.md "Auth"; README "Security") */
+    [RT_HEALTHZ] = {"/healthz", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false, OPEN_GET},
+    [RT_READYZ] = {"/readyz", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false, OPEN_GET},
+    [RT_METRICS] = {"/metrics", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false, OPEN_GET},
+    /* GET lists the tables the token may read; POST creates the body's table */
+    [RT_TABLES] =
+        {"/v1/tables",
+         M(HM_GET) | M(HM_HEAD) | M(HM_POST),
+         "GET, HEAD, POST",
+         true,
+         {[HM_GET] = AUTH_READ, [HM_HEAD] = AUTH_READ, [HM_POST] = AUTH_ADMIN},
+         {[HM_GET] = AUTH_TABLE_NONE, [HM_HEAD] = AUTH_TABLE_NONE, [HM_POST] = AUTH_TABLE_BODY}},
+    [RT_TABLE] =
+        {"/v1/tables/{t}",
+         M(HM_GET) | M(HM_HEAD) | M(HM_DELETE),
+         "GET, HEAD, DELETE",
+         false,
+         {[HM_GET] = AUTH_READ, [HM_HEAD] = AUTH_READ, [HM_DELETE] = AUTH_ADMIN},
+         {[HM_GET] = AUTH_TABLE_PATH, [HM_HEAD] = AUTH_TABLE_PATH, [HM_DELETE] = AUTH_TABLE_PATH}},
+    [RT_CHANGES] = {"/v1/tables/{t}/changes", M(HM_POST), "POST", true, PATH_POST(AUTH_WRITE)},
+    [RT_DELETE] = {"/v1/tables/{t}/delete", M(HM_POST), "POST", true, PATH_POST(AUTH_WRITE)},
+    [RT_SCAN] = {"/v1/tables/{t}/scan", M(HM_POST), "POST", true, PATH_POST(AUTH_READ)},
+    [RT_PLAN] = {"/v1/tables/{t}/plan", M(HM_POST), "POST", true, PATH_POST(AUTH_READ)},
+    [RT_SNAPSHOTS] = {"/v1/tables/{t}/snapshots", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false,
+                      PATH_GET(AUTH_READ)},
+    [RT_FILE] = {"/v1/tables/{t}/files/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false,
+                 PATH_GET(AUTH_READ)},
+    [RT_DV] = {"/v1/tables/{t}/files/{id}/dv", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false,
+               PATH_GET(AUTH_READ)},
+    [RT_COMPACT] = {"/v1/tables/{t}/compact", M(HM_POST), "POST", false, PATH_POST(AUTH_ADMIN)},
+    [RT_EXPIRE] = {"/v1/tables/{t}/expire", M(HM_POST), "POST", false, PATH_POST(AUTH_ADMIN)},
+    [RT_ERASURES] = {"/v1/tables/{t}/erasures", M(HM_POST), "POST", false, PATH_POST(AUTH_ADMIN)},
+    [RT_ERASURE] = {"/v1/tables/{t}/erasures/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false,
+                    PATH_GET(AUTH_READ)},
 };
+#undef GETS
+#undef POSTS
+#undef OPEN_GET
+#undef PATH_GET
+#undef PATH_POST
 #undef M
 
 const char *http__route_pattern(enum http_route rt)
 {
     return rt >= 0 && rt < RT__COUNT ? routes[rt].pattern : "other";
+}
+
+enum auth_scope http__route_scope(enum http_route rt, enum http_method m)
+{
+    return rt > RT_OTHER && rt < RT__COUNT && m < HM__COUNT ? (enum auth_scope)routes[rt].scope[m]
+                                                            : AUTH_UNDECLARED;
+}
+
+static const char *table_from_name(enum auth_table_from f)
+{
+    switch (f) {
+    case AUTH_TABLE_PATH:
+        return "path";
+    case AUTH_TABLE_BODY:
+        return "body";
+    case AUTH_TABLE_PARSED:
+        return "parsed";
+    default:
+        return "none";
+    }
+}
+
+void http_list_routes(void *outp)
+{
+    FILE *out = outp;
+    for (int rt = RT_OTHER + 1; rt < RT__COUNT; rt++)
+        for (int m = 0; m < HM__COUNT; m++)
+            if (routes[rt].methods & (1u << m))
+                fprintf(out, "http %s %s %s %s\n", http__method_name((enum http_method)m),
+                        routes[rt].pattern, auth_scope_name((enum auth_scope)routes[rt].scope[m]),
+                        table_from_name((enum auth_table_from)routes[rt].table_from[m]));
+}
+
+/* "POST /v1/tables/{t}/changes": the operation in audit lines; filled by check_routes. */
+static char op_names[RT__COUNT][HM__COUNT][48];
+
+/* Every method a route allows declares a scope (the table above). */
+static int check_routes(struct st_err *err)
+{
+    for (int rt = 0; rt < RT__COUNT; rt++)
+        for (int m = 0; m < HM__COUNT; m++)
+            snprintf(op_names[rt][m], sizeof op_names[rt][m], "%s %s",
+                     http__method_name((enum http_method)m), routes[rt].pattern);
+    for (int rt = RT_OTHER + 1; rt < RT__COUNT; rt++)
+        for (int m = 0; m < HM__COUNT; m++)
+            if ((routes[rt].methods & (1u << m)) && routes[rt].scope[m] == AUTH_UNDECLARED)
+                return st_errf(err, ST_EINTERNAL, "http: route %s %s declares no scope",
+                               http__method_name((enum http_method)m), routes[rt].pattern);
+    return ST_OK;
 }
 
 const char *http__method_name(enum http_method m)
@@ -298,6 +388,7 @@ void http__req_unref(struct hreq *r)
     free(r->range);
     free(r->problem);
     free(r->early_detail);
+    auth_end(&r->auth);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
@@ -541,6 +632,8 @@ void http__reply_problem(struct hreq *r, unsigned status, const char *fmt, ...)
     r->reply.len = strlen(body);
     if (status == 405)
         http__reply_header(r, "Allow", "%s", routes[r->route].allow);
+    if (status == 401)
+        http__reply_header_str(r, "WWW-Authenticate", "Bearer realm=\"strike\"");
     if (status == 503)
         http__reply_header(r, "Retry-After", "1");
 }
@@ -858,6 +951,32 @@ static bool charge_body(struct hreq *r, uint64_t body)
     return true;
 }
 
+/*
+ * The token, before anything is read from the catalog: the route's declared
+ * scope on the path's table (or on any table for routes whose table is in
+ * the body or the list). 401 / 403 as early verdicts (after 404 / 405 / 400).
+ */
+static void authorize(struct hreq *r)
+{
+    if (r->early_status != 0)
+        return;
+    enum auth_scope scope = http__route_scope(r->route, r->method);
+    if (scope == AUTH_OPEN)
+        return;
+    r->auth.op = op_names[r->route][r->method];
+    const char *h = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Authorization");
+    struct st_err err = {0};
+    st_log_set_rid(r->rid);
+    int rc = auth_begin(r->srv->app->auth, h, &r->auth, &err);
+    if (rc == ST_OK)
+        rc = auth_check_op(&r->auth, scope,
+                           (enum auth_table_from)routes[r->route].table_from[r->method], r->table,
+                           &err);
+    st_log_set_rid(NULL);
+    if (rc != ST_OK)
+        set_early(r, http__status_of(rc), "%s", err.msg);
+}
+
 /* First call: headers only. Decide what can be decided, answer only an oversized body. */
 static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection *c,
                                   const char *url, const char *method, void **req_cls)
@@ -873,6 +992,7 @@ static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection
         set_early(r, 414, "the URL path is longer than %d bytes", URL_MAX);
     else
         classify(r, url, method);
+    authorize(r);
 
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
@@ -987,6 +1107,17 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                   NULL);
         st_log_set_rid(NULL);
     }
+    /* The audit trail: every admin operation, whatever its outcome (401 and 403 are
+       written by auth.c when refused). */
+    if (http__route_scope(r->route, r->method) == AUTH_ADMIN && r->status_sent != 401 &&
+        r->status_sent != 403 && r->status_sent != 0 && r->early_status != 404 &&
+        r->early_status != 405) {
+        char st[16];
+        snprintf(st, sizeof st, "%u", r->status_sent);
+        st_log_set_rid(r->rid);
+        auth_audit(&r->auth, r->table, r->status_sent < 300 ? "ok" : st, "status", st);
+        st_log_set_rid(NULL);
+    }
     req_unregister(r);
     atomic_store(&r->cancelled, true);
     atomic_fetch_sub(&srv->inflight, 1);
@@ -1060,6 +1191,8 @@ int http_start(struct app *app, struct http_server **out, int *port, struct st_e
     } else {
         return st_errf(err, ST_EINVAL, "http: cannot use address %s", la->host);
     }
+    if (check_routes(err) != ST_OK)
+        return err->code;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = app->cfg->http_threads > 0 ? (unsigned)app->cfg->http_threads
                                                   : (unsigned)(ncpu > 0 ? ncpu : 2);

@@ -1,0 +1,7 @@
+# Auth (issue 18): bearer tokens, scopes per table, the audit trail, SIGHUP.
+#   test_auth (unit)   the tokens file, bearer headers, globs, reload (tests/unit/test_auth.c)
+#   auth               every route (from `striked --list-routes`) and every RPC (from the
+#                      proto) without a token, with an unknown one, with each scope on a
+#                      matching and another table; list filtering; audit lines; SIGHUP
+strike_py_test(auth test_auth.py LABELS auth)
+set_tests_properties(auth PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")
