@@ -12,6 +12,7 @@
 #include "config.h"
 
 struct auth;
+struct tls;
 struct engine;
 struct workers;
 
@@ -22,6 +23,7 @@ struct app {
     atomic_bool stopping; /* set on SIGTERM/SIGINT: new requests get 503 */
     struct admit admit;   /* request bytes in flight, HTTP and gRPC (--max-inflight) */
     struct auth *auth;    /* bearer tokens (--tokens; auth.h), re-read on SIGHUP */
+    struct tls *tls;      /* certificate and key (--tls-cert/--tls-key; tls.h), re-read on SIGHUP */
 };
 
 #endif

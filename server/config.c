@@ -36,6 +36,9 @@ static const struct option_def options[] = {
      "PostgreSQL URL (default: an embedded cluster in DATA/catalog)", 0},
     {"tokens", "STRIKE_TOKENS", K_PATH, NULL, OFF(tokens_file),
      "bearer tokens file: SHA256HEX SCOPE TABLE_GLOB per line, re-read on SIGHUP", 0},
+    {"tls-cert", "STRIKE_TLS_CERT", K_PATH, NULL, OFF(tls_cert),
+     "TLS certificate chain (PEM) for both listeners, re-read on SIGHUP", 0},
+    {"tls-key", "STRIKE_TLS_KEY", K_PATH, NULL, OFF(tls_key), "TLS private key (PEM)", 0},
     {"insecure", NULL, K_FLAG, NULL, OFF(insecure),
      "allow a non-loopback listener without authentication", 0},
     {"list-routes", NULL, K_FLAG, NULL, OFF(list_routes),
@@ -330,6 +333,8 @@ void config_free(struct config *c)
     free(c->data_dir);
     free(c->catalog);
     free(c->tokens_file);
+    free(c->tls_cert);
+    free(c->tls_key);
     free(c->log_level);
     memset(c, 0, sizeof *c);
 }

@@ -46,6 +46,7 @@
 #include "grpc.h"
 #include "grpc_conv.h"
 #include "grpc_int.h"
+#include "tls.h"
 #include "workers.h"
 
 #include "common/log.h"
@@ -125,6 +126,7 @@ struct grpcs {
     atomic_ullong calls; /* calls accepted, for request ids */
     char rid_prefix[9];  /* 8 random hex digits */
     size_t max_send;
+    atomic_uint_fast64_t tls_gen; /* the certificate generation gRPC has (fetch_cert) */
 };
 
 struct rpc {
@@ -896,6 +898,31 @@ static void shut_server(struct grpcs *g, int grace_ms)
         grpc_completion_queue_next(g->shutdown_cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
 }
 
+/*
+ * gRPC's certificate-config fetcher (called when the server starts and as
+ * connections arrive): a new config when tls.c's generation moved (SIGHUP).
+ */
+static grpc_ssl_certificate_config_reload_status fetch_cert(void *ud,
+                                                            grpc_ssl_server_certificate_config **c)
+{
+    struct grpcs *g = ud;
+    char *cert, *key;
+    uint64_t gen = tls_pem(g->app->tls, &cert, &key);
+    grpc_ssl_certificate_config_reload_status st = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
+    if (atomic_exchange(&g->tls_gen, gen) != gen) {
+        grpc_ssl_pem_key_cert_pair pair = {key, cert};
+        /* gRPC 1.51 asserts that a fetched config has client roots, although
+           with DONT_REQUEST_CLIENT_CERTIFICATE it never uses them: give it
+           the server's own chain. */
+        *c = grpc_ssl_server_certificate_config_create(cert, &pair, 1);
+        st = *c != NULL ? GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_NEW
+                        : GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
+    }
+    free(cert);
+    free(key);
+    return st;
+}
+
 int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *err)
 {
     *out = NULL;
@@ -980,7 +1007,13 @@ int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *e
         snprintf(addr, sizeof addr, "[%s]:%d", la->host, la->port);
     else
         snprintf(addr, sizeof addr, "%s:%d", la->host, la->port);
-    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    grpc_server_credentials *creds;
+    if (tls_enabled(app->tls)) /* gRPC's minimum is TLS 1.2 */
+        creds = grpc_ssl_server_credentials_create_with_options(
+            grpc_ssl_server_credentials_create_options_using_config_fetcher(
+                GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, fetch_cert, g));
+    else
+        creds = grpc_insecure_server_credentials_create();
     int bound = grpc_server_add_http2_port(g->srv, addr, creds);
     grpc_server_credentials_release(creds);
     grpc_server_start(g->srv);

@@ -6,6 +6,8 @@
  */
 #include "http_int.h"
 
+#include "tls.h"
+
 #include "common/hex.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -1207,6 +1209,23 @@ int http_start(struct app *app, struct http_server **out, int *port, struct st_e
     st_random_bytes(rnd, sizeof rnd);
     snprintf(srv->rid_prefix, sizeof srv->rid_prefix, "%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
              rnd[3]);
+    /* TLS: the certificate comes from tls.c at every handshake (reloadable), TLS 1.2+ only. */
+    struct MHD_OptionItem tls_opts[3] = {{MHD_OPTION_END, 0, NULL}};
+    if (tls_enabled(app->tls)) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ||
+            MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES) {
+            free(srv);
+            return st_errf(err, ST_EUNSUPPORTED,
+                           "http: this libmicrohttpd has no TLS (or no certificate callback)");
+        }
+        flags |= MHD_USE_TLS;
+        tls_set_http(app->tls);
+        tls_fn cb = tls__mhd_cert_callback();
+        tls_opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cb};
+        tls_opts[1] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_GNUTLS_PRIORITIES};
+        tls_opts[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    }
     srv->m = http__metrics_new();
     srv->d = MHD_start_daemon(
         flags, (uint16_t)la->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
@@ -1214,7 +1233,7 @@ int http_start(struct app *app, struct http_server **out, int *port, struct st_e
         (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)4096, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, srv, MHD_OPTION_END);
+        on_completed, srv, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     if (srv->d == NULL) {
         http__metrics_free(srv->m);
         for (int i = 0; i < HTTP_LIVE_SHARDS; i++)

@@ -3,12 +3,13 @@
  *
  * Order: settings; signals blocked before any thread exists (gRPC starts
  * threads of its own); the catalog (embedded or --catalog); the front ends.
- * SIGHUP: the tokens file is read again (auth.h), on this thread (sigwait).
+ * SIGHUP: the tokens file and the TLS pair are read again (auth.h), on this thread (sigwait).
  * SIGTERM/SIGINT: stop accepting, drain requests in flight (bounded), stop
  * the embedded PostgreSQL, exit 0.
  */
 #include "app.h"
 #include "auth.h"
+#include "tls.h"
 #include "config.h"
 #include "grpc.h"
 #include "http.h"
@@ -81,10 +82,18 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 2;
     }
+    struct tls *tls = NULL;
+    if (tls_open(cfg.tls_cert, cfg.tls_key, &tls, &aerr) != ST_OK) {
+        fprintf(stderr, "striked: %s\n", aerr.msg);
+        auth_close(auth);
+        config_free(&cfg);
+        return 2;
+    }
     if (!auth_enabled(auth) && !cfg.insecure && (!cfg.http.loopback || !cfg.grpc.loopback)) {
         fprintf(stderr, "striked: refusing to listen on a non-loopback address without "
                         "authentication (give --tokens FILE, or pass --insecure on a trusted "
                         "network)\n");
+        tls_close(tls);
         auth_close(auth);
         config_free(&cfg);
         return 2;
@@ -103,7 +112,7 @@ int main(int argc, char **argv)
     struct st_err err = {0};
     struct pgembed *pg = NULL;
     char *conninfo = NULL;
-    struct app app = {.cfg = &cfg, .auth = auth};
+    struct app app = {.cfg = &cfg, .auth = auth, .tls = tls};
     admit_init(&app.admit, cfg.max_inflight);
     struct http_server *http = NULL;
     struct grpcs *grpc = NULL;
@@ -149,6 +158,13 @@ int main(int argc, char **argv)
         if (sig == SIGHUP) {
             /* sigwait: no signal handler runs; the reload happens here, on main's thread. */
             struct st_err rerr = {0};
+            if (tls_enabled(app.tls) && tls_reload(app.tls, &rerr) != ST_OK)
+                log_error("SIGHUP: the TLS certificate was not reloaded, the one in force stays: "
+                          "%s",
+                          rerr.msg);
+            else if (tls_enabled(app.tls))
+                log_info("SIGHUP: TLS certificate reloaded (new connections use it)");
+            memset(&rerr, 0, sizeof rerr);
             if (!auth_enabled(app.auth))
                 log_info("SIGHUP: no tokens file to reload");
             else if (auth_reload(app.auth, &rerr) != ST_OK)
@@ -182,6 +198,7 @@ out:
         log_info("stopped");
     free(conninfo);
     auth_close(auth);
+    tls_close(tls);
     config_free(&cfg);
     return status;
 }

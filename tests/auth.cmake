@@ -5,3 +5,8 @@
 #                      matching and another table; list filtering; audit lines; SIGHUP
 strike_py_test(auth test_auth.py LABELS auth)
 set_tests_properties(auth PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")
+#   tls                TLS on both listeners with certificates made by openssl at test time:
+#                      curl --cacert, grpcio ssl_channel_credentials, TLS 1.2+ only,
+#                      plain text refused, SIGHUP reload, bad pairs, tokens over TLS
+strike_py_test(tls test_tls.py LABELS auth)
+set_tests_properties(tls PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")
