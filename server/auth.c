@@ -367,7 +367,8 @@ static void audit_denied(const struct auth_ctx *ctx, const char *table, const ch
                  table ? table : "", "outcome", outcome, "detail", why, NULL);
 }
 
-int auth_begin(struct auth *a, const char *authorization, struct auth_ctx *ctx, struct st_err *err)
+int auth_begin(struct auth *a, const char *authorization, const char *table, struct auth_ctx *ctx,
+               struct st_err *err)
 {
     ctx->tok = NULL;
     ctx->id[0] = '\0';
@@ -398,7 +399,7 @@ int auth_begin(struct auth *a, const char *authorization, struct auth_ctx *ctx, 
             return ST_OK;
         st_errf(err, ST_EAUTH, "unknown token (id %s)", ctx->id);
     }
-    audit_denied(ctx, NULL, "unauthenticated", err->msg);
+    audit_denied(ctx, table, "unauthenticated", err->msg);
     return ST_EAUTH;
 }
 

@@ -77,12 +77,14 @@ void auth_close(struct auth *a); /* NULL ok */
 
 /*
  * Authenticate a request from its Authorization header value (`Bearer T`,
- * or Debezium's `Bearer: T`; NULL: none). ST_OK, or ST_EAUTH (401 /
+ * or Debezium's `Bearer: T`; NULL: none). `table` (NULL: not known yet) is
+ * only for the audit line of a refusal. ST_OK, or ST_EAUTH (401 /
  * UNAUTHENTICATED) with err naming the problem (never the token), and an
  * audit line. ctx->op should be set first (for the audit line). Auth off:
  * ST_OK, every check passes.
  */
-int auth_begin(struct auth *a, const char *authorization, struct auth_ctx *ctx, struct st_err *err);
+int auth_begin(struct auth *a, const char *authorization, const char *table, struct auth_ctx *ctx,
+               struct st_err *err);
 /* Release what auth_begin took. Idempotent. */
 void auth_end(struct auth_ctx *ctx);
 

@@ -156,6 +156,7 @@ struct rpc {
     char *authz;                 /* the `authorization` metadata, or NULL */
     struct auth_ctx auth;        /* checked in on_new, before a handler or a cache sees the call */
     char table[ST_NAME_MAX + 1]; /* the table the call names (for the audit line) */
+    char receipt[64]; /* an erasure's receipt id for the audit line (rpc_audit_receipt) */
 
     /* the reply */
     grpc_metadata init_md[INIT_MD_MAX];
@@ -415,8 +416,9 @@ static void finish(struct rpc *r, grpc_status_code code, const char *detail, grp
        (refusals are written by auth.c). */
     if (r->target >= 0 && r->m->scope == AUTH_ADMIN && code != GRPC_STATUS_UNAUTHENTICATED &&
         code != GRPC_STATUS_PERMISSION_DENIED)
-        auth_audit(&r->auth, r->table, code == GRPC_STATUS_OK ? "ok" : status_name(code), "status",
-                   status_name(code));
+        auth_audit(&r->auth, r->table, code == GRPC_STATUS_OK ? "ok" : status_name(code),
+                   r->receipt[0] ? "receipt" : "status",
+                   r->receipt[0] ? r->receipt : status_name(code));
     start_send(r, ops, n);
 }
 
@@ -546,33 +548,37 @@ static bool authorize(struct rpc *r)
     r->close_in_final = true; /* a refusal is answered inline: RECV_CLOSE goes with it */
     r->auth.op = tg->path;
     struct st_err err = {0};
-    int rc = auth_begin(r->g->app->auth, r->authz, &r->auth, &err);
-    const char *table = NULL;
-    if (rc == ST_OK && tg->tfield != 0) {
-        size_t n, tl;
+    /* The table first (for the audit line of a refusal), the token then. */
+    const char *t = "";
+    size_t tl = 0;
+    bool ok = true;
+    if (tg->tfield != 0) {
+        size_t n;
         const uint8_t *p = rpc_payload(r, &n);
-        const char *t;
-        bool ok = p != NULL && gconv_string_field(p, n, tg->tfield, &t, &tl);
-        if (!ok && r->auth.off) {
-            t = ""; /* the handler says what is wrong with the message */
+        ok = p != NULL && gconv_string_field(p, n, tg->tfield, &t, &tl);
+        if (!ok) {
+            t = ""; /* without auth, the handler says what is wrong with the message */
             tl = 0;
-        } else if (!ok) {
-            finishf(r, GRPC_STATUS_INVALID_ARGUMENT, "the request is not a valid %s message",
-                    tg->input);
-            return false;
         }
+    }
+    {
         /* Kept for the audit line (cut at ST_NAME_MAX). */
         size_t keep = tl < sizeof r->table - 1 ? tl : sizeof r->table - 1;
         memcpy(r->table, t, keep);
         r->table[keep] = '\0';
-        if (!r->auth.off && (memchr(r->table, '\0', keep) != NULL || keep < tl)) {
-            /* a NUL or an over-long name: no glob may match a part of it */
-            rc = st_errf(&err, ST_EPERM, "%s: not a table name the token may use",
-                         r->m->table_field);
-            auth_audit(&r->auth, "", "forbidden", "detail", err.msg);
-        } else {
-            table = r->table;
-        }
+    }
+    int rc = auth_begin(r->g->app->auth, r->authz, r->table, &r->auth, &err);
+    const char *table = r->table;
+    if (rc == ST_OK && !r->auth.off && !ok) {
+        finishf(r, GRPC_STATUS_INVALID_ARGUMENT, "the request is not a valid %s message",
+                tg->input);
+        return false;
+    }
+    if (rc == ST_OK && !r->auth.off && tg->tfield != 0 &&
+        (memchr(t, '\0', tl) != NULL || tl > ST_NAME_MAX)) {
+        /* a NUL or an over-long name: no glob may match a part of it */
+        rc = st_errf(&err, ST_EPERM, "%s: not a table name the token may use", r->m->table_field);
+        auth_audit(&r->auth, "", "forbidden", "detail", err.msg);
     }
     if (rc == ST_OK)
         rc = auth_check_op(&r->auth, r->m->scope,
@@ -703,6 +709,11 @@ const uint8_t *rpc_payload(struct rpc *r, size_t *len)
 const char *rpc_path(struct rpc *r)
 {
     return path_of(r);
+}
+
+void rpc_audit_receipt(struct rpc *r, const char *id)
+{
+    snprintf(r->receipt, sizeof r->receipt, "%s", id);
 }
 
 const struct auth_ctx *rpc_auth(struct rpc *r)

@@ -58,6 +58,8 @@ const uint8_t *rpc_payload(struct rpc *r, size_t *len);
 const char *rpc_path(struct rpc *r);
 /* The call's token (auth.h), checked before the handler runs; for filtering lists. */
 const struct auth_ctx *rpc_auth(struct rpc *r);
+/* An erasure's receipt id, for the call's audit line (never a key value). */
+void rpc_audit_receipt(struct rpc *r, const char *id);
 /* The `idempotency-key` request metadata, or NULL. */
 const char *rpc_idem_key(struct rpc *r);
 /* The client cancelled, went away, or the deadline passed. */

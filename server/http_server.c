@@ -969,7 +969,7 @@ static void authorize(struct hreq *r)
     const char *h = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Authorization");
     struct st_err err = {0};
     st_log_set_rid(r->rid);
-    int rc = auth_begin(r->srv->app->auth, h, &r->auth, &err);
+    int rc = auth_begin(r->srv->app->auth, h, r->table, &r->auth, &err);
     if (rc == ST_OK)
         rc = auth_check_op(&r->auth, scope,
                            (enum auth_table_from)routes[r->route].table_from[r->method], r->table,
@@ -1117,7 +1117,13 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
         char st[16];
         snprintf(st, sizeof st, "%u", r->status_sent);
         st_log_set_rid(r->rid);
-        auth_audit(&r->auth, r->table, r->status_sent < 300 ? "ok" : st, "status", st);
+        /* an erasure's line names its receipt (the Location's last segment), never a key */
+        const char *receipt = NULL;
+        for (int i = 0; r->route == RT_ERASURES && i < r->reply.nhdr; i++)
+            if (strcmp(r->reply.hdr[i].name, "Location") == 0)
+                receipt = strrchr(r->reply.hdr[i].value, '/');
+        auth_audit(&r->auth, r->table, r->status_sent < 300 ? "ok" : st,
+                   receipt ? "receipt" : "status", receipt ? receipt + 1 : st);
         st_log_set_rid(NULL);
     }
     req_unregister(r);

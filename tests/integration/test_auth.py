@@ -321,7 +321,15 @@ class TestAudit(unittest.TestCase):
                             a["outcome"] == "ok" and a["token"] == tid("admin") for a in audit), audit[-5:])
         self.assertTrue(any(a["op"] == "GET /v1/tables/{t}" and a["table"] == "users" and
                             a["outcome"] == "forbidden" and a["token"] == tid("read") for a in audit))
-        self.assertTrue(any(a["outcome"] == "unauthenticated" and a["token"] == "" for a in audit))
+        self.assertTrue(any(a["outcome"] == "unauthenticated" and a["token"] == "" and
+                            a["op"] == "GET /v1/tables/{t}" and a["table"] == "orders" for a in audit))
+        # gRPC refusals name the method and the table too
+        with self.assertRaises(grpc.RpcError):
+            C.call("GetTable", name="users", metadata=(("authorization", "Bearer stk_unknown"),))
+        audit = [rec for rec in S.log_records() if rec.get("audit") is True]
+        self.assertTrue(any(a["op"] == "/strike.v1.Strike/GetTable" and a["table"] == "users" and
+                            a["outcome"] == "unauthenticated" and len(a["token"]) == 8
+                            for a in audit))
         self.assertTrue(any(a["op"] == "/strike.v1.Strike/DropTable" and a["outcome"] == "ok"
                             for a in audit))
 

@@ -96,12 +96,12 @@ static void test_scopes(void **state)
     assert_int_equal(auth_open(path, &au, &err), ST_OK);
     assert_true(auth_enabled(au));
     struct auth_ctx c = {.op = "test"};
-    assert_int_equal(auth_begin(au, NULL, &c, &err), ST_EAUTH);
+    assert_int_equal(auth_begin(au, NULL, NULL, &c, &err), ST_EAUTH);
     memset(&err, 0, sizeof err);
-    assert_int_equal(auth_begin(au, "Bearer nope", &c, &err), ST_EAUTH);
+    assert_int_equal(auth_begin(au, "Bearer nope", NULL, &c, &err), ST_EAUTH);
     assert_non_null(strstr(err.msg, "unknown token"));
     memset(&err, 0, sizeof err);
-    assert_int_equal(auth_begin(au, "Bearer tok", &c, &err), ST_OK);
+    assert_int_equal(auth_begin(au, "Bearer tok", NULL, &c, &err), ST_OK);
     assert_int_equal(strlen(c.id), 8);
     assert_memory_equal(c.id, a, 8);
     assert_int_equal(auth_check_table(&c, "users", AUTH_READ, &err), ST_OK);
@@ -123,7 +123,7 @@ static void test_scopes(void **state)
     assert_int_equal(auth_reload(au, &err), ST_EINVAL);
     assert_int_equal(auth_count(au), 1);
     struct auth_ctx c2 = {.op = "test"};
-    assert_int_equal(auth_begin(au, "Bearer tok", &c2, &err), ST_OK);
+    assert_int_equal(auth_begin(au, "Bearer tok", NULL, &c2, &err), ST_OK);
     auth_end(&c2);
     char b[65];
     hex_of("other", b);
@@ -132,9 +132,9 @@ static void test_scopes(void **state)
     fclose(f);
     memset(&err, 0, sizeof err);
     assert_int_equal(auth_reload(au, &err), ST_OK);
-    assert_int_equal(auth_begin(au, "Bearer tok", &c2, &err), ST_EAUTH); /* revoked */
+    assert_int_equal(auth_begin(au, "Bearer tok", NULL, &c2, &err), ST_EAUTH); /* revoked */
     memset(&err, 0, sizeof err);
-    assert_int_equal(auth_begin(au, "Bearer other", &c2, &err), ST_OK);
+    assert_int_equal(auth_begin(au, "Bearer other", NULL, &c2, &err), ST_OK);
     assert_int_equal(auth_check_table(&c2, "users", AUTH_READ, &err), ST_OK);
     assert_true(auth_may(&c, "orders_x", AUTH_WRITE)); /* the old set, still held */
     auth_end(&c);
@@ -147,7 +147,7 @@ static void test_scopes(void **state)
     assert_int_equal(auth_open(NULL, &au, &err), ST_OK);
     assert_false(auth_enabled(au));
     struct auth_ctx off = {0};
-    assert_int_equal(auth_begin(au, NULL, &off, &err), ST_OK);
+    assert_int_equal(auth_begin(au, NULL, NULL, &off, &err), ST_OK);
     assert_int_equal(auth_check_table(&off, "x", AUTH_ADMIN, &err), ST_OK);
     auth_end(&off);
     auth_close(au);
