@@ -72,9 +72,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PREPOST 16    /* requests posted per method per completion queue */
-#define RID_MAX 128   /* bytes kept of a client's x-request-id */
-#define INIT_MD_MAX 4 /* initial metadata entries a stream may add */
+#define PREPOST 16                    /* requests posted per method per completion queue */
+#define RID_MAX 128                   /* bytes kept of a client's x-request-id */
+#define INIT_MD_MAX 4                 /* initial metadata entries a stream may add */
+#define GRPC_MAX_STREAMS 256          /* concurrent calls per connection */
+#define GRPC_MAX_METADATA (16 * 1024) /* bytes of request metadata */
 #define HEALTH_PATH "/grpc.health.v1.Health/Check"
 #define HEALTH_SERVICE "strike.v1.Strike"
 
@@ -953,7 +955,7 @@ int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *e
     g->shutdown_tag.fn = on_shutdown;
     int limit = cfg->max_body == 0 || cfg->max_body > INT_MAX ? INT_MAX : (int)cfg->max_body;
     g->max_send = (size_t)limit;
-    grpc_arg args[3];
+    grpc_arg args[5];
     memset(args, 0, sizeof args);
     args[0].type = GRPC_ARG_INTEGER;
     args[0].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
@@ -964,6 +966,12 @@ int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *e
     args[2].type = GRPC_ARG_INTEGER;
     args[2].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
     args[2].value.integer = limit;
+    args[3].type = GRPC_ARG_INTEGER; /* calls at once on one connection (README "Limits") */
+    args[3].key = (char *)GRPC_ARG_MAX_CONCURRENT_STREAMS;
+    args[3].value.integer = GRPC_MAX_STREAMS;
+    args[4].type = GRPC_ARG_INTEGER; /* bytes of a call's metadata, as HTTP's headers */
+    args[4].key = (char *)GRPC_ARG_MAX_METADATA_SIZE;
+    args[4].value.integer = GRPC_MAX_METADATA;
     grpc_channel_args ca = {sizeof args / sizeof args[0], args};
     g->srv = grpc_server_create(&ca, NULL);
 

@@ -979,6 +979,35 @@ static void authorize(struct hreq *r)
         set_early(r, http__status_of(rc), "%s", err.msg);
 }
 
+static enum MHD_Result count_cl(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    (void)kind;
+    (void)value;
+    if (strcasecmp(key, "Content-Length") == 0)
+        (*(int *)cls)++;
+    return MHD_YES;
+}
+
+/*
+ * What libmicrohttpd lets through but a proxy may frame otherwise: several
+ * Content-Length headers, Content-Length with Transfer-Encoding, a
+ * Transfer-Encoding other than chunked. NULL when the framing is sound.
+ */
+static const char *framing_error(struct MHD_Connection *c, const char *cl, const char *te)
+{
+    int ncl = 0;
+    if (cl != NULL)
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_cl, &ncl);
+    if (ncl > 1)
+        return "Content-Length: given more than once";
+    if (te != NULL && cl != NULL)
+        return "Transfer-Encoding and Content-Length together (the body's framing is ambiguous)";
+    if (te != NULL && strcasecmp(te, "chunked") != 0)
+        return "Transfer-Encoding: only chunked is accepted";
+    return NULL;
+}
+
 /* First call: headers only. Decide what can be decided, answer only an oversized body. */
 static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection *c,
                                   const char *url, const char *method, void **req_cls)
@@ -998,6 +1027,13 @@ static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection
 
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    /* Framing a proxy in front could read otherwise (request smuggling): refused
+       before a byte of the body is read, and the connection closed. */
+    const char *framing = framing_error(c, cl, te);
+    if (framing != NULL) {
+        http__reply_problem(r, 400, "%s", framing);
+        return send_reply(r);
+    }
     unsigned long long declared = cl != NULL ? strtoull(cl, NULL, 10) : 0;
     r->has_body = declared > 0 || te != NULL;
     if (r->has_body && r->early_status == 0 && routes[r->route].json_body && r->method == HM_POST) {

@@ -10,3 +10,8 @@ set_tests_properties(auth PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")
 #                      plain text refused, SIGHUP reload, bad pairs, tokens over TLS
 strike_py_test(tls test_tls.py LABELS auth)
 set_tests_properties(tls PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")
+#   hostile            raw-socket framing attacks (duplicate Content-Length, TE with CL),
+#                      libmicrohttpd's own refusals (bad Content-Length, chunk sizes, headers),
+#                      gRPC metadata over its limit: the status, the close, nothing changed
+strike_py_test(hostile test_hostile.py LABELS auth)
+set_tests_properties(hostile PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")

@@ -172,7 +172,8 @@ class TestHttpRoutes(unittest.TestCase):
         for method, pattern, scope, _src in http:
             with self.subTest(route=f"{method} {pattern}"):
                 for hdrs in ({}, {"Authorization": "Bearer stk_not_a_token"},
-                             {"Authorization": "Basic cm9vdDpyb290"}):
+                             {"Authorization": "Basic cm9vdDpyb290"},
+                             {"Authorization": "Bearer " + "x" * 513}):
                     r = http_call(method, pattern, "orders", hdrs)
                     if scope == "open":
                         self.assertTrue(allowed(r.status), r)
