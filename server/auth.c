@@ -241,11 +241,6 @@ static int load(const char *path, struct auth_set **out, struct st_err *err)
     close(fd);
     int rc = auth_parse(text, len, out, err);
     free(text);
-    if (rc == ST_OK && (*out)->n == 0) {
-        auth_set_unref(*out);
-        *out = NULL;
-        return st_errf(err, ST_EINVAL, "tokens file %s: no token in it", path);
-    }
     if (rc != ST_OK)
         st_err_prefix(err, "%s", path);
     return rc;

@@ -7,11 +7,11 @@
  *     SHA256HEX SCOPE TABLE_GLOB      # the SHA-256 of the token, read|write|admin, a glob
  *
  * Blank lines and lines starting with '#' are ignored; a token may have
- * several lines (several grants). Scopes nest: read < write < admin. A glob
- * is fnmatch(3)'s ('*', '?', '[...]') over table names. The server never
- * stores a token: a request's token is hashed and its digest compared, in
- * constant time, with every digest of the file. A token's id in logs is the
- * first 8 hex digits of its digest.
+ * several lines (several grants). A file without a token is valid: every
+ * request is then refused (how to revoke every token at once). Scopes nest: read < write < admin. A
+ * glob is fnmatch(3)'s ('*', '?', '[...]') over table names. The server never stores a token: a
+ * request's token is hashed and its digest compared, in constant time, with every digest of the
+ * file. A token's id in logs is the first 8 hex digits of its digest.
  *
  * Where the check runs: every HTTP route and every RPC declares a scope
  * (auth_scope) and where its table name comes from (auth_table_from); the

@@ -82,6 +82,8 @@ int main(int argc, char **argv)
         config_free(&cfg);
         return 2;
     }
+    if (auth_enabled(auth) && auth_count(auth) == 0)
+        log_warn("--tokens %s holds no token: every /v1 request and RPC gets 401", cfg.tokens_file);
     struct tls *tls = NULL;
     if (tls_open(cfg.tls_cert, cfg.tls_key, &tls, &aerr) != ST_OK) {
         fprintf(stderr, "striked: %s\n", aerr.msg);
@@ -171,7 +173,8 @@ int main(int argc, char **argv)
                 log_error("SIGHUP: the tokens file was not reloaded, the tokens in force stay: %s",
                           rerr.msg);
             else
-                log_info("SIGHUP: tokens file reloaded (%zu tokens)", auth_count(app.auth));
+                log_info("SIGHUP: tokens file reloaded (%zu tokens)%s", auth_count(app.auth),
+                         auth_count(app.auth) == 0 ? ": none, so every /v1 request gets 401" : "");
             continue;
         }
         log_info("%s: draining requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");

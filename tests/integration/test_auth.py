@@ -389,6 +389,17 @@ class TestReload(unittest.TestCase):
         with self.assertRaises(grpc.RpcError) as cm:
             C.call("GetTable", name="users", metadata=md("late"))
         self.assertEqual(cm.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+        # a file without a token revokes every one
+        n = S.logs().count("tokens file reloaded")
+        write_tokens([])
+        S.proc.send_signal(signal.SIGHUP)
+        wait_log("tokens file reloaded", n + 1)
+        self.assertEqual(S.req("GET", "/v1/tables/orders", headers=bearer("root")).status, 401)
+        n = S.logs().count("tokens file reloaded")
+        write_tokens(["root", "read", "write", "admin"])
+        S.proc.send_signal(signal.SIGHUP)
+        wait_log("tokens file reloaded", n + 1)
+        self.assertEqual(S.req("GET", "/v1/tables/orders", headers=bearer("root")).status, 200)
 
 
 class TestStartup(unittest.TestCase):
