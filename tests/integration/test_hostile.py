@@ -128,8 +128,9 @@ class TestGrpcMetadata(unittest.TestCase):
         self.assertIn(cm.exception.code(), (grpc.StatusCode.RESOURCE_EXHAUSTED,
                                             grpc.StatusCode.INTERNAL,
                                             grpc.StatusCode.UNAVAILABLE))
-        # the server closed that connection; a new one is served
-        c2 = gc.Client(S.grpc_port)
+        # the server closed that connection; a new one (not the shared subchannel,
+        # which may sit in its reconnect backoff) is served
+        c2 = gc.Client(S.grpc_port, options=[("grpc.use_local_subchannel_pool", 1)])
         try:
             self.assertEqual(len(c2.call("ListTables").tables), 1)
         finally:
