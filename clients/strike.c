@@ -8,11 +8,14 @@ int cli_dv(int argc, char **argv);      /* cli_dv.c */
 int cli_parquet(int argc, char **argv); /* cli_parquet.c */
 int cli_fsck(int argc, char **argv);    /* cli_admin.c */
 int cli_gc(int argc, char **argv);      /* cli_admin.c */
+int cli_token(int argc, char **argv);   /* cli_token.c */
 const struct cli_command cli_commands[] = {
     {"dv", "decode and encode deletion vectors (Roaring, Iceberg, Puffin, Delta, Paimon)", cli_dv},
     {"parquet", "inspect, print and write Parquet files (meta, cat, write)", cli_parquet},
     {"fsck", "check that every blob the catalog references exists and decodes", cli_fsck},
     {"gc", "delete unreferenced blobs older than a grace period", cli_gc},
+    {"token", "create a bearer token for striked --tokens (token new --scope S --tables GLOB)",
+     cli_token},
     {NULL, NULL, NULL},
 };
 

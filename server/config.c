@@ -35,9 +35,14 @@ static const struct option_def options[] = {
     {"catalog", "STRIKE_CATALOG", K_STRING, NULL, OFF(catalog),
      "PostgreSQL URL (default: an embedded cluster in DATA/catalog)", 0},
     {"tokens", "STRIKE_TOKENS", K_PATH, NULL, OFF(tokens_file),
-     "bearer tokens file (not available in this version: refused)", 0},
+     "bearer tokens file: SHA256HEX SCOPE TABLE_GLOB per line, re-read on SIGHUP", 0},
+    {"tls-cert", "STRIKE_TLS_CERT", K_PATH, NULL, OFF(tls_cert),
+     "TLS certificate chain (PEM) for both listeners, re-read on SIGHUP", 0},
+    {"tls-key", "STRIKE_TLS_KEY", K_PATH, NULL, OFF(tls_key), "TLS private key (PEM)", 0},
     {"insecure", NULL, K_FLAG, NULL, OFF(insecure),
      "allow a non-loopback listener without authentication", 0},
+    {"list-routes", NULL, K_FLAG, NULL, OFF(list_routes),
+     "print every HTTP route and RPC with its scope, then exit", 0},
     {"max-body", "STRIKE_MAX_BODY", K_SIZE, "64M", OFF(max_body),
      "largest request body or gRPC message (K, M, G suffixes)", 0},
     {"max-inflight", "STRIKE_MAX_INFLIGHT", K_SIZE, "1G", OFF(max_inflight),
@@ -366,6 +371,8 @@ void config_free(struct config *c)
     free(c->data_dir);
     free(c->catalog);
     free(c->tokens_file);
+    free(c->tls_cert);
+    free(c->tls_key);
     free(c->log_level);
     for (size_t i = 0; i < c->ncdc_routes; i++) {
         free(c->cdc_routes[i].source);

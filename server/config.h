@@ -30,7 +30,10 @@ struct config {
     char *data_dir;    /* blob store root */
     char *catalog;     /* PostgreSQL URL; NULL = the embedded default */
     char *tokens_file; /* NULL = no tokens */
+    char *tls_cert;    /* PEM certificate chain; NULL = plain text */
+    char *tls_key;     /* PEM private key of tls_cert */
     bool insecure;
+    bool list_routes;           /* print the route and RPC tables with their scopes, exit */
     uint64_t max_body;          /* bytes of one request body or gRPC message */
     uint64_t max_inflight;      /* budget of request bytes in flight, charged x ADMIT_EXPANSION */
     int http_threads;           /* 0 = automatic */

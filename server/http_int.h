@@ -39,6 +39,7 @@
 #include <sys/types.h>
 
 #include "app.h"
+#include "auth.h"
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/jdoc.h"
@@ -75,6 +76,8 @@ enum http_method { HM_GET, HM_HEAD, HM_POST, HM_DELETE, HM_OTHER, HM__COUNT };
 /* The route's pattern ("/v1/tables/{t}/files/{id}/dv"), for metrics and logs. */
 const char *http__route_pattern(enum http_route rt);
 const char *http__method_name(enum http_method m);
+/* The scope the route declares for the method (auth.h). */
+enum auth_scope http__route_scope(enum http_route rt, enum http_method m);
 
 #define HTTP_LIVE_SHARDS 16
 #define HTTP_MAX_HEADERS 8
@@ -141,10 +144,14 @@ struct hreq {
     struct MHD_Connection *c; /* valid until completion; touch only on the event thread,
                                  or under `mu` while `suspended` (to resume) */
     atomic_int refs;
+    unsigned status_sent;
     pthread_mutex_t mu; /* suspended, and the scan ring (http_scan.c) */
     bool suspended;
     bool registered; /* in srv->shard[shard].live */
     uint8_t shard;
+    atomic_bool ready;     /* reply complete (set before resuming) */
+    atomic_bool cancelled; /* the connection is gone (completion ran) */
+    bool has_snapshot;     /* DV: ?snapshot= */
     struct hreq *prev, *next;
 
     enum http_route route;
@@ -170,6 +177,7 @@ struct hreq {
 
     /* verdict made on the first call, answered on the final call */
     unsigned early_status;
+    enum dv_format fmt; /* DV */
     char *early_detail; /* owned */
 
     /* inputs copied on the event thread for the worker */
@@ -179,17 +187,13 @@ struct hreq {
         char *range; /* RT_FILE: the Range header */
         char *arg;   /* RT_ERASURES: ?after= (an id); RT_ERASURE: {id} (40 bytes at most) */
     };
-    bool has_snapshot; /* DV: ?snapshot= */
     int64_t snapshot;
-    enum dv_format fmt;                /* DV */
     struct svc_count q_limit, q_after; /* snapshots, health: ?limit=, ?after= */
+    struct auth_ctx auth;              /* the request's token (auth.h), from the first call */
 
     /* the answer */
     void (*job)(struct hreq *r); /* the job to run next on a worker */
-    atomic_bool ready;           /* reply complete (set before resuming) */
-    atomic_bool cancelled;       /* the connection is gone (completion ran) */
     struct hreply reply;
-    unsigned status_sent;
     char *problem; /* the problem body sent, for the access log */
     struct hscan *scan;
 };

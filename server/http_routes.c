@@ -200,10 +200,15 @@ void http__job_list_tables(struct hreq *r)
     }
     struct buf b = BUF_INIT;
     buf_append_str(&b, "{\"tables\":[");
+    bool first = true;
     for (size_t i = 0; i < l.n; i++) {
+        /* only the tables the token may read (docs/API.md "Auth") */
+        if (!auth_may(&r->auth, l.tables[i]->name, AUTH_READ))
+            continue;
         char *s = http__table_json(l.tables[i], NULL);
-        if (i > 0)
+        if (!first)
             buf_append_str(&b, ",");
+        first = false;
         buf_append_str(&b, s);
         free(s);
     }
@@ -322,9 +327,16 @@ void http__job_create_table(struct hreq *r)
     struct engine_idem idem;
     struct svc_create_req q = {.idem = idem_of(r, &idem)};
     if (create_req_of(r, d, &q)) {
-        struct svc_table_res res;
+        struct svc_table_res res = {0};
         struct st_err err = {0};
-        int rc = svc_create_table(r->srv->app->engine, &q, &res, &err);
+        /* The table is known only now: the admin scope on it, before the catalog. */
+        int rc = ST_OK;
+        if (q.name != NULL) {
+            snprintf(r->table, sizeof r->table, "%s", q.name);
+            rc = auth_check_table(&r->auth, q.name, AUTH_ADMIN, &err);
+        }
+        if (rc == ST_OK)
+            rc = svc_create_table(r->srv->app->engine, &q, &res, &err);
         if (rc != ST_OK) {
             http__reply_err(r, rc, &err);
         } else {
@@ -703,6 +715,7 @@ void http__job_cdc(struct hreq *r)
         .table = r->table[0] != '\0' ? r->table : NULL,
         .routes = routes,
         .nroutes = cfg->ncdc_routes,
+        .auth = &r->auth,
     };
     struct svc_cdc_res res;
     struct st_err err = {0};

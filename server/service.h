@@ -27,6 +27,7 @@
 #include "common/err.h"
 #include "engine/engine.h"
 
+struct auth_ctx;
 struct jdoc_val;
 
 /* A filter as received: a parsed JSON value (HTTP) or JSON text (gRPC); neither: none. */
@@ -157,6 +158,7 @@ struct svc_cdc_req {
     const char *table;        /* ?table=: every event goes there; NULL: route each */
     const struct svc_cdc_route *routes;
     size_t nroutes;
+    const struct auth_ctx *auth; /* the caller's token: write scope on each routed table */
 };
 
 struct svc_cdc_table {

@@ -25,6 +25,7 @@
  * it (change_req.mark_producer); see ppos_req for the one case without the
  * engine's check.
  */
+#include "auth.h"
 #include "service.h"
 
 #include "cdc.h"
@@ -506,7 +507,9 @@ int svc_cdc_apply(struct engine *e, const struct svc_cdc_req *q, struct svc_cdc_
             gs[i].res->seq = gs[i].t->seq;
         }
     }
-    /* auth: check write scope on each routed table here */
+    /* the token may write to every routed table, or nothing commits */
+    for (size_t i = 0; i < ng && rc == ST_OK && q->auth != NULL; i++)
+        rc = auth_check_table(q->auth, gs[i].t->name, AUTH_WRITE, err);
     /* commit: per table; a failure leaves the tables before it committed (a resend finds
        their events at or before their positions: duplicates) */
     for (size_t i = 0; i < ng && rc == ST_OK; i++) {

@@ -27,6 +27,9 @@
  *                a full disk is told apart from a fault (nothing was committed; retry later).
  * ST_EBUSY:      a bounded kind of work is at its limit (deletes by filter at
  *                once): a 503 whose message says which and to retry.
+ * ST_EAUTH:      no bearer token, or one the server does not know (401 with
+ *                WWW-Authenticate: Bearer; gRPC UNAUTHENTICATED).
+ * ST_EPERM:      the token lacks the scope on that table (403; PERMISSION_DENIED).
  * ST_EUNKNOWN:   a commit whose outcome the catalog could not tell (the
  *                connection broke around COMMIT): a 503 (with Retry-After,
  *                as every 503) whose message, written by the engine for the
@@ -51,7 +54,9 @@
     X(ST_ENOSPACE, -14, "out of space", 507, RESOURCE_EXHAUSTED,                                   \
       "the blob store is out of space; retry once space is freed")                                 \
     X(ST_EUNKNOWN, -15, "outcome unknown", 503, UNAVAILABLE, NULL)                                 \
-    X(ST_EBUSY, -16, "busy", 503, UNAVAILABLE, NULL)
+    X(ST_EBUSY, -16, "busy", 503, UNAVAILABLE, NULL)                                               \
+    X(ST_EAUTH, -20, "unauthenticated", 401, UNAUTHENTICATED, NULL)                                \
+    X(ST_EPERM, -21, "permission denied", 403, PERMISSION_DENIED, NULL)
 
 #define ST_INTERNAL_DETAIL "internal error; the server log has the details"
 
