@@ -17,7 +17,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config clang libclang-rt-14-dev clang-format-14
   libmicrohttpd-dev libgrpc-dev protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
-  libroaring-dev libpq-dev libzstd-dev libsnappy-dev libjansson-dev libcmocka-dev zlib1g-dev
+  libroaring-dev libpq-dev libzstd-dev libsnappy-dev libjansson-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
   postgresql-15 postgresql-client-15
   python3 python3-grpcio python3-protobuf curl ca-certificates util-linux procps
   diffutils findutils wrk nginx-light
