@@ -22,15 +22,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ANSWER_MAX ((size_t)256 << 20) /* a JSON answer or a DV, at most */
+#define ANSWER_MAX ((size_t)256 << 20)   /* a JSON answer or a DV, at most */
 #define SCAN_LINE_MAX ((size_t)64 << 20) /* one scanned row, at most */
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
 #define RETRY_AFTER_MAX_S 60
 
 struct strike_client {
-    char *base;  /* without a trailing '/' */
-    char *auth;  /* "Authorization: Bearer ..." or NULL */
+    char *base; /* without a trailing '/' */
+    char *auth; /* "Authorization: Bearer ..." or NULL */
     char *ca_file;
     char *agent;
     long connect_timeout_ms, timeout_ms;
@@ -435,8 +435,8 @@ static bool is_mutating(const char *method, const char *path)
 }
 
 static int call(struct strike_client *c, const char *method, const char *path, const void *body,
-                size_t len, const struct strike_call *opts, strike_row_fn fn, void *ud,
-                char **out, size_t *out_len, struct strike_meta *meta, struct strike_error *err)
+                size_t len, const struct strike_call *opts, strike_row_fn fn, void *ud, char **out,
+                size_t *out_len, struct strike_meta *meta, struct strike_error *err)
 {
     if (out != NULL)
         *out = NULL;
@@ -539,8 +539,8 @@ static int call(struct strike_client *c, const char *method, const char *path, c
             rc = fail(err, STRIKE_EPROTO, status, "answer over %zu bytes",
                       fn != NULL ? SCAN_LINE_MAX : ANSWER_MAX);
         } else if (cc != CURLE_OK) {
-            rc = fail(err, cc == CURLE_COULDNT_CONNECT ? STRIKE_EUNAVAIL : STRIKE_ETRANSPORT, status,
-                      "%s: %s", c->base, curl_easy_strerror(cc));
+            rc = fail(err, cc == CURLE_COULDNT_CONNECT ? STRIKE_EUNAVAIL : STRIKE_ETRANSPORT,
+                      status, "%s: %s", c->base, curl_easy_strerror(cc));
             /* a lost connection mid-answer could have committed: the same
              * Idempotency-Key makes the retry safe; a scan that streamed rows
              * cannot be retried without repeating them */
@@ -549,9 +549,9 @@ static int call(struct strike_client *c, const char *method, const char *path, c
             rc = fail_answer(err, status, a.data, a.len);
             retry = status == 503 || (status == 409 && conflict_retryable(err));
             if (a.retry_after_s > 0)
-                wait_ms = (a.retry_after_s > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S
-                                                               : a.retry_after_s) *
-                          1000;
+                wait_ms =
+                    (a.retry_after_s > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : a.retry_after_s) *
+                    1000;
         } else if (fn != NULL && a.len > 0) {
             /* a last row without its newline */
             a.streamed = true;
@@ -583,9 +583,9 @@ static int call(struct strike_client *c, const char *method, const char *path, c
     return rc;
 }
 
-int strike_request(struct strike_client *c, const char *method, const char *path,
-                   const void *body, size_t len, const struct strike_call *opts, char **out,
-                   size_t *out_len, struct strike_meta *meta, struct strike_error *err)
+int strike_request(struct strike_client *c, const char *method, const char *path, const void *body,
+                   size_t len, const struct strike_call *opts, char **out, size_t *out_len,
+                   struct strike_meta *meta, struct strike_error *err)
 {
     return call(c, method, path, body, len, opts, NULL, NULL, out, out_len, meta, err);
 }
@@ -732,8 +732,8 @@ int strike_delete_where(struct strike_client *c, const char *table, const json_t
     return rc;
 }
 
-int strike_scan(struct strike_client *c, const char *table, const json_t *request,
-                strike_row_fn fn, void *ud, struct strike_meta *meta, struct strike_error *err)
+int strike_scan(struct strike_client *c, const char *table, const json_t *request, strike_row_fn fn,
+                void *ud, struct strike_meta *meta, struct strike_error *err)
 {
     char p[PATH_MAX_LEN];
     int rc = table_path(p, sizeof p, table, "/scan", err);
@@ -757,8 +757,7 @@ int strike_plan(struct strike_client *c, const char *table, const json_t *reques
     if (rc)
         return rc;
     json_t *empty = request == NULL ? json_object() : NULL;
-    rc = strike_request_json(c, "POST", p, request != NULL ? request : empty, NULL, out, NULL,
-                             err);
+    rc = strike_request_json(c, "POST", p, request != NULL ? request : empty, NULL, out, NULL, err);
     json_decref(empty);
     return rc;
 }
@@ -804,8 +803,7 @@ static int get_pages(struct strike_client *c, const char *base, const char *memb
         if (next == NULL)
             snprintf(p, sizeof p, "%s", base);
         else if (json_is_integer(next))
-            snprintf(p, sizeof p, "%s?after=%" JSON_INTEGER_FORMAT, base,
-                     json_integer_value(next));
+            snprintf(p, sizeof p, "%s?after=%" JSON_INTEGER_FORMAT, base, json_integer_value(next));
         else
             snprintf(p, sizeof p, "%s?after=%.64s", base, json_string_value(next));
         json_decref(next);
@@ -856,20 +854,19 @@ static int post_maint(struct strike_client *c, const char *table, const char *su
     if (rc)
         return rc;
     json_t *empty = request == NULL ? json_object() : NULL;
-    rc = strike_request_json(c, "POST", p, request != NULL ? request : empty, opts, out, NULL,
-                             err);
+    rc = strike_request_json(c, "POST", p, request != NULL ? request : empty, opts, out, NULL, err);
     json_decref(empty);
     return rc;
 }
 
-int strike_compact(struct strike_client *c, const char *table, const json_t *request,
-                   json_t **out, struct strike_error *err)
+int strike_compact(struct strike_client *c, const char *table, const json_t *request, json_t **out,
+                   struct strike_error *err)
 {
     return post_maint(c, table, "/compact", request, NULL, out, err);
 }
 
-int strike_expire(struct strike_client *c, const char *table, const json_t *request,
-                  json_t **out, struct strike_error *err)
+int strike_expire(struct strike_client *c, const char *table, const json_t *request, json_t **out,
+                  struct strike_error *err)
 {
     return post_maint(c, table, "/expire", request, NULL, out, err);
 }

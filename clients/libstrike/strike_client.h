@@ -32,15 +32,15 @@
 
 enum strike_code {
     STRIKE_OK = 0,
-    STRIKE_EINVAL = -1,      /* a bad argument to the library (nothing sent) */
-    STRIKE_EHTTP = -2,       /* the server answered an error not listed below */
-    STRIKE_ENOTFOUND = -3,   /* 404 */
-    STRIKE_ECONFLICT = -4,   /* 409 (also 422: an Idempotency-Key reused) */
-    STRIKE_EUNAVAIL = -5,    /* 503 after the retries, or no connection */
-    STRIKE_ETRANSPORT = -6,  /* connection, TLS or timeout (libcurl's message) */
-    STRIKE_EPROTO = -7,      /* an answer that is not what the API promises */
-    STRIKE_EABORTED = -8,    /* a callback asked to stop */
-    STRIKE_EAUTH = -9,       /* 401 or 403 */
+    STRIKE_EINVAL = -1,     /* a bad argument to the library (nothing sent) */
+    STRIKE_EHTTP = -2,      /* the server answered an error not listed below */
+    STRIKE_ENOTFOUND = -3,  /* 404 */
+    STRIKE_ECONFLICT = -4,  /* 409 (also 422: an Idempotency-Key reused) */
+    STRIKE_EUNAVAIL = -5,   /* 503 after the retries, or no connection */
+    STRIKE_ETRANSPORT = -6, /* connection, TLS or timeout (libcurl's message) */
+    STRIKE_EPROTO = -7,     /* an answer that is not what the API promises */
+    STRIKE_EABORTED = -8,   /* a callback asked to stop */
+    STRIKE_EAUTH = -9,      /* 401 or 403 */
 };
 
 struct strike_error {
@@ -54,13 +54,13 @@ struct strike_error {
 const char *strike_strerror(int code);
 
 struct strike_options {
-    const char *base_url;      /* e.g. http://127.0.0.1:8080 (no trailing /v1) */
-    const char *token;         /* bearer token, or NULL */
-    const char *ca_file;       /* PEM CA bundle for https, or NULL: the system's */
-    long connect_timeout_ms;   /* 0: 10 s */
-    long timeout_ms;           /* whole request, 0: none (scans may be long) */
-    int max_retries;           /* -1: default 5; 0: no retry */
-    const char *user_agent;    /* NULL: "libstrike/VERSION" */
+    const char *base_url;    /* e.g. http://127.0.0.1:8080 (no trailing /v1) */
+    const char *token;       /* bearer token, or NULL */
+    const char *ca_file;     /* PEM CA bundle for https, or NULL: the system's */
+    long connect_timeout_ms; /* 0: 10 s */
+    long timeout_ms;         /* whole request, 0: none (scans may be long) */
+    int max_retries;         /* -1: default 5; 0: no retry */
+    const char *user_agent;  /* NULL: "libstrike/VERSION" */
 };
 
 struct strike_client;
@@ -82,10 +82,10 @@ struct strike_call {
 /* What a call saw of the answer besides its body (may be NULL). */
 struct strike_meta {
     long http_status;
-    bool replayed;      /* Idempotent-Replayed: true */
-    int64_t snapshot;   /* Strike-Snapshot, -1 when absent */
+    bool replayed;       /* Idempotent-Replayed: true */
+    int64_t snapshot;    /* Strike-Snapshot, -1 when absent */
     int64_t cardinality; /* Strike-Cardinality, -1 when absent */
-    int attempts;       /* requests sent */
+    int attempts;        /* requests sent */
 };
 
 /*
@@ -94,9 +94,9 @@ struct strike_meta {
  * *out (malloc'd, NUL-terminated, caller frees; may be NULL to drop it)
  * with its length in *out_len (may be NULL). A status >= 400 is an error.
  */
-int strike_request(struct strike_client *c, const char *method, const char *path,
-                   const void *body, size_t len, const struct strike_call *call, char **out,
-                   size_t *out_len, struct strike_meta *meta, struct strike_error *err);
+int strike_request(struct strike_client *c, const char *method, const char *path, const void *body,
+                   size_t len, const struct strike_call *call, char **out, size_t *out_len,
+                   struct strike_meta *meta, struct strike_error *err);
 
 /* The same for JSON answers: *out is the parsed answer (caller decrefs), or
  * NULL for an empty answer (204). */
@@ -132,8 +132,8 @@ typedef int (*strike_row_fn)(const char *row, size_t len, void *ud);
 /* POST .../scan with `request` ({"snapshot","columns","filter","limit"}, or
  * NULL for everything); rows are streamed to `fn` as they arrive. meta->snapshot
  * is the snapshot scanned. */
-int strike_scan(struct strike_client *c, const char *table, const json_t *request,
-                strike_row_fn fn, void *ud, struct strike_meta *meta, struct strike_error *err);
+int strike_scan(struct strike_client *c, const char *table, const json_t *request, strike_row_fn fn,
+                void *ud, struct strike_meta *meta, struct strike_error *err);
 int strike_plan(struct strike_client *c, const char *table, const json_t *request, json_t **out,
                 struct strike_error *err);
 /* GET .../files/{id}/dv; snapshot < 0: current; format NULL: roaring64. The
@@ -146,10 +146,10 @@ int strike_snapshots(struct strike_client *c, const char *table, json_t **out,
                      struct strike_error *err);
 
 /* ---- maintenance ---- */
-int strike_compact(struct strike_client *c, const char *table, const json_t *request,
-                   json_t **out, struct strike_error *err);
-int strike_expire(struct strike_client *c, const char *table, const json_t *request,
-                  json_t **out, struct strike_error *err);
+int strike_compact(struct strike_client *c, const char *table, const json_t *request, json_t **out,
+                   struct strike_error *err);
+int strike_expire(struct strike_client *c, const char *table, const json_t *request, json_t **out,
+                  struct strike_error *err);
 /* POST .../erasures ({"keys":[...]} or {"filter":E}): the receipt. */
 int strike_erase(struct strike_client *c, const char *table, const json_t *request,
                  const struct strike_call *call, json_t **out, struct strike_error *err);
