@@ -51,8 +51,8 @@ static json_t *upserts(int from, int n)
 {
     json_t *ch = json_array();
     for (int i = from; i < from + n; i++)
-        json_array_append_new(ch, json_pack("{s:s, s:{s:i, s:s}}", "op", "upsert", "row", "id", i,
-                                            "v", "x"));
+        json_array_append_new(
+            ch, json_pack("{s:s, s:{s:i, s:s}}", "op", "upsert", "row", "id", i, "v", "x"));
     return json_pack("{s:o}", "changes", ch);
 }
 
@@ -103,9 +103,9 @@ static void test_errors(void **state)
                              "name", "id", "type", "long", "required", 1, "primary_key", "id");
     struct strike_meta m;
     char *text = json_dumps(spec, JSON_COMPACT);
-    assert_int_equal(strike_request(c, "POST", "/v1/tables", text, strlen(text), NULL, NULL, NULL,
-                                    &m, &e),
-                     STRIKE_ECONFLICT);
+    assert_int_equal(
+        strike_request(c, "POST", "/v1/tables", text, strlen(text), NULL, NULL, NULL, &m, &e),
+        STRIKE_ECONFLICT);
     assert_int_equal(m.attempts, 1);
     assert_int_equal(e.http_status, 409);
     assert_non_null(strstr(e.detail, "already exists"));
@@ -250,7 +250,8 @@ static void test_reads_and_maintenance(void **state)
     json_decref(f);
 
     /* scan: a filter, and a callback that stops */
-    json_t *req = json_pack("{s:{s:s, s:s, s:i}}", "filter", "type", "gt-eq", "term", "id", "value", 90);
+    json_t *req =
+        json_pack("{s:{s:s, s:s, s:i}}", "filter", "type", "gt-eq", "term", "id", "value", 90);
     int n = 0;
     struct strike_meta m;
     assert_int_equal(strike_scan(c, "ls_ops", req, count_rows, &n, &m, &e), STRIKE_OK);
