@@ -66,6 +66,7 @@ enum http_route {
     RT_ERASURES,
     RT_ERASURE,
     RT_TABLE_HEALTH,
+    RT_UI, /* the health page: /ui and /ui/<asset> (http_ui.c) */
     RT__COUNT
 };
 
