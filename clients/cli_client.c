@@ -34,7 +34,8 @@ int cli_health(int argc, char **argv);
 
 static const char GLOBAL_HELP[] =
     "global options (anywhere on the line):\n"
-    "  --server URL      the striked to talk to (env STRIKE_SERVER, default http://127.0.0.1:8080)\n"
+    "  --server URL      the striked to talk to (env STRIKE_SERVER, default "
+    "http://127.0.0.1:8080)\n"
     "  --token TOKEN     bearer token (env STRIKE_TOKEN)\n"
     "  --cacert FILE     CA bundle (PEM) for an https server\n"
     "  --timeout SECS    give up on a request after SECS (default: none)\n"
@@ -288,8 +289,8 @@ static void print_rows(const struct cli_ctx *x, const json_t *rows, const char *
         if (x->color)
             buf_append_str(&b, "\033[1m");
         for (size_t j = 0; j < n; j++)
-            buf_printf(&b, "%s%-*s", j ? "  " : "", (int)(w[j] + strlen(names[j]) - width_of(names[j])),
-                       names[j]);
+            buf_printf(&b, "%s%-*s", j ? "  " : "",
+                       (int)(w[j] + strlen(names[j]) - width_of(names[j])), names[j]);
         if (x->color)
             buf_append_str(&b, "\033[0m");
         buf_put_u8(&b, '\n');
@@ -369,61 +370,54 @@ static const struct usage usages[] = {
      "  strike tables create orders --columns 'order_id long not null, user_id long not null,\n"
      "      amount double, status string, updated_at timestamp' --key order_id \\\n"
      "      --version-column updated_at\n"},
-    {"scan",
-     "usage: strike scan TABLE [--where EXPR | --filter-json JSON] [--columns a,b]\n"
-     "                         [--snapshot N] [--limit N]\n"
-     "  the live rows (JSON: one object per line). EXPR:\n"
-     "    col = 1, col != 'x', col < 2.5, <=, >, >=, col is [not] null,\n"
-     "    col [not] in (1, 2), col [not] starts with 'ab', true, false,\n"
-     "    combined with not, and, or and parentheses (SQL precedence)\n"
-     "example:\n"
-     "  strike scan orders --where \"amount < 10 and status in ('NEW','PAID') or not user_id is null\"\n"},
+    {"scan", "usage: strike scan TABLE [--where EXPR | --filter-json JSON] [--columns a,b]\n"
+             "                         [--snapshot N] [--limit N]\n"
+             "  the live rows (JSON: one object per line). EXPR:\n"
+             "    col = 1, col != 'x', col < 2.5, <=, >, >=, col is [not] null,\n"
+             "    col [not] in (1, 2), col [not] starts with 'ab', true, false,\n"
+             "    combined with not, and, or and parentheses (SQL precedence)\n"
+             "example:\n"
+             "  strike scan orders --where \"amount < 10 and status in ('NEW','PAID') or not "
+             "user_id is null\"\n"},
     {"delete",
      "usage: strike delete TABLE (--where EXPR | --filter-json JSON | --all) [--expected-seq N]\n"
      "  deletes every live row that matches (EXPR as in strike scan --help)\n"
      "example:\n"
      "  strike delete orders --where \"status = 'CANCELLED'\"\n"},
-    {"plan",
-     "usage: strike plan TABLE [--where EXPR | --filter-json JSON] [--snapshot N]\n"
-     "  the data files and deletion vectors an engine reads\n"
-     "example:\n"
-     "  strike plan orders --output json\n"},
-    {"dv",
-     "usage: strike dv get TABLE FILE_ID [--format roaring64|iceberg-dv|delta-dv]\n"
-     "                     [--snapshot N] [-o FILE]\n"
-     "  the file's deletion vector bytes (stdout unless -o); the cardinality on stderr\n"
-     "  (the offline codec commands: strike dv decode|encode --help)\n"
-     "example:\n"
-     "  strike dv get orders 5 --format iceberg-dv -o 5.dv && strike dv decode --format iceberg-dv 5.dv\n"},
-    {"snapshots",
-     "usage: strike snapshots TABLE\n"
-     "  the retained commit history, oldest first\n"
-     "example:\n"
-     "  strike snapshots orders --output csv\n"},
-    {"compact",
-     "usage: strike compact TABLE [--min-deleted-fraction F] [--target-file-rows N]\n"
-     "example:\n"
-     "  strike compact orders --min-deleted-fraction 0.2\n"},
-    {"expire",
-     "usage: strike expire TABLE [--retain-last N] [--older-than DURATION]\n"
-     "example:\n"
-     "  strike expire orders --retain-last 10 --older-than 1d\n"},
-    {"erase",
-     "usage: strike erase TABLE (--key JSON ... | --where EXPR | --filter-json JSON)\n"
-     "                          [--idempotency-key K]\n"
-     "  erases rows physically and prints the verified receipt\n"
-     "example:\n"
-     "  strike erase orders --key '{\"order_id\":7}' --key '{\"order_id\":9}'\n"},
-    {"erasures",
-     "usage: strike erasures TABLE [ID]\n"
-     "  the erasure receipts of a table, or one of them\n"
-     "example:\n"
-     "  strike erasures orders\n"},
-    {"health",
-     "usage: strike health TABLE\n"
-     "  totals, maintenance advice and every live file's deleted fraction\n"
-     "example:\n"
-     "  strike health orders\n"},
+    {"plan", "usage: strike plan TABLE [--where EXPR | --filter-json JSON] [--snapshot N]\n"
+             "  the data files and deletion vectors an engine reads\n"
+             "example:\n"
+             "  strike plan orders --output json\n"},
+    {"dv", "usage: strike dv get TABLE FILE_ID [--format roaring64|iceberg-dv|delta-dv]\n"
+           "                     [--snapshot N] [-o FILE]\n"
+           "  the file's deletion vector bytes (stdout unless -o); the cardinality on stderr\n"
+           "  (the offline codec commands: strike dv decode|encode --help)\n"
+           "example:\n"
+           "  strike dv get orders 5 --format iceberg-dv -o 5.dv && strike dv decode --format "
+           "iceberg-dv 5.dv\n"},
+    {"snapshots", "usage: strike snapshots TABLE\n"
+                  "  the retained commit history, oldest first\n"
+                  "example:\n"
+                  "  strike snapshots orders --output csv\n"},
+    {"compact", "usage: strike compact TABLE [--min-deleted-fraction F] [--target-file-rows N]\n"
+                "example:\n"
+                "  strike compact orders --min-deleted-fraction 0.2\n"},
+    {"expire", "usage: strike expire TABLE [--retain-last N] [--older-than DURATION]\n"
+               "example:\n"
+               "  strike expire orders --retain-last 10 --older-than 1d\n"},
+    {"erase", "usage: strike erase TABLE (--key JSON ... | --where EXPR | --filter-json JSON)\n"
+              "                          [--idempotency-key K]\n"
+              "  erases rows physically and prints the verified receipt\n"
+              "example:\n"
+              "  strike erase orders --key '{\"order_id\":7}' --key '{\"order_id\":9}'\n"},
+    {"erasures", "usage: strike erasures TABLE [ID]\n"
+                 "  the erasure receipts of a table, or one of them\n"
+                 "example:\n"
+                 "  strike erasures orders\n"},
+    {"health", "usage: strike health TABLE\n"
+               "  totals, maintenance advice and every live file's deleted fraction\n"
+               "example:\n"
+               "  strike health orders\n"},
     {NULL, NULL},
 };
 
@@ -446,8 +440,7 @@ static bool wants_help(int argc, char **argv)
     return false;
 }
 
-__attribute__((format(printf, 2, 3))) static int usage_error(const char *cmd, const char *fmt,
-                                                              ...)
+__attribute__((format(printf, 2, 3))) static int usage_error(const char *cmd, const char *fmt, ...)
 {
     fprintf(stderr, "strike %s: ", cmd);
     va_list ap;
@@ -510,7 +503,8 @@ static json_t *tables_for_display(const json_t *tables)
         json_t *c;
         json_array_foreach(cols, j, c)
         {
-            buf_printf(&b, "%s%s %s%s", j ? ", " : "", json_string_value(json_object_get(c, "name")),
+            buf_printf(&b, "%s%s %s%s", j ? ", " : "",
+                       json_string_value(json_object_get(c, "name")),
                        json_string_value(json_object_get(c, "type")),
                        json_is_true(json_object_get(c, "required")) ? " not null" : "");
         }
@@ -539,7 +533,8 @@ static json_t *parse_columns(const char *spec)
         char *words[8];
         int n = 0;
         char *ws = NULL;
-        for (char *w = strtok_r(part, " \t\n", &ws); w != NULL && n < 8; w = strtok_r(NULL, " \t\n", &ws))
+        for (char *w = strtok_r(part, " \t\n", &ws); w != NULL && n < 8;
+             w = strtok_r(NULL, " \t\n", &ws))
             words[n++] = w;
         bool required = false;
         bool ok = n == 2;
@@ -554,8 +549,8 @@ static json_t *parse_columns(const char *spec)
             json_decref(cols);
             return NULL;
         }
-        json_array_append_new(cols, json_pack("{s:s, s:s, s:b}", "name", words[0], "type",
-                                              words[1], "required", required));
+        json_array_append_new(cols, json_pack("{s:s, s:s, s:b}", "name", words[0], "type", words[1],
+                                              "required", required));
     }
     free(copy);
     if (json_array_size(cols) == 0) {
@@ -661,7 +656,8 @@ int cli_tables(int argc, char **argv)
                 json_array_append_new(pk, json_string(k));
             free(copy);
         }
-        json_t *spec = json_pack("{s:s, s:o, s:o}", "name", name, "columns", cols, "primary_key", pk);
+        json_t *spec =
+            json_pack("{s:s, s:o, s:o}", "name", name, "columns", cols, "primary_key", pk);
         if (version != NULL)
             json_object_set_new(spec, "version_column", json_string(version));
         if ((code = connect_client(&x)) != 0) {
@@ -685,8 +681,8 @@ int cli_tables(int argc, char **argv)
 
 struct scan_out {
     const struct cli_ctx *x;
-    json_t *cols;   /* names, for table and CSV */
-    json_t *rows;   /* table mode: collected */
+    json_t *cols; /* names, for table and CSV */
+    json_t *rows; /* table mode: collected */
     struct buf b;
     uint64_t n;
     int bad;
@@ -1041,7 +1037,8 @@ static int table_command(const char *cmd, int argc, char **argv, opt_fn fn, cons
             code = 0;
             if (v == NULL || !fn(argv[i], v, *req, cmd, &code)) {
                 json_decref(*req);
-                return code ? code : usage_error(cmd, "unexpected or incomplete argument \"%s\"", argv[i]);
+                return code ? code
+                            : usage_error(cmd, "unexpected or incomplete argument \"%s\"", argv[i]);
             }
             i++;
         } else if (argv[i][0] != '-' && *table == NULL) {
@@ -1233,8 +1230,9 @@ int cli_erasures(int argc, char **argv)
     if (rc == 0 && id != NULL) {
         print_object(&x, ans);
     } else if (rc == 0) {
-        static const char *const cols[] = {"id", "status", "rows_erased", "delete_seq",
-                                           "rewrite_seq", "verified_at", "key_digest"};
+        static const char *const cols[] = {"id",         "status",      "rows_erased",
+                                           "delete_seq", "rewrite_seq", "verified_at",
+                                           "key_digest"};
         print_rows(&x, json_object_get(ans, "erasures"), cols, 7, ans);
     }
     return finish(&x, rc, &e, req, ans);
@@ -1267,8 +1265,8 @@ int cli_health(int argc, char **argv)
             }
             printf("\n");
         }
-        static const char *const cols[] = {"id",        "rows",     "deleted", "deleted_fraction",
-                                           "bytes",     "dv_bytes", "data_seq"};
+        static const char *const cols[] = {"id",    "rows",     "deleted", "deleted_fraction",
+                                           "bytes", "dv_bytes", "data_seq"};
         print_rows(&x, json_object_get(ans, "files"), cols, 7, NULL);
         json_decref(totals);
     }

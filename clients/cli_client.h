@@ -17,8 +17,8 @@ struct cli_ctx {
     struct strike_options opt;
     enum cli_output out;
     bool quiet;
-    bool color;     /* stdout is a terminal and NO_COLOR is unset */
-    bool err_tty;   /* stderr is a terminal (progress bar) */
+    bool color;   /* stdout is a terminal and NO_COLOR is unset */
+    bool err_tty; /* stderr is a terminal (progress bar) */
     struct strike_client *client;
 };
 

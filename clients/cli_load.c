@@ -269,7 +269,8 @@ static int next_change(struct loader *L, struct rowbuf *rb, struct buf *body, bo
             }
             L->pq_row = 0;
         }
-        buf_append_str(body, first ? "{\"op\":\"upsert\",\"row\":{" : ",{\"op\":\"upsert\",\"row\":{");
+        buf_append_str(body,
+                       first ? "{\"op\":\"upsert\",\"row\":{" : ",{\"op\":\"upsert\",\"row\":{");
         for (int j = 0; j < L->pq_ncols; j++) {
             if (j > 0)
                 buf_put_u8(body, ',');
@@ -299,10 +300,11 @@ static int next_change(struct loader *L, struct rowbuf *rb, struct buf *body, bo
             buf_put_u8(body, ',');
         if (L->fmt == IN_CSV) {
             uint64_t at = L->line_no;
-            int nf = csv_record(L, &rb->line, &rb->cap, &rb->len, &rb->fields, rb->offs,
-                                rb->quoted, 4096);
+            int nf = csv_record(L, &rb->line, &rb->cap, &rb->len, &rb->fields, rb->offs, rb->quoted,
+                                4096);
             if (nf != (int)L->csv_ncols) {
-                fprintf(stderr, "strike load: %s: line %" PRIu64 ": %s (%zu columns in the header)\n",
+                fprintf(stderr,
+                        "strike load: %s: line %" PRIu64 ": %s (%zu columns in the header)\n",
                         L->path, at, nf < 0 ? "malformed CSV record" : "wrong number of fields",
                         L->csv_ncols);
                 return -1;
@@ -316,7 +318,9 @@ static int next_change(struct loader *L, struct rowbuf *rb, struct buf *body, bo
                 const char *type = json_string_value(json_array_get(L->csv_types, j));
                 const char *s = (const char *)rb->fields.data + rb->offs[j];
                 if (!csv_value(body, type, s, rb->quoted[j])) {
-                    fprintf(stderr, "strike load: %s: line %" PRIu64 ": column \"%s\": not a %s: \"%.40s\"\n",
+                    fprintf(stderr,
+                            "strike load: %s: line %" PRIu64
+                            ": column \"%s\": not a %s: \"%.40s\"\n",
                             L->path, at, L->csv_names[j], type, s);
                     return -1;
                 }
@@ -428,8 +432,8 @@ static int send_chunk(struct loader *L, struct buf *body, uint64_t nrows)
     struct strike_meta meta;
     struct strike_error e = {0};
     json_t *ans = NULL;
-    int rc = strike_changes_raw(L->x.client, L->table, body->data, body->len, &call, &ans, &meta,
-                                &e);
+    int rc =
+        strike_changes_raw(L->x.client, L->table, body->data, body->len, &call, &ans, &meta, &e);
     if (rc != STRIKE_OK) {
         if (L->x.err_tty && !L->x.quiet)
             fputc('\n', stderr);
@@ -467,7 +471,8 @@ static int open_input(struct loader *L)
 {
     if (strcmp(L->path, "-") == 0) {
         if (L->fmt == IN_PARQUET) {
-            fprintf(stderr, "strike load: Parquet cannot be read from stdin (it is read from its end)\n");
+            fprintf(stderr,
+                    "strike load: Parquet cannot be read from stdin (it is read from its end)\n");
             return CLI_USAGE;
         }
         L->in = stdin;
@@ -569,7 +574,8 @@ static int run_load(int argc, char **argv, bool changes)
             errno = 0;
             long long n = strtoll(v, &end, 10);
             if (*end != 0 || errno != 0 || n < 1 || n > BATCH_MAX) {
-                fprintf(stderr, "strike %s: --batch: 1 to %d rows (got \"%s\")\n", cmd, BATCH_MAX, v);
+                fprintf(stderr, "strike %s: --batch: 1 to %d rows (got \"%s\")\n", cmd, BATCH_MAX,
+                        v);
                 return CLI_USAGE;
             }
             L.batch = n;
@@ -652,12 +658,13 @@ static int run_load(int argc, char **argv, bool changes)
                  "%" PRIu64 " rows in %" PRIu64 " chunks (%" PRIu64
                  " already applied) in %.1f s: %" PRId64 " inserted, %" PRId64 " updated, %" PRId64
                  " deleted, %" PRId64 " stale; table at seq %" PRId64 "\n",
-                 L.rows, L.chunks, L.replayed, el, L.inserted, L.updated, L.deleted, L.stale, L.seq);
-        json_t *sum = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rows",
-                                (json_int_t)L.rows, "chunks", (json_int_t)L.chunks, "replayed_chunks",
-                                (json_int_t)L.replayed, "inserted", (json_int_t)L.inserted,
-                                "updated", (json_int_t)L.updated, "deleted", (json_int_t)L.deleted,
-                                "stale", (json_int_t)L.stale, "seq", (json_int_t)L.seq);
+                 L.rows, L.chunks, L.replayed, el, L.inserted, L.updated, L.deleted, L.stale,
+                 L.seq);
+        json_t *sum = json_pack(
+            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "rows", (json_int_t)L.rows, "chunks",
+            (json_int_t)L.chunks, "replayed_chunks", (json_int_t)L.replayed, "inserted",
+            (json_int_t)L.inserted, "updated", (json_int_t)L.updated, "deleted",
+            (json_int_t)L.deleted, "stale", (json_int_t)L.stale, "seq", (json_int_t)L.seq);
         if (L.x.out == OUT_JSON) {
             json_dumpf(sum, stdout, JSON_COMPACT);
             fputc('\n', stdout);

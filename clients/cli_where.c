@@ -54,10 +54,10 @@ enum tok {
 
 struct lexer {
     const char *s;
-    size_t pos;  /* of the next token */
-    enum tok t;  /* current token */
+    size_t pos; /* of the next token */
+    enum tok t; /* current token */
     size_t start, len;
-    char *text;  /* current identifier / string value / number / operator (malloc'd) */
+    char *text; /* current identifier / string value / number / operator (malloc'd) */
     char *msg;
     size_t cap;
     size_t errcol;
@@ -82,9 +82,8 @@ static const struct {
     const char *word;
     enum tok t;
 } keywords[] = {
-    {"and", T_AND},       {"or", T_OR},     {"not", T_NOT},   {"is", T_IS},
-    {"null", T_NULL},     {"in", T_IN},     {"starts", T_STARTS}, {"with", T_WITH},
-    {"true", T_TRUE},     {"false", T_FALSE},
+    {"and", T_AND}, {"or", T_OR},         {"not", T_NOT},   {"is", T_IS},     {"null", T_NULL},
+    {"in", T_IN},   {"starts", T_STARTS}, {"with", T_WITH}, {"true", T_TRUE}, {"false", T_FALSE},
 };
 
 static void next(struct lexer *L)
@@ -241,10 +240,10 @@ static json_t *predicate(struct lexer *L)
     json_t *out = NULL;
     if (L->t == T_OP) {
         const char *op = L->text;
-        const char *type = strcmp(op, "<") == 0    ? "lt"
-                           : strcmp(op, "<=") == 0 ? "lt-eq"
-                           : strcmp(op, ">") == 0  ? "gt"
-                           : strcmp(op, ">=") == 0 ? "gt-eq"
+        const char *type = strcmp(op, "<") == 0                               ? "lt"
+                           : strcmp(op, "<=") == 0                            ? "lt-eq"
+                           : strcmp(op, ">") == 0                             ? "gt"
+                           : strcmp(op, ">=") == 0                            ? "gt-eq"
                            : (strcmp(op, "!=") == 0 || strcmp(op, "<>") == 0) ? "not-eq"
                                                                               : "eq";
         next(L);
@@ -318,8 +317,7 @@ static json_t *predicate(struct lexer *L)
                 }
             }
         } else {
-            fail_at(L, L->start, "expected 'in' or 'starts with' after 'not', got %s",
-                    describe(L));
+            fail_at(L, L->start, "expected 'in' or 'starts with' after 'not', got %s", describe(L));
         }
     } else {
         fail_at(L, L->start,
