@@ -288,9 +288,11 @@ static void print_rows(const struct cli_ctx *x, const json_t *rows, const char *
     } else {
         if (x->color)
             buf_append_str(&b, "\033[1m");
+        /* no padding after the last column */
         for (size_t j = 0; j < n; j++)
             buf_printf(&b, "%s%-*s", j ? "  " : "",
-                       (int)(w[j] + strlen(names[j]) - width_of(names[j])), names[j]);
+                       j + 1 < n ? (int)(w[j] + strlen(names[j]) - width_of(names[j])) : 0,
+                       names[j]);
         if (x->color)
             buf_append_str(&b, "\033[0m");
         buf_put_u8(&b, '\n');
@@ -304,8 +306,12 @@ static void print_rows(const struct cli_ctx *x, const json_t *rows, const char *
             for (size_t j = 0; j < n; j++) {
                 const char *s = cells[i * n + j];
                 int pad = (int)(w[j] + strlen(s) - width_of(s));
+                if (j + 1 == n && !num[j])
+                    pad = 0;
                 buf_printf(&b, num[j] ? "%s%*s" : "%s%-*s", j ? "  " : "", pad, s);
             }
+            while (b.len > 0 && b.data[b.len - 1] == ' ') /* an empty last cell */
+                b.len--;
             buf_put_u8(&b, '\n');
             if (b.len > (1u << 20))
                 write_out(&b);
@@ -343,10 +349,11 @@ static void print_object(const struct cli_ctx *x, const json_t *obj)
     json_object_foreach((json_t *)obj, key, v)
     {
         char *s = cell_text(v);
+        int pad = s[0] != 0 ? (int)w : 0; /* no trailing blanks after an empty value */
         if (x->color)
-            printf("\033[1m%-*s\033[0m  %s\n", (int)w, key, s);
+            printf("\033[1m%-*s\033[0m%s%s\n", pad, key, s[0] ? "  " : "", s);
         else
-            printf("%-*s  %s\n", (int)w, key, s);
+            printf("%-*s%s%s\n", pad, key, s[0] ? "  " : "", s);
         free(s);
     }
 }
@@ -469,8 +476,11 @@ static json_t *where_filter(const char *cmd, const char *text)
     size_t col;
     json_t *f = cli_where_compile(text, msg, sizeof msg, &col);
     if (f == NULL) {
-        fprintf(stderr, "strike %s: --where: column %zu: %s\n  %s\n  %*s^\n", cmd, col + 1, msg,
-                text, (int)col, "");
+        size_t n = strlen(text); /* the expression without trailing blanks */
+        while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t'))
+            n--;
+        fprintf(stderr, "strike %s: --where: column %zu: %s\n  %.*s\n  %*s^\n", cmd, col + 1, msg,
+                (int)n, text, (int)col, "");
     }
     return f;
 }
