@@ -16,6 +16,7 @@ import csv
 import io
 import json
 import os
+import pty
 import random
 import signal
 import subprocess
@@ -212,6 +213,57 @@ class Client(unittest.TestCase):
         self.assertIn("tables", self.ok("--help").stdout)
         self.ok("tables", "drop", "t1")
         self.code(3, "tables", "drop", "t1")
+
+    # ---- on a terminal ----
+
+    def on_tty(self, *args, env=None):
+        """Run strike with stdout and stderr on two pseudo-terminals; (exit code, stdout, stderr)."""
+        outs = [pty.openpty(), pty.openpty()]
+        e = dict(os.environ, STRIKE_SERVER=STRIKE)
+        e.pop("STRIKE_OUTPUT", None)
+        e.update(env or {})
+        p = subprocess.Popen([os.path.join(h.BIN_DIR, "strike"), *args], stdin=subprocess.DEVNULL,
+                             stdout=outs[0][1], stderr=outs[1][1], env=e)
+        for _, slave in outs:
+            os.close(slave)
+        got = [b"", b""]
+        for i, (master, _) in enumerate(outs):
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the other side closed
+                    break
+                if not chunk:
+                    break
+                got[i] += chunk
+            os.close(master)
+        return p.wait(timeout=300), got[0].decode(), got[1].decode()
+
+    def test_terminal(self):
+        self.ok("tables", "create", "tty", "--columns", "id long not null, v string", "--key", "id")
+        p = os.path.join(self.dir, "tty.ndjson")
+        with open(p, "w") as f:
+            for i in range(30000):
+                f.write('{"id":%d,"v":"%d"}\n' % (i, i))
+        code, out, err = self.on_tty("load", "tty", p, "--batch", "5000")
+        self.assertEqual(code, 0, err)
+        # a progress bar redrawn in place: rows, MiB, rate, ETA, then the summary; nothing on stdout
+        self.assertIn("\r[", err)
+        self.assertRegex(err, r"\[#{24}\] 100% 30000 rows [0-9.]+ MiB [0-9.]+[kM]? rows/s")
+        self.assertRegex(err, r"ETA \d+:\d\d")
+        self.assertIn("30000 rows in 6 chunks", err)
+        self.assertEqual(out, "")
+        # tables on a terminal by default, bold headers unless NO_COLOR
+        code, out, err = self.on_tty("scan", "tty", "--where", "id < 2")
+        self.assertEqual(code, 0, err)
+        self.assertIn("\x1b[1mid", out)
+        self.assertIn("(2 rows)", out)
+        code, out, err = self.on_tty("scan", "tty", "--where", "id < 2", env={"NO_COLOR": "1"})
+        self.assertNotIn("\x1b", out)
+        self.assertRegex(out, r"^id\s+v\r?\n")
+        # -q: no progress at all
+        code, out, err = self.on_tty("load", "tty", p, "--batch", "5000", "--new", "-q")
+        self.assertEqual((code, err), (0, ""))
 
     # ---- load, changes ----
 
