@@ -8,7 +8,7 @@
 add_executable(test_libstrike client/test_libstrike.c)
 target_link_libraries(test_libstrike PRIVATE strike_client PkgConfig::CMOCKA)
 add_dependencies(tsan_tests test_libstrike)
-strike_py_test(libstrike test_libstrike.py LABELS client)
+strike_py_test(libstrike test_libstrike.py LABELS client tsan)
 strike_py_test(cli_client test_cli_client.py LABELS client TIMEOUT 900)
 #   ui           GET /ui in Debian's chromium via puppeteer-core (test_ui.py,
 #                ui_browser.cjs): no console error, a created table, its bar
