@@ -235,7 +235,6 @@ static json_t *predicate(struct lexer *L)
     }
     char *col = L->text;
     L->text = NULL;
-    size_t colpos = L->start;
     next(L);
     json_t *out = NULL;
     if (L->t == T_OP) {
@@ -257,16 +256,12 @@ static json_t *predicate(struct lexer *L)
         bool neg = L->t == T_NOT;
         if (neg)
             next(L);
-        if (L->t != T_NULL)
-            fail_at(L, L->start, "expected 'null' after 'is%s', got ", neg ? " not" : "");
-        else {
+        if (L->t != T_NULL) {
+            fail_at(L, L->start, "expected 'null' after 'is%s', got %s", neg ? " not" : "",
+                    describe(L));
+        } else {
             next(L);
             out = pred(neg ? "not-null" : "is-null", col);
-        }
-        if (L->failed && out == NULL) {
-            /* the message above lacks the token: complete it */
-            size_t n = strlen(L->msg);
-            snprintf(L->msg + n, L->cap - n, "%s", describe(L));
         }
     } else if (L->t == T_NOT || L->t == T_IN || L->t == T_STARTS) {
         bool neg = L->t == T_NOT;
@@ -323,7 +318,6 @@ static json_t *predicate(struct lexer *L)
         fail_at(L, L->start,
                 "expected an operator (= != < <= > >= is in starts with) after the column, got %s",
                 describe(L));
-        (void)colpos;
     }
     free(col);
     return out;
@@ -346,14 +340,8 @@ static json_t *unary(struct lexer *L)
         next(L);
         out = expr(L);
         if (out != NULL && L->t != T_RPAREN) {
-            fail_at(L, L->start, "expected ')' (to close the '(' at column %s), got ", "");
-            size_t n = strlen(L->msg);
-            char at[32];
-            snprintf(at, sizeof at, "%zu", open + 1);
-            /* rewrite with the column filled in */
-            snprintf(L->msg, L->cap, "expected ')' to close the '(' at column %s, got %s", at,
-                     describe(L));
-            (void)n;
+            fail_at(L, L->start, "expected ')' to close the '(' at column %zu, got %s", open + 1,
+                    describe(L));
             json_decref(out);
             out = NULL;
         } else if (out != NULL) {
