@@ -78,6 +78,36 @@ __attribute__((format(printf, 3, 4))) static void fail_at(struct lexer *L, size_
     va_end(ap);
 }
 
+/* RFC 3629 UTF-8 without U+0000 (what a JSON string may hold). */
+static bool utf8_valid(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        if (c == 0)
+            return false;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+        if (len == 0 || c > 0xf4 || len > n - i)
+            return false;
+        for (size_t k = 1; k < len; k++)
+            if ((p[i + k] & 0xc0) != 0x80)
+                return false;
+        unsigned cp = len == 2   ? (c & 0x1fu) << 6 | (p[i + 1] & 0x3fu)
+                      : len == 3 ? (c & 0x0fu) << 12 | (p[i + 1] & 0x3fu) << 6 | (p[i + 2] & 0x3fu)
+                                 : (c & 0x07u) << 18 | (p[i + 1] & 0x3fu) << 12 |
+                                       (p[i + 2] & 0x3fu) << 6 | (p[i + 3] & 0x3fu);
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+            (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+            return false;
+        i += len;
+    }
+    return true;
+}
+
 static const struct {
     const char *word;
     enum tok t;
@@ -134,6 +164,12 @@ static void next(struct lexer *L)
                 break;
             }
             buf_put_u8(&b, (uint8_t)s[j++]);
+        }
+        if (!utf8_valid(b.data, b.len)) {
+            buf_free(&b);
+            fail_at(L, i, "%s is not valid UTF-8", c == '"' ? "quoted column name" : "string");
+            L->t = T_BAD;
+            return;
         }
         buf_put_u8(&b, 0);
         L->text = (char *)buf_detach(&b, NULL);
@@ -319,6 +355,8 @@ static json_t *predicate(struct lexer *L)
                 "expected an operator (= != < <= > >= is in starts with) after the column, got %s",
                 describe(L));
     }
+    if (out == NULL && !L->failed)
+        fail_at(L, L->start, "cannot encode the predicate on \"%s\"", col);
     free(col);
     return out;
 }
