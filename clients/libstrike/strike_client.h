@@ -71,7 +71,8 @@ int strike_global_init(void);
 /* A client (caller frees with strike_client_free), or NULL with `err` set. The
  * options' strings are copied. */
 struct strike_client *strike_client_new(const struct strike_options *o, struct strike_error *err);
-void strike_client_free(struct strike_client *c); /* NULL is a no-op */
+/* Free a client once no call on it is running. NULL is a no-op. */
+void strike_client_free(struct strike_client *c);
 
 /* Per-call options; every member may be zero. */
 struct strike_call {
