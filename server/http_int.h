@@ -68,6 +68,7 @@ enum http_route {
     RT_ERASURE,
     RT_TABLE_HEALTH,
     RT_CDC,
+    RT_UI, /* the health page: /ui and /ui/<asset> (http_ui.c) */
     RT__COUNT
 };
 

@@ -5,6 +5,7 @@
  * graceful shutdown. The request life is described in http_int.h.
  */
 #include "http_int.h"
+#include "http_ui.h"
 
 #include "cdc.h"
 #include "tls.h"
@@ -118,6 +119,7 @@ static const struct route_def routes[RT__COUNT] = {
                 true,
                 {[HM_POST] = AUTH_WRITE},
                 {[HM_POST] = AUTH_TABLE_PARSED}},
+    [RT_UI] = {"/ui", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false, OPEN_GET},
 };
 #undef GETS
 #undef POSTS
@@ -244,6 +246,8 @@ static void classify(struct hreq *r, const char *url, const char *method)
         r->route = RT_METRICS;
     } else if (strcmp(url, "/v1/cdc/debezium") == 0) {
         r->route = RT_CDC;
+    } else if (strncmp(url, "/ui", 3) == 0 && (url[3] == '\0' || url[3] == '/')) {
+        r->route = RT_UI;
     } else if (strncmp(url, "/v1/tables", 10) == 0 && (url[10] == '\0' || url[10] == '/')) {
         const char *p = url + 10, *s[4] = {0};
         size_t n[4] = {0};
@@ -306,7 +310,8 @@ static void classify(struct hreq *r, const char *url, const char *method)
         return;
     }
     if (r->route != RT_HEALTHZ && r->route != RT_READYZ && r->route != RT_METRICS &&
-        r->route != RT_TABLES && r->route != RT_CDC && !st_name_valid(r->table)) {
+        r->route != RT_TABLES && r->route != RT_CDC && r->route != RT_UI &&
+        !st_name_valid(r->table)) {
         set_early(r, 400, "table name: not a valid name ([A-Za-z_][A-Za-z0-9_]{0,127}) in %.300s",
                   url);
         return;
@@ -887,6 +892,32 @@ static enum MHD_Result answer_metrics(struct hreq *r)
     return send_reply(r);
 }
 
+/* GET /ui: the health page's static files, compiled in (http_ui.c). */
+static enum MHD_Result answer_ui(struct hreq *r)
+{
+    const char *url = r->path;
+    const unsigned char *data;
+    size_t len;
+    const char *ctype;
+    if (!http__ui_find(url + 3, &data, &len, &ctype)) {
+        http__reply_problem(r, 404, "no such resource: %.300s", url);
+        return send_reply(r);
+    }
+    http__reply_reset(&r->reply);
+    r->reply.status = 200;
+    r->reply.ctype = ctype;
+    r->reply.ext = data;
+    r->reply.extlen = len;
+    r->reply.ext_free = NULL; /* static */
+    http__reply_header_str(r, "Cache-Control", "no-cache");
+    http__reply_header_str(r, "X-Content-Type-Options", "nosniff");
+    http__reply_header_str(r, "Content-Security-Policy",
+                           "default-src 'none'; script-src 'self'; style-src 'self'; "
+                           "connect-src 'self'; img-src 'self' data:; form-action 'none'; "
+                           "frame-ancestors 'none'; base-uri 'none'");
+    return send_reply(r);
+}
+
 static enum MHD_Result dispatch(struct hreq *r)
 {
     struct http_server *srv = r->srv;
@@ -934,6 +965,8 @@ static enum MHD_Result dispatch(struct hreq *r)
     switch (r->route) {
     case RT_HEALTHZ:
         return answer_health(r);
+    case RT_UI:
+        return answer_ui(r);
     case RT_METRICS:
         return answer_metrics(r);
     case RT_READYZ:
