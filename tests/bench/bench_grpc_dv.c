@@ -287,7 +287,8 @@ int main(int argc, char **argv)
     uint64_t *all = malloc((total ? total : 1) * sizeof *all);
     size_t k = 0;
     for (int t = 0; t < o.threads; t++) {
-        memcpy(all + k, ws[t].lat, ws[t].nlat * sizeof *all);
+        if (ws[t].nlat > 0) /* a thread whose every call failed has no array */
+            memcpy(all + k, ws[t].lat, ws[t].nlat * sizeof *all);
         k += ws[t].nlat;
     }
     qsort(all, total, sizeof *all, cmp_u64);
