@@ -13,6 +13,7 @@
 #include "engine_test.h"
 #include "pgutil.h"
 
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "dv/dv.h"
@@ -358,9 +359,7 @@ static int open_file(struct scan *s, struct st_err *err)
         s->fi++;
         return ST_OK;
     }
-    char *abs = eng__abs(s->e, f->path);
-    int rc = pq_reader_open(abs, &s->r, err);
-    free(abs);
+    int rc = eng__pq_open(s->e, f->path, &s->r, err);
     if (rc != ST_OK)
         return st_err_prefix(err, "data file %lld", (long long)f->id);
     s->ndecoded = 0;
@@ -623,7 +622,11 @@ int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **
         rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" has no file %lld", t->name,
                      (long long)file_id);
     } else {
-        *abs_path = eng__abs(e, PQgetvalue(r, 0, 0));
+        const char *root = blob_local_root(e->blobs);
+        if (root == NULL)
+            rc = st_errf(err, ST_EUNSUPPORTED, "the blob store is not a local directory");
+        else
+            *abs_path = st_path_join(root, PQgetvalue(r, 0, 0));
     }
     PQclear(r);
     cat_release(e->pool, c, rc == ST_EUNAVAIL);

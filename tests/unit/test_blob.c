@@ -1,0 +1,312 @@
+/*
+ * test_blob.c - the blob store (storage/blob) through its interface: puts
+ * that never overwrite, exact range reads, head, list, batched delete, touch,
+ * key checks, and a Parquet file read by ranges (footer first, then one
+ * range per projected column chunk of the row groups read).
+ *
+ * The store is a fresh local directory.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blob/blob.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "parquet/parquet.h"
+
+static struct blob_store *S;
+static char Dir[] = "/tmp/strike-blob-XXXXXX";
+
+static int setup(void **state)
+{
+    (void)state;
+    assert_non_null(mkdtemp(Dir));
+    struct st_err err = {0};
+    char *dir = xasprintf("%s/store", Dir); /* not there yet: the store creates it */
+    int rc = blob_open_local(dir, &S, &err);
+    free(dir);
+    assert_int_equal(rc, ST_OK);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char *cmd = xasprintf("rm -rf '%s'", Dir);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    blob_close(S);
+    return 0;
+}
+
+static void test_put_get_head(void **state)
+{
+    (void)state;
+    struct st_err err = {0};
+    const char *key = "tables/t1/data/a.parquet";
+    assert_int_equal(blob_put_all(S, key, "0123456789", 10, &err), ST_OK);
+    struct blob_info bi;
+    assert_int_equal(blob_head(S, key, &bi, &err), ST_OK);
+    assert_int_equal(bi.size, 10);
+    assert_true(bi.mtime_us > 0);
+    char b[8] = {0};
+    assert_int_equal(blob_read(S, key, 3, b, 4, &err), ST_OK);
+    assert_memory_equal(b, "3456", 4);
+    struct buf all = BUF_INIT;
+    assert_int_equal(blob_read_all(S, key, 10, &all, &err), ST_OK);
+    assert_int_equal(all.len, 10);
+    assert_memory_equal(all.data, "0123456789", 10);
+    assert_int_equal(blob_read_all(S, key, 9, &all, &err), ST_ETOOBIG);
+    buf_free(&all);
+}
+
+/* The conditional write: an existing object is refused, not replaced. */
+static void test_put_never_overwrites(void **state)
+{
+    (void)state;
+    struct st_err err = {0};
+    const char *key = "tables/t1/dv/b.puffin";
+    assert_int_equal(blob_put_all(S, key, "first", 5, &err), ST_OK);
+    assert_int_equal(blob_put_all(S, key, "second!", 7, &err), ST_EEXIST);
+    assert_non_null(strstr(err.msg, "already exists"));
+    char b[5];
+    assert_int_equal(blob_read(S, key, 0, b, 5, &err), ST_OK);
+    assert_memory_equal(b, "first", 5);
+    struct blob_info bi;
+    assert_int_equal(blob_head(S, key, &bi, &err), ST_OK);
+    assert_int_equal(bi.size, 5);
+    /* the refused put left no temporary file behind */
+    char *cmd = xasprintf("test $(ls -a '%s/tables/t1/dv' | wc -l) -eq 3", blob_local_root(S));
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+}
+
+static void test_short_and_missing_reads(void **state)
+{
+    (void)state;
+    struct st_err err = {0};
+    const char *key = "tables/t1/data/c.parquet";
+    assert_int_equal(blob_put_all(S, key, "abc", 3, &err), ST_OK);
+    char b[8];
+    assert_int_equal(blob_read(S, key, 1, b, 3, &err), ST_ECORRUPT);
+    assert_int_equal(blob_read(S, key, 4, b, 1, &err), ST_ECORRUPT);
+    assert_int_equal(blob_read(S, "tables/t1/data/none", 0, b, 1, &err), ST_ENOTFOUND);
+    struct blob_info bi;
+    assert_int_equal(blob_head(S, "tables/t1/data/none", &bi, &err), ST_ENOTFOUND);
+    struct blob_file *f;
+    assert_int_equal(blob_file_open(S, "tables/t1/data/none", &f, &err), ST_ENOTFOUND);
+}
+
+static void test_key_checks(void **state)
+{
+    (void)state;
+    struct st_err err = {0};
+    const char *bad[] = {"", "/etc/passwd", "../x", "a/../../x", "a//b", "a/./b", "a/"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct blob_info bi;
+        assert_int_equal(blob_head(S, bad[i], &bi, &err), ST_EINVAL);
+        assert_int_equal(blob_put_all(S, bad[i], "x", 1, &err), ST_EINVAL);
+        assert_int_equal(blob_delete(S, &bad[i], 1, NULL, &err), ST_EINVAL);
+    }
+    assert_int_equal(blob_list(S, "../", NULL, NULL, &err), ST_EINVAL);
+    assert_int_equal(blob_list(S, "tables", NULL, NULL, &err), ST_EINVAL);
+}
+
+static void test_abort_leaves_nothing(void **state)
+{
+    (void)state;
+    struct st_err err = {0};
+    struct blob_put *p;
+    const char *key = "tables/t2/data/aborted.parquet";
+    assert_int_equal(blob_put_begin(S, key, &p, &err), ST_OK);
+    assert_int_equal(blob_put_write(p, "partial", 7, &err), ST_OK);
+    blob_put_abort(p);
+    struct blob_info bi;
+    assert_int_equal(blob_head(S, key, &bi, &err), ST_ENOTFOUND);
+}
+
+struct seen {
+    char keys[16][64];
+    uint64_t sizes[16];
+    int n;
+};
+
+static int note(void *ctx, const char *key, const struct blob_info *info)
+{
+    struct seen *s = ctx;
+    if (s->n < 16) {
+        snprintf(s->keys[s->n], sizeof s->keys[0], "%s", key);
+        s->sizes[s->n] = info->size;
+    }
+    s->n++;
+    return 0;
+}
+
+static int find(const struct seen *s, const char *key)
+{
+    for (int i = 0; i < s->n && i < 16; i++)
+        if (strcmp(s->keys[i], key) == 0)
+            return i;
+    return -1;
+}
+
+static void test_list_and_batch_delete(void **state)
+{
+    (void)state;
+    struct st_err err = {0};
+    const char *keys[] = {"tables/t3/data/1.parquet", "tables/t3/data/2.parquet",
+                          "tables/t3/dv/3.puffin", "tables/t4/data/4.parquet"};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(blob_put_all(S, keys[i], "xyz", i + 1, &err), ST_OK);
+    struct seen s = {0};
+    assert_int_equal(blob_list(S, "tables/t3/", note, &s, &err), ST_OK);
+    assert_int_equal(s.n, 3);
+    int i2 = find(&s, "tables/t3/data/2.parquet");
+    assert_true(i2 >= 0);
+    assert_int_equal(s.sizes[i2], 2);
+    assert_true(find(&s, "tables/t3/dv/3.puffin") >= 0);
+    memset(&s, 0, sizeof s);
+    assert_int_equal(blob_list(S, "tables/none/", note, &s, &err), ST_OK);
+    assert_int_equal(s.n, 0);
+
+    const char *doomed[] = {keys[0], "tables/t3/data/never.parquet", keys[2]};
+    bool gone[3];
+    assert_int_equal(blob_delete(S, doomed, 3, gone, &err), ST_OK);
+    assert_true(gone[0]);
+    assert_false(gone[1]);
+    assert_true(gone[2]);
+    memset(&s, 0, sizeof s);
+    assert_int_equal(blob_list(S, "tables/t3/", note, &s, &err), ST_OK);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.keys[0], "tables/t3/data/2.parquet");
+    /* deleting again: nothing left to delete, not an error */
+    assert_int_equal(blob_delete(S, doomed, 3, gone, &err), ST_OK);
+    assert_false(gone[0] || gone[1] || gone[2]);
+}
+
+static void test_touch_makes_young(void **state)
+{
+    (void)state;
+    struct st_err err = {0};
+    const char *key = "tables/t5/data/old.parquet";
+    assert_int_equal(blob_put_all(S, key, "old", 3, &err), ST_OK);
+    /* age it by an hour behind the interface's back (local store only) */
+    char *abs = xasprintf("%s/%s", blob_local_root(S), key);
+    struct timespec ts[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, abs, ts, 0), 0);
+    free(abs);
+    struct blob_info before, after;
+    assert_int_equal(blob_head(S, key, &before, &err), ST_OK);
+    assert_int_equal(blob_touch(S, key, &err), ST_OK);
+    assert_int_equal(blob_head(S, key, &after, &err), ST_OK);
+    assert_true(after.mtime_us >= before.mtime_us + 3000 * (int64_t)1000000);
+    assert_int_equal(blob_touch(S, "tables/t5/data/none", &err), ST_EIO);
+}
+
+/* ---- Parquet over byte ranges ---------------------------------------------- */
+
+struct counting {
+    struct blob_file *f;
+    int reads;
+    uint64_t first_off; /* of the first read: the file's tail */
+};
+
+static int counting_read(void *ctx, void *dst, size_t n, uint64_t off, struct st_err *err)
+{
+    struct counting *c = ctx;
+    if (c->reads++ == 0)
+        c->first_off = off;
+    return blob_file_read(c->f, dst, n, off, err);
+}
+
+static void test_parquet_by_ranges(void **state)
+{
+    (void)state;
+    struct st_err err = {0};
+    const char *key = "tables/t6/data/p.parquet";
+    struct st_column cols[3] = {{.name = "id", .type = ST_T_LONG, .required = true},
+                                {.name = "v", .type = ST_T_INT},
+                                {.name = "s", .type = ST_T_STRING}};
+    struct pq_write_opts o;
+    pq_write_opts_default(&o);
+    o.row_group_rows = 100;
+    struct blob_put *p;
+    assert_int_equal(blob_put_begin(S, key, &p, &err), ST_OK);
+    struct pq_writer *w;
+    assert_int_equal(pq_writer_open(&w, cols, 3, &o, blob_put_write_fn, p, &err), ST_OK);
+    for (int i = 0; i < 350; i++) {
+        struct st_value row[3] = {{.v.l = i}, {.v.i = i * 2}, {.null = true}};
+        assert_int_equal(pq_writer_add_row(w, row, &err), ST_OK);
+    }
+    struct pq_file_stats stats;
+    memset(&stats, 0, sizeof stats);
+    assert_int_equal(pq_writer_finish(w, &stats, &err), ST_OK);
+    pq_writer_free(w);
+    assert_int_equal(blob_put_commit(p, &err), ST_OK);
+
+    struct counting c = {0};
+    assert_int_equal(blob_file_open(S, key, &c.f, &err), ST_OK);
+    assert_int_equal(blob_file_size(c.f), stats.file_size);
+    pq_file_stats_free(&stats);
+    struct pq_source src = {.ctx = &c, .size = blob_file_size(c.f), .read_at = counting_read};
+    struct pq_reader *r;
+    assert_int_equal(pq_reader_open_source(&src, &r, &err), ST_OK);
+    /* tail (length + magic), head magic, footer */
+    assert_int_equal(c.reads, 3);
+    assert_int_equal(c.first_off, blob_file_size(c.f) - 8);
+    assert_int_equal(pq_num_row_groups(r), 4);
+    struct pq_batch b = {0};
+    const int proj[2] = {0, 1};
+    assert_int_equal(pq_read_row_group(r, 2, proj, 2, &b, &err), ST_OK);
+    assert_int_equal(b.nrows, 100);
+    assert_int_equal(b.first_row, 200);
+    /* one range per projected column chunk */
+    assert_int_equal(c.reads, 5);
+    pq_batch_free(&b);
+    pq_reader_close(r);
+    blob_file_close(c.f);
+}
+
+/* A source that ends early (a truncated object) is an error, not a short file. */
+static void test_parquet_truncated(void **state)
+{
+    (void)state;
+    struct st_err err = {0};
+    const char *key = "tables/t6/data/p.parquet";
+    struct blob_file *f;
+    assert_int_equal(blob_file_open(S, key, &f, &err), ST_OK);
+    struct counting c = {.f = f};
+    /* claim a larger size than the object has: the tail read runs past the end */
+    struct pq_source src = {.ctx = &c, .size = blob_file_size(f) + 100, .read_at = counting_read};
+    struct pq_reader *r = NULL;
+    assert_int_equal(pq_reader_open_source(&src, &r, &err), ST_ECORRUPT);
+    assert_null(r);
+    blob_file_close(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_put_get_head),
+        cmocka_unit_test(test_put_never_overwrites),
+        cmocka_unit_test(test_short_and_missing_reads),
+        cmocka_unit_test(test_key_checks),
+        cmocka_unit_test(test_abort_leaves_nothing),
+        cmocka_unit_test(test_list_and_batch_delete),
+        cmocka_unit_test(test_touch_makes_young),
+        cmocka_unit_test(test_parquet_by_ranges),
+        cmocka_unit_test(test_parquet_truncated),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
