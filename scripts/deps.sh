@@ -18,6 +18,7 @@ pkgs=(
   build-essential cmake pkg-config clang libclang-rt-14-dev clang-format-14
   libmicrohttpd-dev libgrpc-dev protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
   libroaring-dev libpq-dev libzstd-dev libsnappy-dev libjansson-dev libcmocka-dev zlib1g-dev
+  libcurl4-openssl-dev
   postgresql-15 postgresql-client-15
   python3 python3-grpcio python3-protobuf curl ca-certificates util-linux procps
   diffutils findutils wrk nginx-light
@@ -33,7 +34,16 @@ for p in "${pkgs[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+
+# moto_server, the S3-compatible server the object-storage tests start, with
+# the machine's python3 (preinstalled with it on these machines; else pip).
+install_moto() {
+  if ! python3 -c 'import moto.server' >/dev/null 2>&1; then
+    echo "deps: installing moto[server]==5.2.1 for $(command -v python3)"
+    python3 -m pip install --quiet 'moto[server]==5.2.1'
+  fi
+}
+[ ${#missing[@]} -eq 0 ] && { install_moto; exit 0; }
 
 sudo=
 if [ "$(id -u)" != 0 ]; then
@@ -50,4 +60,5 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_moto
 echo "deps: done"

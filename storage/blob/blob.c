@@ -27,6 +27,14 @@ bool blob__key_ok(const char *key)
             return st_errf(err, ST_EINVAL, "not a blob key: \"%s\"", (key) ? (key) : "");          \
     } while (0)
 
+int blob_open(const char *where, const struct blob_s3_opts *o, struct blob_store **out,
+              struct st_err *err)
+{
+    if (strncmp(where, "s3://", 5) == 0)
+        return blob_open_s3(where, o, out, err);
+    return blob_open_local(where, out, err);
+}
+
 void blob_close(struct blob_store *s)
 {
     if (s != NULL)

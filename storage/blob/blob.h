@@ -33,6 +33,20 @@ struct blob_info {
 
 /* Open the local store rooted at `dir` (created if missing, made absolute). */
 int blob_open_local(const char *dir, struct blob_store **out, struct st_err *err);
+/* An S3-compatible bucket (blob_s3.c). Credentials come from the
+   environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). */
+struct blob_s3_opts {
+    const char *endpoint; /* http(s)://host[:port]; NULL: https://s3.<region>.amazonaws.com */
+    const char *region;   /* NULL: $AWS_REGION, else us-east-1 */
+    bool path_style;      /* endpoint/bucket/key rather than bucket.endpoint/key */
+    long timeout_ms;      /* per request; 0: 60000 */
+};
+/* `url` is s3://bucket[/prefix]. */
+int blob_open_s3(const char *url, const struct blob_s3_opts *o, struct blob_store **out,
+                 struct st_err *err);
+/* s3://... opens blob_open_s3, anything else is a local directory. */
+int blob_open(const char *where, const struct blob_s3_opts *o, struct blob_store **out,
+              struct st_err *err);
 /* NULL is a no-op. */
 void blob_close(struct blob_store *s);
 
@@ -82,7 +96,8 @@ void blob_file_close(struct blob_file *f);
 
 /*
  * Delete the n objects at keys; a missing one is not an error. gone[i] (when
- * gone is not NULL) says whether key i was deleted by this call. Returns
+ * gone is not NULL) says whether key i was deleted by this call (S3 says
+ * so of a key that was not there too: DeleteObjects cannot tell). Returns
  * the first error; the other keys are still tried. Deletions are durable on
  * return.
  */

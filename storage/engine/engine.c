@@ -94,7 +94,8 @@ int engine_open(const struct engine_opts *o, struct engine **out, struct st_err 
     e->o.conninfo = NULL;
     e->o.data_dir = NULL;
 
-    int rc = blob_open_local(o->data_dir, &e->blobs, err);
+    e->o.s3 = NULL;
+    int rc = blob_open(o->data_dir, o->s3, &e->blobs, err);
     if (rc != ST_OK)
         goto fail;
     pthread_mutex_init(&e->tables_mu, NULL);

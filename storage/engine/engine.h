@@ -24,19 +24,21 @@
 
 struct engine;
 struct filter;
+struct blob_s3_opts;
 
 struct engine_opts {
-    const char *conninfo;     /* libpq URL or key=value string */
-    const char *data_dir;     /* blob store root */
-    int pool_size;            /* catalog connections (default 32) */
-    int64_t gc_grace_s;       /* orphan age before deletion (default 3600) */
-    int64_t gc_interval_s;    /* background orphan GC period; 0 = off */
-    size_t dv_cache_bytes;    /* decoded-DV cache bound (default 256 MiB) */
-    uint32_t row_group_rows;  /* Parquet row group size (default 131072) */
-    int zstd_level;           /* Parquet compression level (default 3) */
-    int commit_retries;       /* CAS retries before 409 (default 16) */
-    int64_t maint_interval_s; /* background maintenance period (maintain.c); 0 = off */
-    int64_t retain_s;         /* maintenance expires snapshots older than this */
+    const char *conninfo;          /* libpq URL or key=value string */
+    const char *data_dir;          /* blob store: a directory, or s3://bucket/prefix */
+    const struct blob_s3_opts *s3; /* for s3:// (blob/blob.h); NULL: the defaults */
+    int pool_size;                 /* catalog connections (default 32) */
+    int64_t gc_grace_s;            /* orphan age before deletion (default 3600) */
+    int64_t gc_interval_s;         /* background orphan GC period; 0 = off */
+    size_t dv_cache_bytes;         /* decoded-DV cache bound (default 256 MiB) */
+    uint32_t row_group_rows;       /* Parquet row group size (default 131072) */
+    int zstd_level;                /* Parquet compression level (default 3) */
+    int commit_retries;            /* CAS retries before 409 (default 16) */
+    int64_t maint_interval_s;      /* background maintenance period (maintain.c); 0 = off */
+    int64_t retain_s;              /* maintenance expires snapshots older than this */
 };
 
 /* Connect, migrate, start background tasks. */
