@@ -21,9 +21,12 @@ struct listen_addr {
 struct config {
     struct listen_addr http;
     struct listen_addr grpc;
-    char *data_dir;    /* blob store root */
-    char *catalog;     /* PostgreSQL URL; NULL = the embedded default */
-    char *tokens_file; /* NULL = no tokens */
+    char *data_dir;     /* blob store: a directory or s3://bucket/prefix */
+    char *s3_endpoint;  /* NULL: AWS */
+    char *s3_region;    /* NULL: us-east-1 */
+    bool s3_path_style; /* also implied by s3_endpoint */
+    char *catalog;      /* PostgreSQL URL; NULL = the embedded default */
+    char *tokens_file;  /* NULL = no tokens */
     bool insecure;
     uint64_t max_body;          /* bytes of one request body or gRPC message */
     uint64_t max_inflight;      /* budget of request bytes in flight, charged x ADMIT_EXPANSION */

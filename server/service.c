@@ -483,6 +483,20 @@ int svc_file_path(struct engine *e, const char *table, int64_t file_id, char **a
     return rc;
 }
 
+int svc_file_open(struct engine *e, const char *table, int64_t file_id, struct blob_file **out,
+                  struct st_err *err)
+{
+    *out = NULL;
+    int rc = check_file_id(file_id, err);
+    if (rc != ST_OK)
+        return rc;
+    struct table *t = NULL;
+    if ((rc = table_of(e, table, &t, err)) == ST_OK)
+        rc = engine_file_open(e, t, file_id, out, err);
+    engine_table_unref(t);
+    return rc;
+}
+
 /* ---- maintenance ---------------------------------------------------------------- */
 
 /* Longest older_than: its microseconds fit an int64 with room (about 290 years). */

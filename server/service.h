@@ -221,6 +221,10 @@ void svc_dv_res_clear(struct svc_dv_res *r);
 /* A data file of the table: its absolute path in the local blob store (caller frees). */
 int svc_file_path(struct engine *e, const char *table, int64_t file_id, char **abs_path,
                   struct st_err *err);
+/* The same file opened for range reads on any blob store (an object store's). */
+struct blob_file;
+int svc_file_open(struct engine *e, const char *table, int64_t file_id, struct blob_file **out,
+                  struct st_err *err);
 
 /* ---- maintenance ------------------------------------------------------------------ */
 

@@ -175,6 +175,19 @@ int blob_list(struct blob_store *s, const char *prefix, blob_list_fn fn, void *c
     return s->ops->list(s, prefix, fn, ctx, err);
 }
 
+int blob_presign_get(struct blob_store *s, const char *key, int64_t now_s, int64_t expires_s,
+                     char **url, struct st_err *err)
+{
+    *url = NULL;
+    CHECK_KEY(key);
+    if (s->ops->presign == NULL)
+        return st_errf(err, ST_EUNSUPPORTED, "presign: the blob store is not an object store");
+    if (expires_s < 1 || expires_s > BLOB_PRESIGN_MAX_S)
+        return st_errf(err, ST_EINVAL, "expires_in: from 1 to %d seconds, got %lld",
+                       BLOB_PRESIGN_MAX_S, (long long)expires_s);
+    return s->ops->presign(s, key, now_s, expires_s, url, err);
+}
+
 int blob_touch(struct blob_store *s, const char *key, struct st_err *err)
 {
     CHECK_KEY(key);

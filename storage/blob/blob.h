@@ -37,7 +37,7 @@ int blob_open_local(const char *dir, struct blob_store **out, struct st_err *err
    environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN). */
 struct blob_s3_opts {
     const char *endpoint; /* http(s)://host[:port]; NULL: https://s3.<region>.amazonaws.com */
-    const char *region;   /* NULL: $AWS_REGION, else us-east-1 */
+    const char *region;   /* NULL: us-east-1 */
     bool path_style;      /* endpoint/bucket/key rather than bucket.endpoint/key */
     long timeout_ms;      /* per request; 0: 60000 */
 };
@@ -111,6 +111,16 @@ typedef int (*blob_list_fn)(void *ctx, const char *key, const struct blob_info *
    in no particular order. A missing prefix lists nothing. */
 int blob_list(struct blob_store *s, const char *prefix, blob_list_fn fn, void *ctx,
               struct st_err *err);
+
+/*
+ * A presigned GET URL of the object (SigV4 query signing), valid for
+ * expires_s seconds (1..604800) from now_s (seconds since the epoch): for a
+ * remote engine to read the object straight from the store. ST_EUNSUPPORTED
+ * on a store that is not an object store.
+ */
+#define BLOB_PRESIGN_MAX_S 604800
+int blob_presign_get(struct blob_store *s, const char *key, int64_t now_s, int64_t expires_s,
+                     char **url, struct st_err *err);
 
 /* Make the object young again (mtime now) so that gc's grace counts from now. */
 int blob_touch(struct blob_store *s, const char *key, struct st_err *err);

@@ -23,6 +23,9 @@ struct blob_ops {
     int (*list)(struct blob_store *s, const char *prefix, blob_list_fn fn, void *ctx,
                 struct st_err *err);
     int (*touch)(struct blob_store *s, const char *key, struct st_err *err);
+    /* NULL: not an object store */
+    int (*presign)(struct blob_store *s, const char *key, int64_t now_s, int64_t expires_s,
+                   char **url, struct st_err *err);
 };
 
 /* The head of every store. */
@@ -37,6 +40,12 @@ struct blob_file {
     struct blob_store *s;
     uint64_t size;
 };
+
+/* SigV4 presigning (blob_s3.c), exposed for its test vectors: url_base is
+   scheme://host[/...], path the encoded path on the host. */
+int blob__s3_presign(const char *access_key, const char *secret, const char *token,
+                     const char *region, const char *url_base, const char *path, int64_t now_s,
+                     int64_t expires_s, char **out);
 
 /* Is the key one the engine may name: relative, no "." or ".." component, no
    empty component? */

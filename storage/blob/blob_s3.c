@@ -264,7 +264,7 @@ static int s3_do(struct s3_store *s, struct s3_req *q, struct st_err *err)
             continue;
         }
         if (cc != CURLE_OK) {
-            rc = st_errf(err, ST_EUNAVAIL, "object store %s: %s %s: %s", s->h.desc, q->method,
+            rc = st_errf(err, ST_ESTORE, "object store %s: %s %s: %s", s->h.desc, q->method,
                          q->key ? q->key : "(bucket)", curl_easy_strerror(cc));
             break;
         }
@@ -276,8 +276,8 @@ static int s3_do(struct s3_store *s, struct s3_req *q, struct st_err *err)
         curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
         q->length = cl >= 0 ? (uint64_t)cl : 0;
         if (status >= 500 || status == 429)
-            rc = st_errf(err, ST_EUNAVAIL, "object store %s: %s %s: HTTP %ld", s->h.desc,
-                         q->method, q->key ? q->key : "(bucket)", status);
+            rc = st_errf(err, ST_ESTORE, "object store %s: %s %s: HTTP %ld", s->h.desc, q->method,
+                         q->key ? q->key : "(bucket)", status);
         break;
     }
     handle_put(s, c);
@@ -297,7 +297,7 @@ static int s3_fail(struct s3_store *s, struct s3_req *q, const char *what, struc
         size_t n = strcspn(c, "<");
         snprintf(code, sizeof code, "%.*s", (int)(n < 63 ? n : 63), c);
     }
-    int st = q->status == 404 ? ST_ENOTFOUND
+    int st = q->status == 404                       ? ST_ENOTFOUND
              : q->status == 403 || q->status == 401 ? ST_EIO
                                                     : ST_EIO;
     return st_errf(err, st, "object store %s: %s: HTTP %ld%s%s", s->h.desc, what, q->status,
@@ -575,8 +575,7 @@ static int s3_file_open(struct blob_store *bs, const char *key, struct blob_file
     return ST_OK;
 }
 
-static int s3_file_read(struct blob_file *bf, void *dst, size_t n, uint64_t off,
-                        struct st_err *err)
+static int s3_file_read(struct blob_file *bf, void *dst, size_t n, uint64_t off, struct st_err *err)
 {
     struct s3_file *f = (struct s3_file *)bf;
     return s3_read(bf->s, f->key, off, dst, n, err);
@@ -804,6 +803,91 @@ static int s3_touch(struct blob_store *bs, const char *key, struct st_err *err)
     return rc;
 }
 
+/*
+ * SigV4 query signing (libcurl signs requests, it does not presign): the
+ * canonical request of a GET with only the host header signed and an
+ * unsigned payload, the string to sign, the key derived from the secret by
+ * the HMAC chain date, region, "s3", "aws4_request".
+ */
+int blob__s3_presign(const char *access_key, const char *secret, const char *token,
+                     const char *region, const char *url_base, const char *path, int64_t now_s,
+                     int64_t expires_s, char **out)
+{
+    time_t t = (time_t)now_s;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char date[9], stamp[17];
+    strftime(date, sizeof date, "%Y%m%d", &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    /* host: between "://" and the next '/' of the base */
+    const char *h = strstr(url_base, "://");
+    h = h != NULL ? h + 3 : url_base;
+    size_t hl = strcspn(h, "/");
+    struct buf q = BUF_INIT;
+    buf_append_str(&q, "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=");
+    char *cred = xasprintf("%s/%s/%s/s3/aws4_request", access_key, date, region);
+    url_encode(&q, cred, false);
+    free(cred);
+    buf_printf(&q, "&X-Amz-Date=%s&X-Amz-Expires=%lld", stamp, (long long)expires_s);
+    if (token != NULL) {
+        buf_append_str(&q, "&X-Amz-Security-Token=");
+        url_encode(&q, token, false);
+    }
+    buf_append_str(&q, "&X-Amz-SignedHeaders=host");
+    struct buf c = BUF_INIT;
+    buf_append_str(&c, "GET\n");
+    buf_append_str(&c, path);
+    buf_append_str(&c, "\n");
+    buf_append(&c, q.data, q.len);
+    buf_printf(&c, "\nhost:%.*s\n\nhost\nUNSIGNED-PAYLOAD", (int)hl, h);
+    uint8_t d[32];
+    char hex[65];
+    st_sha256(c.data, c.len, d);
+    st_sha256_hex(d, hex);
+    char *sts =
+        xasprintf("AWS4-HMAC-SHA256\n%s\n%s/%s/s3/aws4_request\n%s", stamp, date, region, hex);
+    char *k0 = xasprintf("AWS4%s", secret);
+    uint8_t k[32];
+    st_hmac_sha256(k0, strlen(k0), date, strlen(date), k);
+    memset(k0, 0, strlen(k0));
+    free(k0);
+    st_hmac_sha256(k, 32, region, strlen(region), k);
+    st_hmac_sha256(k, 32, "s3", 2, k);
+    st_hmac_sha256(k, 32, "aws4_request", 12, k);
+    st_hmac_sha256(k, 32, sts, strlen(sts), d);
+    memset(k, 0, sizeof k);
+    st_sha256_hex(d, hex);
+    *out = xasprintf("%.*s%s?%.*s&X-Amz-Signature=%s", (int)(h + hl - url_base), url_base, path,
+                     (int)q.len, (const char *)q.data, hex);
+    free(sts);
+    buf_free(&c);
+    buf_free(&q);
+    return ST_OK;
+}
+
+static int s3_presign(struct blob_store *bs, const char *key, int64_t now_s, int64_t expires_s,
+                      char **url, struct st_err *err)
+{
+    (void)err;
+    struct s3_store *s = (struct s3_store *)bs;
+    /* the object's path on its host, encoded once (S3 does not encode twice) */
+    const char *h = strstr(s->host_base, "://") + 3;
+    struct buf p = BUF_INIT;
+    buf_append_str(&p, h + strcspn(h, "/"));
+    url_encode(&p, s->prefix, true);
+    url_encode(&p, key, true);
+    buf_append(&p, "", 1);
+    const char *colon = strchr(s->userpwd, ':');
+    char *ak = xstrndup(s->userpwd, (size_t)(colon - s->userpwd));
+    const char *token =
+        s->token_hdr != NULL ? s->token_hdr + strlen("x-amz-security-token: ") : NULL;
+    int rc = blob__s3_presign(ak, colon + 1, token, s->region, s->host_base, (const char *)p.data,
+                              now_s, expires_s, url);
+    free(ak);
+    buf_free(&p);
+    return rc;
+}
+
 static const struct blob_ops s3_ops = {
     .close = s3_close,
     .put_begin = s3_put_begin,
@@ -818,6 +902,7 @@ static const struct blob_ops s3_ops = {
     .del = s3_del,
     .list = s3_list,
     .touch = s3_touch,
+    .presign = s3_presign,
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -840,8 +925,7 @@ int blob_open_s3(const char *url, const struct blob_s3_opts *o, struct blob_stor
     for (size_t i = 0; i < bl; i++)
         if (!((b[i] >= 'a' && b[i] <= 'z') || (b[i] >= '0' && b[i] <= '9') || b[i] == '-' ||
               b[i] == '.'))
-            return st_errf(err, ST_EINVAL, "data: bucket name \"%.*s\" is not valid", (int)bl,
-                           b);
+            return st_errf(err, ST_EINVAL, "data: bucket name \"%.*s\" is not valid", (int)bl, b);
     const char *pre = b[bl] == '/' ? b + bl + 1 : "";
     size_t prl = strlen(pre);
     while (prl > 0 && pre[prl - 1] == '/')
@@ -858,11 +942,7 @@ int blob_open_s3(const char *url, const struct blob_s3_opts *o, struct blob_stor
                        "data: s3:// needs AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the "
                        "environment");
     }
-    const char *region = o != NULL && o->region != NULL && o->region[0] ? o->region : NULL;
-    if (region == NULL)
-        region = getenv("AWS_REGION");
-    if (region == NULL || region[0] == '\0')
-        region = "us-east-1";
+    const char *region = o != NULL && o->region != NULL && o->region[0] ? o->region : "us-east-1";
     for (const char *c = region; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-')) {
             free(prefix);
@@ -894,8 +974,8 @@ int blob_open_s3(const char *url, const struct blob_s3_opts *o, struct blob_stor
     if (path_style)
         s->host_base = xasprintf("%s/%s/", s->base, s->bucket);
     else
-        s->host_base = xasprintf("%.*s%s.%s/", (int)(scheme_end + 3 - s->base), s->base,
-                                 s->bucket, scheme_end + 3);
+        s->host_base = xasprintf("%.*s%s.%s/", (int)(scheme_end + 3 - s->base), s->base, s->bucket,
+                                 scheme_end + 3);
     s->userpwd = xasprintf("%s:%s", id, secret);
     const char *token = getenv("AWS_SESSION_TOKEN");
     if (token != NULL && token[0] != '\0')

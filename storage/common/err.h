@@ -27,6 +27,8 @@
  *                a full disk is told apart from a fault (nothing was committed; retry later).
  * ST_EBUSY:      a bounded kind of work is at its limit (deletes by filter at
  *                once): a 503 whose message says which and to retry.
+ * ST_ESTORE:     the object store (S3) did not answer, or kept failing (5xx,
+ *                throttling) through the retries: a 503; nothing was committed.
  * ST_EUNKNOWN:   a commit whose outcome the catalog could not tell (the
  *                connection broke around COMMIT): a 503 (with Retry-After,
  *                as every 503) whose message, written by the engine for the
@@ -51,7 +53,9 @@
     X(ST_ENOSPACE, -14, "out of space", 507, RESOURCE_EXHAUSTED,                                   \
       "the blob store is out of space; retry once space is freed")                                 \
     X(ST_EUNKNOWN, -15, "outcome unknown", 503, UNAVAILABLE, NULL)                                 \
-    X(ST_EBUSY, -16, "busy", 503, UNAVAILABLE, NULL)
+    X(ST_EBUSY, -16, "busy", 503, UNAVAILABLE, NULL)                                               \
+    X(ST_ESTORE, -17, "object store unavailable", 503, UNAVAILABLE,                                \
+      "the object store is unreachable or failing; retry later")
 
 #define ST_INTERNAL_DETAIL "internal error; the server log has the details"
 

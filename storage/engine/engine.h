@@ -339,8 +339,14 @@ int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size
                           struct snapshot_info **out, size_t *n, bool *more, struct st_err *err);
 void engine_snapshots_free(struct snapshot_info *s, size_t n);
 
-/* A data file of the table (live or not, while it exists): its absolute path. */
+/* A data file of the table (live or not, while it exists): its absolute path;
+   ST_EUNSUPPORTED when the blob store is not a local directory. */
 int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
+                     struct st_err *err);
+/* The same file opened for range reads on any blob store (blob/blob.h);
+   ST_EGONE when the catalog names it and the store no longer has it. */
+struct blob_file;
+int engine_file_open(struct engine *e, struct table *t, int64_t file_id, struct blob_file **out,
                      struct st_err *err);
 
 /* ---- deletion vectors ---------------------------------------------------- */

@@ -603,10 +603,11 @@ int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size
     return ST_OK;
 }
 
-int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
-                     struct st_err *err)
+/* The blob key of a data file of the table. */
+static int file_rel(struct engine *e, struct table *t, int64_t file_id, char **rel,
+                    struct st_err *err)
 {
-    *abs_path = NULL;
+    *rel = NULL;
     PGconn *c;
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
@@ -622,14 +623,41 @@ int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **
         rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" has no file %lld", t->name,
                      (long long)file_id);
     } else {
-        const char *root = blob_local_root(e->blobs);
-        if (root == NULL)
-            rc = st_errf(err, ST_EUNSUPPORTED, "the blob store is not a local directory");
-        else
-            *abs_path = st_path_join(root, PQgetvalue(r, 0, 0));
+        *rel = xstrdup(PQgetvalue(r, 0, 0));
     }
     PQclear(r);
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    return rc;
+}
+
+int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
+                     struct st_err *err)
+{
+    *abs_path = NULL;
+    const char *root = blob_local_root(e->blobs);
+    if (root == NULL)
+        return st_errf(err, ST_EUNSUPPORTED, "the blob store is not a local directory");
+    char *rel;
+    int rc = file_rel(e, t, file_id, &rel, err);
+    if (rc == ST_OK)
+        *abs_path = st_path_join(root, rel);
+    free(rel);
+    return rc;
+}
+
+int engine_file_open(struct engine *e, struct table *t, int64_t file_id, struct blob_file **out,
+                     struct st_err *err)
+{
+    *out = NULL;
+    char *rel;
+    int rc = file_rel(e, t, file_id, &rel, err);
+    if (rc == ST_OK) {
+        rc = blob_file_open(e->blobs, rel, out, err);
+        if (rc == ST_ENOTFOUND)
+            rc = st_errf(err, ST_EGONE, "file %lld of table \"%s\" is no longer stored",
+                         (long long)file_id, t->name);
+    }
+    free(rel);
     return rc;
 }
 

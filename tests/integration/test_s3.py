@@ -1,0 +1,195 @@
+"""test_s3.py - strike on an S3-compatible store (moto_server of the s3 fixture).
+
+- Two striked processes that share only the catalog URL and the bucket serve
+  the same table: what one commits, the other scans, deletes and serves as
+  file ranges.
+- The object store stopped in the middle of an ingest: the commits that
+  cannot write their Parquet file answer 503 with Retry-After, nothing
+  acknowledged is lost, and once the store is back the same striked (no
+  restart) commits again. "Stopped" is a TCP relay between striked and
+  moto_server that stops accepting and cuts its connections, so moto keeps
+  its objects (it holds them in memory).
+- Every object striked wrote is a key of the bucket under its prefix.
+"""
+import json
+import os
+import socket
+import threading
+import unittest
+import urllib.request
+
+import harness as h
+
+TABLE = {"name": "kv",
+         "columns": [{"name": "k", "type": "long", "required": True},
+                     {"name": "v", "type": "string"}],
+         "primary_key": ["k"]}
+
+
+class Relay:
+    """A TCP relay 127.0.0.1:port -> target that can be stopped and started."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.port = h.free_port()
+        self.lsock = None
+        self.conns = []
+        self.mu = threading.Lock()
+        self.start()
+
+    def start(self):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", self.port))
+        s.listen(64)
+        self.lsock = s
+        threading.Thread(target=self._accept, args=(s,), daemon=True).start()
+
+    def stop(self):
+        s, self.lsock = self.lsock, None
+        s.close()
+        with self.mu:
+            for c in self.conns:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                c.close()
+            self.conns = []
+
+    def _accept(self, s):
+        while True:
+            try:
+                c, _ = s.accept()
+            except OSError:
+                return
+            try:
+                u = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                c.close()
+                continue
+            with self.mu:
+                self.conns += [c, u]
+            for a, b in ((c, u), (u, c)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def scan(s, table="kv"):
+    r = s.req("POST", f"/v1/tables/{table}/scan", {})
+    assert r.status == 200, r
+    return {row["k"]: row["v"] for row in map(json.loads, r.body.decode().splitlines())}
+
+
+def list_keys(endpoint, prefix):
+    url = f"{endpoint}/strike-test?list-type=2&prefix={prefix}"
+    with urllib.request.urlopen(url, timeout=30) as f:
+        body = f.read().decode()
+    return [p.split("</Key>")[0] for p in body.split("<Key>")[1:]]
+
+
+class S3(unittest.TestCase):
+    def setUp(self):
+        self.endpoint = h.s3_endpoint()
+        self.assertIsNotNone(self.endpoint, "run under the s3 fixture (STRIKE_TEST_S3)")
+
+    def test_two_servers_share_catalog_and_bucket(self):
+        catalog = h.create_db("strike_s3_two")
+        data = h.s3_data_url()
+        args = ["--s3-endpoint", self.endpoint, "--s3-path-style"]
+        a = h.Striked(data_dir=data, catalog=catalog, extra_args=args)
+        b = h.Striked(data_dir=data, catalog=catalog, extra_args=args)
+        try:
+            self.assertEqual(a.req("POST", "/v1/tables", TABLE).status, 200)
+            rows = [{"op": "upsert", "row": {"k": i, "v": f"a{i}"}} for i in range(100)]
+            r = a.req("POST", "/v1/tables/kv/changes", {"changes": rows})
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(len(scan(b)), 100)
+            r = b.req("POST", "/v1/tables/kv/changes",
+                      {"changes": [{"op": "delete", "key": {"k": 5}},
+                                   {"op": "upsert", "row": {"k": 6, "v": "b6"}}]})
+            self.assertEqual(r.status, 200, r)
+            got = scan(a)
+            self.assertNotIn(5, got)
+            self.assertEqual(got[6], "b6")
+            self.assertEqual(len(got), 99)
+            # the file endpoint reads its ranges from the bucket on either server
+            plan = json.loads(a.req("POST", "/v1/tables/kv/plan", {}).body)
+            fid = plan["files"][0]["id"]
+            ra = a.req("GET", f"/v1/tables/kv/files/{fid}", headers={"Range": "bytes=0-3"})
+            rb = b.req("GET", f"/v1/tables/kv/files/{fid}", headers={"Range": "bytes=0-3"})
+            self.assertEqual((ra.status, ra.body), (206, b"PAR1"))
+            self.assertEqual((rb.status, rb.body), (206, b"PAR1"))
+            whole = b.req("GET", f"/v1/tables/kv/files/{fid}")
+            self.assertEqual(whole.status, 200)
+            self.assertEqual(whole.body[:4], b"PAR1")
+            self.assertEqual(whole.body[-4:], b"PAR1")
+            # every object is under the prefix: Parquet and Puffin files
+            keys = list_keys(self.endpoint, data[len("s3://strike-test/"):] + "/")
+            self.assertTrue(any(k.endswith(".parquet") for k in keys), keys)
+            self.assertTrue(any(k.endswith(".puffin") for k in keys), keys)
+            self.assertEqual(a.stop()[0], 0)
+            self.assertEqual(b.stop()[0], 0)
+        finally:
+            a.close()
+            b.close()
+
+    def test_store_stopped_mid_ingest(self):
+        port = int(self.endpoint.rsplit(":", 1)[1])
+        relay = Relay(port)
+        s = h.Striked(data_dir=h.s3_data_url(), catalog=h.create_db("strike_s3_stop"),
+                      extra_args=["--s3-endpoint", f"http://127.0.0.1:{relay.port}",
+                                  "--s3-path-style"])
+        try:
+            self.assertEqual(s.req("POST", "/v1/tables", TABLE).status, 200)
+            acked = {}
+            k = 0
+
+            def batch():
+                nonlocal k
+                rows = [{"op": "upsert", "row": {"k": k + i, "v": f"v{k + i}"}} for i in range(20)]
+                r = s.req("POST", "/v1/tables/kv/changes", {"changes": rows})
+                if r.status == 200:
+                    for i in range(20):
+                        acked[k + i] = f"v{k + i}"
+                k += 20
+                return r
+
+            for _ in range(5):
+                self.assertEqual(batch().status, 200)
+            relay.stop()
+            refused = [batch() for _ in range(3)]
+            for r in refused:
+                self.assertEqual(r.status, 503, r)
+                self.assertEqual(r.header("Retry-After"), "1")
+                self.assertIn("object store", json.loads(r.body)["title"])
+            relay.start()
+            for _ in range(5):
+                self.assertEqual(batch().status, 200)
+            got = scan(s)
+            self.assertEqual(got, acked)  # nothing acknowledged lost, nothing refused committed
+            self.assertEqual(len(got), 200)
+            self.assertEqual(s.stop()[0], 0)
+        finally:
+            s.close()
+            relay.stop()
+
+
+if __name__ == "__main__":
+    h.require_env()
+    unittest.main(verbosity=2)
