@@ -318,12 +318,17 @@ struct plan_file {
     bool has_dv;
     char *dv_path;
     int64_t dv_offset, dv_length, dv_cardinality;
+    char *presigned_url, *dv_presigned_url; /* engine_plan_presign; else NULL */
 };
 /* Live files at the snapshot whose stats may match `f` (NULL: all). Frees with engine_plan_free. */
 int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
                 const struct filter *f, struct plan_file **files, size_t *nfiles, int64_t *seq,
                 struct st_err *err);
 void engine_plan_free(struct plan_file *files, size_t n);
+/* Presigned GET URLs of each file and DV blob (blob_presign_get), valid for
+   expires_s seconds from now_s; ST_EUNSUPPORTED on a local blob store. */
+int engine_plan_presign(struct engine *e, struct plan_file *files, size_t n, int64_t now_s,
+                        int64_t expires_s, struct st_err *err);
 
 struct snapshot_info {
     int64_t seq;

@@ -493,8 +493,28 @@ void engine_plan_free(struct plan_file *files, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(files[i].path);
         free(files[i].dv_path);
+        free(files[i].presigned_url);
+        free(files[i].dv_presigned_url);
     }
     free(files);
+}
+
+int engine_plan_presign(struct engine *e, struct plan_file *files, size_t n, int64_t now_s,
+                        int64_t expires_s, struct st_err *err)
+{
+    if (blob_local_root(e->blobs) != NULL)
+        return st_errf(err, ST_EUNSUPPORTED,
+                       "presign: the blob store is a local directory, not an object store");
+    for (size_t i = 0; i < n; i++) {
+        int rc = blob_presign_get(e->blobs, files[i].path, now_s, expires_s,
+                                  &files[i].presigned_url, err);
+        if (rc == ST_OK && files[i].has_dv)
+            rc = blob_presign_get(e->blobs, files[i].dv_path, now_s, expires_s,
+                                  &files[i].dv_presigned_url, err);
+        if (rc != ST_OK)
+            return rc;
+    }
+    return ST_OK;
 }
 
 int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,

@@ -14,6 +14,7 @@
 import json
 import os
 import socket
+import subprocess
 import threading
 import unittest
 import urllib.request
@@ -47,6 +48,12 @@ class Relay:
 
     def stop(self):
         s, self.lsock = self.lsock, None
+        if s is None:
+            return
+        try:
+            s.shutdown(socket.SHUT_RDWR)  # stops listening and wakes accept() (Linux)
+        except OSError:
+            pass
         s.close()
         with self.mu:
             for c in self.conns:
@@ -115,7 +122,7 @@ class S3(unittest.TestCase):
         a = h.Striked(data_dir=data, catalog=catalog, extra_args=args)
         b = h.Striked(data_dir=data, catalog=catalog, extra_args=args)
         try:
-            self.assertEqual(a.req("POST", "/v1/tables", TABLE).status, 200)
+            self.assertEqual(a.req("POST", "/v1/tables", TABLE).status, 201)
             rows = [{"op": "upsert", "row": {"k": i, "v": f"a{i}"}} for i in range(100)]
             r = a.req("POST", "/v1/tables/kv/changes", {"changes": rows})
             self.assertEqual(r.status, 200, r)
@@ -139,6 +146,28 @@ class S3(unittest.TestCase):
             self.assertEqual(whole.status, 200)
             self.assertEqual(whole.body[:4], b"PAR1")
             self.assertEqual(whole.body[-4:], b"PAR1")
+            # presigned URLs: the file and its DV blob straight from the store
+            r = a.req("POST", "/v1/tables/kv/plan", {"presign": True, "expires_in": 600})
+            self.assertEqual(r.status, 200, r)
+            f0 = next(f for f in json.loads(r.body)["files"] if f["dv"] is not None)
+            self.assertIn("X-Amz-Signature=", f0["presigned_url"])
+            self.assertIn("X-Amz-Expires=600&", f0["presigned_url"])
+            self.assertRegex(f0["expires_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+            with urllib.request.urlopen(f0["presigned_url"], timeout=30) as g:
+                self.assertEqual(g.read(), b.req("GET", f"/v1/tables/kv/files/{f0['id']}").body)
+            dv = f0["dv"]
+            self.assertIsNotNone(dv, f0)
+            rq = urllib.request.Request(dv["presigned_url"], headers={
+                "Range": f"bytes={dv['offset']}-{dv['offset'] + dv['length'] - 1}"})
+            with urllib.request.urlopen(rq, timeout=30) as g:
+                self.assertEqual(len(g.read()), dv["length"])
+            for bad, field in (({"presign": True, "expires_in": 0}, "expires_in"),
+                               ({"presign": True, "expires_in": 604801}, "expires_in"),
+                               ({"presign": "yes"}, "presign"),
+                               ({"expires_in": 60}, "expires_in")):
+                r = a.req("POST", "/v1/tables/kv/plan", bad)
+                self.assertEqual(r.status, 400, (bad, r))
+                self.assertIn(field, json.loads(r.body)["detail"])
             # every object is under the prefix: Parquet and Puffin files
             keys = list_keys(self.endpoint, data[len("s3://strike-test/"):] + "/")
             self.assertTrue(any(k.endswith(".parquet") for k in keys), keys)
@@ -149,6 +178,20 @@ class S3(unittest.TestCase):
             a.close()
             b.close()
 
+    def test_presign_refused_on_a_local_store(self):
+        d = h.tmpdir("strike-s3-local-")
+        s = h.Striked(data_dir=os.path.join(d, "data"), catalog=h.create_db("strike_s3_local"))
+        try:
+            self.assertEqual(s.req("POST", "/v1/tables", TABLE).status, 201)
+            r = s.req("POST", "/v1/tables/kv/plan", {"presign": True})
+            self.assertEqual(r.status, 400, r)
+            self.assertIn("presign", json.loads(r.body)["detail"])
+            self.assertEqual(s.req("POST", "/v1/tables/kv/plan", {"presign": False}).status, 200)
+            self.assertEqual(s.stop()[0], 0)
+        finally:
+            s.close()
+            subprocess.run(["rm", "-rf", d])
+
     def test_store_stopped_mid_ingest(self):
         port = int(self.endpoint.rsplit(":", 1)[1])
         relay = Relay(port)
@@ -156,7 +199,7 @@ class S3(unittest.TestCase):
                       extra_args=["--s3-endpoint", f"http://127.0.0.1:{relay.port}",
                                   "--s3-path-style"])
         try:
-            self.assertEqual(s.req("POST", "/v1/tables", TABLE).status, 200)
+            self.assertEqual(s.req("POST", "/v1/tables", TABLE).status, 201)
             acked = {}
             k = 0
 
@@ -177,7 +220,7 @@ class S3(unittest.TestCase):
             for r in refused:
                 self.assertEqual(r.status, 503, r)
                 self.assertEqual(r.header("Retry-After"), "1")
-                self.assertIn("object store", json.loads(r.body)["title"])
+                self.assertIn("object store", json.loads(r.body)["detail"])
             relay.start()
             for _ in range(5):
                 self.assertEqual(batch().status, 200)
