@@ -63,9 +63,15 @@ struct s3_put {
     struct buf body;
 };
 
+/* An open object: its last BLOB_S3_TAIL bytes (all of a small object) came
+   with the open, so that a Parquet footer (or a whole small file) costs no
+   request more. */
+#define BLOB_S3_TAIL (64u << 10)
 struct s3_file {
     struct blob_file h; /* first */
     char *key;
+    uint8_t *tail;
+    uint64_t tail_off; /* of tail[0] in the object; tail holds [tail_off, size) */
 };
 
 /* ---- requests -------------------------------------------------------------- */
@@ -88,6 +94,8 @@ struct s3_req {
     int64_t filetime;
     uint64_t length;
     char etag[128];
+    bool has_range; /* Content-Range: bytes first-last/total */
+    uint64_t range_first, range_total;
 };
 
 static CURL *handle_get(struct s3_store *s)
@@ -143,6 +151,15 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ctx)
         const char *sp = memchr(p, ' ', len);
         if (sp != NULL)
             q->status = strtol(sp + 1, NULL, 10);
+    } else if (len > 14 && strncasecmp(p, "Content-Range:", 14) == 0) {
+        char tmp[128];
+        snprintf(tmp, sizeof tmp, "%.*s", (int)(len - 14 < 127 ? len - 14 : 127), p + 14);
+        unsigned long long a, b, t;
+        if (sscanf(tmp, " bytes %llu-%llu/%llu", &a, &b, &t) == 3 && a <= b && b < t) {
+            q->has_range = true;
+            q->range_first = a;
+            q->range_total = t;
+        }
     } else if (len > 5 && strncasecmp(p, "ETag:", 5) == 0) {
         size_t a = 5;
         while (a < len && p[a] == ' ')
@@ -225,6 +242,7 @@ static int s3_do(struct s3_store *s, struct s3_req *q, struct st_err *err)
         q->status = 0;
         q->dst_got = 0;
         q->overflow = false;
+        q->has_range = false;
         curl_easy_setopt(c, CURLOPT_URL, url);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
@@ -560,17 +578,44 @@ static int s3_read(struct blob_store *bs, const char *key, uint64_t off, void *d
     return rc;
 }
 
+/* One suffix range GET: the object's size (Content-Range) and its tail. */
 static int s3_file_open(struct blob_store *bs, const char *key, struct blob_file **out,
                         struct st_err *err)
 {
-    struct blob_info bi;
-    int rc = s3_head(bs, key, &bi, err);
-    if (rc != ST_OK)
+    struct s3_store *s = (struct s3_store *)bs;
+    char range[64];
+    snprintf(range, sizeof range, "Range: bytes=-%u", BLOB_S3_TAIL);
+    struct curl_slist *h = curl_slist_append(NULL, range);
+    struct s3_req q = {.method = "GET", .key = key, .hdrs = h, .resp_max = BLOB_S3_TAIL};
+    int rc = s3_do(s, &q, err);
+    curl_slist_free_all(h);
+    uint64_t size = 0, first = 0;
+    if (rc == ST_OK && q.status == 404) {
+        rc = st_errf(err, ST_ENOTFOUND, "no object %s in %s", key, s->h.desc);
+    } else if (rc == ST_OK && q.status == 416) {
+        buf_reset(&q.resp); /* an empty object has no suffix to give */
+    } else if (rc == ST_OK && q.status == 206 && q.has_range) {
+        size = q.range_total;
+        first = q.range_first;
+        if (first + q.resp.len != size)
+            rc = st_errf(err, ST_ECORRUPT,
+                         "%s: the range response has %zu bytes, not %llu (truncated)", key,
+                         q.resp.len, (unsigned long long)(size - first));
+    } else if (rc == ST_OK && q.status == 200) {
+        size = q.resp.len; /* the store ignored the range: the whole (small) object */
+    } else if (rc == ST_OK) {
+        rc = s3_fail(s, &q, key, err);
+    }
+    if (rc != ST_OK) {
+        buf_free(&q.resp);
         return rc;
+    }
     struct s3_file *f = xcalloc(1, sizeof *f);
     f->h.s = bs;
-    f->h.size = bi.size;
+    f->h.size = size;
     f->key = xstrdup(key);
+    f->tail_off = first;
+    f->tail = buf_detach(&q.resp, NULL);
     *out = &f->h;
     return ST_OK;
 }
@@ -578,12 +623,17 @@ static int s3_file_open(struct blob_store *bs, const char *key, struct blob_file
 static int s3_file_read(struct blob_file *bf, void *dst, size_t n, uint64_t off, struct st_err *err)
 {
     struct s3_file *f = (struct s3_file *)bf;
+    if (off >= f->tail_off) {
+        memcpy(dst, f->tail + (off - f->tail_off), n); /* blob.c checked off + n <= size */
+        return ST_OK;
+    }
     return s3_read(bf->s, f->key, off, dst, n, err);
 }
 
 static void s3_file_close(struct blob_file *bf)
 {
     struct s3_file *f = (struct s3_file *)bf;
+    free(f->tail);
     free(f->key);
     free(f);
 }
