@@ -8,7 +8,9 @@
   acknowledged is lost, and once the store is back the same striked (no
   restart) commits again. "Stopped" is a TCP relay between striked and
   moto_server that stops accepting and cuts its connections, so moto keeps
-  its objects (it holds them in memory).
+  its objects (it holds them in memory). The same relay answers 503 Slow Down
+  (S3's throttling) for a while: a few are absorbed by the retries, a longer
+  stretch is a 503 to the client. The credentials never reach the log.
 - Every object striked wrote is a key of the bucket under its prefix.
 """
 import json
@@ -36,6 +38,15 @@ class Relay:
         self.lsock = None
         self.conns = []
         self.mu = threading.Lock()
+        self.failing = 0  # connections still to answer with 503 Slow Down
+        self.failed = 0
+        self.start()
+
+    def fail(self, n):
+        """Answer the next n connections' request with 503 Slow Down (S3's
+        throttling answer) and close them; pooled connections are cut first."""
+        self.stop()
+        self.failing, self.failed = n, 0
         self.start()
 
     def start(self):
@@ -70,6 +81,14 @@ class Relay:
                 c, _ = s.accept()
             except OSError:
                 return
+            with self.mu:
+                slow = self.failing > 0
+                if slow:
+                    self.failing -= 1
+                    self.failed += 1
+            if slow:
+                threading.Thread(target=self._slow_down, args=(c,), daemon=True).start()
+                continue
             try:
                 u = socket.create_connection(("127.0.0.1", self.target))
             except OSError:
@@ -79,6 +98,18 @@ class Relay:
                 self.conns += [c, u]
             for a, b in ((c, u), (u, c)):
                 threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _slow_down(c):
+        try:
+            c.settimeout(10)
+            c.recv(65536)
+            body = b"<Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>"
+            c.sendall(b"HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\n"
+                      b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+        except OSError:
+            pass
+        c.close()
 
     @staticmethod
     def _pump(a, b):
@@ -215,6 +246,17 @@ class S3(unittest.TestCase):
 
             for _ in range(5):
                 self.assertEqual(batch().status, 200)
+            # throttled (503 Slow Down) a few times: the retries carry the commit
+            relay.fail(3)
+            self.assertEqual(batch().status, 200)
+            self.assertEqual(relay.failed, 3)
+            self.assertGreaterEqual(s.logs().count("server error (attempt"), 3)
+            # throttled for longer than the retries last: 503 to the client
+            relay.fail(1000)
+            r = batch()
+            self.assertEqual(r.status, 503, r)
+            self.assertEqual(r.header("Retry-After"), "1")
+            relay.fail(0)
             relay.stop()
             refused = [batch() for _ in range(3)]
             for r in refused:
@@ -226,7 +268,10 @@ class S3(unittest.TestCase):
                 self.assertEqual(batch().status, 200)
             got = scan(s)
             self.assertEqual(got, acked)  # nothing acknowledged lost, nothing refused committed
-            self.assertEqual(len(got), 200)
+            self.assertEqual(len(got), 220)
+            # the credentials never reach the log, whatever failed
+            self.assertNotIn(os.environ["AWS_SECRET_ACCESS_KEY"], s.logs())
+            self.assertNotIn(os.environ["AWS_ACCESS_KEY_ID"], s.logs())
             self.assertEqual(s.stop()[0], 0)
         finally:
             s.close()
