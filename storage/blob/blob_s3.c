@@ -21,6 +21,7 @@
  */
 #include "blob_int.h"
 
+#include "common/hmap.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/timeutil.h"
@@ -55,6 +56,13 @@ struct s3_store {
     pthread_mutex_t mu;
     CURL **idle;
     size_t nidle, cap;
+    /* Tails of recently opened objects (objects are immutable and their keys
+       unique): a reopen costs no request. Bounded by BLOB_S3_TAIL_CACHE
+       bytes, oldest out first; our own deletes drop their entry. Under mu. */
+    struct hmap tails; /* key -> struct tail_ent */
+    struct tail_ent *fifo_head, *fifo_tail;
+    size_t tails_bytes;
+    size_t tails_live, tails_puts; /* the map keeps deleted keys' bytes: rebuilt now and then */
 };
 
 struct s3_put {
@@ -62,6 +70,17 @@ struct s3_put {
     char *key;
     struct buf body;
 };
+
+struct tail_ent {
+    char *key;
+    uint8_t *bytes;
+    size_t len;
+    uint64_t size, off;
+    bool dead; /* dropped from the map (deleted); freed when it leaves the FIFO */
+    struct tail_ent *next;
+};
+#define BLOB_S3_TAIL_CACHE (32u << 20)
+static void tail_free(struct tail_ent *t);
 
 /* An open object: its last BLOB_S3_TAIL bytes (all of a small object) came
    with the open, so that a Parquet footer (or a whole small file) costs no
@@ -330,6 +349,11 @@ static void s3_close(struct blob_store *bs)
     for (size_t i = 0; i < s->nidle; i++)
         curl_easy_cleanup(s->idle[i]);
     free(s->idle);
+    for (struct tail_ent *t = s->fifo_head, *next; t != NULL; t = next) {
+        next = t->next;
+        tail_free(t);
+    }
+    hmap_free(&s->tails);
     pthread_mutex_destroy(&s->mu);
     free(s->bucket);
     free(s->prefix);
@@ -578,11 +602,113 @@ static int s3_read(struct blob_store *bs, const char *key, uint64_t off, void *d
     return rc;
 }
 
+static void tail_free(struct tail_ent *t)
+{
+    free(t->key);
+    free(t->bytes);
+    free(t);
+}
+
+/* A copy of the cached tail of key, if there is one. */
+static bool tail_get(struct s3_store *s, const char *key, uint8_t **bytes, uint64_t *size,
+                     uint64_t *off)
+{
+    bool hit = false;
+    pthread_mutex_lock(&s->mu);
+    void **v = hmap_get(&s->tails, key, strlen(key));
+    if (v != NULL) {
+        struct tail_ent *t = *v;
+        *bytes = xmalloc(t->len ? t->len : 1);
+        memcpy(*bytes, t->bytes, t->len);
+        *size = t->size;
+        *off = t->off;
+        hit = true;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return hit;
+}
+
+static void tail_put(struct s3_store *s, const char *key, const uint8_t *bytes, size_t len,
+                     uint64_t size, uint64_t off)
+{
+    struct tail_ent *t = xcalloc(1, sizeof *t);
+    t->key = xstrdup(key);
+    t->bytes = xmalloc(len ? len : 1);
+    memcpy(t->bytes, bytes, len);
+    t->len = len;
+    t->size = size;
+    t->off = off;
+    pthread_mutex_lock(&s->mu);
+    bool created;
+    void **v = hmap_put(&s->tails, t->key, strlen(t->key), &created);
+    if (!created) { /* another thread cached it first */
+        pthread_mutex_unlock(&s->mu);
+        tail_free(t);
+        return;
+    }
+    *v = t;
+    s->tails_live++;
+    s->tails_puts++;
+    if (s->fifo_tail != NULL)
+        s->fifo_tail->next = t;
+    else
+        s->fifo_head = t;
+    s->fifo_tail = t;
+    s->tails_bytes += len + strlen(key);
+    while (s->tails_bytes > BLOB_S3_TAIL_CACHE && s->fifo_head != NULL) {
+        struct tail_ent *o = s->fifo_head;
+        s->fifo_head = o->next;
+        if (s->fifo_head == NULL)
+            s->fifo_tail = NULL;
+        if (!o->dead) {
+            hmap_del(&s->tails, o->key, strlen(o->key));
+            s->tails_bytes -= o->len + strlen(o->key);
+            s->tails_live--;
+        }
+        tail_free(o);
+    }
+    /* hmap keeps the key bytes of deleted entries until it is freed: rebuild
+       it from the live entries once most of what it holds is dead */
+    if (s->tails_puts > 4096 && s->tails_puts > 4 * s->tails_live) {
+        hmap_free(&s->tails);
+        hmap_init(&s->tails);
+        for (struct tail_ent *e = s->fifo_head; e != NULL; e = e->next)
+            if (!e->dead)
+                *hmap_put(&s->tails, e->key, strlen(e->key), NULL) = e;
+        s->tails_puts = s->tails_live;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void tail_drop(struct s3_store *s, const char *key)
+{
+    pthread_mutex_lock(&s->mu);
+    struct tail_ent *t = hmap_del(&s->tails, key, strlen(key));
+    if (t != NULL) {
+        t->dead = true;
+        s->tails_bytes -= t->len + strlen(t->key);
+        s->tails_live--;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* One suffix range GET: the object's size (Content-Range) and its tail. */
 static int s3_file_open(struct blob_store *bs, const char *key, struct blob_file **out,
                         struct st_err *err)
 {
     struct s3_store *s = (struct s3_store *)bs;
+    uint8_t *cached;
+    uint64_t csize, coff;
+    if (tail_get(s, key, &cached, &csize, &coff)) {
+        struct s3_file *f = xcalloc(1, sizeof *f);
+        f->h.s = bs;
+        f->h.size = csize;
+        f->key = xstrdup(key);
+        f->tail_off = coff;
+        f->tail = cached;
+        *out = &f->h;
+        return ST_OK;
+    }
     char range[64];
     snprintf(range, sizeof range, "Range: bytes=-%u", BLOB_S3_TAIL);
     struct curl_slist *h = curl_slist_append(NULL, range);
@@ -615,7 +741,9 @@ static int s3_file_open(struct blob_store *bs, const char *key, struct blob_file
     f->h.size = size;
     f->key = xstrdup(key);
     f->tail_off = first;
+    size_t tl = q.resp.len;
     f->tail = buf_detach(&q.resp, NULL);
+    tail_put(s, key, f->tail, tl, size, first);
     *out = &f->h;
     return ST_OK;
 }
@@ -681,6 +809,8 @@ static int s3_del(struct blob_store *bs, const char *const *keys, size_t n, bool
                   struct st_err *err)
 {
     struct s3_store *s = (struct s3_store *)bs;
+    for (size_t i = 0; i < n; i++)
+        tail_drop(s, keys[i]);
     int first = ST_OK;
     for (size_t at = 0; at < n; at += 1000) {
         size_t m = n - at < 1000 ? n - at : 1000;
@@ -1033,6 +1163,7 @@ int blob_open_s3(const char *url, const struct blob_s3_opts *o, struct blob_stor
     s->sigv4 = xasprintf("aws:amz:%s:s3", s->region);
     s->timeout_ms = o != NULL && o->timeout_ms > 0 ? o->timeout_ms : 60000;
     pthread_mutex_init(&s->mu, NULL);
+    hmap_init(&s->tails);
     s->h.desc = xasprintf("s3://%s/%s", s->bucket, s->prefix);
     *out = &s->h;
     return ST_OK;

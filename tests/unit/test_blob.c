@@ -388,7 +388,13 @@ static void test_truncated_range(void **state)
     struct blob_file *f;
     assert_int_equal(blob_file_open(S, key, &f, &err), ST_OK);
     assert_int_equal(blob_file_size(f), n);
+    struct blob_file *again;
+    assert_int_equal(blob_file_open(S, key, &again, &err), ST_OK); /* S3: from its tail cache */
+    assert_int_equal(blob_file_size(again), n);
+    blob_file_close(again);
     assert_int_equal(blob_delete(S, &key, 1, NULL, &err), ST_OK);
+    /* a delete drops the cached tail: the object is gone for an open too */
+    assert_int_equal(blob_file_open(S, key, &again, &err), ST_ENOTFOUND);
     assert_int_equal(blob_put_all(S, key, d, 100u << 10, &err), ST_OK);
     uint8_t b[20u << 10];
     /* a local open file keeps its bytes (the unlinked inode); S3 answers with the new object */
