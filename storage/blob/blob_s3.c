@@ -81,6 +81,9 @@ struct tail_ent {
 };
 #define BLOB_S3_TAIL_CACHE (32u << 20)
 static void tail_free(struct tail_ent *t);
+static void tail_put(struct s3_store *s, const char *key, const uint8_t *bytes, size_t len,
+                     uint64_t size, uint64_t off);
+static bool tail_read(struct s3_store *s, const char *key, uint64_t off, void *dst, size_t n);
 
 /* An open object: its last BLOB_S3_TAIL bytes (all of a small object) came
    with the open, so that a Parquet footer (or a whole small file) costs no
@@ -552,6 +555,11 @@ static int s3_put_commit(struct blob_put *bp, struct st_err *err)
         curl_slist_free_all(h);
         buf_free(&q.resp);
     }
+    if (rc == ST_OK) { /* what a reader opens first is at hand: no request for it */
+        size_t tl = p->body.len < BLOB_S3_TAIL ? p->body.len : BLOB_S3_TAIL;
+        const uint8_t *bd = p->body.data != NULL ? p->body.data : (const uint8_t *)"";
+        tail_put(s, p->key, bd + (p->body.len - tl), tl, p->body.len, p->body.len - tl);
+    }
     s3_put_abort(bp);
     return rc;
 }
@@ -578,7 +586,7 @@ static int s3_read(struct blob_store *bs, const char *key, uint64_t off, void *d
                    struct st_err *err)
 {
     struct s3_store *s = (struct s3_store *)bs;
-    if (n == 0)
+    if (n == 0 || tail_read(s, key, off, dst, n))
         return ST_OK;
     char range[96];
     snprintf(range, sizeof range, "Range: bytes=%llu-%llu", (unsigned long long)off,
@@ -678,6 +686,23 @@ static void tail_put(struct s3_store *s, const char *key, const uint8_t *bytes, 
         s->tails_puts = s->tails_live;
     }
     pthread_mutex_unlock(&s->mu);
+}
+
+/* [off, off + n) of key from its cached tail, when the tail holds it all. */
+static bool tail_read(struct s3_store *s, const char *key, uint64_t off, void *dst, size_t n)
+{
+    bool hit = false;
+    pthread_mutex_lock(&s->mu);
+    void **v = hmap_get(&s->tails, key, strlen(key));
+    if (v != NULL) {
+        struct tail_ent *t = *v;
+        if (off >= t->off && off <= t->size && n <= t->size - off) {
+            memcpy(dst, t->bytes + (off - t->off), n);
+            hit = true;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return hit;
 }
 
 static void tail_drop(struct s3_store *s, const char *key)
