@@ -255,7 +255,6 @@ static int s3_do(struct s3_store *s, struct s3_req *q, struct st_err *err)
         hdrs = curl_slist_append(hdrs, h->data);
     if (s->token_hdr != NULL)
         hdrs = curl_slist_append(hdrs, s->token_hdr);
-    hdrs = curl_slist_append(hdrs, "Expect:");
     /* S3 wants the payload hash in a header; libcurl signs with its value */
     hdrs = curl_slist_append(hdrs, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     int rc = ST_OK;

@@ -13,8 +13,11 @@
   stretch is a 503 to the client. The credentials never reach the log.
 - Every object striked wrote is a key of the bucket under its prefix.
 """
+import hashlib
+import hmac
 import json
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -141,6 +144,34 @@ def list_keys(endpoint, prefix):
     return [p.split("</Key>")[0] for p in body.split("<Key>")[1:]]
 
 
+def sigv4_ok(head, secret, region="us-east-1"):
+    """Check a request's SigV4 Authorization header as S3 does: rebuild the
+    canonical request from what was sent, sign it with the secret, compare."""
+    lines = head.split("\r\n")
+    method, target, _ = lines[0].split(" ")
+    hdrs = {}
+    for ln in lines[1:]:
+        k, v = ln.split(":", 1)
+        hdrs[k.strip().lower()] = v.strip()
+    auth = hdrs["authorization"]
+    signed = re.search(r"SignedHeaders=([^,]+)", auth).group(1).split(";")
+    sig = re.search(r"Signature=(\w+)", auth).group(1)
+    missing = [x for x in signed if x not in hdrs]
+    if missing:
+        return f"signed but not sent: {missing}"
+    ts = hdrs["x-amz-date"]
+    path, query = (target.split("?", 1) + [""])[:2]
+    creq = "\n".join([method, path, query] + [f"{x}:{hdrs[x]}" for x in signed] +
+                     ["", ";".join(signed), hdrs.get("x-amz-content-sha256", "")])
+    scope = f"{ts[:8]}/{region}/s3/aws4_request"
+    sts = f"AWS4-HMAC-SHA256\n{ts}\n{scope}\n" + hashlib.sha256(creq.encode()).hexdigest()
+    k = ("AWS4" + secret).encode()
+    for m in (ts[:8], region, "s3", "aws4_request"):
+        k = hmac.new(k, m.encode(), hashlib.sha256).digest()
+    good = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+    return "ok" if good == sig else f"signature mismatch for\n{creq}"
+
+
 class S3(unittest.TestCase):
     def setUp(self):
         self.endpoint = h.s3_endpoint()
@@ -208,6 +239,55 @@ class S3(unittest.TestCase):
         finally:
             a.close()
             b.close()
+
+    def test_requests_are_signed_as_s3_checks(self):
+        """moto does not check signatures: a listener that does (SigV4 by hand
+        above) takes striked's first PUT and answers 503 to everything."""
+        ls = socket.socket()
+        ls.bind(("127.0.0.1", 0))
+        ls.listen(8)
+        heads = []
+
+        def serve():
+            while True:
+                try:
+                    c, _ = ls.accept()
+                except OSError:
+                    return
+                data = b""
+                c.settimeout(10)
+                try:
+                    while b"\r\n\r\n" not in data:
+                        d = c.recv(65536)
+                        if not d:
+                            break
+                        data += d
+                    heads.append(data.split(b"\r\n\r\n")[0].decode())
+                    c.sendall(b"HTTP/1.1 503 Slow Down\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                except OSError:
+                    pass
+                c.close()
+
+        threading.Thread(target=serve, daemon=True).start()
+        s = h.Striked(data_dir="s3://strike-test/signed", catalog=h.create_db("strike_s3_sig"),
+                      extra_args=["--s3-endpoint", f"http://127.0.0.1:{ls.getsockname()[1]}",
+                                  "--s3-region", "eu-west-3"])
+        try:
+            self.assertEqual(s.req("POST", "/v1/tables", TABLE).status, 201)
+            r = s.req("POST", "/v1/tables/kv/changes",
+                      {"changes": [{"op": "upsert", "row": {"k": 1, "v": "x"}}]})
+            self.assertEqual(r.status, 503, r)
+            self.assertGreaterEqual(len(heads), 1)
+            put = heads[0]
+            self.assertTrue(put.startswith("PUT /strike-test/signed/tables/"), put)
+            self.assertIn("\r\nIf-None-Match: *", put)
+            self.assertIn("\r\nx-amz-content-sha256: UNSIGNED-PAYLOAD", put)
+            self.assertIn("Credential=" + os.environ["AWS_ACCESS_KEY_ID"] + "/", put)
+            self.assertEqual(sigv4_ok(put, os.environ["AWS_SECRET_ACCESS_KEY"], "eu-west-3"), "ok")
+            self.assertEqual(s.stop()[0], 0)
+        finally:
+            s.close()
+            ls.close()
 
     def test_presign_refused_on_a_local_store(self):
         d = h.tmpdir("strike-s3-local-")
