@@ -36,7 +36,11 @@ def psql_path():
 
 
 def create_db(name):
-    """Drop and create database `name` on the fixture; return its URL for --catalog."""
+    """Drop and create database `name` on the fixture; return its URL for --catalog.
+    Under the s3 fixture the name gets "_s3": a test's S3 run may run next to its
+    local run."""
+    if os.environ.get("STRIKE_TEST_S3"):
+        name += "_s3"
     if not PG_HOST:
         raise RuntimeError("STRIKE_TEST_PG_HOST is not set (the PostgreSQL fixture is not running)")
     for sql in (f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"CREATE DATABASE {name} TEMPLATE template0"):

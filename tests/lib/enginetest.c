@@ -48,8 +48,11 @@ static const struct blob_s3_opts *s3_opts(void)
 void et_open(struct et *t, const char *db, uint32_t row_group_rows)
 {
     memset(t, 0, sizeof *t);
-    t->conninfo = pgtest_create_db(db);
     t->s3 = s3_opts();
+    /* a database of its own: the S3 run of a test may run next to its local run */
+    char name[96];
+    snprintf(name, sizeof name, "%s%s", db, t->s3 != NULL ? "_s3" : "");
+    t->conninfo = pgtest_create_db(name);
     if (t->s3 != NULL) {
         unsigned r = (unsigned)getpid() ^ (unsigned)time(NULL);
         snprintf(t->data_dir, sizeof t->data_dir, "s3://strike-test/%s-%08x", db, r);
