@@ -60,7 +60,7 @@ static void usage(FILE *out)
 
 /* ---- JSON output ---- */
 
-static void put_json_string(struct buf *b, const char *s, size_t n)
+void cli_json_string(struct buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     const uint8_t *p = (const uint8_t *)s;
@@ -110,7 +110,7 @@ static void put_json_string(struct buf *b, const char *s, size_t n)
 }
 
 /* Shortest of %.15g, %.16g, %.17g that reads back to d. */
-static void put_json_double(struct buf *b, double d)
+void cli_json_double(struct buf *b, double d)
 {
     if (isnan(d)) {
         buf_append_str(b, "\"NaN\"");
@@ -130,7 +130,7 @@ static void put_json_double(struct buf *b, double d)
     buf_append_str(b, tmp);
 }
 
-static void put_json_value(struct buf *b, enum st_type t, const struct st_value *v)
+void cli_json_value(struct buf *b, enum st_type t, const struct st_value *v)
 {
     if (v->null) {
         buf_append_str(b, "null");
@@ -147,10 +147,10 @@ static void put_json_value(struct buf *b, enum st_type t, const struct st_value 
         buf_printf(b, "%" PRId64, v->v.l);
         break;
     case ST_T_DOUBLE:
-        put_json_double(b, v->v.d);
+        cli_json_double(b, v->v.d);
         break;
     case ST_T_STRING:
-        put_json_string(b, v->v.s.p, v->v.s.len);
+        cli_json_string(b, v->v.s.p, v->v.s.len);
         break;
     case ST_T_TIMESTAMP: {
         char ts[ST_RFC3339_MAX];
@@ -192,9 +192,9 @@ static void print_stats(struct buf *b, enum st_type t, const struct pq_col_stats
 {
     if (s->has_minmax) {
         buf_append_str(b, " min=");
-        put_json_value(b, t, &s->min);
+        cli_json_value(b, t, &s->min);
         buf_append_str(b, " max=");
-        put_json_value(b, t, &s->max);
+        cli_json_value(b, t, &s->max);
     }
     if (s->has_null_count)
         buf_printf(b, " nulls=%" PRIu64, s->null_count);
@@ -240,13 +240,13 @@ static int cmd_meta(int argc, char **argv)
     struct st_err err = {0};
     struct buf b = BUF_INIT;
     buf_append_str(&b, "file: ");
-    put_json_string(&b, path, strlen(path));
+    cli_json_string(&b, path, strlen(path));
     buf_printf(&b, "\nsize: %" PRIu64 " bytes\nrows: %" PRIu64 "\nrow groups: %d\n",
                pq_file_size(r), pq_num_rows(r), pq_num_row_groups(r));
     const char *cb = pq_created_by(r);
     buf_append_str(&b, "created_by: ");
     if (cb != NULL)
-        put_json_string(&b, cb, strlen(cb));
+        cli_json_string(&b, cb, strlen(cb));
     else
         buf_append_str(&b, "(none)");
     buf_printf(&b, "\nkey/value metadata: %d\n", pq_kv_count(r));
@@ -254,10 +254,10 @@ static int cmd_meta(int argc, char **argv)
         const char *k, *v;
         pq_kv_at(r, i, &k, &v);
         buf_append_str(&b, "  ");
-        put_json_string(&b, k, strlen(k));
+        cli_json_string(&b, k, strlen(k));
         buf_append_str(&b, " = ");
         if (v != NULL)
-            put_json_string(&b, v, strlen(v));
+            cli_json_string(&b, v, strlen(v));
         else
             buf_append_str(&b, "(no value)");
         buf_put_u8(&b, '\n');
@@ -269,7 +269,7 @@ static int cmd_meta(int argc, char **argv)
         struct pq_column_info ci;
         pq_column_info(r, i, &ci);
         buf_printf(&b, "  %d ", i);
-        put_json_string(&b, ci.path, strlen(ci.path));
+        cli_json_string(&b, ci.path, strlen(ci.path));
         const char *why = pq_column_unsupported(r, i);
         if (why != NULL)
             buf_printf(&b, ": unsupported (%s)", why);
@@ -304,7 +304,7 @@ static int cmd_meta(int argc, char **argv)
             struct pq_column_info ci;
             pq_column_info(r, i, &ci);
             buf_append_str(&b, "  ");
-            put_json_string(&b, ci.path, strlen(ci.path));
+            cli_json_string(&b, ci.path, strlen(ci.path));
             buf_printf(&b,
                        ": %s %s values=%" PRId64 " compressed=%" PRId64 " uncompressed=%" PRId64
                        " data_page=%" PRId64,
@@ -429,7 +429,7 @@ static int cmd_cat(int argc, char **argv)
         struct buf kb = BUF_INIT;
         struct pq_column_info ci;
         pq_column_info(r, cols[j], &ci);
-        put_json_string(&kb, ci.path, strlen(ci.path));
+        cli_json_string(&kb, ci.path, strlen(ci.path));
         buf_put_u8(&kb, ':');
         keys[j] = (char *)buf_detach(&kb, NULL);
     }
@@ -450,7 +450,7 @@ static int cmd_cat(int argc, char **argv)
                 buf_append_str(&out, keys[j]);
                 struct st_value v;
                 st_colvec_get(&batch.cols[j], i, &v);
-                put_json_value(&out, batch.cols[j].type, &v);
+                cli_json_value(&out, batch.cols[j].type, &v);
             }
             buf_append(&out, "}\n", 2);
             if (out.len >= (1u << 20) && flush_stdout(&out) != 0) {

@@ -1,18 +1,58 @@
 /* strike.c - the `strike` CLI: dispatch to a subcommand. */
 #include "cli.h"
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int cli_dv(int argc, char **argv);      /* cli_dv.c */
 int cli_parquet(int argc, char **argv); /* cli_parquet.c */
 int cli_fsck(int argc, char **argv);    /* cli_admin.c */
 int cli_gc(int argc, char **argv);      /* cli_admin.c */
+int cli_token(int argc, char **argv);   /* cli_token.c */
+/* the client commands (cli_client.c, cli_load.c) */
+int cli_tables(int argc, char **argv);
+int cli_load(int argc, char **argv);
+int cli_changes(int argc, char **argv);
+int cli_scan(int argc, char **argv);
+int cli_delete(int argc, char **argv);
+int cli_plan(int argc, char **argv);
+int cli_dvget(int argc, char **argv);
+int cli_snapshots(int argc, char **argv);
+int cli_compact(int argc, char **argv);
+int cli_expire(int argc, char **argv);
+int cli_erase(int argc, char **argv);
+int cli_erasures(int argc, char **argv);
+int cli_health(int argc, char **argv);
+
+/* `strike dv get ...` asks the server; the other `strike dv` commands are codecs. */
+static int dv_dispatch(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "get") == 0)
+        return cli_dvget(argc, argv);
+    return cli_dv(argc, argv);
+}
+
 const struct cli_command cli_commands[] = {
-    {"dv", "decode and encode deletion vectors (Roaring, Iceberg, Puffin, Delta, Paimon)", cli_dv},
+    {"tables", "list, show, create and drop tables (server)", cli_tables},
+    {"load", "load rows from NDJSON, CSV or Parquet, resumable (server)", cli_load},
+    {"changes", "post upserts and deletes (strike or Debezium NDJSON) (server)", cli_changes},
+    {"scan", "print live rows, with a --where filter (server)", cli_scan},
+    {"delete", "delete the rows a --where filter matches (server)", cli_delete},
+    {"plan", "the data files and deletion vectors of a table (server)", cli_plan},
+    {"snapshots", "the commit history of a table (server)", cli_snapshots},
+    {"compact", "rewrite files with many deletes or few rows (server)", cli_compact},
+    {"expire", "drop old snapshots and unreferenced files (server)", cli_expire},
+    {"erase", "erase rows physically and print the receipt (server)", cli_erase},
+    {"erasures", "list or show erasure receipts (server)", cli_erasures},
+    {"health", "deleted fractions, small files, maintenance advice (server)", cli_health},
+    {"dv", "get a file's DV from the server (dv get); decode and encode DVs", dv_dispatch},
     {"parquet", "inspect, print and write Parquet files (meta, cat, write)", cli_parquet},
     {"fsck", "check that every blob the catalog references exists and decodes", cli_fsck},
     {"gc", "delete unreferenced blobs older than a grace period", cli_gc},
+    {"token", "create a bearer token for striked --tokens (token new --scope S --tables GLOB)",
+     cli_token},
     {NULL, NULL, NULL},
 };
 
@@ -26,6 +66,29 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /* global options of the client commands may come before the command:
+     * move them after it (cli_client.c takes them anywhere) */
+    int lead = 1;
+    while (lead < argc && argv[lead][0] == '-' && strcmp(argv[lead], "--help") != 0 &&
+           strcmp(argv[lead], "-h") != 0 && strcmp(argv[lead], "--version") != 0) {
+        bool flag = strcmp(argv[lead], "-q") == 0 || strcmp(argv[lead], "--quiet") == 0;
+        lead += flag ? 1 : 2;
+    }
+    if (lead > 1 && lead < argc) {
+        char *cmd = argv[lead];
+        memmove(argv + 2, argv + 1, (size_t)(lead - 1) * sizeof *argv);
+        argv[1] = cmd;
+        /* argv[2..lead] now hold the options: rotate them to the end */
+        int nopt = lead - 1;
+        char **tmp = malloc((size_t)nopt * sizeof *tmp);
+        memcpy(tmp, argv + 2, (size_t)nopt * sizeof *tmp);
+        memmove(argv + 2, argv + 2 + nopt, (size_t)(argc - 2 - nopt) * sizeof *argv);
+        memcpy(argv + argc - nopt, tmp, (size_t)nopt * sizeof *tmp);
+        free(tmp);
+    } else if (lead > 1) {
+        usage(stderr);
+        return 2;
+    }
     if (argc < 2) {
         usage(stderr);
         return 2;

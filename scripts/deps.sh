@@ -16,12 +16,11 @@ set -euo pipefail
 
 pkgs=(
   build-essential cmake pkg-config clang libclang-rt-14-dev clang-format-14
-  libmicrohttpd-dev libgrpc-dev protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
-  libroaring-dev libpq-dev libzstd-dev libsnappy-dev libjansson-dev libcmocka-dev zlib1g-dev
-  libcurl4-openssl-dev
+  libmicrohttpd-dev libgnutls28-dev openssl libgrpc-dev protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
+  libroaring-dev libpq-dev libzstd-dev libsnappy-dev libjansson-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
   postgresql-15 postgresql-client-15
   python3 python3-grpcio python3-protobuf curl ca-certificates util-linux procps
-  diffutils findutils wrk nginx-light
+  diffutils findutils wrk nginx-light chromium
 )
 # Node.js runs the DuckDB peer in tests; the machine may already have its own.
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

@@ -11,6 +11,8 @@
 #include "admit.h"
 #include "config.h"
 
+struct auth;
+struct tls;
 struct engine;
 struct workers;
 
@@ -20,6 +22,8 @@ struct app {
     struct workers *workers;
     atomic_bool stopping; /* set on SIGTERM/SIGINT: new requests get 503 */
     struct admit admit;   /* request bytes in flight, HTTP and gRPC (--max-inflight) */
+    struct auth *auth;    /* bearer tokens (--tokens; auth.h), re-read on SIGHUP */
+    struct tls *tls;      /* certificate and key (--tls-cert/--tls-key; tls.h), re-read on SIGHUP */
 };
 
 #endif

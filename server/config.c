@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { K_LISTEN, K_STRING, K_PATH, K_FLAG, K_SIZE, K_INT, K_DURATION, K_LEVEL };
+enum kind { K_LISTEN, K_STRING, K_PATH, K_FLAG, K_SIZE, K_INT, K_DURATION, K_LEVEL, K_ROUTE };
 
 struct option_def {
     const char *name; /* without the leading "--" */
@@ -46,9 +46,14 @@ static const struct option_def options[] = {
     {"catalog", "STRIKE_CATALOG", K_STRING, NULL, OFF(catalog),
      "PostgreSQL URL (default: an embedded cluster in DATA/catalog)", 0},
     {"tokens", "STRIKE_TOKENS", K_PATH, NULL, OFF(tokens_file),
-     "bearer tokens file (not available in this version: refused)", 0},
+     "bearer tokens file: SHA256HEX SCOPE TABLE_GLOB per line, re-read on SIGHUP", 0},
+    {"tls-cert", "STRIKE_TLS_CERT", K_PATH, NULL, OFF(tls_cert),
+     "TLS certificate chain (PEM) for both listeners, re-read on SIGHUP", 0},
+    {"tls-key", "STRIKE_TLS_KEY", K_PATH, NULL, OFF(tls_key), "TLS private key (PEM)", 0},
     {"insecure", NULL, K_FLAG, NULL, OFF(insecure),
      "allow a non-loopback listener without authentication", 0},
+    {"list-routes", NULL, K_FLAG, NULL, OFF(list_routes),
+     "print every HTTP route and RPC with its scope, then exit", 0},
     {"max-body", "STRIKE_MAX_BODY", K_SIZE, "64M", OFF(max_body),
      "largest request body or gRPC message (K, M, G suffixes)", 0},
     {"max-inflight", "STRIKE_MAX_INFLIGHT", K_SIZE, "1G", OFF(max_inflight),
@@ -72,6 +77,10 @@ static const struct option_def options[] = {
     {"retain", "STRIKE_RETAIN", K_DURATION, "7d", OFF(retain_s),
      "snapshots older than this are expired by the maintenance task (the current one stays)", 0},
     {"log-level", "STRIKE_LOG_LEVEL", K_LEVEL, "info", OFF(log_level), "debug, info, warn or error",
+     0},
+    {"cdc-route", NULL, K_ROUTE, NULL, OFF(cdc_routes),
+     "SOURCE=TABLE: POST /v1/cdc/debezium writes Debezium source table SOURCE (db.table or "
+     "schema.table) into TABLE; repeatable",
      0},
 };
 
@@ -173,6 +182,32 @@ bool config_parse_duration(const char *s, int64_t *seconds)
     return st_parse_duration(s, seconds);
 }
 
+/* SOURCE=TABLE: SOURCE 1 to 255 bytes without '=', TABLE a valid table name, SOURCE once. */
+static bool add_route(struct config *c, const char *v, char *err, size_t errlen, const char *source)
+{
+    const char *eq = strchr(v, '=');
+    if (eq == NULL || eq == v || (size_t)(eq - v) > 255 || !st_name_valid(eq + 1)) {
+        snprintf(err, errlen,
+                 "%s: bad route \"%s\" (want SOURCE=TABLE, e.g. inventory.customers=customers, "
+                 "TABLE a valid table name)",
+                 source, v);
+        return false;
+    }
+    size_t slen = (size_t)(eq - v);
+    for (size_t i = 0; i < c->ncdc_routes; i++) {
+        if (strlen(c->cdc_routes[i].source) == slen &&
+            memcmp(c->cdc_routes[i].source, v, slen) == 0) {
+            snprintf(err, errlen, "%s: source \"%.*s\" is routed twice", source, (int)slen, v);
+            return false;
+        }
+    }
+    c->cdc_routes = xreallocarray(c->cdc_routes, c->ncdc_routes + 1, sizeof *c->cdc_routes);
+    c->cdc_routes[c->ncdc_routes].source = xstrndup(v, slen);
+    c->cdc_routes[c->ncdc_routes].table = xstrdup(eq + 1);
+    c->ncdc_routes++;
+    return true;
+}
+
 static bool set_value(struct config *c, const struct option_def *o, const char *v, char *err,
                       size_t errlen, const char *source)
 {
@@ -242,6 +277,8 @@ static bool set_value(struct config *c, const struct option_def *o, const char *
         free(c->log_level);
         c->log_level = xstrdup(v);
         return true;
+    case K_ROUTE:
+        return add_route(c, v, err, errlen, source);
     }
     return false;
 }
@@ -364,6 +401,13 @@ void config_free(struct config *c)
     free(c->s3_region);
     free(c->catalog);
     free(c->tokens_file);
+    free(c->tls_cert);
+    free(c->tls_key);
     free(c->log_level);
+    for (size_t i = 0; i < c->ncdc_routes; i++) {
+        free(c->cdc_routes[i].source);
+        free(c->cdc_routes[i].table);
+    }
+    free(c->cdc_routes);
     memset(c, 0, sizeof *c);
 }

@@ -18,6 +18,12 @@ struct listen_addr {
     bool loopback;  /* 127.0.0.0/8, ::1 or localhost */
 };
 
+/* --cdc-route SOURCE=TABLE: a Debezium source table ("db.table" or "schema.table") to a table. */
+struct cdc_route {
+    char *source;
+    char *table;
+};
+
 struct config {
     struct listen_addr http;
     struct listen_addr grpc;
@@ -27,7 +33,10 @@ struct config {
     bool s3_path_style; /* also implied by s3_endpoint */
     char *catalog;      /* PostgreSQL URL; NULL = the embedded default */
     char *tokens_file;  /* NULL = no tokens */
+    char *tls_cert;     /* PEM certificate chain; NULL = plain text */
+    char *tls_key;      /* PEM private key of tls_cert */
     bool insecure;
+    bool list_routes;           /* print the route and RPC tables with their scopes, exit */
     uint64_t max_body;          /* bytes of one request body or gRPC message */
     uint64_t max_inflight;      /* budget of request bytes in flight, charged x ADMIT_EXPANSION */
     int http_threads;           /* 0 = automatic */
@@ -38,6 +47,10 @@ struct config {
     int64_t compact_interval_s; /* background maintenance period, seconds; 0 = off */
     int64_t retain_s;           /* snapshots older than this are expired by maintenance */
     char *log_level;            /* debug|info|warn|error */
+
+    /* --cdc-route, in the order given */
+    struct cdc_route *cdc_routes;
+    size_t ncdc_routes;
 };
 
 enum config_result { CONFIG_OK = 0, CONFIG_EXIT_OK = 1, CONFIG_ERROR = 2 };

@@ -46,9 +46,11 @@
 #include "grpc.h"
 #include "grpc_conv.h"
 #include "grpc_int.h"
+#include "tls.h"
 #include "workers.h"
 
 #include "common/log.h"
+#include "common/types.h"
 #include "common/timeutil.h"
 #include "common/uuid.h"
 #include "common/xalloc.h"
@@ -70,9 +72,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PREPOST 16    /* requests posted per method per completion queue */
-#define RID_MAX 128   /* bytes kept of a client's x-request-id */
-#define INIT_MD_MAX 4 /* initial metadata entries a stream may add */
+#define PREPOST 16                    /* requests posted per method per completion queue */
+#define RID_MAX 128                   /* bytes kept of a client's x-request-id */
+#define INIT_MD_MAX 4                 /* initial metadata entries a stream may add */
+#define GRPC_MAX_STREAMS 256          /* concurrent calls per connection */
+#define GRPC_MAX_METADATA (16 * 1024) /* bytes of request metadata */
 #define HEALTH_PATH "/grpc.health.v1.Health/Check"
 #define HEALTH_SERVICE "strike.v1.Strike"
 
@@ -97,7 +101,9 @@ enum { TARGET_HEALTH = -1, TARGET_UNKNOWN = -2 };
 struct target {
     char *path; /* "/strike.v1.Strike/Scan" */
     const struct rpc_method *m;
-    void *reg; /* grpc_server_register_method handle */
+    void *reg;         /* grpc_server_register_method handle */
+    uint32_t tfield;   /* the request's field number that names the table; 0: none */
+    const char *input; /* the request message's full name */
 };
 
 struct cqt {
@@ -122,6 +128,7 @@ struct grpcs {
     atomic_ullong calls; /* calls accepted, for request ids */
     char rid_prefix[9];  /* 8 random hex digits */
     size_t max_send;
+    atomic_uint_fast64_t tls_gen; /* the certificate generation gRPC has (fetch_cert) */
 };
 
 struct rpc {
@@ -148,6 +155,10 @@ struct rpc {
     uint64_t admitted; /* bytes charged to app->admit, released by finish (or when freed) */
     char rid[RID_MAX + 1];
     char *idem;
+    char *authz;                 /* the `authorization` metadata, or NULL */
+    struct auth_ctx auth;        /* checked in on_new, before a handler or a cache sees the call */
+    char table[ST_NAME_MAX + 1]; /* the table the call names (for the audit line) */
+    char receipt[64]; /* an erasure's receipt id for the audit line (rpc_audit_receipt) */
 
     /* the reply */
     grpc_metadata init_md[INIT_MD_MAX];
@@ -169,6 +180,7 @@ static const struct rpc_method not_served = {
     .name = "",
     .kind = RPC_UNIMPLEMENTED,
     .unimplemented = "this method of strike.v1.Strike is not served by this version",
+    .scope = AUTH_ADMIN,
 };
 
 static void on_new(struct tag *t, bool ok);
@@ -273,6 +285,8 @@ static void rpc_free(struct rpc *r)
     if (r->call != NULL)
         grpc_call_unref(r->call);
     admit_release(&g->app->admit, r->admitted);
+    auth_end(&r->auth);
+    free(r->authz);
     free(r->idem);
     free(r);
     atomic_fetch_sub(&g->live, 1);
@@ -400,6 +414,13 @@ static void finish(struct rpc *r, grpc_status_code code, const char *detail, grp
     }
     move(r, RPC_FINAL);
     log_call(r, code, detail);
+    /* The audit trail: every admin call that passed the token check, whatever its outcome
+       (refusals are written by auth.c). */
+    if (r->target >= 0 && r->m->scope == AUTH_ADMIN && code != GRPC_STATUS_UNAUTHENTICATED &&
+        code != GRPC_STATUS_PERMISSION_DENIED)
+        auth_audit(&r->auth, r->table, code == GRPC_STATUS_OK ? "ok" : status_name(code),
+                   r->receipt[0] ? "receipt" : "status",
+                   r->receipt[0] ? r->receipt : status_name(code));
     start_send(r, ops, n);
 }
 
@@ -440,6 +461,9 @@ static void read_metadata(struct rpc *r)
             r->rid[o] = '\0';
         } else if (grpc_slice_str_cmp(m->key, "idempotency-key") == 0 && r->idem == NULL) {
             r->idem = xstrndup(v, n);
+        } else if (grpc_slice_str_cmp(m->key, "authorization") == 0 && r->authz == NULL) {
+            /* bounded: auth_bearer refuses anything longer than a token */
+            r->authz = xstrndup(v, n < AUTH_TOKEN_MAX + 64 ? n : AUTH_TOKEN_MAX + 64);
         }
     }
     if (r->rid[0] == '\0') /* ours: the process's random prefix and a call counter */
@@ -515,6 +539,58 @@ static bool start_close(struct rpc *r)
     return false;
 }
 
+/*
+ * The token and the method's declared scope on the table the request names,
+ * before a handler, a cache or the catalog sees the call. False: the call
+ * was answered (UNAUTHENTICATED, PERMISSION_DENIED, INVALID_ARGUMENT).
+ */
+static bool authorize(struct rpc *r)
+{
+    const struct target *tg = &r->g->targets[r->target];
+    r->close_in_final = true; /* a refusal is answered inline: RECV_CLOSE goes with it */
+    r->auth.op = tg->path;
+    struct st_err err = {0};
+    /* The table first (for the audit line of a refusal), the token then. */
+    const char *t = "";
+    size_t tl = 0;
+    bool ok = true;
+    if (tg->tfield != 0) {
+        size_t n;
+        const uint8_t *p = rpc_payload(r, &n);
+        ok = p != NULL && gconv_string_field(p, n, tg->tfield, &t, &tl);
+        if (!ok) {
+            t = ""; /* without auth, the handler says what is wrong with the message */
+            tl = 0;
+        }
+    }
+    {
+        /* Kept for the audit line (cut at ST_NAME_MAX). */
+        size_t keep = tl < sizeof r->table - 1 ? tl : sizeof r->table - 1;
+        memcpy(r->table, t, keep);
+        r->table[keep] = '\0';
+    }
+    int rc = auth_begin(r->g->app->auth, r->authz, r->table, &r->auth, &err);
+    const char *table = r->table;
+    if (rc == ST_OK && !r->auth.off && !ok) {
+        finishf(r, GRPC_STATUS_INVALID_ARGUMENT, "the request is not a valid %s message",
+                tg->input);
+        return false;
+    }
+    if (rc == ST_OK && !r->auth.off && tg->tfield != 0 &&
+        (memchr(t, '\0', tl) != NULL || tl > ST_NAME_MAX)) {
+        /* a NUL or an over-long name: no glob may match a part of it */
+        rc = st_errf(&err, ST_EPERM, "%s: not a table name the token may use", r->m->table_field);
+        auth_audit(&r->auth, "", "forbidden", "detail", err.msg);
+    }
+    if (rc == ST_OK)
+        rc = auth_check_op(&r->auth, r->m->scope,
+                           tg->tfield != 0 ? AUTH_TABLE_PATH : AUTH_TABLE_NONE, table, &err);
+    if (rc == ST_OK)
+        return true;
+    finish(r, status_of(rc), err.msg, NULL);
+    return false;
+}
+
 static void on_new(struct tag *t, bool ok)
 {
     struct rpc *r = container_of(t, struct rpc, t_new);
@@ -540,6 +616,8 @@ static void on_new(struct tag *t, bool ok)
     } else if (r->target == TARGET_HEALTH) {
         r->close_in_final = true;
         health_check(r);
+    } else if (!authorize(r)) {
+        /* answered: UNAUTHENTICATED, PERMISSION_DENIED or INVALID_ARGUMENT */
     } else if (r->m->kind == RPC_UNIMPLEMENTED) {
         r->close_in_final = true;
         finish(r, GRPC_STATUS_UNIMPLEMENTED, r->m->unimplemented, NULL);
@@ -633,6 +711,16 @@ const uint8_t *rpc_payload(struct rpc *r, size_t *len)
 const char *rpc_path(struct rpc *r)
 {
     return path_of(r);
+}
+
+void rpc_audit_receipt(struct rpc *r, const char *id)
+{
+    snprintf(r->receipt, sizeof r->receipt, "%s", id);
+}
+
+const struct auth_ctx *rpc_auth(struct rpc *r)
+{
+    return &r->auth;
 }
 
 const char *rpc_idem_key(struct rpc *r)
@@ -823,6 +911,31 @@ static void shut_server(struct grpcs *g, int grace_ms)
         grpc_completion_queue_next(g->shutdown_cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
 }
 
+/*
+ * gRPC's certificate-config fetcher (called when the server starts and as
+ * connections arrive): a new config when tls.c's generation moved (SIGHUP).
+ */
+static grpc_ssl_certificate_config_reload_status fetch_cert(void *ud,
+                                                            grpc_ssl_server_certificate_config **c)
+{
+    struct grpcs *g = ud;
+    char *cert, *key;
+    uint64_t gen = tls_pem(g->app->tls, &cert, &key);
+    grpc_ssl_certificate_config_reload_status st = GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_UNCHANGED;
+    if (atomic_exchange(&g->tls_gen, gen) != gen) {
+        grpc_ssl_pem_key_cert_pair pair = {key, cert};
+        /* gRPC 1.51 asserts that a fetched config has client roots, although
+           with DONT_REQUEST_CLIENT_CERTIFICATE it never uses them: give it
+           the server's own chain. */
+        *c = grpc_ssl_server_certificate_config_create(cert, &pair, 1);
+        st = *c != NULL ? GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_NEW
+                        : GRPC_SSL_CERTIFICATE_CONFIG_RELOAD_FAIL;
+    }
+    free(cert);
+    free(key);
+    return st;
+}
+
 int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *err)
 {
     *out = NULL;
@@ -842,7 +955,7 @@ int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *e
     g->shutdown_tag.fn = on_shutdown;
     int limit = cfg->max_body == 0 || cfg->max_body > INT_MAX ? INT_MAX : (int)cfg->max_body;
     g->max_send = (size_t)limit;
-    grpc_arg args[3];
+    grpc_arg args[5];
     memset(args, 0, sizeof args);
     args[0].type = GRPC_ARG_INTEGER;
     args[0].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
@@ -853,10 +966,17 @@ int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *e
     args[2].type = GRPC_ARG_INTEGER;
     args[2].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
     args[2].value.integer = limit;
+    args[3].type = GRPC_ARG_INTEGER; /* calls at once on one connection (README "Limits") */
+    args[3].key = (char *)GRPC_ARG_MAX_CONCURRENT_STREAMS;
+    args[3].value.integer = GRPC_MAX_STREAMS;
+    args[4].type = GRPC_ARG_INTEGER; /* bytes of a call's metadata, as HTTP's headers */
+    args[4].key = (char *)GRPC_ARG_MAX_METADATA_SIZE;
+    args[4].value.integer = GRPC_MAX_METADATA;
     grpc_channel_args ca = {sizeof args / sizeof args[0], args};
     g->srv = grpc_server_create(&ca, NULL);
 
     /* Every method of the service, by the descriptor protoc-c generated. */
+    bool start_err = false;
     const ProtobufCServiceDescriptor *sd = &strike__v1__strike__descriptor;
     g->ntargets = sd->n_methods;
     g->targets = xcalloc(g->ntargets ? g->ntargets : 1, sizeof *g->targets);
@@ -866,6 +986,23 @@ int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *e
         tg->m = grpcs__method(sd->methods[i].name);
         if (tg->m == NULL)
             tg->m = &not_served;
+        if (tg->m->scope == AUTH_UNDECLARED || tg->m->scope == AUTH_OPEN) {
+            st_errf(err, ST_EINTERNAL, "grpc: %s declares no scope", tg->path);
+            start_err = true;
+        }
+        if (tg->m->table_field != NULL) {
+            const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field_by_name(
+                sd->methods[i].input, tg->m->table_field);
+            if (fd == NULL || fd->type != PROTOBUF_C_TYPE_STRING ||
+                fd->label == PROTOBUF_C_LABEL_REPEATED) {
+                st_errf(err, ST_EINTERNAL, "grpc: %s: no string field \"%s\" names the table",
+                        tg->path, tg->m->table_field);
+                start_err = true;
+            } else {
+                tg->tfield = fd->id;
+                tg->input = sd->methods[i].input->name;
+            }
+        }
         tg->reg = grpc_server_register_method(g->srv, tg->path, NULL,
                                               GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
     }
@@ -889,10 +1026,21 @@ int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *e
         snprintf(addr, sizeof addr, "[%s]:%d", la->host, la->port);
     else
         snprintf(addr, sizeof addr, "%s:%d", la->host, la->port);
-    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    grpc_server_credentials *creds;
+    if (tls_enabled(app->tls)) /* gRPC's minimum is TLS 1.2 */
+        creds = grpc_ssl_server_credentials_create_with_options(
+            grpc_ssl_server_credentials_create_options_using_config_fetcher(
+                GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, fetch_cert, g));
+    else
+        creds = grpc_insecure_server_credentials_create();
     int bound = grpc_server_add_http2_port(g->srv, addr, creds);
     grpc_server_credentials_release(creds);
     grpc_server_start(g->srv);
+    if (start_err) {
+        shut_server(g, -1);
+        teardown(g);
+        return err->code;
+    }
     if (bound == 0) {
         shut_server(g, -1);
         teardown(g);
@@ -922,6 +1070,20 @@ int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *e
     *port = bound;
     *out = g;
     return ST_OK;
+}
+
+void grpcs_list_methods(void *outp)
+{
+    FILE *out = outp;
+    const ProtobufCServiceDescriptor *sd = &strike__v1__strike__descriptor;
+    for (size_t i = 0; i < sd->n_methods; i++) {
+        const struct rpc_method *m = grpcs__method(sd->methods[i].name);
+        if (m == NULL)
+            m = &not_served;
+        fprintf(out, "grpc /%s/%s %s %s\n", sd->name, sd->methods[i].name,
+                auth_scope_name(m->scope), m->table_field ? m->table_field : "none");
+    }
+    fprintf(out, "grpc %s open none\n", HEALTH_PATH);
 }
 
 void grpcs_quiesce(struct grpcs *g)

@@ -29,4 +29,10 @@ void grpcs_quiesce(struct grpcs *g);
 /* Drain (up to grace_ms), cancel what is left, stop the threads, free. NULL ok. */
 void grpcs_stop(struct grpcs *g, int grace_ms);
 
+/*
+ * Print the RPC table, one line per method of strike.v1.Strike (and the
+ * health check): "grpc PATH SCOPE TABLE_FIELD" (`striked --list-routes`).
+ */
+void grpcs_list_methods(void *out /* FILE* */);
+
 #endif

@@ -608,6 +608,12 @@ void gconv_batch_row(struct buf *b, const struct st_colvec *const *vecs, int n, 
 
 bool gconv_health_service(const uint8_t *data, size_t len, const char **svc, size_t *svclen)
 {
+    return gconv_string_field(data, len, 1, svc, svclen);
+}
+
+bool gconv_string_field(const uint8_t *data, size_t len, uint32_t field, const char **svc,
+                        size_t *svclen)
+{
     *svc = "";
     *svclen = 0;
     size_t i = 0;
@@ -633,7 +639,7 @@ bool gconv_health_service(const uint8_t *data, size_t len, const char **svc, siz
         case 2:
             if (!rd_varint(data, len, &i, &v) || v > len - i)
                 return false;
-            if ((key >> 3) == 1) {
+            if ((key >> 3) == field) {
                 *svc = (const char *)data + i;
                 *svclen = (size_t)v;
             }

@@ -112,4 +112,14 @@ void gconv_batch_row(struct buf *b, const struct st_colvec *const *vecs, int n, 
  */
 bool gconv_health_service(const uint8_t *data, size_t len, const char **svc, size_t *svclen);
 
+/*
+ * The last occurrence of length-delimited field `field` of a message
+ * (protobuf's rule for a repeated scalar field), without unpacking it:
+ * *s points into data ("" and 0 when absent). False when the bytes are
+ * not a valid message. Used to find a request's table before a worker
+ * sees it (grpc.c, the scope check).
+ */
+bool gconv_string_field(const uint8_t *data, size_t len, uint32_t field, const char **s,
+                        size_t *slen);
+
 #endif

@@ -18,6 +18,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "app.h"
+#include "auth.h"
 
 struct rpc;
 
@@ -37,6 +38,12 @@ struct rpc_method {
      */
     bool (*fast)(struct rpc *r);
     const char *unimplemented;
+    /* Authorization (auth.h): every method declares its scope (a method with
+       none makes grpcs_start fail), and the request field that names its
+       table (NULL: none; a string field of the request message). grpc.c
+       checks both before the call reaches a handler or a cache. */
+    enum auth_scope scope;
+    const char *table_field;
 };
 
 /* The handler table (grpc_rpc.c); looked up by the service descriptor's method names. */
@@ -49,6 +56,10 @@ struct app *rpc_app(struct rpc *r);
 const uint8_t *rpc_payload(struct rpc *r, size_t *len);
 /* "/strike.v1.Strike/ApplyChanges" */
 const char *rpc_path(struct rpc *r);
+/* The call's token (auth.h), checked before the handler runs; for filtering lists. */
+const struct auth_ctx *rpc_auth(struct rpc *r);
+/* An erasure's receipt id, for the call's audit line (never a key value). */
+void rpc_audit_receipt(struct rpc *r, const char *id);
 /* The `idempotency-key` request metadata, or NULL. */
 const char *rpc_idem_key(struct rpc *r);
 /* The client cancelled, went away, or the deadline passed. */

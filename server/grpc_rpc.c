@@ -20,6 +20,9 @@
 #include "grpc_int.h"
 #include "service.h"
 
+#include "app.h"
+#include "cdc.h"
+
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "dv/dv.h"
@@ -164,12 +167,15 @@ static void h_list_tables(struct rpc *r)
         goto out;
     size_t n = l.n;
     Strike__V1__ListTablesResponse msg = STRIKE__V1__LIST_TABLES_RESPONSE__INIT;
-    msg.n_tables = n;
     msg.tables = garena_alloc(&a, (n ? n : 1) * sizeof *msg.tables);
     Strike__V1__Table *tm = garena_alloc(&a, (n ? n : 1) * sizeof *tm);
     for (size_t i = 0; i < n; i++) {
-        gconv_table(l.tables[i], NULL, &a, &tm[i]);
-        msg.tables[i] = &tm[i];
+        /* only the tables the token may read (docs/API.md "Auth") */
+        if (!auth_may(rpc_auth(r), l.tables[i]->name, AUTH_READ))
+            continue;
+        gconv_table(l.tables[i], NULL, &a, &tm[msg.n_tables]);
+        msg.tables[msg.n_tables] = &tm[msg.n_tables];
+        msg.n_tables++;
     }
     rpc_reply(r, &msg.base);
 out:
@@ -238,6 +244,61 @@ static void h_apply_changes(struct rpc *r)
     msg.duplicate = res.duplicate;
     rpc_reply(r, &msg.base);
 out:
+    garena_free(&a);
+}
+
+static void h_apply_debezium(struct rpc *r)
+{
+    struct garena a;
+    garena_init(&a);
+    struct st_err err = {0};
+    struct svc_cdc_res res = {0};
+    const struct config *cfg = rpc_app(r)->cfg;
+    Strike__V1__ApplyDebeziumRequest *q =
+        unpack(r, &strike__v1__apply_debezium_request__descriptor, &a);
+    if (q == NULL)
+        goto out;
+    if (opt_str(q->content_type) != NULL && !cdc_media_ok(q->content_type)) {
+        rpc_fail(r, ST_EINVAL,
+                 "content_type: must be application/json, application/x-ndjson or "
+                 "application/cloudevents+json");
+        goto out;
+    }
+    struct svc_cdc_route *routes =
+        garena_alloc(&a, (cfg->ncdc_routes ? cfg->ncdc_routes : 1) * sizeof *routes);
+    for (size_t i = 0; i < cfg->ncdc_routes; i++)
+        routes[i] = (struct svc_cdc_route){cfg->cdc_routes[i].source, cfg->cdc_routes[i].table};
+    struct svc_cdc_req cq = {
+        .body = q->body.data,
+        .len = q->body.len,
+        .content_type = opt_str(q->content_type),
+        .table = opt_str(q->table),
+        .routes = routes,
+        .nroutes = cfg->ncdc_routes,
+        .auth = rpc_auth(r),
+    };
+    if (failed(r, svc_cdc_apply(engine_of(r), &cq, &res, &err), &err))
+        goto out;
+    Strike__V1__ApplyDebeziumResponse msg = STRIKE__V1__APPLY_DEBEZIUM_RESPONSE__INIT;
+    Strike__V1__DebeziumTableResult *tr = garena_alloc(&a, (res.n ? res.n : 1) * sizeof *tr);
+    Strike__V1__DebeziumTableResult **tp = garena_alloc(&a, (res.n ? res.n : 1) * sizeof *tp);
+    for (size_t i = 0; i < res.n; i++) {
+        const struct svc_cdc_table *t = &res.tables[i];
+        strike__v1__debezium_table_result__init(&tr[i]);
+        tr[i].table = res.tables[i].name;
+        tr[i].seq = t->seq;
+        tr[i].inserted = t->inserted;
+        tr[i].updated = t->updated;
+        tr[i].deleted = t->deleted;
+        tr[i].duplicates = t->duplicates;
+        tp[i] = &tr[i];
+    }
+    msg.n_tables = res.n;
+    msg.tables = tp;
+    msg.no_change = res.no_change;
+    rpc_reply(r, &msg.base);
+out:
+    svc_cdc_res_clear(&res);
     garena_free(&a);
 }
 
@@ -360,6 +421,7 @@ static void h_erase(struct rpc *r)
     };
     if (failed(r, svc_erase(engine_of(r), &eq, &er, &err), &err))
         goto out;
+    rpc_audit_receipt(r, er.id);
     reply_erasure(r, &er);
 out:
     engine_erasure_free(&er);
@@ -769,21 +831,89 @@ out:
 /* ---- the table ----------------------------------------------------------------------- */
 
 static const struct rpc_method methods[] = {
-    {.name = "CreateTable", .kind = RPC_UNARY, .run = h_create_table},
-    {.name = "GetTable", .kind = RPC_UNARY, .run = h_get_table},
-    {.name = "ListTables", .kind = RPC_UNARY, .run = h_list_tables},
-    {.name = "DropTable", .kind = RPC_UNARY, .run = h_drop_table},
-    {.name = "ApplyChanges", .kind = RPC_UNARY, .run = h_apply_changes},
-    {.name = "DeleteWhere", .kind = RPC_UNARY, .run = h_delete_where},
-    {.name = "Scan", .kind = RPC_SERVER_STREAM, .run = h_scan},
-    {.name = "PlanScan", .kind = RPC_UNARY, .run = h_plan_scan},
-    {.name = "GetDeletionVector", .kind = RPC_UNARY, .run = h_get_dv, .fast = f_get_dv},
-    {.name = "ListSnapshots", .kind = RPC_UNARY, .run = h_list_snapshots},
-    {.name = "Compact", .kind = RPC_UNARY, .run = h_compact},
-    {.name = "Expire", .kind = RPC_UNARY, .run = h_expire},
-    {.name = "TableHealth", .kind = RPC_UNARY, .run = h_table_health},
-    {.name = "Erase", .kind = RPC_UNARY, .run = h_erase},
-    {.name = "GetErasure", .kind = RPC_UNARY, .run = h_get_erasure},
+    {.name = "CreateTable",
+     .kind = RPC_UNARY,
+     .run = h_create_table,
+     .scope = AUTH_ADMIN,
+     .table_field = "name"},
+    {.name = "GetTable",
+     .kind = RPC_UNARY,
+     .run = h_get_table,
+     .scope = AUTH_READ,
+     .table_field = "name"},
+    /* lists only the tables the token may read */
+    {.name = "ListTables",
+     .kind = RPC_UNARY,
+     .run = h_list_tables,
+     .scope = AUTH_READ,
+     .table_field = NULL},
+    {.name = "DropTable",
+     .kind = RPC_UNARY,
+     .run = h_drop_table,
+     .scope = AUTH_ADMIN,
+     .table_field = "name"},
+    {.name = "ApplyChanges",
+     .kind = RPC_UNARY,
+     .run = h_apply_changes,
+     .scope = AUTH_WRITE,
+     .table_field = "table"},
+    {.name = "DeleteWhere",
+     .kind = RPC_UNARY,
+     .run = h_delete_where,
+     .scope = AUTH_WRITE,
+     .table_field = "table"},
+    {.name = "Scan",
+     .kind = RPC_SERVER_STREAM,
+     .run = h_scan,
+     .scope = AUTH_READ,
+     .table_field = "table"},
+    {.name = "PlanScan",
+     .kind = RPC_UNARY,
+     .run = h_plan_scan,
+     .scope = AUTH_READ,
+     .table_field = "table"},
+    {.name = "GetDeletionVector",
+     .kind = RPC_UNARY,
+     .run = h_get_dv,
+     .fast = f_get_dv,
+     .scope = AUTH_READ,
+     .table_field = "table"},
+    {.name = "ListSnapshots",
+     .kind = RPC_UNARY,
+     .run = h_list_snapshots,
+     .scope = AUTH_READ,
+     .table_field = "table"},
+    /* the tables are in the body: write on each routed table (svc_cdc_apply) */
+    {.name = "ApplyDebezium",
+     .kind = RPC_UNARY,
+     .run = h_apply_debezium,
+     .scope = AUTH_WRITE,
+     .table_field = NULL},
+    {.name = "Compact",
+     .kind = RPC_UNARY,
+     .run = h_compact,
+     .scope = AUTH_ADMIN,
+     .table_field = "table"},
+    {.name = "Expire",
+     .kind = RPC_UNARY,
+     .run = h_expire,
+     .scope = AUTH_ADMIN,
+     .table_field = "table"},
+    {.name = "TableHealth",
+     .kind = RPC_UNARY,
+     .run = h_table_health,
+     .scope = AUTH_READ,
+     .table_field = "table"},
+    {.name = "Erase",
+     .kind = RPC_UNARY,
+     .run = h_erase,
+     .scope = AUTH_ADMIN,
+     .table_field = "table"},
+    {.name = "GetErasure",
+     .kind = RPC_UNARY,
+     .run = h_get_erasure,
+     .scope = AUTH_READ,
+     .table_field = "table"},
 };
 
 const struct rpc_method *grpcs__method(const char *name)

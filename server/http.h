@@ -33,4 +33,10 @@ void http_quiesce(struct http_server *h);
  */
 void http_stop(struct http_server *h, int grace_ms);
 
+/*
+ * Print the route table, one line per route and method:
+ * "http METHOD PATTERN SCOPE TABLE_FROM" (`striked --list-routes`).
+ */
+void http_list_routes(void *out /* FILE* */);
+
 #endif

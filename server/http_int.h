@@ -39,6 +39,7 @@
 #include <sys/types.h>
 
 #include "app.h"
+#include "auth.h"
 #include "common/buf.h"
 #include "common/err.h"
 #include "common/jdoc.h"
@@ -66,6 +67,8 @@ enum http_route {
     RT_ERASURES,
     RT_ERASURE,
     RT_TABLE_HEALTH,
+    RT_CDC,
+    RT_UI, /* the health page: /ui and /ui/<asset> (http_ui.c) */
     RT__COUNT
 };
 
@@ -74,6 +77,8 @@ enum http_method { HM_GET, HM_HEAD, HM_POST, HM_DELETE, HM_OTHER, HM__COUNT };
 /* The route's pattern ("/v1/tables/{t}/files/{id}/dv"), for metrics and logs. */
 const char *http__route_pattern(enum http_route rt);
 const char *http__method_name(enum http_method m);
+/* The scope the route declares for the method (auth.h). */
+enum auth_scope http__route_scope(enum http_route rt, enum http_method m);
 
 #define HTTP_LIVE_SHARDS 16
 #define HTTP_MAX_HEADERS 8
@@ -140,10 +145,14 @@ struct hreq {
     struct MHD_Connection *c; /* valid until completion; touch only on the event thread,
                                  or under `mu` while `suspended` (to resume) */
     atomic_int refs;
+    unsigned status_sent;
     pthread_mutex_t mu; /* suspended, and the scan ring (http_scan.c) */
     bool suspended;
     bool registered; /* in srv->shard[shard].live */
     uint8_t shard;
+    atomic_bool ready;     /* reply complete (set before resuming) */
+    atomic_bool cancelled; /* the connection is gone (completion ran) */
+    bool has_snapshot;     /* DV: ?snapshot= */
     struct hreq *prev, *next;
 
     enum http_route route;
@@ -162,12 +171,14 @@ struct hreq {
     bool too_big;
     bool discard;      /* the request is refused already: drop the bytes */
     bool over_budget;  /* a chunked body passed --max-inflight: 503 once drained */
+    bool ndjson;       /* CDC: Content-Type application/x-ndjson (or jsonl) */
     uint64_t admitted; /* bytes charged to app->admit (body bytes x ADMIT_EXPANSION),
                           released when the worker's job ends (run_job), else with
                           the request */
 
     /* verdict made on the first call, answered on the final call */
     unsigned early_status;
+    enum dv_format fmt; /* DV */
     char *early_detail; /* owned */
 
     /* inputs copied on the event thread for the worker */
@@ -177,17 +188,13 @@ struct hreq {
         char *range; /* RT_FILE: the Range header */
         char *arg;   /* RT_ERASURES: ?after= (an id); RT_ERASURE: {id} (40 bytes at most) */
     };
-    bool has_snapshot; /* DV: ?snapshot= */
     int64_t snapshot;
-    enum dv_format fmt;                /* DV */
     struct svc_count q_limit, q_after; /* snapshots, health: ?limit=, ?after= */
+    struct auth_ctx auth;              /* the request's token (auth.h), from the first call */
 
     /* the answer */
     void (*job)(struct hreq *r); /* the job to run next on a worker */
-    atomic_bool ready;           /* reply complete (set before resuming) */
-    atomic_bool cancelled;       /* the connection is gone (completion ran) */
     struct hreply reply;
-    unsigned status_sent;
     char *problem; /* the problem body sent, for the access log */
     struct hscan *scan;
 };
@@ -241,6 +248,8 @@ void http__job_plan(struct hreq *r);
 void http__job_snapshots(struct hreq *r);
 void http__job_expire(struct hreq *r);       /* http_maint.c */
 void http__job_table_health(struct hreq *r); /* http_maint.c */
+/* POST /v1/cdc/debezium (r->table: ?table=, "" when absent) */
+void http__job_cdc(struct hreq *r);
 
 /*
  * Parse the request body with jdoc as a JSON object, nesting at most

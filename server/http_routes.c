@@ -200,10 +200,15 @@ void http__job_list_tables(struct hreq *r)
     }
     struct buf b = BUF_INIT;
     buf_append_str(&b, "{\"tables\":[");
+    bool first = true;
     for (size_t i = 0; i < l.n; i++) {
+        /* only the tables the token may read (docs/API.md "Auth") */
+        if (!auth_may(&r->auth, l.tables[i]->name, AUTH_READ))
+            continue;
         char *s = http__table_json(l.tables[i], NULL);
-        if (i > 0)
+        if (!first)
             buf_append_str(&b, ",");
+        first = false;
         buf_append_str(&b, s);
         free(s);
     }
@@ -322,9 +327,16 @@ void http__job_create_table(struct hreq *r)
     struct engine_idem idem;
     struct svc_create_req q = {.idem = idem_of(r, &idem)};
     if (create_req_of(r, d, &q)) {
-        struct svc_table_res res;
+        struct svc_table_res res = {0};
         struct st_err err = {0};
-        int rc = svc_create_table(r->srv->app->engine, &q, &res, &err);
+        /* The table is known only now: the admin scope on it, before the catalog. */
+        int rc = ST_OK;
+        if (q.name != NULL) {
+            snprintf(r->table, sizeof r->table, "%s", q.name);
+            rc = auth_check_table(&r->auth, q.name, AUTH_ADMIN, &err);
+        }
+        if (rc == ST_OK)
+            rc = svc_create_table(r->srv->app->engine, &q, &res, &err);
         if (rc != ST_OK) {
             http__reply_err(r, rc, &err);
         } else {
@@ -670,4 +682,60 @@ void http__job_snapshots(struct hreq *r)
         http__reply_json(r, 200,
                          http__snapshots_json(res.snapshots, res.n, res.has_next, res.next));
     svc_snapshots_res_clear(&res);
+}
+
+/* ---- CDC ------------------------------------------------------------------------------ */
+
+/* The routes of --cdc-route as the service takes them (caller frees). */
+static struct svc_cdc_route *cdc_routes_of(const struct config *cfg)
+{
+    struct svc_cdc_route *routes = xcalloc(cfg->ncdc_routes ? cfg->ncdc_routes : 1, sizeof *routes);
+    for (size_t i = 0; i < cfg->ncdc_routes; i++)
+        routes[i] = (struct svc_cdc_route){cfg->cdc_routes[i].source, cfg->cdc_routes[i].table};
+    return routes;
+}
+
+static char *cdc_res_json(const struct svc_cdc_res *res)
+{
+    json_t *tables = json_object();
+    for (size_t i = 0; i < res->n; i++) {
+        const struct svc_cdc_table *t = &res->tables[i];
+        json_object_set_new(tables, t->name,
+                            json_pack("{sIsIsIsIsI}", "seq", (json_int_t)t->seq, "inserted",
+                                      (json_int_t)t->inserted, "updated", (json_int_t)t->updated,
+                                      "deleted", (json_int_t)t->deleted, "duplicates",
+                                      (json_int_t)t->duplicates));
+    }
+    json_t *o = json_pack("{so}", "tables", tables);
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}
+
+void http__job_cdc(struct hreq *r)
+{
+    const struct config *cfg = r->srv->app->cfg;
+    struct svc_cdc_route *routes = cdc_routes_of(cfg);
+    struct svc_cdc_req q = {
+        .body = r->body.data,
+        .len = r->body.len,
+        .content_type = r->ndjson ? "application/x-ndjson" : NULL,
+        .table = r->table[0] != '\0' ? r->table : NULL,
+        .routes = routes,
+        .nroutes = cfg->ncdc_routes,
+        .auth = &r->auth,
+    };
+    struct svc_cdc_res res;
+    struct st_err err = {0};
+    int rc = svc_cdc_apply(r->srv->app->engine, &q, &res, &err);
+    if (rc != ST_OK) {
+        http__reply_err(r, rc, &err);
+    } else if (res.no_change) {
+        http__reply_reset(&r->reply);
+        r->reply.status = 204;
+    } else {
+        http__reply_json(r, 200, cdc_res_json(&res));
+    }
+    svc_cdc_res_clear(&res);
+    free(routes);
 }

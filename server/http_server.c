@@ -5,6 +5,10 @@
  * graceful shutdown. The request life is described in http_int.h.
  */
 #include "http_int.h"
+#include "http_ui.h"
+
+#include "cdc.h"
+#include "tls.h"
 
 #include "common/hex.h"
 #include "common/log.h"
@@ -36,41 +40,146 @@ _Static_assert(sizeof(struct hreq) <= 1000, "struct hreq grew past glibc's per-t
 
 /* ---- routes ----------------------------------------------------------------- */
 
+/*
+ * The route table. Each method a route allows declares its scope and where
+ * its table name comes from (auth.h); http_start refuses to start when an
+ * allowed method has none, and `striked --list-routes` prints the table
+ * (tests/integration/test_auth.py enumerates the routes from it).
+ */
 struct route_def {
     const char *pattern;
     unsigned methods; /* bit per enum http_method */
     const char *allow;
-    bool json_body; /* takes a JSON body (415 for another type) */
+    bool json_body;                      /* takes a JSON body (415 for another type) */
+    unsigned char scope[HM__COUNT];      /* enum auth_scope per allowed method */
+    unsigned char table_from[HM__COUNT]; /* enum auth_table_from per allowed method */
 };
 
 #define M(x) (1u << (x))
+#define GETS(s)                                                                                    \
+    {                                                                                              \
+        [HM_GET] = (s), [HM_HEAD] = (s)                                                            \
+    }
+#define POSTS(s)                                                                                   \
+    {                                                                                              \
+        [HM_POST] = (s)                                                                            \
+    }
+#define OPEN_GET GETS(AUTH_OPEN), GETS(AUTH_TABLE_NONE)
+#define PATH_GET(s) GETS(s), GETS(AUTH_TABLE_PATH)
+#define PATH_POST(s) POSTS(s), POSTS(AUTH_TABLE_PATH)
 static const struct route_def routes[RT__COUNT] = {
-    [RT_OTHER] = {"other", 0, NULL, false},
-    [RT_HEALTHZ] = {"/healthz", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_READYZ] = {"/readyz", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_METRICS] = {"/metrics", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_TABLES] = {"/v1/tables", M(HM_GET) | M(HM_HEAD) | M(HM_POST), "GET, HEAD, POST", true},
-    [RT_TABLE] = {"/v1/tables/{t}", M(HM_GET) | M(HM_HEAD) | M(HM_DELETE), "GET, HEAD, DELETE",
-                  false},
-    [RT_CHANGES] = {"/v1/tables/{t}/changes", M(HM_POST), "POST", true},
-    [RT_DELETE] = {"/v1/tables/{t}/delete", M(HM_POST), "POST", true},
-    [RT_SCAN] = {"/v1/tables/{t}/scan", M(HM_POST), "POST", true},
-    [RT_PLAN] = {"/v1/tables/{t}/plan", M(HM_POST), "POST", true},
-    [RT_SNAPSHOTS] = {"/v1/tables/{t}/snapshots", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_FILE] = {"/v1/tables/{t}/files/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_DV] = {"/v1/tables/{t}/files/{id}/dv", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_COMPACT] = {"/v1/tables/{t}/compact", M(HM_POST), "POST", true},
-    [RT_EXPIRE] = {"/v1/tables/{t}/expire", M(HM_POST), "POST", true},
-    [RT_ERASURES] = {"/v1/tables/{t}/erasures", M(HM_GET) | M(HM_HEAD) | M(HM_POST),
-                     "GET, HEAD, POST", true},
-    [RT_ERASURE] = {"/v1/tables/{t}/erasures/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
-    [RT_TABLE_HEALTH] = {"/v1/tables/{t}/health", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false},
+    [RT_OTHER] = {"other", 0, NULL, false, {0}, {0}},
+    /* open: no table data (docs/API.md "Auth"; README "Security") */
+    [RT_HEALTHZ] = {"/healthz", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false, OPEN_GET},
+    [RT_READYZ] = {"/readyz", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false, OPEN_GET},
+    [RT_METRICS] = {"/metrics", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false, OPEN_GET},
+    /* GET lists the tables the token may read; POST creates the body's table */
+    [RT_TABLES] =
+        {"/v1/tables",
+         M(HM_GET) | M(HM_HEAD) | M(HM_POST),
+         "GET, HEAD, POST",
+         true,
+         {[HM_GET] = AUTH_READ, [HM_HEAD] = AUTH_READ, [HM_POST] = AUTH_ADMIN},
+         {[HM_GET] = AUTH_TABLE_NONE, [HM_HEAD] = AUTH_TABLE_NONE, [HM_POST] = AUTH_TABLE_BODY}},
+    [RT_TABLE] =
+        {"/v1/tables/{t}",
+         M(HM_GET) | M(HM_HEAD) | M(HM_DELETE),
+         "GET, HEAD, DELETE",
+         false,
+         {[HM_GET] = AUTH_READ, [HM_HEAD] = AUTH_READ, [HM_DELETE] = AUTH_ADMIN},
+         {[HM_GET] = AUTH_TABLE_PATH, [HM_HEAD] = AUTH_TABLE_PATH, [HM_DELETE] = AUTH_TABLE_PATH}},
+    [RT_CHANGES] = {"/v1/tables/{t}/changes", M(HM_POST), "POST", true, PATH_POST(AUTH_WRITE)},
+    [RT_DELETE] = {"/v1/tables/{t}/delete", M(HM_POST), "POST", true, PATH_POST(AUTH_WRITE)},
+    [RT_SCAN] = {"/v1/tables/{t}/scan", M(HM_POST), "POST", true, PATH_POST(AUTH_READ)},
+    [RT_PLAN] = {"/v1/tables/{t}/plan", M(HM_POST), "POST", true, PATH_POST(AUTH_READ)},
+    [RT_SNAPSHOTS] = {"/v1/tables/{t}/snapshots", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false,
+                      PATH_GET(AUTH_READ)},
+    [RT_FILE] = {"/v1/tables/{t}/files/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false,
+                 PATH_GET(AUTH_READ)},
+    [RT_DV] = {"/v1/tables/{t}/files/{id}/dv", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false,
+               PATH_GET(AUTH_READ)},
+    [RT_COMPACT] = {"/v1/tables/{t}/compact", M(HM_POST), "POST", true, PATH_POST(AUTH_ADMIN)},
+    [RT_EXPIRE] = {"/v1/tables/{t}/expire", M(HM_POST), "POST", true, PATH_POST(AUTH_ADMIN)},
+    /* GET lists the receipts (read); POST erases (admin) */
+    [RT_ERASURES] =
+        {"/v1/tables/{t}/erasures",
+         M(HM_GET) | M(HM_HEAD) | M(HM_POST),
+         "GET, HEAD, POST",
+         true,
+         {[HM_GET] = AUTH_READ, [HM_HEAD] = AUTH_READ, [HM_POST] = AUTH_ADMIN},
+         {[HM_GET] = AUTH_TABLE_PATH, [HM_HEAD] = AUTH_TABLE_PATH, [HM_POST] = AUTH_TABLE_PATH}},
+    [RT_ERASURE] = {"/v1/tables/{t}/erasures/{id}", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false,
+                    PATH_GET(AUTH_READ)},
+    [RT_TABLE_HEALTH] = {"/v1/tables/{t}/health", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false,
+                         PATH_GET(AUTH_READ)},
+    /* the tables are in the body: write on each routed table (svc_cdc_apply) */
+    [RT_CDC] = {"/v1/cdc/debezium",
+                M(HM_POST),
+                "POST",
+                true,
+                {[HM_POST] = AUTH_WRITE},
+                {[HM_POST] = AUTH_TABLE_PARSED}},
+    [RT_UI] = {"/ui", M(HM_GET) | M(HM_HEAD), "GET, HEAD", false, OPEN_GET},
 };
+#undef GETS
+#undef POSTS
+#undef OPEN_GET
+#undef PATH_GET
+#undef PATH_POST
 #undef M
 
 const char *http__route_pattern(enum http_route rt)
 {
     return rt >= 0 && rt < RT__COUNT ? routes[rt].pattern : "other";
+}
+
+enum auth_scope http__route_scope(enum http_route rt, enum http_method m)
+{
+    return rt > RT_OTHER && rt < RT__COUNT && m < HM__COUNT ? (enum auth_scope)routes[rt].scope[m]
+                                                            : AUTH_UNDECLARED;
+}
+
+static const char *table_from_name(enum auth_table_from f)
+{
+    switch (f) {
+    case AUTH_TABLE_PATH:
+        return "path";
+    case AUTH_TABLE_BODY:
+        return "body";
+    case AUTH_TABLE_PARSED:
+        return "parsed";
+    default:
+        return "none";
+    }
+}
+
+void http_list_routes(void *outp)
+{
+    FILE *out = outp;
+    for (int rt = RT_OTHER + 1; rt < RT__COUNT; rt++)
+        for (int m = 0; m < HM__COUNT; m++)
+            if (routes[rt].methods & (1u << m))
+                fprintf(out, "http %s %s %s %s\n", http__method_name((enum http_method)m),
+                        routes[rt].pattern, auth_scope_name((enum auth_scope)routes[rt].scope[m]),
+                        table_from_name((enum auth_table_from)routes[rt].table_from[m]));
+}
+
+/* "POST /v1/tables/{t}/changes": the operation in audit lines; filled by check_routes. */
+static char op_names[RT__COUNT][HM__COUNT][48];
+
+/* Every method a route allows declares a scope (the table above). */
+static int check_routes(struct st_err *err)
+{
+    for (int rt = 0; rt < RT__COUNT; rt++)
+        for (int m = 0; m < HM__COUNT; m++)
+            snprintf(op_names[rt][m], sizeof op_names[rt][m], "%s %s",
+                     http__method_name((enum http_method)m), routes[rt].pattern);
+    for (int rt = RT_OTHER + 1; rt < RT__COUNT; rt++)
+        for (int m = 0; m < HM__COUNT; m++)
+            if ((routes[rt].methods & (1u << m)) && routes[rt].scope[m] == AUTH_UNDECLARED)
+                return st_errf(err, ST_EINTERNAL, "http: route %s %s declares no scope",
+                               http__method_name((enum http_method)m), routes[rt].pattern);
+    return ST_OK;
 }
 
 const char *http__method_name(enum http_method m)
@@ -135,6 +244,10 @@ static void classify(struct hreq *r, const char *url, const char *method)
         r->route = RT_READYZ;
     } else if (strcmp(url, "/metrics") == 0) {
         r->route = RT_METRICS;
+    } else if (strcmp(url, "/v1/cdc/debezium") == 0) {
+        r->route = RT_CDC;
+    } else if (strncmp(url, "/ui", 3) == 0 && (url[3] == '\0' || url[3] == '/')) {
+        r->route = RT_UI;
     } else if (strncmp(url, "/v1/tables", 10) == 0 && (url[10] == '\0' || url[10] == '/')) {
         const char *p = url + 10, *s[4] = {0};
         size_t n[4] = {0};
@@ -197,7 +310,8 @@ static void classify(struct hreq *r, const char *url, const char *method)
         return;
     }
     if (r->route != RT_HEALTHZ && r->route != RT_READYZ && r->route != RT_METRICS &&
-        r->route != RT_TABLES && !st_name_valid(r->table)) {
+        r->route != RT_TABLES && r->route != RT_CDC && r->route != RT_UI &&
+        !st_name_valid(r->table)) {
         set_early(r, 400, "table name: not a valid name ([A-Za-z_][A-Za-z0-9_]{0,127}) in %.300s",
                   url);
         return;
@@ -302,6 +416,7 @@ void http__req_unref(struct hreq *r)
     free(r->range); /* or r->arg */
     free(r->problem);
     free(r->early_detail);
+    auth_end(&r->auth);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }
@@ -545,6 +660,8 @@ void http__reply_problem(struct hreq *r, unsigned status, const char *fmt, ...)
     r->reply.len = strlen(body);
     if (status == 405)
         http__reply_header(r, "Allow", "%s", routes[r->route].allow);
+    if (status == 401)
+        http__reply_header_str(r, "WWW-Authenticate", "Bearer realm=\"strike\"");
     if (status == 503)
         http__reply_header(r, "Retry-After", "1");
 }
@@ -717,6 +834,24 @@ static char *query_copy(struct hreq *r, const char *name)
     return s != NULL ? xstrndup(s, 128) : NULL;
 }
 
+/* ?table= of the CDC route into r->table ("" when absent); the service checks the name. */
+static bool cdc_query_table(struct hreq *r)
+{
+    const char *t = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "table");
+    r->table[0] = '\0';
+    if (t == NULL)
+        return true;
+    if (strlen(t) > ST_NAME_MAX || !st_name_valid(t)) {
+        http__reply_problem(r, 400,
+                            "table: \"%.128s\" is not a valid table name "
+                            "([A-Za-z_][A-Za-z0-9_]{0,127})",
+                            t);
+        return false;
+    }
+    memcpy(r->table, t, strlen(t) + 1);
+    return true;
+}
+
 static bool parse_dv_query(struct hreq *r)
 {
     const char *fmt = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "format");
@@ -757,6 +892,32 @@ static enum MHD_Result answer_metrics(struct hreq *r)
     return send_reply(r);
 }
 
+/* GET /ui: the health page's static files, compiled in (http_ui.c). */
+static enum MHD_Result answer_ui(struct hreq *r)
+{
+    const char *url = r->path;
+    const unsigned char *data;
+    size_t len;
+    const char *ctype;
+    if (!http__ui_find(url + 3, &data, &len, &ctype)) {
+        http__reply_problem(r, 404, "no such resource: %.300s", url);
+        return send_reply(r);
+    }
+    http__reply_reset(&r->reply);
+    r->reply.status = 200;
+    r->reply.ctype = ctype;
+    r->reply.ext = data;
+    r->reply.extlen = len;
+    r->reply.ext_free = NULL; /* static */
+    http__reply_header_str(r, "Cache-Control", "no-cache");
+    http__reply_header_str(r, "X-Content-Type-Options", "nosniff");
+    http__reply_header_str(r, "Content-Security-Policy",
+                           "default-src 'none'; script-src 'self'; style-src 'self'; "
+                           "connect-src 'self'; img-src 'self' data:; form-action 'none'; "
+                           "frame-ancestors 'none'; base-uri 'none'");
+    return send_reply(r);
+}
+
 static enum MHD_Result dispatch(struct hreq *r)
 {
     struct http_server *srv = r->srv;
@@ -780,12 +941,14 @@ static enum MHD_Result dispatch(struct hreq *r)
     static const char *const none[] = {NULL};
     static const char *const dvq[] = {"snapshot", "format", NULL};
     static const char *const pageq[] = {"limit", "after", NULL};
+    static const char *const cdcq[] = {"table", NULL};
     if (r->route != RT_HEALTHZ && r->route != RT_READYZ && r->route != RT_METRICS &&
         !check_query(r, r->route == RT_DV ? dvq
                         : r->route == RT_SNAPSHOTS || r->route == RT_TABLE_HEALTH ||
                                 (r->route == RT_ERASURES && r->method != HM_POST)
                             ? pageq
-                            : none))
+                        : r->route == RT_CDC ? cdcq
+                                             : none))
         return send_reply(r);
     bool mutating = (r->route == RT_TABLES && r->method == HM_POST) ||
                     (r->route == RT_TABLE && r->method == HM_DELETE) || r->route == RT_CHANGES ||
@@ -802,6 +965,8 @@ static enum MHD_Result dispatch(struct hreq *r)
     switch (r->route) {
     case RT_HEALTHZ:
         return answer_health(r);
+    case RT_UI:
+        return answer_ui(r);
     case RT_METRICS:
         return answer_metrics(r);
     case RT_READYZ:
@@ -814,6 +979,10 @@ static enum MHD_Result dispatch(struct hreq *r)
         return go_async(r, http__job_changes);
     case RT_DELETE:
         return go_async(r, http__job_delete);
+    case RT_CDC:
+        if (!cdc_query_table(r))
+            return send_reply(r);
+        return go_async(r, http__job_cdc);
     case RT_SCAN:
         return go_async(r, http__job_scan);
     case RT_PLAN:
@@ -881,6 +1050,61 @@ static bool charge_body(struct hreq *r, uint64_t body)
     return true;
 }
 
+/*
+ * The token, before anything is read from the catalog: the route's declared
+ * scope on the path's table (or on any table for routes whose table is in
+ * the body or the list). 401 / 403 as early verdicts (after 404 / 405 / 400).
+ */
+static void authorize(struct hreq *r)
+{
+    if (r->early_status != 0)
+        return;
+    enum auth_scope scope = http__route_scope(r->route, r->method);
+    if (scope == AUTH_OPEN)
+        return;
+    r->auth.op = op_names[r->route][r->method];
+    const char *h = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Authorization");
+    struct st_err err = {0};
+    st_log_set_rid(r->rid);
+    int rc = auth_begin(r->srv->app->auth, h, r->table, &r->auth, &err);
+    if (rc == ST_OK)
+        rc = auth_check_op(&r->auth, scope,
+                           (enum auth_table_from)routes[r->route].table_from[r->method], r->table,
+                           &err);
+    st_log_set_rid(NULL);
+    if (rc != ST_OK)
+        set_early(r, http__status_of(rc), "%s", err.msg);
+}
+
+static enum MHD_Result count_cl(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    (void)kind;
+    (void)value;
+    if (strcasecmp(key, "Content-Length") == 0)
+        (*(int *)cls)++;
+    return MHD_YES;
+}
+
+/*
+ * What libmicrohttpd lets through but a proxy may frame otherwise: several
+ * Content-Length headers, Content-Length with Transfer-Encoding, a
+ * Transfer-Encoding other than chunked. NULL when the framing is sound.
+ */
+static const char *framing_error(struct MHD_Connection *c, const char *cl, const char *te)
+{
+    int ncl = 0;
+    if (cl != NULL)
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_cl, &ncl);
+    if (ncl > 1)
+        return "Content-Length: given more than once";
+    if (te != NULL && cl != NULL)
+        return "Transfer-Encoding and Content-Length together (the body's framing is ambiguous)";
+    if (te != NULL && strcasecmp(te, "chunked") != 0)
+        return "Transfer-Encoding: only chunked is accepted";
+    return NULL;
+}
+
 /* First call: headers only. Decide what can be decided, answer only an oversized body. */
 static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection *c,
                                   const char *url, const char *method, void **req_cls)
@@ -896,12 +1120,30 @@ static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection
         set_early(r, 414, "the URL path is longer than %d bytes", URL_MAX);
     else
         classify(r, url, method);
+    authorize(r);
 
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    /* Framing a proxy in front could read otherwise (request smuggling): refused
+       before a byte of the body is read, and the connection closed. */
+    const char *framing = framing_error(c, cl, te);
+    if (framing != NULL) {
+        http__reply_problem(r, 400, "%s", framing);
+        return send_reply(r);
+    }
     unsigned long long declared = cl != NULL ? strtoull(cl, NULL, 10) : 0;
     r->has_body = declared > 0 || te != NULL;
-    if (r->has_body && r->early_status == 0 && routes[r->route].json_body && r->method == HM_POST) {
+    if (r->has_body && r->early_status == 0 && r->route == RT_CDC && r->method == HM_POST) {
+        /* what Debezium Server and the Kafka Connect HTTP sinks send (cdc.h) */
+        const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+        if (!cdc_media_ok(ct))
+            set_early(r, 415,
+                      "the body must be application/json, application/x-ndjson or "
+                      "application/cloudevents+json (got %.100s)",
+                      ct);
+        r->ndjson = cdc_media_ndjson(ct);
+    } else if (r->has_body && r->early_status == 0 && routes[r->route].json_body &&
+               r->method == HM_POST) {
         const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
         if (!json_media_type(ct))
             set_early(r, 415, "the body must be application/json (got %.100s)",
@@ -1010,6 +1252,23 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                   NULL);
         st_log_set_rid(NULL);
     }
+    /* The audit trail: every admin operation, whatever its outcome (401 and 403 are
+       written by auth.c when refused). */
+    if (http__route_scope(r->route, r->method) == AUTH_ADMIN && r->status_sent != 401 &&
+        r->status_sent != 403 && r->status_sent != 0 && r->early_status != 404 &&
+        r->early_status != 405) {
+        char st[16];
+        snprintf(st, sizeof st, "%u", r->status_sent);
+        st_log_set_rid(r->rid);
+        /* an erasure's line names its receipt (the Location's last segment), never a key */
+        const char *receipt = NULL;
+        for (int i = 0; r->route == RT_ERASURES && i < r->reply.nhdr; i++)
+            if (strcmp(r->reply.hdr[i].name, "Location") == 0)
+                receipt = strrchr(r->reply.hdr[i].value, '/');
+        auth_audit(&r->auth, r->table, r->status_sent < 300 ? "ok" : st,
+                   receipt ? "receipt" : "status", receipt ? receipt + 1 : st);
+        st_log_set_rid(NULL);
+    }
     req_unregister(r);
     atomic_store(&r->cancelled, true);
     atomic_fetch_sub(&srv->inflight, 1);
@@ -1083,6 +1342,8 @@ int http_start(struct app *app, struct http_server **out, int *port, struct st_e
     } else {
         return st_errf(err, ST_EINVAL, "http: cannot use address %s", la->host);
     }
+    if (check_routes(err) != ST_OK)
+        return err->code;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned threads = app->cfg->http_threads > 0 ? (unsigned)app->cfg->http_threads
                                                   : (unsigned)(ncpu > 0 ? ncpu : 2);
@@ -1097,6 +1358,23 @@ int http_start(struct app *app, struct http_server **out, int *port, struct st_e
     st_random_bytes(rnd, sizeof rnd);
     snprintf(srv->rid_prefix, sizeof srv->rid_prefix, "%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
              rnd[3]);
+    /* TLS: the certificate comes from tls.c at every handshake (reloadable), TLS 1.2+ only. */
+    struct MHD_OptionItem tls_opts[3] = {{MHD_OPTION_END, 0, NULL}};
+    if (tls_enabled(app->tls)) {
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES ||
+            MHD_is_feature_supported(MHD_FEATURE_HTTPS_CERT_CALLBACK) != MHD_YES) {
+            free(srv);
+            return st_errf(err, ST_EUNSUPPORTED,
+                           "http: this libmicrohttpd has no TLS (or no certificate callback)");
+        }
+        flags |= MHD_USE_TLS;
+        tls_set_http(app->tls);
+        tls_fn cb = tls__mhd_cert_callback();
+        tls_opts[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)cb};
+        tls_opts[1] =
+            (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_GNUTLS_PRIORITIES};
+        tls_opts[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    }
     srv->m = http__metrics_new();
     srv->d = MHD_start_daemon(
         flags, (uint16_t)la->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
@@ -1104,7 +1382,7 @@ int http_start(struct app *app, struct http_server **out, int *port, struct st_e
         (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)4096, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, srv, MHD_OPTION_END);
+        on_completed, srv, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
     if (srv->d == NULL) {
         http__metrics_free(srv->m);
         for (int i = 0; i < HTTP_LIVE_SHARDS; i++)

@@ -3,10 +3,13 @@
  *
  * Order: settings; signals blocked before any thread exists (gRPC starts
  * threads of its own); the catalog (embedded or --catalog); the front ends.
+ * SIGHUP: the tokens file and the TLS pair are read again (auth.h), on this thread (sigwait).
  * SIGTERM/SIGINT: stop accepting, drain requests in flight (bounded), stop
  * the embedded PostgreSQL, exit 0.
  */
 #include "app.h"
+#include "auth.h"
+#include "tls.h"
 #include "config.h"
 #include "grpc.h"
 #include "http.h"
@@ -67,18 +70,34 @@ int main(int argc, char **argv)
     mallopt(M_ARENA_MAX, 4);
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
-    if (cfg.tokens_file != NULL) {
-        /* Bearer tokens (docs/API.md "Auth") arrive in a later version. Starting
-           anyway would serve without the authentication the operator asked
-           for, so refuse instead. */
-        fprintf(stderr, "striked: --tokens: authentication is not available in this version; "
-                        "listen on loopback, or pass --insecure on a trusted network\n");
+    if (cfg.list_routes) {
+        http_list_routes(stdout);
+        grpcs_list_methods(stdout);
+        config_free(&cfg);
+        return 0;
+    }
+    struct auth *auth = NULL;
+    struct st_err aerr = {0};
+    if (auth_open(cfg.tokens_file, &auth, &aerr) != ST_OK) {
+        fprintf(stderr, "striked: --tokens: %s\n", aerr.msg);
         config_free(&cfg);
         return 2;
     }
-    if (!cfg.insecure && (!cfg.http.loopback || !cfg.grpc.loopback)) {
+    if (auth_enabled(auth) && auth_count(auth) == 0)
+        log_warn("--tokens %s holds no token: every /v1 request and RPC gets 401", cfg.tokens_file);
+    struct tls *tls = NULL;
+    if (tls_open(cfg.tls_cert, cfg.tls_key, &tls, &aerr) != ST_OK) {
+        fprintf(stderr, "striked: %s\n", aerr.msg);
+        auth_close(auth);
+        config_free(&cfg);
+        return 2;
+    }
+    if (!auth_enabled(auth) && !cfg.insecure && (!cfg.http.loopback || !cfg.grpc.loopback)) {
         fprintf(stderr, "striked: refusing to listen on a non-loopback address without "
-                        "authentication (pass --insecure on a trusted network)\n");
+                        "authentication (give --tokens FILE, or pass --insecure on a trusted "
+                        "network)\n");
+        tls_close(tls);
+        auth_close(auth);
         config_free(&cfg);
         return 2;
     }
@@ -96,7 +115,7 @@ int main(int argc, char **argv)
     struct st_err err = {0};
     struct pgembed *pg = NULL;
     char *conninfo = NULL;
-    struct app app = {.cfg = &cfg};
+    struct app app = {.cfg = &cfg, .auth = auth, .tls = tls};
     admit_init(&app.admit, cfg.max_inflight);
     struct http_server *http = NULL;
     struct grpcs *grpc = NULL;
@@ -147,7 +166,23 @@ int main(int argc, char **argv)
         if (sigwait(&stop_set, &sig) != 0)
             continue;
         if (sig == SIGHUP) {
-            log_info("SIGHUP: nothing to reload yet");
+            /* sigwait: no signal handler runs; the reload happens here, on main's thread. */
+            struct st_err rerr = {0};
+            if (tls_enabled(app.tls) && tls_reload(app.tls, &rerr) != ST_OK)
+                log_error("SIGHUP: the TLS certificate was not reloaded, the one in force stays: "
+                          "%s",
+                          rerr.msg);
+            else if (tls_enabled(app.tls))
+                log_info("SIGHUP: TLS certificate reloaded (new connections use it)");
+            memset(&rerr, 0, sizeof rerr);
+            if (!auth_enabled(app.auth))
+                log_info("SIGHUP: no tokens file to reload");
+            else if (auth_reload(app.auth, &rerr) != ST_OK)
+                log_error("SIGHUP: the tokens file was not reloaded, the tokens in force stay: %s",
+                          rerr.msg);
+            else
+                log_info("SIGHUP: tokens file reloaded (%zu tokens)%s", auth_count(app.auth),
+                         auth_count(app.auth) == 0 ? ": none, so every /v1 request gets 401" : "");
             continue;
         }
         log_info("%s: draining requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -173,6 +208,8 @@ out:
     else
         log_info("stopped");
     free(conninfo);
+    auth_close(auth);
+    tls_close(tls);
     config_free(&cfg);
     return status;
 }

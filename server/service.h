@@ -27,6 +27,7 @@
 #include "common/err.h"
 #include "engine/engine.h"
 
+struct auth_ctx;
 struct jdoc_val;
 
 /* A filter as received: a parsed JSON value (HTTP) or JSON text (gRPC); neither: none. */
@@ -142,6 +143,46 @@ struct svc_erasures_res {
 };
 int svc_list_erasures(struct engine *e, const char *table, struct svc_count limit,
                       const char *after, struct svc_erasures_res *out, struct st_err *err);
+
+/* ---- CDC: Debezium events (docs/API.md "CDC endpoint", cdc.h, service_cdc.c) ---- */
+
+struct svc_cdc_route {
+    const char *source; /* "db.table" or "schema.table" as Debezium names the source table */
+    const char *table;
+};
+
+struct svc_cdc_req {
+    const void *body; /* borrowed */
+    size_t len;
+    const char *content_type; /* NULL: none */
+    const char *table;        /* ?table=: every event goes there; NULL: route each */
+    const struct svc_cdc_route *routes;
+    size_t nroutes;
+    const struct auth_ctx *auth; /* the caller's token: write scope on each routed table */
+};
+
+struct svc_cdc_table {
+    char name[ST_NAME_MAX + 1];
+    int64_t seq;
+    int64_t inserted, updated, deleted, duplicates;
+};
+
+struct svc_cdc_res {
+    struct svc_cdc_table *tables; /* in the order the body first names them */
+    size_t n;
+    bool no_change; /* nothing but heartbeats, schema changes, messages, tombstones: 204 */
+};
+
+/*
+ * Decode, route, check and convert every event before anything commits
+ * (a refused body changes nothing), then commit per table, each run of
+ * events of one producer as one change request whose offset is its highest
+ * position, after dropping the events at or before the stored position
+ * (counted as duplicates). Returns after everything is durable.
+ */
+int svc_cdc_apply(struct engine *e, const struct svc_cdc_req *q, struct svc_cdc_res *out,
+                  struct st_err *err);
+void svc_cdc_res_clear(struct svc_cdc_res *r);
 
 /* ---- reads -------------------------------------------------------------------- */
 

@@ -29,6 +29,9 @@
  *                once): a 503 whose message says which and to retry.
  * ST_ESTORE:     the object store (S3) did not answer, or kept failing (5xx,
  *                throttling) through the retries: a 503; nothing was committed.
+ * ST_EAUTH:      no bearer token, or one the server does not know (401 with
+ *                WWW-Authenticate: Bearer; gRPC UNAUTHENTICATED).
+ * ST_EPERM:      the token lacks the scope on that table (403; PERMISSION_DENIED).
  * ST_EUNKNOWN:   a commit whose outcome the catalog could not tell (the
  *                connection broke around COMMIT): a 503 (with Retry-After,
  *                as every 503) whose message, written by the engine for the
@@ -55,7 +58,9 @@
     X(ST_EUNKNOWN, -15, "outcome unknown", 503, UNAVAILABLE, NULL)                                 \
     X(ST_EBUSY, -16, "busy", 503, UNAVAILABLE, NULL)                                               \
     X(ST_ESTORE, -17, "object store unavailable", 503, UNAVAILABLE,                                \
-      "the object store is unreachable or failing; retry later")
+      "the object store is unreachable or failing; retry later")                                   \
+    X(ST_EAUTH, -20, "unauthenticated", 401, UNAUTHENTICATED, NULL)                                \
+    X(ST_EPERM, -21, "permission denied", 403, PERMISSION_DENIED, NULL)
 
 #define ST_INTERNAL_DETAIL "internal error; the server log has the details"
 

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,17 +147,15 @@ void st_log(enum st_log_level level, const char *fmt, ...)
     finish(&b);
 }
 
-void st_log_kv(enum st_log_level level, const char *msg, ...)
+static void log_kv(enum st_log_level level, bool audit, const char *msg, va_list ap)
 {
-    if (level < st_log_get_level())
-        return;
     struct buf b = BUF_INIT;
     begin(&b, level);
     buf_append_str(&b, "\"msg\":\"");
     json_escape(&b, msg);
     buf_append_str(&b, "\"");
-    va_list ap;
-    va_start(ap, msg);
+    if (audit)
+        buf_append_str(&b, ",\"audit\":true");
     for (;;) {
         const char *k = va_arg(ap, const char *);
         if (k == NULL)
@@ -168,6 +167,23 @@ void st_log_kv(enum st_log_level level, const char *msg, ...)
         json_escape(&b, v ? v : "");
         buf_append_str(&b, "\"");
     }
-    va_end(ap);
     finish(&b);
+}
+
+void st_log_kv(enum st_log_level level, const char *msg, ...)
+{
+    if (level < st_log_get_level())
+        return;
+    va_list ap;
+    va_start(ap, msg);
+    log_kv(level, false, msg, ap);
+    va_end(ap);
+}
+
+void st_log_audit(const char *msg, ...)
+{
+    va_list ap;
+    va_start(ap, msg);
+    log_kv(ST_LOG_INFO, true, msg, ap);
+    va_end(ap);
 }

@@ -29,6 +29,12 @@ void st_log(enum st_log_level level, const char *fmt, ...) __attribute__((format
  */
 void st_log_kv(enum st_log_level level, const char *msg, ...);
 
+/*
+ * An audit record: st_log_kv's fields plus "audit":true, at level info but
+ * written whatever the level (docs: README "Security").
+ */
+void st_log_audit(const char *msg, ...);
+
 #define log_debug(...) st_log(ST_LOG_DEBUG, __VA_ARGS__)
 #define log_info(...) st_log(ST_LOG_INFO, __VA_ARGS__)
 #define log_warn(...) st_log(ST_LOG_WARN, __VA_ARGS__)

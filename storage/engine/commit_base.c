@@ -507,6 +507,13 @@ static void replay_items(struct replay *rp)
             *(int64_t *)*slot = q->offset;
             rp->advances_producer = true;
         }
+        if (q->mark_producer != NULL) { /* recorded, never checked (engine.h) */
+            void **slot = hmap_put(&rp->last, q->mark_producer, strlen(q->mark_producer), NULL);
+            if (*slot == NULL)
+                *slot = xmalloc(sizeof(int64_t));
+            *(int64_t *)*slot = q->mark_offset;
+            rp->advances_producer = true;
+        }
         for (size_t j = 0; j < q->nchanges; j++)
             replay_change(rp, i, j);
         /* counts add up: every change is counted once */

@@ -209,6 +209,8 @@ static int check_changes(const struct change_req *q, struct st_err *err)
 {
     const struct table *t = q->table;
     int rc = engine_check_producer(q->producer, q->has_offset, q->offset, err);
+    if (rc == ST_OK && q->mark_producer != NULL)
+        rc = engine_check_producer(q->mark_producer, true, q->mark_offset, err);
     if (rc != ST_OK)
         return rc;
     if (q->has_expected_seq && q->expected_seq < 0)

@@ -654,7 +654,7 @@ static void rewrite_end(struct rewrite *w, int rc)
     if (w->c != NULL) {
         if (w->locked && rc != ST_EUNAVAIL)
             lock_release(w->c, w->t);
-        cat_release(w->e->pool, w->c, rc == ST_EUNAVAIL || (w->locked && rc == ST_EUNAVAIL));
+        cat_release(w->e->pool, w->c, rc == ST_EUNAVAIL); /* a broken one goes: its lock too */
     }
     w->c = NULL;
 }

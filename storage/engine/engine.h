@@ -146,6 +146,16 @@ struct change {
 int engine_check_producer(const char *producer, bool has_offset, int64_t offset,
                           struct st_err *err);
 
+/*
+ * The last offset committed for `producer` on table t (*has false: none yet).
+ * A read of the catalog: a commit may advance it right after.
+ */
+int engine_producer_offset(struct engine *e, const struct table *t, const char *producer, bool *has,
+                           int64_t *offset, struct st_err *err);
+/* The same for n producers at once (one catalog round trip): has[i], offsets[i]. */
+int engine_producer_offsets(struct engine *e, const struct table *t, const char *const *producers,
+                            size_t n, bool *has, int64_t *offsets, struct st_err *err);
+
 struct change_req {
     struct table *table; /* the definition the values were decoded against */
     const struct change *changes;
@@ -156,6 +166,16 @@ struct change_req {
     bool has_expected_seq;
     int64_t expected_seq;
     const struct engine_idem *idem; /* NULL: none */
+    /*
+     * A second producer offset, stored in the same commit when the request
+     * applies (is not a duplicate of `producer`), with no duplicate check of
+     * its own: for positions that take two numbers (the CDC endpoint's
+     * PostgreSQL commit LSN and change LSN, server/service_cdc.c), whose
+     * caller reads it back with engine_producer_offset. NULL: none; the same
+     * rules as `producer`.
+     */
+    const char *mark_producer;
+    int64_t mark_offset;
 };
 
 struct change_res {

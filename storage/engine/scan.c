@@ -623,6 +623,54 @@ int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size
     return ST_OK;
 }
 
+int engine_producer_offsets(struct engine *e, const struct table *t, const char *const *producers,
+                            size_t n, bool *has, int64_t *offsets, struct st_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        has[i] = false;
+        offsets[i] = 0;
+    }
+    if (n == 0)
+        return ST_OK;
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
+    if (rc != ST_OK)
+        return rc;
+    struct eng__num tid;
+    struct buf names = BUF_INIT;
+    pgu_array_begin(&names, PG_OID_TEXT, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        pgu_array_bytes(&names, producers[i], strlen(producers[i]));
+    const char *vals[2] = {eng__i64(&tid, t->id), (const char *)names.data};
+    const int lens[2] = {0, (int)names.len}, fmts[2] = {0, 1};
+    PGresult *r = cat_pq_exec_params(c,
+                                     "SELECT producer, last_offset FROM strike.producers WHERE "
+                                     "table_id = $1 AND producer = ANY($2::text[])",
+                                     2, NULL, vals, lens, fmts, 0);
+    buf_free(&names);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = cat_fail(c, r, "reading producer offsets", err);
+        PQclear(r);
+        cat_release(e->pool, c, rc == ST_EUNAVAIL);
+        return rc;
+    }
+    for (int row = 0; row < PQntuples(r); row++)
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(PQgetvalue(r, row, 0), producers[i]) == 0) {
+                has[i] = true;
+                offsets[i] = eng__get_i64(r, row, 1);
+            }
+    PQclear(r);
+    cat_release(e->pool, c, false);
+    return ST_OK;
+}
+
+int engine_producer_offset(struct engine *e, const struct table *t, const char *producer, bool *has,
+                           int64_t *offset, struct st_err *err)
+{
+    return engine_producer_offsets(e, t, &producer, 1, has, offset, err);
+}
+
 /* The blob key of a data file of the table. */
 static int file_rel(struct engine *e, struct table *t, int64_t file_id, char **rel,
                     struct st_err *err)

@@ -46,13 +46,15 @@ SIZES = {
                  m7_seconds=5, m9_rounds=10, m9_batch=10_000,
                  wrk_dur="10s", grpc_rows=200_000, grpc_seconds=3,
                  pq_rows=1_000_000, pq_big=10_000_000, dv_rows=10_000_000, dv_runs=21,
-                 hist_commits=10_000, era_history=100),
+                 hist_commits=10_000, era_history=100,
+                 cdc_batches=50, cdc_rows=100_000),
     "quick": dict(rounds=2, small=20_000, big=100_000, big_batch=20_000,
                   m1_samples=5, m2_samples=10, m3_batches=2, m3_batch=1_000,
                   m7_seconds=1, m9_rounds=2, m9_batch=1_000,
                   wrk_dur="1s", grpc_rows=5_000, grpc_seconds=1,
                   pq_rows=20_000, pq_big=0, dv_rows=1_000_000, dv_runs=5,
-                  hist_commits=200, era_history=10),
+                  hist_commits=200, era_history=10,
+                  cdc_batches=5, cdc_rows=20_000),
 }
 
 
@@ -838,6 +840,19 @@ class Bench:
                  f"{fmt_x(d['ms'][0] / (secs * 1000))} the speed; {fmt_x(d['bytes_written'] / max(bytes_w, 1))} fewer bytes",
                  "report", "–")
 
+    def e15_cdc(self):
+        script = os.path.join(HERE, "cdc_bench.py")
+        if not os.path.exists(script):
+            raise NotAvailable("tests/bench/cdc_bench.py is missing")
+        out = run([sys.executable, script, "--url", self.url, "--rounds", str(self.R), "--batches",
+                   str(self.z["cdc_batches"]), "--batch", "200", "--rows", str(self.z["cdc_rows"])])
+        r = json.loads(out.strip().splitlines()[-1])
+        self.results["e15"] = r
+        c, p = r["cdc_rows_per_s"], r["changes_rows_per_s"]
+        self.row("i15", "CDC endpoint, batches of 200 Debezium events with schema, half updates: rows/s",
+                 "the same rows through POST /changes", spread(p, fmt_num), spread(c, fmt_num),
+                 fmt_x(r["ratio"]), "≥0.8x /changes", "yes" if r["ratio"] >= 0.8 else f"no ({fmt_x(r['ratio'])})")
+
     def e7_grpc(self):
         script = os.path.join(HERE, "bench_grpc_dv.py")
         if not os.path.exists(script) or not os.path.exists(os.path.join(self.bin, "bench_grpc_dv")):
@@ -924,6 +939,57 @@ class Bench:
                      "(under `make test` the binaries are ASan+UBSan builds).")
         return n
 
+    def e16_cli_load(self):
+        """strike load of NDJSON rows (chunks of 10,000) vs curl posting the same chunk bodies from a
+        shell loop, each into a fresh keyed table, alternating; the client must not be the bottleneck."""
+        z, R = self.z, self.R
+        n, batch = z["small"], 10_000
+        d = os.path.join(self.work, "e16")
+        os.makedirs(d, exist_ok=True)
+        nd = os.path.join(d, "rows.ndjson")
+        lines = ['{"id":%d,"user_id":%d,"amount":%d.%02d,"status":"%s"}' % (i, i % 1000, i % 10000, i % 100,
+                                                                             "NEW" if i % 3 else "PAID")
+                 for i in range(n)]
+        with open(nd, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        chunks = []  # the bodies strike load sends, byte for byte
+        for k in range(0, n, batch):
+            p = os.path.join(d, f"chunk-{k // batch}.json")
+            with open(p, "w") as f:
+                f.write('{"changes":[' + ",".join('{"op":"upsert","row":' + x + "}" for x in lines[k:k + batch])
+                        + "]}")
+            chunks.append(p)
+        del lines
+        script = os.path.join(d, "curl.sh")
+        with open(script, "w") as f:
+            f.write('set -e\nfor c in "$@"; do curl -sS -f -o /dev/null -X POST -H "Content-Type: application/json" '
+                    '--data-binary @"$c" "$URL/v1/tables/$T/changes"; done\n')
+        cols = [{"name": "id", "type": "long", "required": True}, {"name": "user_id", "type": "long", "required": True},
+                {"name": "amount", "type": "double"}, {"name": "status", "type": "string"}]
+        rates = {"curl": [], "strike": []}
+        for r in range(R):
+            for who in ("curl", "strike") if r % 2 == 0 else ("strike", "curl"):
+                t = f"e16_{who}_{r}"
+                self.http("POST", "/v1/tables", {"name": t, "columns": cols, "primary_key": ["id"]})
+                t0 = time.monotonic()
+                if who == "curl":
+                    run(["bash", script, *chunks], env=dict(self.env, URL=self.url, T=t))
+                else:
+                    run([os.path.join(self.bin, "strike"), "load", t, nd, "--batch", str(batch), "-q",
+                         "--server", self.url], env=self.env)
+                el = time.monotonic() - t0
+                live = self.http("GET", f"/v1/tables/{t}")["stats"]["live_rows"]
+                if live != n:
+                    raise RuntimeError(f"{who} loaded {live} rows of {n}")
+                rates[who].append(n / el)
+                self.http("DELETE", f"/v1/tables/{t}")
+        self.results["e16"] = rates
+        ratio = med(rates["strike"]) / med(rates["curl"])
+        self.row("i16", f"strike load of {n:,} NDJSON rows in chunks of {batch:,}: rows/s",
+                 "curl posting the same chunks (shell loop)", spread(rates["curl"], fmt_num),
+                 spread(rates["strike"], fmt_num), fmt_x(ratio), "≥0.9x curl",
+                 "yes" if ratio >= 0.9 else f"no ({fmt_x(ratio)})")
+
     def main(self):
         self.started = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
         self.meta = self.machine()
@@ -953,6 +1019,8 @@ class Bench:
             ("e14a", "i14a", "history growth with and without maintenance", self.e14a_history),
             ("e14b", "i14b", "compaction throughput vs DuckDB", self.e14b_compaction),
             ("e14c", "i14c", "erasure of one key vs DuckDB", self.e14c_erasure),
+            ("e15", "i15", "CDC endpoint vs /changes", self.e15_cdc),
+            ("e16", "i16", "strike load vs curl", self.e16_cli_load),
         ]
         peers = {1: "DuckDB copy-on-write rewrite", 2: "PostgreSQL DELETE … WHERE id = $1",
                  3: "PostgreSQL INSERT … ON CONFLICT DO UPDATE", 4: "nginx serving the same bytes",
@@ -960,17 +1028,20 @@ class Bench:
                  7: "strike, 1 writer", 8: "fresh striked, smaller scan", 9: "PostgreSQL raw `id = ANY($1)`",
                  "i3": "npm roaring", "i4": "DuckDB", "i7": "the same DV over HTTP (wrk)",
                  "i14a": "the same without maintenance", "i14b": "DuckDB copy-on-write rewrite",
-                 "i14c": "DuckDB copy-on-write delete"}
+                 "i14c": "DuckDB copy-on-write delete",
+                 "i15": "the same rows through POST /changes", "i16": "curl posting the same chunks"}
         goals = {1: "≥1000x faster; ≥100,000x fewer bytes", 2: "p50 ≤2x PostgreSQL", 3: "≥1.5x PostgreSQL",
                  4: "≥1x nginx req/s, p99 ≤ nginx", 5: "≤1.05x", 6: "≥1.0x DuckDB", 7: "≥0.7x 1 writer, nothing lost",
                  8: "bounded: ≤1.25x the smaller scan's peak", 9: "report (PostgreSQL is the bound)",
                  "i3": "compare", "i4": "compare", "i7": "compare",
-                 "i14a": "≤1.2x each", "i14b": "≥1.0x DuckDB", "i14c": "report"}
+                 "i14a": "≤1.2x each", "i14b": "≥1.0x DuckDB", "i14c": "report", "i15": "≥0.8x /changes",
+                 "i16": "≥0.9x curl"}
         for key, num, title, fn in plan:
             if only and key not in only:
                 continue
             self.measure(key, num, title, peers[num], goals[num], fn)
-        order = {n: i for i, n in enumerate([1, 2, 3, 4, 5, 6, 7, 8, 9, "i3", "i4", "i7", "i14a", "i14b", "i14c"])}
+        order = {n: i for i, n in enumerate([1, 2, 3, 4, 5, 6, 7, 8, 9, "i3", "i4", "i7", "i14a", "i14b", "i14c",
+                                             "i15", "i16"])}
         self.rows.sort(key=lambda r: order[r["num"]])
         end_load = open("/proc/loadavg").read().split()[:3]
         table = self.table()
@@ -1006,7 +1077,7 @@ def main():
     ap.add_argument("--http-port", required=True, type=int)
     ap.add_argument("--striked-pid", required=True, type=int)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="", help="comma-separated measure keys (m1..m9, e3, e4, e7, e14a, e14b, e14c), for development")
+    ap.add_argument("--only", default="", help="comma-separated measure keys (m1..m9, e3, e4, e7, e14a, e14b, e14c, e15, e16), for development")
     sys.exit(Bench(ap.parse_args()).main())
 
 

@@ -3,12 +3,12 @@
  * protobuf-c unpacking of every strike.v1 request type (first input byte picks
  * the type), the U+0000 and UTF-8 checks (whatever unpacks holds only valid
  * UTF-8 in every string field, at any depth), canonical form and hash, and the conversions
- * to engine input (changes -> changeset_build, table definitions, scan
- * columns, filters) against a fixed table. Two more modes: the hand-written
- * ScanBatch encoder, checked value by value against protobuf-c's decoder,
- * and the health request parser. (Idempotent replays are not parsed here any
- * more: the engine decodes its own records into result structs.)
+ * to engine input (changes -> changeset_build, Debezium bodies -> cdc_decode, table definitions,
+ * scan columns, filters) against a fixed table. Two more modes: the hand-written ScanBatch encoder,
+ * checked value by value against protobuf-c's decoder, and the health request parser. (Idempotent
+ * replays are not parsed here any more: the engine decodes its own records into result structs.)
  */
+#include "cdc.h"
 #include "changeset.h"
 #include "grpc_conv.h"
 #include "service.h"
@@ -92,6 +92,7 @@ static void requests(int kind, const uint8_t *p, size_t n)
         &strike__v1__get_deletion_vector_request__descriptor,
         &strike__v1__list_snapshots_request__descriptor,
         &strike__v1__erase_request__descriptor,
+        &strike__v1__apply_debezium_request__descriptor,
     };
     const ProtobufCMessageDescriptor *d = descs[(size_t)kind % (sizeof descs / sizeof descs[0])];
     struct garena a;
@@ -148,6 +149,13 @@ static void requests(int kind, const uint8_t *p, size_t n)
             free(idx);
         }
         check_filter(q->filter);
+    } else if (d == &strike__v1__apply_debezium_request__descriptor) {
+        Strike__V1__ApplyDebeziumRequest *q = (Strike__V1__ApplyDebeziumRequest *)m;
+        struct cdc_batch b;
+        if (cdc_decode(q->body.data, q->body.len, q->content_type, &b, &err) == ST_OK)
+            cdc_batch_free(&b);
+        else if (b.n != 0 || err.msg[0] == '\0')
+            abort();
     } else if (d == &strike__v1__delete_where_request__descriptor) {
         check_filter(((Strike__V1__DeleteWhereRequest *)m)->filter);
     } else if (d == &strike__v1__plan_scan_request__descriptor) {

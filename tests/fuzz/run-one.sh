@@ -2,13 +2,17 @@
 # run-one.sh TARGET CORPUS_DIR SECONDS [SEED_DIR...]
 # Runs one libFuzzer target for SECONDS on a working corpus seeded from
 # SEED_DIRs (files or directories). Fails on any crash, leak or UB report.
+# STRIKE_FUZZ_DICT: a libFuzzer dictionary. The run's output is kept in
+# CORPUS_DIR.log and its last line summarizes it (run.sh prints them all):
+#   fuzz NAME: executions N, edges E, corpus C files (B bytes)
 set -euo pipefail
 target=$1 corpus=$2 secs=$3
 shift 3
 mkdir -p "$corpus"
 for seed in "$@"; do
   if [ -d "$seed" ]; then
-    find "$seed" -type f -size -1M -exec cp -n {} "$corpus/" \; 2>/dev/null || true
+    # -size -1M would mean "0 MiB rounded up": only empty files (the seeds never arrived)
+    find "$seed" -type f -size -1048577c -exec cp -n {} "$corpus/" \; 2>/dev/null || true
   elif [ -f "$seed" ]; then
     cp -n "$seed" "$corpus/" 2>/dev/null || true
   else
@@ -16,6 +20,21 @@ for seed in "$@"; do
     exit 1
   fi
 done
+dict=()
+if [ -n "${STRIKE_FUZZ_DICT:-}" ]; then
+  dict=(-dict="$STRIKE_FUZZ_DICT")
+fi
 # Leaks are findings too; a crash leaves its input in the corpus dir's parent.
-exec "$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-  -artifact_prefix="$corpus/../" -print_final_stats=1 "$corpus"
+log="$corpus.log"
+status=0
+"$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  -artifact_prefix="$corpus/../" -print_final_stats=1 "${dict[@]}" "$corpus" >"$log" 2>&1 ||
+  status=$?
+tail -n 40 "$log"
+execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+edges=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
+files=$(find "$corpus" -type f | wc -l)
+bytes=$(du -sb "$corpus" | cut -f1)
+echo "fuzz $(basename "$target"): executions ${execs:-?}, edges ${edges:-?}, corpus $files files ($bytes bytes)" |
+  tee -a "$log"
+exit $status

@@ -33,6 +33,7 @@ UNARY = {
     "Erase": (pb.EraseRequest, pb.EraseResponse),
     "GetErasure": (pb.GetErasureRequest, pb.EraseResponse),
     "TableHealth": (pb.TableHealthRequest, pb.TableHealthResponse),
+    "ApplyDebezium": (pb.ApplyDebeziumRequest, pb.ApplyDebeziumResponse),
 }
 
 

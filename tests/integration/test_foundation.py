@@ -169,7 +169,7 @@ class Options(unittest.TestCase):
         self.assert_usage_error(self.run_striked(["--data"]), "--data needs a value")
         self.assert_usage_error(self.run_striked([], {"STRIKE_GRPC": "x:y"}), "STRIKE_GRPC")
         self.assert_usage_error(self.run_striked(["--http", "0.0.0.0:8080"]), "non-loopback")
-        # authentication is not in this version: never serve without the tokens asked for
+        # a tokens file that cannot be used (not a regular file): never serve without it
         self.assert_usage_error(self.run_striked(["--tokens", "/dev/null"]), "--tokens")
 
     def test_help_and_version(self):

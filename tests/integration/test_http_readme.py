@@ -2,7 +2,9 @@
 `<!-- walkthrough:begin -->` and `<!-- walkthrough:end -->` runs, in order,
 against a fresh striked (localhost:8080 becomes its port, build/bin/ the
 built binaries), must exit 0, and must print the output block that follows
-it, where `...` stands for any text.
+it, where `...` stands for any text. The same for the `strike` client's
+version of it, between `<!-- walkthrough-strike:begin -->` and
+`<!-- walkthrough-strike:end -->` (STRIKE_SERVER points at the server).
 
 Blocks: a ```sh block holds one command (it may span lines); the ```text
 block right after it, if any, is its expected output.
@@ -15,12 +17,13 @@ import unittest
 import harness as h
 
 BEGIN, END = "<!-- walkthrough:begin -->", "<!-- walkthrough:end -->"
+CLI_BEGIN, CLI_END = "<!-- walkthrough-strike:begin -->", "<!-- walkthrough-strike:end -->"
 
 
-def walkthrough(readme):
+def walkthrough(readme, begin=BEGIN, end=END):
     with open(readme, encoding="utf-8") as f:
         text = f.read()
-    a, b = text.index(BEGIN), text.index(END)
+    a, b = text.index(begin), text.index(end)
     section = text[a:b]
     blocks = re.findall(r"^```(\w*)\n(.*?)^```$", section, re.M | re.S)
     steps = []
@@ -58,6 +61,33 @@ class Readme(unittest.TestCase):
                 self.assertEqual(p.returncode, 0, f"{cmd}\nexit {p.returncode}: {p.stderr.decode()}")
                 if expected is not None:
                     self.assertRegex(out, pattern(expected), f"\n$ {cmd}")
+                    self.assertIsNotNone(pattern(expected).fullmatch(out),
+                                         f"\n$ {cmd}\n--- expected\n{expected}\n--- got\n{out}")
+            self.assertEqual(s.stop()[0], 0)
+        finally:
+            s.close()
+            subprocess.run(["rm", "-rf", work])
+
+    def test_walkthrough_strike(self):
+        readme = os.path.join(h.SOURCE_DIR, "README.md")
+        steps = walkthrough(readme, CLI_BEGIN, CLI_END)
+        cmds = [c for c, _ in steps if c.startswith("build/bin/strike ")]
+        for needle in ("tables create", "load ", "changes ", "scan ", "--where", "plan ", "dv get",
+                       "delete ", "snapshots ", "health ", "erase "):
+            self.assertTrue(any(needle in c for c in cmds), needle)
+
+        s = h.Striked(catalog=h.create_db("strike_cli_readme"))
+        work = h.tmpdir("strike-readme-cli-")
+        env = dict(os.environ, STRIKE_SERVER=f"http://127.0.0.1:{s.http_port}")
+        env.pop("STRIKE_OUTPUT", None)
+        try:
+            for cmd, expected in steps:
+                self.assertTrue(cmd.startswith("build/bin/strike ") or cmd.startswith("printf "), cmd)
+                run = cmd.replace("build/bin/", h.BIN_DIR.rstrip("/") + "/")
+                p = subprocess.run(["bash", "-c", run], cwd=work, capture_output=True, timeout=120, env=env)
+                out = p.stdout.decode(errors="replace").rstrip("\n")
+                self.assertEqual(p.returncode, 0, f"{cmd}\nexit {p.returncode}: {p.stderr.decode()}")
+                if expected is not None:
                     self.assertIsNotNone(pattern(expected).fullmatch(out),
                                          f"\n$ {cmd}\n--- expected\n{expected}\n--- got\n{out}")
             self.assertEqual(s.stop()[0], 0)

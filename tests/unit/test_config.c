@@ -12,10 +12,10 @@
 #include "config.h"
 
 static const char *const ENV_VARS[] = {
-    "STRIKE_HTTP",        "STRIKE_GRPC",     "STRIKE_DATA",         "STRIKE_CATALOG",
-    "STRIKE_TOKENS",      "STRIKE_MAX_BODY", "STRIKE_HTTP_THREADS", "STRIKE_GRPC_THREADS",
-    "STRIKE_WORKERS",     "STRIKE_GC_GRACE", "STRIKE_GC_INTERVAL",  "STRIKE_LOG_LEVEL",
-    "STRIKE_MAX_INFLIGHT"};
+    "STRIKE_HTTP",         "STRIKE_GRPC",     "STRIKE_DATA",         "STRIKE_CATALOG",
+    "STRIKE_TOKENS",       "STRIKE_MAX_BODY", "STRIKE_HTTP_THREADS", "STRIKE_GRPC_THREADS",
+    "STRIKE_WORKERS",      "STRIKE_GC_GRACE", "STRIKE_GC_INTERVAL",  "STRIKE_LOG_LEVEL",
+    "STRIKE_MAX_INFLIGHT", "STRIKE_TLS_CERT", "STRIKE_TLS_KEY"};
 
 static int clear_env(void **state)
 {
@@ -54,6 +54,9 @@ static void test_defaults(void **state)
     assert_string_equal(c.data_dir, "./strike-data");
     assert_null(c.catalog);
     assert_null(c.tokens_file);
+    assert_null(c.tls_cert);
+    assert_null(c.tls_key);
+    assert_false(c.list_routes);
     assert_false(c.insecure);
     assert_int_equal(c.max_body, 64u << 20);
     assert_int_equal(c.max_inflight, 1ull << 30);
@@ -66,11 +69,14 @@ static void test_every_option(void **state)
     (void)state;
     struct config c;
     char err[256] = "";
-    assert_int_equal(load(&c, err, 15, "--http", "0.0.0.0:9090", "--grpc=[::1]:7000", "--data",
+    assert_int_equal(load(&c, err, 19, "--http", "0.0.0.0:9090", "--grpc=[::1]:7000", "--data",
                           "/tmp/x", "--catalog", "postgresql://u@h/db", "--tokens", "/tmp/t",
-                          "--insecure", "--max-body", "1M", "--gc-grace=10m",
-                          "--max-inflight=256M"),
+                          "--insecure", "--max-body", "1M", "--gc-grace=10m", "--max-inflight=256M",
+                          "--tls-cert", "/tmp/c.pem", "--tls-key=/tmp/k.pem", "--list-routes"),
                      CONFIG_OK);
+    assert_string_equal(c.tls_cert, "/tmp/c.pem");
+    assert_string_equal(c.tls_key, "/tmp/k.pem");
+    assert_true(c.list_routes);
     assert_string_equal(c.http.host, "0.0.0.0");
     assert_int_equal(c.http.port, 9090);
     assert_false(c.http.loopback);
@@ -97,6 +103,8 @@ static void test_env_fallback_and_precedence(void **state)
     setenv("STRIKE_TOKENS", "/env/tokens", 1);
     setenv("STRIKE_GC_GRACE", "2h", 1);
     setenv("STRIKE_MAX_INFLIGHT", "3G", 1);
+    setenv("STRIKE_TLS_CERT", "/env/cert.pem", 1);
+    setenv("STRIKE_TLS_KEY", "/env/key.pem", 1);
     struct config c;
     char err[256] = "";
     assert_int_equal(load(&c, err, 3, "--data", "/cli/data"), CONFIG_OK);
@@ -109,6 +117,8 @@ static void test_env_fallback_and_precedence(void **state)
     assert_string_equal(c.catalog, "postgres://env/db");
     assert_string_equal(c.tokens_file, "/env/tokens");
     assert_int_equal(c.gc_grace_s, 7200);
+    assert_string_equal(c.tls_cert, "/env/cert.pem");
+    assert_string_equal(c.tls_key, "/env/key.pem");
     config_free(&c);
     clear_env(NULL);
 }
@@ -157,6 +167,35 @@ static void test_bad_values(void **state)
     clear_env(NULL);
 }
 
+static void test_cdc_route(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[256] = "";
+    assert_int_equal(load(&c, err, 1), CONFIG_OK);
+    assert_int_equal(c.ncdc_routes, 0);
+    config_free(&c);
+    assert_int_equal(load(&c, err, 4, "--cdc-route", "inventory.customers=customers",
+                          "--cdc-route=db.public.orders=orders_v2"),
+                     CONFIG_OK);
+    assert_int_equal(c.ncdc_routes, 2);
+    assert_string_equal(c.cdc_routes[0].source, "inventory.customers");
+    assert_string_equal(c.cdc_routes[0].table, "customers");
+    assert_string_equal(c.cdc_routes[1].source, "db.public.orders");
+    assert_string_equal(c.cdc_routes[1].table, "orders_v2");
+    config_free(&c);
+    static const char *const bad[] = {"customers", "=t", "a.b=", "a.b=no-such", "a.b=1t"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(load(&c, err, 3, "--cdc-route", bad[i]), CONFIG_ERROR);
+        assert_non_null(strstr(err, "--cdc-route: bad route"));
+        config_free(&c);
+    }
+    assert_int_equal(load(&c, err, 5, "--cdc-route", "a.b=t1", "--cdc-route", "a.b=t2"),
+                     CONFIG_ERROR);
+    assert_string_equal(err, "--cdc-route: source \"a.b\" is routed twice");
+    config_free(&c);
+}
+
 static void test_parsers(void **state)
 {
     (void)state;
@@ -197,6 +236,7 @@ int main(void)
         cmocka_unit_test_setup(test_env_fallback_and_precedence, clear_env),
         cmocka_unit_test_setup(test_bad_values, clear_env),
         cmocka_unit_test_setup(test_parsers, clear_env),
+        cmocka_unit_test_setup(test_cdc_route, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,8 @@
+# CDC endpoint (server/cdc.c, server/service_cdc.c; docs/API.md "CDC endpoint").
+#   test_cdc       the envelope decoder on every fixture of tests/data/debezium,
+#                  logical types, positions, refusals (no engine)
+#   cdc_http       the real striked: every fixture shape, malformed bodies (4xx,
+#                  no change), routing, exactly-once, the replay of 10,000 events
+#                  with crashes and resends, and the gRPC twin
+strike_unit_test(test_cdc SOURCES unit/test_cdc.c LIBS strike_server)
+strike_py_test(cdc_http test_cdc.py LABELS http)
