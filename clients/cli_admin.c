@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 
+#include "blob/blob.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "engine/engine.h"
@@ -85,7 +86,13 @@ static int parse(int argc, char **argv, bool is_gc, struct admin_args *a)
 static struct engine *open_engine(const struct admin_args *a, const char *cmd)
 {
     st_log_set_level(ST_LOG_WARN);
-    struct engine_opts o = {.conninfo = a->catalog, .data_dir = a->data, .pool_size = 2};
+    /* --data s3://...: the endpoint, region and addressing as striked takes them
+       from its environment (STRIKE_S3_*); credentials from AWS_* */
+    const char *ep = getenv("STRIKE_S3_ENDPOINT");
+    struct blob_s3_opts s3 = {.endpoint = ep,
+                              .region = getenv("STRIKE_S3_REGION"),
+                              .path_style = getenv("STRIKE_S3_PATH_STYLE") != NULL || ep != NULL};
+    struct engine_opts o = {.conninfo = a->catalog, .data_dir = a->data, .s3 = &s3, .pool_size = 2};
     struct engine *e = NULL;
     struct st_err err = {0};
     if (engine_open(&o, &e, &err) != ST_OK) {

@@ -33,7 +33,16 @@ for p in "${pkgs[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+
+# moto_server, the S3-compatible server the object-storage tests start, with
+# the machine's python3 (preinstalled with it on these machines; else pip).
+install_moto() {
+  if ! python3 -c 'import moto.server' >/dev/null 2>&1; then
+    echo "deps: installing moto[server]==5.2.1 for $(command -v python3)"
+    python3 -m pip install --quiet 'moto[server]==5.2.1'
+  fi
+}
+[ ${#missing[@]} -eq 0 ] && { install_moto; exit 0; }
 
 sudo=
 if [ "$(id -u)" != 0 ]; then
@@ -50,4 +59,5 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_moto
 echo "deps: done"

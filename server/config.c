@@ -31,7 +31,18 @@ struct option_def {
 static const struct option_def options[] = {
     {"http", "STRIKE_HTTP", K_LISTEN, "127.0.0.1:8080", OFF(http), "HTTP listen address", 0},
     {"grpc", "STRIKE_GRPC", K_LISTEN, "127.0.0.1:50051", OFF(grpc), "gRPC listen address", 0},
-    {"data", "STRIKE_DATA", K_PATH, "./strike-data", OFF(data_dir), "blob store root directory", 0},
+    {"data", "STRIKE_DATA", K_PATH, "./strike-data", OFF(data_dir),
+     "blob store: a directory, or s3://BUCKET/PREFIX (credentials from AWS_ACCESS_KEY_ID, "
+     "AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN)",
+     0},
+    {"s3-endpoint", "STRIKE_S3_ENDPOINT", K_STRING, NULL, OFF(s3_endpoint),
+     "S3-compatible endpoint URL (default: https://s3.REGION.amazonaws.com)", 0},
+    {"s3-region", "STRIKE_S3_REGION", K_STRING, NULL, OFF(s3_region),
+     "S3 region for signing (default: us-east-1)", 0},
+    {"s3-path-style", "STRIKE_S3_PATH_STYLE", K_FLAG, NULL, OFF(s3_path_style),
+     "S3 path-style addressing (ENDPOINT/BUCKET/KEY) rather than BUCKET.ENDPOINT/KEY (always "
+     "with --s3-endpoint)",
+     0},
     {"catalog", "STRIKE_CATALOG", K_STRING, NULL, OFF(catalog),
      "PostgreSQL URL (default: an embedded cluster in DATA/catalog)", 0},
     {"tokens", "STRIKE_TOKENS", K_PATH, NULL, OFF(tokens_file),
@@ -363,12 +374,31 @@ enum config_result config_load(struct config *c, int argc, char **argv, char *er
         snprintf(err, errlen, "--max-body: at most 2G");
         return CONFIG_ERROR;
     }
+    bool s3 = strncmp(c->data_dir, "s3://", 5) == 0;
+    if (s3 && c->catalog == NULL) {
+        snprintf(err, errlen,
+                 "--data s3://...: give --catalog (the embedded catalog needs a local directory)");
+        return CONFIG_ERROR;
+    }
+    if (!s3 && (c->s3_endpoint != NULL || c->s3_region != NULL || c->s3_path_style)) {
+        snprintf(err, errlen,
+                 "--s3-endpoint, --s3-region, --s3-path-style: only with --data s3://");
+        return CONFIG_ERROR;
+    }
+    if (c->s3_endpoint != NULL && strncmp(c->s3_endpoint, "http://", 7) != 0 &&
+        strncmp(c->s3_endpoint, "https://", 8) != 0) {
+        snprintf(err, errlen, "--s3-endpoint: \"%s\" is not an http:// or https:// URL",
+                 c->s3_endpoint);
+        return CONFIG_ERROR;
+    }
     return CONFIG_OK;
 }
 
 void config_free(struct config *c)
 {
     free(c->data_dir);
+    free(c->s3_endpoint);
+    free(c->s3_region);
     free(c->catalog);
     free(c->tokens_file);
     free(c->tls_cert);

@@ -27,11 +27,14 @@ struct cdc_route {
 struct config {
     struct listen_addr http;
     struct listen_addr grpc;
-    char *data_dir;    /* blob store root */
-    char *catalog;     /* PostgreSQL URL; NULL = the embedded default */
-    char *tokens_file; /* NULL = no tokens */
-    char *tls_cert;    /* PEM certificate chain; NULL = plain text */
-    char *tls_key;     /* PEM private key of tls_cert */
+    char *data_dir;     /* blob store: a directory or s3://bucket/prefix */
+    char *s3_endpoint;  /* NULL: AWS */
+    char *s3_region;    /* NULL: us-east-1 */
+    bool s3_path_style; /* also implied by s3_endpoint */
+    char *catalog;      /* PostgreSQL URL; NULL = the embedded default */
+    char *tokens_file;  /* NULL = no tokens */
+    char *tls_cert;     /* PEM certificate chain; NULL = plain text */
+    char *tls_key;      /* PEM private key of tls_cert */
     bool insecure;
     bool list_routes;           /* print the route and RPC tables with their scopes, exit */
     uint64_t max_body;          /* bytes of one request body or gRPC message */

@@ -30,6 +30,7 @@
  */
 #include "http_int.h"
 
+#include "blob/blob.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -370,11 +371,68 @@ static enum range_kind parse_range(const char *h, uint64_t size, uint64_t *off, 
     return RANGE_OK;
 }
 
+/* Largest body the file endpoint reads from an object store into memory: a
+   larger range (or a whole file without Range) is refused with 416. */
+#define FILE_MEM_MAX (64u << 20)
+
+/* The file endpoint on an object store: the range is read into memory. */
+static void job_file_remote(struct hreq *r)
+{
+    struct blob_file *f = NULL;
+    struct st_err err = {0};
+    int rc = svc_file_open(r->srv->app->engine, r->table, r->file_id, &f, &err);
+    if (rc != ST_OK) {
+        http__reply_err(r, rc, &err);
+        return;
+    }
+    uint64_t size = blob_file_size(f), off = 0, len = size;
+    enum range_kind k = parse_range(r->range, size, &off, &len);
+    if (k == RANGE_UNSAT) {
+        blob_file_close(f);
+        http__reply_problem(r, 416, "the range \"%.100s\" is outside the file (%" PRIu64 " bytes)",
+                            r->range, size);
+        http__reply_header(r, "Content-Range", "bytes */%" PRIu64, size);
+        return;
+    }
+    if (len > FILE_MEM_MAX) {
+        blob_file_close(f);
+        http__reply_problem(r, 416,
+                            "Range: at most %u bytes per request from an object store (the "
+                            "file has %" PRIu64 "; read it by ranges, or POST /plan with "
+                            "\"presign\": true)",
+                            FILE_MEM_MAX, size);
+        http__reply_header(r, "Content-Range", "bytes */%" PRIu64, size);
+        return;
+    }
+    char *body = xmalloc(len ? (size_t)len : 1);
+    rc = blob_file_read(f, body, (size_t)len, off, &err);
+    blob_file_close(f);
+    if (rc != ST_OK) {
+        free(body);
+        log_warn("file %" PRId64 " of table %s: %s", r->file_id, r->table, err.msg);
+        http__reply_err(r, rc == ST_ESTORE ? ST_ESTORE : ST_EIO, &err);
+        return;
+    }
+    http__reply_reset(&r->reply);
+    r->reply.status = k == RANGE_OK ? 206 : 200;
+    r->reply.ctype = "application/vnd.apache.parquet";
+    r->reply.body = body;
+    r->reply.len = (size_t)len;
+    http__reply_header(r, "Accept-Ranges", "bytes");
+    if (k == RANGE_OK)
+        http__reply_header(r, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off,
+                           off + len - 1, size);
+}
+
 void http__job_file(struct hreq *r)
 {
     char *path = NULL;
     struct st_err err = {0};
     int rc = svc_file_path(r->srv->app->engine, r->table, r->file_id, &path, &err);
+    if (rc == ST_EUNSUPPORTED) {
+        job_file_remote(r);
+        return;
+    }
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
         return;

@@ -289,8 +289,9 @@ char *http__compact_res_json(const struct engine_compact_res *r);
 struct plan_file;
 struct snapshot_info;
 /* {"seq","files":[{"id","path","url","format","record_count",...,"dv":{...}|null}]}. */
+/* expires_at_s > 0: the presigned URLs' expiry (POST /plan with "presign": true). */
 char *http__plan_json(const struct table *t, int64_t seq, const struct plan_file *files,
-                      size_t nfiles);
+                      size_t nfiles, int64_t expires_at_s);
 /* {"snapshots":[{"seq","committed_at","operation","summary"}...],"next":seq|null}. */
 char *http__snapshots_json(const struct snapshot_info *s, size_t n, bool has_next, int64_t next);
 

@@ -70,8 +70,11 @@ char *http__compact_res_json(const struct engine_compact_res *r)
 }
 
 char *http__plan_json(const struct table *t, int64_t seq, const struct plan_file *files,
-                      size_t nfiles)
+                      size_t nfiles, int64_t expires_at_s)
 {
+    char exp[ST_RFC3339_MAX];
+    if (expires_at_s > 0)
+        st_format_rfc3339(expires_at_s * 1000000, exp);
     json_t *arr = json_array();
     for (size_t i = 0; i < nfiles; i++) {
         const struct plan_file *p = &files[i];
@@ -84,13 +87,21 @@ char *http__plan_json(const struct table *t, int64_t seq, const struct plan_file
             dv = json_pack("{s:s, s:s, s:I, s:I, s:I}", "url", dvurl, "path", p->dv_path, "offset",
                            (json_int_t)p->dv_offset, "length", (json_int_t)p->dv_length,
                            "cardinality", (json_int_t)p->dv_cardinality);
+            if (p->dv_presigned_url != NULL) {
+                json_object_set_new(dv, "presigned_url", json_string(p->dv_presigned_url));
+                json_object_set_new(dv, "expires_at", json_string(exp));
+            }
         }
-        json_array_append_new(
-            arr, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "id", (json_int_t)p->id,
-                           "path", p->path, "url", url, "format", "parquet", "record_count",
-                           (json_int_t)p->record_count, "file_size", (json_int_t)p->file_size,
-                           "data_seq", (json_int_t)p->data_seq, "deleted_count",
-                           (json_int_t)p->deleted_count, "dv", dv));
+        json_t *fo = json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "id",
+                               (json_int_t)p->id, "path", p->path, "url", url, "format", "parquet",
+                               "record_count", (json_int_t)p->record_count, "file_size",
+                               (json_int_t)p->file_size, "data_seq", (json_int_t)p->data_seq,
+                               "deleted_count", (json_int_t)p->deleted_count, "dv", dv);
+        if (p->presigned_url != NULL) {
+            json_object_set_new(fo, "presigned_url", json_string(p->presigned_url));
+            json_object_set_new(fo, "expires_at", json_string(exp));
+        }
+        json_array_append_new(arr, fo);
     }
     json_t *o = json_pack("{s:I, s:o}", "seq", (json_int_t)seq, "files", arr);
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -643,17 +643,25 @@ void http__job_plan(struct hreq *r)
     const struct jdoc_val *j = jdoc_root(d);
     struct svc_plan_req q = {.table = r->table, .filter.doc = http__opt_value(j, "filter")};
     struct svc_plan_res res = {0};
-    static const char *const top[] = {"snapshot", "filter", NULL};
+    static const char *const top[] = {"snapshot", "filter", "presign", "expires_in", NULL};
     if (!http__check_fields(r, j, top, NULL) ||
-        !http__opt_int(r, j, "snapshot", &q.snapshot.has, &q.snapshot.v))
+        !http__opt_int(r, j, "snapshot", &q.snapshot.has, &q.snapshot.v) ||
+        !http__opt_int(r, j, "expires_in", &q.expires_in.has, &q.expires_in.v))
         goto out;
+    const struct jdoc_val *ps = http__opt_value(j, "presign");
+    if (ps != NULL && !jdoc_is(ps, JDOC_BOOL)) {
+        http__reply_problem(r, 400, "presign: expected true or false, got %s", lit_jdoc_kind(ps));
+        goto out;
+    }
+    q.presign = ps != NULL && ps->b;
     struct st_err err = {0};
     int rc = svc_plan(r->srv->app->engine, &q, &res, &err);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
         goto out;
     }
-    http__reply_json(r, 200, http__plan_json(res.table, res.seq, res.files, res.nfiles));
+    http__reply_json(r, 200,
+                     http__plan_json(res.table, res.seq, res.files, res.nfiles, res.expires_at_s));
     http__reply_header(r, "Strike-Snapshot", "%" PRId64, res.seq);
 out:
     svc_plan_res_clear(&res);

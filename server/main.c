@@ -15,6 +15,7 @@
 #include "http.h"
 #include "pgembed.h"
 
+#include "blob/blob.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -119,7 +120,8 @@ int main(int argc, char **argv)
     struct http_server *http = NULL;
     struct grpcs *grpc = NULL;
 
-    if (st_mkdirs(cfg.data_dir, 0755, &err) != ST_OK)
+    bool on_s3 = strncmp(cfg.data_dir, "s3://", 5) == 0;
+    if (!on_s3 && st_mkdirs(cfg.data_dir, 0755, &err) != ST_OK)
         goto out;
     if (cfg.catalog == NULL) {
         if (pgembed_start(cfg.data_dir, &pg, &conninfo, &err) != ST_OK)
@@ -127,9 +129,13 @@ int main(int argc, char **argv)
     } else {
         conninfo = xstrdup(cfg.catalog);
     }
+    struct blob_s3_opts s3o = {.endpoint = cfg.s3_endpoint,
+                               .region = cfg.s3_region,
+                               .path_style = cfg.s3_path_style || cfg.s3_endpoint != NULL};
     struct engine_opts eo = {
         .conninfo = conninfo,
         .data_dir = cfg.data_dir,
+        .s3 = &s3o,
         .pool_size = 64,
         .gc_grace_s = cfg.gc_grace_s,
         .gc_interval_s = cfg.gc_interval_s,

@@ -8,6 +8,7 @@
  */
 #include "service.h"
 
+#include "blob/blob.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "expr/filter.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const char svc_type_names[] = "boolean, int, long, double, string or timestamp";
 
@@ -395,12 +397,23 @@ int svc_plan(struct engine *e, const struct svc_plan_req *q, struct svc_plan_res
     int rc = check_count("snapshot", q->snapshot, err);
     if (rc != ST_OK)
         return rc;
+    int64_t expires = q->expires_in.has ? q->expires_in.v : SVC_PRESIGN_DEFAULT_S;
+    if (q->expires_in.has && !q->presign)
+        return st_errf(err, ST_EINVAL, "expires_in: only with \"presign\": true");
+    if (expires < 1 || expires > BLOB_PRESIGN_MAX_S)
+        return st_errf(err, ST_EINVAL, "expires_in: from 1 to %d seconds, got %lld",
+                       BLOB_PRESIGN_MAX_S, (long long)expires);
     struct filter *f = NULL;
     if ((rc = table_of(e, q->table, &out->table, err)) == ST_OK &&
         (rc = filter_of(out->table, &q->filter, &f, err)) == ST_OK)
         rc = engine_plan(e, out->table, q->snapshot.has, q->snapshot.v, f, &out->files,
                          &out->nfiles, &out->seq, err);
     filter_free(f);
+    if (rc == ST_OK && q->presign) {
+        int64_t now = (int64_t)time(NULL);
+        out->expires_at_s = now + expires;
+        rc = engine_plan_presign(e, out->files, out->nfiles, now, expires, err);
+    }
     if (rc != ST_OK)
         svc_plan_res_clear(out);
     return rc;
@@ -479,6 +492,20 @@ int svc_file_path(struct engine *e, const char *table, int64_t file_id, char **a
     struct table *t = NULL;
     if ((rc = table_of(e, table, &t, err)) == ST_OK)
         rc = engine_file_path(e, t, file_id, abs_path, err);
+    engine_table_unref(t);
+    return rc;
+}
+
+int svc_file_open(struct engine *e, const char *table, int64_t file_id, struct blob_file **out,
+                  struct st_err *err)
+{
+    *out = NULL;
+    int rc = check_file_id(file_id, err);
+    if (rc != ST_OK)
+        return rc;
+    struct table *t = NULL;
+    if ((rc = table_of(e, table, &t, err)) == ST_OK)
+        rc = engine_file_open(e, t, file_id, out, err);
     engine_table_unref(t);
     return rc;
 }

@@ -211,12 +211,16 @@ struct svc_plan_req {
     const char *table;
     struct svc_count snapshot;
     struct svc_filter filter;
+    bool presign;                /* presigned GET URLs (an object store only) */
+    struct svc_count expires_in; /* seconds, 1..604800; default SVC_PRESIGN_DEFAULT_S */
 };
+#define SVC_PRESIGN_DEFAULT_S 3600
 struct svc_plan_res {
     struct table *table;
     int64_t seq;
     struct plan_file *files;
     size_t nfiles;
+    int64_t expires_at_s; /* presign: when the URLs expire (seconds since the epoch) */
 };
 int svc_plan(struct engine *e, const struct svc_plan_req *q, struct svc_plan_res *out,
              struct st_err *err);
@@ -261,6 +265,10 @@ void svc_dv_res_clear(struct svc_dv_res *r);
 
 /* A data file of the table: its absolute path in the local blob store (caller frees). */
 int svc_file_path(struct engine *e, const char *table, int64_t file_id, char **abs_path,
+                  struct st_err *err);
+/* The same file opened for range reads on any blob store (an object store's). */
+struct blob_file;
+int svc_file_open(struct engine *e, const char *table, int64_t file_id, struct blob_file **out,
                   struct st_err *err);
 
 /* ---- maintenance ------------------------------------------------------------------ */

@@ -10,3 +10,10 @@ strike_py_test(http_api test_http_api.py LABELS http tsan)
 strike_py_test(http_limits test_http_limits.py LABELS http tsan)
 strike_py_test(http_readme test_http_readme.py LABELS http tsan)
 strike_py_test(http_duckdb test_http_duckdb.py LABELS http tsan)
+# http_readme_s3: the README walkthrough once more with --data s3:// (the s3 fixture's moto_server)
+strike_on_s3(http_readme http_readme_s3 ${STRIKE_PYTHON}
+             ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_http_readme.py)
+# test_s3: two striked sharing the catalog and the bucket; the store stopped mid-ingest (s3 only)
+add_test(NAME test_s3 COMMAND ${STRIKE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_s3.py)
+set_tests_properties(test_s3 PROPERTIES LABELS "integration;s3" FIXTURES_REQUIRED "pg;s3" TIMEOUT 600
+  ENVIRONMENT "${STRIKE_TEST_ENV};PYTHONPATH=${CMAKE_CURRENT_SOURCE_DIR}/integration;PYTHONDONTWRITEBYTECODE=1;${STRIKE_TEST_S3_ENV}")

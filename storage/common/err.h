@@ -27,6 +27,8 @@
  *                a full disk is told apart from a fault (nothing was committed; retry later).
  * ST_EBUSY:      a bounded kind of work is at its limit (deletes by filter at
  *                once): a 503 whose message says which and to retry.
+ * ST_ESTORE:     the object store (S3) did not answer, or kept failing (5xx,
+ *                throttling) through the retries: a 503; nothing was committed.
  * ST_EAUTH:      no bearer token, or one the server does not know (401 with
  *                WWW-Authenticate: Bearer; gRPC UNAUTHENTICATED).
  * ST_EPERM:      the token lacks the scope on that table (403; PERMISSION_DENIED).
@@ -55,6 +57,8 @@
       "the blob store is out of space; retry once space is freed")                                 \
     X(ST_EUNKNOWN, -15, "outcome unknown", 503, UNAVAILABLE, NULL)                                 \
     X(ST_EBUSY, -16, "busy", 503, UNAVAILABLE, NULL)                                               \
+    X(ST_ESTORE, -17, "object store unavailable", 503, UNAVAILABLE,                                \
+      "the object store is unreachable or failing; retry later")                                   \
     X(ST_EAUTH, -20, "unauthenticated", 401, UNAUTHENTICATED, NULL)                                \
     X(ST_EPERM, -21, "permission denied", 403, PERMISSION_DENIED, NULL)
 

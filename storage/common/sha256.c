@@ -119,3 +119,27 @@ void st_sha256_hex(const uint8_t digest[32], char out[65])
     }
     out[64] = '\0';
 }
+
+void st_hmac_sha256(const void *key, size_t klen, const void *msg, size_t n, uint8_t out[32])
+{
+    uint8_t k[64] = {0};
+    if (klen > sizeof k)
+        st_sha256(key, klen, k); /* a long key is hashed first */
+    else if (klen > 0)
+        memcpy(k, key, klen);
+    uint8_t pad[64];
+    struct st_sha256 s;
+    for (size_t i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x36;
+    st_sha256_init(&s);
+    st_sha256_update(&s, pad, 64);
+    st_sha256_update(&s, msg, n);
+    uint8_t inner[32];
+    st_sha256_final(&s, inner);
+    for (size_t i = 0; i < 64; i++)
+        pad[i] = k[i] ^ 0x5c;
+    st_sha256_init(&s);
+    st_sha256_update(&s, pad, 64);
+    st_sha256_update(&s, inner, 32);
+    st_sha256_final(&s, out);
+}

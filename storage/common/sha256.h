@@ -1,6 +1,7 @@
 /*
  * sha256.h - SHA-256 (FIPS 180-4), for request fingerprints (Idempotency-Key)
- * and bearer-token hashes. Written from the standard.
+ * bearer-token hashes, and HMAC-SHA256 (SigV4 presigning). Written from the
+ * standards.
  */
 #ifndef STRIKE_SHA256_H
 #define STRIKE_SHA256_H
@@ -20,6 +21,8 @@ void st_sha256_update(struct st_sha256 *s, const void *p, size_t n);
 void st_sha256_final(struct st_sha256 *s, uint8_t out[32]);
 /* One-shot digest. */
 void st_sha256(const void *p, size_t n, uint8_t out[32]);
+/* HMAC-SHA256 (RFC 2104): the signing chain of SigV4 presigned URLs. */
+void st_hmac_sha256(const void *key, size_t klen, const void *msg, size_t n, uint8_t out[32]);
 /* Lower-case hex of a digest (65 bytes with the NUL). */
 void st_sha256_hex(const uint8_t digest[32], char out[65]);
 

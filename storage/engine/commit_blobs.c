@@ -51,20 +51,14 @@ void eng__unlink_blob(struct engine *e, const char *rel)
 {
     if (rel == NULL)
         return;
-    char *abs = eng__abs(e, rel);
-    if (unlink(abs) != 0 && errno != ENOENT)
-        log_warn("cannot remove %s: %s", abs, strerror(errno));
-    free(abs);
+    struct st_err err = {0};
+    if (blob_delete(e->blobs, &rel, 1, NULL, &err) != ST_OK)
+        log_warn("cannot remove %s: %s", rel, err.msg);
 }
 
 int eng__blob_touch(struct engine *e, const char *rel, struct st_err *err)
 {
-    char *abs = eng__abs(e, rel);
-    int rc = utimensat(AT_FDCWD, abs, NULL, 0) == 0
-                 ? ST_OK
-                 : st_errf(err, ST_EIO, "touching %s: %s", rel, strerror(errno));
-    free(abs);
-    return rc;
+    return blob_touch(e->blobs, rel, err);
 }
 
 static json_t *stat_value_json(enum st_type type, const struct st_value *v)
@@ -116,11 +110,9 @@ int eng__write_parquet(struct engine *e, const struct table *t, struct st_value 
                        size_t n, struct plan *p, struct st_err *err)
 {
     char *rel = eng__new_blob_rel(t, "data", "parquet");
-    char *abs = eng__abs(e, rel);
     int64_t begun_us = st_now_us(); /* no later than the file's mtime */
-    struct st_afile f;
-    int rc = st_afile_open(&f, abs, err);
-    free(abs);
+    struct blob_put *f;
+    int rc = blob_put_begin(e->blobs, rel, &f, err);
     if (rc != ST_OK) {
         free(rel);
         return rc;
@@ -134,16 +126,16 @@ int eng__write_parquet(struct engine *e, const struct table *t, struct st_value 
     struct pq_writer *w = NULL;
     struct pq_file_stats stats;
     memset(&stats, 0, sizeof stats);
-    rc = pq_writer_open(&w, t->cols, t->ncols, &o, pq_write_afile, &f, err);
+    rc = pq_writer_open(&w, t->cols, t->ncols, &o, blob_put_write_fn, f, err);
     for (size_t i = 0; rc == ST_OK && i < n; i++)
         rc = pq_writer_add_row(w, rows[i], err);
     if (rc == ST_OK)
         rc = pq_writer_finish(w, &stats, err);
     pq_writer_free(w);
     if (rc == ST_OK)
-        rc = st_afile_commit(&f, err);
+        rc = blob_put_commit(f, err);
     else
-        st_afile_abort(&f);
+        blob_put_abort(f);
     if (rc != ST_OK) {
         pq_file_stats_free(&stats);
         free(rel);
@@ -224,9 +216,7 @@ int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, stru
         if (rc == ST_OK) {
             p->puffin_rel = eng__new_blob_rel(t, "dv", "puffin");
             p->puffin_at_us = st_now_us();
-            char *abs = eng__abs(e, p->puffin_rel);
-            rc = st_write_file_atomic(abs, out.data, out.len, err);
-            free(abs);
+            rc = blob_put_all(e->blobs, p->puffin_rel, out.data, out.len, err);
             if (rc != ST_OK) {
                 free(p->puffin_rel);
                 p->puffin_rel = NULL;

@@ -189,7 +189,7 @@ static bool *choose_policy(const struct snap_file *f, size_t n, double min_fract
 /* ---- writing the new files ------------------------------------------------ */
 
 struct writer {
-    struct st_afile f;
+    struct blob_put *f;
     struct pq_writer *pw;
     struct eng__newfile nf;
     bool open;
@@ -214,10 +214,8 @@ static int writer_open(struct rewrite *w, struct writer *wr, struct st_err *err)
     if (rc != ST_OK)
         return rc;
     wr->nf.rel = eng__new_blob_rel(w->t, "data", "parquet");
-    char *abs = eng__abs(w->e, wr->nf.rel);
     wr->nf.at_us = st_now_us();
-    rc = st_afile_open(&wr->f, abs, err);
-    free(abs);
+    rc = blob_put_begin(w->e->blobs, wr->nf.rel, &wr->f, err);
     if (rc != ST_OK) {
         free(wr->nf.rel);
         return rc;
@@ -228,9 +226,9 @@ static int writer_open(struct rewrite *w, struct writer *wr, struct st_err *err)
     o.row_group_rows = w->e->o.row_group_rows;
     const char *kv[] = {"strike.table_uuid", w->t->uuid, "strike.table", w->t->name, NULL};
     o.kv = kv;
-    rc = pq_writer_open(&wr->pw, w->t->cols, w->t->ncols, &o, pq_write_afile, &wr->f, err);
+    rc = pq_writer_open(&wr->pw, w->t->cols, w->t->ncols, &o, blob_put_write_fn, wr->f, err);
     if (rc != ST_OK) {
-        st_afile_abort(&wr->f);
+        blob_put_abort(wr->f);
         free(wr->nf.rel);
         return rc;
     }
@@ -243,7 +241,7 @@ static void writer_abort(struct writer *wr)
     if (!wr->open)
         return;
     pq_writer_free(wr->pw);
-    st_afile_abort(&wr->f);
+    blob_put_abort(wr->f);
     free(wr->nf.rel);
     wr->open = false;
 }
@@ -269,9 +267,10 @@ static int writer_finish(struct rewrite *w, struct writer *wr, struct st_err *er
     pq_writer_free(wr->pw);
     wr->pw = NULL;
     if (rc == ST_OK)
-        rc = st_afile_commit(&wr->f, err);
+        rc = blob_put_commit(wr->f, err);
     else
-        st_afile_abort(&wr->f);
+        blob_put_abort(wr->f);
+    wr->f = NULL;
     wr->open = false;
     if (rc != ST_OK) {
         pq_file_stats_free(&stats);
@@ -318,10 +317,8 @@ static int copy_file(struct rewrite *w, struct rfile *rf, struct writer *wr, str
                      struct buf *kb, struct st_err *err)
 {
     const struct table *t = w->t;
-    char *abs = eng__abs(w->e, rf->sf.path);
     struct pq_reader *r = NULL;
-    int rc = pq_reader_open(abs, &r, err);
-    free(abs);
+    int rc = eng__pq_open(w->e, rf->sf.path, &r, err);
     if (rc != ST_OK)
         return rc;
     int *cols = xcalloc((size_t)t->ncols, sizeof *cols);

@@ -246,10 +246,8 @@ static int scan_file(struct engine *e, struct dscan *d, const struct snap_file *
 {
     const struct table *t = d->t;
     d->file_id = sf->id;
-    char *abs = eng__abs(e, sf->path);
     struct pq_reader *r = NULL;
-    int rc = pq_reader_open(abs, &r, err);
-    free(abs);
+    int rc = eng__pq_open(e, sf->path, &r, err);
     for (int rg = 0; rc == ST_OK && rg < pq_num_row_groups(r); rg++) {
         uint64_t first, nr;
         pq_row_group(r, rg, &first, &nr);

@@ -298,23 +298,15 @@ static int read_blob(struct engine *e, const char *rel, int64_t offset, int64_t 
     if (offset < 0 || length < (int64_t)DV_ICEBERG_OVERHEAD || (uint64_t)length > BLOB_MAX)
         return st_errf(err, ST_ECORRUPT, "DV blob in %s at %lld has an impossible length %lld", rel,
                        (long long)offset, (long long)length);
-    char *abs = eng__abs(e, rel);
-    int fd = open(abs, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int rc = st_errf(err, ST_EIO, "cannot open %s: %s", abs, strerror(errno));
-        free(abs);
-        return rc;
-    }
     uint8_t *p = xmalloc((size_t)length);
-    int rc = st_pread_full(fd, p, (size_t)length, (uint64_t)offset, err);
-    close(fd);
+    int rc = blob_read(e->blobs, rel, (uint64_t)offset, p, (size_t)length, err);
     if (rc != ST_OK) {
-        st_err_prefix(err, "%s", abs);
-        free(abs);
+        if (rc == ST_ENOTFOUND)
+            rc = err->code = ST_EIO; /* referenced by the catalog: not a client's 404 */
+        st_err_prefix(err, "%s", rel);
         free(p);
         return rc;
     }
-    free(abs);
     *out = p;
     return ST_OK;
 }

@@ -10,6 +10,7 @@
 #include "common/timeutil.h"
 #include "common/uuid.h"
 #include "common/xalloc.h"
+#include "parquet/parquet.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -46,9 +47,29 @@ void eng__rollback(PGconn *c)
         PQclear(cat_pq_exec(c, "ROLLBACK"));
 }
 
-char *eng__abs(const struct engine *e, const char *rel)
+static int blob_read_at(void *ctx, void *dst, size_t n, uint64_t off, struct st_err *err)
 {
-    return st_path_join(e->data_dir, rel);
+    return blob_file_read(ctx, dst, n, off, err);
+}
+
+static void blob_source_close(void *ctx)
+{
+    blob_file_close(ctx);
+}
+
+int eng__pq_open(struct engine *e, const char *rel, struct pq_reader **out, struct st_err *err)
+{
+    *out = NULL;
+    struct blob_file *f;
+    int rc = blob_file_open(e->blobs, rel, &f, err);
+    if (rc != ST_OK)
+        return rc;
+    struct pq_source src = {
+        .ctx = f, .size = blob_file_size(f), .read_at = blob_read_at, .close = blob_source_close};
+    rc = pq_reader_open_source(&src, out, err);
+    if (rc != ST_OK)
+        st_err_prefix(err, "%s", rel);
+    return rc;
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -73,15 +94,10 @@ int engine_open(const struct engine_opts *o, struct engine **out, struct st_err 
     e->o.conninfo = NULL;
     e->o.data_dir = NULL;
 
-    int rc = st_mkdirs(o->data_dir, 0755, err);
+    e->o.s3 = NULL;
+    int rc = blob_open(o->data_dir, o->s3, &e->blobs, err);
     if (rc != ST_OK)
         goto fail;
-    char real[PATH_MAX];
-    if (realpath(o->data_dir, real) == NULL) {
-        rc = st_errf(err, ST_EIO, "cannot resolve %s", o->data_dir);
-        goto fail;
-    }
-    e->data_dir = xstrdup(real);
     pthread_mutex_init(&e->tables_mu, NULL);
     pthread_mutex_init(&e->gcq_mu, NULL);
     pthread_mutex_init(&e->gc_mu, NULL);
@@ -117,7 +133,7 @@ fail_sync:
     pthread_mutex_destroy(&e->gc_mu);
     pthread_cond_destroy(&e->gc_cv);
 fail:
-    free(e->data_dir);
+    blob_close(e->blobs);
     free(e);
     return rc;
 }
@@ -141,7 +157,7 @@ void engine_close(struct engine *e)
     pthread_mutex_destroy(&e->gcq_mu);
     pthread_mutex_destroy(&e->gc_mu);
     pthread_cond_destroy(&e->gc_cv);
-    free(e->data_dir);
+    blob_close(e->blobs);
     free(e);
 }
 

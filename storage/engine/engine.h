@@ -24,19 +24,21 @@
 
 struct engine;
 struct filter;
+struct blob_s3_opts;
 
 struct engine_opts {
-    const char *conninfo;     /* libpq URL or key=value string */
-    const char *data_dir;     /* blob store root */
-    int pool_size;            /* catalog connections (default 32) */
-    int64_t gc_grace_s;       /* orphan age before deletion (default 3600) */
-    int64_t gc_interval_s;    /* background orphan GC period; 0 = off */
-    size_t dv_cache_bytes;    /* decoded-DV cache bound (default 256 MiB) */
-    uint32_t row_group_rows;  /* Parquet row group size (default 131072) */
-    int zstd_level;           /* Parquet compression level (default 3) */
-    int commit_retries;       /* CAS retries before 409 (default 16) */
-    int64_t maint_interval_s; /* background maintenance period (maintain.c); 0 = off */
-    int64_t retain_s;         /* maintenance expires snapshots older than this */
+    const char *conninfo;          /* libpq URL or key=value string */
+    const char *data_dir;          /* blob store: a directory, or s3://bucket/prefix */
+    const struct blob_s3_opts *s3; /* for s3:// (blob/blob.h); NULL: the defaults */
+    int pool_size;                 /* catalog connections (default 32) */
+    int64_t gc_grace_s;            /* orphan age before deletion (default 3600) */
+    int64_t gc_interval_s;         /* background orphan GC period; 0 = off */
+    size_t dv_cache_bytes;         /* decoded-DV cache bound (default 256 MiB) */
+    uint32_t row_group_rows;       /* Parquet row group size (default 131072) */
+    int zstd_level;                /* Parquet compression level (default 3) */
+    int commit_retries;            /* CAS retries before 409 (default 16) */
+    int64_t maint_interval_s;      /* background maintenance period (maintain.c); 0 = off */
+    int64_t retain_s;              /* maintenance expires snapshots older than this */
 };
 
 /* Connect, migrate, start background tasks. */
@@ -336,12 +338,17 @@ struct plan_file {
     bool has_dv;
     char *dv_path;
     int64_t dv_offset, dv_length, dv_cardinality;
+    char *presigned_url, *dv_presigned_url; /* engine_plan_presign; else NULL */
 };
 /* Live files at the snapshot whose stats may match `f` (NULL: all). Frees with engine_plan_free. */
 int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
                 const struct filter *f, struct plan_file **files, size_t *nfiles, int64_t *seq,
                 struct st_err *err);
 void engine_plan_free(struct plan_file *files, size_t n);
+/* Presigned GET URLs of each file and DV blob (blob_presign_get), valid for
+   expires_s seconds from now_s; ST_EUNSUPPORTED on a local blob store. */
+int engine_plan_presign(struct engine *e, struct plan_file *files, size_t n, int64_t now_s,
+                        int64_t expires_s, struct st_err *err);
 
 struct snapshot_info {
     int64_t seq;
@@ -357,8 +364,14 @@ int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size
                           struct snapshot_info **out, size_t *n, bool *more, struct st_err *err);
 void engine_snapshots_free(struct snapshot_info *s, size_t n);
 
-/* A data file of the table (live or not, while it exists): its absolute path. */
+/* A data file of the table (live or not, while it exists): its absolute path;
+   ST_EUNSUPPORTED when the blob store is not a local directory. */
 int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
+                     struct st_err *err);
+/* The same file opened for range reads on any blob store (blob/blob.h);
+   ST_EGONE when the catalog names it and the store no longer has it. */
+struct blob_file;
+int engine_file_open(struct engine *e, struct table *t, int64_t file_id, struct blob_file **out,
                      struct st_err *err);
 
 /* ---- deletion vectors ---------------------------------------------------- */

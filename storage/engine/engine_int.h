@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "blob/blob.h"
 #include "catalog.h"
 #include "common/hmap.h"
 #include "engine.h"
@@ -30,7 +31,7 @@ struct table_slot {
 
 struct engine {
     struct engine_opts o;
-    char *data_dir; /* absolute */
+    struct blob_store *blobs; /* where the Parquet and Puffin files are (blob/blob.h) */
     struct cat_pool *pool;
 
     pthread_mutex_t tables_mu;
@@ -146,8 +147,9 @@ int eng__idem_store(PGconn *c, const char *scope, const struct engine_idem *idem
 int eng__begin(PGconn *c, struct st_err *err);
 void eng__rollback(PGconn *c);
 
-/* Absolute path of a blob-store-relative path; caller frees. */
-char *eng__abs(const struct engine *e, const char *rel);
+/* Open the Parquet file at blob key `rel` for range reads (footer first). */
+struct pq_reader;
+int eng__pq_open(struct engine *e, const char *rel, struct pq_reader **out, struct st_err *err);
 
 /* Text <-> integer for libpq parameters. */
 struct eng__num {

@@ -150,10 +150,8 @@ static int scan_file(struct erasure *w, const char *path, const struct dv *dv, b
 {
     const struct table *t = w->t;
     memset(out, 0, sizeof *out);
-    char *abs = eng__abs(w->e, path);
     struct pq_reader *r = NULL;
-    int rc = pq_reader_open(abs, &r, err);
-    free(abs);
+    int rc = eng__pq_open(w->e, path, &r, err);
     if (rc != ST_OK)
         return rc;
     bool *used = xcalloc((size_t)t->ncols, sizeof *used);
@@ -501,26 +499,38 @@ static int listed(struct erasure *w, const char *rel, bool *yes, struct st_err *
     return rc;
 }
 
+struct listing {
+    struct buf keys; /* NUL-terminated, back to back */
+    size_t n;
+};
+
+static int list_parquet(void *ctx, const char *key, const struct blob_info *info)
+{
+    (void)info;
+    struct listing *l = ctx;
+    size_t len = strlen(key);
+    if (len < 9 || strcmp(key + len - 8, ".parquet") != 0)
+        return 0;
+    buf_append(&l->keys, key, len + 1);
+    l->n++;
+    return 0;
+}
+
 /* Leftover Parquet files of failed commits: none may hold an erased row. */
 static int verify_orphans(struct erasure *w, struct st_err *err)
 {
-    char *dir_rel = xasprintf("tables/%s/data", w->t->uuid);
-    char *dir = eng__abs(w->e, dir_rel);
-    free(dir_rel);
+    char *prefix = xasprintf("tables/%s/data/", w->t->uuid);
     int64_t seen = 0, deleted = 0, kept = 0;
     int rc = ST_OK;
     uint64_t until = st_mono_ns() + (uint64_t)(ENGINE_COMMIT_MAX_AGE_S + 10) * 1000000000u;
     for (bool again = true; again && rc == ST_OK;) {
         again = false;
-        DIR *d = opendir(dir);
-        if (d == NULL)
-            break; /* no data directory: nothing written */
-        struct dirent *de;
-        while (rc == ST_OK && (de = readdir(d)) != NULL) {
-            size_t len = strlen(de->d_name);
-            if (len < 9 || strcmp(de->d_name + len - 8, ".parquet") != 0)
-                continue;
-            char *rel = xasprintf("tables/%s/data/%s", w->t->uuid, de->d_name);
+        struct listing l = {.keys = BUF_INIT};
+        rc = blob_list(w->e->blobs, prefix, list_parquet, &l, err);
+        const char *rel = (const char *)l.keys.data;
+        for (size_t i = 0; rc == ST_OK && i < l.n; i++, rel += strlen(rel) + 1) {
+            if (strchr(rel + strlen(prefix), '/') != NULL)
+                continue; /* not a file of the data "directory" itself */
             bool yes = true;
             struct found f = {0};
             if ((rc = listed(w, rel, &yes, err)) == ST_OK && !yes) {
@@ -530,29 +540,30 @@ static int verify_orphans(struct erasure *w, struct st_err *err)
                     f.live = 0; /* a torn leftover: not a table file; gc takes it */
             }
             if (rc == ST_OK && !yes && f.deleted + f.live > 0) {
-                char *abs = eng__abs(w->e, rel);
-                struct stat st;
-                bool old = stat(abs, &st) == 0 && st_now_us() - (int64_t)st.st_mtime * 1000000 >
-                                                      (int64_t)ENGINE_COMMIT_MAX_AGE_S * 1000000;
-                if (old || errno == ENOENT) {
-                    if (unlink(abs) == 0)
+                struct blob_info bi;
+                struct st_err e2 = {0};
+                int hrc = blob_head(w->e->blobs, rel, &bi, &e2);
+                /* its age now (a rewrite may have made it young again), in whole seconds */
+                bool old = hrc == ST_OK && st_now_us() - bi.mtime_us / 1000000 * 1000000 >
+                                               (int64_t)ENGINE_COMMIT_MAX_AGE_S * 1000000;
+                if (old || hrc == ST_ENOTFOUND) {
+                    bool gone = false;
+                    if (blob_delete(w->e->blobs, &rel, 1, &gone, &e2) == ST_OK && gone)
                         deleted++;
                 } else if (st_mono_ns() < until) {
                     again = true; /* a commit may still take it: look again later */
                 } else {
                     kept++;
                 }
-                free(abs);
             }
-            free(rel);
         }
-        closedir(d);
+        buf_free(&l.keys);
         if (again) {
             struct timespec ts = {1, 0};
             nanosleep(&ts, NULL);
         }
     }
-    free(dir);
+    free(prefix);
     if (rc != ST_OK)
         return rc;
     w->files_deleted += deleted;

@@ -151,23 +151,30 @@ static void add_paths(const PGresult *r, struct hmap *set, struct buf *arr, uint
     }
 }
 
-/* Unlink one blob; its size counts when it was there. */
-static void unlink_counted(struct engine *e, const char *rel, struct engine_expire_res *res,
-                           struct hmap *dirs)
+/* Delete the blobs (durably, in one batch); each one's size counts when it was there. */
+static void delete_counted(struct engine *e, char **rels, int n, struct engine_expire_res *res)
 {
-    char *abs = eng__abs(e, rel);
-    struct stat st;
-    bool had = stat(abs, &st) == 0;
-    if (unlink(abs) == 0) {
-        res->deleted_files++;
-        res->deleted_bytes += had ? (int64_t)st.st_size : 0;
-        const char *slash = strrchr(abs, '/');
-        if (slash != NULL)
-            hmap_put(dirs, abs, (size_t)(slash - abs), NULL);
-    } else if (errno != ENOENT) {
-        log_warn("expire: cannot delete %s: %s (gc will collect it)", abs, strerror(errno));
+    if (n <= 0)
+        return;
+    uint64_t *size = xcalloc((size_t)n, sizeof *size);
+    bool *gone = xcalloc((size_t)n, sizeof *gone);
+    for (int i = 0; i < n; i++) {
+        struct blob_info bi;
+        struct st_err e2 = {0};
+        if (blob_head(e->blobs, rels[i], &bi, &e2) == ST_OK)
+            size[i] = bi.size;
     }
-    free(abs);
+    struct st_err e2 = {0};
+    if (blob_delete(e->blobs, (const char *const *)rels, (size_t)n, gone, &e2) != ST_OK)
+        log_warn("expire: %s (gc will collect what is left)", e2.msg);
+    for (int i = 0; i < n; i++) {
+        if (gone[i]) {
+            res->deleted_files++;
+            res->deleted_bytes += (int64_t)size[i];
+        }
+    }
+    free(size);
+    free(gone);
 }
 
 int engine_expire(struct engine *e, struct table *t, const struct engine_expire_req *q,
@@ -311,23 +318,7 @@ int engine_expire(struct engine *e, struct table *t, const struct engine_expire_
     if (e->test_expire_keep_blobs) {
         log_info("expire: test hook: blobs of table %s left in place", t->name);
     } else {
-        struct hmap dirs;
-        hmap_init(&dirs);
-        for (int i = 0; i < nunref; i++)
-            unlink_counted(e, unref[i], res, &dirs);
-        /* the unlinks are durable once their directories are fsynced */
-        size_t it = 0;
-        const uint8_t *k;
-        size_t kl;
-        void *v;
-        while (hmap_next(&dirs, &it, &k, &kl, &v)) {
-            char *d = xstrndup((const char *)k, kl);
-            struct st_err e2 = {0};
-            if (st_fsync_dir(d, &e2) != ST_OK)
-                log_warn("expire: %s", e2.msg);
-            free(d);
-        }
-        hmap_free(&dirs);
+        delete_counted(e, unref, nunref, res);
     }
     atomic_fetch_add(&e->m_expire_deleted_files, (uint64_t)res->deleted_files);
     atomic_fetch_add(&e->m_expire_deleted_bytes, (uint64_t)res->deleted_bytes);

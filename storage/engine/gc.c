@@ -53,49 +53,36 @@ static int referenced_set(PGconn *c, struct hmap *refs, int64_t *n, struct st_er
     return ST_OK;
 }
 
-typedef void (*blob_fn)(void *ctx, const char *rel, const struct stat *st);
+typedef void (*blob_fn)(void *ctx, const char *rel, const struct blob_info *info);
 
-/* Call fn for every file under tables/<t>/{data,dv}/. */
+struct walk {
+    blob_fn fn;
+    void *ctx;
+};
+
+/* Keys of the form tables/<t>/{data,dv}/<name> go to the walk's function. */
+static int walk_one(void *ctx, const char *key, const struct blob_info *info)
+{
+    struct walk *w = ctx;
+    const char *t = key + strlen("tables/");
+    const char *kind = strchr(t, '/');
+    if (kind == NULL || kind == t)
+        return 0;
+    kind++;
+    const char *name = strncmp(kind, "data/", 5) == 0 ? kind + 5
+                       : strncmp(kind, "dv/", 3) == 0 ? kind + 3
+                                                      : NULL;
+    if (name == NULL || name[0] == '\0' || strchr(name, '/') != NULL)
+        return 0;
+    w->fn(w->ctx, key, info);
+    return 0;
+}
+
+/* Call fn for every blob under tables/<t>/{data,dv}/. */
 static int walk_blobs(struct engine *e, blob_fn fn, void *ctx, struct st_err *err)
 {
-    char *root = eng__abs(e, "tables");
-    DIR *d = opendir(root);
-    if (d == NULL) {
-        int rc = errno == ENOENT
-                     ? ST_OK
-                     : st_errf(err, ST_EIO, "cannot list %s: %s", root, strerror(errno));
-        free(root);
-        return rc;
-    }
-    struct dirent *te;
-    while ((te = readdir(d)) != NULL) {
-        if (te->d_name[0] == '.')
-            continue;
-        static const char *const kinds[] = {"data", "dv"};
-        for (size_t k = 0; k < 2; k++) {
-            char *sub = xasprintf("%s/%s/%s", root, te->d_name, kinds[k]);
-            DIR *sd = opendir(sub);
-            if (sd != NULL) {
-                struct dirent *fe;
-                while ((fe = readdir(sd)) != NULL) {
-                    if (fe->d_name[0] == '.')
-                        continue;
-                    struct stat st;
-                    if (fstatat(dirfd(sd), fe->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-                        !S_ISREG(st.st_mode))
-                        continue;
-                    char *rel = xasprintf("tables/%s/%s/%s", te->d_name, kinds[k], fe->d_name);
-                    fn(ctx, rel, &st);
-                    free(rel);
-                }
-                closedir(sd);
-            }
-            free(sub);
-        }
-    }
-    closedir(d);
-    free(root);
-    return ST_OK;
+    struct walk w = {fn, ctx};
+    return blob_list(e->blobs, "tables/", walk_one, &w, err);
 }
 
 /* Paths per catalog lookup of the collector: one round trip per batch. */
@@ -118,7 +105,7 @@ const char *const eng__sql_gc_plans =
 struct gc_blob {
     size_t off; /* of its NUL-terminated path in gc_ctx.batch */
     time_t mtime;
-    off_t size;
+    uint64_t size;
 };
 
 struct gc_ctx {
@@ -171,18 +158,18 @@ static int gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, s
     return ST_OK;
 }
 
-static void report_orphan(struct gc_ctx *g, const char *rel, off_t size)
+static void report_orphan(struct gc_ctx *g, const char *rel, uint64_t size)
 {
     g->rep->orphans++;
     if (g->report != NULL) {
         char detail[64];
-        snprintf(detail, sizeof detail, "%lld bytes, unreferenced", (long long)size);
+        snprintf(detail, sizeof detail, "%llu bytes, unreferenced", (unsigned long long)size);
         g->report(g->report_ctx, "orphan", rel, detail);
     }
 }
 
 /* An unreferenced blob: a candidate for deletion once older than the grace. */
-static void gc_orphan(struct gc_ctx *g, const char *rel, off_t size, time_t mtime)
+static void gc_orphan(struct gc_ctx *g, const char *rel, uint64_t size, time_t mtime)
 {
     report_orphan(g, rel, size);
     if (g->dry_run || mtime > g->cutoff)
@@ -212,28 +199,29 @@ static void gc_flush(struct gc_ctx *g)
     g->nbatch = 0;
 }
 
-static void gc_one(void *p, const char *rel, const struct stat *st)
+static void gc_one(void *p, const char *rel, const struct blob_info *info)
 {
     struct gc_ctx *g = p;
+    time_t mtime = (time_t)(info->mtime_us / 1000000);
     if (lit_utf8_check(rel, strlen(rel)) != strlen(rel)) {
         /* not UTF-8: no catalog row can name it (and it cannot be a text parameter) */
-        report_orphan(g, rel, st->st_size);
-        if (g->dry_run || st->st_mtime > g->cutoff)
+        report_orphan(g, rel, info->size);
+        if (g->dry_run || mtime > g->cutoff)
             return;
-        char *abs = eng__abs(g->e, rel);
-        if (unlink(abs) == 0)
+        bool gone = false;
+        struct st_err e2 = {0};
+        if (blob_delete(g->e->blobs, &rel, 1, &gone, &e2) == ST_OK && gone)
             g->rep->deleted++;
-        free(abs);
         return;
     }
     if (g->refs != NULL) {
         if (hmap_get(g->refs, rel, strlen(rel)) == NULL)
-            gc_orphan(g, rel, st->st_size, st->st_mtime);
+            gc_orphan(g, rel, info->size, mtime);
         return;
     }
     g->blobs[g->nbatch].off = g->batch.len;
-    g->blobs[g->nbatch].mtime = st->st_mtime;
-    g->blobs[g->nbatch].size = st->st_size;
+    g->blobs[g->nbatch].mtime = mtime;
+    g->blobs[g->nbatch].size = info->size;
     buf_append(&g->batch, rel, strlen(rel) + 1);
     if (++g->nbatch == GC_BATCH)
         gc_flush(g);
@@ -253,6 +241,8 @@ static int gc_delete(PGconn *c, struct gc_ctx *g, struct st_err *err)
         struct hmap unref;
         hmap_init(&unref);
         int rc = gc_lookup(c, p, n, &unref, err);
+        const char **doomed = xcalloc(n, sizeof *doomed);
+        size_t nd = 0;
         for (size_t i = 0; i < n && rc == ST_OK; i++, p += strlen(p) + 1) {
             if (hmap_get(&unref, p, strlen(p)) == NULL) {
                 g->rep->orphans--; /* committed since the lookup: not an orphan after all */
@@ -260,15 +250,21 @@ static int gc_delete(PGconn *c, struct gc_ctx *g, struct st_err *err)
                 log_info("gc: %s was committed while the collector ran: kept", p);
                 continue;
             }
-            char *abs = eng__abs(g->e, p);
-            if (unlink(abs) == 0) {
-                g->rep->deleted++;
-                log_info("gc: deleted orphan %s", p);
-            } else if (errno != ENOENT) {
-                log_warn("gc: cannot delete %s: %s", abs, strerror(errno));
-            }
-            free(abs);
+            doomed[nd++] = p;
         }
+        /* one batch: a DeleteObjects request on S3, unlinks and one fsync per directory here */
+        bool *gone = xcalloc(nd ? nd : 1, sizeof *gone);
+        struct st_err e2 = {0};
+        if (nd > 0 && blob_delete(g->e->blobs, doomed, nd, gone, &e2) != ST_OK)
+            log_warn("gc: %s", e2.msg);
+        for (size_t i = 0; i < nd; i++) {
+            if (gone[i]) {
+                g->rep->deleted++;
+                log_info("gc: deleted orphan %s", doomed[i]);
+            }
+        }
+        free(gone);
+        free(doomed);
         hmap_free(&unref);
         if (rc != ST_OK)
             return rc;
@@ -330,13 +326,13 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report 
 static void check_data_file(struct engine *e, const char *rel, int64_t rows, int64_t size,
                             fsck_report_fn fn, void *ctx, struct gc_report *rep)
 {
-    char *abs = eng__abs(e, rel);
     struct pq_reader *r = NULL;
     struct st_err err = {0};
-    if (access(abs, F_OK) != 0) {
+    int rc = eng__pq_open(e, rel, &r, &err);
+    if (rc == ST_ENOTFOUND) {
         rep->missing++;
         fn(ctx, "missing", rel, "data file referenced by the catalog does not exist");
-    } else if (pq_reader_open(abs, &r, &err) != ST_OK) {
+    } else if (rc != ST_OK) {
         rep->corrupt++;
         fn(ctx, "corrupt", rel, err.msg);
     } else if ((int64_t)pq_num_rows(r) != rows || (int64_t)pq_file_size(r) != size) {
@@ -348,7 +344,6 @@ static void check_data_file(struct engine *e, const char *rel, int64_t rows, int
         fn(ctx, "corrupt", rel, d);
     }
     pq_reader_close(r);
-    free(abs);
 }
 
 int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report *out,
@@ -380,10 +375,9 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
     }
     for (int i = 0; i < PQntuples(r); i++) {
         const char *rel = PQgetvalue(r, i, 0);
-        char *abs = eng__abs(e, rel);
-        bool exists = access(abs, F_OK) == 0;
-        free(abs);
-        if (!exists) {
+        struct blob_info bi;
+        struct st_err e1 = {0};
+        if (blob_head(e->blobs, rel, &bi, &e1) == ST_ENOTFOUND) {
             if (i == 0 || strcmp(rel, PQgetvalue(r, i - 1, 0)) != 0) {
                 out->missing++;
                 fn(ctx, "missing", rel, "Puffin file referenced by the catalog does not exist");

@@ -13,6 +13,7 @@
 #include "engine_test.h"
 #include "pgutil.h"
 
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "dv/dv.h"
@@ -358,9 +359,7 @@ static int open_file(struct scan *s, struct st_err *err)
         s->fi++;
         return ST_OK;
     }
-    char *abs = eng__abs(s->e, f->path);
-    int rc = pq_reader_open(abs, &s->r, err);
-    free(abs);
+    int rc = eng__pq_open(s->e, f->path, &s->r, err);
     if (rc != ST_OK)
         return st_err_prefix(err, "data file %lld", (long long)f->id);
     s->ndecoded = 0;
@@ -494,8 +493,28 @@ void engine_plan_free(struct plan_file *files, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(files[i].path);
         free(files[i].dv_path);
+        free(files[i].presigned_url);
+        free(files[i].dv_presigned_url);
     }
     free(files);
+}
+
+int engine_plan_presign(struct engine *e, struct plan_file *files, size_t n, int64_t now_s,
+                        int64_t expires_s, struct st_err *err)
+{
+    if (blob_local_root(e->blobs) != NULL)
+        return st_errf(err, ST_EUNSUPPORTED,
+                       "presign: the blob store is a local directory, not an object store");
+    for (size_t i = 0; i < n; i++) {
+        int rc = blob_presign_get(e->blobs, files[i].path, now_s, expires_s,
+                                  &files[i].presigned_url, err);
+        if (rc == ST_OK && files[i].has_dv)
+            rc = blob_presign_get(e->blobs, files[i].dv_path, now_s, expires_s,
+                                  &files[i].dv_presigned_url, err);
+        if (rc != ST_OK)
+            return rc;
+    }
+    return ST_OK;
 }
 
 int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
@@ -652,10 +671,11 @@ int engine_producer_offset(struct engine *e, const struct table *t, const char *
     return engine_producer_offsets(e, t, &producer, 1, has, offset, err);
 }
 
-int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
-                     struct st_err *err)
+/* The blob key of a data file of the table. */
+static int file_rel(struct engine *e, struct table *t, int64_t file_id, char **rel,
+                    struct st_err *err)
 {
-    *abs_path = NULL;
+    *rel = NULL;
     PGconn *c;
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
@@ -671,10 +691,41 @@ int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **
         rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" has no file %lld", t->name,
                      (long long)file_id);
     } else {
-        *abs_path = eng__abs(e, PQgetvalue(r, 0, 0));
+        *rel = xstrdup(PQgetvalue(r, 0, 0));
     }
     PQclear(r);
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    return rc;
+}
+
+int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
+                     struct st_err *err)
+{
+    *abs_path = NULL;
+    const char *root = blob_local_root(e->blobs);
+    if (root == NULL)
+        return st_errf(err, ST_EUNSUPPORTED, "the blob store is not a local directory");
+    char *rel;
+    int rc = file_rel(e, t, file_id, &rel, err);
+    if (rc == ST_OK)
+        *abs_path = st_path_join(root, rel);
+    free(rel);
+    return rc;
+}
+
+int engine_file_open(struct engine *e, struct table *t, int64_t file_id, struct blob_file **out,
+                     struct st_err *err)
+{
+    *out = NULL;
+    char *rel;
+    int rc = file_rel(e, t, file_id, &rel, err);
+    if (rc == ST_OK) {
+        rc = blob_file_open(e->blobs, rel, out, err);
+        if (rc == ST_ENOTFOUND)
+            rc = st_errf(err, ST_EGONE, "file %lld of table \"%s\" is no longer stored",
+                         (long long)file_id, t->name);
+    }
+    free(rel);
     return rc;
 }
 

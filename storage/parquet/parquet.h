@@ -155,6 +155,23 @@ struct pq_reader;
  */
 int pq_reader_open(const char *path, struct pq_reader **out, struct st_err *err);
 
+/*
+ * A file read by byte ranges (a blob store object): the reader reads the
+ * last 8 bytes and the first 4, then the footer, then, per row group it
+ * decodes, one range per projected column chunk.
+ */
+struct pq_source {
+    void *ctx;
+    uint64_t size;
+    /* exactly n bytes at off; fewer is an error */
+    int (*read_at)(void *ctx, void *dst, size_t n, uint64_t off, struct st_err *err);
+    /* called by pq_reader_close, and by a failed open; may be NULL */
+    void (*close)(void *ctx);
+};
+
+/* Same as pq_reader_open over a source (the reader owns it from the call on). */
+int pq_reader_open_source(const struct pq_source *src, struct pq_reader **out, struct st_err *err);
+
 /* Same, over n bytes in memory (borrowed: they must outlive the reader). */
 int pq_reader_open_mem(const uint8_t *p, size_t n, struct pq_reader **out, struct st_err *err);
 

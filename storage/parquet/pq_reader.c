@@ -69,7 +69,7 @@ struct pq__vecmem {
 };
 
 struct pq_reader {
-    int fd; /* -1 for memory */
+    struct pq_source src; /* read_at NULL for memory */
     const uint8_t *mem;
     uint64_t file_size;
     uint64_t data_end; /* where the footer starts */
@@ -608,7 +608,6 @@ static int open_common(struct pq_reader *r, const uint8_t *tail8, struct st_err 
 static struct pq_reader *reader_new(void)
 {
     struct pq_reader *r = xcalloc(1, sizeof *r);
-    r->fd = -1;
     r->max_rows = PQ_DEFAULT_MAX_BATCH_ROWS;
     r->max_bytes = PQ_DEFAULT_MAX_BATCH_BYTES;
     r->max_page = PQ_PAGE_MAX;
@@ -638,6 +637,52 @@ int pq_reader_open_mem(const uint8_t *p, size_t n, struct pq_reader **out, struc
     return ST_OK;
 }
 
+int pq_reader_open_source(const struct pq_source *src, struct pq_reader **out, struct st_err *err)
+{
+    *out = NULL;
+    struct pq_reader *r = reader_new();
+    r->src = *src;
+    r->file_size = src->size;
+    uint8_t tail[8], head[4];
+    int rc = ST_OK;
+    if (r->file_size < 12)
+        rc = st_errf(err, ST_ECORRUPT, "not a Parquet file: %llu bytes",
+                     (unsigned long long)r->file_size);
+    if (rc == ST_OK)
+        rc = src->read_at(src->ctx, tail, 8, r->file_size - 8, err);
+    if (rc == ST_OK)
+        rc = src->read_at(src->ctx, head, 4, 0, err);
+    if (rc == ST_OK)
+        rc = open_common(r, tail, err);
+    if (rc == ST_OK && memcmp(head, "PAR1", 4) != 0)
+        rc = st_errf(err, ST_ECORRUPT, "not a Parquet file: no PAR1 magic at the start");
+    if (rc == ST_OK) {
+        size_t flen = (size_t)(r->file_size - 8 - r->data_end);
+        r->footer_owned = xmalloc(flen ? flen : 1);
+        rc = src->read_at(src->ctx, r->footer_owned, flen, r->data_end, err);
+        if (rc == ST_OK)
+            rc = pq__filemeta_decode(r->footer_owned, flen, r->data_end, &r->m, err);
+    }
+    if (rc == ST_OK)
+        rc = validate(r, err);
+    if (rc != ST_OK) {
+        pq_reader_close(r);
+        return rc;
+    }
+    *out = r;
+    return ST_OK;
+}
+
+static int fd_read_at(void *ctx, void *dst, size_t n, uint64_t off, struct st_err *err)
+{
+    return st_pread_full((int)(intptr_t)ctx, dst, n, off, err);
+}
+
+static void fd_close(void *ctx)
+{
+    close((int)(intptr_t)ctx);
+}
+
 int pq_reader_open(const char *path, struct pq_reader **out, struct st_err *err)
 {
     *out = NULL;
@@ -651,46 +696,22 @@ int pq_reader_open(const char *path, struct pq_reader **out, struct st_err *err)
         close(fd);
         return st_errf(err, ST_EIO, "cannot stat %s: %s", path, strerror(e));
     }
-    struct pq_reader *r = reader_new();
-    r->fd = fd;
-    r->file_size = (uint64_t)st.st_size;
-    uint8_t tail[8], head[4];
-    int rc = ST_OK;
-    if (r->file_size < 12)
-        rc = st_errf(err, ST_ECORRUPT, "not a Parquet file: %llu bytes",
-                     (unsigned long long)r->file_size);
-    if (rc == ST_OK)
-        rc = st_pread_full(fd, tail, 8, r->file_size - 8, err);
-    if (rc == ST_OK)
-        rc = st_pread_full(fd, head, 4, 0, err);
-    if (rc == ST_OK)
-        rc = open_common(r, tail, err);
-    if (rc == ST_OK && memcmp(head, "PAR1", 4) != 0)
-        rc = st_errf(err, ST_ECORRUPT, "not a Parquet file: no PAR1 magic at the start");
-    if (rc == ST_OK) {
-        size_t flen = (size_t)(r->file_size - 8 - r->data_end);
-        r->footer_owned = xmalloc(flen ? flen : 1);
-        rc = st_pread_full(fd, r->footer_owned, flen, r->data_end, err);
-        if (rc == ST_OK)
-            rc = pq__filemeta_decode(r->footer_owned, flen, r->data_end, &r->m, err);
-    }
-    if (rc == ST_OK)
-        rc = validate(r, err);
-    if (rc != ST_OK) {
+    struct pq_source src = {.ctx = (void *)(intptr_t)fd,
+                            .size = (uint64_t)st.st_size,
+                            .read_at = fd_read_at,
+                            .close = fd_close};
+    int rc = pq_reader_open_source(&src, out, err);
+    if (rc != ST_OK)
         st_err_prefix(err, "%s", path);
-        pq_reader_close(r);
-        return rc;
-    }
-    *out = r;
-    return ST_OK;
+    return rc;
 }
 
 void pq_reader_close(struct pq_reader *r)
 {
     if (r == NULL)
         return;
-    if (r->fd >= 0)
-        close(r->fd);
+    if (r->src.close != NULL)
+        r->src.close(r->src.ctx);
     for (int i = 0; i < r->ncols; i++)
         free(r->cols[i].path);
     free(r->cols);
@@ -1488,7 +1509,7 @@ static int decode_chunk(struct pq_reader *r, int rg, int col, struct target *t, 
     } else {
         buf_reset(&r->chunk);
         buf_reserve(&r->chunk, len);
-        int rc = st_pread_full(r->fd, r->chunk.data, len, (uint64_t)start, err);
+        int rc = r->src.read_at(r->src.ctx, r->chunk.data, len, (uint64_t)start, err);
         if (rc != ST_OK)
             return rc;
         base = r->chunk.data;

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 import urllib.parse
+import uuid
 
 BIN_DIR = os.environ.get("STRIKE_BIN_DIR", "")
 PG_HOST = os.environ.get("STRIKE_TEST_PG_HOST", "")
@@ -35,7 +36,11 @@ def psql_path():
 
 
 def create_db(name):
-    """Drop and create database `name` on the fixture; return its URL for --catalog."""
+    """Drop and create database `name` on the fixture; return its URL for --catalog.
+    Under the s3 fixture the name gets "_s3": a test's S3 run may run next to its
+    local run."""
+    if os.environ.get("STRIKE_TEST_S3"):
+        name += "_s3"
     if not PG_HOST:
         raise RuntimeError("STRIKE_TEST_PG_HOST is not set (the PostgreSQL fixture is not running)")
     for sql in (f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"CREATE DATABASE {name} TEMPLATE template0"):
@@ -107,17 +112,36 @@ SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "runtime error:", "Undef
                    "ThreadSanitizer")
 
 
+def s3_endpoint():
+    """The s3 fixture's endpoint when the test runs on S3 (STRIKE_TEST_S3), else None."""
+    d = os.environ.get("STRIKE_TEST_S3")
+    if not d:
+        return None
+    with open(os.path.join(d, "endpoint")) as f:
+        return f.read().strip()
+
+
+def s3_data_url():
+    """A fresh s3:// --data of the fixture's bucket."""
+    return f"s3://strike-test/t-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
 class Striked:
     """The real striked binary, started on free ports and stopped at the end."""
 
     def __init__(self, data_dir=None, catalog=None, extra_args=(), env=None, wait=True):
         require_env()
         self.owned_dir = None
+        extra_args = list(extra_args)
+        if data_dir is None and catalog and s3_endpoint():
+            # under the s3 fixture (STRIKE_TEST_S3): a fresh prefix of its bucket
+            data_dir = s3_data_url()
+            extra_args += ["--s3-endpoint", s3_endpoint(), "--s3-path-style"]
         if data_dir is None:
             self.owned_dir = tmpdir()
             data_dir = os.path.join(self.owned_dir, "data")
         self.data_dir = data_dir
-        self._catalog, self._extra, self._env = catalog, list(extra_args), env
+        self._catalog, self._extra, self._env = catalog, extra_args, env
         self.log = None
         # free_port() releases the port before striked binds it, so a test
         # running in parallel (ctest -j2) may take it first: then striked

@@ -2,12 +2,15 @@
 #include "enginetest.h"
 #include "pgtest.h"
 
+#include "blob/blob.h"
 #include "common/xalloc.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static void die(const char *what, const struct st_err *err)
 {
@@ -15,15 +18,52 @@ static void die(const char *what, const struct st_err *err)
     abort();
 }
 
+/*
+ * The blob store of the tests: a fresh directory, or, when the s3 fixture set
+ * STRIKE_TEST_S3 (its directory, holding the endpoint of its moto_server), a
+ * fresh prefix in its bucket.
+ */
+static const struct blob_s3_opts *s3_opts(void)
+{
+    static char endpoint[128];
+    static struct blob_s3_opts o;
+    const char *dir = getenv("STRIKE_TEST_S3");
+    if (dir == NULL || dir[0] == '\0')
+        return NULL;
+    if (endpoint[0] == '\0') {
+        char path[512];
+        snprintf(path, sizeof path, "%s/endpoint", dir);
+        FILE *f = fopen(path, "r");
+        if (f == NULL || fgets(endpoint, sizeof endpoint, f) == NULL)
+            die("reading the s3 fixture's endpoint", NULL);
+        fclose(f);
+        endpoint[strcspn(endpoint, "\r\n")] = '\0';
+        o.endpoint = endpoint;
+        o.path_style = true;
+        o.region = "us-east-1";
+    }
+    return &o;
+}
+
 void et_open(struct et *t, const char *db, uint32_t row_group_rows)
 {
     memset(t, 0, sizeof *t);
-    t->conninfo = pgtest_create_db(db);
-    snprintf(t->data_dir, sizeof t->data_dir, "/tmp/strike-et-%s-XXXXXX", db);
-    if (mkdtemp(t->data_dir) == NULL)
-        die("mkdtemp", NULL);
+    t->s3 = s3_opts();
+    /* a database of its own: the S3 run of a test may run next to its local run */
+    char name[96];
+    snprintf(name, sizeof name, "%s%s", db, t->s3 != NULL ? "_s3" : "");
+    t->conninfo = pgtest_create_db(name);
+    if (t->s3 != NULL) {
+        unsigned r = (unsigned)getpid() ^ (unsigned)time(NULL);
+        snprintf(t->data_dir, sizeof t->data_dir, "s3://strike-test/%s-%08x", db, r);
+    } else {
+        snprintf(t->data_dir, sizeof t->data_dir, "/tmp/strike-et-%s-XXXXXX", db);
+        if (mkdtemp(t->data_dir) == NULL)
+            die("mkdtemp", NULL);
+    }
     struct engine_opts o = {.conninfo = t->conninfo,
                             .data_dir = t->data_dir,
+                            .s3 = t->s3,
                             .pool_size = 16,
                             .row_group_rows = row_group_rows};
     struct st_err err = {0};
@@ -34,7 +74,8 @@ void et_open(struct et *t, const char *db, uint32_t row_group_rows)
 void et_reopen(struct et *t)
 {
     engine_close(t->e);
-    struct engine_opts o = {.conninfo = t->conninfo, .data_dir = t->data_dir, .pool_size = 16};
+    struct engine_opts o = {
+        .conninfo = t->conninfo, .data_dir = t->data_dir, .s3 = t->s3, .pool_size = 16};
     struct st_err err = {0};
     if (engine_open(&o, &t->e, &err) != ST_OK)
         die("engine_open (reopen)", &err);
@@ -43,7 +84,7 @@ void et_reopen(struct et *t)
 void et_close(struct et *t, bool remove_dir)
 {
     engine_close(t->e);
-    if (remove_dir) {
+    if (remove_dir && t->s3 == NULL) {
         char cmd[256];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->data_dir);
         if (system(cmd) != 0)

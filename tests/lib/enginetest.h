@@ -15,7 +15,8 @@
 struct et {
     struct engine *e;
     char *conninfo;
-    char data_dir[128];
+    char data_dir[128]; /* a directory, or s3://bucket/prefix under the s3 fixture */
+    const struct blob_s3_opts *s3;
 };
 
 /* Open an engine on database `db` (dropped and created) and a new temp dir. */

@@ -1,0 +1,195 @@
+/* blob.c - the blob store interface: key checks and dispatch (blob.h). */
+#include "blob_int.h"
+
+#include "common/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+bool blob__key_ok(const char *key)
+{
+    if (key == NULL || key[0] == '\0' || key[0] == '/')
+        return false;
+    for (const char *c = key;;) {
+        const char *end = strchr(c, '/');
+        size_t len = end != NULL ? (size_t)(end - c) : strlen(c);
+        if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+            return false;
+        if (end == NULL)
+            return true;
+        c = end + 1;
+    }
+}
+
+#define CHECK_KEY(key)                                                                             \
+    do {                                                                                           \
+        if (!blob__key_ok(key))                                                                    \
+            return st_errf(err, ST_EINVAL, "not a blob key: \"%s\"", (key) ? (key) : "");          \
+    } while (0)
+
+int blob_open(const char *where, const struct blob_s3_opts *o, struct blob_store **out,
+              struct st_err *err)
+{
+    if (strncmp(where, "s3://", 5) == 0)
+        return blob_open_s3(where, o, out, err);
+    return blob_open_local(where, out, err);
+}
+
+void blob_close(struct blob_store *s)
+{
+    if (s != NULL)
+        s->ops->close(s);
+}
+
+const char *blob_local_root(const struct blob_store *s)
+{
+    return s->local_root;
+}
+
+const char *blob_describe(const struct blob_store *s)
+{
+    return s->desc;
+}
+
+int blob_put_begin(struct blob_store *s, const char *key, struct blob_put **out, struct st_err *err)
+{
+    *out = NULL;
+    CHECK_KEY(key);
+    return s->ops->put_begin(s, key, out, err);
+}
+
+/* Every struct blob_put starts with its store (see the implementations). */
+struct blob_put_head {
+    struct blob_store *s;
+};
+
+int blob_put_write(struct blob_put *p, const void *d, size_t n, struct st_err *err)
+{
+    return ((struct blob_put_head *)p)->s->ops->put_write(p, d, n, err);
+}
+
+int blob_put_write_fn(void *ctx, const void *d, size_t n, struct st_err *err)
+{
+    return blob_put_write(ctx, d, n, err);
+}
+
+int blob_put_commit(struct blob_put *p, struct st_err *err)
+{
+    return ((struct blob_put_head *)p)->s->ops->put_commit(p, err);
+}
+
+void blob_put_abort(struct blob_put *p)
+{
+    if (p != NULL)
+        ((struct blob_put_head *)p)->s->ops->put_abort(p);
+}
+
+int blob_put_all(struct blob_store *s, const char *key, const void *d, size_t n, struct st_err *err)
+{
+    struct blob_put *p;
+    int rc = blob_put_begin(s, key, &p, err);
+    if (rc != ST_OK)
+        return rc;
+    if ((rc = blob_put_write(p, d, n, err)) != ST_OK) {
+        blob_put_abort(p);
+        return rc;
+    }
+    return blob_put_commit(p, err);
+}
+
+int blob_head(struct blob_store *s, const char *key, struct blob_info *out, struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    CHECK_KEY(key);
+    return s->ops->head(s, key, out, err);
+}
+
+int blob_read(struct blob_store *s, const char *key, uint64_t off, void *dst, size_t n,
+              struct st_err *err)
+{
+    CHECK_KEY(key);
+    return s->ops->read(s, key, off, dst, n, err);
+}
+
+int blob_read_all(struct blob_store *s, const char *key, size_t max, struct buf *out,
+                  struct st_err *err)
+{
+    struct blob_file *f;
+    int rc = blob_file_open(s, key, &f, err);
+    if (rc != ST_OK)
+        return rc;
+    if (f->size > max) {
+        rc = st_errf(err, ST_ETOOBIG, "%s is %llu bytes, more than the limit of %zu", key,
+                     (unsigned long long)f->size, max);
+    } else {
+        buf_reset(out);
+        buf_reserve(out, (size_t)f->size);
+        rc = blob_file_read(f, out->data, (size_t)f->size, 0, err);
+        if (rc == ST_OK)
+            out->len = (size_t)f->size;
+    }
+    blob_file_close(f);
+    return rc;
+}
+
+int blob_file_open(struct blob_store *s, const char *key, struct blob_file **out,
+                   struct st_err *err)
+{
+    *out = NULL;
+    CHECK_KEY(key);
+    return s->ops->file_open(s, key, out, err);
+}
+
+uint64_t blob_file_size(const struct blob_file *f)
+{
+    return f->size;
+}
+
+int blob_file_read(struct blob_file *f, void *dst, size_t n, uint64_t off, struct st_err *err)
+{
+    if (off > f->size || n > f->size - off)
+        return st_errf(err, ST_ECORRUPT, "read of %zu bytes at %llu past the end (%llu bytes)", n,
+                       (unsigned long long)off, (unsigned long long)f->size);
+    return f->s->ops->file_read(f, dst, n, off, err);
+}
+
+void blob_file_close(struct blob_file *f)
+{
+    if (f != NULL)
+        f->s->ops->file_close(f);
+}
+
+int blob_delete(struct blob_store *s, const char *const *keys, size_t n, bool *gone,
+                struct st_err *err)
+{
+    if (gone != NULL)
+        memset(gone, 0, n * sizeof *gone);
+    for (size_t i = 0; i < n; i++)
+        CHECK_KEY(keys[i]);
+    return n == 0 ? ST_OK : s->ops->del(s, keys, n, gone, err);
+}
+
+int blob_list(struct blob_store *s, const char *prefix, blob_list_fn fn, void *ctx,
+              struct st_err *err)
+{
+    return s->ops->list(s, prefix, fn, ctx, err);
+}
+
+int blob_presign_get(struct blob_store *s, const char *key, int64_t now_s, int64_t expires_s,
+                     char **url, struct st_err *err)
+{
+    *url = NULL;
+    CHECK_KEY(key);
+    if (s->ops->presign == NULL)
+        return st_errf(err, ST_EUNSUPPORTED, "presign: the blob store is not an object store");
+    if (expires_s < 1 || expires_s > BLOB_PRESIGN_MAX_S)
+        return st_errf(err, ST_EINVAL, "expires_in: from 1 to %d seconds, got %lld",
+                       BLOB_PRESIGN_MAX_S, (long long)expires_s);
+    return s->ops->presign(s, key, now_s, expires_s, url, err);
+}
+
+int blob_touch(struct blob_store *s, const char *key, struct st_err *err)
+{
+    CHECK_KEY(key);
+    return s->ops->touch(s, key, err);
+}

@@ -1,0 +1,54 @@
+/* blob_int.h - what each blob store implements (blob.c dispatches). */
+#ifndef STRIKE_BLOB_INT_H
+#define STRIKE_BLOB_INT_H
+
+#include "blob.h"
+
+struct blob_ops {
+    void (*close)(struct blob_store *s);
+    int (*put_begin)(struct blob_store *s, const char *key, struct blob_put **out,
+                     struct st_err *err);
+    int (*put_write)(struct blob_put *p, const void *d, size_t n, struct st_err *err);
+    int (*put_commit)(struct blob_put *p, struct st_err *err);
+    void (*put_abort)(struct blob_put *p);
+    int (*head)(struct blob_store *s, const char *key, struct blob_info *out, struct st_err *err);
+    int (*read)(struct blob_store *s, const char *key, uint64_t off, void *dst, size_t n,
+                struct st_err *err);
+    int (*file_open)(struct blob_store *s, const char *key, struct blob_file **out,
+                     struct st_err *err);
+    int (*file_read)(struct blob_file *f, void *dst, size_t n, uint64_t off, struct st_err *err);
+    void (*file_close)(struct blob_file *f);
+    int (*del)(struct blob_store *s, const char *const *keys, size_t n, bool *gone,
+               struct st_err *err);
+    int (*list)(struct blob_store *s, const char *prefix, blob_list_fn fn, void *ctx,
+                struct st_err *err);
+    int (*touch)(struct blob_store *s, const char *key, struct st_err *err);
+    /* NULL: not an object store */
+    int (*presign)(struct blob_store *s, const char *key, int64_t now_s, int64_t expires_s,
+                   char **url, struct st_err *err);
+};
+
+/* The head of every store. */
+struct blob_store {
+    const struct blob_ops *ops;
+    char *desc;       /* for logs */
+    char *local_root; /* local stores only */
+};
+
+/* The head of every open object. */
+struct blob_file {
+    struct blob_store *s;
+    uint64_t size;
+};
+
+/* SigV4 presigning (blob_s3.c), exposed for its test vectors: url_base is
+   scheme://host[/...], path the encoded path on the host. */
+int blob__s3_presign(const char *access_key, const char *secret, const char *token,
+                     const char *region, const char *url_base, const char *path, int64_t now_s,
+                     int64_t expires_s, char **out);
+
+/* Is the key one the engine may name: relative, no "." or ".." component, no
+   empty component? */
+bool blob__key_ok(const char *key);
+
+#endif
