@@ -309,68 +309,6 @@ void http__job_dv(struct hreq *r)
 
 /* ---- data files --------------------------------------------------------------------- */
 
-enum range_kind { RANGE_NONE, RANGE_OK, RANGE_UNSAT };
-
-static bool digits(const char **p, uint64_t *v)
-{
-    const char *s = *p;
-    uint64_t x = 0;
-    while (**p >= '0' && **p <= '9') {
-        if (*p - s >= 18)
-            return false;
-        x = x * 10 + (uint64_t)(**p - '0');
-        (*p)++;
-    }
-    *v = x;
-    return *p > s;
-}
-
-static enum range_kind parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
-{
-    if (h == NULL)
-        return RANGE_NONE;
-    while (*h == ' ' || *h == '\t')
-        h++;
-    if (strncasecmp(h, "bytes=", 6) != 0)
-        return RANGE_NONE;
-    const char *p = h + 6;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    if (strchr(p, ',') != NULL)
-        return RANGE_NONE; /* several ranges: served whole */
-    uint64_t first = 0, last = 0;
-    bool suffix = *p == '-', has_last = false;
-    if (suffix) {
-        p++;
-        if (!digits(&p, &last))
-            return RANGE_NONE;
-    } else {
-        if (!digits(&p, &first) || *p != '-')
-            return RANGE_NONE;
-        p++;
-        has_last = digits(&p, &last);
-    }
-    while (*p == ' ' || *p == '\t')
-        p++;
-    if (*p != '\0')
-        return RANGE_NONE;
-    if (suffix) {
-        if (last == 0 || size == 0)
-            return RANGE_UNSAT;
-        *off = last >= size ? 0 : size - last;
-        *len = size - *off;
-        return RANGE_OK;
-    }
-    if (has_last && last < first)
-        return RANGE_NONE; /* invalid, so ignored */
-    if (first >= size)
-        return RANGE_UNSAT;
-    uint64_t end = has_last && last < size - 1 ? last : size - 1;
-    *off = first;
-    *len = end - first + 1;
-    return RANGE_OK;
-}
-
 /* Largest body the file endpoint reads from an object store into memory: a
    larger range (or a whole file without Range) is refused with 416. */
 #define FILE_MEM_MAX (64u << 20)
@@ -386,8 +324,8 @@ static void job_file_remote(struct hreq *r)
         return;
     }
     uint64_t size = blob_file_size(f), off = 0, len = size;
-    enum range_kind k = parse_range(r->range, size, &off, &len);
-    if (k == RANGE_UNSAT) {
+    enum http_range k = http_parse_range(r->range, size, &off, &len);
+    if (k == HTTP_RANGE_UNSAT) {
         blob_file_close(f);
         http__reply_problem(r, 416, "the range \"%.100s\" is outside the file (%" PRIu64 " bytes)",
                             r->range, size);
@@ -414,12 +352,12 @@ static void job_file_remote(struct hreq *r)
         return;
     }
     http__reply_reset(&r->reply);
-    r->reply.status = k == RANGE_OK ? 206 : 200;
+    r->reply.status = k == HTTP_RANGE_OK ? 206 : 200;
     r->reply.ctype = "application/vnd.apache.parquet";
     r->reply.body = body;
     r->reply.len = (size_t)len;
     http__reply_header(r, "Accept-Ranges", "bytes");
-    if (k == RANGE_OK)
+    if (k == HTTP_RANGE_OK)
         http__reply_header(r, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off,
                            off + len - 1, size);
 }
@@ -459,8 +397,8 @@ void http__job_file(struct hreq *r)
         return;
     }
     uint64_t size = (uint64_t)st.st_size, off = 0, len = size;
-    enum range_kind k = parse_range(r->range, size, &off, &len);
-    if (k == RANGE_UNSAT) {
+    enum http_range k = http_parse_range(r->range, size, &off, &len);
+    if (k == HTTP_RANGE_UNSAT) {
         close(fd);
         http__reply_problem(r, 416, "the range \"%.100s\" is outside the file (%" PRIu64 " bytes)",
                             r->range, size);
@@ -468,13 +406,13 @@ void http__job_file(struct hreq *r)
         return;
     }
     http__reply_reset(&r->reply);
-    r->reply.status = k == RANGE_OK ? 206 : 200;
+    r->reply.status = k == HTTP_RANGE_OK ? 206 : 200;
     r->reply.ctype = "application/vnd.apache.parquet";
     r->reply.fd = fd;
     r->reply.foff = off;
     r->reply.flen = len;
     http__reply_header(r, "Accept-Ranges", "bytes");
-    if (k == RANGE_OK)
+    if (k == HTTP_RANGE_OK)
         http__reply_header(r, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, off,
                            off + len - 1, size);
 }

@@ -46,33 +46,8 @@
 #include "common/types.h"
 #include "engine/engine.h"
 #include "http.h"
+#include "http_parse.h"
 #include "service.h"
-
-enum http_route {
-    RT_OTHER = 0,
-    RT_HEALTHZ,
-    RT_READYZ,
-    RT_METRICS,
-    RT_TABLES,
-    RT_TABLE,
-    RT_CHANGES,
-    RT_DELETE,
-    RT_SCAN,
-    RT_PLAN,
-    RT_SNAPSHOTS,
-    RT_FILE,
-    RT_DV,
-    RT_COMPACT,
-    RT_EXPIRE,
-    RT_ERASURES,
-    RT_ERASURE,
-    RT_TABLE_HEALTH,
-    RT_CDC,
-    RT_UI, /* the health page: /ui and /ui/<asset> (http_ui.c) */
-    RT__COUNT
-};
-
-enum http_method { HM_GET, HM_HEAD, HM_POST, HM_DELETE, HM_OTHER, HM__COUNT };
 
 /* The route's pattern ("/v1/tables/{t}/files/{id}/dv"), for metrics and logs. */
 const char *http__route_pattern(enum http_route rt);

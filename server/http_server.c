@@ -188,19 +188,6 @@ const char *http__method_name(enum http_method m)
     return m < HM__COUNT ? names[m] : "other";
 }
 
-static enum http_method method_of(const char *m)
-{
-    if (strcmp(m, "GET") == 0)
-        return HM_GET;
-    if (strcmp(m, "HEAD") == 0)
-        return HM_HEAD;
-    if (strcmp(m, "POST") == 0)
-        return HM_POST;
-    if (strcmp(m, "DELETE") == 0)
-        return HM_DELETE;
-    return HM_OTHER;
-}
-
 static void set_early(struct hreq *r, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void reply_over_budget(struct hreq *r, uint64_t body);
@@ -217,89 +204,18 @@ static void set_early(struct hreq *r, unsigned status, const char *fmt, ...)
     r->early_detail = xstrdup(detail);
 }
 
-/* Next path segment after *p (which points at a '/'); false at the end. */
-static bool segment(const char **p, const char **s, size_t *n)
-{
-    if (**p != '/')
-        return false;
-    *s = *p + 1;
-    const char *e = strchr(*s, '/');
-    *n = e ? (size_t)(e - *s) : strlen(*s);
-    *p = *s + *n;
-    return true;
-}
-
-static bool seg_is(const char *s, size_t n, const char *lit)
-{
-    return strlen(lit) == n && memcmp(s, lit, n) == 0;
-}
-
 /* Match the path to a route and capture {t} and {id}; the verdicts go in early_*. */
 static void classify(struct hreq *r, const char *url, const char *method)
 {
-    r->route = RT_OTHER;
-    if (strcmp(url, "/healthz") == 0) {
-        r->route = RT_HEALTHZ;
-    } else if (strcmp(url, "/readyz") == 0) {
-        r->route = RT_READYZ;
-    } else if (strcmp(url, "/metrics") == 0) {
-        r->route = RT_METRICS;
-    } else if (strcmp(url, "/v1/cdc/debezium") == 0) {
-        r->route = RT_CDC;
-    } else if (strncmp(url, "/ui", 3) == 0 && (url[3] == '\0' || url[3] == '/')) {
-        r->route = RT_UI;
-    } else if (strncmp(url, "/v1/tables", 10) == 0 && (url[10] == '\0' || url[10] == '/')) {
-        const char *p = url + 10, *s[4] = {0};
-        size_t n[4] = {0};
-        int k = 0;
-        while (k < 4 && segment(&p, &s[k], &n[k]))
-            k++;
-        bool more = *p != '\0';
-        bool empty = false;
-        for (int i = 0; i < k; i++)
-            empty |= n[i] == 0;
-        if (more || empty) {
-            r->route = RT_OTHER;
-        } else if (k == 0) {
-            r->route = RT_TABLES;
-        } else if (k == 1) {
-            r->route = RT_TABLE;
-        } else if (k == 2) {
-            static const struct {
-                const char *name;
-                enum http_route rt;
-            } subs[] = {
-                {"changes", RT_CHANGES}, {"delete", RT_DELETE},       {"scan", RT_SCAN},
-                {"plan", RT_PLAN},       {"snapshots", RT_SNAPSHOTS}, {"compact", RT_COMPACT},
-                {"expire", RT_EXPIRE},   {"erasures", RT_ERASURES},   {"health", RT_TABLE_HEALTH}};
-            for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-                if (seg_is(s[1], n[1], subs[i].name))
-                    r->route = subs[i].rt;
-        } else if (k == 3 && seg_is(s[1], n[1], "files")) {
-            r->route = RT_FILE;
-        } else if (k == 3 && seg_is(s[1], n[1], "erasures")) {
-            r->route = RT_ERASURE;
-        } else if (k == 4 && seg_is(s[1], n[1], "files") && seg_is(s[3], n[3], "dv")) {
-            r->route = RT_DV;
-        }
-        if (r->route != RT_OTHER && r->route != RT_TABLES) {
-            if (n[0] <= ST_NAME_MAX) {
-                memcpy(r->table, s[0], n[0]);
-                r->table[n[0]] = '\0';
-            }
-            if (r->route == RT_FILE || r->route == RT_DV) {
-                int64_t id = 0;
-                bool ok = n[2] > 0 && n[2] <= 18;
-                for (size_t i = 0; ok && i < n[2]; i++) {
-                    ok = s[2][i] >= '0' && s[2][i] <= '9';
-                    id = id * 10 + (s[2][i] - '0');
-                }
-                r->file_id = ok && id > 0 ? id : -1;
-            }
-            if (r->route == RT_ERASURE)
-                r->arg = xstrndup(s[2], n[2] < 40 ? n[2] : 40);
-        }
-    }
+    struct http_target t;
+    http_parse_target(url, &t);
+    r->route = t.route;
+    if (t.table[0] != '\0')
+        memcpy(r->table, t.table, strlen(t.table) + 1);
+    if (r->route == RT_FILE || r->route == RT_DV)
+        r->file_id = t.file_id;
+    if (r->route == RT_ERASURE)
+        r->arg = xstrndup(t.id, t.id_len < 40 ? t.id_len : 40);
     const struct route_def *d = &routes[r->route];
     if (r->route == RT_OTHER) {
         set_early(r, 404, "no such resource: %.300s", url);
@@ -320,49 +236,12 @@ static void classify(struct hreq *r, const char *url, const char *method)
         set_early(r, 400, "file id: expected a positive integer in %.300s", url);
 }
 
-/* application/json, any case, with optional parameters; a charset must be UTF-8. */
-static bool json_media_type(const char *ct)
-{
-    if (ct == NULL)
-        return false;
-    while (*ct == ' ' || *ct == '\t')
-        ct++;
-    static const char jt[] = "application/json";
-    if (strncasecmp(ct, jt, sizeof jt - 1) != 0)
-        return false;
-    const char *p = ct + sizeof jt - 1;
-    while (*p == ' ' || *p == '\t')
-        p++;
-    if (*p == '\0')
-        return true;
-    if (*p != ';')
-        return false;
-    const char *cs = strcasestr(p, "charset=");
-    if (cs == NULL)
-        return true;
-    cs += 8;
-    if (*cs == '"')
-        cs++;
-    return strncasecmp(cs, "utf-8", 5) == 0 || strncasecmp(cs, "utf8", 4) == 0;
-}
-
 /* ---- request ids ------------------------------------------------------------ */
-
-static bool rid_valid(const char *s)
-{
-    size_t n = 0;
-    for (; s[n]; n++) {
-        unsigned char ch = (unsigned char)s[n];
-        if (!(isalnum(ch) || strchr("-_.:/+=@", ch) != NULL))
-            return false;
-    }
-    return n > 0 && n < 64;
-}
 
 static void set_rid(struct hreq *r)
 {
     const char *h = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "X-Request-Id");
-    if (h != NULL && rid_valid(h)) {
+    if (h != NULL && http_rid_valid(h)) {
         snprintf(r->rid, sizeof r->rid, "%s", h);
         return;
     }
@@ -808,22 +687,13 @@ static bool query_int(struct hreq *r, const char *name, struct svc_count *out, c
     out->has = false;
     if (s == NULL)
         return true;
-    const char *p = s;
-    bool neg = *p == '-';
-    if (neg)
-        p++;
-    int64_t v = 0;
-    bool ok = *p != '\0' && strlen(p) <= 18;
-    for (; ok && *p; p++) {
-        ok = *p >= '0' && *p <= '9';
-        v = v * 10 + (*p - '0');
-    }
-    if (!ok) {
+    int64_t v;
+    if (!http_parse_int(s, &v)) {
         http__reply_problem(r, 400, "%s: expected an integer >= 0, got \"%.40s\"", name, s);
         return false;
     }
     out->has = true;
-    out->v = neg ? -v : v;
+    out->v = v;
     return true;
 }
 
@@ -1113,7 +983,7 @@ static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection
     *req_cls = r;
     atomic_fetch_add(&srv->inflight, 1);
     set_rid(r);
-    r->method = method_of(method);
+    r->method = http_parse_method(method);
     size_t ulen = strlen(url);
     r->path = xstrndup(url, ulen > URL_MAX ? URL_MAX : ulen);
     if (ulen > URL_MAX)
@@ -1145,7 +1015,7 @@ static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection
     } else if (r->has_body && r->early_status == 0 && routes[r->route].json_body &&
                r->method == HM_POST) {
         const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
-        if (!json_media_type(ct))
+        if (!http_json_media_type(ct))
             set_early(r, 415, "the body must be application/json (got %.100s)",
                       ct ? ct : "no Content-Type");
     }
@@ -1289,21 +1159,7 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 {
     (void)cls;
     (void)c;
-    char *w = s;
-    for (const char *r = s; *r != '\0';) {
-        if (r[0] == '%' && r[1] != '\0' && r[2] != '\0') {
-            int hi = st_hex_value(r[1]), lo = st_hex_value(r[2]);
-            int v = hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
-            if (v > 0 && v != '/') {
-                *w++ = (char)v;
-                r += 3;
-                continue;
-            }
-        }
-        *w++ = *r++;
-    }
-    *w = '\0';
-    return (size_t)(w - s);
+    return http_unescape(s);
 }
 
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)

@@ -1,13 +1,21 @@
 /*
- * fuzz_filter.c - JSON text -> filter_parse against a schema with every
- * type; a parsed filter is then evaluated on a small batch with nulls, NaN,
- * -0.0 and edge values, and checked for internal consistency:
+ * fuzz_filter.c - JSON text -> filter_parse against a schema drawn from the
+ * input; a parsed filter is then evaluated on a small batch with nulls, NaN,
+ * -0.0 and edge values, and checked for internal consistency.
+ *
+ * The input: an 8-byte schema header, then the JSON text. Header byte c
+ * describes column c (named by position, NAMES[c]): type 1 + (b & 15) % 6
+ * (enum st_type), required when b & 0x10 (then no nulls), nulls (b >> 5) & 3
+ * (0 or 3: none, 1 and 2: two different patterns), and for a long column
+ * b & 0x80 picks the distinct ids 1..10 instead of the edge values.
+ * Checked:
  *   - evaluating the whole batch equals evaluating each row alone;
  *   - constant filters match all / no candidates;
  *   - pruning is sound on the batch's true statistics.
  * Any inconsistency aborts, so libFuzzer reports it.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,12 +24,9 @@
 #include "common/types.h"
 #include "expr/filter.h"
 
-enum { NCOLS = 8, NROWS = 10 };
-static const struct st_column COLS[NCOLS] = {
-    {"b", ST_T_BOOLEAN, false}, {"i", ST_T_INT, false},      {"l", ST_T_LONG, false},
-    {"d", ST_T_DOUBLE, false},  {"s", ST_T_STRING, false},   {"t", ST_T_TIMESTAMP, false},
-    {"id", ST_T_LONG, true},    {"name", ST_T_STRING, true},
-};
+enum { NCOLS = 8, NROWS = 10, HEADER = NCOLS };
+static const char *const NAMES[NCOLS] = {"b", "i", "l", "d", "s", "t", "id", "name"};
+static struct st_column COLS[NCOLS];
 
 static uint8_t b_v[NROWS] = {1, 0, 1, 0, 1, 1, 0, 0, 1, 0};
 static int32_t i_v[NROWS] = {0, 1, -1, INT32_MAX, INT32_MIN, 7, 7, 100, -100, 3};
@@ -38,23 +43,42 @@ static uint8_t nulls_b[NROWS] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 1};
 static struct st_colvec vecs[NCOLS];
 static const struct st_colvec *vp[NCOLS];
 
-static void setup(void)
+/* The schema and batch of one input (the header above). */
+static void setup(const uint8_t *h)
 {
-    vecs[0] = (struct st_colvec){.type = ST_T_BOOLEAN, .n = NROWS, .nulls = nulls_a, .v.b = b_v};
-    vecs[1] = (struct st_colvec){.type = ST_T_INT, .n = NROWS, .nulls = nulls_b, .v.i = i_v};
-    vecs[2] = (struct st_colvec){.type = ST_T_LONG, .n = NROWS, .nulls = nulls_a, .v.l = l_v};
-    vecs[3] = (struct st_colvec){.type = ST_T_DOUBLE, .n = NROWS, .nulls = nulls_b, .v.d = d_v};
-    vecs[4] = (struct st_colvec){.type = ST_T_STRING,
-                                 .n = NROWS,
-                                 .nulls = nulls_a,
-                                 .offs = s_offs,
-                                 .sdata = (uint8_t *)SDATA};
-    vecs[5] = (struct st_colvec){.type = ST_T_TIMESTAMP, .n = NROWS, .nulls = nulls_b, .v.l = t_v};
-    vecs[6] = (struct st_colvec){.type = ST_T_LONG, .n = NROWS, .v.l = id_v};
-    vecs[7] = (struct st_colvec){
-        .type = ST_T_STRING, .n = NROWS, .offs = s_offs, .sdata = (uint8_t *)SDATA};
-    for (int c = 0; c < NCOLS; c++)
-        vp[c] = &vecs[c];
+    for (int c = 0; c < NCOLS; c++) {
+        struct st_colvec *v = &vecs[c];
+        memset(&COLS[c], 0, sizeof COLS[c]);
+        snprintf(COLS[c].name, sizeof COLS[c].name, "%s", NAMES[c]);
+        COLS[c].type = (enum st_type)(1 + (h[c] & 15) % 6);
+        COLS[c].required = (h[c] & 0x10) != 0;
+        int nk = (h[c] >> 5) & 3;
+        *v = (struct st_colvec){.type = COLS[c].type, .n = NROWS};
+        if (!COLS[c].required)
+            v->nulls = nk == 1 ? nulls_a : nk == 2 ? nulls_b : NULL;
+        switch (v->type) {
+        case ST_T_BOOLEAN:
+            v->v.b = b_v;
+            break;
+        case ST_T_INT:
+            v->v.i = i_v;
+            break;
+        case ST_T_LONG:
+            v->v.l = (h[c] & 0x80) != 0 ? id_v : l_v;
+            break;
+        case ST_T_DOUBLE:
+            v->v.d = d_v;
+            break;
+        case ST_T_STRING:
+            v->offs = s_offs;
+            v->sdata = (uint8_t *)SDATA;
+            break;
+        case ST_T_TIMESTAMP:
+            v->v.l = t_v;
+            break;
+        }
+        vp[c] = v;
+    }
 }
 
 /* True statistics of rows where keep[r]: min/max leave NaN out, as Iceberg does. */
@@ -93,11 +117,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static bool ready;
-    if (!ready) {
-        setup();
-        ready = true;
-    }
+    if (size < HEADER)
+        return 0;
+    setup(data);
+    data += HEADER;
+    size -= HEADER;
     struct filter *f = NULL;
     struct st_err err = {0};
     if (filter_parse((const char *)data, size, COLS, NCOLS, &f, &err) != ST_OK) {

@@ -1,8 +1,14 @@
 /*
  * fuzz_row.c - JSON text -> a row (full rows and keys) against a schema
- * with every type, decoded as POST .../changes decodes one: jdoc, the
- * object's members through lit_from_jdoc, row_from_literals. Checked three
- * ways:
+ * drawn from the input, decoded as POST .../changes decodes one: jdoc, the
+ * object's members through lit_from_jdoc, row_from_literals.
+ *
+ * The input: a 12-byte schema header, then the JSON text. Header byte 0:
+ * the column count, 1 + b % 8; bytes 1-8, one per column (named by position,
+ * NAMES[c]): type 1 + (b & 15) % 6 (enum st_type), required when b & 0x10;
+ * byte 9: the key's column count, b % 3 (0: a table without a key, which
+ * ROW_KEY refuses); bytes 10-11: the key's columns (% ncols; a repeated one
+ * ends the key), made required as the engine requires. Checked three ways:
  *   - row_from_literals_idx (the name index built once per request) agrees
  *     (status, message and values);
  *   - a decoded row written with ndjson_append_row is valid JSON that decodes
@@ -10,6 +16,7 @@
  *   - errors always carry a message.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,13 +29,33 @@
 #include "expr/ndjson.h"
 #include "expr/row.h"
 
-enum { NCOLS = 7, MAXPAIRS = 64 };
-static const struct st_column COLS[NCOLS] = {
-    {"id", ST_T_LONG, true},        {"flag", ST_T_BOOLEAN, false},  {"qty", ST_T_INT, false},
-    {"amount", ST_T_DOUBLE, false}, {"status", ST_T_STRING, false}, {"at", ST_T_TIMESTAMP, false},
-    {"region", ST_T_STRING, true},
-};
-static const int PK[2] = {6, 0};
+enum { MAXCOLS = 8, HEADER = 12 };
+static const char *const NAMES[MAXCOLS] = {"id",     "flag", "qty",    "amount",
+                                           "status", "at",   "region", "c7"};
+
+/* The schema of one input (the header above). */
+static int NCOLS, NPK;
+static struct st_column COLS[MAXCOLS];
+static int PK[2];
+
+static void schema_of(const uint8_t *h)
+{
+    NCOLS = 1 + h[0] % MAXCOLS;
+    for (int c = 0; c < NCOLS; c++) {
+        memset(&COLS[c], 0, sizeof COLS[c]);
+        snprintf(COLS[c].name, sizeof COLS[c].name, "%s", NAMES[c]);
+        COLS[c].type = (enum st_type)(1 + (h[1 + c] & 15) % 6);
+        COLS[c].required = (h[1 + c] & 0x10) != 0;
+    }
+    NPK = 0;
+    for (int j = 0; j < h[9] % 3; j++) {
+        int c = h[10 + j] % NCOLS;
+        if (NPK == 1 && PK[0] == c)
+            break;
+        PK[NPK++] = c;
+        COLS[c].required = true;
+    }
+}
 
 static bool same_value(enum st_type t, const struct st_value *a, const struct st_value *b)
 {
@@ -73,15 +100,15 @@ static bool pairs_of(const struct jdoc_val *o, const char **names, struct st_lit
 static int decode(const char *const *names, const struct st_literal *lits, size_t n,
                   const struct row_names *rn, enum row_mode mode, struct st_value *out)
 {
-    struct st_value out2[NCOLS];
+    struct st_value out2[MAXCOLS];
     struct st_err err = {0}, err2 = {0};
-    int rc = row_from_literals(names, lits, n, COLS, NCOLS, PK, 2, mode, out, &err);
-    int rc2 = row_from_literals_idx(rn, names, lits, n, PK, 2, mode, out2, &err2);
+    int rc = row_from_literals(names, lits, n, COLS, NCOLS, PK, NPK, mode, out, &err);
+    int rc2 = row_from_literals_idx(rn, names, lits, n, PK, NPK, mode, out2, &err2);
     if (rc != rc2 || strcmp(err.msg, err2.msg) != 0)
         abort();
     if (rc != ST_OK && (err.code != rc || err.msg[0] == '\0'))
         abort();
-    int want = mode == ROW_KEY ? 2 : NCOLS;
+    int want = mode == ROW_KEY ? NPK : NCOLS;
     for (int j = 0; rc == ST_OK && j < want; j++) {
         if (!same_value(COLS[mode == ROW_KEY ? PK[j] : j].type, &out[j], &out2[j]))
             abort();
@@ -92,14 +119,14 @@ static int decode(const char *const *names, const struct st_literal *lits, size_
 /* Write the row as NDJSON, read it back, and compare. */
 static void check_roundtrip(const struct st_value *row, const struct row_names *rn)
 {
-    struct st_colvec vecs[NCOLS];
-    const struct st_colvec *vp[NCOLS];
-    int idx[NCOLS];
-    uint8_t nulls[NCOLS], b;
-    int32_t i;
-    int64_t l[NCOLS];
-    double d;
-    uint32_t offs[NCOLS][2];
+    struct st_colvec vecs[MAXCOLS];
+    const struct st_colvec *vp[MAXCOLS];
+    int idx[MAXCOLS];
+    uint8_t nulls[MAXCOLS], b[MAXCOLS];
+    int32_t i[MAXCOLS];
+    int64_t l[MAXCOLS];
+    double d[MAXCOLS];
+    uint32_t offs[MAXCOLS][2];
     for (int c = 0; c < NCOLS; c++) {
         struct st_colvec *v = &vecs[c];
         memset(v, 0, sizeof *v);
@@ -109,12 +136,12 @@ static void check_roundtrip(const struct st_value *row, const struct row_names *
         v->nulls = &nulls[c];
         switch (v->type) {
         case ST_T_BOOLEAN:
-            b = row[c].v.b;
-            v->v.b = &b;
+            b[c] = row[c].v.b;
+            v->v.b = &b[c];
             break;
         case ST_T_INT:
-            i = row[c].v.i;
-            v->v.i = &i;
+            i[c] = row[c].v.i;
+            v->v.i = &i[c];
             break;
         case ST_T_LONG:
         case ST_T_TIMESTAMP:
@@ -122,8 +149,8 @@ static void check_roundtrip(const struct st_value *row, const struct row_names *
             v->v.l = &l[c];
             break;
         case ST_T_DOUBLE:
-            d = row[c].v.d;
-            v->v.d = &d;
+            d[c] = row[c].v.d;
+            v->v.d = &d[c];
             break;
         case ST_T_STRING:
             offs[c][0] = 0;
@@ -140,12 +167,12 @@ static void check_roundtrip(const struct st_value *row, const struct row_names *
     if (out.len < 3 || out.data[out.len - 1] != '\n')
         abort();
     struct jdoc *back = jdoc_parse(out.data, out.len - 1, NULL, NULL);
-    if (back == NULL || jdoc_size(jdoc_root(back)) != NCOLS)
+    if (back == NULL || jdoc_size(jdoc_root(back)) != (size_t)NCOLS)
         abort();
-    const char *names[NCOLS];
-    struct st_literal lits[NCOLS];
+    const char *names[MAXCOLS];
+    struct st_literal lits[MAXCOLS];
     size_t n;
-    struct st_value row2[NCOLS];
+    struct st_value row2[MAXCOLS];
     if (!pairs_of(jdoc_root(back), names, lits, &n) ||
         decode(names, lits, n, rn, ROW_FULL, row2) != ST_OK)
         abort();
@@ -161,16 +188,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static struct row_names *rn;
-    if (rn == NULL)
-        rn = row_names_new(COLS, NCOLS); /* lives as long as the process */
-    struct jdoc *d = jdoc_parse(data, size, NULL, NULL);
+    if (size < HEADER)
+        return 0;
+    schema_of(data);
+    struct row_names *rn = row_names_new(COLS, NCOLS);
+    struct jdoc *d = jdoc_parse(data + HEADER, size - HEADER, NULL, NULL);
     const struct jdoc_val *o = d != NULL ? jdoc_root(d) : NULL;
     size_t n = jdoc_size(o);
     const char **names = malloc((n ? n : 1) * sizeof *names);
     struct st_literal *lits = malloc((n ? n : 1) * sizeof *lits);
     if (jdoc_is(o, JDOC_OBJECT) && pairs_of(o, names, lits, &n)) {
-        struct st_value out[NCOLS];
+        struct st_value out[MAXCOLS];
         for (int m = 0; m < 2; m++) {
             enum row_mode mode = m ? ROW_KEY : ROW_FULL;
             int rc = decode(names, lits, n, rn, mode, out);
@@ -181,5 +209,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(names);
     free(lits);
     jdoc_free(d);
+    row_names_free(rn);
     return 0;
 }

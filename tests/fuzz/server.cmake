@@ -12,3 +12,9 @@ strike_fuzz_target(fuzz_cdc fuzz_cdc.c LIBS strike_server
 strike_fuzz_target(fuzz_auth fuzz_auth.c LIBS strike_server
                    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/auth
                    DICT ${CMAKE_CURRENT_SOURCE_DIR}/auth.dict)
+#   fuzz_http           what our code parses from a request (server/http_parse.h):
+#                       route and captures, %-escapes, integers, Range, media
+#                       types, X-Request-Id, Idempotency-Key, ?table=, ?format=
+strike_fuzz_target(fuzz_http fuzz_http.c LIBS strike_server
+                   CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/http
+                   DICT ${CMAKE_CURRENT_SOURCE_DIR}/http.dict)
