@@ -77,7 +77,8 @@ static void check_path(char *s)
     if (t.route >= RT__COUNT)
         abort();
     bool has_table = t.route != RT_OTHER && t.route != RT_TABLES && t.route != RT_HEALTHZ &&
-                     t.route != RT_READYZ && t.route != RT_METRICS && t.route != RT_CDC;
+                     t.route != RT_READYZ && t.route != RT_METRICS && t.route != RT_CDC &&
+                     t.route != RT_UI;
     if (!has_table && (t.table[0] != '\0' || t.file_id != 0 || t.id != NULL))
         abort();
     if (!has_table)
