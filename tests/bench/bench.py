@@ -495,7 +495,7 @@ class Bench:
                  spread(a, fmt_num), f"{spread(b, fmt_num)} (8 writers)", fmt_x(ratio), "≥0.7x 1 writer, nothing lost",
                  "yes" if ratio >= 0.7 and lost == 0 else f"no ({fmt_x(ratio)}, lost {lost})")
 
-    def aux_striked(self, env=None, args=()):
+    def aux_striked(self, env=None, args=("--compact-interval", "0")):
         """A fresh striked on the same catalog and blob store (striked is stateless), on free
         ports; its pid goes to WORK/aux-striked.pid so that run.sh stops it whatever happens."""
         port, gport = free_port(), free_port()

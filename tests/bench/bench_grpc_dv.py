@@ -75,7 +75,9 @@ def main():
     import harness as h
     import grpc_client as gc
 
-    s = h.Striked(catalog=a.catalog, env={"STRIKE_LOG_LEVEL": "warn"})
+    # no background maintenance: it would compact the table under the measure
+    s = h.Striked(catalog=a.catalog, env={"STRIKE_LOG_LEVEL": "warn"},
+                  extra_args=["--compact-interval", "0"])
     try:
         c = gc.Client(s.grpc_port)
         t = "bench_dv"

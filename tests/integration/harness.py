@@ -164,6 +164,9 @@ class Striked:
                 "--http", f"127.0.0.1:{self.http_port}", "--grpc", f"127.0.0.1:{self.grpc_port}"]
         if self._catalog:
             args += ["--catalog", self._catalog]
+        # No background maintenance unless a test asks for it (a later --compact-interval
+        # wins): a compaction under a test's feet would change the files it looks at.
+        args += ["--compact-interval", "0"]
         args += self._extra
         if self.log is not None:
             self.log.close()
