@@ -92,7 +92,7 @@ bench:
 fuzz: deps
 	@cmake -S . -B $(TEST_BUILD) $(ASAN_CMAKE) >/dev/null
 	@cmake --build $(TEST_BUILD) -j$(JOBS)
-	tests/fuzz/run.sh $(TEST_BUILD) 1500 1000000
+	tests/fuzz/run.sh $(TEST_BUILD) 1800 1000000
 
 clean:
 	rm -rf $(BUILD)
