@@ -8,6 +8,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+#define RANK_CHECKED (1u << 16)
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct st_err e = {0}, e2 = {0};
@@ -39,8 +41,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (n + i > 0 && buf[i] <= prev)
                 abort();
             prev = buf[i];
-            /* rank, seek and mask agree with the iteration (sampled) */
-            if ((n + i) % 97 == 0) {
+            /* rank, seek and mask agree with the iteration (sampled, over the first
+               RANK_CHECKED positions: a few bytes of run containers describe millions
+               of positions, and checking all of them made the target too slow to explore) */
+            if ((n + i) % 97 == 0 && n + i < RANK_CHECKED) {
                 if (dv_rank(d, buf[i]) != n + i + 1 || !dv_contains(d, buf[i]))
                     abort();
                 struct dv_iter s;
