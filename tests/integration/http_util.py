@@ -112,6 +112,23 @@ def parse_raw(resp):
     return status, hdrs, body
 
 
+def pump(a, b):
+    """Copy a's bytes to b until either side closes, then shut both down."""
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    for x in (a, b):
+        try:
+            x.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 class TcpProxy:
     """A TCP listener on 127.0.0.1 that forwards to a unix socket; `down()` drops every
     connection and refuses new ones, `up()` listens again on the same port."""
@@ -163,24 +180,8 @@ class TcpProxy:
                 continue
             with self.lock:
                 self.conns += [c, u]
-            threading.Thread(target=self._pipe, args=(c, u), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(u, c), daemon=True).start()
-
-    @staticmethod
-    def _pipe(a, b):
-        try:
-            while True:
-                d = a.recv(65536)
-                if not d:
-                    break
-                b.sendall(d)
-        except OSError:
-            pass
-        for x in (a, b):
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            threading.Thread(target=pump, args=(c, u), daemon=True).start()
+            threading.Thread(target=pump, args=(u, c), daemon=True).start()
 
     def close(self):
         self.down()

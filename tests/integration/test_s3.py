@@ -25,6 +25,7 @@ import unittest
 import urllib.request
 
 import harness as h
+import http_util as u
 
 TABLE = {"name": "kv",
          "columns": [{"name": "k", "type": "long", "required": True},
@@ -93,14 +94,14 @@ class Relay:
                 threading.Thread(target=self._slow_down, args=(c,), daemon=True).start()
                 continue
             try:
-                u = socket.create_connection(("127.0.0.1", self.target))
+                up = socket.create_connection(("127.0.0.1", self.target))
             except OSError:
                 c.close()
                 continue
             with self.mu:
-                self.conns += [c, u]
-            for a, b in ((c, u), (u, c)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+                self.conns += [c, up]
+            for a, b in ((c, up), (up, c)):
+                threading.Thread(target=u.pump, args=(a, b), daemon=True).start()
 
     @staticmethod
     def _slow_down(c):
@@ -113,22 +114,6 @@ class Relay:
         except OSError:
             pass
         c.close()
-
-    @staticmethod
-    def _pump(a, b):
-        try:
-            while True:
-                d = a.recv(65536)
-                if not d:
-                    break
-                b.sendall(d)
-        except OSError:
-            pass
-        for x in (a, b):
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def scan(s, table="kv"):
