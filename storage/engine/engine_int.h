@@ -20,6 +20,7 @@ struct dv;
 struct dvcache;
 struct filter;
 struct pq_reader;
+struct hmap;
 struct gcq; /* a table's group-commit queue (commit.c) */
 
 /* Named cache entry for a table definition (engine.c). */
@@ -215,6 +216,9 @@ extern const char *const eng__sql_dv_location;
 /* The collector's lookup of blob paths ($1 text[]: those unreferenced) and its planner settings. */
 extern const char *const eng__sql_gc_unreferenced;
 extern const char *const eng__sql_gc_plans;
+/* Of n NUL-terminated blob paths back to back, those no catalog row references (one
+   statement, index probes): into `out` (path -> NULL). */
+int eng__gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, struct st_err *err);
 int eng__gc_start(struct engine *e);
 void eng__gc_stop(struct engine *e);
 

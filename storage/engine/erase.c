@@ -483,22 +483,6 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
     return ST_OK;
 }
 
-/* Is `rel` a data file the catalog lists? */
-static int listed(struct erasure *w, const char *rel, bool *yes, struct st_err *err)
-{
-    const char *v[1] = {rel};
-    PGconn *c = eng__rewrite_conn(w->rw);
-    PGresult *r = cat_pq_exec_params(c, "SELECT 1 FROM strike.data_files WHERE path = $1", 1, NULL,
-                                     v, NULL, NULL, 0);
-    int rc = ST_OK;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        rc = cat_fail(c, r, "looking up a blob", err);
-    else
-        *yes = PQntuples(r) > 0;
-    PQclear(r);
-    return rc;
-}
-
 struct listing {
     struct buf keys; /* NUL-terminated, back to back */
     size_t n;
@@ -526,14 +510,19 @@ static int verify_orphans(struct erasure *w, struct st_err *err)
     for (bool again = true; again && rc == ST_OK;) {
         again = false;
         struct listing l = {.keys = BUF_INIT};
+        struct hmap unref; /* the listed files no catalog row references: one statement */
+        hmap_init(&unref);
         rc = blob_list(w->e->blobs, prefix, list_parquet, &l, err);
+        if (rc == ST_OK && l.n > 0)
+            rc = eng__gc_lookup(eng__rewrite_conn(w->rw), (const char *)l.keys.data, l.n, &unref,
+                                err);
         const char *rel = (const char *)l.keys.data;
         for (size_t i = 0; rc == ST_OK && i < l.n; i++, rel += strlen(rel) + 1) {
             if (strchr(rel + strlen(prefix), '/') != NULL)
                 continue; /* not a file of the data "directory" itself */
-            bool yes = true;
+            bool yes = hmap_get(&unref, rel, strlen(rel)) == NULL;
             struct found f = {0};
-            if ((rc = listed(w, rel, &yes, err)) == ST_OK && !yes) {
+            if (!yes) {
                 seen++;
                 struct st_err e2 = {0};
                 if (scan_file(w, rel, NULL, false, &f, &e2) != ST_OK)
@@ -557,6 +546,7 @@ static int verify_orphans(struct erasure *w, struct st_err *err)
                 }
             }
         }
+        hmap_free(&unref);
         buf_free(&l.keys);
         if (again) {
             struct timespec ts = {1, 0};

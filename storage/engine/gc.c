@@ -129,8 +129,8 @@ struct gc_ctx {
 };
 
 /* Of the n NUL-terminated paths back to back at `paths`, those no catalog row references, into
- * `out` (path -> NULL). */
-static int gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, struct st_err *err)
+ * `out` (path -> NULL). engine_int.h. */
+int eng__gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, struct st_err *err)
 {
     struct buf arr = BUF_INIT;
     pgu_array_begin(&arr, PG_OID_TEXT, (uint32_t)n);
@@ -186,7 +186,7 @@ static void gc_flush(struct gc_ctx *g)
     struct hmap unref;
     hmap_init(&unref);
     if (g->rc == ST_OK)
-        g->rc = gc_lookup(g->c, (const char *)g->batch.data, g->nbatch, &unref, g->err);
+        g->rc = eng__gc_lookup(g->c, (const char *)g->batch.data, g->nbatch, &unref, g->err);
     for (size_t i = 0; i < g->nbatch && g->rc == ST_OK; i++) {
         const char *rel = (const char *)g->batch.data + g->blobs[i].off;
         if (hmap_get(&unref, rel, strlen(rel)) != NULL)
@@ -240,7 +240,7 @@ static int gc_delete(PGconn *c, struct gc_ctx *g, struct st_err *err)
         size_t n = g->ncand - done < GC_BATCH ? g->ncand - done : GC_BATCH;
         struct hmap unref;
         hmap_init(&unref);
-        int rc = gc_lookup(c, p, n, &unref, err);
+        int rc = eng__gc_lookup(c, p, n, &unref, err);
         const char **doomed = xcalloc(n, sizeof *doomed);
         size_t nd = 0;
         for (size_t i = 0; i < n && rc == ST_OK; i++, p += strlen(p) + 1) {
