@@ -208,21 +208,15 @@ int svc_compact(struct engine *e, const struct svc_compact_req *q, struct engine
     memset(out, 0, sizeof *out);
     struct engine_compact_opts o;
     engine_compact_opts_default(&o);
-    if (q->has_min_deleted_fraction) {
-        if (!(q->min_deleted_fraction >= 0 && q->min_deleted_fraction <= 1))
-            return st_errf(err, ST_EINVAL, "min_deleted_fraction: must be between 0 and 1, got %g",
-                           q->min_deleted_fraction);
+    if (q->has_min_deleted_fraction)
         o.min_deleted_fraction = q->min_deleted_fraction;
-    }
-    if (q->target_file_rows.has) {
-        if (q->target_file_rows.v < 1 || q->target_file_rows.v > ENGINE_COMPACT_TARGET_ROWS_MAX)
-            return st_errf(err, ST_EINVAL, "target_file_rows: must be between 1 and %lld, got %lld",
-                           (long long)ENGINE_COMPACT_TARGET_ROWS_MAX,
-                           (long long)q->target_file_rows.v);
+    if (q->target_file_rows.has)
         o.target_file_rows = q->target_file_rows.v;
-    }
+    int rc = engine_compact_opts_check(&o, err); /* before the table: a bad request is a 400 */
+    if (rc != ST_OK)
+        return rc;
     struct table *t = NULL;
-    int rc = table_of(e, q->table, &t, err);
+    rc = table_of(e, q->table, &t, err);
     if (rc == ST_OK)
         rc = engine_compact(e, t, &o, out, err);
     engine_table_unref(t);

@@ -435,12 +435,17 @@ static void locate(const struct rewrite *w, int64_t row, size_t *file, uint64_t 
     assert(*file < w->nout);
 }
 
+static int by_file_id(const void *a, const void *b)
+{
+    int64_t x = ((const struct snap_file *)a)->id, y = ((const struct snap_file *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* lst sorted by id (eng__process_rewrite sorts it once per attempt). */
 static const struct snap_file *find_live(const struct snap_file *lst, size_t n, int64_t id)
 {
-    for (size_t i = 0; i < n; i++)
-        if (lst[i].id == id)
-            return &lst[i];
-    return NULL;
+    struct snap_file key = {.id = id};
+    return n > 0 ? bsearch(&key, lst, n, sizeof *lst, by_file_id) : NULL;
 }
 
 /*
@@ -546,6 +551,7 @@ void eng__process_rewrite(struct engine *e, struct item *it)
             break;
         int64_t carried = 0;
         p.base = m;
+        qsort(lst, n, sizeof *lst, by_file_id); /* find_live */
         rc = build_plan(w, lst, n, &p, &carried, err);
         eng__snap_files_free(lst, n);
         if (rc != ST_OK || (rc = eng__write_dvs(e, t, &p, err)) != ST_OK ||
@@ -724,17 +730,26 @@ void engine_compact_opts_default(struct engine_compact_opts *o)
     o->target_file_rows = ENGINE_COMPACT_TARGET_ROWS;
 }
 
+int engine_compact_opts_check(const struct engine_compact_opts *o, struct st_err *err)
+{
+    if (!(o->min_deleted_fraction >= 0 && o->min_deleted_fraction <= 1))
+        return st_errf(err, ST_EINVAL, "min_deleted_fraction: must be between 0 and 1, got %g",
+                       o->min_deleted_fraction);
+    if (o->target_file_rows < 1 || o->target_file_rows > ENGINE_COMPACT_TARGET_ROWS_MAX)
+        return st_errf(err, ST_EINVAL, "target_file_rows: must be between 1 and %lld, got %lld",
+                       (long long)ENGINE_COMPACT_TARGET_ROWS_MAX, (long long)o->target_file_rows);
+    return ST_OK;
+}
+
 int engine_compact(struct engine *e, struct table *t, const struct engine_compact_opts *o,
                    struct engine_compact_res *res, struct st_err *err)
 {
     memset(res, 0, sizeof *res);
-    if (!(o->min_deleted_fraction >= 0 && o->min_deleted_fraction <= 1))
-        return st_errf(err, ST_EINVAL, "min_deleted_fraction: must be between 0 and 1");
-    if (o->target_file_rows < 1 || o->target_file_rows > ENGINE_COMPACT_TARGET_ROWS_MAX)
-        return st_errf(err, ST_EINVAL, "target_file_rows: must be between 1 and %lld",
-                       (long long)ENGINE_COMPACT_TARGET_ROWS_MAX);
+    int rc = engine_compact_opts_check(o, err);
+    if (rc != ST_OK)
+        return rc;
     struct rewrite w;
-    int rc = rewrite_begin(e, t, &w, false, err);
+    rc = rewrite_begin(e, t, &w, false, err);
     int64_t *made = NULL; /* files this call wrote: never chosen again */
     size_t nmade = 0;
     w.target = o->target_file_rows;

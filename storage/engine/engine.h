@@ -226,6 +226,8 @@ struct engine_compact_opts {
     int64_t target_file_rows;    /* 1..ENGINE_COMPACT_TARGET_ROWS_MAX */
 };
 void engine_compact_opts_default(struct engine_compact_opts *o);
+/* The options' bounds (ST_EINVAL naming the member); engine_compact checks them too. */
+int engine_compact_opts_check(const struct engine_compact_opts *o, struct st_err *err);
 
 struct engine_compact_res {
     int64_t seq; /* the table's seq after the last round (the current one when nothing was done) */
