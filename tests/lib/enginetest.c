@@ -241,3 +241,23 @@ int64_t et_sql_i64(struct et *t, const char *sql)
     PQfinish(c);
     return v;
 }
+
+int et_put(struct et *t, struct table *tab, const int64_t *ids, const int64_t *vs, size_t n,
+           struct change_res *res)
+{
+    struct change *ch = calloc(n ? n : 1, sizeof *ch);
+    struct st_value(*vals)[2] = calloc(n ? n : 1, sizeof *vals);
+    for (size_t i = 0; i < n; i++) {
+        vals[i][0].v.l = ids[i];
+        vals[i][1].v.l = vs[i] < 0 ? 0 : vs[i];
+        ch[i] = (struct change){vs[i] < 0 ? CHANGE_DELETE : CHANGE_UPSERT, vals[i]};
+    }
+    struct change_req req = {.table = tab, .changes = ch, .nchanges = n};
+    struct st_err err = {0};
+    int rc = engine_apply_changes(t->e, &req, res, &err);
+    if (rc != ST_OK)
+        fprintf(stderr, "et_put: %s\n", err.msg);
+    free(ch);
+    free(vals);
+    return rc;
+}

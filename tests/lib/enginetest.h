@@ -53,6 +53,13 @@ void et_rows_free(struct et_rows *r);
  */
 int64_t et_value_of(struct et *t, struct table *tab, int64_t id, int *count);
 
+/*
+ * For tables of (id long, v long): upsert (ids[i], vs[i]), or delete key ids[i]
+ * when vs[i] < 0, in one request. The engine's status (its message printed).
+ */
+int et_put(struct et *t, struct table *tab, const int64_t *ids, const int64_t *vs, size_t n,
+           struct change_res *res);
+
 /* SQL for a test's own checks; each aborts the test, naming the statement, on an error. */
 struct pg_conn; /* libpq's PGconn */
 /* Run a statement on c. */

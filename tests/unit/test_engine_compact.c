@@ -44,21 +44,7 @@ static int teardown(void **state)
 static int put(struct table *t, const int64_t *ids, const int64_t *vs, size_t n,
                struct change_res *res)
 {
-    struct change *ch = calloc(n, sizeof *ch);
-    struct st_value(*vals)[2] = calloc(n, sizeof *vals);
-    for (size_t i = 0; i < n; i++) {
-        vals[i][0].v.l = ids[i];
-        vals[i][1].v.l = vs[i] < 0 ? 0 : vs[i];
-        ch[i] = (struct change){vs[i] < 0 ? CHANGE_DELETE : CHANGE_UPSERT, vals[i]};
-    }
-    struct change_req req = {.table = t, .changes = ch, .nchanges = n};
-    struct st_err err = {0};
-    int rc = engine_apply_changes(T.e, &req, res, &err);
-    if (rc != ST_OK)
-        print_error("put: %s\n", err.msg);
-    free(ch);
-    free(vals);
-    return rc;
+    return et_put(&T, t, ids, vs, n, res);
 }
 
 static int put1(struct table *t, int64_t id, int64_t v, struct change_res *res)
