@@ -12,6 +12,8 @@ rounds; --quick: 2 rounds at tiny sizes). Prints ONE markdown table (the nine
 measures of issue 8, then the benchmarks of issues 3, 4 and 7), with medians
 and min-max over the rounds, and writes every raw run as JSON to
 B/bench/run-<time>.json and B/bench/latest.json (the table to latest.md).
+With STRIKE_BENCH_PERF=DIR, perf records striked during each measure
+(perfrec.py; tests/bench/profile.sh).
 A measure whose feature is missing says "not available"; a measure that
 fails says "failed" and makes the exit status 1. No timing is asserted: the
 "met" column reports, it never fails the run.
@@ -34,6 +36,8 @@ import threading
 import time
 import traceback
 import urllib.request
+
+import perfrec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -246,13 +250,15 @@ class Bench:
     def setup(self):
         z = self.z
         small_pq, small_csv = self.gen(z["small"], csv=True)
-        big_pq, _ = self.gen(z["big"])
+        big_pq = self.gen(z["big"])[0] if not self.only or self.only & {"m1", "m8", "e14c"} else None
         self.small_pq, self.big_pq = small_pq, big_pq
         self.pos_file = self.positions(z["small"])
         self.results["load"] = {}
         # strike: the same rows, through the engine's commit path (bench_engine load)
-        for table, src, batch in (("t1m", small_pq, z["small"]), ("tk", small_pq, z["small"]),
-                                  ("tbig", big_pq, z["big_batch"])):
+        loads = [("t1m", small_pq, z["small"]), ("tk", small_pq, z["small"])]
+        if not self.only or self.only & {"m1", "m8"}:  # the big table only for the measures that read it
+            loads.append(("tbig", big_pq, z["big_batch"]))
+        for table, src, batch in loads:
             log(f"strike: loading {table} from {os.path.basename(src)} (requests of {batch:,} rows)")
             r = self.engine("load", "--table", table, "--from", src, "--batch", batch)
             self.results["load"][table] = r
@@ -295,7 +301,12 @@ class Bench:
         log(f"measure {num}: {title}")
         t0 = time.monotonic()
         try:
-            fn()
+            pdir = perfrec.enabled()
+            if pdir and key != "e7":  # i7 profiles its own striked (bench_grpc_dv.py)
+                with perfrec.Recorder([self.a.striked_pid], os.path.join(pdir, f"{key}.perf.data")):
+                    fn()
+            else:
+                fn()
         except NotAvailable as e:
             self.results[key] = {"not_available": str(e)}
             self.row(num, title, peer, "not available", "not available", "–", goal, f"not available: {e}")
@@ -862,9 +873,13 @@ class Bench:
             db = f"grpcbench{r}"
             self.psql("postgres", f"DROP DATABASE IF EXISTS {db}")
             self.psql("postgres", f"CREATE DATABASE {db}")
+            env = dict(self.env)
+            env.pop("STRIKE_BENCH_PERF", None)
+            if perfrec.enabled() and r == 0:  # profile (tests/bench/profile.sh): the first round's gRPC calls
+                env["STRIKE_BENCH_PERF_OUT"] = os.path.join(perfrec.enabled(), "e7.perf.data")
             out = run(["/usr/bin/python3", script, "--build", self.build, "--catalog",
                        f"postgresql://postgres@/{db}?host={self.pg}", "--rows", str(self.z["grpc_rows"]),
-                       "--seconds", str(self.z["grpc_seconds"])], env=self.env)
+                       "--seconds", str(self.z["grpc_seconds"])], env=env)
             lines = {}
             for m in re.finditer(r"^(grpc|http)\s+(explicit|current)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)", out, re.M):
                 lines[f"{m.group(1)}_{m.group(2)}"] = {"calls_s": float(m.group(3)), "p50_us": float(m.group(4)),
@@ -1002,6 +1017,7 @@ class Bench:
         start_load = self.meta["loadavg"]
         t0 = time.monotonic()
         only = set(self.a.only.split(",")) if self.a.only else None
+        self.only = only
         self.setup()
         plan = [
             ("m9", 9, "key lookups", self.m9_lookups),
