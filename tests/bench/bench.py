@@ -12,6 +12,9 @@ rounds; --quick: 2 rounds at tiny sizes). Prints ONE markdown table (the nine
 measures of issue 8, then the benchmarks of issues 3, 4 and 7), with medians
 and min-max over the rounds, and writes every raw run as JSON to
 B/bench/run-<time>.json and B/bench/latest.json (the table to latest.md).
+The column "previous" is each row's ratio in the last run of the same size
+that had the row (the previous latest.json, else B/bench/history.json), with
+a marker where it moved the wrong way by more than 10% (bench_history.py).
 With STRIKE_BENCH_PERF=DIR, perf records striked during each measure
 (perfrec.py; tests/bench/profile.sh).
 A measure whose feature is missing says "not available"; a measure that
@@ -37,6 +40,7 @@ import time
 import traceback
 import urllib.request
 
+import bench_history
 import perfrec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -160,6 +164,31 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def table_md(rows):
+    """The markdown table of rows; "previous" is the last run's ratio (bench_history.py)."""
+    h = ["#", "measure", "peer", "peer median (min–max)", "strike median (min–max)", "ratio", "previous", "goal",
+         "met"]
+    lines = ["| " + " | ".join(h) + " |", "|" + "|".join("---" for _ in h) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r.get(k, "–")) for k in ("num", "measure", "peer", "peer_med", "strike_med",
+                                                                      "ratio", "previous", "goal", "met")) + " |")
+    return "\n".join(lines)
+
+
+def git_commit():
+    """The source tree's commit (short), "+dirty" with uncommitted changes to tracked files; "?" outside git."""
+    try:
+        c = subprocess.run(["git", "-C", SRC, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                           timeout=30)
+        if c.returncode != 0:
+            return "?"
+        d = subprocess.run(["git", "-C", SRC, "status", "--porcelain", "-uno"], capture_output=True, text=True,
+                           timeout=30)
+        return c.stdout.strip() + ("+dirty" if d.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "?"
 
 
 # ------------------------------------------------------------------ context
@@ -912,12 +941,7 @@ class Bench:
                 "loadavg": open("/proc/loadavg").read().split()[:3]}
 
     def table(self):
-        h = ["#", "measure", "peer", "peer median (min–max)", "strike median (min–max)", "ratio", "goal", "met"]
-        lines = ["| " + " | ".join(h) + " |", "|" + "|".join("---" for _ in h) + "|"]
-        for r in self.rows:
-            lines.append("| " + " | ".join(str(r[k]) for k in ("num", "measure", "peer", "peer_med", "strike_med",
-                                                                "ratio", "goal", "met")) + " |")
-        return "\n".join(lines)
+        return table_md(self.rows)
 
     def notes(self, start, end):
         n = []
@@ -1060,11 +1084,15 @@ class Bench:
                                              "i15", "i16"])}
         self.rows.sort(key=lambda r: order[r["num"]])
         end_load = open("/proc/loadavg").read().split()[:3]
+        commit = git_commit()
+        # the previous run's ratios (latest.json, history.json) before they are replaced
+        prev = bench_history.previous(self.out, self.mode)
+        prev_notes = bench_history.compare(prev, self.rows)
         table = self.table()
-        notes = self.notes(start_load, end_load)
+        notes = self.notes(start_load, end_load) + prev_notes
         text = table + "\n\n" + "\n".join(f"- {x}" for x in notes) + "\n"
         print(text)
-        doc = {"date": self.started, "mode": self.mode, "sizes": self.z, "machine": self.meta,
+        doc = {"date": self.started, "commit": commit, "mode": self.mode, "sizes": self.z, "machine": self.meta,
                "loadavg_end": end_load, "build": self.build, "build_type": self.build_type,
                "seconds": time.monotonic() - t0, "results": self.results, "rows": self.rows, "table": table,
                "notes": notes}
@@ -1075,6 +1103,7 @@ class Bench:
         shutil.copyfile(os.path.join(self.out, f"run-{stamp}.json"), os.path.join(self.out, "latest.json"))
         with open(os.path.join(self.out, "latest.md"), "w") as f:
             f.write(text)
+        bench_history.record(self.out, self.mode, prev, self.rows, self.started, commit)
         log(f"raw runs: {self.out}/run-{stamp}.json (and latest.json, latest.md); {time.monotonic() - t0:.0f} s")
         # the harness's own check: all nine measures have a row with numbers or "not available"
         nums = {r["num"] for r in self.rows if isinstance(r["num"], int)}
