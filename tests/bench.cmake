@@ -18,3 +18,9 @@ set_tests_properties(bench_quick PROPERTIES LABELS bench ENVIRONMENT "${STRIKE_T
 add_test(NAME bench_history COMMAND ${STRIKE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bench/test_bench_history.py)
 set_tests_properties(bench_history PROPERTIES LABELS "unit;bench" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1"
                      TIMEOUT 60)
+
+# bench_profile_tools: the text tools of tests/bench/profile.sh (fold_stacks.py,
+# log_timings.py) on synthetic perf script output and a synthetic debug log.
+add_test(NAME bench_profile_tools COMMAND ${STRIKE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bench/test_bench_profile.py)
+set_tests_properties(bench_profile_tools PROPERTIES LABELS "unit;bench" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1"
+                     TIMEOUT 60)

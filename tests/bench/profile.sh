@@ -101,8 +101,15 @@ for ROW in ${ROWS//,/ }; do
     report --no-children -F overhead,sample,comm | rows | head -n 15
     if [ -s "$data.trace" ]; then
       echo
-      echo "## system calls by thread (perf trace -s: wall time inside each call, blocking included)"
-      grep -v '^[[:space:]]*$' "$data.trace" | head -n 200
+      echo "## system calls of all striked's threads (perf trace -s summed; wall time inside each call,"
+      echo "## blocking included: futex and poll are mostly idle threads waiting for work; $data.trace per thread)"
+      awk '/^ [^ ].*\([0-9]+\), [0-9]+ events/ { th++ }
+           $1 ~ /^[a-z_0-9]+$/ && NF == 8 && $2 ~ /^[0-9]+$/ {
+             c[$1] += $2; e[$1] += $3; t[$1] += $4; if ($7 > m[$1]) m[$1] = $7 }
+           END {
+             printf "   %d threads\n   %-16s %8s %7s %11s %9s %9s\n", th, "syscall", "calls", "errors", "total ms", "avg ms", "max ms"
+             for (k in c) printf "   %-16s %8d %7d %11.3f %9.3f %9.3f\n", k, c[k], e[k], t[k], t[k] / c[k], m[k]
+           }' "$data.trace" | { IFS= read -r a; IFS= read -r b; printf '%s\n%s\n' "$a" "$b"; sort -k4,4 -rn; }
     fi
   } >"$OUT/$ROW.txt"
   perf script -i "$data" 2>/dev/null | /usr/bin/python3 "$HERE/fold_stacks.py" >"$OUT/$ROW.folded"
