@@ -141,7 +141,7 @@ def compare(prev, rows):
             if w > THRESHOLD:
                 r["regressed"] = w
                 r["previous"] = f"{p['ratio']} {REGRESSED} by {w:.0%}"
-                regressions.append(f"{key} ({p['ratio']} → {r['ratio']}, worse by {w:.0%})")
+                regressions.append(f"row {key} ({p['ratio']} → {r['ratio']}, worse by {w:.0%})")
     notes = []
     if runs:
         notes.append("Previous: the last run of this size that had the row: " + "; ".join(

@@ -84,10 +84,12 @@ class PreviousColumn(unittest.TestCase):
         self.assertEqual(len(notes), 2)
         self.assertIn("rows 2, 3, 4, i3.1, i3.2, i7 from the run of 2026-12-01 19:26 UTC (commit aaa1111)",
                       notes[0])
-        self.assertIn("worse by more than 10%", notes[1].replace("moved the wrong way by", "worse by"))
-        for k in ("2 (", "4 (", "i3.1 ("):
+        self.assertIn("moved the wrong way by more than 10% since the previous run", notes[1])
+        for k in ("row 2 (4.86x PostgreSQL's p50 → 5.50x PostgreSQL's p50, worse by 13%)", "row 4 (",
+                  "row i3.1 ("):
             self.assertIn(k, notes[1])
-        self.assertNotIn("3 (0.93x", notes[1])
+        self.assertNotIn("row 3 (", notes[1])
+        self.assertNotIn("row i3.2 (", notes[1])
 
     def test_under_threshold_is_not_marked(self):
         rows = [row(2, "5.30x PostgreSQL's p50"), row(3, "0.85x")]  # +9.1%, -8.6%
