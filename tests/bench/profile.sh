@@ -79,14 +79,17 @@ for ROW in ${ROWS//,/ }; do
   data=$OUT/$ROW.perf.data
   [ -s "$data" ] || { echo "profile.sh: no recording of $ROW ($data)" >&2; exit 1; }
   report() { perf report -i "$data" --stdio -g none --percent-limit 0 "$@" 2>/dev/null; }
-  samples=$(report --no-children --sort comm | sed -n 's/^# Samples: \([^ ]*\).*/\1/p' | head -1)
+  samples=$(report --no-children -F sample,comm | rows | awk '{ n += $1 } END { print n + 0 }')
   {
     echo "# profile of measure $ROW: tests/bench/profile.sh $ROWS $BUILD $QUICK"
     echo "#   (STRIKE_BENCH_ONLY=$ROWS STRIKE_BENCH_PERF=$OUT tests/bench/run.sh $BUILD $QUICK)"
     sed 's/^/# /' "$data.log"
     echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo '?')," \
       "build $(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD/CMakeCache.txt"), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "# $samples on-CPU samples of striked (time waiting on fsync or the catalog is not sampled)"
+    freq=$(sed -n 's/.* -F \([0-9]*\) .*/\1/p' "$data.log" | head -1)
+    echo "# $samples on-CPU samples of striked, $(awk -v n="$samples" -v f="${freq:-0}" \
+      'BEGIN { if (f > 0) printf "%.2f s on CPU at %d Hz", n / f, f; else print "?" }')" \
+      "(time waiting on fsync or the catalog is not sampled)"
     echo "#"
     echo "# the run:"
     printf '%s\n' "$table" | grep '^|' | sed 's/^/#   /'
