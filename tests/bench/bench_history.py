@@ -126,10 +126,12 @@ def compare(prev, rows):
     """Sets row["previous"] (the cell) and row["regressed"] (the wrong-way move, or
     0) on every row, prev being previous()'s answer; returns the notes: which run
     each previous figure comes from, and the regressions."""
-    runs, regressions = {}, []
+    runs, regressions, unknown = {}, [], []
     for key, r in zip(row_keys(rows), rows):
         p = prev.get(key)
         r["regressed"] = 0.0
+        if values(key, r.get("ratio")) is None and _NUM.search(str(r.get("ratio"))):
+            unknown.append(key)  # a ratio this module cannot read: BETTER needs the row's new form
         if p is None:
             r["previous"] = "–"
             continue
@@ -147,6 +149,9 @@ def compare(prev, rows):
         notes.append("Previous: the last run of this size that had the row: " + "; ".join(
             f"{'rows' if len(keys) > 1 else 'row'} {', '.join(keys)} from the run of {date} (commit {commit})"
             for (date, commit), keys in sorted(runs.items())))
+    if unknown:
+        notes.append(f"Not compared with the previous run (a ratio of a form bench_history.py does not know): "
+                     f"{'rows' if len(unknown) > 1 else 'row'} {', '.join(unknown)}")
     if regressions:
         notes.append(f"{REGRESSED.split()[0]} Ratios that moved the wrong way by more than "
                      f"{THRESHOLD:.0%} since the previous run: " + "; ".join(regressions))

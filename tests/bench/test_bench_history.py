@@ -91,6 +91,14 @@ class PreviousColumn(unittest.TestCase):
         self.assertNotIn("row 3 (", notes[1])
         self.assertNotIn("row i3.2 (", notes[1])
 
+    def test_unknown_form_is_named(self):
+        rows = [row(2, "5.30x PostgreSQL's p50"), row(4, "0.47x"), row(77, "1.00x"), row(6, "failed")]
+        notes = bh.compare(bh.previous(self.out, "full"), rows)
+        self.assertEqual(rows[1]["previous"], "1.40x req/s; p99 0.93x")  # shown, not compared
+        self.assertEqual(rows[1]["regressed"], 0)
+        self.assertIn("Not compared with the previous run (a ratio of a form bench_history.py does not know): "
+                      "rows 4, 77", notes)
+
     def test_under_threshold_is_not_marked(self):
         rows = [row(2, "5.30x PostgreSQL's p50"), row(3, "0.85x")]  # +9.1%, -8.6%
         bh.compare(bh.previous(self.out, "full"), rows)
