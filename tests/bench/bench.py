@@ -1090,9 +1090,14 @@ class Bench:
         prev_notes = bench_history.compare(prev, self.rows)
         table = self.table()
         notes = self.notes(start_load, end_load) + prev_notes
+        profiled = perfrec.enabled() is not None
+        if profiled:
+            notes.append("Profiled run (tests/bench/profile.sh: perf attached to striked): its ratios do not "
+                         "become the previous run's; the next run compares with the run before this one.")
         text = table + "\n\n" + "\n".join(f"- {x}" for x in notes) + "\n"
         print(text)
-        doc = {"date": self.started, "commit": commit, "mode": self.mode, "sizes": self.z, "machine": self.meta,
+        doc = {"date": self.started, "commit": commit, "profiled": profiled, "mode": self.mode, "sizes": self.z,
+               "machine": self.meta,
                "loadavg_end": end_load, "build": self.build, "build_type": self.build_type,
                "seconds": time.monotonic() - t0, "results": self.results, "rows": self.rows, "table": table,
                "notes": notes}
@@ -1103,7 +1108,9 @@ class Bench:
         shutil.copyfile(os.path.join(self.out, f"run-{stamp}.json"), os.path.join(self.out, "latest.json"))
         with open(os.path.join(self.out, "latest.md"), "w") as f:
             f.write(text)
-        bench_history.record(self.out, self.mode, prev, self.rows, self.started, commit)
+        # a profiled run's rows are perf's too: history keeps the run before it (latest.json is skipped by
+        # bench_history.previous once it says "profiled")
+        bench_history.record(self.out, self.mode, prev, [] if profiled else self.rows, self.started, commit)
         log(f"raw runs: {self.out}/run-{stamp}.json (and latest.json, latest.md); {time.monotonic() - t0:.0f} s")
         # the harness's own check: all nine measures have a row with numbers or "not available"
         nums = {r["num"] for r in self.rows if isinstance(r["num"], int)}

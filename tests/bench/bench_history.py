@@ -16,7 +16,9 @@ size (full or --quick): from out_dir/latest.json when the previous run had
 that row, else from out_dir/history.json, which keeps, per size and row key,
 the last ratio with its run's date and commit. So a row run alone
 (STRIKE_BENCH_ONLY) compares with the last run that had it. Failed and "not
-available" rows are compared with nothing and leave the history as it was.
+available" rows are compared with nothing and leave the history as it was,
+and so does a profiled run (tests/bench/profile.sh: latest.json says
+"profiled"; perf slows striked down), which bench.py records with no rows.
 
 The ratio cell is text ("4.86x PostgreSQL's p50", "0.47x req/s; p99 1.18x",
 "5.19x slower"): its numbers are read back in order, and BETTER says per row
@@ -113,7 +115,8 @@ def previous(out_dir, mode):
     if isinstance(h, dict) and isinstance(h.get(mode), dict):
         prev.update(h[mode])
     last = _load(os.path.join(out_dir, "latest.json"))
-    if isinstance(last, dict) and last.get("mode") == mode and isinstance(last.get("rows"), list):
+    if (isinstance(last, dict) and last.get("mode") == mode and not last.get("profiled")
+            and isinstance(last.get("rows"), list)):
         for key, r in zip(row_keys(last["rows"]), last["rows"]):
             v = values(key, r.get("ratio"))
             if v is not None:

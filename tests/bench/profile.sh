@@ -63,12 +63,15 @@ command -v perf >/dev/null || { echo "profile.sh: perf is missing (scripts/deps.
 BUILD=$(cd "$BUILD" && pwd)
 OUT=$BUILD/bench/profile
 mkdir -p "$OUT"
+RUN_RC=0
 if [ -n "$REPORT_ONLY" ]; then
   table=$(cat "$BUILD/bench/latest.md")
 else
   for r in ${ROWS//,/ }; do rm -f "$OUT/$r".{perf.data,perf.data.log,perf.data.trace,txt,folded}; done
   export STRIKE_BENCH_PERF_FREQ=${STRIKE_BENCH_PERF_FREQ:-2999}
-  table=$(STRIKE_BENCH_ONLY=$ROWS STRIKE_BENCH_PERF=$OUT "$HERE/run.sh" "$BUILD" $QUICK)
+  # a failed measure still leaves the others' recordings: report them, then exit with run.sh's status
+  table=$(STRIKE_BENCH_ONLY=$ROWS STRIKE_BENCH_PERF=$OUT "$HERE/run.sh" "$BUILD" $QUICK) || RUN_RC=$?
+  [ "$RUN_RC" = 0 ] || echo "profile.sh: run.sh exited $RUN_RC; reporting what was recorded" >&2
 fi
 
 # head closes the pipes of perf report early (SIGPIPE): not an error
@@ -77,7 +80,11 @@ set +o pipefail
 rows() { grep -v '^#' | grep -v '^[[:space:]]*$' || true; }
 for ROW in ${ROWS//,/ }; do
   data=$OUT/$ROW.perf.data
-  [ -s "$data" ] || { echo "profile.sh: no recording of $ROW ($data)" >&2; exit 1; }
+  if [ ! -s "$data" ]; then
+    echo "profile.sh: no recording of $ROW ($data)" >&2
+    RUN_RC=1
+    continue
+  fi
   report() { perf report -i "$data" --stdio -g none --percent-limit 0 "$@" 2>/dev/null; }
   samples=$(report --no-children -F sample,comm | rows | awk '{ n += $1 } END { print n + 0 }')
   {
@@ -119,3 +126,4 @@ for ROW in ${ROWS//,/ }; do
   cat "$OUT/$ROW.txt"
   echo "profile.sh: $OUT/$ROW.txt, $OUT/$ROW.folded ($(wc -l <"$OUT/$ROW.folded") stacks), $data" >&2
 done
+exit $RUN_RC

@@ -137,6 +137,22 @@ class PreviousColumn(unittest.TestCase):
         self.assertEqual(h["full"]["i3.1"]["ratio"], "6.00x slower")
         self.assertNotIn("6", [k for k, v in h["full"].items() if v["ratio"] == "failed"])
 
+    def test_profiled_run_is_not_previous(self):
+        # run P: profiled (latest.json says so; bench.py records no rows of it)
+        prev = bh.previous(self.out, "full")
+        rows_p = [row(2, "9.00x PostgreSQL's p50")]
+        bh.compare(prev, rows_p)
+        with open(os.path.join(self.out, "latest.json"), "w") as f:
+            json.dump({"date": "2026-12-01 22:00 UTC", "commit": "ppp0000", "mode": "full", "profiled": True,
+                       "rows": rows_p}, f)
+        bh.record(self.out, "full", prev, [], "2026-12-01 22:00 UTC", "ppp0000")
+        # the next run compares with A, the run before the profile
+        rows = [row(2, "5.00x PostgreSQL's p50"), row(3, "0.95x")]
+        notes = bh.compare(bh.previous(self.out, "full"), rows)
+        self.assertEqual([r["previous"] for r in rows], ["4.86x PostgreSQL's p50", "0.93x"])
+        self.assertIn("from the run of 2026-12-01 19:26 UTC (commit aaa1111)", notes[0])
+        self.assertNotIn("ppp0000", " ".join(notes))
+
     def test_values_match_each_rows_format(self):
         self.assertEqual(bh.values("1", "2,981x faster; 767,411x fewer bytes"), [2981, 767411])
         self.assertEqual(bh.values("5", "1.012x (strike, ratio of medians)"), [1.012])
