@@ -20,7 +20,7 @@ pkgs=(
   libroaring-dev libpq-dev libzstd-dev libsnappy-dev libjansson-dev libcmocka-dev zlib1g-dev libcurl4-openssl-dev
   postgresql-15 postgresql-client-15
   python3 python3-grpcio python3-protobuf curl ca-certificates util-linux procps
-  diffutils findutils wrk nginx-light chromium
+  diffutils findutils wrk nginx-light chromium linux-perf
 )
 # Node.js runs the DuckDB peer in tests; the machine may already have its own.
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

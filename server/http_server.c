@@ -685,6 +685,7 @@ static bool query_int(struct hreq *r, const char *name, struct svc_count *out, c
     if (raw != NULL)
         *raw = s;
     out->has = false;
+    out->v = 0;
     if (s == NULL)
         return true;
     int64_t v;

@@ -12,3 +12,15 @@ target_link_libraries(bench_engine PRIVATE strike_engine)
 add_test(NAME bench_quick COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/bench/run.sh ${CMAKE_BINARY_DIR} --quick)
 set_tests_properties(bench_quick PROPERTIES LABELS bench ENVIRONMENT "${STRIKE_TEST_ENV}"
                      TIMEOUT 600 RUN_SERIAL TRUE)
+
+# bench_history: the "previous" column of `make bench` and its regression
+# marker (tests/bench/bench_history.py), on synthetic runs: no server, fast.
+add_test(NAME bench_history COMMAND ${STRIKE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bench/test_bench_history.py)
+set_tests_properties(bench_history PROPERTIES LABELS "unit;bench" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1"
+                     TIMEOUT 60)
+
+# bench_profile_tools: the text tools of tests/bench/profile.sh (fold_stacks.py,
+# log_timings.py) on synthetic perf script output and a synthetic debug log.
+add_test(NAME bench_profile_tools COMMAND ${STRIKE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bench/test_bench_profile.py)
+set_tests_properties(bench_profile_tools PROPERTIES LABELS "unit;bench" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1"
+                     TIMEOUT 60)

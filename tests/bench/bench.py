@@ -12,6 +12,11 @@ rounds; --quick: 2 rounds at tiny sizes). Prints ONE markdown table (the nine
 measures of issue 8, then the benchmarks of issues 3, 4 and 7), with medians
 and min-max over the rounds, and writes every raw run as JSON to
 B/bench/run-<time>.json and B/bench/latest.json (the table to latest.md).
+The column "previous" is each row's ratio in the last run of the same size
+that had the row (the previous latest.json, else B/bench/history.json), with
+a marker where it moved the wrong way by more than 10% (bench_history.py).
+With STRIKE_BENCH_PERF=DIR, perf records striked during each measure
+(perfrec.py; tests/bench/profile.sh).
 A measure whose feature is missing says "not available"; a measure that
 fails says "failed" and makes the exit status 1. No timing is asserted: the
 "met" column reports, it never fails the run.
@@ -34,6 +39,9 @@ import threading
 import time
 import traceback
 import urllib.request
+
+import bench_history
+import perfrec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -158,6 +166,31 @@ def free_port():
         return s.getsockname()[1]
 
 
+def table_md(rows):
+    """The markdown table of rows; "previous" is the last run's ratio (bench_history.py)."""
+    h = ["#", "measure", "peer", "peer median (min–max)", "strike median (min–max)", "ratio", "previous", "goal",
+         "met"]
+    lines = ["| " + " | ".join(h) + " |", "|" + "|".join("---" for _ in h) + "|"]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r.get(k, "–")) for k in ("num", "measure", "peer", "peer_med", "strike_med",
+                                                                      "ratio", "previous", "goal", "met")) + " |")
+    return "\n".join(lines)
+
+
+def git_commit():
+    """The source tree's commit (short), "+dirty" with uncommitted changes to tracked files; "?" outside git."""
+    try:
+        c = subprocess.run(["git", "-C", SRC, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                           timeout=30)
+        if c.returncode != 0:
+            return "?"
+        d = subprocess.run(["git", "-C", SRC, "status", "--porcelain", "-uno"], capture_output=True, text=True,
+                           timeout=30)
+        return c.stdout.strip() + ("+dirty" if d.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
 # ------------------------------------------------------------------ context
 
 class Bench:
@@ -246,13 +279,15 @@ class Bench:
     def setup(self):
         z = self.z
         small_pq, small_csv = self.gen(z["small"], csv=True)
-        big_pq, _ = self.gen(z["big"])
+        big_pq = self.gen(z["big"])[0] if not self.only or self.only & {"m1", "m8", "e14c"} else None
         self.small_pq, self.big_pq = small_pq, big_pq
         self.pos_file = self.positions(z["small"])
         self.results["load"] = {}
         # strike: the same rows, through the engine's commit path (bench_engine load)
-        for table, src, batch in (("t1m", small_pq, z["small"]), ("tk", small_pq, z["small"]),
-                                  ("tbig", big_pq, z["big_batch"])):
+        loads = [("t1m", small_pq, z["small"]), ("tk", small_pq, z["small"])]
+        if not self.only or self.only & {"m1", "m8"}:  # the big table only for the measures that read it
+            loads.append(("tbig", big_pq, z["big_batch"]))
+        for table, src, batch in loads:
             log(f"strike: loading {table} from {os.path.basename(src)} (requests of {batch:,} rows)")
             r = self.engine("load", "--table", table, "--from", src, "--batch", batch)
             self.results["load"][table] = r
@@ -295,7 +330,12 @@ class Bench:
         log(f"measure {num}: {title}")
         t0 = time.monotonic()
         try:
-            fn()
+            pdir = perfrec.enabled()
+            if pdir and key != "e7":  # i7 profiles its own striked (bench_grpc_dv.py)
+                with perfrec.Recorder([self.a.striked_pid], os.path.join(pdir, f"{key}.perf.data")):
+                    fn()
+            else:
+                fn()
         except NotAvailable as e:
             self.results[key] = {"not_available": str(e)}
             self.row(num, title, peer, "not available", "not available", "–", goal, f"not available: {e}")
@@ -862,9 +902,13 @@ class Bench:
             db = f"grpcbench{r}"
             self.psql("postgres", f"DROP DATABASE IF EXISTS {db}")
             self.psql("postgres", f"CREATE DATABASE {db}")
+            env = dict(self.env)
+            env.pop("STRIKE_BENCH_PERF", None)
+            if perfrec.enabled() and r == 0:  # profile (tests/bench/profile.sh): the first round's gRPC calls
+                env["STRIKE_BENCH_PERF_OUT"] = os.path.join(perfrec.enabled(), "e7.perf.data")
             out = run(["/usr/bin/python3", script, "--build", self.build, "--catalog",
                        f"postgresql://postgres@/{db}?host={self.pg}", "--rows", str(self.z["grpc_rows"]),
-                       "--seconds", str(self.z["grpc_seconds"])], env=self.env)
+                       "--seconds", str(self.z["grpc_seconds"])], env=env)
             lines = {}
             for m in re.finditer(r"^(grpc|http)\s+(explicit|current)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)", out, re.M):
                 lines[f"{m.group(1)}_{m.group(2)}"] = {"calls_s": float(m.group(3)), "p50_us": float(m.group(4)),
@@ -897,12 +941,7 @@ class Bench:
                 "loadavg": open("/proc/loadavg").read().split()[:3]}
 
     def table(self):
-        h = ["#", "measure", "peer", "peer median (min–max)", "strike median (min–max)", "ratio", "goal", "met"]
-        lines = ["| " + " | ".join(h) + " |", "|" + "|".join("---" for _ in h) + "|"]
-        for r in self.rows:
-            lines.append("| " + " | ".join(str(r[k]) for k in ("num", "measure", "peer", "peer_med", "strike_med",
-                                                                "ratio", "goal", "met")) + " |")
-        return "\n".join(lines)
+        return table_md(self.rows)
 
     def notes(self, start, end):
         n = []
@@ -1002,6 +1041,7 @@ class Bench:
         start_load = self.meta["loadavg"]
         t0 = time.monotonic()
         only = set(self.a.only.split(",")) if self.a.only else None
+        self.only = only
         self.setup()
         plan = [
             ("m9", 9, "key lookups", self.m9_lookups),
@@ -1044,11 +1084,20 @@ class Bench:
                                              "i15", "i16"])}
         self.rows.sort(key=lambda r: order[r["num"]])
         end_load = open("/proc/loadavg").read().split()[:3]
+        commit = git_commit()
+        # the previous run's ratios (latest.json, history.json) before they are replaced
+        prev = bench_history.previous(self.out, self.mode)
+        prev_notes = bench_history.compare(prev, self.rows)
         table = self.table()
-        notes = self.notes(start_load, end_load)
+        notes = self.notes(start_load, end_load) + prev_notes
+        profiled = perfrec.enabled() is not None
+        if profiled:
+            notes.append("Profiled run (tests/bench/profile.sh: perf attached to striked): its ratios do not "
+                         "become the previous run's; the next run compares with the run before this one.")
         text = table + "\n\n" + "\n".join(f"- {x}" for x in notes) + "\n"
         print(text)
-        doc = {"date": self.started, "mode": self.mode, "sizes": self.z, "machine": self.meta,
+        doc = {"date": self.started, "commit": commit, "profiled": profiled, "mode": self.mode, "sizes": self.z,
+               "machine": self.meta,
                "loadavg_end": end_load, "build": self.build, "build_type": self.build_type,
                "seconds": time.monotonic() - t0, "results": self.results, "rows": self.rows, "table": table,
                "notes": notes}
@@ -1059,6 +1108,9 @@ class Bench:
         shutil.copyfile(os.path.join(self.out, f"run-{stamp}.json"), os.path.join(self.out, "latest.json"))
         with open(os.path.join(self.out, "latest.md"), "w") as f:
             f.write(text)
+        # a profiled run's rows are perf's too: history keeps the run before it (latest.json is skipped by
+        # bench_history.previous once it says "profiled")
+        bench_history.record(self.out, self.mode, prev, [] if profiled else self.rows, self.started, commit)
         log(f"raw runs: {self.out}/run-{stamp}.json (and latest.json, latest.md); {time.monotonic() - t0:.0f} s")
         # the harness's own check: all nine measures have a row with numbers or "not available"
         nums = {r["num"] for r in self.rows if isinstance(r["num"], int)}

@@ -101,8 +101,15 @@ def main():
               f"({a.channels} connections, {a.client_threads} thread); HTTP client: wrk -t2 -c{a.concurrency}")
         print(f"{'protocol':<6} {'snapshot':<9} {'calls/s':>10} {'p50 us':>9} {'p99 us':>9} {'errors':>7}")
         binary = os.path.join(build, "bin", "bench_grpc_dv")
+        perf_out = os.environ.get("STRIKE_BENCH_PERF_OUT")  # tests/bench/profile.sh i7
         for label, sn in (("explicit", snap), ("current", None)):
-            gr = bench_grpc(binary, s.grpc_port, t, f.id, sn, a)
+            if perf_out and label == "explicit":
+                sys.path.insert(0, HERE)
+                import perfrec
+                with perfrec.Recorder([s.proc.pid], perf_out):
+                    gr = bench_grpc(binary, s.grpc_port, t, f.id, sn, a)
+            else:
+                gr = bench_grpc(binary, s.grpc_port, t, f.id, sn, a)
             q = f"?snapshot={snap}" if sn is not None else ""
             hr = wrk(f"http://127.0.0.1:{s.http_port}/v1/tables/{t}/files/{f.id}/dv{q}", a.concurrency,
                      int(a.seconds))

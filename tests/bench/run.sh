@@ -20,7 +20,9 @@
 #   3. runs tests/bench/bench.py: data from tests/peers/lib/gen.mjs (cached
 #      in BUILD_DIR/bench/data), each measure with strike and its peer in
 #      alternation, the table on stdout, the raw runs as JSON in BUILD_DIR/bench/
-#      (run-<time>.json, latest.json; the table and notes in latest.md).
+#      (run-<time>.json, latest.json; the table and notes in latest.md), each
+#      row next to its ratio in the previous run of the same size (column
+#      "previous", from latest.json or history.json: tests/bench/bench_history.py).
 # --quick: tiny sizes and 2 rounds. STRIKE_BENCH_ONLY=m3,m8 runs some
 # measures only; STRIKE_BENCH_LOG_LEVEL=debug logs every commit's timings
 # (striked's log is kept as BUILD_DIR/bench/striked.log). Every server started here (PostgreSQL,
