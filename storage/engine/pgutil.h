@@ -16,6 +16,7 @@
 #define PG_OID_BYTEA 17
 #define PG_OID_INT8 20
 #define PG_OID_TEXT 25
+#define PG_OID_TID 27
 
 /* Binary array builder: pgu_array_begin, then exactly n pgu_array_* elements. */
 void pgu_array_begin(struct buf *b, uint32_t elem_oid, uint32_t n);
