@@ -281,6 +281,16 @@ extern const char *const eng__sql_prod_select;
 /* Queue `begin` (BEGIN, with an isolation level or not) and the commit's session settings. */
 int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *begin,
                           struct st_err *err);
+/*
+ * Begin a commit's transaction on c and take the table's row lock (the lock
+ * every writer of the table takes first), for a commit that reads what it
+ * commits against only once it holds the lock (rewrites, delete by filter):
+ * it then cannot lose the CAS. ST_OK: the transaction is open, *seq is the
+ * table's seq. Else it is rolled back; *locked: the lock was not granted
+ * within lock_timeout (contention: retry).
+ */
+int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, int64_t *seq, bool *locked,
+                    struct st_err *err);
 /* pgu_pipe_send of the commit path: a prepared statement by name when the SQL is one of them. */
 int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char *const *values,
                   const int *lengths, const int *formats, int result_format, struct st_err *err);

@@ -552,6 +552,47 @@ int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *beg
     return rc;
 }
 
+int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, int64_t *seq, bool *locked,
+                    struct st_err *err)
+{
+    *locked = false;
+    struct eng__num tid;
+    const char *v[2] = {eng__i64(&tid, t->id), "f"};
+    struct pgu_pipe pp;
+    int rc = pgu_pipe_begin(&pp, c, err);
+    if (rc != ST_OK)
+        return rc;
+    rc = eng__begin_commit_txn(e, &pp, "BEGIN ISOLATION LEVEL READ COMMITTED", err);
+    int stmt = pp.n;
+    if (rc == ST_OK)
+        rc = eng__send_sql(&pp, eng__sql_seq_lock, 2, v, NULL, NULL, 0, err);
+    if (rc != ST_OK) {
+        PQexitPipelineMode(c);
+        pgu_pipe_clear(&pp);
+        eng__rollback(c);
+        return rc;
+    }
+    if ((rc = pgu_pipe_run(&pp, err)) != ST_OK) {
+        pgu_pipe_clear(&pp);
+        eng__rollback(c);
+        return rc;
+    }
+    int bad = pgu_pipe_failed(&pp);
+    if (bad >= 0) {
+        const char *state = pgu_pipe_sqlstate(&pp, bad);
+        *locked = strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0;
+        rc = cat_fail(c, pp.res[bad], "locking the table", err);
+    } else if (PQntuples(pp.res[stmt]) == 0) {
+        rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
+    } else {
+        *seq = eng__get_i64(pp.res[stmt], 0, 0);
+    }
+    pgu_pipe_clear(&pp);
+    if (rc != ST_OK)
+        eng__rollback(c);
+    return rc;
+}
+
 /* The seq the CAS expects: the base, or (fault injection in tests) one it cannot be at. */
 static const char *cas_expected(struct engine *e, const struct plan *p, struct eng__num *n)
 {
