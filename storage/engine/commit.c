@@ -2,17 +2,25 @@
  * commit.c - the commit protocol (docs/DESIGN.md "The commit protocol") and
  * group commit.
  *
- *   prepare (no locks): in one REPEATABLE READ snapshot read the table's
- *     seq N, the key_index rows of the batch's keys, the live DVs of the
- *     files they point to, producer offsets and idempotency keys; replay
- *     the batch's changes on that state; write the surviving rows to a new
- *     Parquet file and the changed DVs (old OR new positions) to one Puffin.
- *   commit (one pipelined READ COMMITTED transaction): advance_seq(t, N)
- *     fails unless the table is still at N; then the snapshot, data file,
- *     DV rows, key index, producer offsets and idempotency responses; COMMIT.
- *   conflict: prepare again against the new seq (the Parquet file is reused
- *     when its rows are unchanged; the orphaned Puffin is deleted), with
- *     bounded, jittered retries; then ST_ECONFLICT.
+ *   prepare (a change batch): one pipeline begins the commit's READ
+ *     COMMITTED transaction, takes the table's row lock (SELECT ... FOR
+ *     UPDATE, which every writer of the table takes first) and reads the
+ *     table's seq N, the key_index rows of the batch's keys with their
+ *     ctids, the live DVs of the files they point to, producer offsets and
+ *     idempotency keys; replay the batch's changes on that state; write
+ *     the surviving rows to a new Parquet file and the changed DVs (old OR
+ *     new positions) to one Puffin, while the transaction stays open.
+ *     Delete by filter and rewrites prepare without locks (they scan
+ *     outside the queue) and begin their transaction at the commit.
+ *   commit (one pipeline, in that transaction): advance_seq(t, N) fails
+ *     unless the table is still at N (for a change batch it always is);
+ *     then the snapshot, data file, DV rows, key index (a change batch's
+ *     rows at the ctids it read: each key probed once), producer offsets
+ *     and idempotency responses; COMMIT.
+ *   conflict (a lost CAS, a lock not granted within lock_timeout): prepare
+ *     again against the new seq (the Parquet file is reused when its rows
+ *     are unchanged; the orphaned Puffin is deleted), with bounded,
+ *     jittered retries; then ST_ECONFLICT.
  *   unknown outcome (connection lost around COMMIT): terminate the old
  *     backend, wait for it to go, then look up the commit id.
  *
@@ -69,12 +77,14 @@ void eng__plan_reset(struct plan *p)
     free(p->puffin_rel);
     p->puffin_rel = NULL;
     p->puffin_at_us = 0;
+    buf_free(&p->upd_tids);
     buf_free(&p->upd_keys);
     buf_free(&p->upd_pos);
     buf_free(&p->upd_vers);
     buf_free(&p->ins_keys);
     buf_free(&p->ins_pos);
     buf_free(&p->ins_vers);
+    buf_free(&p->del_tids);
     buf_free(&p->del_keys);
     buf_free(&p->prod_names);
     buf_free(&p->prod_offsets);
@@ -84,6 +94,7 @@ void eng__plan_reset(struct plan *p)
     p->nupd = p->nins = p->ndel = p->nprod = p->nidem = 0;
     p->upd_vers_nulls = p->ins_vers_nulls = false;
     p->delete_all_keys = false;
+    p->in_txn = false;
     p->del_keys_table = NULL;
     free(p->summary);
     p->summary = NULL;
@@ -302,25 +313,37 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     int attempt = 0;
     eng__record_batch(e, n);
     while (rc == ST_OK) {
-        bool nothing = false;
+        bool nothing = false, locked = false;
         eng__plan_reset(&p);
         free(rows);
         rows = NULL;
         uint64_t t_prep = st_mono_ns();
-        rc = eng__prepare_changes(c, &b, &p, &rows, &nrows, &nothing, &err);
+        rc = eng__prepare_changes(e, c, &b, &p, &rows, &nrows, &nothing, &locked, &err);
         t_prep = st_mono_ns() - t_prep;
         hmap_free(&b.keys);
-        if (rc != ST_OK || !any_undecided(items, n))
+        if (rc != ST_OK && locked) { /* another commit held the table: contention, retry */
+            p.lock_waits++;
+            st_err_clear(&err);
+            rc = eng__after_lost_attempt(e, LOCKED, &c, &attempt, t, &p, &err);
+            continue;
+        }
+        /* from here on the base read's transaction is open: commit or roll back */
+        if (rc != ST_OK || !any_undecided(items, n)) {
+            eng__rollback(c);
             break;
+        }
         if (nothing) {
+            eng__rollback(c);
             if ((rc = eng__store_idem_only(c, t, &b, p.base, &err)) == ST_OK)
                 finish_undecided(items, n, p.base);
             break;
         }
         p.attempt = attempt;
         enum commit_outcome out;
-        if ((rc = commit_changes(e, &c, &b, &p, rows, nrows, &prev, t_prep, &out, &err)) != ST_OK)
+        if ((rc = commit_changes(e, &c, &b, &p, rows, nrows, &prev, t_prep, &out, &err)) != ST_OK) {
+            eng__rollback(c);
             break;
+        }
         if (out == COMMITTED) {
             committed = true;
             atomic_fetch_add(&e->m_commits, 1);

@@ -1,8 +1,10 @@
 /*
  * commit_base.c - the base state of a change batch and its replay: in one
- * REPEATABLE READ snapshot and one pipeline, read the table's seq N, the
- * key_index rows of the batch's keys, the live DVs of the files they point
- * to, producer offsets and idempotency keys; replay the batch's changes in
+ * pipeline that begins the commit's transaction and first takes the table's
+ * row lock (so that nothing it reads can change before its COMMIT), read
+ * the table's seq N, the key_index rows of the batch's keys (with their
+ * ctids, where the commit updates them), the live DVs of the files they
+ * point to, producer offsets and idempotency keys; replay the batch's changes in
  * arrival order on that state (per-key state: exists, version, surviving
  * row); and turn the outcome into the plan of the commit (positions to
  * delete per file, key-index rows, producer offsets, idempotency records).
@@ -121,9 +123,15 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, stru
             break;
         }
         struct kstate *s = &b->st[(uintptr_t)*slot - 1];
+        if (PQgetlength(r, i, 10) != (int)sizeof s->orig_tid) {
+            rc = st_errf(err, ST_EINTERNAL, "key lookup returned a ctid of %d bytes",
+                         PQgetlength(r, i, 10));
+            break;
+        }
         s->orig_exists = s->exists = true;
         s->orig_file = pgu_bin_i64(r, i, 1);
         s->orig_pos = pgu_bin_i64(r, i, 2);
+        memcpy(s->orig_tid, PQgetvalue(r, i, 10), sizeof s->orig_tid);
         s->ver_null = PQgetisnull(r, i, 3);
         if (!s->ver_null) {
             s->ver_off = (uint32_t)b->vers.len;
@@ -136,11 +144,15 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, stru
 }
 
 /*
- * Read the base state of a batch in one REPEATABLE READ snapshot and one
- * pipeline (one network round trip for a batch of up to KEYS_PER_LOOKUP
- * keys): the table's seq, the idempotency keys, the producer offsets, and
- * the key index with the touched files and their DVs. Items answered by an
- * idempotency key are finished here; `last` receives producer offsets.
+ * Read the base state of a batch in one pipeline (one network round trip
+ * for a batch of up to KEYS_PER_LOOKUP keys) that begins the commit's
+ * transaction: the table's row lock and seq, the idempotency keys, the
+ * producer offsets, and the key index with the touched files and their
+ * DVs. Every writer of a table takes its row lock first (advance_seq, or
+ * this read), so in READ COMMITTED every statement after the lock sees the
+ * table exactly at N, and nothing it read changes until this transaction
+ * ends. Items answered by an idempotency key are finished here; `last`
+ * receives producer offsets.
  */
 /* The statements of a base read and where their results are in the pipeline. */
 struct base_read {
@@ -218,18 +230,17 @@ static int send_lookups(struct pgu_pipe *pp, const struct cbatch *b, const struc
 }
 
 /* Queue the whole read, BEGIN to the last lookup (pgu_pipe_finish ends it). */
-static int send_base_read(struct pgu_pipe *pp, const struct cbatch *b, const struct plan *p,
-                          struct base_read *br, struct st_err *err)
+static int send_base_read(struct engine *e, struct pgu_pipe *pp, const struct cbatch *b,
+                          const struct plan *p, struct base_read *br, struct st_err *err)
 {
     const int f2[2] = {0, 1};
-    int rc =
-        eng__send_sql(pp, "BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, NULL, NULL, 0, err);
+    int rc = eng__begin_commit_txn(e, pp, "BEGIN ISOLATION LEVEL READ COMMITTED", err);
     if (rc == ST_OK)
         rc = eng__send_sql(pp, eng__sql_key_plans, 0, NULL, NULL, NULL, 0, err);
     br->stmt_seq = pp->n;
     const char *v1[2] = {br->tid.s, br->upserts ? "t" : "f"};
     if (rc == ST_OK)
-        rc = eng__send_sql(pp, eng__sql_seq, 2, v1, NULL, NULL, 0, err);
+        rc = eng__send_sql(pp, eng__sql_seq_lock, 2, v1, NULL, NULL, 0, err);
     if (rc == ST_OK && br->nidem > 0) {
         br->stmt_idem = pp->n;
         const char *v[2] = {b->t->name, (const char *)br->idem_keys.data};
@@ -319,20 +330,37 @@ static int take_base_read(struct cbatch *b, struct plan *p, struct hmap *last,
     return check_keys_live(b, p, err);
 }
 
-static int read_base(PGconn *c, struct cbatch *b, struct plan *p, struct hmap *last,
-                     struct st_err *err)
+/* Read the base state; on ST_OK the transaction stays open (p->in_txn), else it is rolled back.
+ *locked: the table's row lock (or another) was not granted within lock_timeout. */
+static int read_base(struct engine *e, PGconn *c, struct cbatch *b, struct plan *p,
+                     struct hmap *last, bool *locked, struct st_err *err)
 {
     struct base_read br;
     base_read_init(&br, b);
     struct pgu_pipe pp;
     int rc = pgu_pipe_begin(&pp, c, err);
     if (rc == ST_OK) {
-        rc = send_base_read(&pp, b, p, &br, err);
-        rc = pgu_pipe_finish(&pp, rc, "ROLLBACK", "reading the base state", err);
-        if (rc == ST_OK) {
-            rc = take_base_read(b, p, last, &pp, &br, err);
+        if ((rc = send_base_read(e, &pp, b, p, &br, err)) != ST_OK) {
+            PQexitPipelineMode(c);
+            pgu_pipe_clear(&pp);
+        } else if ((rc = pgu_pipe_run(&pp, err)) != ST_OK) {
+            pgu_pipe_clear(&pp);
+        } else {
+            int bad = pgu_pipe_failed(&pp);
+            if (bad >= 0) {
+                const char *state = pgu_pipe_sqlstate(&pp, bad);
+                *locked = strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0;
+                rc = cat_fail(c, pp.res[bad], "reading the base state", err);
+            } else {
+                p->in_txn = true;
+                rc = take_base_read(b, p, last, &pp, &br, err);
+            }
             pgu_pipe_clear(&pp);
         }
+    }
+    if (rc != ST_OK) {
+        p->in_txn = false;
+        eng__rollback(c);
     }
     base_read_free(&br);
     return rc;
@@ -546,14 +574,19 @@ static int key_outcomes(struct replay *rp, struct st_err *err)
         if (s->exists) {
             push_row(rp, (struct outrow){s->item, s->change, (uint32_t)k});
         } else if (s->orig_exists) {
-            if (p->ndel == 0)
+            if (p->ndel == 0) {
+                pgu_array_begin(&p->del_tids, PG_OID_TID, 0);
                 eng__key_array_begin(&p->del_keys, p->i8, 0);
+            }
+            pgu_array_bytes(&p->del_tids, s->orig_tid, sizeof s->orig_tid);
             eng__key_array_add(&p->del_keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
             p->ndel++;
         }
     }
-    if (p->ndel > 0)
+    if (p->ndel > 0) {
+        eng__array_set_count(&p->del_tids, p->ndel);
         eng__array_set_count(&p->del_keys, p->ndel);
+    }
     if (rp->nrows > 1)
         qsort(rp->rows, rp->nrows, sizeof *rp->rows, cmp_outrow);
     return ST_OK;
@@ -592,7 +625,7 @@ static bool rows_one_per_key(const struct replay *rp)
 #endif
 
 /* Key index: positions follow the order of rows; keys that exist are
-   updated in place (HOT), new ones inserted. */
+   updated in place at their ctids (HOT), new ones inserted. */
 static void plan_key_rows(struct replay *rp)
 {
     const struct cbatch *b = rp->b;
@@ -600,6 +633,7 @@ static void plan_key_rows(struct replay *rp)
     struct plan *p = rp->p;
     if (t->npk == 0 || rp->nrows == 0)
         return;
+    pgu_array_begin(&p->upd_tids, PG_OID_TID, 0);
     eng__key_array_begin(&p->upd_keys, p->i8, 0);
     pgu_array_begin(&p->upd_pos, PG_OID_INT8, 0);
     pgu_array_begin(&p->upd_vers, PG_OID_BYTEA, 0);
@@ -612,6 +646,8 @@ static void plan_key_rows(struct replay *rp)
         struct buf *keys = upd ? &p->upd_keys : &p->ins_keys;
         struct buf *pos = upd ? &p->upd_pos : &p->ins_pos;
         struct buf *vers = upd ? &p->upd_vers : &p->ins_vers;
+        if (upd)
+            pgu_array_bytes(&p->upd_tids, s->orig_tid, sizeof s->orig_tid);
         eng__key_array_add(keys, p->i8, b->keybytes.data + s->key_off, s->key_len);
         pgu_array_i64(pos, (int64_t)i);
         if (s->ver_null || t->version_col < 0) {
@@ -625,6 +661,7 @@ static void plan_key_rows(struct replay *rp)
     /* one row per key: each surviving key is one row of the new file, one key-index row */
     assert(p->nupd + p->nins == rp->nrows);
     assert(rows_one_per_key(rp));
+    eng__array_set_count(&p->upd_tids, p->nupd);
     eng__array_set_count(&p->upd_keys, p->nupd);
     eng__array_set_count(&p->upd_pos, p->nupd);
     eng__array_set_count(&p->upd_vers, p->nupd);
@@ -660,8 +697,9 @@ static void plan_producers(struct replay *rp)
     p->nprod = n;
 }
 
-int eng__prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
-                         size_t *nrows_out, bool *nothing, struct st_err *err)
+int eng__prepare_changes(struct engine *e, PGconn *c, struct cbatch *b, struct plan *p,
+                         struct outrow **rows_out, size_t *nrows_out, bool *nothing, bool *locked,
+                         struct st_err *err)
 {
     struct replay rp;
     memset(&rp, 0, sizeof rp);
@@ -671,7 +709,7 @@ int eng__prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct out
     p->i8 = key_is_i8(b->t);
     index_keys(&rp);
     hmap_init(&rp.last);
-    int rc = read_base(c, b, p, &rp.last, err);
+    int rc = read_base(e, c, b, p, &rp.last, locked, err);
     if (rc == ST_OK) {
         check_expected_seq(&rp);
         replay_items(&rp);

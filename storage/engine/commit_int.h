@@ -53,8 +53,9 @@ void eng__finish_item(struct item *it, int rc);
 struct kstate {
     bool orig_exists; /* in the key index at the base seq */
     int64_t orig_file, orig_pos;
-    bool exists;  /* after the changes replayed so far */
-    bool touched; /* an effective (non-stale) change happened */
+    uint8_t orig_tid[6]; /* the key-index row's ctid (binary: block, then line pointer) */
+    bool exists;         /* after the changes replayed so far */
+    bool touched;        /* an effective (non-stale) change happened */
     bool ver_null;
     uint32_t ver_off, ver_len; /* into batch.vers */
     uint32_t item, change;     /* the surviving upsert when exists && touched */
@@ -110,13 +111,16 @@ struct plan {
     int64_t file_at_us, puffin_at_us;
     /* key index (keys as int8 or bytea arrays, see key_is_i8) */
     bool i8;
-    struct buf upd_keys, upd_pos, upd_vers; /* keys that exist: UPDATE */
+    /* the base read began the commit's transaction and holds the table's row
+       lock (a change batch): eng__run_commit sends no BEGIN */
+    bool in_txn;
+    struct buf upd_tids, upd_keys, upd_pos, upd_vers; /* keys that exist: UPDATE at their ctids */
     uint32_t nupd;
     bool upd_vers_nulls;
     struct buf ins_keys, ins_pos, ins_vers; /* new keys: INSERT */
     uint32_t nins;
     bool ins_vers_nulls;
-    struct buf del_keys;
+    struct buf del_tids, del_keys; /* keys deleted: DELETE at their ctids */
     uint32_t ndel;
     bool delete_all_keys;
     /* delete by filter: a temporary table of this connection holding the
@@ -186,6 +190,8 @@ enum commit_outcome { COMMITTED, CONFLICT, IDEM_RACE, FAILED, UNKNOWN, TOO_OLD, 
  * commit. These settings hold for the current transaction only.
  */
 extern const char *const eng__sql_key_plans;
+/* Sent before and after a change batch's statements at ctids (SQL_*_KEYS_AT). */
+extern const char *const eng__sql_tid_plans, *const eng__sql_tid_plans_end;
 /* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
 void eng__key_array_begin(struct buf *arr, bool i8, uint32_t n);
 void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
@@ -212,28 +218,43 @@ void eng__array_set_count(struct buf *arr, uint32_t n);
  * of the table's live files nor the history of their DVs.
  */
 #define SQL_LOOKUP(tab, ty)                                                                        \
-    "WITH k AS MATERIALIZED (SELECT u.key, x.file_id, x.pos, x.version FROM unnest($2::" ty        \
-    "[]) AS u(key) CROSS JOIN LATERAL (SELECT i.file_id, i.pos, i.version FROM " tab " i WHERE "   \
-    "i.table_id = $1 AND i.key = u.key LIMIT 1) x) "                                               \
+    "WITH k AS MATERIALIZED (SELECT u.key, x.file_id, x.pos, x.version, x.ctid FROM "              \
+    "unnest($2::" ty                                                                               \
+    "[]) AS u(key) CROSS JOIN LATERAL (SELECT i.file_id, i.pos, i.version, i.ctid FROM " tab       \
+    " i WHERE i.table_id = $1 AND i.key = u.key LIMIT 1) x) "                                      \
     "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "      \
-    "NULL::bigint, NULL::bigint FROM k UNION ALL SELECT NULL, f.id, NULL, NULL, f.path, "          \
-    "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM (SELECT " \
+    "NULL::bigint, NULL::bigint, ctid FROM k UNION ALL SELECT NULL, f.id, NULL, NULL, f.path, "    \
+    "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality, NULL FROM "   \
+    "(SELECT "                                                                                     \
     "DISTINCT file_id FROM k) kf CROSS JOIN LATERAL (SELECT f.id, f.table_id, f.removed_seq, "     \
     "f.path, f.record_count FROM strike.data_files f WHERE f.id = kf.file_id LIMIT 1) f LEFT "     \
     "JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, d.blob_length, d.cardinality FROM "        \
     "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.removed_seq IS NULL LIMIT 1) dv " \
     "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL"
-/* Keys that exist (the CAS on the base seq guarantees it): moved to the new file. */
-#define SQL_UPDATE_KEYS(tab, ty)                                                                   \
-    "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v "  \
-    "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v) ON CONFLICT (table_id, "   \
-    "key) DO UPDATE SET file_id = EXCLUDED.file_id, pos = EXCLUDED.pos, seq = EXCLUDED.seq, "      \
-    "version = EXCLUDED.version"
+/*
+ * A change batch reads its keys' rows inside its commit transaction, after
+ * it took the table's row lock (eng__sql_seq_lock: FOR NO KEY UPDATE, the
+ * lock advance_seq's UPDATE takes), which every writer of the table's key
+ * index takes first: the rows cannot change before COMMIT,
+ * and each is probed once. The lookup returns each row's ctid, and the
+ * commit updates and deletes the rows at those ctids (a TID scan per row,
+ * no second index probe); the key is checked again on the row itself, and
+ * a count of rows other than the batch's ($8, $4) fails the transaction
+ * (division by zero, SQLSTATE 22012) instead of committing a key index that
+ * does not match the DVs.
+ */
+#define SQL_UPDATE_KEYS_AT(tab, ty)                                                                \
+    "WITH w AS (UPDATE " tab " i SET file_id = $3, pos = u.p, seq = $2, version = u.v FROM "       \
+    "unnest($4::tid[], $5::" ty "[], $6::bigint[], $7::bytea[]) AS u(c, k, p, v) WHERE i.ctid = "  \
+    "u.c AND i.table_id = $1 AND i.key = u.k RETURNING 1) SELECT 1 / (CASE WHEN count(*) = "       \
+    "$8::bigint THEN 1 ELSE 0 END) FROM w"
 #define SQL_INSERT_KEYS(tab, ty)                                                                   \
     "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v "  \
     "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v)"
-#define SQL_DELETE_KEYS(tab, ty)                                                                   \
-    "DELETE FROM " tab " WHERE table_id = $1 AND key = ANY($2::" ty "[])"
+#define SQL_DELETE_KEYS_AT(tab, ty)                                                                \
+    "WITH w AS (DELETE FROM " tab " i USING unnest($2::tid[], $3::" ty "[]) AS u(c, k) WHERE "     \
+    "i.ctid = u.c AND i.table_id = $1 AND i.key = u.k RETURNING 1) SELECT 1 / (CASE WHEN "         \
+    "count(*) = $4::bigint THEN 1 ELSE 0 END) FROM w"
 /*
  * A rewrite's move of keys (compact.c): a key still at its old (file, pos)
  * moves to its new one. As the statements above, its only plan is one
@@ -252,9 +273,24 @@ void eng__array_set_count(struct buf *arr, uint32_t n);
 #define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
 /* The base seq and, when the batch may write rows ($2), the id of its data file. */
 extern const char *const eng__sql_seq;
+/* The same, taking the table's row lock (a change batch's base read, commit_base.c). */
+extern const char *const eng__sql_seq_lock;
 extern const char *const eng__sql_idem_select;
 extern const char *const eng__sql_prod_select;
 
+/* Queue `begin` (BEGIN, with an isolation level or not) and the commit's session settings. */
+int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *begin,
+                          struct st_err *err);
+/*
+ * Begin a commit's transaction on c and take the table's row lock (the lock
+ * every writer of the table takes first), for a commit that reads what it
+ * commits against only once it holds the lock (rewrites, delete by filter):
+ * it then cannot lose the CAS. ST_OK: the transaction is open, *seq is the
+ * table's seq. Else it is rolled back; *locked: the lock was not granted
+ * within lock_timeout (contention: retry).
+ */
+int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, int64_t *seq, bool *locked,
+                    struct st_err *err);
 /* pgu_pipe_send of the commit path: a prepared statement by name when the SQL is one of them. */
 int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char *const *values,
                   const int *lengths, const int *formats, int result_format, struct st_err *err);
@@ -300,13 +336,17 @@ struct outrow {
 };
 
 /*
- * One attempt: read the base state in one snapshot, replay the batch, and
- * build the plan. Items decided here (idempotency replays and mismatches,
- * expected_seq mismatches) are finished and left out. *nothing is set when
- * no commit is needed.
+ * One attempt: begin the commit's transaction with the table's row lock,
+ * read the base state, replay the batch, and build the plan. Items decided
+ * here (idempotency replays and mismatches, expected_seq mismatches) are
+ * finished and left out. *nothing is set when no commit is needed. On
+ * ST_OK the transaction is open (p->in_txn: commit it with eng__run_commit
+ * or roll it back); on an error it is rolled back, and *locked says that a
+ * lock was not granted within lock_timeout (contention: retry).
  */
-int eng__prepare_changes(PGconn *c, struct cbatch *b, struct plan *p, struct outrow **rows_out,
-                         size_t *nrows_out, bool *nothing, struct st_err *err);
+int eng__prepare_changes(struct engine *e, PGconn *c, struct cbatch *b, struct plan *p,
+                         struct outrow **rows_out, size_t *nrows_out, bool *nothing, bool *locked,
+                         struct st_err *err);
 /* Responses of the batch's idempotent items, stored with the commit. */
 void eng__plan_idem(struct plan *p, struct cbatch *b, int64_t seq);
 char *eng__summary_changes(struct cbatch *b, const struct plan *p);

@@ -23,6 +23,14 @@ const char *const eng__sql_key_plans =
     "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', "
     "true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', "
     "true)";
+/* Around the ctid statements: their rows only through a TID scan (a generic plan made on a
+   small key index would rather scan its table_id range and filter by ctid). */
+const char *const eng__sql_tid_plans =
+    "SELECT set_config('enable_indexscan', 'off', true), set_config('enable_material', 'off', "
+    "true)";
+const char *const eng__sql_tid_plans_end =
+    "SELECT set_config('enable_indexscan', 'on', true), set_config('enable_material', 'on', "
+    "true)";
 
 /* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
 void eng__key_array_begin(struct buf *arr, bool i8, uint32_t n)
@@ -71,6 +79,9 @@ static const char *SQL_IDEM =
 const char *const eng__sql_seq =
     "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
     "strike.tables WHERE id = $1";
+const char *const eng__sql_seq_lock =
+    "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
+    "strike.tables WHERE id = $1 FOR NO KEY UPDATE";
 const char *const eng__sql_idem_select =
     "SELECT key, request_hash, kind, status, response FROM strike.idempotency_keys WHERE scope = "
     "$1 AND key = ANY($2::text[])";
@@ -92,12 +103,12 @@ static const char *SQL_DEADLINE = "SELECT 1 / (CASE WHEN clock_timestamp() <= "
 /* The key index statements of both key types (the per-key ones first). */
 static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"),
                                       SQL_LOOKUP("strike.key_index", "bytea"),
-                                      SQL_UPDATE_KEYS("strike.key_index_i8", "bigint"),
-                                      SQL_UPDATE_KEYS("strike.key_index", "bytea"),
+                                      SQL_UPDATE_KEYS_AT("strike.key_index_i8", "bigint"),
+                                      SQL_UPDATE_KEYS_AT("strike.key_index", "bytea"),
                                       SQL_INSERT_KEYS("strike.key_index_i8", "bigint"),
                                       SQL_INSERT_KEYS("strike.key_index", "bytea"),
-                                      SQL_DELETE_KEYS("strike.key_index_i8", "bigint"),
-                                      SQL_DELETE_KEYS("strike.key_index", "bytea"),
+                                      SQL_DELETE_KEYS_AT("strike.key_index_i8", "bigint"),
+                                      SQL_DELETE_KEYS_AT("strike.key_index", "bytea"),
                                       SQL_REMAP_KEYS("strike.key_index_i8", "bigint"),
                                       SQL_REMAP_KEYS("strike.key_index", "bytea"),
                                       SQL_DELETE_ALL_KEYS("strike.key_index_i8"),
@@ -113,10 +124,13 @@ static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"
 static const char *prepared_sql(int i)
 {
     static const char *const *all[] = {&eng__sql_seq,
+                                       &eng__sql_seq_lock,
                                        &eng__sql_idem_select,
                                        &eng__sql_prod_select,
                                        &SQL_ADVANCE,
                                        &eng__sql_key_plans,
+                                       &eng__sql_tid_plans,
+                                       &eng__sql_tid_plans_end,
                                        &SQL_SNAPSHOT,
                                        &SQL_FILE,
                                        &SQL_REMOVE_FILES,
@@ -329,6 +343,12 @@ static void dv_rows_free(struct dv_rows *a)
     buf_free(&a->card);
 }
 
+/* Where the statements whose failure or row count means something are in the pipeline (-1: not
+   sent). */
+struct commit_stmts {
+    int advance, idem, deadline, upd_keys, del_keys;
+};
+
 /* The text parameters every statement of the commit shares. */
 struct commit_params {
     struct eng__num tid, base, next, fid;
@@ -386,25 +406,49 @@ static int send_files(struct pgu_pipe *pp, const struct plan *p, const struct co
     return rc;
 }
 
-/* Queue one key-index upsert or insert: keys, positions and versions as arrays. */
-static int send_key_rows(struct pgu_pipe *pp, const char *sql, const struct commit_params *cp,
-                         const struct buf *keys, const struct buf *pos, const struct buf *vers,
-                         struct st_err *err)
+/* Queue the key-index inserts: keys, positions and versions as arrays. */
+static int send_key_inserts(struct pgu_pipe *pp, const char *sql, const struct commit_params *cp,
+                            const struct plan *p, struct st_err *err)
 {
     const int f6[6] = {0, 0, 0, 1, 1, 1};
     const char *v[6] = {cp->tid.s,
                         cp->next.s,
                         cp->fid.s,
-                        (const char *)keys->data,
-                        (const char *)pos->data,
-                        (const char *)vers->data};
-    int l[6] = {0, 0, 0, (int)keys->len, (int)pos->len, (int)vers->len};
+                        (const char *)p->ins_keys.data,
+                        (const char *)p->ins_pos.data,
+                        (const char *)p->ins_vers.data};
+    int l[6] = {0, 0, 0, (int)p->ins_keys.len, (int)p->ins_pos.len, (int)p->ins_vers.len};
     return eng__send_sql(pp, sql, 6, v, l, f6, 0, err);
+}
+
+/* Queue the key-index updates: the rows at their ctids, with their keys, positions, versions. */
+static int send_key_updates(struct pgu_pipe *pp, const char *sql, const struct commit_params *cp,
+                            const struct plan *p, struct st_err *err)
+{
+    struct eng__num n;
+    const int f8[8] = {0, 0, 0, 1, 1, 1, 1, 0};
+    const char *v[8] = {cp->tid.s,
+                        cp->next.s,
+                        cp->fid.s,
+                        (const char *)p->upd_tids.data,
+                        (const char *)p->upd_keys.data,
+                        (const char *)p->upd_pos.data,
+                        (const char *)p->upd_vers.data,
+                        eng__i64(&n, p->nupd)};
+    int l[8] = {0,
+                0,
+                0,
+                (int)p->upd_tids.len,
+                (int)p->upd_keys.len,
+                (int)p->upd_pos.len,
+                (int)p->upd_vers.len,
+                0};
+    return eng__send_sql(pp, sql, 8, v, l, f8, 0, err);
 }
 
 /* Queue the key index's deletes, updates and inserts. */
 static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct plan *p,
-                     const struct commit_params *cp, struct st_err *err)
+                     const struct commit_params *cp, struct commit_stmts *st, struct st_err *err)
 {
     const bool i8 = key_is_i8(t);
     int rc = ST_OK;
@@ -415,14 +459,20 @@ static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct pl
                               : SQL_DELETE_ALL_KEYS("strike.key_index"),
                            1, v, NULL, NULL, 0, err);
     }
+    bool tid = p->ndel > 0 || p->nupd > 0;
+    if (rc == ST_OK && tid)
+        rc = eng__send_sql(pp, eng__sql_tid_plans, 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK && p->ndel > 0) {
-        const char *v[2] = {cp->tid.s, (const char *)p->del_keys.data};
-        int l[2] = {0, (int)p->del_keys.len};
-        const int f2[2] = {0, 1};
+        struct eng__num n;
+        const char *v[4] = {cp->tid.s, (const char *)p->del_tids.data,
+                            (const char *)p->del_keys.data, eng__i64(&n, p->ndel)};
+        int l[4] = {0, (int)p->del_tids.len, (int)p->del_keys.len, 0};
+        const int f4[4] = {0, 1, 1, 0};
+        st->del_keys = pp->n;
         rc = eng__send_sql(pp,
-                           i8 ? SQL_DELETE_KEYS("strike.key_index_i8", "bigint")
-                              : SQL_DELETE_KEYS("strike.key_index", "bytea"),
-                           2, v, l, f2, 0, err);
+                           i8 ? SQL_DELETE_KEYS_AT("strike.key_index_i8", "bigint")
+                              : SQL_DELETE_KEYS_AT("strike.key_index", "bytea"),
+                           4, v, l, f4, 0, err);
     }
     if (rc == ST_OK && p->del_keys_table != NULL) {
         char sql[320];
@@ -447,16 +497,20 @@ static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct pl
                               : SQL_REMAP_KEYS("strike.key_index", "bytea"),
                            6, v, l, f6, 0, err);
     }
-    if (rc == ST_OK && p->nupd > 0)
-        rc = send_key_rows(pp,
-                           i8 ? SQL_UPDATE_KEYS("strike.key_index_i8", "bigint")
-                              : SQL_UPDATE_KEYS("strike.key_index", "bytea"),
-                           cp, &p->upd_keys, &p->upd_pos, &p->upd_vers, err);
+    if (rc == ST_OK && p->nupd > 0) {
+        st->upd_keys = pp->n;
+        rc = send_key_updates(pp,
+                              i8 ? SQL_UPDATE_KEYS_AT("strike.key_index_i8", "bigint")
+                                 : SQL_UPDATE_KEYS_AT("strike.key_index", "bytea"),
+                              cp, p, err);
+    }
+    if (rc == ST_OK && tid)
+        rc = eng__send_sql(pp, eng__sql_tid_plans_end, 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK && p->nins > 0)
-        rc = send_key_rows(pp,
-                           i8 ? SQL_INSERT_KEYS("strike.key_index_i8", "bigint")
-                              : SQL_INSERT_KEYS("strike.key_index", "bytea"),
-                           cp, &p->ins_keys, &p->ins_pos, &p->ins_vers, err);
+        rc = send_key_inserts(pp,
+                              i8 ? SQL_INSERT_KEYS("strike.key_index_i8", "bigint")
+                                 : SQL_INSERT_KEYS("strike.key_index", "bytea"),
+                              cp, p, err);
     return rc;
 }
 
@@ -484,6 +538,61 @@ static int send_producers_idem(struct pgu_pipe *pp, const struct table *t, const
     return rc;
 }
 
+int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *begin,
+                          struct st_err *err)
+{
+    int rc = eng__send_sql(pp, begin, 0, NULL, NULL, NULL, 0, err);
+    int lock_ms = atomic_load(&e->fault_lock_timeout_ms);
+    if (rc == ST_OK && lock_ms > 0) { /* fault injection (tests): a shorter lock wait */
+        struct eng__num ms;
+        const char *v[1] = {eng__i64(&ms, lock_ms)};
+        rc = eng__send_sql(pp, "SELECT set_config('lock_timeout', $1, true)", 1, v, NULL, NULL, 0,
+                           err);
+    }
+    return rc;
+}
+
+int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, int64_t *seq, bool *locked,
+                    struct st_err *err)
+{
+    *locked = false;
+    struct eng__num tid;
+    const char *v[2] = {eng__i64(&tid, t->id), "f"};
+    struct pgu_pipe pp;
+    int rc = pgu_pipe_begin(&pp, c, err);
+    if (rc != ST_OK)
+        return rc;
+    rc = eng__begin_commit_txn(e, &pp, "BEGIN ISOLATION LEVEL READ COMMITTED", err);
+    int stmt = pp.n;
+    if (rc == ST_OK)
+        rc = eng__send_sql(&pp, eng__sql_seq_lock, 2, v, NULL, NULL, 0, err);
+    if (rc != ST_OK) {
+        PQexitPipelineMode(c);
+        pgu_pipe_clear(&pp);
+        eng__rollback(c);
+        return rc;
+    }
+    if ((rc = pgu_pipe_run(&pp, err)) != ST_OK) {
+        pgu_pipe_clear(&pp);
+        eng__rollback(c);
+        return rc;
+    }
+    int bad = pgu_pipe_failed(&pp);
+    if (bad >= 0) {
+        const char *state = pgu_pipe_sqlstate(&pp, bad);
+        *locked = strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0;
+        rc = cat_fail(c, pp.res[bad], "locking the table", err);
+    } else if (PQntuples(pp.res[stmt]) == 0) {
+        rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
+    } else {
+        *seq = eng__get_i64(pp.res[stmt], 0, 0);
+    }
+    pgu_pipe_clear(&pp);
+    if (rc != ST_OK)
+        eng__rollback(c);
+    return rc;
+}
+
 /* The seq the CAS expects: the base, or (fault injection in tests) one it cannot be at. */
 static const char *cas_expected(struct engine *e, const struct plan *p, struct eng__num *n)
 {
@@ -493,11 +602,6 @@ static const char *cas_expected(struct engine *e, const struct plan *p, struct e
         atomic_fetch_sub(&e->fault_conflicts, 1);
     return eng__i64(n, force ? p->base + 1000000 : p->base);
 }
-
-/* Where the statements whose failure means something are in the pipeline (-1: not sent). */
-struct commit_stmts {
-    int advance, idem, deadline;
-};
 
 /* Queue the whole transaction, BEGIN to COMMIT (deadline_us 0: no blobs, no deadline). */
 static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table *t,
@@ -511,14 +615,9 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table
     const char *cas_vals[2] = {cp.tid.s, cas_expected(e, p, &cp.base)};
     struct dv_rows a;
     dv_rows_build(p, &a);
-    int rc = eng__send_sql(pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
-    int lock_ms = atomic_load(&e->fault_lock_timeout_ms);
-    if (rc == ST_OK && lock_ms > 0) { /* fault injection (tests): a shorter lock wait */
-        struct eng__num ms;
-        const char *v[1] = {eng__i64(&ms, lock_ms)};
-        rc = eng__send_sql(pp, "SELECT set_config('lock_timeout', $1, true)", 1, v, NULL, NULL, 0,
-                           err);
-    }
+    int rc = ST_OK;
+    if (!p->in_txn) /* else the base read began it (a change batch) */
+        rc = eng__begin_commit_txn(e, pp, "BEGIN", err);
     st->advance = pp->n;
     if (rc == ST_OK)
         rc = eng__send_sql(pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
@@ -529,7 +628,7 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table
     if (rc == ST_OK)
         rc = send_files(pp, p, &cp, &a, err);
     if (rc == ST_OK)
-        rc = send_keys(pp, t, p, &cp, err);
+        rc = send_keys(pp, t, p, &cp, st, err);
     if (rc == ST_OK)
         rc = send_producers_idem(pp, t, p, &cp, &st->idem, err);
     if (rc == ST_OK && deadline_us > 0) {
@@ -564,6 +663,13 @@ static enum commit_outcome classify(PGconn *c, const struct pgu_pipe *pp, const 
         return LOCKED;
     if (bad == st->idem && strcmp(state, "23505") == 0)
         return IDEM_RACE;
+    if ((bad == st->upd_keys || bad == st->del_keys) && strcmp(state, "22012") == 0) {
+        st_errf(err, ST_EINTERNAL,
+                "commit %s: the key index rows its base read took changed before its commit (the "
+                "table's row lock should prevent that); nothing was committed",
+                p->commit_id_s);
+        return FAILED;
+    }
     if (bad == st->deadline && strcmp(state, "22012") == 0) {
         st_errf(err, ST_EUNAVAIL,
                 "commit %s gave up at COMMIT: its blobs grew older than ENGINE_COMMIT_MAX_AGE_S "
@@ -596,16 +702,20 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
                     "commit %s gave up before COMMIT: its blobs were written %lld s ago, more "
                     "than ENGINE_COMMIT_MAX_AGE_S (%d s); nothing was committed",
                     p->commit_id_s, (long long)((now - born) / 1000000), ENGINE_COMMIT_MAX_AGE_S);
+            eng__rollback(c); /* the base read's transaction, if any */
             return TOO_OLD;
         }
     }
     struct pgu_pipe pp;
-    struct commit_stmts st = {-1, -1, -1};
-    if (pgu_pipe_begin(&pp, c, err) != ST_OK)
+    struct commit_stmts st = {-1, -1, -1, -1, -1};
+    if (pgu_pipe_begin(&pp, c, err) != ST_OK) {
+        eng__rollback(c);
         return FAILED;
+    }
     if (send_commit(e, &pp, t, p, deadline_us, &st, err) != ST_OK) {
         PQexitPipelineMode(c);
         pgu_pipe_clear(&pp);
+        eng__rollback(c);
         return FAILED;
     }
     int pid = PQbackendPID(c);
@@ -643,4 +753,9 @@ const char *engine_test_key_sql(int i)
 const char *engine_test_key_plan_settings(void)
 {
     return eng__sql_key_plans;
+}
+
+const char *engine_test_tid_plan_settings(bool on)
+{
+    return on ? eng__sql_tid_plans : eng__sql_tid_plans_end;
 }

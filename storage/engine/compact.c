@@ -547,16 +547,31 @@ void eng__process_rewrite(struct engine *e, struct item *it)
         struct snap_file *lst = NULL;
         size_t n = 0;
         int64_t m;
-        if ((rc = eng__snapshot_files(e, w->c, t, false, 0, &m, &lst, &n, err)) != ST_OK)
+        /* the table's row lock first: at the seq M it reads, it commits (a CAS lost to a
+           stream of change batches, each holding the lock from its read to its COMMIT,
+           could starve it) */
+        bool locked = false;
+        if ((rc = eng__lock_table(e, w->c, t, &m, &locked, err)) != ST_OK && locked) {
+            p.lock_waits++;
+            st_err_clear(err);
+            rc = eng__after_lost_attempt(e, LOCKED, &w->c, &attempt, t, &p, err);
+            continue;
+        }
+        if (rc != ST_OK)
             break;
+        p.in_txn = true;
+        if ((rc = eng__snapshot_files(e, w->c, t, false, 0, &m, &lst, &n, err)) != ST_OK)
+            break; /* rolled back */
         int64_t carried = 0;
         p.base = m;
         qsort(lst, n, sizeof *lst, by_file_id); /* find_live */
         rc = build_plan(w, lst, n, &p, &carried, err);
         eng__snap_files_free(lst, n);
         if (rc != ST_OK || (rc = eng__write_dvs(e, t, &p, err)) != ST_OK ||
-            (rc = touch_out(w, err)) != ST_OK)
+            (rc = touch_out(w, err)) != ST_OK) {
+            eng__rollback(w->c);
             break;
+        }
         p.newfiles = w->out;
         p.nnewfiles = w->nout;
         p.remap = w->remap;

@@ -573,13 +573,34 @@ void eng__process_delete(struct engine *e, struct item *it)
     struct eng__result res = {.op = ENG__OP_DELETE, .del = it->dres};
     while (rc == ST_OK) {
         eng__plan_reset(&p);
-        bool replayed;
+        bool replayed, locked = false;
+        int64_t m;
+        /* catch up without the lock (most of the work), then again holding the table's
+           row lock (usually nothing is left to read), and commit at that seq */
         if ((rc = eng__idem_lookup(w->c, t->name, it->idem, &res, &replayed, err)) != ST_OK ||
             replayed || (rc = catch_up(w, err)) != ST_OK)
             break;
+        if ((rc = eng__lock_table(e, w->c, t, &m, &locked, err)) != ST_OK && locked) {
+            p.lock_waits++;
+            st_err_clear(err);
+            rc = eng__after_lost_attempt(e, LOCKED, &w->c, &attempt, t, &p, err);
+            continue;
+        }
+        if (rc != ST_OK)
+            break;
+        p.in_txn = true;
+        int64_t seen = w->seen;
+        if ((rc = catch_up(w, err)) != ST_OK) {
+            eng__rollback(w->c);
+            break;
+        }
+        /* keys a locked catch-up COPYs go with this transaction: an attempt that
+           does not commit them forgets what it read, and the next one scans again */
+        bool forget = w->seen != seen;
         int64_t deleted = build_plan(w, &p);
         it->dres->deleted = deleted;
         if (deleted == 0) {
+            eng__rollback(w->c);
             it->dres->seq = p.base;
             if (it->idem != NULL &&
                 (rc = eng__idem_store(w->c, t->name, it->idem, &res, err)) == ST_ECONFLICT)
@@ -588,8 +609,10 @@ void eng__process_delete(struct engine *e, struct item *it)
                 break;
             continue;
         }
-        if ((rc = eng__write_dvs(e, t, &p, err)) != ST_OK)
+        if ((rc = eng__write_dvs(e, t, &p, err)) != ST_OK) {
+            eng__rollback(w->c);
             break;
+        }
         it->dres->seq = p.base + 1;
         if (it->idem != NULL)
             plan_delete_idem(&p, it->idem, &res);
@@ -603,6 +626,10 @@ void eng__process_delete(struct engine *e, struct item *it)
         if (out == COMMITTED) {
             atomic_fetch_add(&e->m_commits, 1);
             break;
+        }
+        if (forget) {
+            dwhere_forget(w);
+            w->keys_conn = NULL;
         }
         rc = eng__after_lost_attempt(e, out, &w->c, &attempt, t, &p, err);
     }

@@ -188,7 +188,9 @@ struct snap_file {
     char *dv_path;
     int64_t dv_offset, dv_length, dv_card;
 };
-/* Resolve the snapshot (current when !has) and list its live files in scan order. */
+/* Resolve the snapshot (current when !has) and list its live files in scan order: in one
+   REPEATABLE READ transaction of its own, or in the caller's open one (a commit holding the
+   table's row lock, eng__lock_table). */
 int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool has_snapshot,
                         int64_t snapshot, int64_t *seq, struct snap_file **files, size_t *n,
                         struct st_err *err);

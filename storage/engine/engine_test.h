@@ -86,6 +86,8 @@ long long engine_test_maint_lock_key(long long table_id);
  */
 const char *engine_test_key_sql(int i);
 const char *engine_test_key_plan_settings(void);
+/* The settings around the statements at ctids (true: before them, false: after). */
+const char *engine_test_tid_plan_settings(bool on);
 
 /*
  * The catalog statements whose cost must follow the live table, not its

@@ -102,7 +102,7 @@ int pgu_pipe_run(struct pgu_pipe *p, struct st_err *err)
 int pgu_pipe_finish(struct pgu_pipe *p, int rc, const char *end, const char *what,
                     struct st_err *err)
 {
-    if (rc == ST_OK)
+    if (rc == ST_OK && end != NULL)
         rc = pgu_pipe_send(p, end, 0, NULL, NULL, NULL, 0, err);
     if (rc != ST_OK) {
         PQexitPipelineMode(p->c);

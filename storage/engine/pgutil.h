@@ -16,6 +16,7 @@
 #define PG_OID_BYTEA 17
 #define PG_OID_INT8 20
 #define PG_OID_TEXT 25
+#define PG_OID_TID 27
 
 /* Binary array builder: pgu_array_begin, then exactly n pgu_array_* elements. */
 void pgu_array_begin(struct buf *b, uint32_t elem_oid, uint32_t n);
@@ -51,9 +52,9 @@ int pgu_pipe_send_prepared(struct pgu_pipe *p, const char *name, int nparams,
 int pgu_pipe_run(struct pgu_pipe *p, struct st_err *err);
 /*
  * End a read pipeline: `rc` is the outcome of queueing its statements; if it
- * is ST_OK, queue `end` (COMMIT or ROLLBACK), run, and check every
- * statement. On ST_OK the results are in p->res; on any failure they are
- * cleared, the transaction is rolled back and the error says "during <what>".
+ * is ST_OK, queue `end` (COMMIT or ROLLBACK; NULL: none, the transaction
+ * stays open), run, and check every statement. On ST_OK the results are in p->res; on any failure
+ * they are cleared, the transaction is rolled back and the error says "during <what>".
  */
 int pgu_pipe_finish(struct pgu_pipe *p, int rc, const char *end, const char *what,
                     struct st_err *err);

@@ -69,12 +69,17 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
         return st_errf(err, ST_EINVAL, "snapshot: must be >= 0, got %lld", (long long)snapshot);
     struct eng__num tid, snap;
     const char *vals[2] = {eng__i64(&tid, t->id), has_snapshot ? eng__i64(&snap, snapshot) : NULL};
+    /* inside a transaction of the caller's (a commit's, which holds the
+       table's row lock: nothing changes under it), else one of its own */
+    bool own = PQtransactionStatus(c) != PQTRANS_INTRANS;
     struct pgu_pipe pp;
     int rc = pgu_pipe_begin(&pp, c, err);
     if (rc != ST_OK)
         return rc;
-    rc = pgu_pipe_send(&pp, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, NULL,
-                       0, err);
+    if (own)
+        rc = pgu_pipe_send(&pp, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL,
+                           NULL, 0, err);
+    int first = pp.n;
     if (rc == ST_OK)
         rc = pgu_pipe_send(&pp,
                            "SELECT t.seq, s.seq IS NOT NULL, s.expired_at IS NOT NULL, (SELECT "
@@ -84,9 +89,10 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
                            2, vals, NULL, NULL, 0, err);
     if (rc == ST_OK)
         rc = pgu_pipe_send(&pp, eng__sql_snapshot_files, 2, vals, NULL, NULL, 0, err);
-    if ((rc = pgu_pipe_finish(&pp, rc, "COMMIT", "reading the snapshot", err)) != ST_OK)
+    if ((rc = pgu_pipe_finish(&pp, rc, own ? "COMMIT" : NULL, "reading the snapshot", err)) !=
+        ST_OK)
         return rc;
-    PGresult *r = pp.res[1];
+    PGresult *r = pp.res[first];
     if (PQntuples(r) == 0) {
         pgu_pipe_clear(&pp);
         return st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
@@ -113,7 +119,7 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
                        (long long)snapshot, t->name);
     }
     *seq = has_snapshot ? snapshot : cur;
-    r = pp.res[2];
+    r = pp.res[first + 1];
     int rows = PQntuples(r);
     struct snap_file *f = xcalloc((size_t)(rows ? rows : 1), sizeof *f);
     for (int i = 0; i < rows; i++) {

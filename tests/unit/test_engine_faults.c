@@ -482,11 +482,32 @@ static void test_unknown_outcome_keeps_blobs(void **state)
 }
 
 /*
- * The connection dies at COMMIT while the commit waits for the table's row
- * (another session holds it), and the resolver cannot end the old backend
+ * A session that holds what the commit of snapshot `seq` will write (its
+ * snapshot row, inserted and not committed), so that a commit pipeline
+ * waits inside its transaction, after its base read and its blobs, until
+ * the holder rolls back. (A change batch takes the table's row lock before
+ * it reads; holding that row would stop it before it writes anything.)
+ */
+static PGconn *hold_snapshot_row(const struct table *t, int64_t seq)
+{
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    char q[256];
+    snprintf(q, sizeof q,
+             "INSERT INTO strike.snapshots (table_id, seq, operation, commit_id) VALUES (%lld, "
+             "%lld, 'holder', gen_random_uuid())",
+             (long long)t->id, (long long)seq);
+    et_exec(c, "BEGIN");
+    et_exec(c, q);
+    return c;
+}
+
+/*
+ * The connection dies at COMMIT while the commit waits for a row lock
+ * another session holds, and the resolver cannot end the old backend
  * (its pg_terminate_backend refused). The commit id is absent, but the
  * backend may still COMMIT: the outcome is unknown, not "did not commit".
- * Once the row is free the old backend does commit, and its blobs are there.
+ * Once the lock is free the old backend does commit, and its blobs are there.
  */
 static void test_unknown_outcome_when_backend_stays(void **state)
 {
@@ -494,13 +515,7 @@ static void test_unknown_outcome_when_backend_stays(void **state)
     struct change_res res;
     struct table *t = seeded_table("stays", &res);
     int blobs = count_blobs(t);
-    PGconn *holder = PQconnectdb(T.conninfo);
-    assert_int_equal(PQstatus(holder), CONNECTION_OK);
-    char q[128];
-    snprintf(q, sizeof q, "SELECT 1 FROM strike.tables WHERE id = %lld FOR UPDATE",
-             (long long)t->id);
-    et_exec(holder, "BEGIN");
-    et_exec(holder, q);
+    PGconn *holder = hold_snapshot_row(t, 2);
     struct st_value vals[2] = {{0}};
     vals[0].v.l = 1;
     vals[1].v.l = 77;
@@ -514,7 +529,7 @@ static void test_unknown_outcome_when_backend_stays(void **state)
     assert_non_null(strstr(err.msg, "could not be ended"));
     assert_int_equal(table_seq(t), 1);           /* not yet: it waits for the row */
     assert_int_equal(count_blobs(t), blobs + 2); /* kept: the commit may still land */
-    et_exec(holder, "COMMIT");
+    et_exec(holder, "ROLLBACK");
     PQfinish(holder);
     /* the old backend goes on to COMMIT */
     for (int i = 0; i < 1000 && table_seq(t) == 1; i++) {
@@ -710,14 +725,14 @@ static void test_commit_gives_up_when_blobs_are_old(void **state)
 
     /* two seconds left when the pipeline is sent, then three in a lock wait */
     engine_test_fault(T.e, FAULT_BLOB_AGE_S, ENGINE_COMMIT_MAX_AGE_S - 2);
-    PGconn *holder = hold_table_row(t);
+    PGconn *holder = hold_snapshot_row(t, 2);
     struct bg_upsert b = {.t = t, .id = 1, .v = 98};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, bg_upsert_run, &b), 0);
     wait_for_waiter(holder);
     struct timespec ts = {3, 0};
     nanosleep(&ts, NULL);
-    et_exec(holder, "COMMIT");
+    et_exec(holder, "ROLLBACK");
     PQfinish(holder);
     assert_int_equal(pthread_join(th, NULL), 0);
     engine_test_fault(T.e, FAULT_BLOB_AGE_S, 0);
@@ -763,6 +778,9 @@ static void test_key_statements_plan_as_index_probes(void **state)
     for (const char *sql; (sql = engine_test_key_sql(nstmt)) != NULL; nstmt++) {
         char name[32], explain[256];
         snprintf(name, sizeof name, "key_stmt_%d", nstmt);
+        bool at_ctids = strstr(sql, "i.ctid = u.c") != NULL;
+        if (at_ctids) /* as the commit sends them */
+            et_exec(c, engine_test_tid_plan_settings(true));
         PGresult *r = PQprepare(c, name, sql, 0, NULL);
         assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
         PQclear(r);
@@ -772,7 +790,8 @@ static void test_key_statements_plan_as_index_probes(void **state)
         int n = snprintf(explain, sizeof explain, "EXPLAIN EXECUTE %s(", name);
         for (int p = 0; p < PQnparams(r); p++) {
             Oid ty = PQparamtype(r, p);
-            bool array = ty == 1016 /* int8[] */ || ty == 1001 /* bytea[] */;
+            bool array =
+                ty == 1016 /* int8[] */ || ty == 1001 /* bytea[] */ || ty == 1010 /* tid[] */;
             n += snprintf(explain + n, sizeof explain - (size_t)n, "%s%s", p ? "," : "",
                           array ? "'{}'" : "1");
         }
@@ -780,24 +799,40 @@ static void test_key_statements_plan_as_index_probes(void **state)
         PQclear(r);
         r = PQexec(c, explain);
         assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
-        int probes = 0;
-        bool in_key_scan = false;
+        int probes = 0, tid_fetches = 0;
+        bool in_key_scan = false, in_tid_scan = false;
         for (int row = 0; row < PQntuples(r); row++) {
             const char *line = PQgetvalue(r, row, 0);
             fprintf(stderr, "plan %d: %s\n", nstmt, line);
             assert_null(strstr(line, "Materialize"));
             assert_null(strstr(line, "Hash Join"));
             assert_null(strstr(line, "Merge Join"));
-            if (strstr(line, "Scan") != NULL && strstr(line, " on key_index") != NULL) {
+            if (strstr(line, "Tid Scan on key_index") != NULL) {
+                in_tid_scan = true; /* a row at a ctid the base read returned */
+            } else if (strstr(line, "Scan") != NULL && strstr(line, " on key_index") != NULL) {
                 assert_non_null(strstr(line, "Index Scan using key_index"));
                 in_key_scan = true;
             } else if (in_key_scan && strstr(line, "Index Cond:") != NULL) {
                 assert_non_null(strstr(line, "key = "));
                 probes++;
                 in_key_scan = false;
+            } else if (in_tid_scan && strstr(line, "TID Cond:") != NULL) {
+                assert_non_null(strstr(line, "ctid = "));
+                tid_fetches++;
+                in_tid_scan = false;
             }
         }
         assert_false(in_key_scan); /* a key-index scan without an index condition */
+        assert_false(in_tid_scan); /* a TID scan without a TID condition */
+        /* a change batch's updates and deletes reach the rows its base read
+           probed at their ctids, never through the index a second time */
+        if (at_ctids) {
+            et_exec(c, engine_test_tid_plan_settings(false));
+            assert_int_equal(tid_fetches, 1);
+            assert_int_equal(probes, 0);
+            PQclear(r);
+            continue;
+        }
         /* lookups, deletes and a rewrite's key move (an INSERT that reads the
            key first) probe; the other INSERTs reach the index through the
            speculative insertion of ON CONFLICT or a plain insert */
