@@ -100,6 +100,8 @@ static int local_put_commit(struct blob_put *bp, struct st_err *err)
     }
     if (rc == ST_OK) {
         unlink(f->tmp_path);
+        free(f->tmp_path); /* gone: st_afile_abort below only frees */
+        f->tmp_path = NULL;
         const char *slash = strrchr(f->final_path, '/');
         char *dir = xstrndup(f->final_path, (size_t)(slash - f->final_path));
         rc = st_fsync_dir(dir, err);

@@ -111,16 +111,25 @@ int st_afile_open(struct st_afile *f, const char *final_path, struct st_err *err
 {
     memset(f, 0, sizeof *f);
     f->fd = -1;
-    char *dir = dir_of(final_path);
-    int rc = st_mkdirs(dir, 0755, err);
-    free(dir);
-    if (rc != ST_OK)
-        return rc;
     uint64_t r = 0;
     if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
         r = (uint64_t)getpid() ^ (uint64_t)(uintptr_t)f;
     f->tmp_path = xasprintf("%s.tmp.%016llx", final_path, (unsigned long long)r);
     f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int rc = ST_OK;
+    if (f->fd < 0 && errno == ENOENT) {
+        /* the directory is new: create it (durably), then the file; an existing
+           one costs no mkdir calls (a delete writes a Puffin file each time) */
+        char *dir = dir_of(final_path);
+        rc = st_mkdirs(dir, 0755, err);
+        free(dir);
+        if (rc != ST_OK) {
+            free(f->tmp_path);
+            f->tmp_path = NULL;
+            return rc;
+        }
+        f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
     if (f->fd < 0) {
         rc = st_errf(err, write_code(errno), "cannot create %s: %s", f->tmp_path, strerror(errno));
         free(f->tmp_path);
