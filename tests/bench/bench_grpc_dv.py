@@ -1,23 +1,34 @@
 #!/usr/bin/python3
-"""bench_grpc_dv.py - GetDeletionVector over gRPC next to the same bitmap over HTTP.
+"""bench_grpc_dv.py - GetDeletionVector over gRPC next to its peer on the same core, and over HTTP.
 
-    cmake -S . -B build/grpc-rel -DCMAKE_BUILD_TYPE=Release
-    cmake --build build/grpc-rel -j2 --target striked bench_grpc_dv strike_py_proto
-    /usr/bin/python3 tests/bench/bench_grpc_dv.py --build build/grpc-rel
+    cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release
+    cmake --build build/release -j2 --target striked bench_grpc_dv grpc_dv_peer strike_py_proto
+    /usr/bin/python3 tests/bench/bench_grpc_dv.py --build build/release
 
 Starts striked (embedded catalog, or --catalog URL), builds one table whose
 first data file has a deletion vector, then keeps 64 calls in flight for the
-same DV: over gRPC with bench_grpc_dv (a C client on the gRPC core) and over
-HTTP with wrk (64 keep-alive connections). Both ask for an explicit snapshot
-(answered from the DV cache, no catalog) and then for the current snapshot
-(a catalog round trip per call). Prints calls/s and latency percentiles; no
-assertions on speed. Client and server share the machine's cores.
+same DV with bench_grpc_dv (a C client on the gRPC core) against:
+
+- striked, explicit snapshot (answered from the DV cache, no catalog);
+- grpc_dv_peer, the least server on the same core, answering the bytes striked
+  answered (written to a file once) from memory: the same client, channels and
+  calls in flight, alternating with striked (strike first in even rounds);
+- HTTP, the same DV with wrk (64 keep-alive connections), as a note;
+- striked and HTTP at the current snapshot (a catalog round trip per call),
+  once.
+
+Prints one line per round and run ("# round"), then the median of the rounds
+per server ("grpc explicit", "peer explicit", ...: calls/s and the median of
+the p50 and p99). No assertions on speed. Client and servers share the cores.
 """
 import argparse
 import os
 import re
+import signal
+import statistics
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(os.path.dirname(HERE))
@@ -32,6 +43,9 @@ def parse_args():
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--channels", type=int, default=4)
     p.add_argument("--client-threads", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=3, help="striked and the peer, alternating")
+    p.add_argument("--perf", metavar="DIR", help="after the rounds, one more run of each under "
+                   "`perf record -g` (DIR/striked.data, DIR/peer.data; not counted)")
     return p.parse_args()
 
 
@@ -66,6 +80,41 @@ def bench_grpc(binary, port, table, file_id, snapshot, a):
             "errors": int(kv["errors"]), "bytes": int(kv["bytes"]), "card": int(kv["card"])}
 
 
+class Peer:
+    """grpc_dv_peer answering `reply` (the packed DeletionVector), on a port of its own."""
+
+    def __init__(self, binary, reply):
+        self.f = tempfile.NamedTemporaryFile(prefix="dv-reply-", suffix=".pb")
+        self.f.write(reply)
+        self.f.flush()
+        self.p = subprocess.Popen([binary, "--reply", self.f.name], stdout=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        m = re.match(r"port (\d+)", line)
+        if not m:
+            self.close()
+            raise RuntimeError(f"grpc_dv_peer did not start: {line!r}")
+        self.port = int(m.group(1))
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.terminate()
+            if self.p.wait(timeout=30) != 0:
+                raise RuntimeError(f"grpc_dv_peer exited {self.p.returncode}")
+        self.f.close()
+
+
+def median_of(runs):
+    keys = ("calls/s", "p50_us", "p99_us")
+    m = {k: statistics.median(x[k] for x in runs) for k in keys}
+    m["errors"] = sum(x["errors"] for x in runs)
+    return m
+
+
+def row(proto, label, x):
+    return (f"{proto:<6} {label:<9} {x['calls/s']:>10.0f} {x['p50_us']:>9.0f} {x['p99_us']:>9.0f} "
+            f"{x['errors']:>7}" + (f"  {x['socket']}" if x.get("socket") else ""))
+
+
 def main():
     a = parse_args()
     build = os.path.abspath(a.build)
@@ -78,6 +127,7 @@ def main():
     # no background maintenance: it would compact the table under the measure
     s = h.Striked(catalog=a.catalog, env={"STRIKE_LOG_LEVEL": "warn"},
                   extra_args=["--compact-interval", "0"])
+    peer = None
     try:
         c = gc.Client(s.grpc_port)
         t = "bench_dv"
@@ -91,26 +141,59 @@ def main():
         plan = c.call("PlanScan", table=t)
         f = max(plan.files, key=lambda x: x.deleted_count)
         snap = plan.seq
-        g = c.call("GetDeletionVector", table=t, file_id=f.id, snapshot=snap)
+        req = gc.pb.GetDeletionVectorRequest(table=t, file_id=f.id, snapshot=snap)
+        # the reply's bytes as striked packed them: what the peer answers
+        raw = c.channel.unary_unary(gc.SERVICE + "GetDeletionVector",
+                                    request_serializer=gc.pb.GetDeletionVectorRequest.SerializeToString,
+                                    response_deserializer=None)(req, timeout=30)
+        g = gc.pb.DeletionVector.FromString(raw)
         r = s.req("GET", f"/v1/tables/{t}/files/{f.id}/dv?snapshot={snap}")
         if r.status != 200 or r.body != g.data:
             raise RuntimeError(f"HTTP and gRPC disagree on the DV: {r}")
+        peer = Peer(os.path.join(build, "bin", "grpc_dv_peer"), raw)
         print(f"# striked {build}, table {t}: {a.rows} rows, file {f.id} ({f.record_count} rows), "
-              f"DV roaring64 {len(g.data)} bytes, cardinality {g.cardinality}, snapshot {snap}")
-        print(f"# {a.concurrency} concurrent calls, {a.seconds:g} s each; gRPC client: bench_grpc_dv "
-              f"({a.channels} connections, {a.client_threads} thread); HTTP client: wrk -t2 -c{a.concurrency}")
-        print(f"{'protocol':<6} {'snapshot':<9} {'calls/s':>10} {'p50 us':>9} {'p99 us':>9} {'errors':>7}")
+              f"DV roaring64 {len(g.data)} bytes (reply {len(raw)} bytes), cardinality {g.cardinality}, "
+              f"snapshot {snap}")
+        print(f"# {a.concurrency} concurrent calls, {a.seconds:g} s each, {a.rounds} rounds; gRPC client: "
+              f"bench_grpc_dv ({a.channels} connections, {a.client_threads} thread) on striked and on "
+              f"grpc_dv_peer (same core, reply from memory), alternating; HTTP client: wrk -t2 -c{a.concurrency}")
+        print(f"# load average {' '.join(open('/proc/loadavg').read().split()[:3])}")
         binary = os.path.join(build, "bin", "bench_grpc_dv")
-        for label, sn in (("explicit", snap), ("current", None)):
-            gr = bench_grpc(binary, s.grpc_port, t, f.id, sn, a)
-            q = f"?snapshot={snap}" if sn is not None else ""
-            hr = wrk(f"http://127.0.0.1:{s.http_port}/v1/tables/{t}/files/{f.id}/dv{q}", a.concurrency,
-                     int(a.seconds))
-            for proto, x in (("grpc", gr), ("http", hr)):
-                print(f"{proto:<6} {label:<9} {x['calls/s']:>10.0f} {x['p50_us']:>9.0f} {x['p99_us']:>9.0f} "
-                      f"{x['errors']:>7}" + (f"  {x['socket']}" if x.get("socket") else ""))
+        url = f"http://127.0.0.1:{s.http_port}/v1/tables/{t}/files/{f.id}/dv"
+        runs = {"grpc": [], "peer": [], "http": []}
+        for rd in range(a.rounds):
+            order = ("grpc", "peer") if rd % 2 == 0 else ("peer", "grpc")
+            for who in order:
+                port = s.grpc_port if who == "grpc" else peer.port
+                x = bench_grpc(binary, port, t, f.id, snap, a)
+                runs[who].append(x)
+                print("# round", rd, row(who, "explicit", x))
+            x = wrk(url + f"?snapshot={snap}", a.concurrency, int(a.seconds))
+            runs["http"].append(x)
+            print("# round", rd, row("http", "explicit", x))
+        print(f"# load average {' '.join(open('/proc/loadavg').read().split()[:3])}")
+        print(f"{'protocol':<6} {'snapshot':<9} {'calls/s':>10} {'p50 us':>9} {'p99 us':>9} {'errors':>7}")
+        for who in ("grpc", "peer", "http"):
+            print(row(who, "explicit", median_of(runs[who])))
+        gs, ps = median_of(runs["grpc"]), median_of(runs["peer"])
+        print(f"# strike / peer: calls/s {gs['calls/s'] / ps['calls/s']:.2f}x, "
+              f"p99 {gs['p99_us'] / ps['p99_us']:.2f}x")
+        if a.perf:
+            os.makedirs(a.perf, exist_ok=True)
+            for who, pid, port in (("striked", s.proc.pid, s.grpc_port), ("peer", peer.p.pid, peer.port)):
+                out = os.path.join(a.perf, f"{who}.data")
+                pr = subprocess.Popen(["perf", "record", "-q", "-g", "-p", str(pid), "-o", out],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                x = bench_grpc(binary, port, t, f.id, snap, a)
+                pr.send_signal(signal.SIGINT)
+                pr.wait(timeout=60)
+                print(f"# perf {out} ({who} at {x['calls/s']:.0f} calls/s under perf)")
+        print(row("grpc", "current", bench_grpc(binary, s.grpc_port, t, f.id, None, a)))
+        print(row("http", "current", wrk(url, a.concurrency, int(a.seconds))))
         c.close()
     finally:
+        if peer is not None:
+            peer.close()
         s.close()
 
 
