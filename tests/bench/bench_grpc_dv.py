@@ -19,7 +19,9 @@ same DV with bench_grpc_dv (a C client on the gRPC core) against:
 
 Prints one line per round and run ("# round"), then the median of the rounds
 per server ("grpc explicit", "peer explicit", ...: calls/s and the median of
-the p50 and p99). No assertions on speed. Client and servers share the cores.
+the p50 and p99), with the server's CPU time per call (user + system of the
+process from /proc, warm-up included: steadier than calls/s on a loaded
+machine). No assertions on speed. Client and servers share the cores.
 """
 import argparse
 import os
@@ -43,9 +45,12 @@ def parse_args():
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--channels", type=int, default=4)
     p.add_argument("--client-threads", type=int, default=1)
+    p.add_argument("--server-threads", type=int, default=0,
+                   help="completion-queue threads of striked (--grpc-threads) and of the peer (0: their default)")
     p.add_argument("--rounds", type=int, default=3, help="striked and the peer, alternating")
     p.add_argument("--perf", metavar="DIR", help="after the rounds, one more run of each under "
                    "`perf record -g` (DIR/striked.data, DIR/peer.data; not counted)")
+    p.add_argument("--perf-call-graph", default="fp", help="perf record --call-graph (fp, dwarf)")
     return p.parse_args()
 
 
@@ -65,29 +70,43 @@ def wrk(url, conns, seconds):
             "socket": sock.group(0) if sock else ""}
 
 
-def bench_grpc(binary, port, table, file_id, snapshot, a):
+def cpu_s(pid):
+    """CPU time (user + system, every thread) the process has used, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_grpc(binary, port, table, file_id, snapshot, a, pid=None):
     cmd = [binary, "--target", f"127.0.0.1:{port}", "--table", table, "--file-id", str(file_id),
            "--concurrency", str(a.concurrency), "--channels", str(a.channels),
            "--threads", str(a.client_threads), "--seconds", str(a.seconds), "--warmup", "1"]
     if snapshot is not None:
         cmd += ["--snapshot", str(snapshot)]
+    c0 = cpu_s(pid) if pid else 0
     out = subprocess.run(cmd, capture_output=True, text=True)
+    c1 = cpu_s(pid) if pid else 0
     line = out.stdout.strip()
     if out.returncode != 0 or not line:
         raise RuntimeError(f"bench_grpc_dv failed ({out.returncode}): {out.stdout}{out.stderr}")
     kv = dict(x.split("=", 1) for x in line.split(": ", 1)[1].split())
-    return {"calls/s": float(kv["calls/s"]), "p50_us": float(kv["p50_us"]), "p99_us": float(kv["p99_us"]),
-            "errors": int(kv["errors"]), "bytes": int(kv["bytes"]), "card": int(kv["card"])}
+    r = {"calls/s": float(kv["calls/s"]), "p50_us": float(kv["p50_us"]), "p99_us": float(kv["p99_us"]),
+         "errors": int(kv["errors"]), "bytes": int(kv["bytes"]), "card": int(kv["card"])}
+    if pid:  # the server's CPU per call, warm-up included (calls counted over the measured seconds)
+        calls = r["calls/s"] * (a.seconds + 1)
+        r["cpu_us"] = (c1 - c0) * 1e6 / calls if calls else 0
+    return r
 
 
 class Peer:
     """grpc_dv_peer answering `reply` (the packed DeletionVector), on a port of its own."""
 
-    def __init__(self, binary, reply):
+    def __init__(self, binary, reply, threads=0):
         self.f = tempfile.NamedTemporaryFile(prefix="dv-reply-", suffix=".pb")
         self.f.write(reply)
         self.f.flush()
-        self.p = subprocess.Popen([binary, "--reply", self.f.name], stdout=subprocess.PIPE, text=True)
+        cmd = [binary, "--reply", self.f.name] + (["--threads", str(threads)] if threads else [])
+        self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         line = self.p.stdout.readline()
         m = re.match(r"port (\d+)", line)
         if not m:
@@ -104,7 +123,7 @@ class Peer:
 
 
 def median_of(runs):
-    keys = ("calls/s", "p50_us", "p99_us")
+    keys = ("calls/s", "p50_us", "p99_us") + (("cpu_us",) if all("cpu_us" in x for x in runs) else ())
     m = {k: statistics.median(x[k] for x in runs) for k in keys}
     m["errors"] = sum(x["errors"] for x in runs)
     return m
@@ -112,7 +131,8 @@ def median_of(runs):
 
 def row(proto, label, x):
     return (f"{proto:<6} {label:<9} {x['calls/s']:>10.0f} {x['p50_us']:>9.0f} {x['p99_us']:>9.0f} "
-            f"{x['errors']:>7}" + (f"  {x['socket']}" if x.get("socket") else ""))
+            f"{x['errors']:>7}" + (f"  server CPU {x['cpu_us']:.1f} us/call" if "cpu_us" in x else "")
+            + (f"  {x['socket']}" if x.get("socket") else ""))
 
 
 def main():
@@ -126,7 +146,8 @@ def main():
 
     # no background maintenance: it would compact the table under the measure
     s = h.Striked(catalog=a.catalog, env={"STRIKE_LOG_LEVEL": "warn"},
-                  extra_args=["--compact-interval", "0"])
+                  extra_args=["--compact-interval", "0"] +
+                  (["--grpc-threads", str(a.server_threads)] if a.server_threads else []))
     peer = None
     try:
         c = gc.Client(s.grpc_port)
@@ -150,7 +171,7 @@ def main():
         r = s.req("GET", f"/v1/tables/{t}/files/{f.id}/dv?snapshot={snap}")
         if r.status != 200 or r.body != g.data:
             raise RuntimeError(f"HTTP and gRPC disagree on the DV: {r}")
-        peer = Peer(os.path.join(build, "bin", "grpc_dv_peer"), raw)
+        peer = Peer(os.path.join(build, "bin", "grpc_dv_peer"), raw, a.server_threads)
         print(f"# striked {build}, table {t}: {a.rows} rows, file {f.id} ({f.record_count} rows), "
               f"DV roaring64 {len(g.data)} bytes (reply {len(raw)} bytes), cardinality {g.cardinality}, "
               f"snapshot {snap}")
@@ -164,8 +185,8 @@ def main():
         for rd in range(a.rounds):
             order = ("grpc", "peer") if rd % 2 == 0 else ("peer", "grpc")
             for who in order:
-                port = s.grpc_port if who == "grpc" else peer.port
-                x = bench_grpc(binary, port, t, f.id, snap, a)
+                port, pid = (s.grpc_port, s.proc.pid) if who == "grpc" else (peer.port, peer.p.pid)
+                x = bench_grpc(binary, port, t, f.id, snap, a, pid)
                 runs[who].append(x)
                 print("# round", rd, row(who, "explicit", x))
             x = wrk(url + f"?snapshot={snap}", a.concurrency, int(a.seconds))
@@ -177,12 +198,12 @@ def main():
             print(row(who, "explicit", median_of(runs[who])))
         gs, ps = median_of(runs["grpc"]), median_of(runs["peer"])
         print(f"# strike / peer: calls/s {gs['calls/s'] / ps['calls/s']:.2f}x, "
-              f"p99 {gs['p99_us'] / ps['p99_us']:.2f}x")
+              f"p99 {gs['p99_us'] / ps['p99_us']:.2f}x, server CPU per call {gs['cpu_us'] / ps['cpu_us']:.2f}x")
         if a.perf:
             os.makedirs(a.perf, exist_ok=True)
             for who, pid, port in (("striked", s.proc.pid, s.grpc_port), ("peer", peer.p.pid, peer.port)):
                 out = os.path.join(a.perf, f"{who}.data")
-                pr = subprocess.Popen(["perf", "record", "-q", "-g", "-p", str(pid), "-o", out],
+                pr = subprocess.Popen(["perf", "record", "-q", "--call-graph", a.perf_call_graph, "-p", str(pid), "-o", out],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 x = bench_grpc(binary, port, t, f.id, snap, a)
                 pr.send_signal(signal.SIGINT)
