@@ -71,6 +71,15 @@ size_t rpc_max_send(struct rpc *r);
 
 /* OK with `msg` packed as the reply. */
 void rpc_reply(struct rpc *r, const ProtobufCMessage *msg);
+/*
+ * OK with `msg` as the reply, whose field 1 is a bytes field left empty in
+ * `msg` and sent as data[0..len) without a copy (the reply is the bytes of
+ * field 1, then `msg` packed: the same bytes as rpc_reply() with the field
+ * set). gRPC keeps `data` until the message has left; release(ud) then, on
+ * any thread, also when the call ends without sending it.
+ */
+void rpc_reply_lead(struct rpc *r, const ProtobufCMessage *msg, const uint8_t *data, size_t len,
+                    void (*release)(void *ud), void *ud);
 /* An ST_E* code (mapped as docs/API.md says) with `detail` as the status message. */
 void rpc_fail(struct rpc *r, int st_code, const char *detail);
 /* CANCELLED or DEADLINE_EXCEEDED, whichever applies (rpc_cancelled() was true). */

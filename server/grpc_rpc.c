@@ -643,16 +643,21 @@ out:
     garena_free(&a);
 }
 
-static void dv_reply(struct rpc *r, const struct dv_bytes *b, enum dv_format f, int64_t snapshot)
+static void dv_release(void *b)
+{
+    engine_dv_bytes_unref(b);
+}
+
+/* The DV as a DeletionVector; its bytes go out without a copy, holding the reference `b` (taken
+   over: released when gRPC is done with them). */
+static void dv_reply(struct rpc *r, struct dv_bytes *b, enum dv_format f, int64_t snapshot)
 {
     Strike__V1__DeletionVector msg = STRIKE__V1__DELETION_VECTOR__INIT;
-    msg.data.data = (uint8_t *)b->data;
-    msg.data.len = b->len;
     msg.cardinality = b->cardinality;
     msg.format = (char *)dv_format_name(f);
-    msg.etag = (char *)b->etag;
+    msg.etag = b->etag;
     msg.snapshot = snapshot;
-    rpc_reply(r, &msg.base);
+    rpc_reply_lead(r, &msg.base, b->data, b->len, dv_release, b);
 }
 
 /* On the CQ thread: an explicit snapshot whose DV is cached needs no catalog round trip. */
@@ -681,6 +686,7 @@ static bool f_get_dv(struct rpc *r)
         !engine_peek_dv(e, t, q->file_id, q->snapshot, f, &b))
         goto out;
     dv_reply(r, b, f, q->snapshot);
+    b = NULL; /* the reply holds it */
     answered = true;
 out:
     engine_dv_bytes_unref(b);
@@ -710,6 +716,7 @@ static void h_get_dv(struct rpc *r)
         failed(r, svc_get_dv(engine_of(r), &dq, &res, &err), &err))
         goto out;
     dv_reply(r, res.bytes, dq.format, res.snapshot);
+    res.bytes = NULL; /* the reply holds it */
 out:
     svc_dv_res_clear(&res);
     garena_free(&a);

@@ -28,6 +28,9 @@ set_tests_properties(test_maintenance PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")
 # Benchmark (not a test): tests/bench/bench_grpc_dv.py drives it; see that file.
 add_executable(bench_grpc_dv ${CMAKE_CURRENT_SOURCE_DIR}/bench/bench_grpc_dv.c)
 target_link_libraries(bench_grpc_dv PRIVATE PkgConfig::GRPC strike_proto Threads::Threads)
+# Its peer (bench e7): the same method on the same core, answering fixed bytes.
+add_executable(grpc_dv_peer ${CMAKE_CURRENT_SOURCE_DIR}/bench/grpc_dv_peer.c)
+target_link_libraries(grpc_dv_peer PRIVATE PkgConfig::GRPC strike_proto Threads::Threads)
 
 # Compaction and erasure over HTTP and gRPC, kill -9 in the middle (issue 14).
 strike_py_test(test_erasure test_erasure.py TIMEOUT 600)

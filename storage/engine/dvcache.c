@@ -311,11 +311,33 @@ static int read_blob(struct engine *e, const char *rel, int64_t offset, int64_t 
     return ST_OK;
 }
 
+/*
+ * The cache keys are bytes, built without printf (they are built on every DV
+ * fetch, also on the front ends' non-blocking paths): a blob is its path, a
+ * NUL (no path holds one) and the binary offset, length and format; a
+ * location is the binary table id, file id and snapshot.
+ */
 static size_t blob_key(char *k, size_t cap, const char *rel, int64_t offset, int64_t length,
                        int fmt)
 {
-    int n = snprintf(k, cap, "%s|%lld|%lld|%d", rel, (long long)offset, (long long)length, fmt);
-    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+    size_t tail = 2 * sizeof(int64_t) + sizeof fmt;
+    size_t n = strnlen(rel, cap - 1 - tail);
+    memcpy(k, rel, n);
+    k[n++] = '\0';
+    memcpy(k + n, &offset, sizeof offset);
+    memcpy(k + n + sizeof offset, &length, sizeof length);
+    memcpy(k + n + 2 * sizeof offset, &fmt, sizeof fmt);
+    return n + tail;
+}
+
+#define LOC_KEY_LEN (3 * sizeof(int64_t))
+
+static size_t loc_key(char k[LOC_KEY_LEN], int64_t table_id, int64_t file_id, int64_t snapshot)
+{
+    memcpy(k, &table_id, sizeof table_id);
+    memcpy(k + sizeof table_id, &file_id, sizeof file_id);
+    memcpy(k + 2 * sizeof table_id, &snapshot, sizeof snapshot);
+    return LOC_KEY_LEN;
 }
 
 int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t length,
@@ -444,12 +466,11 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
         return st_errf(err, ST_EINVAL, "file id must be a positive integer");
 
     struct loc *l = NULL;
-    char lkey[96];
+    char lkey[LOC_KEY_LEN];
     size_t lklen = 0;
     int64_t seq = snapshot;
     if (has_snapshot) {
-        lklen = (size_t)snprintf(lkey, sizeof lkey, "%lld|%lld|%lld", (long long)t->id,
-                                 (long long)file_id, (long long)snapshot);
+        lklen = loc_key(lkey, t->id, file_id, snapshot);
         /* a snapshot's location stays cached, but the snapshot may expire:
            trusted while the table's floor is fresh, else asked again */
         int64_t oldest = 0;
@@ -506,9 +527,8 @@ bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, in
     *out = NULL;
     if ((f != DV_FMT_ROARING64 && f != DV_FMT_ICEBERG && f != DV_FMT_DELTA) || snapshot < 0)
         return false;
-    char lkey[96];
-    size_t lklen = (size_t)snprintf(lkey, sizeof lkey, "%lld|%lld|%lld", (long long)t->id,
-                                    (long long)file_id, (long long)snapshot);
+    char lkey[LOC_KEY_LEN];
+    size_t lklen = loc_key(lkey, t->id, file_id, snapshot);
     int64_t oldest = 0;
     if (!eng__floor_get(e, t->id, &oldest) || snapshot < oldest)
         return false; /* the worker path asks the catalog, or answers that it expired */

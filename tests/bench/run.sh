@@ -5,7 +5,7 @@
 #   tests/bench/run.sh BUILD_DIR [--quick]
 #
 # BUILD_DIR: a build with striked, bench_engine, bench_dv, bench_parquet and
-# bench_grpc_dv, and the DuckDB peer in BUILD_DIR/peers (scripts/test-peers.sh).
+# bench_grpc_dv, grpc_dv_peer, and the DuckDB peer in BUILD_DIR/peers (scripts/test-peers.sh).
 # `make bench` uses a Release build; `make test` runs --quick once on its
 # ASan build only to prove that the harness works (ctest bench_quick).
 #
