@@ -49,7 +49,7 @@ class PreviousColumn(unittest.TestCase):
         # run A: the previous full run
         write_latest(self.out, "full", "2026-12-01 19:26 UTC", "aaa1111", [
             row(2, "4.86x PostgreSQL's p50"), row(3, "0.93x"), row(4, "1.40x req/s; p99 0.93x"),
-            row("i3", "5.19x slower"), row("i3", "2.00x faster"), row("i7", "0.27x"), row(6, "failed")])
+            row("i3", "5.19x slower"), row("i3", "2.00x faster"), row("i7", "0.27x calls/s; p99 1.00x"), row(6, "failed")])
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -79,7 +79,7 @@ class PreviousColumn(unittest.TestCase):
         self.assertEqual(cells(line_of(table, 9))[col], "–")
         i3 = [cells(ln)[col] for ln in table.splitlines() if ln.startswith("| i3 |")]
         self.assertEqual(i3, ["5.19x slower ⚠ worse by 13%", "2.00x faster"])
-        self.assertEqual(cells(line_of(table, "i7"))[col], "0.27x")
+        self.assertEqual(cells(line_of(table, "i7"))[col], "0.27x calls/s; p99 1.00x")
         self.assertEqual(sum(1 for r in rows if r["regressed"] > 0), 3)
         self.assertEqual(len(notes), 2)
         self.assertIn("rows 2, 3, 4, i3.1, i3.2, i7 from the run of 2026-12-01 19:26 UTC (commit aaa1111)",
@@ -125,10 +125,10 @@ class PreviousColumn(unittest.TestCase):
         write_latest(self.out, "full", "2026-12-01 22:00 UTC", "ccc3333", rows_c)
         bh.record(self.out, "full", prev, rows_c, "2026-12-01 22:00 UTC", "ccc3333")
         # run D: STRIKE_BENCH_ONLY=m2,e7: row 2 from B, i7 from A (B's failed), via history.json
-        rows_d = [row(2, "3.00x PostgreSQL's p50"), row("i7", "0.20x")]
+        rows_d = [row(2, "3.00x PostgreSQL's p50"), row("i7", "0.20x calls/s; p99 1.00x")]
         notes = bh.compare(bh.previous(self.out, "full"), rows_d)
         self.assertEqual(rows_d[0]["previous"], "5.50x PostgreSQL's p50")
-        self.assertEqual(rows_d[1]["previous"], "0.27x ⚠ worse by 26%")
+        self.assertEqual(rows_d[1]["previous"], "0.27x calls/s; p99 1.00x ⚠ worse by 26%")
         self.assertIn("row 2 from the run of 2026-12-01 21:00 UTC (commit bbb2222)", notes[0])
         self.assertIn("row i7 from the run of 2026-12-01 19:26 UTC (commit aaa1111)", notes[0])
         h = json.load(open(os.path.join(self.out, "history.json")))
