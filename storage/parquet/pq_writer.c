@@ -23,6 +23,7 @@
 #include "pq_int.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -54,6 +55,19 @@ struct wchunk {
     bool has_minmax, min_exact, max_exact;
     struct wbound min, max;
     uint64_t null_count, nan_count;
+};
+
+/*
+ * One page of the row group being flushed: built (encoded) by the caller in
+ * column order, compressed by the caller and the helper in any order, then
+ * emitted in order.
+ */
+struct wpage {
+    int type;
+    int32_t num_values, encoding;
+    int col;
+    struct buf raw, comp;
+    size_t zerr; /* ZSTD error code, 0 when compressed */
 };
 
 struct wrowgroup {
@@ -122,9 +136,17 @@ struct pq_writer {
     struct wrowgroup *rgs;
     size_t nrgs, rgs_cap;
 
-    struct buf page, comp, hdr; /* scratch */
+    struct buf page, hdr; /* scratch */
     ZSTD_CCtx *cctx;
     struct st_value *rowtmp;
+
+    /* the row group being flushed: its pages, compressed by both threads */
+    struct wpage *pages;
+    size_t npages, pages_cap;
+    atomic_size_t next_page;
+    int threads;
+    struct pq__worker *worker; /* NULL: one thread */
+    ZSTD_CCtx *cctx2;          /* the helper's */
 };
 
 /* ---- small helpers ---- */
@@ -246,6 +268,7 @@ void pq_write_opts_default(struct pq_write_opts *o)
     o->row_group_bytes = 256u << 20;
     o->dictionary = true;
     o->kv = NULL;
+    o->threads = 0;
 }
 
 static void col_reset(struct wcol *c)
@@ -337,6 +360,7 @@ int pq_writer_open(struct pq_writer **out, const struct st_column *cols, int nco
     w->write = write;
     w->ctx = ctx;
     w->rowtmp = xcalloc((size_t)ncols, sizeof *w->rowtmp);
+    w->threads = opts.threads > 0 ? opts.threads : pq__threads_default();
     if (opts.compression == PQ_COMPRESS_ZSTD) {
         w->cctx = ZSTD_createCCtx();
         if (w->cctx == NULL) {
@@ -679,54 +703,111 @@ uint64_t pq_writer_rows(const struct pq_writer *w)
 
 /* ---- encoding a row group ---- */
 
-static int compress_page(struct pq_writer *w, const struct buf *in, const uint8_t **out,
-                         size_t *outn, struct st_err *err)
+/* Hand w->page over as the next page of the row group (column `col`); w->page is then empty. */
+static void queue_page(struct pq_writer *w, int col, int type, int32_t num_values, int32_t encoding)
 {
-    if (w->o.compression == PQ_COMPRESS_NONE) {
-        *out = in->data;
-        *outn = in->len;
-        return ST_OK;
+    if (w->npages == w->pages_cap) {
+        size_t cap = w->pages_cap ? w->pages_cap * 2 : 32;
+        w->pages = xreallocarray(w->pages, cap, sizeof *w->pages);
+        memset(w->pages + w->pages_cap, 0, (cap - w->pages_cap) * sizeof *w->pages);
+        w->pages_cap = cap;
     }
-    size_t bound = ZSTD_compressBound(in->len);
-    buf_reset(&w->comp);
-    buf_reserve(&w->comp, bound);
-    size_t r = ZSTD_compressCCtx(w->cctx, w->comp.data, bound, in->data, in->len, w->o.zstd_level);
-    if (ZSTD_isError(r)) {
-        w->failed = ST_EINTERNAL;
-        return st_errf(err, ST_EINTERNAL, "parquet writer: ZSTD compression failed: %s",
-                       ZSTD_getErrorName(r));
-    }
-    w->comp.len = r;
-    *out = w->comp.data;
-    *outn = r;
-    return ST_OK;
+    struct wpage *pg = &w->pages[w->npages++];
+    pg->type = type;
+    pg->num_values = num_values;
+    pg->encoding = encoding;
+    pg->col = col;
+    pg->zerr = 0;
+    struct buf t = pg->raw;
+    pg->raw = w->page;
+    w->page = t;
+    buf_reset(&w->page);
 }
 
-/* Compress w->page and emit it with its header; adds to the chunk's sizes. */
-static int emit_page(struct pq_writer *w, struct wchunk *ch, int type, int32_t num_values,
-                     int32_t encoding, struct st_err *err)
+/* Compress pages taken in turn from w->next_page until none is left (both threads run this). */
+static void compress_pages(struct pq_writer *w, ZSTD_CCtx *cctx)
 {
-    const uint8_t *body = NULL;
-    size_t bn = 0;
-    int rc = compress_page(w, &w->page, &body, &bn, err);
-    if (rc != ST_OK)
-        return rc;
+    for (;;) {
+        size_t i = atomic_fetch_add(&w->next_page, 1);
+        if (i >= w->npages)
+            return;
+        struct wpage *pg = &w->pages[i];
+        size_t bound = ZSTD_compressBound(pg->raw.len);
+        buf_reset(&pg->comp);
+        buf_reserve(&pg->comp, bound);
+        size_t r = ZSTD_compressCCtx(cctx, pg->comp.data, bound, pg->raw.data, pg->raw.len,
+                                     w->o.zstd_level);
+        if (ZSTD_isError(r))
+            pg->zerr = r;
+        else
+            pg->comp.len = r;
+    }
+}
+
+static void compress_job(void *arg)
+{
+    struct pq_writer *w = arg;
+    compress_pages(w, w->cctx2);
+}
+
+/*
+ * Compress the row group's pages: the caller and, when there is more than
+ * one page, the helper. Each page is compressed alone with the same level,
+ * so the bytes do not depend on which thread compressed which page.
+ */
+static void compress_row_group(struct pq_writer *w)
+{
+    if (w->o.compression == PQ_COMPRESS_NONE)
+        return;
+    atomic_store(&w->next_page, 0);
+    bool helped = false;
+    if (w->threads > 1 && w->npages > 1) {
+        if (w->worker == NULL && w->cctx2 == NULL) {
+            w->cctx2 = ZSTD_createCCtx();
+            if (w->cctx2 != NULL)
+                w->worker = pq__worker_start();
+        }
+        if (w->worker != NULL) {
+            pq__worker_submit(w->worker, compress_job, w);
+            helped = true;
+        }
+    }
+    compress_pages(w, w->cctx);
+    if (helped)
+        pq__worker_wait(w->worker);
+}
+
+/* Emit page i with its header; adds to its chunk's sizes and offsets. */
+static int emit_page(struct pq_writer *w, struct wrowgroup *g, size_t i, struct st_err *err)
+{
+    struct wpage *pg = &w->pages[i];
+    struct wchunk *ch = &g->cols[pg->col];
+    if (pg->zerr != 0) {
+        w->failed = ST_EINTERNAL;
+        return st_errf(err, ST_EINTERNAL, "parquet writer: ZSTD compression failed: %s",
+                       ZSTD_getErrorName(pg->zerr));
+    }
+    const struct buf *body = w->o.compression == PQ_COMPRESS_NONE ? &pg->raw : &pg->comp;
+    if (pg->type == PQ_PAGE_DICTIONARY)
+        ch->dict_off = (int64_t)w->offset;
+    else if (ch->data_off < 0)
+        ch->data_off = (int64_t)w->offset;
     struct pq__page_header h;
     memset(&h, 0, sizeof h);
-    h.type = type;
-    h.uncompressed_size = (int32_t)w->page.len;
-    h.compressed_size = (int32_t)bn;
-    h.num_values = num_values;
-    h.encoding = encoding;
+    h.type = pg->type;
+    h.uncompressed_size = (int32_t)pg->raw.len;
+    h.compressed_size = (int32_t)body->len;
+    h.num_values = pg->num_values;
+    h.encoding = pg->encoding;
     h.def_encoding = PQ_ENC_RLE;
     h.rep_encoding = PQ_ENC_RLE;
     buf_reset(&w->hdr);
     pq__page_header_encode(&w->hdr, &h);
-    ch->total_comp += (int64_t)(w->hdr.len + bn);
-    ch->total_uncomp += (int64_t)(w->hdr.len + w->page.len);
-    rc = emit(w, w->hdr.data, w->hdr.len, err);
+    ch->total_comp += (int64_t)(w->hdr.len + body->len);
+    ch->total_uncomp += (int64_t)(w->hdr.len + pg->raw.len);
+    int rc = emit(w, w->hdr.data, w->hdr.len, err);
     if (rc == ST_OK)
-        rc = emit(w, body, bn, err);
+        rc = emit(w, body->data, body->len, err);
     return rc;
 }
 
@@ -819,12 +900,16 @@ static bool value_present(const struct wcol *c, size_t row)
     return c->col.required || c->defs[row] != 0;
 }
 
-static int write_chunk(struct pq_writer *w, struct wcol *c, struct wchunk *ch, size_t nrows,
-                       struct st_err *err)
+/*
+ * Encode column `ci`'s chunk of the row group into pages (queued in w->pages,
+ * emitted by flush_row_group) and its statistics into ch.
+ */
+static void write_chunk(struct pq_writer *w, int ci, struct wchunk *ch, size_t nrows)
 {
-    int rc;
+    struct wcol *c = &w->cols[ci];
     memset(ch, 0, sizeof *ch);
     ch->dict_off = -1;
+    ch->data_off = -1;
     ch->num_values = (int64_t)nrows;
     finish_stats(c, ch);
 
@@ -848,18 +933,14 @@ static int write_chunk(struct pq_writer *w, struct wcol *c, struct wchunk *ch, s
     ch->dict = dict;
 
     if (dict) {
-        ch->dict_off = (int64_t)w->offset;
         buf_reset(&w->page);
         for (size_t e = 0; e < c->nent; e++) {
             uint32_t n = c->doffs[e + 1] - c->doffs[e];
             buf_put_u32le(&w->page, n);
             buf_append(&w->page, c->ddata.data + c->doffs[e], n);
         }
-        rc = emit_page(w, ch, PQ_PAGE_DICTIONARY, (int32_t)c->nent, PQ_ENC_PLAIN, err);
-        if (rc != ST_OK)
-            return rc;
+        queue_page(w, ci, PQ_PAGE_DICTIONARY, (int32_t)c->nent, PQ_ENC_PLAIN);
     }
-    ch->data_off = (int64_t)w->offset;
 
     size_t width = st_type_width(c->col.type);
     size_t row = 0, val = 0;
@@ -903,12 +984,9 @@ static int write_chunk(struct pq_writer *w, struct wcol *c, struct wchunk *ch, s
                 buf_append(&w->page, c->sdata.data + c->soffs[j], n);
             }
         }
-        rc = emit_page(w, ch, PQ_PAGE_DATA, (int32_t)(row - r0), enc, err);
-        if (rc != ST_OK)
-            return rc;
+        queue_page(w, ci, PQ_PAGE_DATA, (int32_t)(row - r0), enc);
         ch->data_pages++;
     }
-    return ST_OK;
 }
 
 static int flush_row_group(struct pq_writer *w, struct st_err *err)
@@ -924,16 +1002,23 @@ static int flush_row_group(struct pq_writer *w, struct st_err *err)
     g->num_rows = (int64_t)w->rg_rows;
     g->file_offset = (int64_t)w->offset;
     g->cols = xcalloc((size_t)w->ncols, sizeof *g->cols);
+    w->npages = 0;
     for (int i = 0; i < w->ncols; i++) {
-        struct wcol *c = &w->cols[i];
-        int rc = write_chunk(w, c, &g->cols[i], (size_t)w->rg_rows, err);
+        write_chunk(w, i, &g->cols[i], (size_t)w->rg_rows);
+        col_reset(&w->cols[i]);
+    }
+    compress_row_group(w);
+    for (size_t p = 0; p < w->npages; p++) {
+        int rc = emit_page(w, g, p, err);
         if (rc != ST_OK) {
             w->failed = rc;
-            return st_err_prefix(err, "parquet writer: column '%s'", c->col.name);
+            return st_err_prefix(err, "parquet writer: column '%s'",
+                                 w->cols[w->pages[p].col].col.name);
         }
+    }
+    for (int i = 0; i < w->ncols; i++) {
         g->total_comp += g->cols[i].total_comp;
         g->total_uncomp += g->cols[i].total_uncomp;
-        col_reset(c);
     }
     w->rg_rows = 0;
     w->rg_bytes = 0;
@@ -1187,10 +1272,16 @@ void pq_writer_free(struct pq_writer *w)
         free(w->rgs[g].cols);
     free(w->rgs);
     buf_free(&w->out);
+    pq__worker_stop(w->worker);
+    for (size_t i = 0; i < w->pages_cap; i++) {
+        buf_free(&w->pages[i].raw);
+        buf_free(&w->pages[i].comp);
+    }
+    free(w->pages);
     buf_free(&w->page);
-    buf_free(&w->comp);
     buf_free(&w->hdr);
     ZSTD_freeCCtx(w->cctx);
+    ZSTD_freeCCtx(w->cctx2);
     free(w->rowtmp);
     free(w);
 }
