@@ -1,8 +1,17 @@
 /*
  * pq_writer.c - the Parquet writer: flat schemas of st_column, one row group
  * buffered at a time (rows are appended to per-column buffers; when the row
- * group is full its column chunks are encoded, compressed and handed to the
- * caller's write function), then the Thrift footer.
+ * group is full its column chunks are encoded into pages, the pages
+ * compressed and handed to the caller's write function), then the Thrift
+ * footer.
+ *
+ * Both cores: a full row group's pages go to the writer's helper thread,
+ * which compresses them while the caller fills the next row group; at the
+ * next flush the caller compresses what the helper has not taken yet, then
+ * emits them in order. Every page is compressed alone at the same level, so
+ * the file is byte for byte the one-thread file (opts.threads = 1, or
+ * STRIKE_PQ_THREADS=1), and a row group's bytes reach the write function
+ * one flush later than with one thread.
  *
  * Layout of a column chunk: [dictionary page] data page... Data pages are v1:
  * definition levels (optional columns; RLE/bit-packed hybrid, bit width 1,
@@ -68,6 +77,14 @@ struct wpage {
     int col;
     struct buf raw, comp;
     size_t zerr; /* ZSTD error code, 0 when compressed */
+};
+
+/* The pages of one row group, with the row group's index in pq_writer.rgs. */
+struct wpageset {
+    struct wpage *pages;
+    size_t npages, cap;
+    atomic_size_t next; /* the next page to compress */
+    size_t rg;
 };
 
 struct wrowgroup {
@@ -140,10 +157,14 @@ struct pq_writer {
     ZSTD_CCtx *cctx;
     struct st_value *rowtmp;
 
-    /* the row group being flushed: its pages, compressed by both threads */
-    struct wpage *pages;
-    size_t npages, pages_cap;
-    atomic_size_t next_page;
+    /*
+     * Pages: `build` receives the pages of the row group being flushed;
+     * `pend`, when not NULL, holds the previous row group's, which the helper
+     * is compressing while the caller fills the next row group. They are
+     * emitted (in order) at the next flush or at finish.
+     */
+    struct wpageset sets[2];
+    struct wpageset *build, *pend;
     int threads;
     struct pq__worker *worker; /* NULL: one thread */
     ZSTD_CCtx *cctx2;          /* the helper's */
@@ -361,6 +382,7 @@ int pq_writer_open(struct pq_writer **out, const struct st_column *cols, int nco
     w->ctx = ctx;
     w->rowtmp = xcalloc((size_t)ncols, sizeof *w->rowtmp);
     w->threads = opts.threads > 0 ? opts.threads : pq__threads_default();
+    w->build = &w->sets[0];
     if (opts.compression == PQ_COMPRESS_ZSTD) {
         w->cctx = ZSTD_createCCtx();
         if (w->cctx == NULL) {
@@ -706,13 +728,14 @@ uint64_t pq_writer_rows(const struct pq_writer *w)
 /* Hand w->page over as the next page of the row group (column `col`); w->page is then empty. */
 static void queue_page(struct pq_writer *w, int col, int type, int32_t num_values, int32_t encoding)
 {
-    if (w->npages == w->pages_cap) {
-        size_t cap = w->pages_cap ? w->pages_cap * 2 : 32;
-        w->pages = xreallocarray(w->pages, cap, sizeof *w->pages);
-        memset(w->pages + w->pages_cap, 0, (cap - w->pages_cap) * sizeof *w->pages);
-        w->pages_cap = cap;
+    struct wpageset *ps = w->build;
+    if (ps->npages == ps->cap) {
+        size_t cap = ps->cap ? ps->cap * 2 : 32;
+        ps->pages = xreallocarray(ps->pages, cap, sizeof *ps->pages);
+        memset(ps->pages + ps->cap, 0, (cap - ps->cap) * sizeof *ps->pages);
+        ps->cap = cap;
     }
-    struct wpage *pg = &w->pages[w->npages++];
+    struct wpage *pg = &ps->pages[ps->npages++];
     pg->type = type;
     pg->num_values = num_values;
     pg->encoding = encoding;
@@ -724,14 +747,18 @@ static void queue_page(struct pq_writer *w, int col, int type, int32_t num_value
     buf_reset(&w->page);
 }
 
-/* Compress pages taken in turn from w->next_page until none is left (both threads run this). */
-static void compress_pages(struct pq_writer *w, ZSTD_CCtx *cctx)
+/*
+ * Compress pages of ps taken in turn from ps->next until none is left (the
+ * helper and the caller both run this). Each page is compressed alone at
+ * the same level, so the bytes do not depend on which thread took it.
+ */
+static void compress_pages(const struct pq_writer *w, struct wpageset *ps, ZSTD_CCtx *cctx)
 {
     for (;;) {
-        size_t i = atomic_fetch_add(&w->next_page, 1);
-        if (i >= w->npages)
+        size_t i = atomic_fetch_add(&ps->next, 1);
+        if (i >= ps->npages)
             return;
-        struct wpage *pg = &w->pages[i];
+        struct wpage *pg = &ps->pages[i];
         size_t bound = ZSTD_compressBound(pg->raw.len);
         buf_reset(&pg->comp);
         buf_reserve(&pg->comp, bound);
@@ -747,40 +774,14 @@ static void compress_pages(struct pq_writer *w, ZSTD_CCtx *cctx)
 static void compress_job(void *arg)
 {
     struct pq_writer *w = arg;
-    compress_pages(w, w->cctx2);
+    compress_pages(w, w->pend, w->cctx2);
 }
 
-/*
- * Compress the row group's pages: the caller and, when there is more than
- * one page, the helper. Each page is compressed alone with the same level,
- * so the bytes do not depend on which thread compressed which page.
- */
-static void compress_row_group(struct pq_writer *w)
+/* Emit page i of ps with its header; adds to its chunk's sizes and offsets. */
+static int emit_page(struct pq_writer *w, struct wpageset *ps, struct wrowgroup *g, size_t i,
+                     struct st_err *err)
 {
-    if (w->o.compression == PQ_COMPRESS_NONE)
-        return;
-    atomic_store(&w->next_page, 0);
-    bool helped = false;
-    if (w->threads > 1 && w->npages > 1) {
-        if (w->worker == NULL && w->cctx2 == NULL) {
-            w->cctx2 = ZSTD_createCCtx();
-            if (w->cctx2 != NULL)
-                w->worker = pq__worker_start();
-        }
-        if (w->worker != NULL) {
-            pq__worker_submit(w->worker, compress_job, w);
-            helped = true;
-        }
-    }
-    compress_pages(w, w->cctx);
-    if (helped)
-        pq__worker_wait(w->worker);
-}
-
-/* Emit page i with its header; adds to its chunk's sizes and offsets. */
-static int emit_page(struct pq_writer *w, struct wrowgroup *g, size_t i, struct st_err *err)
-{
-    struct wpage *pg = &w->pages[i];
+    struct wpage *pg = &ps->pages[i];
     struct wchunk *ch = &g->cols[pg->col];
     if (pg->zerr != 0) {
         w->failed = ST_EINTERNAL;
@@ -809,6 +810,51 @@ static int emit_page(struct pq_writer *w, struct wrowgroup *g, size_t i, struct 
     if (rc == ST_OK)
         rc = emit(w, body->data, body->len, err);
     return rc;
+}
+
+/* Emit the (compressed) pages of ps, its row group's first byte at the current offset. */
+static int emit_set(struct pq_writer *w, struct wpageset *ps, struct st_err *err)
+{
+    struct wrowgroup *g = &w->rgs[ps->rg];
+    g->file_offset = (int64_t)w->offset;
+    for (size_t p = 0; p < ps->npages; p++) {
+        int rc = emit_page(w, ps, g, p, err);
+        if (rc != ST_OK) {
+            w->failed = rc;
+            return st_err_prefix(err, "parquet writer: column '%s'",
+                                 w->cols[ps->pages[p].col].col.name);
+        }
+    }
+    for (int i = 0; i < w->ncols; i++) {
+        g->total_comp += g->cols[i].total_comp;
+        g->total_uncomp += g->cols[i].total_uncomp;
+    }
+    return flush_out(w, err);
+}
+
+/* The pending row group: help the helper compress what is left, wait for it, emit. */
+static int drain(struct pq_writer *w, struct st_err *err)
+{
+    struct wpageset *ps = w->pend;
+    if (ps == NULL)
+        return ST_OK;
+    compress_pages(w, ps, w->cctx);
+    pq__worker_wait(w->worker);
+    w->pend = NULL;
+    return emit_set(w, ps, err);
+}
+
+/* True when the helper can take row groups (started on first use). */
+static bool helper_ready(struct pq_writer *w)
+{
+    if (w->threads <= 1 || w->o.compression == PQ_COMPRESS_NONE)
+        return false;
+    if (w->worker == NULL && w->cctx2 == NULL) {
+        w->cctx2 = ZSTD_createCCtx();
+        if (w->cctx2 != NULL)
+            w->worker = pq__worker_start();
+    }
+    return w->worker != NULL;
 }
 
 static void pack_bools(struct buf *b, const uint8_t *v, size_t n)
@@ -901,7 +947,7 @@ static bool value_present(const struct wcol *c, size_t row)
 }
 
 /*
- * Encode column `ci`'s chunk of the row group into pages (queued in w->pages,
+ * Encode column `ci`'s chunk of the row group into pages (queued in w->build,
  * emitted by flush_row_group) and its statistics into ch.
  */
 static void write_chunk(struct pq_writer *w, int ci, struct wchunk *ch, size_t nrows)
@@ -989,6 +1035,13 @@ static void write_chunk(struct pq_writer *w, int ci, struct wchunk *ch, size_t n
     }
 }
 
+/*
+ * Close the row group: encode its pages (the caller), emit the previous
+ * row group (drain), then hand this one's pages to the helper to compress
+ * while the caller fills the next row group, or, with one thread, compress
+ * and emit them here. Memory: the filling row group's values plus at most
+ * two row groups of pages.
+ */
 static int flush_row_group(struct pq_writer *w, struct st_err *err)
 {
     if (w->rg_rows == 0)
@@ -997,32 +1050,33 @@ static int flush_row_group(struct pq_writer *w, struct st_err *err)
         w->rgs_cap = w->rgs_cap ? w->rgs_cap * 2 : 16;
         w->rgs = xreallocarray(w->rgs, w->rgs_cap, sizeof *w->rgs);
     }
-    struct wrowgroup *g = &w->rgs[w->nrgs++];
+    size_t gi = w->nrgs++;
+    struct wrowgroup *g = &w->rgs[gi];
     memset(g, 0, sizeof *g);
     g->num_rows = (int64_t)w->rg_rows;
-    g->file_offset = (int64_t)w->offset;
     g->cols = xcalloc((size_t)w->ncols, sizeof *g->cols);
-    w->npages = 0;
+    struct wpageset *ps = w->build;
+    ps->npages = 0;
+    ps->rg = gi;
     for (int i = 0; i < w->ncols; i++) {
         write_chunk(w, i, &g->cols[i], (size_t)w->rg_rows);
         col_reset(&w->cols[i]);
     }
-    compress_row_group(w);
-    for (size_t p = 0; p < w->npages; p++) {
-        int rc = emit_page(w, g, p, err);
-        if (rc != ST_OK) {
-            w->failed = rc;
-            return st_err_prefix(err, "parquet writer: column '%s'",
-                                 w->cols[w->pages[p].col].col.name);
-        }
-    }
-    for (int i = 0; i < w->ncols; i++) {
-        g->total_comp += g->cols[i].total_comp;
-        g->total_uncomp += g->cols[i].total_uncomp;
-    }
     w->rg_rows = 0;
     w->rg_bytes = 0;
-    return flush_out(w, err);
+    int rc = drain(w, err);
+    if (rc != ST_OK)
+        return rc;
+    atomic_store(&ps->next, 0);
+    if (helper_ready(w)) {
+        w->pend = ps;
+        w->build = ps == &w->sets[0] ? &w->sets[1] : &w->sets[0];
+        pq__worker_submit(w->worker, compress_job, w);
+        return ST_OK;
+    }
+    if (w->o.compression != PQ_COMPRESS_NONE)
+        compress_pages(w, ps, w->cctx);
+    return emit_set(w, ps, err);
 }
 
 /* ---- footer ---- */
@@ -1177,6 +1231,8 @@ int pq_writer_finish(struct pq_writer *w, struct pq_file_stats *stats, struct st
     if (rc != ST_OK)
         return rc;
     rc = flush_row_group(w, err);
+    if (rc == ST_OK)
+        rc = drain(w, err);
     if (rc != ST_OK)
         return rc;
     struct buf footer = BUF_INIT;
@@ -1273,11 +1329,13 @@ void pq_writer_free(struct pq_writer *w)
     free(w->rgs);
     buf_free(&w->out);
     pq__worker_stop(w->worker);
-    for (size_t i = 0; i < w->pages_cap; i++) {
-        buf_free(&w->pages[i].raw);
-        buf_free(&w->pages[i].comp);
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < w->sets[k].cap; i++) {
+            buf_free(&w->sets[k].pages[i].raw);
+            buf_free(&w->sets[k].pages[i].comp);
+        }
+        free(w->sets[k].pages);
     }
-    free(w->pages);
     buf_free(&w->page);
     buf_free(&w->hdr);
     ZSTD_freeCCtx(w->cctx);
