@@ -656,7 +656,7 @@ static uint64_t append_value(struct pq_writer *w, struct wcol *c, const struct s
     return bytes;
 }
 
-static int flush_row_group(struct pq_writer *w, struct st_err *err);
+static int flush_row_group(struct pq_writer *w, bool last, struct st_err *err);
 
 static int writer_usable(struct pq_writer *w, struct st_err *err)
 {
@@ -676,7 +676,7 @@ static int add_checked_row(struct pq_writer *w, const struct st_value *row, stru
     w->rows++;
     w->rg_bytes += bytes;
     if (w->rg_rows >= w->o.row_group_rows || w->rg_bytes >= w->o.row_group_bytes)
-        return flush_row_group(w, err);
+        return flush_row_group(w, false, err);
     return ST_OK;
 }
 
@@ -1040,9 +1040,11 @@ static void write_chunk(struct pq_writer *w, int ci, struct wchunk *ch, size_t n
  * row group (drain), then hand this one's pages to the helper to compress
  * while the caller fills the next row group, or, with one thread, compress
  * and emit them here. Memory: the filling row group's values plus at most
- * two row groups of pages.
+ * two row groups of pages. The last row group (pq_writer_finish) starts no
+ * helper: a file of one row group, the common small file, is written on the
+ * caller's thread alone; a helper already running shares its pages.
  */
-static int flush_row_group(struct pq_writer *w, struct st_err *err)
+static int flush_row_group(struct pq_writer *w, bool last, struct st_err *err)
 {
     if (w->rg_rows == 0)
         return ST_OK;
@@ -1068,14 +1070,20 @@ static int flush_row_group(struct pq_writer *w, struct st_err *err)
     if (rc != ST_OK)
         return rc;
     atomic_store(&ps->next, 0);
-    if (helper_ready(w)) {
+    if (!last && helper_ready(w)) {
         w->pend = ps;
         w->build = ps == &w->sets[0] ? &w->sets[1] : &w->sets[0];
         pq__worker_submit(w->worker, compress_job, w);
         return ST_OK;
     }
-    if (w->o.compression != PQ_COMPRESS_NONE)
-        compress_pages(w, ps, w->cctx);
+    if (w->o.compression == PQ_COMPRESS_NONE)
+        return emit_set(w, ps, err);
+    if (w->worker != NULL && ps->npages > 1) {
+        w->pend = ps;
+        pq__worker_submit(w->worker, compress_job, w);
+        return drain(w, err);
+    }
+    compress_pages(w, ps, w->cctx);
     return emit_set(w, ps, err);
 }
 
@@ -1230,7 +1238,7 @@ int pq_writer_finish(struct pq_writer *w, struct pq_file_stats *stats, struct st
     int rc = writer_usable(w, err);
     if (rc != ST_OK)
         return rc;
-    rc = flush_row_group(w, err);
+    rc = flush_row_group(w, true, err);
     if (rc == ST_OK)
         rc = drain(w, err);
     if (rc != ST_OK)
