@@ -2,6 +2,12 @@
 #   test_parquet          codecs, round trips, statistics, refusals, hostile bytes
 #   test_parquet_interop  Spark/Databricks files (tests/data), arrow-rs fixtures
 strike_unit_test(test_parquet SOURCES unit/test_parquet.c LIBS strike_parquet)
+#   test_parquet_threads  test_parquet's test_threads_* alone (the writer's helper, the
+#                         reader's read-ahead), in the tsan set too
+add_test(NAME test_parquet_threads COMMAND test_parquet)
+set_tests_properties(test_parquet_threads PROPERTIES LABELS "unit;tsan" TIMEOUT 600
+                     ENVIRONMENT "${STRIKE_TEST_ENV};STRIKE_TEST_FILTER=test_threads_*")
+add_dependencies(tsan_tests test_parquet)
 strike_unit_test(test_parquet_interop SOURCES unit/test_parquet_interop.c
                  LIBS strike_parquet PkgConfig::JANSSON)
 #   test_parquet_duckdb   DuckDB reads our files, we read DuckDB's, Spark's and arrow-rs' files

@@ -57,6 +57,13 @@ struct pq_write_opts {
     uint64_t row_group_bytes;
     bool dictionary;       /* dictionary-encode low-cardinality strings (default on) */
     const char *const *kv; /* key, value, key, value, ..., NULL: file key/value metadata */
+    /*
+     * Threads that compress a row group's pages: 1 (the caller alone) or 2
+     * (the caller and one helper thread of the writer's); 0 (default) takes
+     * STRIKE_PQ_THREADS from the environment (1 or, unset, 2). The file's
+     * bytes are the same either way.
+     */
+    int threads;
 };
 
 /* Fill `o` with the defaults above. */
@@ -236,6 +243,22 @@ struct pq_batch {
  */
 int pq_read_row_group(struct pq_reader *r, int rg, const int *cols, int ncols, struct pq_batch *b,
                       struct st_err *err);
+
+/*
+ * Read-ahead: while the caller reads row groups in order (rg 0, 1, 2, ... or
+ * any run of consecutive ones), a helper thread of the reader decodes the
+ * next row group (at most one ahead) while the caller works on the current
+ * one or decodes another. Batches, errors and their order are the same as
+ * without it: an error of a row group decoded ahead is returned by the call
+ * that asks for that row group. The file is only read from the caller's
+ * thread (pq_source need not be thread-safe). A batch's memory may move
+ * between it and the reader: use a batch only until the next call that
+ * fills it.
+ *
+ * threads: 1 turns read-ahead off, 2 on; 0 takes STRIKE_PQ_THREADS from the
+ * environment (1 or, unset, 2), the default of a new reader.
+ */
+void pq_reader_set_threads(struct pq_reader *r, int threads);
 
 /* Free the batch's memory; b is zeroed and reusable. NULL is a no-op. */
 void pq_batch_free(struct pq_batch *b);

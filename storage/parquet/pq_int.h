@@ -325,5 +325,31 @@ bool pq__codec_supported(int codec);
 /* ---- reader limits (for fuzzers) ---- */
 void pq__reader_set_limits(struct pq_reader *r, uint64_t max_batch_rows, uint64_t max_batch_bytes,
                            uint64_t max_page);
+/*
+ * Read-ahead, for tests: step 1 makes the helper always decode the row group
+ * after the one just handed out (0, the default, adapts: see
+ * pq_read_row_group); ahead_taken counts the batches the helper decoded and
+ * the caller took.
+ */
+void pq__reader_set_ahead_step(struct pq_reader *r, int step);
+uint64_t pq__reader_ahead_taken(const struct pq_reader *r);
+
+/* ---- the helper thread (pq_worker.c) ---- */
+
+/*
+ * One helper thread running one job at a time. pq__worker_start is NULL when
+ * no thread can be created (the caller then does the work itself).
+ * pq__worker_submit waits for the previous job first; pq__worker_wait
+ * returns once no job is running (true when it had to wait);
+ * pq__worker_stop finishes the running job, joins the thread and frees the
+ * worker (NULL is a no-op).
+ */
+struct pq__worker;
+struct pq__worker *pq__worker_start(void);
+void pq__worker_submit(struct pq__worker *w, void (*fn)(void *), void *arg);
+bool pq__worker_wait(struct pq__worker *w);
+void pq__worker_stop(struct pq__worker *w);
+/* 1 when STRIKE_PQ_THREADS=1 (no helper threads), else 2. */
+int pq__threads_default(void);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,22 +69,15 @@ struct pq__vecmem {
     struct buf sdata;
 };
 
-struct pq_reader {
-    struct pq_source src; /* read_at NULL for memory */
-    const uint8_t *mem;
-    uint64_t file_size;
-    uint64_t data_end; /* where the footer starts */
-    uint8_t *footer_owned;
-    struct pq__filemeta m;
-    struct rcol *cols;
-    int ncols;
-    uint64_t *rg_first;
-    char **kv_keys, **kv_vals;
-    char *created_by;
-    uint64_t max_rows, max_bytes, max_page;
+/*
+ * What decoding needs besides the footer: scratch buffers reused across
+ * pages, chunks and row groups, the current chunk's dictionary, the limits
+ * and the counters. The caller's thread has one (pq_reader.dec), the
+ * read-ahead helper another (pq__ahead.dec).
+ */
+struct pq__dec {
+    uint64_t max_bytes, max_page;
     struct pq_read_counters counters;
-
-    /* decoding scratch, reused */
     struct buf chunk;
     uint8_t *page;
     size_t page_cap;
@@ -101,6 +95,51 @@ struct pq_reader {
     size_t dict_offs_cap;
     struct buf dict_sdata;
     void *zstd;
+};
+
+/*
+ * Read-ahead: the helper thread decodes row group `rg` (columns cols) into
+ * `b` while the caller consumes or decodes another one. The caller reads
+ * the chunks' bytes (I/O stays on the caller's thread, whatever the source)
+ * and hands them over in `bytes`; the helper only decodes. Owned by the
+ * caller while no job runs, by the helper while one does.
+ */
+struct pq__ahead {
+    struct pq__worker *worker;
+    const struct pq_reader *r;
+    bool active; /* a job was submitted and not yet taken or dropped */
+    int rg;
+    int *cols;
+    int ncols, cols_cap;
+    struct buf bytes; /* source readers: the chunks' bytes, one after the other */
+    size_t *boff;     /* offset of each projected chunk in bytes */
+    size_t boff_cap;
+    struct pq_batch b; /* the job's output */
+    struct pq__dec dec;
+    int rc;
+    struct st_err err;
+};
+
+struct pq_reader {
+    struct pq_source src; /* read_at NULL for memory */
+    const uint8_t *mem;
+    uint64_t file_size;
+    uint64_t data_end; /* where the footer starts */
+    uint8_t *footer_owned;
+    struct pq__filemeta m;
+    struct rcol *cols;
+    int ncols;
+    uint64_t *rg_first;
+    char **kv_keys, **kv_vals;
+    char *created_by;
+    uint64_t max_rows, max_bytes, max_page;
+
+    struct pq__dec dec; /* the caller's thread */
+    int threads;        /* 1: no read-ahead */
+    int next_rg;        /* the row group a sequential reader asks for next */
+    int ahead_step;     /* 0 adaptive, 1: always the next one (tests) */
+    uint64_t ahead_taken;
+    struct pq__ahead ah;
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -611,6 +650,10 @@ static struct pq_reader *reader_new(void)
     r->max_rows = PQ_DEFAULT_MAX_BATCH_ROWS;
     r->max_bytes = PQ_DEFAULT_MAX_BATCH_BYTES;
     r->max_page = PQ_PAGE_MAX;
+    r->dec.max_bytes = r->max_bytes;
+    r->dec.max_page = r->max_page;
+    r->threads = pq__threads_default();
+    r->ah.r = r;
     return r;
 }
 
@@ -706,6 +749,32 @@ int pq_reader_open(const char *path, struct pq_reader **out, struct st_err *err)
     return rc;
 }
 
+static void dec_free(struct pq__dec *d)
+{
+    buf_free(&d->chunk);
+    free(d->page);
+    free(d->defs);
+    free(d->u32);
+    free(d->i64);
+    free(d->dict_vals);
+    free(d->dict_offs);
+    buf_free(&d->dict_sdata);
+    ZSTD_freeDCtx(d->zstd);
+}
+
+/* Stop the helper (after its job, if one runs) and free what read-ahead holds. */
+static void ahead_free(struct pq__ahead *a)
+{
+    pq__worker_stop(a->worker);
+    a->worker = NULL;
+    a->active = false;
+    free(a->cols);
+    buf_free(&a->bytes);
+    free(a->boff);
+    pq_batch_free(&a->b);
+    dec_free(&a->dec);
+}
+
 void pq_reader_close(struct pq_reader *r)
 {
     if (r == NULL)
@@ -725,15 +794,8 @@ void pq_reader_close(struct pq_reader *r)
     free(r->rg_first);
     pq__filemeta_free(&r->m);
     free(r->footer_owned);
-    buf_free(&r->chunk);
-    free(r->page);
-    free(r->defs);
-    free(r->u32);
-    free(r->i64);
-    free(r->dict_vals);
-    free(r->dict_offs);
-    buf_free(&r->dict_sdata);
-    ZSTD_freeDCtx(r->zstd);
+    ahead_free(&r->ah);
+    dec_free(&r->dec);
     free(r);
 }
 
@@ -743,6 +805,30 @@ void pq__reader_set_limits(struct pq_reader *r, uint64_t max_batch_rows, uint64_
     r->max_rows = max_batch_rows;
     r->max_bytes = max_batch_bytes;
     r->max_page = max_page < PQ_PAGE_MAX ? max_page : PQ_PAGE_MAX;
+    r->dec.max_bytes = r->max_bytes;
+    r->dec.max_page = r->max_page;
+}
+
+void pq__reader_set_ahead_step(struct pq_reader *r, int step)
+{
+    r->ahead_step = step;
+}
+
+uint64_t pq__reader_ahead_taken(const struct pq_reader *r)
+{
+    return r->ahead_taken;
+}
+
+void pq_reader_set_threads(struct pq_reader *r, int threads)
+{
+    if (threads <= 0)
+        threads = pq__threads_default();
+    if (threads == 1 && r->ah.worker != NULL) {
+        if (r->ah.active)
+            pq__worker_wait(r->ah.worker);
+        r->ah.active = false;
+    }
+    r->threads = threads;
 }
 
 /* ---- accessors ---- */
@@ -817,7 +903,7 @@ const char *pq_created_by(const struct pq_reader *r)
 
 void pq_reader_counters(const struct pq_reader *r, struct pq_read_counters *out)
 {
-    *out = r->counters;
+    *out = r->dec.counters;
 }
 
 void pq_column_info(const struct pq_reader *r, int i, struct pq_column_info *out)
@@ -997,7 +1083,7 @@ void pq_batch_free(struct pq_batch *b)
 
 /* What one chunk decode writes into. */
 struct target {
-    struct rcol *c;
+    const struct rcol *c;
     struct pq__vecmem *mem;
     size_t nrows; /* rows of the row group */
     size_t row;   /* rows decoded so far */
@@ -1008,7 +1094,7 @@ struct target {
 #define CORRUPT(err, ...) st_errf((err), ST_ECORRUPT, __VA_ARGS__)
 
 /* Append one string (checked) to sd; *end is its end offset. */
-static inline int put_string(struct pq_reader *r, struct buf *sd, const uint8_t *p, size_t n,
+static inline int put_string(struct pq__dec *r, struct buf *sd, const uint8_t *p, size_t n,
                              uint32_t *end, struct st_err *err)
 {
     if (n > ST_STRING_MAX)
@@ -1025,7 +1111,7 @@ static inline int put_string(struct pq_reader *r, struct buf *sd, const uint8_t 
 }
 
 /* PLAIN strings: k values into sd, ends[j] the end of value j. */
-static int plain_strings(struct pq_reader *r, const uint8_t *p, const uint8_t *end, size_t k,
+static int plain_strings(struct pq__dec *r, const uint8_t *p, const uint8_t *end, size_t k,
                          struct buf *sd, uint32_t *ends, struct st_err *err)
 {
     for (size_t j = 0; j < k; j++) {
@@ -1174,8 +1260,8 @@ static int byte_stream_split(const struct rcol *c, const uint8_t *p, size_t have
 }
 
 /* Load the dictionary page's n values (PLAIN). */
-static int load_dict(struct pq_reader *r, const struct rcol *c, const uint8_t *p,
-                     const uint8_t *end, size_t n, struct st_err *err)
+static int load_dict(struct pq__dec *r, const struct rcol *c, const uint8_t *p, const uint8_t *end,
+                     size_t n, struct st_err *err)
 {
     /* Every value takes bytes of the page: bound n before allocating for it. */
     size_t have = (size_t)(end - p);
@@ -1206,7 +1292,7 @@ static int load_dict(struct pq_reader *r, const struct rcol *c, const uint8_t *p
 }
 
 /* Dictionary-encoded values: bit width byte, then k RLE/bit-packed indices. */
-static int dict_values(struct pq_reader *r, struct target *t, const uint8_t *p, const uint8_t *end,
+static int dict_values(struct pq__dec *r, struct target *t, const uint8_t *p, const uint8_t *end,
                        size_t k, uint8_t *dst, uint32_t *ends, bool have_dict, struct st_err *err)
 {
     if (!have_dict)
@@ -1271,7 +1357,7 @@ static int dict_values(struct pq_reader *r, struct target *t, const uint8_t *p, 
 }
 
 /* DELTA_LENGTH_BYTE_ARRAY: k delta-coded lengths, then the bytes. */
-static int delta_length_strings(struct pq_reader *r, struct buf *sd, const uint8_t *p,
+static int delta_length_strings(struct pq__dec *r, struct buf *sd, const uint8_t *p,
                                 const uint8_t *end, size_t k, uint32_t *ends, struct st_err *err)
 {
     size_t nv, used;
@@ -1295,7 +1381,7 @@ static int delta_length_strings(struct pq_reader *r, struct buf *sd, const uint8
 }
 
 /* DELTA_BYTE_ARRAY: prefix lengths, suffix lengths (both delta), suffix bytes. */
-static int delta_strings(struct pq_reader *r, struct buf *sd, const uint8_t *p, const uint8_t *end,
+static int delta_strings(struct pq__dec *r, struct buf *sd, const uint8_t *p, const uint8_t *end,
                          size_t k, uint32_t *ends, struct st_err *err)
 {
     size_t nv, used;
@@ -1336,7 +1422,7 @@ static int delta_strings(struct pq_reader *r, struct buf *sd, const uint8_t *p, 
 }
 
 /* Decode k dense values of a data page with encoding `enc` into the target at t->row. */
-static int decode_values(struct pq_reader *r, struct target *t, int enc, const uint8_t *p,
+static int decode_values(struct pq__dec *r, struct target *t, int enc, const uint8_t *p,
                          const uint8_t *end, size_t k, bool have_dict, struct st_err *err)
 {
     const struct rcol *c = t->c;
@@ -1403,7 +1489,7 @@ static int decode_values(struct pq_reader *r, struct target *t, int enc, const u
 }
 
 /* Spread k dense values of the page's n rows to their rows, per the levels in r->defs. */
-static void spread(struct pq_reader *r, struct target *t, size_t n, size_t k)
+static void spread(struct pq__dec *r, struct target *t, size_t n, size_t k)
 {
     const struct rcol *c = t->c;
     struct pq__vecmem *m = t->mem;
@@ -1451,7 +1537,7 @@ static void spread(struct pq_reader *r, struct target *t, size_t n, size_t k)
 }
 
 /* Definition levels of n values into r->defs; *k counts values at the max level. */
-static int read_levels(struct pq_reader *r, const struct rcol *c, int enc, const uint8_t *p,
+static int read_levels(struct pq__dec *r, const struct rcol *c, int enc, const uint8_t *p,
                        const uint8_t *end, size_t n, size_t *k, struct st_err *err)
 {
     int bw = pq__bit_width((uint64_t)c->max_def);
@@ -1487,33 +1573,23 @@ static int read_levels(struct pq_reader *r, const struct rcol *c, int enc, const
     return ST_OK;
 }
 
-static int decompress_into_page(struct pq_reader *r, int codec, const uint8_t *src, size_t sn,
+static int decompress_into_page(struct pq__dec *r, int codec, const uint8_t *src, size_t sn,
                                 size_t dn, struct st_err *err)
 {
     r->page = grow(r->page, &r->page_cap, dn + 8, 1);
     return pq__decompress(codec, src, sn, r->page, dn, &r->zstd, err);
 }
 
-static int decode_chunk(struct pq_reader *r, int rg, int col, struct target *t, struct st_err *err)
+/* Decode chunk ch, whose bytes (ch->total_compressed of them) are at base, into t. */
+static int decode_chunk(struct pq__dec *r, const struct pq__chunk *ch, const uint8_t *base,
+                        struct target *t, struct st_err *err)
 {
-    const struct pq__chunk *ch = &r->m.rgs[rg].cols[col];
     const struct rcol *c = t->c;
     int64_t start;
     chunk_start(ch, &start);
     size_t len = (size_t)ch->total_compressed;
-    const uint8_t *base;
     if (t->nrows == 0)
         return ST_OK;
-    if (r->mem != NULL) {
-        base = r->mem + start;
-    } else {
-        buf_reset(&r->chunk);
-        buf_reserve(&r->chunk, len);
-        int rc = r->src.read_at(r->src.ctx, r->chunk.data, len, (uint64_t)start, err);
-        if (rc != ST_OK)
-            return rc;
-        base = r->chunk.data;
-    }
     if (!pq__codec_supported(ch->codec))
         return st_errf(err, ST_EUNSUPPORTED, "compression codec %s is not supported",
                        pq_codec_name(ch->codec));
@@ -1657,6 +1733,172 @@ static void batch_prepare(struct pq_batch *b, int ncols)
     }
 }
 
+/* Where chunk (rg, col) starts and how long it is (validated at open). */
+static void chunk_range(const struct pq_reader *r, int rg, int col, uint64_t *start, size_t *len)
+{
+    const struct pq__chunk *ch = &r->m.rgs[rg].cols[col];
+    int64_t s;
+    chunk_start(ch, &s);
+    *start = (uint64_t)s;
+    *len = (size_t)ch->total_compressed;
+}
+
+/*
+ * Decode columns cols[0..ncols) of row group rg into b with d's scratch.
+ * bases[k] holds column k's chunk bytes, or bases is NULL and the chunks are
+ * read here (into d->chunk; memory readers point into the file). Reads the
+ * reader's footer and columns only, so that the helper can run it.
+ */
+static int decode_group(const struct pq_reader *r, struct pq__dec *d, int rg, const int *cols,
+                        int ncols, struct pq_batch *b, const uint8_t *const *bases,
+                        struct st_err *err)
+{
+    uint64_t nrows64 = (uint64_t)r->m.rgs[rg].num_rows;
+    if (nrows64 > r->max_rows)
+        return st_errf(err, ST_ETOOBIG,
+                       "row group %d has %llu rows (the reader decodes at most "
+                       "%llu at once)",
+                       rg, (unsigned long long)nrows64, (unsigned long long)r->max_rows);
+    size_t nrows = (size_t)nrows64;
+    batch_prepare(b, ncols);
+    b->first_row = r->rg_first[rg];
+    b->nrows = nrows;
+    b->ncols = ncols;
+    for (int k = 0; k < ncols; k++) {
+        const struct rcol *c = &r->cols[cols[k]];
+        struct pq__vecmem *m = &b->mem_[k];
+        struct st_colvec *v = &b->cols[k];
+        size_t w = st_type_width(c->col.type);
+        if (w > 0)
+            m->vals = grow(m->vals, &m->vals_cap, w * nrows + 8, 1);
+        if (c->max_def > 0)
+            m->nulls = grow(m->nulls, &m->nulls_cap, nrows + 1, 1);
+        if (c->col.type == ST_T_STRING) {
+            m->offs = grow(m->offs, &m->offs_cap, nrows + 1, sizeof *m->offs);
+            m->offs[0] = 0;
+            buf_reset(&m->sdata);
+            buf_reserve(&m->sdata, 0);
+        }
+        struct target t = {c, m, nrows, 0, false, c->path};
+        d->dict_n = 0;
+        const uint8_t *base = NULL;
+        int rc = ST_OK;
+        if (bases != NULL) {
+            base = bases[k];
+        } else if (nrows > 0) {
+            uint64_t start;
+            size_t len;
+            chunk_range(r, rg, cols[k], &start, &len);
+            if (r->mem != NULL) {
+                base = r->mem + start;
+            } else {
+                buf_reset(&d->chunk);
+                buf_reserve(&d->chunk, len);
+                rc = r->src.read_at(r->src.ctx, d->chunk.data, len, start, err);
+                base = d->chunk.data;
+            }
+        }
+        if (rc == ST_OK)
+            rc = decode_chunk(d, &r->m.rgs[rg].cols[cols[k]], base, &t, err);
+        if (rc != ST_OK)
+            return st_err_prefix(err, "column '%s' row group %d", c->path, rg);
+        memset(v, 0, sizeof *v);
+        v->type = c->col.type;
+        v->n = nrows;
+        v->nulls = t.any_null ? m->nulls : NULL;
+        v->v.b = m->vals;
+        if (c->col.type == ST_T_STRING) {
+            v->offs = m->offs;
+            v->sdata = m->sdata.data;
+        }
+    }
+    return ST_OK;
+}
+
+/* ---- read-ahead ---- */
+
+static void ahead_job(void *arg)
+{
+    struct pq__ahead *a = arg;
+    const struct pq_reader *r = a->r;
+    const uint8_t *bases[ST_COLUMNS_MAX + 1];
+    const uint8_t *const *bp = NULL;
+    if (r->mem == NULL && r->m.rgs[a->rg].num_rows > 0) {
+        for (int k = 0; k < a->ncols; k++)
+            bases[k] = a->bytes.data + a->boff[k];
+        bp = bases;
+    }
+    a->rc = decode_group(r, &a->dec, a->rg, a->cols, a->ncols, &a->b, bp, &a->err);
+}
+
+static bool ahead_is(const struct pq__ahead *a, int rg, const int *cols, int ncols)
+{
+    return a->active && a->rg == rg && a->ncols == ncols &&
+           memcmp(a->cols, cols, (size_t)ncols * sizeof *cols) == 0;
+}
+
+/*
+ * Start decoding row group rg on the helper: read its chunks here (the
+ * source is only ever called from the caller's thread), then submit. An I/O
+ * error becomes the job's result, reported when rg is asked for.
+ */
+static void ahead_start(struct pq_reader *r, int rg, const int *cols, int ncols)
+{
+    struct pq__ahead *a = &r->ah;
+    if (ncols > ST_COLUMNS_MAX)
+        return;
+    if (a->worker == NULL) {
+        a->worker = pq__worker_start();
+        if (a->worker == NULL) {
+            r->threads = 1;
+            return;
+        }
+    }
+    pq__worker_wait(a->worker); /* a dropped job may still run */
+    if (ncols > a->cols_cap) {
+        a->cols = xreallocarray(a->cols, (size_t)ncols, sizeof *a->cols);
+        a->cols_cap = ncols;
+    }
+    memcpy(a->cols, cols, (size_t)ncols * sizeof *cols);
+    a->ncols = ncols;
+    a->rg = rg;
+    a->active = true;
+    a->rc = ST_OK;
+    a->err.code = 0;
+    a->err.msg[0] = '\0';
+    memset(&a->dec.counters, 0, sizeof a->dec.counters);
+    a->dec.max_bytes = r->max_bytes;
+    a->dec.max_page = r->max_page;
+    if (r->mem == NULL && r->m.rgs[rg].num_rows > 0) {
+        a->boff = grow(a->boff, &a->boff_cap, (size_t)ncols, sizeof *a->boff);
+        buf_reset(&a->bytes);
+        for (int k = 0; k < ncols; k++) {
+            uint64_t start;
+            size_t len;
+            chunk_range(r, rg, cols[k], &start, &len);
+            a->boff[k] = a->bytes.len;
+            buf_reserve(&a->bytes, len);
+            int rc = r->src.read_at(r->src.ctx, a->bytes.data + a->bytes.len, len, start, &a->err);
+            if (rc != ST_OK) {
+                a->rc =
+                    st_err_prefix(&a->err, "column '%s' row group %d", r->cols[cols[k]].path, rg);
+                return;
+            }
+            a->bytes.len += len;
+        }
+    }
+    pq__worker_submit(a->worker, ahead_job, a);
+}
+
+static void counters_add(struct pq_read_counters *to, const struct pq_read_counters *c)
+{
+    to->pages_v1 += c->pages_v1;
+    to->pages_v2 += c->pages_v2;
+    to->dict_pages += c->dict_pages;
+    to->encodings_seen |= c->encodings_seen;
+    to->codecs_seen |= c->codecs_seen;
+}
+
 int pq_read_row_group(struct pq_reader *r, int rg, const int *cols, int ncols, struct pq_batch *b,
                       struct st_err *err)
 {
@@ -1674,46 +1916,35 @@ int pq_read_row_group(struct pq_reader *r, int rg, const int *cols, int ncols, s
             return st_errf(err, ST_EUNSUPPORTED, "column '%s': unsupported type %s", c->path,
                            c->unsupported);
     }
-    uint64_t nrows64 = (uint64_t)r->m.rgs[rg].num_rows;
-    if (nrows64 > r->max_rows)
-        return st_errf(err, ST_ETOOBIG,
-                       "row group %d has %llu rows (the reader decodes at most "
-                       "%llu at once)",
-                       rg, (unsigned long long)nrows64, (unsigned long long)r->max_rows);
-    size_t nrows = (size_t)nrows64;
-    batch_prepare(b, ncols);
-    b->first_row = r->rg_first[rg];
-    b->nrows = nrows;
-    b->ncols = ncols;
-    for (int k = 0; k < ncols; k++) {
-        struct rcol *c = &r->cols[cols[k]];
-        struct pq__vecmem *m = &b->mem_[k];
-        struct st_colvec *v = &b->cols[k];
-        size_t w = st_type_width(c->col.type);
-        if (w > 0)
-            m->vals = grow(m->vals, &m->vals_cap, w * nrows + 8, 1);
-        if (c->max_def > 0)
-            m->nulls = grow(m->nulls, &m->nulls_cap, nrows + 1, 1);
-        if (c->col.type == ST_T_STRING) {
-            m->offs = grow(m->offs, &m->offs_cap, nrows + 1, sizeof *m->offs);
-            m->offs[0] = 0;
-            buf_reset(&m->sdata);
-            buf_reserve(&m->sdata, 0);
-        }
-        struct target t = {c, m, nrows, 0, false, c->path};
-        r->dict_n = 0;
-        int rc = decode_chunk(r, rg, cols[k], &t, err);
+    struct pq__ahead *a = &r->ah;
+    bool sequential = rg == r->next_rg;
+    r->next_rg = rg + 1;
+    int nrgs = (int)r->m.nrgs;
+    if (ahead_is(a, rg, cols, ncols)) {
+        /* The helper decoded (or is decoding) this one: take its batch. */
+        bool waited = pq__worker_wait(a->worker);
+        a->active = false;
+        struct pq_batch t = *b;
+        *b = a->b;
+        a->b = t;
+        counters_add(&r->dec.counters, &a->dec.counters);
+        r->ahead_taken++;
+        int rc = a->rc;
         if (rc != ST_OK)
-            return st_err_prefix(err, "column '%s' row group %d", c->path, rg);
-        memset(v, 0, sizeof *v);
-        v->type = c->col.type;
-        v->n = nrows;
-        v->nulls = t.any_null ? m->nulls : NULL;
-        v->v.b = m->vals;
-        if (c->col.type == ST_T_STRING) {
-            v->offs = m->offs;
-            v->sdata = m->sdata.data;
-        }
+            *err = a->err;
+        /*
+         * Next: when the caller had to wait, decoding is the bottleneck and
+         * the caller decodes rg + 1 itself next time, the helper rg + 2;
+         * else the helper decodes rg + 1 while the caller works on this batch.
+         */
+        int next = waited && r->ahead_step != 1 ? rg + 2 : rg + 1;
+        if (r->threads > 1 && next < nrgs)
+            ahead_start(r, next, cols, ncols);
+        return rc;
     }
-    return ST_OK;
+    if (a->active && !ahead_is(a, rg + 1, cols, ncols))
+        a->active = false; /* not what is read next: dropped (ahead_start waits for it) */
+    if (!a->active && sequential && r->threads > 1 && rg + 1 < nrgs)
+        ahead_start(r, rg + 1, cols, ncols);
+    return decode_group(r, &r->dec, rg, cols, ncols, b, NULL, err);
 }

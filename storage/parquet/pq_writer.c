@@ -1,8 +1,17 @@
 /*
  * pq_writer.c - the Parquet writer: flat schemas of st_column, one row group
  * buffered at a time (rows are appended to per-column buffers; when the row
- * group is full its column chunks are encoded, compressed and handed to the
- * caller's write function), then the Thrift footer.
+ * group is full its column chunks are encoded into pages, the pages
+ * compressed and handed to the caller's write function), then the Thrift
+ * footer.
+ *
+ * Both cores: a full row group's pages go to the writer's helper thread,
+ * which compresses them while the caller fills the next row group; at the
+ * next flush the caller compresses what the helper has not taken yet, then
+ * emits them in order. Every page is compressed alone at the same level, so
+ * the file is byte for byte the one-thread file (opts.threads = 1, or
+ * STRIKE_PQ_THREADS=1), and a row group's bytes reach the write function
+ * one flush later than with one thread.
  *
  * Layout of a column chunk: [dictionary page] data page... Data pages are v1:
  * definition levels (optional columns; RLE/bit-packed hybrid, bit width 1,
@@ -23,6 +32,7 @@
 #include "pq_int.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -54,6 +64,27 @@ struct wchunk {
     bool has_minmax, min_exact, max_exact;
     struct wbound min, max;
     uint64_t null_count, nan_count;
+};
+
+/*
+ * One page of the row group being flushed: built (encoded) by the caller in
+ * column order, compressed by the caller and the helper in any order, then
+ * emitted in order.
+ */
+struct wpage {
+    int type;
+    int32_t num_values, encoding;
+    int col;
+    struct buf raw, comp;
+    size_t zerr; /* ZSTD error code, 0 when compressed */
+};
+
+/* The pages of one row group, with the row group's index in pq_writer.rgs. */
+struct wpageset {
+    struct wpage *pages;
+    size_t npages, cap;
+    atomic_size_t next; /* the next page to compress */
+    size_t rg;
 };
 
 struct wrowgroup {
@@ -122,9 +153,21 @@ struct pq_writer {
     struct wrowgroup *rgs;
     size_t nrgs, rgs_cap;
 
-    struct buf page, comp, hdr; /* scratch */
+    struct buf page, hdr; /* scratch */
     ZSTD_CCtx *cctx;
     struct st_value *rowtmp;
+
+    /*
+     * Pages: `build` receives the pages of the row group being flushed;
+     * `pend`, when not NULL, holds the previous row group's, which the helper
+     * is compressing while the caller fills the next row group. They are
+     * emitted (in order) at the next flush or at finish.
+     */
+    struct wpageset sets[2];
+    struct wpageset *build, *pend;
+    int threads;
+    struct pq__worker *worker; /* NULL: one thread */
+    ZSTD_CCtx *cctx2;          /* the helper's */
 };
 
 /* ---- small helpers ---- */
@@ -246,6 +289,7 @@ void pq_write_opts_default(struct pq_write_opts *o)
     o->row_group_bytes = 256u << 20;
     o->dictionary = true;
     o->kv = NULL;
+    o->threads = 0;
 }
 
 static void col_reset(struct wcol *c)
@@ -337,6 +381,8 @@ int pq_writer_open(struct pq_writer **out, const struct st_column *cols, int nco
     w->write = write;
     w->ctx = ctx;
     w->rowtmp = xcalloc((size_t)ncols, sizeof *w->rowtmp);
+    w->threads = opts.threads > 0 ? opts.threads : pq__threads_default();
+    w->build = &w->sets[0];
     if (opts.compression == PQ_COMPRESS_ZSTD) {
         w->cctx = ZSTD_createCCtx();
         if (w->cctx == NULL) {
@@ -610,7 +656,7 @@ static uint64_t append_value(struct pq_writer *w, struct wcol *c, const struct s
     return bytes;
 }
 
-static int flush_row_group(struct pq_writer *w, struct st_err *err);
+static int flush_row_group(struct pq_writer *w, bool last, struct st_err *err);
 
 static int writer_usable(struct pq_writer *w, struct st_err *err)
 {
@@ -630,7 +676,7 @@ static int add_checked_row(struct pq_writer *w, const struct st_value *row, stru
     w->rows++;
     w->rg_bytes += bytes;
     if (w->rg_rows >= w->o.row_group_rows || w->rg_bytes >= w->o.row_group_bytes)
-        return flush_row_group(w, err);
+        return flush_row_group(w, false, err);
     return ST_OK;
 }
 
@@ -679,55 +725,136 @@ uint64_t pq_writer_rows(const struct pq_writer *w)
 
 /* ---- encoding a row group ---- */
 
-static int compress_page(struct pq_writer *w, const struct buf *in, const uint8_t **out,
-                         size_t *outn, struct st_err *err)
+/* Hand w->page over as the next page of the row group (column `col`); w->page is then empty. */
+static void queue_page(struct pq_writer *w, int col, int type, int32_t num_values, int32_t encoding)
 {
-    if (w->o.compression == PQ_COMPRESS_NONE) {
-        *out = in->data;
-        *outn = in->len;
-        return ST_OK;
+    struct wpageset *ps = w->build;
+    if (ps->npages == ps->cap) {
+        size_t cap = ps->cap ? ps->cap * 2 : 32;
+        ps->pages = xreallocarray(ps->pages, cap, sizeof *ps->pages);
+        memset(ps->pages + ps->cap, 0, (cap - ps->cap) * sizeof *ps->pages);
+        ps->cap = cap;
     }
-    size_t bound = ZSTD_compressBound(in->len);
-    buf_reset(&w->comp);
-    buf_reserve(&w->comp, bound);
-    size_t r = ZSTD_compressCCtx(w->cctx, w->comp.data, bound, in->data, in->len, w->o.zstd_level);
-    if (ZSTD_isError(r)) {
-        w->failed = ST_EINTERNAL;
-        return st_errf(err, ST_EINTERNAL, "parquet writer: ZSTD compression failed: %s",
-                       ZSTD_getErrorName(r));
-    }
-    w->comp.len = r;
-    *out = w->comp.data;
-    *outn = r;
-    return ST_OK;
+    struct wpage *pg = &ps->pages[ps->npages++];
+    pg->type = type;
+    pg->num_values = num_values;
+    pg->encoding = encoding;
+    pg->col = col;
+    pg->zerr = 0;
+    struct buf t = pg->raw;
+    pg->raw = w->page;
+    w->page = t;
+    buf_reset(&w->page);
 }
 
-/* Compress w->page and emit it with its header; adds to the chunk's sizes. */
-static int emit_page(struct pq_writer *w, struct wchunk *ch, int type, int32_t num_values,
-                     int32_t encoding, struct st_err *err)
+/*
+ * Compress pages of ps taken in turn from ps->next until none is left (the
+ * helper and the caller both run this). Each page is compressed alone at
+ * the same level, so the bytes do not depend on which thread took it.
+ */
+static void compress_pages(const struct pq_writer *w, struct wpageset *ps, ZSTD_CCtx *cctx)
 {
-    const uint8_t *body = NULL;
-    size_t bn = 0;
-    int rc = compress_page(w, &w->page, &body, &bn, err);
-    if (rc != ST_OK)
-        return rc;
+    for (;;) {
+        size_t i = atomic_fetch_add(&ps->next, 1);
+        if (i >= ps->npages)
+            return;
+        struct wpage *pg = &ps->pages[i];
+        size_t bound = ZSTD_compressBound(pg->raw.len);
+        buf_reset(&pg->comp);
+        buf_reserve(&pg->comp, bound);
+        size_t r = ZSTD_compressCCtx(cctx, pg->comp.data, bound, pg->raw.data, pg->raw.len,
+                                     w->o.zstd_level);
+        if (ZSTD_isError(r))
+            pg->zerr = r;
+        else
+            pg->comp.len = r;
+    }
+}
+
+static void compress_job(void *arg)
+{
+    struct pq_writer *w = arg;
+    compress_pages(w, w->pend, w->cctx2);
+}
+
+/* Emit page i of ps with its header; adds to its chunk's sizes and offsets. */
+static int emit_page(struct pq_writer *w, struct wpageset *ps, struct wrowgroup *g, size_t i,
+                     struct st_err *err)
+{
+    struct wpage *pg = &ps->pages[i];
+    struct wchunk *ch = &g->cols[pg->col];
+    if (pg->zerr != 0) {
+        w->failed = ST_EINTERNAL;
+        return st_errf(err, ST_EINTERNAL, "parquet writer: ZSTD compression failed: %s",
+                       ZSTD_getErrorName(pg->zerr));
+    }
+    const struct buf *body = w->o.compression == PQ_COMPRESS_NONE ? &pg->raw : &pg->comp;
+    if (pg->type == PQ_PAGE_DICTIONARY)
+        ch->dict_off = (int64_t)w->offset;
+    else if (ch->data_off < 0)
+        ch->data_off = (int64_t)w->offset;
     struct pq__page_header h;
     memset(&h, 0, sizeof h);
-    h.type = type;
-    h.uncompressed_size = (int32_t)w->page.len;
-    h.compressed_size = (int32_t)bn;
-    h.num_values = num_values;
-    h.encoding = encoding;
+    h.type = pg->type;
+    h.uncompressed_size = (int32_t)pg->raw.len;
+    h.compressed_size = (int32_t)body->len;
+    h.num_values = pg->num_values;
+    h.encoding = pg->encoding;
     h.def_encoding = PQ_ENC_RLE;
     h.rep_encoding = PQ_ENC_RLE;
     buf_reset(&w->hdr);
     pq__page_header_encode(&w->hdr, &h);
-    ch->total_comp += (int64_t)(w->hdr.len + bn);
-    ch->total_uncomp += (int64_t)(w->hdr.len + w->page.len);
-    rc = emit(w, w->hdr.data, w->hdr.len, err);
+    ch->total_comp += (int64_t)(w->hdr.len + body->len);
+    ch->total_uncomp += (int64_t)(w->hdr.len + pg->raw.len);
+    int rc = emit(w, w->hdr.data, w->hdr.len, err);
     if (rc == ST_OK)
-        rc = emit(w, body, bn, err);
+        rc = emit(w, body->data, body->len, err);
     return rc;
+}
+
+/* Emit the (compressed) pages of ps, its row group's first byte at the current offset. */
+static int emit_set(struct pq_writer *w, struct wpageset *ps, struct st_err *err)
+{
+    struct wrowgroup *g = &w->rgs[ps->rg];
+    g->file_offset = (int64_t)w->offset;
+    for (size_t p = 0; p < ps->npages; p++) {
+        int rc = emit_page(w, ps, g, p, err);
+        if (rc != ST_OK) {
+            w->failed = rc;
+            return st_err_prefix(err, "parquet writer: column '%s'",
+                                 w->cols[ps->pages[p].col].col.name);
+        }
+    }
+    for (int i = 0; i < w->ncols; i++) {
+        g->total_comp += g->cols[i].total_comp;
+        g->total_uncomp += g->cols[i].total_uncomp;
+    }
+    return flush_out(w, err);
+}
+
+/* The pending row group: help the helper compress what is left, wait for it, emit. */
+static int drain(struct pq_writer *w, struct st_err *err)
+{
+    struct wpageset *ps = w->pend;
+    if (ps == NULL)
+        return ST_OK;
+    compress_pages(w, ps, w->cctx);
+    pq__worker_wait(w->worker);
+    w->pend = NULL;
+    return emit_set(w, ps, err);
+}
+
+/* True when the helper can take row groups (started on first use). */
+static bool helper_ready(struct pq_writer *w)
+{
+    if (w->threads <= 1 || w->o.compression == PQ_COMPRESS_NONE)
+        return false;
+    if (w->worker == NULL && w->cctx2 == NULL) {
+        w->cctx2 = ZSTD_createCCtx();
+        if (w->cctx2 != NULL)
+            w->worker = pq__worker_start();
+    }
+    return w->worker != NULL;
 }
 
 static void pack_bools(struct buf *b, const uint8_t *v, size_t n)
@@ -819,12 +946,16 @@ static bool value_present(const struct wcol *c, size_t row)
     return c->col.required || c->defs[row] != 0;
 }
 
-static int write_chunk(struct pq_writer *w, struct wcol *c, struct wchunk *ch, size_t nrows,
-                       struct st_err *err)
+/*
+ * Encode column `ci`'s chunk of the row group into pages (queued in w->build,
+ * emitted by flush_row_group) and its statistics into ch.
+ */
+static void write_chunk(struct pq_writer *w, int ci, struct wchunk *ch, size_t nrows)
 {
-    int rc;
+    struct wcol *c = &w->cols[ci];
     memset(ch, 0, sizeof *ch);
     ch->dict_off = -1;
+    ch->data_off = -1;
     ch->num_values = (int64_t)nrows;
     finish_stats(c, ch);
 
@@ -848,18 +979,14 @@ static int write_chunk(struct pq_writer *w, struct wcol *c, struct wchunk *ch, s
     ch->dict = dict;
 
     if (dict) {
-        ch->dict_off = (int64_t)w->offset;
         buf_reset(&w->page);
         for (size_t e = 0; e < c->nent; e++) {
             uint32_t n = c->doffs[e + 1] - c->doffs[e];
             buf_put_u32le(&w->page, n);
             buf_append(&w->page, c->ddata.data + c->doffs[e], n);
         }
-        rc = emit_page(w, ch, PQ_PAGE_DICTIONARY, (int32_t)c->nent, PQ_ENC_PLAIN, err);
-        if (rc != ST_OK)
-            return rc;
+        queue_page(w, ci, PQ_PAGE_DICTIONARY, (int32_t)c->nent, PQ_ENC_PLAIN);
     }
-    ch->data_off = (int64_t)w->offset;
 
     size_t width = st_type_width(c->col.type);
     size_t row = 0, val = 0;
@@ -903,15 +1030,21 @@ static int write_chunk(struct pq_writer *w, struct wcol *c, struct wchunk *ch, s
                 buf_append(&w->page, c->sdata.data + c->soffs[j], n);
             }
         }
-        rc = emit_page(w, ch, PQ_PAGE_DATA, (int32_t)(row - r0), enc, err);
-        if (rc != ST_OK)
-            return rc;
+        queue_page(w, ci, PQ_PAGE_DATA, (int32_t)(row - r0), enc);
         ch->data_pages++;
     }
-    return ST_OK;
 }
 
-static int flush_row_group(struct pq_writer *w, struct st_err *err)
+/*
+ * Close the row group: encode its pages (the caller), emit the previous
+ * row group (drain), then hand this one's pages to the helper to compress
+ * while the caller fills the next row group, or, with one thread, compress
+ * and emit them here. Memory: the filling row group's values plus at most
+ * two row groups of pages. The last row group (pq_writer_finish) starts no
+ * helper: a file of one row group, the common small file, is written on the
+ * caller's thread alone; a helper already running shares its pages.
+ */
+static int flush_row_group(struct pq_writer *w, bool last, struct st_err *err)
 {
     if (w->rg_rows == 0)
         return ST_OK;
@@ -919,25 +1052,39 @@ static int flush_row_group(struct pq_writer *w, struct st_err *err)
         w->rgs_cap = w->rgs_cap ? w->rgs_cap * 2 : 16;
         w->rgs = xreallocarray(w->rgs, w->rgs_cap, sizeof *w->rgs);
     }
-    struct wrowgroup *g = &w->rgs[w->nrgs++];
+    size_t gi = w->nrgs++;
+    struct wrowgroup *g = &w->rgs[gi];
     memset(g, 0, sizeof *g);
     g->num_rows = (int64_t)w->rg_rows;
-    g->file_offset = (int64_t)w->offset;
     g->cols = xcalloc((size_t)w->ncols, sizeof *g->cols);
+    struct wpageset *ps = w->build;
+    ps->npages = 0;
+    ps->rg = gi;
     for (int i = 0; i < w->ncols; i++) {
-        struct wcol *c = &w->cols[i];
-        int rc = write_chunk(w, c, &g->cols[i], (size_t)w->rg_rows, err);
-        if (rc != ST_OK) {
-            w->failed = rc;
-            return st_err_prefix(err, "parquet writer: column '%s'", c->col.name);
-        }
-        g->total_comp += g->cols[i].total_comp;
-        g->total_uncomp += g->cols[i].total_uncomp;
-        col_reset(c);
+        write_chunk(w, i, &g->cols[i], (size_t)w->rg_rows);
+        col_reset(&w->cols[i]);
     }
     w->rg_rows = 0;
     w->rg_bytes = 0;
-    return flush_out(w, err);
+    int rc = drain(w, err);
+    if (rc != ST_OK)
+        return rc;
+    atomic_store(&ps->next, 0);
+    if (!last && helper_ready(w)) {
+        w->pend = ps;
+        w->build = ps == &w->sets[0] ? &w->sets[1] : &w->sets[0];
+        pq__worker_submit(w->worker, compress_job, w);
+        return ST_OK;
+    }
+    if (w->o.compression == PQ_COMPRESS_NONE)
+        return emit_set(w, ps, err);
+    if (w->worker != NULL && ps->npages > 1) {
+        w->pend = ps;
+        pq__worker_submit(w->worker, compress_job, w);
+        return drain(w, err);
+    }
+    compress_pages(w, ps, w->cctx);
+    return emit_set(w, ps, err);
 }
 
 /* ---- footer ---- */
@@ -1091,7 +1238,9 @@ int pq_writer_finish(struct pq_writer *w, struct pq_file_stats *stats, struct st
     int rc = writer_usable(w, err);
     if (rc != ST_OK)
         return rc;
-    rc = flush_row_group(w, err);
+    rc = flush_row_group(w, true, err);
+    if (rc == ST_OK)
+        rc = drain(w, err);
     if (rc != ST_OK)
         return rc;
     struct buf footer = BUF_INIT;
@@ -1187,10 +1336,18 @@ void pq_writer_free(struct pq_writer *w)
         free(w->rgs[g].cols);
     free(w->rgs);
     buf_free(&w->out);
+    pq__worker_stop(w->worker);
+    for (int k = 0; k < 2; k++) {
+        for (size_t i = 0; i < w->sets[k].cap; i++) {
+            buf_free(&w->sets[k].pages[i].raw);
+            buf_free(&w->sets[k].pages[i].comp);
+        }
+        free(w->sets[k].pages);
+    }
     buf_free(&w->page);
-    buf_free(&w->comp);
     buf_free(&w->hdr);
     ZSTD_freeCCtx(w->cctx);
+    ZSTD_freeCCtx(w->cctx2);
     free(w->rowtmp);
     free(w);
 }

@@ -8,7 +8,8 @@
 // (scripts/test-peers.sh BUILD_DIR). For each N:
 //   - DuckDB writes the table (gen.mjs) once: t_N.parquet (ZSTD, its defaults);
 //   - write: DuckDB COPYs the table, loaded in memory, to a new file (ZSTD, 2 threads);
-//     strike writes the same rows, decoded in memory, with its defaults (1 thread);
+//     strike writes the same rows, decoded in memory, with its defaults (2 threads:
+//     STRIKE_PQ_THREADS, storage/parquet/README.md "Both cores");
 //     MB/s = output file bytes / seconds;
 //   - read: DuckDB scans every column (count and sums) and `amount` alone, of its file
 //     and of ours; strike decodes every column, and `amount` alone, of both files.
@@ -62,7 +63,8 @@ const AMOUNT = (f) => `SELECT sum(amount) FROM read_parquet(${q(f)})`;
 
 console.log(`machine: ${(await import('node:os')).cpus().length} cores; DuckDB threads: ` +
   (await con.runAndReadAll(`SELECT current_setting('threads')`)).getRowsJson()[0][0] +
-  `; strike: 1 thread; runs per number: ${runs} (min / median / max seconds)`);
+  `; strike: ${process.env.STRIKE_PQ_THREADS === '1' ? 1 : 2} threads; runs per number: ${runs} ` +
+  `(min / median / max seconds)`);
 for (const n of rowsList) {
   const src = path.join(dir, `t_${n}.parquet`);
   if (!fs.existsSync(src)) await con.run(gen.genParquetSql(n, src));

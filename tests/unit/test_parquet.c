@@ -2,7 +2,9 @@
  * test_parquet.c - the Parquet writer and reader: the Thrift compact codec,
  * the RLE/bit-packed and delta encodings, round trips of every type with
  * nulls and extreme values through every writer option, statistics, writer
- * refusals, and hostile bytes (truncations and byte flips never crash).
+ * refusals, hostile bytes (truncations and byte flips never crash), and
+ * the helper threads (the writer's bytes and the reader's batches and errors
+ * are those of one thread).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1067,6 +1069,280 @@ static void test_file_io(void **state)
     free(path);
 }
 
+/* ------------------------------------------------------------------ */
+/* Both cores: the writer's helper, the reader's read-ahead           */
+/* ------------------------------------------------------------------ */
+
+static void write_threads(struct memfile *mf, int compression, bool dict, int threads)
+{
+    struct pq_write_opts o;
+    pq_write_opts_default(&o);
+    o.compression = compression;
+    o.dictionary = dict;
+    o.row_group_rows = 7000;
+    o.kv = test_kv;
+    o.threads = threads;
+    write_rows(mf, &o, 25000, NULL);
+}
+
+/* The helper compresses pages in any order: the file is byte for byte the one-thread file. */
+static void test_threads_writer_same_bytes(void **state)
+{
+    (void)state;
+    static const struct {
+        int compression;
+        bool dict;
+    } cases[] = {{PQ_COMPRESS_ZSTD, true}, {PQ_COMPRESS_ZSTD, false}, {PQ_COMPRESS_NONE, true}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct memfile one = {BUF_INIT, 0, 0}, two = {BUF_INIT, 0, 0};
+        write_threads(&one, cases[i].compression, cases[i].dict, 1);
+        write_threads(&two, cases[i].compression, cases[i].dict, 2);
+        assert_true(one.b.len > 100000);
+        assert_int_equal(one.b.len, two.b.len);
+        assert_memory_equal(one.b.data, two.b.data, one.b.len);
+        verify_file(two.b.data, two.b.len, 25000, 7000, NULL);
+        buf_free(&one.b);
+        buf_free(&two.b);
+    }
+    /*
+     * a write failure in the middle of a row group's pages is reported; with
+     * the helper, a row group is written at the next flush, so by a later
+     * add_row or by finish
+     */
+    for (int k = 0; k < 4; k++) {
+        int threads = 1 + k % 2;
+        struct memfile mf = {BUF_INIT, 150000, 0};
+        struct pq_write_opts o;
+        pq_write_opts_default(&o);
+        o.compression = k < 2 ? PQ_COMPRESS_NONE : PQ_COMPRESS_ZSTD;
+        o.row_group_rows = 7000;
+        o.threads = threads;
+        struct st_err err = {0};
+        struct pq_writer *w;
+        assert_int_equal(pq_writer_open(&w, schema, NCOLS, &o, memfile_write, &mf, &err), ST_OK);
+        struct st_value row[NCOLS];
+        char tmp[NCOLS][64];
+        int rc = ST_OK;
+        for (uint64_t i = 0; i < 25000 && rc == ST_OK; i++) {
+            for (int c = 0; c < NCOLS; c++)
+                gen(i, c, &row[c], tmp[c]);
+            rc = pq_writer_add_row(w, row, &err);
+        }
+        if (rc == ST_OK)
+            rc = pq_writer_finish(w, NULL, &err);
+        assert_int_equal(rc, ST_EIO);
+        assert_non_null(strstr(err.msg, "simulated write failure"));
+        st_err_clear(&err);
+        assert_int_equal(pq_writer_finish(w, NULL, &err), ST_EIO);
+        pq_writer_free(w);
+        buf_free(&mf.b);
+    }
+    /* abandoned with a row group in the helper's hands: freed without a leak */
+    struct memfile mf = {BUF_INIT, 0, 0};
+    struct pq_write_opts o;
+    pq_write_opts_default(&o);
+    o.row_group_rows = 1000;
+    o.threads = 2;
+    struct st_err err = {0};
+    struct pq_writer *w;
+    assert_int_equal(pq_writer_open(&w, schema, NCOLS, &o, memfile_write, &mf, &err), ST_OK);
+    struct st_value row[NCOLS];
+    char tmp[NCOLS][64];
+    for (uint64_t i = 0; i < 2500; i++) {
+        for (int c = 0; c < NCOLS; c++)
+            gen(i, c, &row[c], tmp[c]);
+        assert_int_equal(pq_writer_add_row(w, row, &err), ST_OK);
+    }
+    pq_writer_free(w);
+    buf_free(&mf.b);
+}
+
+/* Batches a and b hold the same values. */
+static void assert_same_batch(const struct pq_batch *a, const struct pq_batch *b)
+{
+    assert_int_equal(a->first_row, b->first_row);
+    assert_int_equal(a->nrows, b->nrows);
+    assert_int_equal(a->ncols, b->ncols);
+    for (int c = 0; c < a->ncols; c++) {
+        assert_int_equal(a->cols[c].type, b->cols[c].type);
+        assert_int_equal(a->cols[c].n, b->cols[c].n);
+        assert_int_equal(a->cols[c].nulls == NULL, b->cols[c].nulls == NULL);
+        for (size_t i = 0; i < a->nrows; i++) {
+            struct st_value x, y;
+            st_colvec_get(&a->cols[c], i, &x);
+            st_colvec_get(&b->cols[c], i, &y);
+            if (!same_value(a->cols[c].type, &x, &y))
+                fail_msg("column %d row %zu differs", c, i);
+        }
+    }
+}
+
+/* Batch b is row group g of the test rows, columns cols. */
+static void assert_rows(const struct pq_batch *b, uint64_t first, const int *cols, int ncols)
+{
+    char tmp[64];
+    assert_int_equal(b->first_row, first);
+    assert_int_equal(b->ncols, ncols);
+    for (int k = 0; k < ncols; k++)
+        for (size_t i = 0; i < b->nrows; i++) {
+            struct st_value want, got;
+            gen(first + i, cols[k], &want, tmp);
+            st_colvec_get(&b->cols[k], i, &got);
+            if (!same_value(schema[cols[k]].type, &want, &got))
+                fail_msg("position %llu column %s differs", (unsigned long long)(first + i),
+                         schema[cols[k]].name);
+        }
+}
+
+/*
+ * The same calls on a reader without and with read-ahead give the same
+ * batches and counters: in order, with projections changing, backwards,
+ * repeated, skipping; and a batch read earlier into another pq_batch stays
+ * intact while the next one is decoded ahead.
+ */
+static void test_threads_read_ahead_batches(void **state)
+{
+    (void)state;
+    struct memfile mf = {BUF_INIT, 0, 0};
+    write_threads(&mf, PQ_COMPRESS_ZSTD, true, 0);
+    struct st_err err = {0};
+    struct pq_reader *one, *two;
+    assert_int_equal(pq_reader_open_mem(mf.b.data, mf.b.len, &one, &err), ST_OK);
+    assert_int_equal(pq_reader_open_mem(mf.b.data, mf.b.len, &two, &err), ST_OK);
+    pq_reader_set_threads(one, 1);
+    pq_reader_set_threads(two, 2);
+    assert_int_equal(pq_num_row_groups(one), 4);
+    int all[NCOLS] = {0, 1, 2, 3, 4, 5, 6}, proj[3] = {C_S, C_L, C_S};
+    static const int order[] = {0, 1, 2, 3, 0, 1, 2, 3, 3, 2, 1, 0, 0, 2, 1, 3, 1, 2, 3};
+    struct pq_batch b1 = {0}, b2[2] = {{0}, {0}};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        int g = order[i];
+        const int *cols = i % 5 == 4 ? proj : all;
+        int ncols = i % 5 == 4 ? 3 : NCOLS;
+        struct pq_batch *bt = &b2[i % 2];
+        if (pq_read_row_group(one, g, cols, ncols, &b1, &err) != ST_OK)
+            fail_msg("one thread, rg %d: %s", g, err.msg);
+        if (pq_read_row_group(two, g, cols, ncols, bt, &err) != ST_OK)
+            fail_msg("read-ahead, rg %d: %s", g, err.msg);
+        assert_same_batch(&b1, bt);
+        assert_rows(bt, (uint64_t)g * 7000, cols, ncols);
+        if (i > 0) { /* the other batch still holds the previous row group */
+            int pg = order[i - 1];
+            const int *pc = (i - 1) % 5 == 4 ? proj : all;
+            assert_rows(&b2[(i - 1) % 2], (uint64_t)pg * 7000, pc, (i - 1) % 5 == 4 ? 3 : NCOLS);
+        }
+    }
+    struct pq_read_counters c1, c2;
+    pq_reader_counters(one, &c1);
+    pq_reader_counters(two, &c2);
+    assert_int_equal(c1.pages_v1, c2.pages_v1);
+    assert_int_equal(c1.dict_pages, c2.dict_pages);
+    assert_int_equal(c1.encodings_seen, c2.encodings_seen);
+    assert_true(c2.pages_v1 > 0);
+    assert_int_equal(pq__reader_ahead_taken(one), 0);
+    assert_true(pq__reader_ahead_taken(two) > 0);
+    /* switched off in the middle, and closed with a row group decoded ahead */
+    assert_int_equal(pq_read_row_group(two, 0, all, NCOLS, &b1, &err), ST_OK);
+    pq_reader_set_threads(two, 1);
+    assert_int_equal(pq_read_row_group(two, 1, all, NCOLS, &b1, &err), ST_OK);
+    assert_rows(&b1, 7000, all, NCOLS);
+    pq_reader_set_threads(two, 2);
+    assert_int_equal(pq_read_row_group(two, 2, all, NCOLS, &b1, &err), ST_OK);
+    pq_batch_free(&b1);
+    pq_batch_free(&b2[0]);
+    pq_batch_free(&b2[1]);
+    pq_reader_close(one);
+    pq_reader_close(two);
+    buf_free(&mf.b);
+}
+
+/* A pq_source over memory whose reads of [fail_from, fail_to) fail. */
+struct failing_src {
+    const uint8_t *p;
+    uint64_t fail_from, fail_to;
+};
+
+static int failing_read_at(void *ctx, void *dst, size_t n, uint64_t off, struct st_err *err)
+{
+    struct failing_src *f = ctx;
+    if (off < f->fail_to && off + n > f->fail_from)
+        return st_errf(err, ST_EIO, "simulated read failure at %llu", (unsigned long long)off);
+    memcpy(dst, f->p + off, n);
+    return ST_OK;
+}
+
+/* Read row groups 0..3 in order; each error message goes to msgs[g] ("" when it read). */
+static void read_in_order(struct pq_reader *r, int threads, char msgs[4][ST_ERR_MSG_MAX],
+                          int rcs[4])
+{
+    pq_reader_set_threads(r, threads);
+    pq__reader_set_ahead_step(r, 1); /* the helper decodes every row group after the first */
+    int all[NCOLS] = {0, 1, 2, 3, 4, 5, 6};
+    struct pq_batch b = {0};
+    struct st_err err = {0};
+    for (int g = 0; g < 4; g++) {
+        st_err_clear(&err);
+        rcs[g] = pq_read_row_group(r, g, all, NCOLS, &b, &err);
+        snprintf(msgs[g], ST_ERR_MSG_MAX, "%s", rcs[g] == ST_OK ? "" : err.msg);
+        if (rcs[g] == ST_OK)
+            assert_rows(&b, (uint64_t)g * 7000, all, NCOLS);
+    }
+    assert_int_equal(pq__reader_ahead_taken(r), threads == 1 ? 0 : 3);
+    pq_batch_free(&b);
+}
+
+/*
+ * A damaged row group decoded ahead fails the call that asks for it, with
+ * the message a one-thread reader gives, and the row groups around it read;
+ * likewise a read error of the source.
+ */
+static void test_threads_read_ahead_errors(void **state)
+{
+    (void)state;
+    struct memfile mf = {BUF_INIT, 0, 0};
+    write_threads(&mf, PQ_COMPRESS_NONE, false, 0);
+    struct st_err err = {0};
+    struct pq_reader *r;
+    assert_int_equal(pq_reader_open_mem(mf.b.data, mf.b.len, &r, &err), ST_OK);
+    struct pq_chunk_info ci;
+    pq_chunk_info(r, 2, C_S, &ci);
+    pq_reader_close(r);
+    /* the last bytes of rg 2's `name` chunk are string bytes: 0xff is not UTF-8 */
+    uint64_t end = (uint64_t)ci.data_page_offset + (uint64_t)ci.total_compressed_size;
+    memset(mf.b.data + end - 8, 0xff, 8);
+    char m1[4][ST_ERR_MSG_MAX], m2[4][ST_ERR_MSG_MAX];
+    int rc1[4], rc2[4];
+    for (int threads = 1; threads <= 2; threads++) {
+        assert_int_equal(pq_reader_open_mem(mf.b.data, mf.b.len, &r, &err), ST_OK);
+        read_in_order(r, threads, threads == 1 ? m1 : m2, threads == 1 ? rc1 : rc2);
+        pq_reader_close(r);
+    }
+    for (int g = 0; g < 4; g++) {
+        assert_int_equal(rc1[g], g == 2 ? ST_ECORRUPT : ST_OK);
+        assert_int_equal(rc2[g], rc1[g]);
+        assert_string_equal(m2[g], m1[g]);
+    }
+    assert_non_null(strstr(m1[2], "not UTF-8"));
+    assert_non_null(strstr(m1[2], "column 'name' row group 2"));
+    memset(mf.b.data + end - 8, 'x', 8);
+
+    /* the source fails on rg 2's `name` chunk: read on the caller's thread, reported at rg 2 */
+    for (int threads = 1; threads <= 2; threads++) {
+        struct failing_src f = {mf.b.data, end - 8, end};
+        struct pq_source src = {.ctx = &f, .size = mf.b.len, .read_at = failing_read_at};
+        assert_int_equal(pq_reader_open_source(&src, &r, &err), ST_OK);
+        read_in_order(r, threads, threads == 1 ? m1 : m2, threads == 1 ? rc1 : rc2);
+        pq_reader_close(r);
+    }
+    for (int g = 0; g < 4; g++) {
+        assert_int_equal(rc1[g], g == 2 ? ST_EIO : ST_OK);
+        assert_int_equal(rc2[g], rc1[g]);
+        assert_string_equal(m2[g], m1[g]);
+    }
+    assert_non_null(strstr(m1[2], "simulated read failure"));
+    buf_free(&mf.b);
+}
+
 /* Read everything a (possibly damaged) file offers; only the absence of crashes matters. */
 static int read_all(const uint8_t *p, size_t n)
 {
@@ -1153,6 +1429,10 @@ static int teardown(void **state)
 
 int main(void)
 {
+    /* test_parquet_threads (ctest, also under TSan) runs the test_threads_* tests alone */
+    const char *filter = getenv("STRIKE_TEST_FILTER");
+    if (filter != NULL && filter[0] != '\0')
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_thrift_roundtrip),
         cmocka_unit_test(test_thrift_skip_and_hostile),
@@ -1173,6 +1453,9 @@ int main(void)
         cmocka_unit_test(test_write_failure),
         cmocka_unit_test(test_file_io),
         cmocka_unit_test(test_hostile_bytes),
+        cmocka_unit_test(test_threads_writer_same_bytes),
+        cmocka_unit_test(test_threads_read_ahead_batches),
+        cmocka_unit_test(test_threads_read_ahead_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
