@@ -726,7 +726,7 @@ static bool parse_dv_query(struct hreq *r)
 {
     const char *fmt = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "format");
     const char *snap;
-    struct svc_count v;
+    struct svc_count v = {0};
     if (!query_int(r, "snapshot", &v, &snap))
         return false;
     if (snap != NULL && snap[0] == '-') { /* here: the fast path answers without the service */
