@@ -123,6 +123,10 @@ struct plan {
        (key, file_id, pos) rows the commit removes from the key index (NULL:
        none); a row whose key no longer points at (file_id, pos) is ignored */
     const char *del_keys_table;
+    /* the caller began the transaction on the commit's connection and did
+       part of its work in it (delete_where.c: the key rows, before the
+       blobs were written): the pipeline sends no BEGIN */
+    bool txn_open;
     /* producers and idempotency responses */
     struct buf prod_names, prod_offsets;
     uint32_t nprod;

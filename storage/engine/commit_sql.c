@@ -511,7 +511,7 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table
     const char *cas_vals[2] = {cp.tid.s, cas_expected(e, p, &cp.base)};
     struct dv_rows a;
     dv_rows_build(p, &a);
-    int rc = eng__send_sql(pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
+    int rc = p->txn_open ? ST_OK : eng__send_sql(pp, "BEGIN", 0, NULL, NULL, NULL, 0, err);
     int lock_ms = atomic_load(&e->fault_lock_timeout_ms);
     if (rc == ST_OK && lock_ms > 0) { /* fault injection (tests): a shorter lock wait */
         struct eng__num ms;
