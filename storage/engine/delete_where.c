@@ -165,6 +165,19 @@ static int keys_add(struct keysink *k, const uint8_t *key, size_t len, int64_t f
     "= d.file_id AND i.pos = d.pos LIMIT 1) x WHERE d.ctid >= $2::tid AND d.ctid < $3::tid) m "    \
     "WHERE k.ctid = m.row"
 
+/*
+ * And for these statements only (the transaction's): no JIT, whose
+ * compilation of each statement (about 0.5 s, for a plan costed high) bought
+ * nothing, and no Memoize of the TID probes, which never repeat.
+ */
+#define SQL_KEYS_JOIN_PLANS                                                                        \
+    "SELECT set_config('jit', 'off', true), set_config('enable_memoize', 'off', true)"
+
+const char *engine_test_delete_keys_plan_settings(void)
+{
+    return SQL_KEYS_JOIN_PLANS;
+}
+
 const char *engine_test_delete_keys_sql(bool i8)
 {
     return i8 ? SQL_DELETE_KEYS_JOIN("strike.key_index_i8", "strike_delw_keys_i8")
@@ -584,6 +597,10 @@ static enum commit_outcome delete_keys_first(struct engine *e, struct dwhere *w,
         return txn_failed(c, r, p, err);
     PQclear(r);
     r = cat_pq_exec(c, eng__sql_key_plans);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return txn_failed(c, r, p, err);
+    PQclear(r);
+    r = cat_pq_exec(c, SQL_KEYS_JOIN_PLANS);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         return txn_failed(c, r, p, err);
     PQclear(r);

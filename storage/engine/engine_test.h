@@ -76,6 +76,8 @@ void engine_test_delete_hook(struct engine *e, void (*fn)(void *ctx), void *ctx)
  */
 void engine_test_delete_key_pages(struct engine *e, int pages);
 const char *engine_test_delete_keys_sql(bool i8);
+/* The settings the delete's transaction adds for those statements (after the key plans'). */
+const char *engine_test_delete_keys_plan_settings(void);
 /* Called once a rewrite (compaction, erasure) has written its files, before it queues to commit. */
 void engine_test_rewrite_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
 
