@@ -11,7 +11,10 @@
  * Memory does not grow with the rows matched, except for the DVs (Roaring
  * bitmaps, compact): the matched keys go to the catalog as they are found,
  * COPYed in chunks into a temporary table of the delete's connection
- * (struct keysink), and the commit deletes the key index rows that join it.
+ * (struct keysink). The commit's transaction deletes the key index rows
+ * that join it in bounded statements, before the DVs are written
+ * (delete_keys_first): its blobs are young at COMMIT however many rows it
+ * deletes.
  */
 #include "commit_int.h"
 #include "engine_test.h"
@@ -140,6 +143,50 @@ static int keys_add(struct keysink *k, const uint8_t *key, size_t len, int64_t f
     if (k->nbuf >= KEYS_CHUNK_ROWS || k->buf.len >= KEYS_CHUNK_BYTES)
         return keys_flush(k, err);
     return ST_OK;
+}
+
+/*
+ * The key table's rows leave the key index in statements of at most
+ * KEYS_DELETE_PAGES of its pages each (a TID range of the temporary table:
+ * at most 291 rows a page, about 160,000 rows of int8 keys a statement), so
+ * that no statement's time grows with the rows deleted: each stays far
+ * below the session's statement_timeout (CAT_STATEMENT_TIMEOUT_MS). As the
+ * key statements of commit_int.h, its only plan is one probe per row: the
+ * TID range of the key table, for each row one probe of the key index's
+ * primary key (a LATERAL subquery with LIMIT 1, never flattened into a
+ * join that a never-analyzed key index could turn into a scan of the
+ * table's every key per row), then the row deleted by its TID
+ * (test_engine_delete checks the plan).
+ */
+#define KEYS_DELETE_PAGES 1024
+#define SQL_DELETE_KEYS_JOIN(tab, keys)                                                            \
+    "DELETE FROM " tab " k USING (SELECT x.ctid AS row FROM pg_temp." keys " d CROSS JOIN "        \
+    "LATERAL (SELECT i.ctid FROM " tab " i WHERE i.table_id = $1 AND i.key = d.key AND i.file_id " \
+    "= d.file_id AND i.pos = d.pos LIMIT 1) x WHERE d.ctid >= $2::tid AND d.ctid < $3::tid) m "    \
+    "WHERE k.ctid = m.row"
+
+/*
+ * And for these statements only (the transaction's): no JIT, whose
+ * compilation of each statement (about 0.5 s, for a plan costed high) bought
+ * nothing, and no Memoize of the TID probes, which never repeat.
+ */
+#define SQL_KEYS_JOIN_PLANS                                                                        \
+    "SELECT set_config('jit', 'off', true), set_config('enable_memoize', 'off', true)"
+
+const char *engine_test_delete_keys_plan_settings(void)
+{
+    return SQL_KEYS_JOIN_PLANS;
+}
+
+const char *engine_test_delete_keys_sql(bool i8)
+{
+    return i8 ? SQL_DELETE_KEYS_JOIN("strike.key_index_i8", "strike_delw_keys_i8")
+              : SQL_DELETE_KEYS_JOIN("strike.key_index", "strike_delw_keys");
+}
+
+void engine_test_delete_key_pages(struct engine *e, int pages)
+{
+    e->test_delete_key_pages = pages;
 }
 
 /* Empty the key table (its disk space goes back) once the delete is over. */
@@ -505,6 +552,82 @@ static int64_t build_plan(struct dwhere *w, struct plan *p)
     return deleted;
 }
 
+/* A failed statement of the delete's own transaction: LOCKED (contention) or FAILED (err). */
+static enum commit_outcome txn_failed(PGconn *c, PGresult *r, struct plan *p, struct st_err *err)
+{
+    const char *state = r != NULL ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    enum commit_outcome out = FAILED;
+    if (state != NULL && (strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0)) {
+        out = LOCKED; /* another server's commit holds the table's row: retried */
+        p->lock_waits++;
+    } else {
+        cat_fail(c, r, "deleting the keys of the deleted rows", err);
+    }
+    PQclear(r);
+    if (PQstatus(c) == CONNECTION_OK)
+        eng__rollback(c);
+    return out;
+}
+
+/*
+ * The key rows of the delete's rows leave the key index before its blobs
+ * exist, in the transaction that then commits it (plan.in_txn: begun by
+ * eng__lock_table, which holds the table's row lock at the plan's base, so
+ * that no other commit lands before ours): one bounded statement per
+ * KEYS_DELETE_PAGES pages of the key table. Their work grows with the rows
+ * deleted (20M keys take minutes) and is all done before the DVs are
+ * written, so the commit's blobs are young at its COMMIT whatever the
+ * delete's size (ENGINE_COMMIT_MAX_AGE_S counts from the blobs' birth; gc's
+ * grace stays safe). An abort before COMMIT (a failure, a crash, a lost
+ * connection) rolls the key rows back with the rest. COMMITTED: done, the
+ * transaction is still open; LOCKED or FAILED (err): as the commit's own
+ * outcomes, and no transaction is left open.
+ */
+static enum commit_outcome delete_keys_first(struct engine *e, struct dwhere *w, struct plan *p,
+                                             struct st_err *err)
+{
+    PGconn *c = w->c;
+    assert(p->in_txn);
+    struct eng__num tid;
+    const char *v[3] = {eng__i64(&tid, w->it->t->id), NULL, NULL};
+    const char *sql = engine_test_delete_keys_sql(p->i8);
+    assert(strstr(sql, p->del_keys_table) != NULL);
+    PGresult *r = cat_pq_exec(c, eng__sql_key_plans);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return txn_failed(c, r, p, err);
+    PQclear(r);
+    r = cat_pq_exec(c, SQL_KEYS_JOIN_PLANS);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return txn_failed(c, r, p, err);
+    PQclear(r);
+    char size_sql[160];
+    snprintf(size_sql, sizeof size_sql,
+             "SELECT pg_relation_size('pg_temp.%s') / current_setting('block_size')::bigint",
+             p->del_keys_table);
+    r = cat_pq_exec(c, size_sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        return txn_failed(c, r, p, err);
+    int64_t pages = eng__get_i64(r, 0, 0), rows = 0;
+    PQclear(r);
+    int64_t step = e->test_delete_key_pages > 0 ? e->test_delete_key_pages : KEYS_DELETE_PAGES;
+    for (int64_t b = 0; b < pages; b += step) {
+        char a[32], z[32];
+        snprintf(a, sizeof a, "(%lld,0)", (long long)b);
+        snprintf(z, sizeof z, "(%lld,0)", (long long)(b + step));
+        v[1] = a;
+        v[2] = z;
+        r = cat_pq_exec_params(c, sql, 3, NULL, v, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            return txn_failed(c, r, p, err);
+        rows += strtoll(PQcmdTuples(r), NULL, 10);
+        PQclear(r);
+    }
+    log_debug("delete table=%s base=%lld: %lld key rows deleted in %lld statements", w->it->t->name,
+              (long long)p->base, (long long)rows, (long long)((pages + step - 1) / step));
+    p->del_keys_table = NULL; /* done: the pipeline does not join it again */
+    return COMMITTED;
+}
+
 static void plan_delete_idem(struct plan *p, const struct engine_idem *idem,
                              const struct eng__result *res)
 {
@@ -609,6 +732,17 @@ void eng__process_delete(struct engine *e, struct item *it)
                 break;
             continue;
         }
+        if (p.del_keys_table != NULL) {
+            enum commit_outcome first = delete_keys_first(e, w, &p, err);
+            if (first != COMMITTED) {
+                if (forget) {
+                    dwhere_forget(w);
+                    w->keys_conn = NULL;
+                }
+                rc = eng__after_lost_attempt(e, first, &w->c, &attempt, t, &p, err);
+                continue;
+            }
+        }
         if ((rc = eng__write_dvs(e, t, &p, err)) != ST_OK) {
             eng__rollback(w->c);
             break;
@@ -631,6 +765,9 @@ void eng__process_delete(struct engine *e, struct item *it)
             dwhere_forget(w);
             w->keys_conn = NULL;
         }
+        /* no transaction is left open (the pipeline's early refusals leave ours) */
+        if (w->c != NULL && PQstatus(w->c) == CONNECTION_OK)
+            eng__rollback(w->c);
         rc = eng__after_lost_attempt(e, out, &w->c, &attempt, t, &p, err);
     }
     eng__plan_free(&p);

@@ -87,6 +87,7 @@ struct engine {
     bool test_expire_keep_blobs;
     void (*test_delete_hook)(void *ctx);
     void *test_delete_hook_ctx;
+    int test_delete_key_pages; /* > 0: the delete's key statements' size (delete_where.c) */
     void (*test_rewrite_hook)(void *ctx);
     void *test_rewrite_hook_ctx;
 };

@@ -67,6 +67,17 @@ void engine_test_gc_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
  * a test commits there what a concurrent writer would, or holds the scan.
  */
 void engine_test_delete_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
+/*
+ * A delete by filter removes its rows' keys from the key index in statements
+ * that each join `pages` pages of its key table (0: the default), and the
+ * statement it runs for each: $1 table id, $2 and $3 the key table's TID range
+ * [$2, $3) (for tests of its plan; the key table is pg_temp.strike_delw_keys_i8
+ * or pg_temp.strike_delw_keys: key, file_id, pos).
+ */
+void engine_test_delete_key_pages(struct engine *e, int pages);
+const char *engine_test_delete_keys_sql(bool i8);
+/* The settings the delete's transaction adds for those statements (after the key plans'). */
+const char *engine_test_delete_keys_plan_settings(void);
 /* Called once a rewrite (compaction, erasure) has written its files, before it queues to commit. */
 void engine_test_rewrite_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
 

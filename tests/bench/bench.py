@@ -9,7 +9,7 @@ PostgreSQL peer's table (database `peer`), and striked on that catalog:
 
 For each measure, strike and its peer run in alternation (A B A B ..., 5
 rounds; --quick: 2 rounds at tiny sizes). Prints ONE markdown table (the nine
-measures of issue 8, then the benchmarks of issues 3, 4 and 7), with medians
+measures of issue 8, then the benchmarks of issues 3, 4, 7, 13 and later), with medians
 and min-max over the rounds, and writes every raw run as JSON to
 B/bench/run-<time>.json and B/bench/latest.json (the table to latest.md).
 The column "previous" is each row's ratio in the last run of the same size
@@ -55,14 +55,18 @@ SIZES = {
                  wrk_dur="10s", grpc_rows=200_000, grpc_seconds=3,
                  pq_rows=1_000_000, pq_big=10_000_000, dv_rows=10_000_000, dv_runs=21,
                  hist_commits=10_000, era_history=100,
-                 cdc_batches=50, cdc_rows=100_000),
+                 cdc_batches=50, cdc_rows=100_000,
+                 e13_rows=50_000_000, e13_delete=20_000_000, e13_block=1_000_000, e13_batch=1_000_000,
+                 e13_before_s=20),
     "quick": dict(rounds=2, small=20_000, big=100_000, big_batch=20_000,
                   m1_samples=5, m2_samples=10, m3_batches=2, m3_batch=1_000,
                   m7_seconds=1, m9_rounds=2, m9_batch=1_000,
                   wrk_dur="1s", grpc_rows=5_000, grpc_seconds=1,
                   pq_rows=20_000, pq_big=0, dv_rows=1_000_000, dv_runs=5,
                   hist_commits=200, era_history=10,
-                  cdc_batches=5, cdc_rows=20_000),
+                  cdc_batches=5, cdc_rows=20_000,
+                  e13_rows=200_000, e13_delete=80_000, e13_block=20_000, e13_batch=20_000,
+                  e13_before_s=2),
 }
 
 
@@ -880,6 +884,166 @@ class Bench:
                  f"{fmt_x(d['ms'][0] / (secs * 1000))} the speed; {fmt_x(d['bytes_written'] / max(bytes_w, 1))} fewer bytes",
                  "report", "–")
 
+    # ---- delete by filter at scale (issue 13, item 8)
+
+    def e13_delete_where(self):
+        """Delete e13_delete of e13_rows rows of a keyed table with one POST /delete {"filter"} on a
+        striked of its own, while one client keeps deleting single keys of another table on the same
+        striked: striked's peak RSS, the delete's time, the other table's latency before and during,
+        then the checks (live rows, key index rows, strike fsck)."""
+        z = self.z
+        n, k, blk = z["e13_rows"], z["e13_delete"], z["e13_block"]
+        if n % blk or k * blk % n:
+            raise RuntimeError("e13 sizes: e13_rows must be a multiple of e13_block, and the fraction exact")
+        src, _ = self.gen(n)
+        small_src, _ = self.gen(z["small"])
+        log(f"e13: loading {n:,} rows into e13 (requests of {z['e13_batch']:,} rows, bench_engine load)")
+        load = self.engine("load", "--table", "e13", "--from", src, "--batch", z["e13_batch"], timeout=4 * 3600)
+        log(f"  {load['rows']:,} rows in {load['seconds']:.0f} s ({load['rows_per_s']:,.0f} rows/s, "
+            f"{load['requests']} commits)")
+        self.engine("load", "--table", "e13s", "--from", small_src, "--batch", z["small"])
+        # analyzed after both loads, as setup() does: with statistics from before e13s existed,
+        # its single-key deletes plan `key = ANY` as a filter over all its keys (~0.7 s each)
+        t0 = time.monotonic()
+        self.psql("strike", "VACUUM ANALYZE strike.key_index_i8")
+        vacuum_s = time.monotonic() - t0
+        # the filter: in each block of blk ids (files hold ~blk rows, id == position), its first
+        # k/n: every file is read and loses the same share of its rows, k rows in all
+        part = blk * k // n
+
+        def ranges(lo, hi):  # a balanced "or" of the blocks lo..hi-1
+            if hi - lo == 1:
+                b = lo * blk
+                return {"type": "and", "left": {"type": "gt-eq", "term": "id", "value": b},
+                        "right": {"type": "lt", "term": "id", "value": b + part}}
+            mid = (lo + hi) // 2
+            return {"type": "or", "left": ranges(lo, mid), "right": ranges(mid, hi)}
+        flt = ranges(0, n // blk)
+
+        def field(pid, name):
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith(name + ":"):
+                        return int(line.split()[1]) * 1024
+            return 0
+
+        p, url = self.aux_striked()
+        port = int(url.rsplit(":", 1)[1])
+        lat = []  # (start, ms, status) of the other table's single-key deletes
+        stop = threading.Event()
+        keys = list(range(z["small"]))
+        random.Random(13).shuffle(keys)
+
+        def other():
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            for key in keys:
+                if stop.is_set():
+                    break
+                body = json.dumps({"changes": [{"op": "delete", "key": {"id": key}}]})
+                t = time.monotonic()
+                try:
+                    conn.request("POST", "/v1/tables/e13s/changes", body, {"Content-Type": "application/json"})
+                    r = conn.getresponse()
+                    data = r.read()
+                    st = r.status if r.status != 200 or json.loads(data).get("deleted") == 1 else -1
+                except OSError:
+                    st = 0
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+                lat.append((t, (time.monotonic() - t) * 1000, st))
+                time.sleep(0.02)  # a steady client (about 40 requests/s), not a load generator
+            conn.close()
+        peak = [0]
+
+        def sample():
+            while not stop.is_set():
+                peak[0] = max(peak[0], field(p.pid, "VmRSS"))
+                time.sleep(0.01)
+        th_o, th_s = threading.Thread(target=other), threading.Thread(target=sample)
+        try:
+            th_o.start()
+            time.sleep(z["e13_before_s"])
+            rss_before = field(p.pid, "VmRSS")
+            hwm_before = field(p.pid, "VmHWM")
+            th_s.start()
+            load_before = open("/proc/loadavg").read().split()[:3]
+            d0 = time.monotonic()
+            try:
+                res = self._post(url, "/v1/tables/e13/delete", {"filter": flt}, timeout=4 * 3600)
+            except urllib.error.HTTPError as e:
+                raise RuntimeError(f"POST /delete: HTTP {e.code}: {e.read()[:300]!r}")
+            d1 = time.monotonic()
+            load_after = open("/proc/loadavg").read().split()[:3]
+            time.sleep(min(2, z["e13_before_s"]))  # a little after, so that "during" ends inside the run
+        finally:
+            stop.set()
+            th_o.join()
+            if th_s.ident is not None:
+                th_s.join()
+        hwm = field(p.pid, "VmHWM")
+        try:
+            live = json.loads(urllib.request.urlopen(f"{url}/v1/tables/e13", timeout=600).read())["stats"]["live_rows"]
+        finally:
+            p.terminate()
+            p.wait(timeout=60)
+            os.remove(os.path.join(self.work, "aux-striked.pid"))
+        keyrows = int(self.psql("strike", "SELECT count(*) FROM strike.key_index_i8 WHERE table_id = "
+                                          "(SELECT id FROM strike.tables WHERE name = 'e13')").strip())
+        f0 = time.monotonic()
+        fs = subprocess.run([os.path.join(self.bin, "strike"), "fsck", "--catalog", self.catalog, "--data",
+                             self.blobs], capture_output=True, text=True)
+        fsck_s = time.monotonic() - f0
+        before = [x for x in lat if x[0] < d0]
+        during = [x for x in lat if d0 <= x[0] < d1]
+        bad = lambda v: sum(1 for x in v if x[2] != 200)  # noqa: E731
+        s503 = sum(1 for x in lat if x[2] == 503)
+        ms = lambda v: [x[1] for x in v if x[2] == 200]  # noqa: E731
+        if not ms(before) or not ms(during):
+            raise RuntimeError(f"the other table's client: {len(before)} requests before, {len(during)} during")
+        secs = d1 - d0
+        out = {"rows": n, "deleted_expected": k, "load": load, "vacuum_analyze_s": vacuum_s, "response": res,
+               "seconds": secs, "rows_per_s": k / secs, "rss_before": rss_before, "vmhwm_before": hwm_before,
+               "peak_sampled": peak[0], "vmhwm": hwm, "peak": max(peak[0], hwm), "live_rows": live,
+               "key_rows": keyrows, "fsck_rc": fs.returncode, "fsck_stdout": fs.stdout[-2000:],
+               "fsck_summary": fs.stderr.strip()[-500:], "fsck_s": fsck_s,
+               "other": {"before": {"n": len(before), "errors": bad(before), "p50_ms": med(ms(before)),
+                                    "p99_ms": pctl(ms(before), 0.99)},
+                         "during": {"n": len(during), "errors": bad(during), "p50_ms": med(ms(during)),
+                                    "p99_ms": pctl(ms(during), 0.99)},
+                         "503s": s503, "errors_total": bad(lat)},
+               "loadavg_before": load_before, "loadavg_after": load_after}
+        self.results["e13"] = out
+        o = out["other"]
+        checks = {"deleted": res.get("deleted") == k, "live": live == n - k, "key_rows": keyrows == n - k,
+                  "fsck": fs.returncode == 0, "no_errors": o["errors_total"] == 0}
+        out["checks"] = checks
+        if not all(checks.values()):
+            raise RuntimeError(f"e13 checks failed: {checks}; deleted {res.get('deleted')}, live {live}, key rows "
+                               f"{keyrows}, fsck {fs.returncode} {fs.stderr.strip()[-200:]}, other table errors "
+                               f"{o['errors_total']} (503s {s503})")
+        mib = lambda b: f"{b / 2**20:.0f} MiB"  # noqa: E731
+        self.e13_note = (f"delete by filter: {n:,} rows loaded by bench_engine load in {load['requests']} commits of "
+                         f"{n // load['requests']:,} rows on average (whole row groups, one Parquet file each) in "
+                         f"{load['seconds']:.0f} s ({fmt_num(load['rows_per_s'])} rows/s; VACUUM ANALYZE of the key "
+                         f"index after it {vacuum_s:.0f} s); the filter matches the first {part:,} ids of every "
+                         f"{blk:,} (every file is read and loses about {100 * k // n}% of its rows); striked RSS "
+                         f"{mib(rss_before)} before the delete, peak {mib(out['peak'])} (VmHWM and VmRSS every 10 ms); "
+                         f"the other table: {o['before']['n']} single-key deletes before, {o['during']['n']} during, "
+                         f"{o['errors_total']} errors, {s503} 503s; after: {live:,} live rows, {keyrows:,} key index "
+                         f"rows, strike fsck exit {fs.returncode} in {fsck_s:.0f} s ({fs.stderr.strip()}); load "
+                         f"average {' '.join(load_before)} at the delete's start, {' '.join(load_after)} at its end")
+        ratio = o["during"]["p50_ms"] / o["before"]["p50_ms"]
+        ok = out["peak"] <= 512 * 2**20 and s503 == 0
+        self.row("i13", f"delete {k:,} of {n:,} rows by one filter while another table serves single-key deletes: "
+                 f"striked peak RSS; delete time (rows/s); the other table's p50 (p99)",
+                 "the other table before the delete", f"{fmt_ms(o['before']['p50_ms'])} (p99 "
+                 f"{fmt_ms(o['before']['p99_ms'])})",
+                 f"{mib(out['peak'])}; {secs:.0f} s ({fmt_num(k / secs)} rows/s); during: "
+                 f"{fmt_ms(o['during']['p50_ms'])} (p99 {fmt_ms(o['during']['p99_ms'])}), {o['errors_total']} errors",
+                 f"p50 {fmt_x(ratio)} during", "peak ≤512 MiB, no 503s", "yes" if ok else
+                 f"no ({'peak ' + mib(out['peak']) if out['peak'] > 512 * 2**20 else ''}"
+                 f"{' ' if out['peak'] > 512 * 2**20 and s503 else ''}{f'{s503} 503s' if s503 else ''})")
+
     def e15_cdc(self):
         script = os.path.join(HERE, "cdc_bench.py")
         if not os.path.exists(script):
@@ -981,6 +1145,8 @@ class Bench:
         for k in ("m1_note", "m5_note", "m6_note", "m7_note", "m8_note", "m9_note", "e7_note"):
             if getattr(self, k, None):
                 n.append(("(" if k[0] == "m" else "(issue ") + k[1] + ") " + getattr(self, k) + ".")
+        if getattr(self, "e13_note", None):
+            n.append("(issue 13) " + self.e13_note + ".")
         for k in ("e14a_note", "e14c_note"):
             if getattr(self, k, None):
                 n.append("(issue 14) " + getattr(self, k) + ".")
@@ -1056,7 +1222,8 @@ class Bench:
         t0 = time.monotonic()
         only = set(self.a.only.split(",")) if self.a.only else None
         self.only = only
-        self.setup()
+        if only is None or only - {"e13"}:  # e13 loads tables of its own
+            self.setup()
         plan = [
             ("m9", 9, "key lookups", self.m9_lookups),
             ("m1", 1, "1-row delete in the big table", self.m1_delete_big),
@@ -1070,6 +1237,7 @@ class Bench:
             ("e3", "i3", "DV codecs vs npm roaring", self.e3_dv_codecs),
             ("e4", "i4", "Parquet vs DuckDB", self.e4_parquet),
             ("e7", "i7", "gRPC DV fetch vs a peer on the same core", self.e7_grpc),
+            ("e13", "i13", "delete by filter at scale", self.e13_delete_where),
             ("e14a", "i14a", "history growth with and without maintenance", self.e14a_history),
             ("e14b", "i14b", "compaction throughput vs DuckDB", self.e14b_compaction),
             ("e14c", "i14c", "erasure of one key vs DuckDB", self.e14c_erasure),
@@ -1081,20 +1249,22 @@ class Bench:
                  5: "DuckDB anti-join on file_row_number vs plain scan", 6: "DuckDB COPY … TO (FORMAT JSON)",
                  7: "strike, 1 writer", 8: "fresh striked, smaller scan", 9: "PostgreSQL raw `id = ANY($1)`",
                  "i3": "npm roaring", "i4": "DuckDB", "i7": "grpc_dv_peer (same gRPC core, bytes from memory)",
-                 "i14a": "the same without maintenance", "i14b": "DuckDB copy-on-write rewrite",
+                 "i13": "the other table before the delete", "i14a": "the same without maintenance",
+                 "i14b": "DuckDB copy-on-write rewrite",
                  "i14c": "DuckDB copy-on-write delete",
                  "i15": "the same rows through POST /changes", "i16": "curl posting the same chunks"}
         goals = {1: "≥1000x faster; ≥100,000x fewer bytes", 2: "p50 ≤2x PostgreSQL", 3: "≥1.5x PostgreSQL",
                  4: "≥1x nginx req/s, p99 ≤ nginx", 5: "≤1.05x", 6: "≥1.0x DuckDB", 7: "≥0.7x 1 writer, nothing lost",
                  8: "bounded: ≤1.25x the smaller scan's peak", 9: "report (PostgreSQL is the bound)",
                  "i3": "compare", "i4": "compare", "i7": "≥0.9x peer calls/s, p99 ≤1.2x",
+                 "i13": "peak ≤512 MiB, no 503s",
                  "i14a": "≤1.2x each", "i14b": "≥1.0x DuckDB", "i14c": "report", "i15": "≥0.8x /changes",
                  "i16": "≥0.9x curl"}
         for key, num, title, fn in plan:
             if only and key not in only:
                 continue
             self.measure(key, num, title, peers[num], goals[num], fn)
-        order = {n: i for i, n in enumerate([1, 2, 3, 4, 5, 6, 7, 8, 9, "i3", "i4", "i7", "i14a", "i14b", "i14c",
+        order = {n: i for i, n in enumerate([1, 2, 3, 4, 5, 6, 7, 8, 9, "i3", "i4", "i7", "i13", "i14a", "i14b", "i14c",
                                              "i15", "i16"])}
         self.rows.sort(key=lambda r: order[r["num"]])
         end_load = open("/proc/loadavg").read().split()[:3]

@@ -29,7 +29,9 @@
 # striked, the fresh striked of measure 8 by its pid file; nginx inside
 # http_dv_bench.sh) is stopped by pid on exit, also on error or Ctrl-C.
 # The main striked runs with --compact-interval 0 (no background maintenance under the
-# measures); the maintenance measures (i14a-c) start striked processes of their own.
+# measures); the maintenance measures (i14a-c) and the delete by filter at scale (i13:
+# 50M rows loaded, 20M deleted; STRIKE_BENCH_ONLY=e13 runs it alone, without the
+# tables the other measures load) start striked processes of their own.
 # Nothing is asserted about speed.
 set -euo pipefail
 BUILD=$(cd "${1:?usage: run.sh BUILD_DIR [--quick]}" && pwd)

@@ -23,6 +23,8 @@
 #include "enginetest.h"
 #include "expr/filter.h"
 
+#include <libpq-fe.h>
+
 #define ROWS 3000
 #define MODULO 10
 #define MATCH 3 /* the filter: g = 3 */
@@ -246,11 +248,183 @@ static void test_filter_deletes_are_bounded(void **state)
     pthread_mutex_destroy(&b.mu);
 }
 
+/* A (id, g) table "name" of ROWS rows, g = id % MODULO, in one file. */
+static struct table *filled(const char *name)
+{
+    const char *cols[] = {"id:long!", "g:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
+    static int64_t ids[ROWS], gs[ROWS];
+    for (int i = 0; i < ROWS; i++) {
+        ids[i] = i;
+        gs[i] = i % MODULO;
+    }
+    struct change_res res;
+    assert_int_equal(put(t, ids, gs, ROWS, &res), ST_OK);
+    return t;
+}
+
+static int64_t key_rows(struct table *t)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM strike.key_index_i8 WHERE table_id = %lld",
+             (long long)t->id);
+    return et_sql_i64(&T, sql);
+}
+
+/* Delete the rows with g < below; their count. */
+static int64_t delete_below(struct table *t, int below, int expect_rc, struct st_err *err)
+{
+    char js[96];
+    snprintf(js, sizeof js, "{\"type\":\"lt\",\"term\":\"g\",\"value\":%d}", below);
+    struct filter *f = NULL;
+    assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, err), ST_OK);
+    struct delete_res dr = {0};
+    int rc = engine_delete_where(T.e, t, f, false, 0, NULL, &dr, err);
+    filter_free(f);
+    if (rc != expect_rc)
+        fail_msg("delete: rc %d, expected %d: %s", rc, expect_rc, err->msg);
+    return dr.deleted;
+}
+
+/*
+ * The keys of a delete's rows leave the key index in the commit's
+ * transaction but before its blobs are written: however long that takes
+ * (20M keys take minutes), the blobs are young at COMMIT, which refuses
+ * blobs older than ENGINE_COMMIT_MAX_AGE_S (gc may take them). Here the
+ * blobs look 3 s short of the limit and the key index's deletes take 4 s
+ * (a trigger sleeps): the delete commits. It used to delete the keys
+ * inside the commit's pipeline, after the blobs: it then gave up at COMMIT.
+ */
+static void test_slow_key_deletes_keep_blobs_young(void **state)
+{
+    (void)state;
+    struct table *t = filled("slowkeys");
+    et_sql(&T, "CREATE FUNCTION public.delw_sleep() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+               "PERFORM pg_sleep(4); RETURN NULL; END $$");
+    et_sql(&T, "CREATE TRIGGER delw_sleep BEFORE DELETE ON strike.key_index_i8 FOR EACH STATEMENT "
+               "EXECUTE FUNCTION public.delw_sleep()");
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, ENGINE_COMMIT_MAX_AGE_S - 3);
+    struct st_err err = {0};
+    int64_t deleted = delete_below(t, 1, ST_OK, &err);
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, 0);
+    et_sql(&T, "DROP TRIGGER delw_sleep ON strike.key_index_i8");
+    et_sql(&T, "DROP FUNCTION public.delw_sleep()");
+    assert_int_equal(deleted, ROWS / MODULO);
+    assert_int_equal(key_rows(t), ROWS - ROWS / MODULO);
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal((int64_t)rows.n, ROWS - ROWS / MODULO);
+    et_rows_free(&rows);
+    engine_table_unref(t);
+}
+
+/*
+ * No statement of a delete's commit grows with its rows: the key index
+ * rows go in statements of a bounded number of the key table's pages
+ * (here 1: a trigger counts the statements), each under the session's
+ * statement_timeout; together they remove exactly the deleted rows' keys,
+ * and an abort before COMMIT (here: the table moved meanwhile, then a
+ * failure) rolls every one of them back.
+ */
+static void test_key_deletes_are_bounded_statements(void **state)
+{
+    (void)state;
+    struct table *t = filled("chunks");
+    et_sql(&T, "CREATE TABLE public.delw_stmts (n int)");
+    et_sql(&T, "CREATE FUNCTION public.delw_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+               "INSERT INTO public.delw_stmts VALUES (1); RETURN NULL; END $$");
+    et_sql(&T, "CREATE TRIGGER delw_count AFTER DELETE ON strike.key_index_i8 FOR EACH STATEMENT "
+               "EXECUTE FUNCTION public.delw_count()");
+    engine_test_delete_key_pages(T.e, 1);
+    /* a lost CAS after the keys were deleted: rolled back, then retried */
+    engine_test_fault(T.e, FAULT_CONFLICT_NEXT, 1);
+    struct st_err err = {0};
+    int64_t deleted = delete_below(t, 5, ST_OK, &err);
+    int64_t stmts = et_sql_i64(&T, "SELECT count(*) FROM public.delw_stmts");
+    assert_int_equal(deleted, ROWS / 2);
+    assert_int_equal(key_rows(t), ROWS / 2);
+    /* 1,500 int8 keys fill about 10 pages: one statement each (the counts of
+       the attempt that lost its CAS were rolled back with it) */
+    fprintf(stderr, "key delete statements: %lld\n", (long long)stmts);
+    assert_true(stmts >= 5);
+    /* a delete that fails at COMMIT leaves every key row in place */
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, ENGINE_COMMIT_MAX_AGE_S + 1);
+    st_err_clear(&err);
+    delete_below(t, 8, ST_EUNAVAIL, &err);
+    assert_non_null(strstr(err.msg, "gave up"));
+    engine_test_fault(T.e, FAULT_BLOB_AGE_S, 0);
+    assert_int_equal(key_rows(t), ROWS / 2);
+    engine_test_delete_key_pages(T.e, 0);
+    et_sql(&T, "DROP TRIGGER delw_count ON strike.key_index_i8");
+    et_sql(&T, "DROP FUNCTION public.delw_count()");
+    et_sql(&T, "DROP TABLE public.delw_stmts");
+    /* the keys left are exactly the live rows': upserts of both kinds */
+    int64_t id[2] = {0, 5}, g[2] = {1, 1}; /* deleted, live */
+    struct change_res res;
+    assert_int_equal(put(t, id, g, 2, &res), ST_OK);
+    assert_int_equal(res.inserted, 1);
+    assert_int_equal(res.updated, 1);
+    engine_table_unref(t);
+}
+
+/*
+ * The plan of one key statement of a delete, generic (as a prepared
+ * statement's from its sixth run) on a never-analyzed key table, under
+ * the commit's settings: a TID range of the key table, then one probe of
+ * the key index's primary key per row, and a delete by TID; no scan of
+ * the table's whole key index (a seq scan, a hash join, an index scan on
+ * table_id alone, materialized), no sort, no cache of probes that never
+ * repeat (Memoize).
+ */
+static void test_key_delete_plan(void **state)
+{
+    (void)state;
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    et_exec(c, "CREATE TEMP TABLE strike_delw_keys_i8 (key bigint NOT NULL, file_id bigint NOT "
+               "NULL, pos bigint NOT NULL)");
+    et_exec(c, "INSERT INTO strike_delw_keys_i8 SELECT i, 1, i FROM generate_series(1, 10000) i");
+    et_exec(c, "BEGIN");
+    et_exec(c, "SET LOCAL plan_cache_mode = force_generic_plan");
+    et_exec(c, engine_test_key_plan_settings());
+    et_exec(c, engine_test_delete_keys_plan_settings());
+    PGresult *r = PQprepare(c, "delw", engine_test_delete_keys_sql(true), 0, NULL);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    r = PQexec(c, "EXPLAIN EXECUTE delw(1, '(0,0)', '(1024,0)')");
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    bool tid_range = false, probe = false, by_key = false, by_tid = false;
+    for (int row = 0; row < PQntuples(r); row++) {
+        const char *line = PQgetvalue(r, row, 0);
+        fprintf(stderr, "plan: %s\n", line);
+        assert_null(strstr(line, "Seq Scan"));
+        assert_null(strstr(line, "Hash"));
+        assert_null(strstr(line, "Merge"));
+        assert_null(strstr(line, "Sort"));
+        assert_null(strstr(line, "Materialize"));
+        assert_null(strstr(line, "Memoize"));
+        tid_range |= strstr(line, "Tid Range Scan on strike_delw_keys_i8") != NULL;
+        probe |= strstr(line, "Index Scan using key_index_i8_pkey on key_index_i8") != NULL;
+        by_key |= strstr(line, "Index Cond: ((table_id = $1) AND (key = d.key))") != NULL;
+        by_tid |= strstr(line, "Tid Scan on key_index_i8 k") != NULL;
+    }
+    PQclear(r);
+    assert_true(tid_range);
+    assert_true(probe && by_key); /* one probe per row of the key table */
+    assert_true(by_tid);          /* the row found is deleted by its TID */
+    et_exec(c, "ROLLBACK");
+    PQfinish(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delete_while_others_commit),
         cmocka_unit_test(test_filter_deletes_are_bounded),
+        cmocka_unit_test(test_slow_key_deletes_keep_blobs_young),
+        cmocka_unit_test(test_key_deletes_are_bounded_statements),
+        cmocka_unit_test(test_key_delete_plan),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
