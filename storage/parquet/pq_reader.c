@@ -30,6 +30,7 @@
 #include <zstd.h>
 
 #include "common/fsutil.h"
+#include "common/timeutil.h"
 #include "common/xalloc.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -139,6 +140,8 @@ struct pq_reader {
     int next_rg;        /* the row group a sequential reader asks for next */
     int ahead_step;     /* 0 adaptive, 1: always the next one (tests) */
     uint64_t ahead_taken;
+    uint64_t t_return;  /* when the last call returned (monotonic ns) */
+    uint64_t decode_ns; /* how long the caller's last decode took */
     struct pq__ahead ah;
 };
 
@@ -1920,9 +1923,11 @@ int pq_read_row_group(struct pq_reader *r, int rg, const int *cols, int ncols, s
     bool sequential = rg == r->next_rg;
     r->next_rg = rg + 1;
     int nrgs = (int)r->m.nrgs;
+    uint64_t now = st_mono_ns();
+    uint64_t gap = r->t_return != 0 ? now - r->t_return : 0;
     if (ahead_is(a, rg, cols, ncols)) {
         /* The helper decoded (or is decoding) this one: take its batch. */
-        bool waited = pq__worker_wait(a->worker);
+        pq__worker_wait(a->worker);
         a->active = false;
         struct pq_batch t = *b;
         *b = a->b;
@@ -1933,18 +1938,24 @@ int pq_read_row_group(struct pq_reader *r, int rg, const int *cols, int ncols, s
         if (rc != ST_OK)
             *err = a->err;
         /*
-         * Next: when the caller had to wait, decoding is the bottleneck and
-         * the caller decodes rg + 1 itself next time, the helper rg + 2;
-         * else the helper decodes rg + 1 while the caller works on this batch.
+         * Next: when the caller's work between two calls (gap) is less than
+         * half a decode, decoding is the bottleneck: the caller decodes rg + 1
+         * itself next time, in parallel with the helper on rg + 2. Else the
+         * helper decodes rg + 1 while the caller works on this batch.
          */
-        int next = waited && r->ahead_step != 1 ? rg + 2 : rg + 1;
+        int next = gap < r->decode_ns / 2 && r->ahead_step != 1 ? rg + 2 : rg + 1;
         if (r->threads > 1 && next < nrgs)
             ahead_start(r, next, cols, ncols);
+        r->t_return = st_mono_ns();
         return rc;
     }
     if (a->active && !ahead_is(a, rg + 1, cols, ncols))
         a->active = false; /* not what is read next: dropped (ahead_start waits for it) */
     if (!a->active && sequential && r->threads > 1 && rg + 1 < nrgs)
         ahead_start(r, rg + 1, cols, ncols);
-    return decode_group(r, &r->dec, rg, cols, ncols, b, NULL, err);
+    uint64_t t0 = st_mono_ns();
+    int rc = decode_group(r, &r->dec, rg, cols, ncols, b, NULL, err);
+    r->t_return = st_mono_ns();
+    r->decode_ns = r->t_return - t0;
+    return rc;
 }
