@@ -76,6 +76,10 @@ static const struct option_def options[] = {
      0},
     {"retain", "STRIKE_RETAIN", K_DURATION, "7d", OFF(retain_s),
      "snapshots older than this are expired by the maintenance task (the current one stays)", 0},
+    {"dv-inline-max", "STRIKE_DV_INLINE_MAX", K_SIZE, "8192", OFF(dv_inline_max),
+     "largest DV blob a commit keeps inline in the catalog row instead of a Puffin file (0: "
+     "never; at most 1M)",
+     0},
     {"log-level", "STRIKE_LOG_LEVEL", K_LEVEL, "info", OFF(log_level), "debug, info, warn or error",
      0},
     {"cdc-route", NULL, K_ROUTE, NULL, OFF(cdc_routes),
@@ -372,6 +376,10 @@ enum config_result config_load(struct config *c, int argc, char **argv, char *er
     }
     if (c->max_body > (1ull << 31)) {
         snprintf(err, errlen, "--max-body: at most 2G");
+        return CONFIG_ERROR;
+    }
+    if (c->dv_inline_max > ENGINE_DV_INLINE_LIMIT) {
+        snprintf(err, errlen, "--dv-inline-max: at most 1M");
         return CONFIG_ERROR;
     }
     bool s3 = strncmp(c->data_dir, "s3://", 5) == 0;

@@ -215,12 +215,32 @@ void engine_dv_bytes_unref(struct dv_bytes *b)
         rc_unref(&d->rc);
 }
 
+static size_t blob_key(char *k, size_t cap, const char *rel, int64_t offset, int64_t length,
+                       int fmt)
+{
+    int n = snprintf(k, cap, "%s|%lld|%lld|%d", rel, (long long)offset, (long long)length, fmt);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
 struct loc {
     struct rc_obj rc;
     bool has_dv;
+    bool is_inline;             /* the DV's blob is inline: `length` bytes in data[] */
+    int64_t file_id, added_seq; /* the DV row (the bytes cache's key of an inline DV) */
     int64_t offset, length, card;
-    char path[];
+    char data[]; /* the Puffin path (NUL-terminated), or the inline blob */
 };
+
+/* The bytes cache's key of a location's DV in format fmt: its Puffin blob, or (inline) its row,
+   whose content never changes wherever it lives. */
+static size_t loc_key(char *k, size_t cap, const struct loc *l, int fmt)
+{
+    if (!l->is_inline)
+        return blob_key(k, cap, l->data, l->offset, l->length, fmt);
+    int n = snprintf(k, cap, "inline|%lld|%lld|%d", (long long)l->file_id, (long long)l->added_seq,
+                     fmt);
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
 
 static void loc_destroy(struct rc_obj *o)
 {
@@ -311,16 +331,32 @@ static int read_blob(struct engine *e, const char *rel, int64_t offset, int64_t 
     return ST_OK;
 }
 
-static size_t blob_key(char *k, size_t cap, const char *rel, int64_t offset, int64_t length,
-                       int fmt)
+/* A decoded inline DV: an object of its own (one reference, the caller's), not cached. */
+static int decode_inline(const uint8_t *blob, int64_t length, int64_t cardinality,
+                         const struct dv **out, void **handle, struct st_err *err)
 {
-    int n = snprintf(k, cap, "%s|%lld|%lld|%d", rel, (long long)offset, (long long)length, fmt);
-    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+    if (length < (int64_t)DV_ICEBERG_OVERHEAD || length > ENGINE_DV_INLINE_LIMIT)
+        return st_errf(err, ST_ECORRUPT, "inline DV has an impossible length %lld",
+                       (long long)length);
+    struct dv *d;
+    int rc = dv_decode_iceberg(blob, (size_t)length, cardinality, &d, err);
+    if (rc != ST_OK)
+        return st_err_prefix(err, "inline DV");
+    struct dvd *dd = xcalloc(1, sizeof *dd);
+    atomic_init(&dd->rc.refs, 1);
+    dd->rc.destroy = dvd_destroy;
+    dd->dv = d;
+    *out = d;
+    *handle = &dd->rc;
+    return ST_OK;
 }
 
 int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t length,
-             int64_t cardinality, const struct dv **out, void **handle, struct st_err *err)
+             int64_t cardinality, const uint8_t *inline_blob, const struct dv **out, void **handle,
+             struct st_err *err)
 {
+    if (inline_blob != NULL)
+        return decode_inline(inline_blob, length, cardinality, out, handle, err);
     char key[1200];
     size_t klen = blob_key(key, sizeof key, puffin_rel, offset, length, -1);
     struct rc_obj *o = lru_get(&e->dvc->decoded, key, klen);
@@ -360,12 +396,13 @@ const char *const eng__sql_dv_location =
     "strike.tables t WHERE t.id = $1) "
     "SELECT s.cur, s.seq, sn.seq IS NOT NULL, sn.expired_at IS NOT NULL, f.id IS NOT NULL, "
     "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality, (SELECT min(o.seq) FROM "
-    "strike.snapshots o WHERE o.table_id = s.id) FROM s "
+    "strike.snapshots o WHERE o.table_id = s.id), dv.inline_blob, dv.added_seq FROM s "
     "LEFT JOIN strike.snapshots sn ON sn.table_id = s.id AND sn.seq = s.seq "
     "LEFT JOIN strike.data_files f ON f.table_id = s.id AND f.id = $2 AND f.data_seq <= "
     "s.seq AND (f.removed_seq IS NULL OR f.removed_seq > s.seq) "
     "LEFT JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, "
-    "d.removed_seq FROM strike.deletion_vectors d WHERE d.data_file_id = f.id AND "
+    "d.removed_seq, d.inline_blob, d.added_seq FROM strike.deletion_vectors d WHERE d.data_file_id "
+    "= f.id AND "
     "d.added_seq <= s.seq ORDER BY d.added_seq DESC LIMIT 1) dv ON dv.removed_seq IS NULL OR "
     "dv.removed_seq > s.seq";
 
@@ -412,17 +449,39 @@ static int lookup_location(struct engine *e, struct table *t, int64_t file_id, b
                      (long long)file_id, t->name, (long long)*seq);
         goto out;
     }
-    bool has_dv = !PQgetisnull(r, 0, 5);
-    const char *path = has_dv ? PQgetvalue(r, 0, 5) : "";
-    struct loc *l = xcalloc(1, sizeof *l + strlen(path) + 1);
+    bool has_dv = !PQgetisnull(r, 0, 8); /* the cardinality: a DV in either location */
+    bool is_inline = has_dv && !PQgetisnull(r, 0, 10);
+    uint8_t *blob = NULL;
+    size_t bloblen = 0;
+    if (is_inline) {
+        rc = eng__get_bytea(r, 0, 10, &blob, &bloblen, err);
+        if (rc != ST_OK)
+            goto out;
+    }
+    const char *path = has_dv && !is_inline ? PQgetvalue(r, 0, 5) : "";
+    size_t dlen = is_inline ? bloblen : strlen(path) + 1;
+    struct loc *l = xcalloc(1, sizeof *l + dlen);
     atomic_init(&l->rc.refs, 1);
     l->rc.destroy = loc_destroy;
     l->has_dv = has_dv;
-    strcpy(l->path, path);
+    l->is_inline = is_inline;
+    if (is_inline)
+        memcpy(l->data, blob, bloblen);
+    else
+        memcpy(l->data, path, dlen);
+    free(blob);
     if (has_dv) {
+        l->file_id = file_id;
+        l->added_seq = eng__get_i64(r, 0, 11);
         l->offset = eng__get_i64(r, 0, 6);
         l->length = eng__get_i64(r, 0, 7);
         l->card = eng__get_i64(r, 0, 8);
+        if (is_inline && (int64_t)bloblen != l->length) {
+            rc_unref(&l->rc);
+            rc = st_errf(err, ST_ECORRUPT, "inline DV of file %lld: %zu bytes, the row says %lld",
+                         (long long)file_id, bloblen, (long long)l->length);
+            goto out;
+        }
     }
     *out = l;
 out:
@@ -465,7 +524,7 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
             return rc;
         if (has_snapshot)
             l = (struct loc *)(void *)lru_put(&e->dvc->loc, lkey, lklen, &l->rc,
-                                              sizeof *l + strlen(l->path) + 64);
+                                              sizeof *l + (size_t)l->length + 64);
     }
     *resolved_snapshot = seq;
     if (!l->has_dv) {
@@ -474,11 +533,18 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
         return ST_OK;
     }
     char key[1200];
-    size_t klen = blob_key(key, sizeof key, l->path, l->offset, l->length, (int)f);
+    size_t klen = loc_key(key, sizeof key, l, (int)f);
     struct rc_obj *o = lru_get(&e->dvc->bytes, key, klen);
     if (o == NULL) {
+        /* the same blob bytes wherever the DV lives, so the same answer and ETag */
         uint8_t *blob = NULL;
-        int rc = read_blob(e, l->path, l->offset, l->length, &blob, err);
+        int rc = ST_OK;
+        if (l->is_inline) {
+            blob = xmalloc((size_t)l->length);
+            memcpy(blob, l->data, (size_t)l->length);
+        } else {
+            rc = read_blob(e, l->data, l->offset, l->length, &blob, err);
+        }
         if (rc == ST_OK)
             rc = dv_iceberg_check(blob, (size_t)l->length, true, err);
         struct iovec iov[2];
@@ -521,7 +587,7 @@ bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, in
         return true;
     }
     char key[1200];
-    size_t klen = blob_key(key, sizeof key, l->path, l->offset, l->length, (int)f);
+    size_t klen = loc_key(key, sizeof key, l, (int)f);
     rc_unref(&l->rc);
     struct rc_obj *o = lru_get(&e->dvc->bytes, key, klen);
     if (o == NULL)
