@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -423,6 +424,37 @@ static void test_maintenance_on_inline_rows(void **state)
     engine_table_unref(t);
 }
 
+/* The background maintenance task moves inline DVs to a Puffin file. */
+static void test_maintenance_task_flushes(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("inline_bg");
+    load(t, 1000);
+    const int64_t gone[] = {10, 11};
+    del(t, gone, 2);
+    assert_int_equal(inline_rows(t), 1);
+    assert_int_equal(dv_files(t), 0);
+    struct engine_opts o = {.conninfo = T.conninfo,
+                            .data_dir = T.data_dir,
+                            .pool_size = 4,
+                            .maint_interval_s = 1,
+                            .retain_s = 7 * 86400};
+    struct engine *e2;
+    struct st_err err = {0};
+    if (engine_open(&o, &e2, &err) != ST_OK)
+        fail_msg("engine_open: %s", err.msg);
+    /* the first pass starts within the first interval; give it a minute at most */
+    for (int i = 0; i < 600 && inline_rows(t) > 0; i++)
+        usleep(100000);
+    engine_close(e2);
+    assert_int_equal(inline_rows(t), 0);
+    assert_int_equal(dv_files(t), 1);
+    live_ids(t, 1000, gone, 2);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -431,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_plan_flushes_inline_dvs),
         cmocka_unit_test(test_dv_grows_to_puffin),
         cmocka_unit_test(test_maintenance_on_inline_rows),
+        cmocka_unit_test(test_maintenance_task_flushes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
