@@ -38,8 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rows per flush: at most FLUSH_BATCH * dv_inline_max bytes in memory (32 MiB by default). */
-#define FLUSH_BATCH 4096
+#define FLUSH_BATCH ENG__DV_FLUSH_BATCH
 
 /* Index plans only: one primary-key probe per listed row, whatever the statistics. */
 static const char *const SQL_FLUSH_PLANS =

@@ -185,9 +185,13 @@ void dvc__release(struct engine *e, void *handle);
 void dvc__stats(struct engine *e, uint64_t *hits, uint64_t *misses);
 
 /* ---- inline DVs to a Puffin file (dvflush.c) ---- */
+/* Rows per flush: their blobs are in memory at once (at most 8 MiB with the default
+   dv_inline_max, twice that as the catalog's hex text). */
+#define ENG__DV_FLUSH_BATCH 1024
 /*
  * One flush on c (outside a transaction): the inline DV rows (files[i],
- * seqs[i]) of table t, i < n, or (files NULL) up to a batch of the table's,
+ * seqs[i]) of table t, i < n <= ENG__DV_FLUSH_BATCH, or (files NULL) up to
+ * ENG__DV_FLUSH_BATCH of the table's,
  * that no other flush holds, moved to one new Puffin file in one
  * transaction. *moved: the rows moved (0: none was inline, or all were held).
  */

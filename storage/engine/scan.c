@@ -535,8 +535,9 @@ int engine_plan_presign(struct engine *e, struct plan_file *files, size_t n, int
     return ST_OK;
 }
 
-/* Flushes a plan tries before it gives up on DVs another flush holds (ST_EBUSY, retry). */
-#define PLAN_FLUSH_ROUNDS 50
+/* Flushes a plan tries before it gives up on DVs another flush holds (ST_EBUSY, retry): with
+   the growing pause between them (2 ms to 100 ms), about 5 s. */
+#define PLAN_FLUSH_ROUNDS 60
 
 /*
  * The files of the snapshot a plan lists (listed[i]), with every DV they
@@ -544,7 +545,8 @@ int engine_plan_presign(struct engine *e, struct plan_file *files, size_t n, int
  * DV (docs/API.md "Plan"), so the inline ones are flushed first (dvflush.c)
  * and the snapshot listed again, pinned at the seq first found. A DV
  * another flush holds (SKIP LOCKED) is in a Puffin file once that flush
- * commits: the next round finds it there.
+ * commits: a later round finds it there (or, if that flush failed, moves it
+ * itself).
  */
 static int plan_files(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
                       const struct filter *f, struct snap_file **sf_out, size_t *n_out,
@@ -582,8 +584,13 @@ static int plan_files(struct engine *e, struct table *t, bool has_snapshot, int6
                          "plan: %zu DVs of table \"%s\" are being moved to a Puffin file by "
                          "another flush; retry",
                          ninline, t->name);
-        else if (ninline > 0)
-            rc = eng__dv_flush(e, c, t, ids, seqs, ninline, &moved, err);
+        for (size_t at = 0; rc == ST_OK && round < PLAN_FLUSH_ROUNDS && at < ninline;
+             at += ENG__DV_FLUSH_BATCH) {
+            size_t k = ninline - at < ENG__DV_FLUSH_BATCH ? ninline - at : ENG__DV_FLUSH_BATCH;
+            int64_t m = 0;
+            rc = eng__dv_flush(e, c, t, ids + at, seqs + at, k, &m, err);
+            moved += m;
+        }
         free(ids);
         free(seqs);
         if (rc != ST_OK || ninline == 0)
@@ -593,8 +600,9 @@ static int plan_files(struct engine *e, struct table *t, bool has_snapshot, int6
         sf = NULL;
         listed = NULL;
         n = 0;
-        if ((size_t)moved < ninline) {
-            struct timespec ts = {0, 2000000}; /* another flush holds some: let it commit */
+        if ((size_t)moved < ninline) { /* another flush holds some: let it commit */
+            long ms = round < 5 ? 2L << round : 100;
+            struct timespec ts = {0, ms * 1000000L};
             nanosleep(&ts, NULL);
         }
     }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,58 @@ static void test_plan_flushes_inline_dvs(void **state)
     engine_table_unref(t);
 }
 
+struct holder {
+    PGconn *c;
+    int64_t table_id;
+};
+
+static void *release_later(void *p)
+{
+    struct holder *h = p;
+    usleep(300000);
+    PQclear(PQexec(h->c, "ROLLBACK"));
+    return NULL;
+}
+
+/* A row another flush holds (FOR UPDATE) is skipped; the plan lists again until it is free. */
+static void test_plan_waits_for_a_held_row(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("inline_held");
+    load(t, 100);
+    const int64_t gone[] = {4};
+    del(t, gone, 1);
+    struct holder h = {PQconnectdb(T.conninfo), t->id};
+    assert_int_equal(PQstatus(h.c), CONNECTION_OK);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT 1 FROM strike.deletion_vectors WHERE table_id = %lld AND inline_blob IS NOT "
+             "NULL FOR UPDATE",
+             (long long)t->id);
+    PQclear(PQexec(h.c, "BEGIN"));
+    PGresult *r = PQexec(h.c, sql);
+    assert_int_equal(PQntuples(r), 1);
+    PQclear(r);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, release_later, &h), 0);
+    struct plan_file *pf;
+    size_t npf;
+    int64_t seq;
+    struct st_err err = {0};
+    int rc = engine_plan(T.e, t, false, 0, NULL, &pf, &npf, &seq, &err);
+    pthread_join(th, NULL);
+    PQfinish(h.c);
+    if (rc != ST_OK)
+        fail_msg("plan: %s", err.msg);
+    assert_int_equal(npf, 1);
+    assert_non_null(pf[0].dv_path);
+    assert_int_equal(inline_rows(t), 0);
+    engine_plan_free(pf, npf);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
 /* A DV that grows past dv_inline_max moves to a Puffin file with the inline base merged in. */
 static void test_dv_grows_to_puffin(void **state)
 {
@@ -461,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_small_delete_writes_no_puffin_file),
         cmocka_unit_test(test_dv_endpoint_same_either_way),
         cmocka_unit_test(test_plan_flushes_inline_dvs),
+        cmocka_unit_test(test_plan_waits_for_a_held_row),
         cmocka_unit_test(test_dv_grows_to_puffin),
         cmocka_unit_test(test_maintenance_on_inline_rows),
         cmocka_unit_test(test_maintenance_task_flushes),
