@@ -80,8 +80,13 @@ static int maintain_table(struct engine *e, struct table *t, struct st_err *err)
 {
     int64_t flushed = 0;
     int frc = engine_flush_dvs(e, t, &flushed, err);
-    if (frc != ST_OK)
+    if (frc == ST_EUNAVAIL || frc == ST_ENOTFOUND)
         return frc;
+    if (frc !=
+        ST_OK) { /* e.g. a damaged inline blob (fsck names it): compaction and expiry go on */
+        log_warn("maintenance of table %s: flushing its inline DVs: %s", t->name, err->msg);
+        st_err_clear(err);
+    }
     /* compaction by the default policy first (compact.c); a table that a
        manual compaction or an erasure is rewriting is left to it */
     struct engine_compact_opts o;
