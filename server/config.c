@@ -14,7 +14,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { K_LISTEN, K_STRING, K_PATH, K_FLAG, K_SIZE, K_INT, K_DURATION, K_LEVEL, K_ROUTE };
+/* K_SIZE0: a size that may be 0 */
+enum kind {
+    K_LISTEN,
+    K_STRING,
+    K_PATH,
+    K_FLAG,
+    K_SIZE,
+    K_SIZE0,
+    K_INT,
+    K_DURATION,
+    K_LEVEL,
+    K_ROUTE
+};
 
 struct option_def {
     const char *name; /* without the leading "--" */
@@ -76,6 +88,10 @@ static const struct option_def options[] = {
      0},
     {"retain", "STRIKE_RETAIN", K_DURATION, "7d", OFF(retain_s),
      "snapshots older than this are expired by the maintenance task (the current one stays)", 0},
+    {"dv-inline-max", "STRIKE_DV_INLINE_MAX", K_SIZE0, "8192", OFF(dv_inline_max),
+     "largest DV blob a commit keeps inline in the catalog row instead of a Puffin file (0: "
+     "never; at most 1M)",
+     0},
     {"log-level", "STRIKE_LOG_LEVEL", K_LEVEL, "info", OFF(log_level), "debug, info, warn or error",
      0},
     {"cdc-route", NULL, K_ROUTE, NULL, OFF(cdc_routes),
@@ -239,7 +255,12 @@ static bool set_value(struct config *c, const struct option_def *o, const char *
     case K_FLAG:
         *(bool *)(void *)field = true;
         return true;
+    case K_SIZE0:
     case K_SIZE:
+        if (o->kind == K_SIZE0 && strcmp(v, "0") == 0) {
+            *(uint64_t *)(void *)field = 0;
+            return true;
+        }
         if (!config_parse_size(v, (uint64_t *)(void *)field)) {
             snprintf(err, errlen, "%s: bad size \"%s\" (want e.g. 65536, 64M, 1G)", source, v);
             return false;
@@ -372,6 +393,10 @@ enum config_result config_load(struct config *c, int argc, char **argv, char *er
     }
     if (c->max_body > (1ull << 31)) {
         snprintf(err, errlen, "--max-body: at most 2G");
+        return CONFIG_ERROR;
+    }
+    if (c->dv_inline_max > ENGINE_DV_INLINE_LIMIT) {
+        snprintf(err, errlen, "--dv-inline-max: at most 1M");
         return CONFIG_ERROR;
     }
     bool s3 = strncmp(c->data_dir, "s3://", 5) == 0;

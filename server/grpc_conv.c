@@ -434,6 +434,7 @@ void gconv_table(const struct table *t, const struct table_stats *stats, struct 
         s->deleted_rows = stats->deleted_rows;
         s->live_rows = stats->live_rows;
         s->dv_files = stats->dv_files;
+        s->inline_dvs = stats->inline_dvs;
         out->stats = s;
     }
 }

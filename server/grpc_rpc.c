@@ -787,6 +787,7 @@ static void h_table_health(struct rpc *r)
     msg.deleted_fraction = fraction(h.deleted_rows, h.rows);
     msg.small_files = h.small_files;
     msg.dv_bytes = h.dv_bytes;
+    msg.inline_dvs = h.inline_dvs;
     msg.data_bytes = h.data_bytes;
     msg.snapshots = h.snapshots;
     char at[ST_RFC3339_MAX] = "";

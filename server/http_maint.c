@@ -70,6 +70,7 @@ static char *health_json(const struct engine_health *h)
     json_object_set_new(o, "deleted_fraction", json_real(fraction(h->deleted_rows, h->rows)));
     json_object_set_new(o, "small_files", json_integer(h->small_files));
     json_object_set_new(o, "dv_bytes", json_integer(h->dv_bytes));
+    json_object_set_new(o, "inline_dvs", json_integer(h->inline_dvs));
     json_object_set_new(o, "data_bytes", json_integer(h->data_bytes));
     json_object_set_new(o, "snapshots", json_integer(h->snapshots));
     char at[ST_RFC3339_MAX];

@@ -38,10 +38,11 @@ char *http__table_json(const struct table *t, const struct table_stats *stats)
     if (stats != NULL)
         json_object_set_new(
             o, "stats",
-            json_pack("{s:I, s:I, s:I, s:I, s:I}", "data_files", (json_int_t)stats->data_files,
+            json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "data_files", (json_int_t)stats->data_files,
                       "rows", (json_int_t)stats->rows, "deleted_rows",
                       (json_int_t)stats->deleted_rows, "live_rows", (json_int_t)stats->live_rows,
-                      "dv_files", (json_int_t)stats->dv_files));
+                      "dv_files", (json_int_t)stats->dv_files, "inline_dvs",
+                      (json_int_t)stats->inline_dvs));
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return s;

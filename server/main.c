@@ -141,6 +141,7 @@ int main(int argc, char **argv)
         .gc_interval_s = cfg.gc_interval_s,
         .maint_interval_s = cfg.compact_interval_s,
         .retain_s = cfg.retain_s,
+        .dv_inline_max = cfg.dv_inline_max == 0 ? -1 : (int64_t)cfg.dv_inline_max,
     };
     if (engine_open(&eo, &app.engine, &err) != ST_OK)
         goto out_pg;

@@ -28,6 +28,8 @@ strike_unit_test(test_engine_expire PG SOURCES unit/test_engine_expire.c LIBS st
                  LABELS tsan)
 # Erasure: the marker gone from every file, the receipt's checks, Idempotency-Key (issue 14).
 strike_unit_test(test_engine_erase PG SOURCES unit/test_engine_erase.c LIBS strike_enginetest)
+# Small DVs inline in the catalog: every reader takes either location, plans flush (issue 19).
+strike_unit_test(test_engine_inline PG SOURCES unit/test_engine_inline.c LIBS strike_enginetest)
 # test_engine_s3: the engine model test once more, on the S3 blob store (s3 fixture)
 strike_on_s3(test_engine test_engine_s3 test_engine)
 set_tests_properties(test_engine_s3 PROPERTIES TIMEOUT 2400)

@@ -10,6 +10,8 @@ strike_py_test(http_api test_http_api.py LABELS http tsan)
 strike_py_test(http_limits test_http_limits.py LABELS http tsan)
 strike_py_test(http_readme test_http_readme.py LABELS http tsan)
 strike_py_test(http_duckdb test_http_duckdb.py LABELS http tsan)
+# Small DVs inline in the catalog: a single-key delete, then a plan's Puffin blob (issue 19).
+strike_py_test(http_inline_dv test_inline_dv.py LABELS http)
 # http_readme_s3: the README walkthrough once more with --data s3:// (the s3 fixture's moto_server)
 strike_on_s3(http_readme http_readme_s3 ${STRIKE_PYTHON}
              ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_http_readme.py)

@@ -60,12 +60,8 @@ void eng__plan_init(struct plan *p)
 
 static void tfiles_free(struct tfile *f, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(f[i].path);
-        free(f[i].dv_path);
-        dv_free(f[i].add);
-        dv_free(f[i].merged);
-    }
+    for (size_t i = 0; i < n; i++)
+        eng__tfile_clear(&f[i]);
     free(f);
 }
 

@@ -93,12 +93,25 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, stru
             f->id = id;
             f->path = xstrndup(PQgetvalue(r, i, 4), (size_t)PQgetlength(r, i, 4));
             f->record_count = pgu_bin_i64(r, i, 5);
-            f->has_dv = !PQgetisnull(r, i, 6);
+            f->has_dv = !PQgetisnull(r, i, 9); /* the cardinality: a DV in either location */
             if (f->has_dv) {
-                f->dv_path = xstrndup(PQgetvalue(r, i, 6), (size_t)PQgetlength(r, i, 6));
+                if (!PQgetisnull(r, i, 6))
+                    f->dv_path = xstrndup(PQgetvalue(r, i, 6), (size_t)PQgetlength(r, i, 6));
                 f->dv_offset = pgu_bin_i64(r, i, 7);
                 f->dv_length = pgu_bin_i64(r, i, 8);
                 f->dv_card = pgu_bin_i64(r, i, 9);
+                if (!PQgetisnull(r, i, SQL_LOOKUP_INLINE_COL)) { /* the base DV is inline */
+                    size_t len = (size_t)PQgetlength(r, i, SQL_LOOKUP_INLINE_COL);
+                    f->dv_inline = xmalloc(len ? len : 1);
+                    memcpy(f->dv_inline, PQgetvalue(r, i, SQL_LOOKUP_INLINE_COL), len);
+                    if ((int64_t)len != f->dv_length)
+                        rc = st_errf(err, ST_ECORRUPT,
+                                     "inline DV of file %lld: %zu bytes, the row says %lld",
+                                     (long long)id, len, (long long)f->dv_length);
+                }
+                if (rc == ST_OK && (f->dv_path == NULL) == (f->dv_inline == NULL))
+                    rc = st_errf(err, ST_ECORRUPT, "the DV of file %lld has no single location",
+                                 (long long)id);
             }
             f->add = dv_new();
             continue;
@@ -123,15 +136,15 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, stru
             break;
         }
         struct kstate *s = &b->st[(uintptr_t)*slot - 1];
-        if (PQgetlength(r, i, 10) != (int)sizeof s->orig_tid) {
+        if (PQgetlength(r, i, SQL_LOOKUP_CTID_COL) != (int)sizeof s->orig_tid) {
             rc = st_errf(err, ST_EINTERNAL, "key lookup returned a ctid of %d bytes",
-                         PQgetlength(r, i, 10));
+                         PQgetlength(r, i, SQL_LOOKUP_CTID_COL));
             break;
         }
         s->orig_exists = s->exists = true;
         s->orig_file = pgu_bin_i64(r, i, 1);
         s->orig_pos = pgu_bin_i64(r, i, 2);
-        memcpy(s->orig_tid, PQgetvalue(r, i, 10), sizeof s->orig_tid);
+        memcpy(s->orig_tid, PQgetvalue(r, i, SQL_LOOKUP_CTID_COL), sizeof s->orig_tid);
         s->ver_null = PQgetisnull(r, i, 3);
         if (!s->ver_null) {
             s->ver_off = (uint32_t)b->vers.len;
@@ -598,9 +611,7 @@ static void drop_untouched_files(struct plan *p)
     size_t kept = 0;
     for (size_t i = 0; i < p->nfiles; i++) {
         if (dv_is_empty(p->files[i].add)) {
-            free(p->files[i].path);
-            free(p->files[i].dv_path);
-            dv_free(p->files[i].add);
+            eng__tfile_clear(&p->files[i]);
             continue;
         }
         p->files[kept++] = p->files[i];

@@ -2,7 +2,10 @@
  * commit_blobs.c - what a commit writes to the blob store before its
  * transaction: the batch's rows as one Parquet file (with the column
  * statistics the catalog keeps for pruning), and every changed DV (base
- * OR new positions) in one Puffin file. Nothing here touches the catalog.
+ * OR new positions): a DV whose blob is at most dv_inline_max bytes stays
+ * in memory for the commit's DV row (inline in the catalog, durable with the
+ * commit itself), the others go to one Puffin file. Nothing here touches the
+ * catalog.
  */
 #include "commit_int.h"
 
@@ -153,9 +156,37 @@ int eng__write_parquet(struct engine *e, const struct table *t, struct st_value 
     return ST_OK;
 }
 
+void eng__tfile_set_base(struct tfile *tf, const struct snap_file *sf)
+{
+    tf->has_dv = sf->has_dv;
+    if (!sf->has_dv)
+        return;
+    tf->dv_path = sf->dv_path != NULL ? xstrdup(sf->dv_path) : NULL;
+    if (sf->dv_inline != NULL) {
+        tf->dv_inline = xmalloc((size_t)sf->dv_length);
+        memcpy(tf->dv_inline, sf->dv_inline, (size_t)sf->dv_length);
+    }
+    tf->dv_offset = sf->dv_offset;
+    tf->dv_length = sf->dv_length;
+    tf->dv_card = sf->dv_card;
+}
+
+void eng__tfile_clear(struct tfile *tf)
+{
+    free(tf->path);
+    free(tf->dv_path);
+    free(tf->dv_inline);
+    free(tf->blob_inline);
+    dv_free(tf->add);
+    dv_free(tf->merged);
+}
+
 /*
- * Merge each touched file's new positions into its DV at the base seq, and
- * write one Puffin file with every DV that is not a whole-file removal.
+ * Merge each touched file's new positions into its DV at the base seq (read
+ * from its Puffin file or from the inline bytes the base read returned);
+ * keep each new DV whose blob is at most dv_inline_max bytes inline
+ * (f->blob_inline), and write one Puffin file with the others that are not
+ * a whole-file removal (none: no file, p->puffin_rel stays NULL).
  */
 int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st_err *err)
 {
@@ -172,7 +203,8 @@ int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, stru
         const struct dv *base = NULL;
         void *h = NULL;
         if (f->has_dv) {
-            rc = dvc__get(e, f->dv_path, f->dv_offset, f->dv_length, f->dv_card, &base, &h, err);
+            rc = dvc__get(e, f->dv_path, f->dv_offset, f->dv_length, f->dv_card, f->dv_inline,
+                          &base, &h, err);
             if (rc != ST_OK)
                 break;
             dv_union(f->merged, base);
@@ -203,7 +235,27 @@ int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, stru
             continue;
         }
         uint64_t off, len;
-        rc = puffin_writer_add_dv(pw, f->path, f->merged, &off, &len, err);
+        if (e->o.dv_inline_max > 0) {
+            /* encode once: small enough stays inline, else the same bytes go to the file */
+            struct buf enc = BUF_INIT;
+            if (dv_encode_iceberg(f->merged, &enc) != ST_OK) {
+                buf_free(&enc);
+                rc = st_errf(err, ST_EINVAL, "DV for %s: a position is >= 2^63", f->path);
+                break;
+            }
+            if ((int64_t)enc.len <= e->o.dv_inline_max) {
+                f->blob_offset = 0;
+                f->blob_length = (int64_t)enc.len;
+                size_t n = 0;
+                f->blob_inline = buf_detach(&enc, &n);
+                continue;
+            }
+            rc = puffin_writer_add_dv_blob(pw, f->path, enc.data, enc.len,
+                                           dv_cardinality(f->merged), &off, &len, err);
+            buf_free(&enc);
+        } else {
+            rc = puffin_writer_add_dv(pw, f->path, f->merged, &off, &len, err);
+        }
         if (rc != ST_OK)
             break;
         f->blob_offset = (int64_t)off;

@@ -77,7 +77,8 @@ struct tfile {
     char *path;
     int64_t record_count;
     bool has_dv;
-    char *dv_path;
+    char *dv_path;      /* NULL when the base DV is inline */
+    uint8_t *dv_inline; /* the inline base DV's blob (dv_length bytes, owned), or NULL */
     int64_t dv_offset, dv_length, dv_card;
     struct dv *add; /* positions to delete now */
     /* outcome */
@@ -85,7 +86,13 @@ struct tfile {
     bool whole;        /* delete every row (add is not filled in) */
     bool removed;      /* every row deleted: the file leaves the table */
     int64_t blob_offset, blob_length;
+    uint8_t *blob_inline; /* the new DV kept inline: its blob_length bytes (owned), or NULL */
 };
+
+/* A touched file's base DV from a snapshot listing (copied). */
+void eng__tfile_set_base(struct tfile *tf, const struct snap_file *sf);
+/* Free what a touched file owns (not the struct). */
+void eng__tfile_clear(struct tfile *tf);
 
 /* Everything one commit attempt writes. */
 struct plan {
@@ -105,7 +112,7 @@ struct plan {
     /* deletion vectors */
     struct tfile *files;
     size_t nfiles;
-    char *puffin_rel; /* NULL when no blob was written */
+    char *puffin_rel; /* NULL when no blob was written (no DV, or every DV inline) */
     /* when each blob was begun (wall clock, us; 0: none): the Parquet file is
        kept across attempts, the Puffin file is the attempt's own */
     int64_t file_at_us, puffin_at_us;
@@ -223,14 +230,18 @@ void eng__array_set_count(struct buf *arr, uint32_t n);
     "[]) AS u(key) CROSS JOIN LATERAL (SELECT i.file_id, i.pos, i.version, i.ctid FROM " tab       \
     " i WHERE i.table_id = $1 AND i.key = u.key LIMIT 1) x) "                                      \
     "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "      \
-    "NULL::bigint, NULL::bigint, ctid FROM k UNION ALL SELECT NULL, f.id, NULL, NULL, f.path, "    \
-    "f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality, NULL FROM "   \
-    "(SELECT "                                                                                     \
-    "DISTINCT file_id FROM k) kf CROSS JOIN LATERAL (SELECT f.id, f.table_id, f.removed_seq, "     \
-    "f.path, f.record_count FROM strike.data_files f WHERE f.id = kf.file_id LIMIT 1) f LEFT "     \
-    "JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, d.blob_length, d.cardinality FROM "        \
+    "NULL::bigint, NULL::bigint, NULL::bytea, ctid FROM k UNION ALL SELECT NULL, f.id, NULL, "     \
+    "NULL, f.path, f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, "               \
+    "dv.cardinality, dv.inline_blob, NULL FROM (SELECT DISTINCT file_id FROM k) kf CROSS JOIN "     \
+    "LATERAL (SELECT f.id, f.table_id, f.removed_seq, f.path, f.record_count FROM "                \
+    "strike.data_files f WHERE f.id = kf.file_id LIMIT 1) f LEFT JOIN LATERAL (SELECT "            \
+    "d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.inline_blob FROM "              \
     "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.removed_seq IS NULL LIMIT 1) dv " \
     "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL"
+/* SQL_LOOKUP's column of a file's inline base DV (bytea; NULL when in a Puffin file). */
+#define SQL_LOOKUP_INLINE_COL 10
+/* SQL_LOOKUP's column of a key row's ctid (tid, binary: 6 bytes). */
+#define SQL_LOOKUP_CTID_COL 11
 /*
  * A change batch reads its keys' rows inside its commit transaction, after
  * it took the table's row lock (eng__sql_seq_lock: FOR NO KEY UPDATE, the

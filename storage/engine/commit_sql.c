@@ -64,10 +64,13 @@ static const char *SQL_REMOVE_FILES =
 static const char *SQL_CLOSE_DVS =
     "UPDATE strike.deletion_vectors SET removed_seq = $2 WHERE table_id = $1 AND data_file_id "
     "= ANY($3::bigint[]) AND removed_seq IS NULL";
+/* A new DV is in the commit's Puffin file ($3) or inline: its blob in $8 (an empty element: in
+   the file; a blob is never empty). */
 static const char *SQL_ADD_DVS =
     "INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, puffin_path, "
-    "blob_offset, blob_length, cardinality) SELECT $1, f, $2, $3, o, l, c FROM "
-    "unnest($4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) AS u(f, o, l, c)";
+    "blob_offset, blob_length, cardinality, inline_blob) SELECT $1, f, $2, CASE WHEN "
+    "octet_length(b) = 0 THEN $3 END, o, l, c, nullif(b, ''::bytea) FROM unnest($4::bigint[], "
+    "$5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[]) AS u(f, o, l, c, b)";
 static const char *SQL_PRODUCERS =
     "INSERT INTO strike.producers (table_id, producer, last_offset, seq) SELECT $1, p, o, $2 "
     "FROM unnest($3::text[], $4::bigint[]) AS u(p, o) ON CONFLICT (table_id, producer) DO "
@@ -297,7 +300,7 @@ static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int ol
 
 /* The DV rows of a commit as binary arrays: DVs closed, files removed, new DVs. */
 struct dv_rows {
-    struct buf closed, removed, file, offset, length, card;
+    struct buf closed, removed, file, offset, length, card, blob;
     uint32_t nclosed, nremoved, nnew;
 };
 
@@ -318,6 +321,7 @@ static void dv_rows_build(const struct plan *p, struct dv_rows *a)
     pgu_array_begin(&a->offset, PG_OID_INT8, a->nnew);
     pgu_array_begin(&a->length, PG_OID_INT8, a->nnew);
     pgu_array_begin(&a->card, PG_OID_INT8, a->nnew);
+    pgu_array_begin(&a->blob, PG_OID_BYTEA, a->nnew);
     for (size_t i = 0; i < p->nfiles; i++) {
         const struct tfile *f = &p->files[i];
         if (f->has_dv)
@@ -329,6 +333,10 @@ static void dv_rows_build(const struct plan *p, struct dv_rows *a)
             pgu_array_i64(&a->offset, f->blob_offset);
             pgu_array_i64(&a->length, f->blob_length);
             pgu_array_i64(&a->card, (int64_t)dv_cardinality(f->merged));
+            if (f->blob_inline != NULL)
+                pgu_array_bytes(&a->blob, f->blob_inline, (size_t)f->blob_length);
+            else
+                pgu_array_bytes(&a->blob, "", 0); /* in the Puffin file */
         }
     }
 }
@@ -341,6 +349,7 @@ static void dv_rows_free(struct dv_rows *a)
     buf_free(&a->offset);
     buf_free(&a->length);
     buf_free(&a->card);
+    buf_free(&a->blob);
 }
 
 /* Where the statements whose failure or row count means something are in the pipeline (-1: not
@@ -391,17 +400,24 @@ static int send_files(struct pgu_pipe *pp, const struct plan *p, const struct co
         rc = eng__send_sql(pp, SQL_CLOSE_DVS, 3, v, l, b2, 0, err);
     }
     if (rc == ST_OK && a->nnew > 0) {
-        const char *v[7] = {cp->tid.s,
+        const char *v[8] = {cp->tid.s,
                             cp->next.s,
-                            p->puffin_rel,
+                            p->puffin_rel, /* NULL when every new DV is inline */
                             (const char *)a->file.data,
                             (const char *)a->offset.data,
                             (const char *)a->length.data,
-                            (const char *)a->card.data};
-        int l[7] = {
-            0, 0, 0, (int)a->file.len, (int)a->offset.len, (int)a->length.len, (int)a->card.len};
-        const int f7[7] = {0, 0, 0, 1, 1, 1, 1};
-        rc = eng__send_sql(pp, SQL_ADD_DVS, 7, v, l, f7, 0, err);
+                            (const char *)a->card.data,
+                            (const char *)a->blob.data};
+        int l[8] = {0,
+                    0,
+                    0,
+                    (int)a->file.len,
+                    (int)a->offset.len,
+                    (int)a->length.len,
+                    (int)a->card.len,
+                    (int)a->blob.len};
+        const int f8[8] = {0, 0, 0, 1, 1, 1, 1, 1};
+        rc = eng__send_sql(pp, SQL_ADD_DVS, 8, v, l, f8, 0, err);
     }
     return rc;
 }

@@ -125,6 +125,7 @@ static void rewrite_clear_files(struct rewrite *w, bool unlink_out)
         free(w->in[i].sf.path);
         free(w->in[i].sf.stats_json);
         free(w->in[i].sf.dv_path);
+        free(w->in[i].sf.dv_inline);
         dv_free(w->in[i].dv);
     }
     free(w->in);
@@ -400,7 +401,7 @@ static int write_new_files(struct rewrite *w, struct snap_file *lst, size_t n, c
             const struct dv *d = NULL;
             void *h = NULL;
             rc = dvc__get(w->e, rf->sf.dv_path, rf->sf.dv_offset, rf->sf.dv_length, rf->sf.dv_card,
-                          &d, &h, err);
+                          rf->sf.dv_inline, &d, &h, err);
             if (rc == ST_OK) {
                 rf->dv = dv_clone(d);
                 dvc__release(w->e, h);
@@ -481,20 +482,14 @@ static int build_plan(struct rewrite *w, const struct snap_file *lst, size_t n, 
         tf->path = xstrdup(now->path);
         tf->record_count = now->record_count;
         tf->whole = true;
-        tf->has_dv = now->has_dv;
-        if (now->has_dv) {
-            tf->dv_path = xstrdup(now->dv_path);
-            tf->dv_offset = now->dv_offset;
-            tf->dv_length = now->dv_length;
-            tf->dv_card = now->dv_card;
-        }
+        eng__tfile_set_base(tf, now);
         tf->add = dv_new();
         if (!now->has_dv || (rf->sf.has_dv && now->dv_card == rf->sf.dv_card))
             continue; /* DVs only grow: the same cardinality is the same DV */
         const struct dv *dm = NULL;
         void *h = NULL;
-        if ((rc = dvc__get(w->e, now->dv_path, now->dv_offset, now->dv_length, now->dv_card, &dm,
-                           &h, err)) != ST_OK)
+        if ((rc = dvc__get(w->e, now->dv_path, now->dv_offset, now->dv_length, now->dv_card,
+                           now->dv_inline, &dm, &h, err)) != ST_OK)
             break;
         struct dv_iter it;
         dv_iter_init(&it, dm);

@@ -324,13 +324,7 @@ static void plan_file(struct plan *p, const struct snap_file *sf, struct dv *add
     tf->id = sf->id;
     tf->path = xstrdup(sf->path);
     tf->record_count = sf->record_count;
-    tf->has_dv = sf->has_dv;
-    if (sf->has_dv) {
-        tf->dv_path = xstrdup(sf->dv_path);
-        tf->dv_offset = sf->dv_offset;
-        tf->dv_length = sf->dv_length;
-        tf->dv_card = sf->dv_card;
-    }
+    eng__tfile_set_base(tf, sf);
     tf->add = add;
 }
 
@@ -370,6 +364,7 @@ static void dfile_free(struct dfile *f)
     free(f->sf.path);
     free(f->sf.stats_json);
     free(f->sf.dv_path);
+    free(f->sf.dv_inline);
     dv_free(f->add);
 }
 
@@ -401,8 +396,9 @@ static bool same_dv(const struct snap_file *a, const struct snap_file *b)
 {
     if (a->has_dv != b->has_dv)
         return false;
-    return !a->has_dv || (strcmp(a->dv_path, b->dv_path) == 0 && a->dv_offset == b->dv_offset &&
-                          a->dv_card == b->dv_card);
+    /* a DV row is (file, added_seq) and its content never changes, only its location (a flush
+       moves an inline DV to a Puffin file) */
+    return !a->has_dv || (a->dv_added_seq == b->dv_added_seq && a->dv_card == b->dv_card);
 }
 
 /* The matching live rows of a file not seen before (*add NULL when none). */
@@ -416,7 +412,7 @@ static int scan_new_file(struct dwhere *w, const struct snap_file *sf, struct dv
     void *h = NULL;
     int rc = ST_OK;
     if (sf->has_dv && (rc = dvc__get(w->e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card,
-                                     &base, &h, err)) != ST_OK)
+                                     sf->dv_inline, &base, &h, err)) != ST_OK)
         return rc;
     struct dv *a = dv_new();
     int64_t n = 0;
@@ -440,7 +436,8 @@ static int drop_deleted(struct dwhere *w, const struct snap_file *sf, struct dv 
         return ST_OK;
     const struct dv *now = NULL;
     void *h = NULL;
-    int rc = dvc__get(w->e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card, &now, &h, err);
+    int rc = dvc__get(w->e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card, sf->dv_inline,
+                      &now, &h, err);
     if (rc != ST_OK)
         return rc;
     struct dv *left = dv_new();

@@ -215,12 +215,57 @@ void engine_dv_bytes_unref(struct dv_bytes *b)
         rc_unref(&d->rc);
 }
 
+/*
+ * The cache keys are bytes, built without printf (they are built on every DV
+ * fetch, also on the front ends' non-blocking paths): a blob is its path, a
+ * NUL (no path holds one) and the binary offset, length and format; a
+ * location is the binary table id, file id and snapshot.
+ */
+static size_t blob_key(char *k, size_t cap, const char *rel, int64_t offset, int64_t length,
+                       int fmt)
+{
+    size_t tail = 2 * sizeof(int64_t) + sizeof fmt;
+    size_t n = strnlen(rel, cap - 1 - tail);
+    memcpy(k, rel, n);
+    k[n++] = '\0';
+    memcpy(k + n, &offset, sizeof offset);
+    memcpy(k + n + sizeof offset, &length, sizeof length);
+    memcpy(k + n + 2 * sizeof offset, &fmt, sizeof fmt);
+    return n + tail;
+}
+
+#define LOC_KEY_LEN (3 * sizeof(int64_t))
+
+static size_t where_key(char k[LOC_KEY_LEN], int64_t table_id, int64_t file_id, int64_t snapshot)
+{
+    memcpy(k, &table_id, sizeof table_id);
+    memcpy(k + sizeof table_id, &file_id, sizeof file_id);
+    memcpy(k + 2 * sizeof table_id, &snapshot, sizeof snapshot);
+    return LOC_KEY_LEN;
+}
+
 struct loc {
     struct rc_obj rc;
     bool has_dv;
+    bool is_inline;             /* the DV's blob is inline: `length` bytes in data[] */
+    int64_t file_id, added_seq; /* the DV row (the bytes cache's key of an inline DV) */
     int64_t offset, length, card;
-    char path[];
+    char data[]; /* the Puffin path (NUL-terminated), or the inline blob */
 };
+
+/* The bytes cache's key of a location's DV in format fmt: its Puffin blob, or (inline) its row,
+   whose content never changes wherever it lives: a NUL (no path starts with one), then the
+   binary file id, added seq and format. */
+static size_t bytes_key(char *k, size_t cap, const struct loc *l, int fmt)
+{
+    if (!l->is_inline)
+        return blob_key(k, cap, l->data, l->offset, l->length, fmt);
+    k[0] = '\0';
+    memcpy(k + 1, &l->file_id, sizeof l->file_id);
+    memcpy(k + 1 + sizeof l->file_id, &l->added_seq, sizeof l->added_seq);
+    memcpy(k + 1 + 2 * sizeof l->file_id, &fmt, sizeof fmt);
+    return 1 + 2 * sizeof l->file_id + sizeof fmt;
+}
 
 static void loc_destroy(struct rc_obj *o)
 {
@@ -311,38 +356,33 @@ static int read_blob(struct engine *e, const char *rel, int64_t offset, int64_t 
     return ST_OK;
 }
 
-/*
- * The cache keys are bytes, built without printf (they are built on every DV
- * fetch, also on the front ends' non-blocking paths): a blob is its path, a
- * NUL (no path holds one) and the binary offset, length and format; a
- * location is the binary table id, file id and snapshot.
- */
-static size_t blob_key(char *k, size_t cap, const char *rel, int64_t offset, int64_t length,
-                       int fmt)
-{
-    size_t tail = 2 * sizeof(int64_t) + sizeof fmt;
-    size_t n = strnlen(rel, cap - 1 - tail);
-    memcpy(k, rel, n);
-    k[n++] = '\0';
-    memcpy(k + n, &offset, sizeof offset);
-    memcpy(k + n + sizeof offset, &length, sizeof length);
-    memcpy(k + n + 2 * sizeof offset, &fmt, sizeof fmt);
-    return n + tail;
-}
 
-#define LOC_KEY_LEN (3 * sizeof(int64_t))
-
-static size_t loc_key(char k[LOC_KEY_LEN], int64_t table_id, int64_t file_id, int64_t snapshot)
+/* A decoded inline DV: an object of its own (one reference, the caller's), not cached. */
+static int decode_inline(const uint8_t *blob, int64_t length, int64_t cardinality,
+                         const struct dv **out, void **handle, struct st_err *err)
 {
-    memcpy(k, &table_id, sizeof table_id);
-    memcpy(k + sizeof table_id, &file_id, sizeof file_id);
-    memcpy(k + 2 * sizeof table_id, &snapshot, sizeof snapshot);
-    return LOC_KEY_LEN;
+    if (length < (int64_t)DV_ICEBERG_OVERHEAD || length > ENGINE_DV_INLINE_LIMIT)
+        return st_errf(err, ST_ECORRUPT, "inline DV has an impossible length %lld",
+                       (long long)length);
+    struct dv *d;
+    int rc = dv_decode_iceberg(blob, (size_t)length, cardinality, &d, err);
+    if (rc != ST_OK)
+        return st_err_prefix(err, "inline DV");
+    struct dvd *dd = xcalloc(1, sizeof *dd);
+    atomic_init(&dd->rc.refs, 1);
+    dd->rc.destroy = dvd_destroy;
+    dd->dv = d;
+    *out = d;
+    *handle = &dd->rc;
+    return ST_OK;
 }
 
 int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t length,
-             int64_t cardinality, const struct dv **out, void **handle, struct st_err *err)
+             int64_t cardinality, const uint8_t *inline_blob, const struct dv **out, void **handle,
+             struct st_err *err)
 {
+    if (inline_blob != NULL)
+        return decode_inline(inline_blob, length, cardinality, out, handle, err);
     char key[1200];
     size_t klen = blob_key(key, sizeof key, puffin_rel, offset, length, -1);
     struct rc_obj *o = lru_get(&e->dvc->decoded, key, klen);
@@ -382,12 +422,13 @@ const char *const eng__sql_dv_location =
     "strike.tables t WHERE t.id = $1) "
     "SELECT s.cur, s.seq, sn.seq IS NOT NULL, sn.expired_at IS NOT NULL, f.id IS NOT NULL, "
     "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality, (SELECT min(o.seq) FROM "
-    "strike.snapshots o WHERE o.table_id = s.id) FROM s "
+    "strike.snapshots o WHERE o.table_id = s.id), dv.inline_blob, dv.added_seq FROM s "
     "LEFT JOIN strike.snapshots sn ON sn.table_id = s.id AND sn.seq = s.seq "
     "LEFT JOIN strike.data_files f ON f.table_id = s.id AND f.id = $2 AND f.data_seq <= "
     "s.seq AND (f.removed_seq IS NULL OR f.removed_seq > s.seq) "
     "LEFT JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, "
-    "d.removed_seq FROM strike.deletion_vectors d WHERE d.data_file_id = f.id AND "
+    "d.removed_seq, d.inline_blob, d.added_seq FROM strike.deletion_vectors d WHERE d.data_file_id "
+    "= f.id AND "
     "d.added_seq <= s.seq ORDER BY d.added_seq DESC LIMIT 1) dv ON dv.removed_seq IS NULL OR "
     "dv.removed_seq > s.seq";
 
@@ -434,17 +475,39 @@ static int lookup_location(struct engine *e, struct table *t, int64_t file_id, b
                      (long long)file_id, t->name, (long long)*seq);
         goto out;
     }
-    bool has_dv = !PQgetisnull(r, 0, 5);
-    const char *path = has_dv ? PQgetvalue(r, 0, 5) : "";
-    struct loc *l = xcalloc(1, sizeof *l + strlen(path) + 1);
+    bool has_dv = !PQgetisnull(r, 0, 8); /* the cardinality: a DV in either location */
+    bool is_inline = has_dv && !PQgetisnull(r, 0, 10);
+    uint8_t *blob = NULL;
+    size_t bloblen = 0;
+    if (is_inline) {
+        rc = eng__get_bytea(r, 0, 10, &blob, &bloblen, err);
+        if (rc != ST_OK)
+            goto out;
+    }
+    const char *path = has_dv && !is_inline ? PQgetvalue(r, 0, 5) : "";
+    size_t dlen = is_inline ? bloblen : strlen(path) + 1;
+    struct loc *l = xcalloc(1, sizeof *l + dlen);
     atomic_init(&l->rc.refs, 1);
     l->rc.destroy = loc_destroy;
     l->has_dv = has_dv;
-    strcpy(l->path, path);
+    l->is_inline = is_inline;
+    if (is_inline)
+        memcpy(l->data, blob, bloblen);
+    else
+        memcpy(l->data, path, dlen);
+    free(blob);
     if (has_dv) {
+        l->file_id = file_id;
+        l->added_seq = eng__get_i64(r, 0, 11);
         l->offset = eng__get_i64(r, 0, 6);
         l->length = eng__get_i64(r, 0, 7);
         l->card = eng__get_i64(r, 0, 8);
+        if (is_inline && (int64_t)bloblen != l->length) {
+            rc_unref(&l->rc);
+            rc = st_errf(err, ST_ECORRUPT, "inline DV of file %lld: %zu bytes, the row says %lld",
+                         (long long)file_id, bloblen, (long long)l->length);
+            goto out;
+        }
     }
     *out = l;
 out:
@@ -470,7 +533,7 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
     size_t lklen = 0;
     int64_t seq = snapshot;
     if (has_snapshot) {
-        lklen = loc_key(lkey, t->id, file_id, snapshot);
+        lklen = where_key(lkey, t->id, file_id, snapshot);
         /* a snapshot's location stays cached, but the snapshot may expire:
            trusted while the table's floor is fresh, else asked again */
         int64_t oldest = 0;
@@ -486,7 +549,7 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
             return rc;
         if (has_snapshot)
             l = (struct loc *)(void *)lru_put(&e->dvc->loc, lkey, lklen, &l->rc,
-                                              sizeof *l + strlen(l->path) + 64);
+                                              sizeof *l + (size_t)l->length + 64);
     }
     *resolved_snapshot = seq;
     if (!l->has_dv) {
@@ -495,11 +558,18 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
         return ST_OK;
     }
     char key[1200];
-    size_t klen = blob_key(key, sizeof key, l->path, l->offset, l->length, (int)f);
+    size_t klen = bytes_key(key, sizeof key, l, (int)f);
     struct rc_obj *o = lru_get(&e->dvc->bytes, key, klen);
     if (o == NULL) {
+        /* the same blob bytes wherever the DV lives, so the same answer and ETag */
         uint8_t *blob = NULL;
-        int rc = read_blob(e, l->path, l->offset, l->length, &blob, err);
+        int rc = ST_OK;
+        if (l->is_inline) {
+            blob = xmalloc((size_t)l->length);
+            memcpy(blob, l->data, (size_t)l->length);
+        } else {
+            rc = read_blob(e, l->data, l->offset, l->length, &blob, err);
+        }
         if (rc == ST_OK)
             rc = dv_iceberg_check(blob, (size_t)l->length, true, err);
         struct iovec iov[2];
@@ -528,7 +598,7 @@ bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, in
     if ((f != DV_FMT_ROARING64 && f != DV_FMT_ICEBERG && f != DV_FMT_DELTA) || snapshot < 0)
         return false;
     char lkey[LOC_KEY_LEN];
-    size_t lklen = loc_key(lkey, t->id, file_id, snapshot);
+    size_t lklen = where_key(lkey, t->id, file_id, snapshot);
     int64_t oldest = 0;
     if (!eng__floor_get(e, t->id, &oldest) || snapshot < oldest)
         return false; /* the worker path asks the catalog, or answers that it expired */
@@ -541,7 +611,7 @@ bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, in
         return true;
     }
     char key[1200];
-    size_t klen = blob_key(key, sizeof key, l->path, l->offset, l->length, (int)f);
+    size_t klen = bytes_key(key, sizeof key, l, (int)f);
     rc_unref(&l->rc);
     struct rc_obj *o = lru_get(&e->dvc->bytes, key, klen);
     if (o == NULL)

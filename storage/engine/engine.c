@@ -36,6 +36,24 @@ int64_t eng__get_i64(const PGresult *r, int row, int col)
     return strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
+int eng__get_bytea(const PGresult *r, int row, int col, uint8_t **out, size_t *n,
+                   struct st_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (PQgetisnull(r, row, col))
+        return ST_OK;
+    size_t len = 0;
+    unsigned char *p = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, col), &len);
+    if (p == NULL)
+        return st_errf(err, ST_EINTERNAL, "out of memory unescaping a bytea value");
+    *out = xmalloc(len ? len : 1);
+    memcpy(*out, p, len);
+    PQfreemem(p);
+    *n = len;
+    return ST_OK;
+}
+
 int eng__begin(PGconn *c, struct st_err *err)
 {
     return eng__exec(c, "BEGIN", "begin", err);
@@ -91,6 +109,13 @@ int engine_open(const struct engine_opts *o, struct engine **out, struct st_err 
         e->o.zstd_level = 3;
     if (e->o.commit_retries <= 0)
         e->o.commit_retries = 16;
+    if (e->o.dv_inline_max == 0)
+        e->o.dv_inline_max = ENGINE_DV_INLINE_DEFAULT;
+    if (e->o.dv_inline_max > ENGINE_DV_INLINE_LIMIT) {
+        free(e);
+        return st_errf(err, ST_EINVAL, "dv_inline_max: at most %d bytes, got %lld",
+                       ENGINE_DV_INLINE_LIMIT, (long long)o->dv_inline_max);
+    }
     e->o.conninfo = NULL;
     e->o.data_dir = NULL;
 
@@ -694,7 +719,8 @@ int engine_table_stats(struct engine *e, const struct table *t, struct table_sta
         "AND removed_seq IS NULL), (SELECT coalesce(sum(cardinality), 0) FROM "
         "strike.deletion_vectors WHERE table_id = $1 AND removed_seq IS NULL), (SELECT "
         "count(DISTINCT puffin_path) FROM strike.deletion_vectors WHERE table_id = $1 AND "
-        "removed_seq IS NULL)",
+        "removed_seq IS NULL), (SELECT count(*) FROM strike.deletion_vectors WHERE table_id = $1 "
+        "AND removed_seq IS NULL AND inline_blob IS NOT NULL)",
         1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "reading table stats", err);
@@ -703,6 +729,7 @@ int engine_table_stats(struct engine *e, const struct table *t, struct table_sta
         out->rows = eng__get_i64(r, 0, 1);
         out->deleted_rows = eng__get_i64(r, 0, 2);
         out->dv_files = eng__get_i64(r, 0, 3);
+        out->inline_dvs = eng__get_i64(r, 0, 4);
         out->live_rows = out->rows - out->deleted_rows;
     }
     PQclear(r);

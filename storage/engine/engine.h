@@ -39,7 +39,14 @@ struct engine_opts {
     int commit_retries;            /* CAS retries before 409 (default 16) */
     int64_t maint_interval_s;      /* background maintenance period (maintain.c); 0 = off */
     int64_t retain_s;              /* maintenance expires snapshots older than this */
+    /* largest DV blob (bytes) a commit keeps inline in the catalog rather than in a Puffin
+       file (docs/DESIGN.md "Where a DV lives"): 0 = ENGINE_DV_INLINE_DEFAULT, < 0 = never,
+       at most ENGINE_DV_INLINE_LIMIT */
+    int64_t dv_inline_max;
 };
+
+#define ENGINE_DV_INLINE_DEFAULT 8192
+#define ENGINE_DV_INLINE_LIMIT (1 << 20)
 
 /* Connect, migrate, start background tasks. */
 int engine_open(const struct engine_opts *o, struct engine **out, struct st_err *err);
@@ -68,6 +75,7 @@ int engine_table_column(const struct table *t, const char *name);
 
 struct table_stats {
     int64_t data_files, rows, deleted_rows, live_rows, dv_files;
+    int64_t inline_dvs; /* live DVs kept inline in the catalog (not counted in dv_files) */
 };
 
 struct table_def {
@@ -245,6 +253,14 @@ struct engine_compact_res {
  */
 int engine_compact(struct engine *e, struct table *t, const struct engine_compact_opts *o,
                    struct engine_compact_res *res, struct st_err *err);
+
+/*
+ * Move the table's inline DVs (kept in the catalog by small commits, see
+ * engine_opts.dv_inline_max) to Puffin files, as the maintenance task does
+ * (dvflush.c): *moved receives how many. A DV another flush holds is left
+ * to it. Plans flush the DVs they list themselves.
+ */
+int engine_flush_dvs(struct engine *e, struct table *t, int64_t *moved, struct st_err *err);
 
 /* ---- maintenance: erasure (docs/API.md "Maintenance", GDPR) ----------------- */
 
@@ -511,6 +527,7 @@ struct engine_health_file {
 };
 struct engine_health {
     int64_t seq, data_files, rows, deleted_rows, small_files, dv_bytes, data_bytes;
+    int64_t inline_dvs;         /* live DVs kept inline in the catalog (their bytes in dv_bytes) */
     int64_t snapshots;          /* retained */
     int64_t oldest_snapshot_us; /* its commit time */
     bool compact, expire;       /* advised, with the reason */

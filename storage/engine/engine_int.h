@@ -159,6 +159,9 @@ struct eng__num {
 };
 const char *eng__i64(struct eng__num *n, int64_t v);
 int64_t eng__get_i64(const PGresult *r, int row, int col);
+/* A bytea value of a text-format result, unescaped into *out (caller frees; NULL: *n = 0). */
+int eng__get_bytea(const PGresult *r, int row, int col, uint8_t **out, size_t *n,
+                   struct st_err *err);
 
 /* Prepare the commit path's statements on a new catalog connection (commit.c). */
 int eng__prepare_statements(PGconn *c, struct st_err *err);
@@ -172,12 +175,29 @@ void dvc__free(struct dvcache *c);
 /*
  * The decoded DV stored at (puffin path, offset, length) with the expected
  * cardinality; read and validated on a miss. Borrowed reference: release
- * with dvc__release. Shared and immutable.
+ * with dvc__release. Shared and immutable. An inline DV (inline_blob: its
+ * `length` blob bytes from the catalog, puffin_rel unused) is decoded from
+ * those bytes, not cached: it is small, and its row has no stable path.
  */
 int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t length,
-             int64_t cardinality, const struct dv **out, void **handle, struct st_err *err);
+             int64_t cardinality, const uint8_t *inline_blob, const struct dv **out, void **handle,
+             struct st_err *err);
 void dvc__release(struct engine *e, void *handle);
 void dvc__stats(struct engine *e, uint64_t *hits, uint64_t *misses);
+
+/* ---- inline DVs to a Puffin file (dvflush.c) ---- */
+/* Rows per flush: their blobs are in memory at once (at most 8 MiB with the default
+   dv_inline_max, twice that as the catalog's hex text). */
+#define ENG__DV_FLUSH_BATCH 1024
+/*
+ * One flush on c (outside a transaction): the inline DV rows (files[i],
+ * seqs[i]) of table t, i < n <= ENG__DV_FLUSH_BATCH, or (files NULL) up to
+ * ENG__DV_FLUSH_BATCH of the table's,
+ * that no other flush holds, moved to one new Puffin file in one
+ * transaction. *moved: the rows moved (0: none was inline, or all were held).
+ */
+int eng__dv_flush(struct engine *e, PGconn *c, const struct table *t, const int64_t *files,
+                  const int64_t *seqs, size_t n, int64_t *moved, struct st_err *err);
 
 /* ---- snapshot file listing (scan.c) ---- */
 struct snap_file {
@@ -186,7 +206,9 @@ struct snap_file {
     int64_t record_count, file_size, data_seq;
     char *stats_json; /* may be NULL */
     bool has_dv;
-    char *dv_path;
+    char *dv_path;        /* NULL when the DV is inline */
+    uint8_t *dv_inline;   /* the inline DV's blob (dv_length bytes), or NULL */
+    int64_t dv_added_seq; /* with the file id, the DV row's key */
     int64_t dv_offset, dv_length, dv_card;
 };
 /* Resolve the snapshot (current when !has) and list its live files in scan order: in one

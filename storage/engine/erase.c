@@ -74,6 +74,7 @@ struct erasure {
     struct buf kb;
     /* the receipt's numbers */
     uint8_t digest[32];
+    int64_t purge_base; /* the seq the purge listed the files at */
     int64_t rows_erased, delete_seq, rewrite_seq, expired, files_rewritten, files_deleted,
         bytes_deleted;
     json_t *checks;
@@ -227,7 +228,8 @@ static int file_dv(struct erasure *w, const struct snap_file *sf, struct dv **ou
         return ST_OK;
     const struct dv *d = NULL;
     void *h = NULL;
-    int rc = dvc__get(w->e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card, &d, &h, err);
+    int rc = dvc__get(w->e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card, sf->dv_inline,
+                      &d, &h, err);
     if (rc == ST_OK) {
         *out = dv_clone(d);
         dvc__release(w->e, h);
@@ -285,6 +287,7 @@ static int purge(struct erasure *w, struct st_err *err)
     int rc = eng__snapshot_files(w->e, c, w->t, false, 0, &base, &lst, &n, err);
     if (rc != ST_OK)
         return rc;
+    w->purge_base = base;
     bool *pick = xcalloc(n ? n : 1, sizeof *pick);
     size_t npick = 0;
     for (size_t i = 0; i < n && rc == ST_OK; i++) {
@@ -310,11 +313,19 @@ static int purge(struct erasure *w, struct st_err *err)
     return rc;
 }
 
-/* Expire every snapshot before the purge (or before the delete when nothing was rewritten). */
+/*
+ * Expire every snapshot before the purge: its rewrite, or, when it had
+ * nothing to rewrite, the snapshot it listed (not just the delete): a file
+ * holding an erased row may have been rewritten after the delete by an
+ * earlier attempt of this erasure that died before it stored its step, or
+ * by a compaction, and the snapshots in between still list it.
+ */
 static int expire_before(struct erasure *w, struct st_err *err)
 {
-    struct engine_expire_req q = {
-        .has_before_seq = true, .before_seq = w->rewrite_seq > 0 ? w->rewrite_seq : w->delete_seq};
+    int64_t before = w->rewrite_seq > 0              ? w->rewrite_seq
+                     : w->purge_base > w->delete_seq ? w->purge_base
+                                                     : w->delete_seq;
+    struct engine_expire_req q = {.has_before_seq = true, .before_seq = before};
     struct engine_expire_res r;
     int rc = engine_expire(w->e, w->t, &q, &r, err);
     if (rc == ST_OK) {

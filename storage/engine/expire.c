@@ -119,7 +119,8 @@ static const char *const SQL_EXPIRE_BOUNDS =
     "- make_interval(secs => $2::double precision) ORDER BY s.seq LIMIT 1) FROM strike.tables t "
     "WHERE t.id = $1 FOR UPDATE OF t";
 
-/* The DV rows of the data files expiry deletes that a later seq closed (or never closed). */
+/* The DV rows of the data files expiry deletes that a later seq closed (or never closed). An
+   inline DV's row has no path: it has no blob to unlink (add_paths skips the NULLs). */
 static const char *const SQL_EXPIRE_FILE_DVS =
     "DELETE FROM strike.deletion_vectors d USING strike.data_files f WHERE f.table_id = $1 AND "
     "f.removed_seq <= $2 AND d.data_file_id = f.id RETURNING d.puffin_path";
@@ -140,6 +141,8 @@ static const char *const SQL_EXPIRE_PLANS =
 static void add_paths(const PGresult *r, struct hmap *set, struct buf *arr, uint32_t *n)
 {
     for (int i = 0; i < PQntuples(r); i++) {
+        if (PQgetisnull(r, i, 0))
+            continue; /* an inline DV: nothing outside its row */
         const char *p = PQgetvalue(r, i, 0);
         size_t len = (size_t)PQgetlength(r, i, 0);
         bool created;

@@ -37,8 +37,9 @@
  */
 static int referenced_set(PGconn *c, struct hmap *refs, int64_t *n, struct st_err *err)
 {
+    /* an inline DV's row has no path: not a reference to any blob */
     PGresult *r = cat_pq_exec(c, "SELECT path FROM strike.data_files UNION SELECT puffin_path FROM "
-                                 "strike.deletion_vectors");
+                                 "strike.deletion_vectors WHERE puffin_path IS NOT NULL");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "listing referenced blobs", err);
         PQclear(r);
@@ -346,6 +347,48 @@ static void check_data_file(struct engine *e, const char *rel, int64_t rows, int
     pq_reader_close(r);
 }
 
+/*
+ * An inline DV (row i of fsck's DV listing: path, offset, length, cardinality, blob, file, seq):
+ * the location rule (the catalog's CHECK: offset 0, length the blob's size), then the blob
+ * decoded and its cardinality, as a Puffin blob is checked.
+ */
+static void check_inline_dv(struct engine *e, const PGresult *r, int i, fsck_report_fn fn,
+                            void *ctx, struct gc_report *rep)
+{
+    char name[96];
+    snprintf(name, sizeof name, "inline DV of file %lld at seq %lld",
+             (long long)eng__get_i64(r, i, 5), (long long)eng__get_i64(r, i, 6));
+    struct st_err e1 = {0};
+    uint8_t *blob = NULL;
+    size_t n = 0;
+    int64_t off = eng__get_i64(r, i, 1), len = eng__get_i64(r, i, 2);
+    if (eng__get_bytea(r, i, 4, &blob, &n, &e1) != ST_OK || blob == NULL) {
+        rep->corrupt++;
+        fn(ctx, "corrupt", name,
+           blob == NULL && e1.msg[0] == '\0' ? "no Puffin path and no blob" : e1.msg);
+        free(blob);
+        return;
+    }
+    if (off != 0 || len != (int64_t)n) {
+        rep->corrupt++;
+        char d[160];
+        snprintf(d, sizeof d, "the row says offset %lld, length %lld; an inline blob is at 0, %zu",
+                 (long long)off, (long long)len, n);
+        fn(ctx, "corrupt", name, d);
+        free(blob);
+        return;
+    }
+    const struct dv *d;
+    void *h;
+    if (dvc__get(e, NULL, 0, len, eng__get_i64(r, i, 3), blob, &d, &h, &e1) != ST_OK) {
+        rep->corrupt++;
+        fn(ctx, "corrupt", name, e1.msg);
+    } else {
+        dvc__release(e, h);
+    }
+    free(blob);
+}
+
 int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report *out,
                 struct st_err *err)
 {
@@ -365,8 +408,10 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
         check_data_file(e, PQgetvalue(r, i, 0), eng__get_i64(r, i, 1), eng__get_i64(r, i, 2), fn,
                         ctx, out);
     PQclear(r);
-    r = cat_pq_exec(c, "SELECT puffin_path, blob_offset, blob_length, cardinality FROM "
-                       "strike.deletion_vectors ORDER BY puffin_path, blob_offset");
+    /* Puffin DVs by file (inline ones, without a path, last) */
+    r = cat_pq_exec(c, "SELECT puffin_path, blob_offset, blob_length, cardinality, inline_blob, "
+                       "data_file_id, added_seq FROM strike.deletion_vectors ORDER BY "
+                       "puffin_path, blob_offset");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "listing deletion vectors", err);
         PQclear(r);
@@ -374,7 +419,15 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
         return rc;
     }
     for (int i = 0; i < PQntuples(r); i++) {
+        if (PQgetisnull(r, i, 0)) {
+            check_inline_dv(e, r, i, fn, ctx, out);
+            continue;
+        }
         const char *rel = PQgetvalue(r, i, 0);
+        if (!PQgetisnull(r, i, 4)) {
+            out->corrupt++;
+            fn(ctx, "corrupt", rel, "a DV row with both a Puffin path and an inline blob");
+        }
         struct blob_info bi;
         struct st_err e1 = {0};
         if (blob_head(e->blobs, rel, &bi, &e1) == ST_ENOTFOUND) {
@@ -388,7 +441,7 @@ int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report
         void *h;
         struct st_err e2 = {0};
         if (dvc__get(e, rel, eng__get_i64(r, i, 1), eng__get_i64(r, i, 2), eng__get_i64(r, i, 3),
-                     &d, &h, &e2) != ST_OK) {
+                     NULL, &d, &h, &e2) != ST_OK) {
             out->corrupt++;
             fn(ctx, "corrupt", rel, e2.msg);
             continue;

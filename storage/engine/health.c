@@ -19,8 +19,9 @@
 /* The live files with their live DVs ($1 table id), as the relation `lf`. */
 #define LIVE_FILES                                                                                 \
     "lf AS MATERIALIZED (SELECT f.id, f.record_count AS rows, f.file_size, f.data_seq, "           \
-    "coalesce(d.cardinality, 0) AS deleted, coalesce(d.blob_length, 0) AS dv_bytes FROM "          \
-    "strike.data_files f LEFT JOIN LATERAL (SELECT d.cardinality, d.blob_length FROM "             \
+    "coalesce(d.cardinality, 0) AS deleted, coalesce(d.blob_length, 0) AS dv_bytes, "              \
+    "d.inline_blob IS NOT NULL AS dv_inline FROM strike.data_files f LEFT JOIN LATERAL (SELECT "   \
+    "d.cardinality, d.blob_length, d.inline_blob FROM "                                            \
     "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.removed_seq IS NULL LIMIT 1) d "  \
     "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL)"
 
@@ -34,7 +35,8 @@ static const char *const SQL_HEALTH_TOTALS =
     "deleted::float8 / "
     "rows END), 0), (SELECT count(*) FROM strike.snapshots WHERE table_id = $1), (SELECT "
     "(extract(epoch FROM min(committed_at)) * 1000000)::bigint FROM strike.snapshots WHERE "
-    "table_id = $1), (SELECT min(seq) FROM strike.snapshots WHERE table_id = $1) FROM lf";
+    "table_id = $1), (SELECT min(seq) FROM strike.snapshots WHERE table_id = $1), count(*) "
+    "FILTER (WHERE dv_inline) FROM lf";
 /* $1 table id, $2 after (file id), $3 limit + 1 */
 static const char *const SQL_HEALTH_FILES =
     "WITH " LIVE_FILES " SELECT id, rows, deleted, file_size, dv_bytes, data_seq FROM lf WHERE "
@@ -97,6 +99,7 @@ int engine_table_health(struct engine *e, struct table *t, int64_t after, size_t
     out->snapshots = eng__get_i64(r, 0, 9);
     out->oldest_snapshot_us = eng__get_i64(r, 0, 10);
     int64_t oldest_seq = eng__get_i64(r, 0, 11);
+    out->inline_dvs = eng__get_i64(r, 0, 12);
     eng__floor_note(e, t->id, oldest_seq);
 
     /* advice, each with the numbers that call for it */

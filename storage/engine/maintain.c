@@ -1,8 +1,9 @@
 /*
  * maintain.c - the background maintenance task: every maint_interval_s
  * (--compact-interval), each table is maintained by one server at a time:
- * its snapshots older than retain_s (--retain) expire, and (the lead's
- * part) compaction runs where the policy says so.
+ * its inline DVs move to a Puffin file (dvflush.c), compaction runs where
+ * the policy says so, and its snapshots older than retain_s (--retain)
+ * expire.
  *
  * One server at a time per table: a session-level PostgreSQL advisory lock
  * keyed by the table id, taken with pg_try_advisory_lock on a catalog
@@ -71,11 +72,21 @@ static int unlock(PGconn *c, int64_t table_id, struct st_err *err)
 }
 
 /*
- * Maintain one table whose lock this server holds: expire the snapshots
- * older than the retention, then compact.
+ * Maintain one table whose lock this server holds: move its inline DVs to
+ * a Puffin file (so that a plan finds them there), compact, then expire the
+ * snapshots older than the retention.
  */
 static int maintain_table(struct engine *e, struct table *t, struct st_err *err)
 {
+    int64_t flushed = 0;
+    int frc = engine_flush_dvs(e, t, &flushed, err);
+    if (frc == ST_EUNAVAIL || frc == ST_ENOTFOUND)
+        return frc;
+    if (frc !=
+        ST_OK) { /* e.g. a damaged inline blob (fsck names it): compaction and expiry go on */
+        log_warn("maintenance of table %s: flushing its inline DVs: %s", t->name, err->msg);
+        st_err_clear(err);
+    }
     /* compaction by the default policy first (compact.c); a table that a
        manual compaction or an erasure is rewriting is left to it */
     struct engine_compact_opts o;

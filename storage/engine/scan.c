@@ -23,6 +23,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void eng__snap_files_free(struct snap_file *f, size_t n)
 {
@@ -30,6 +31,7 @@ void eng__snap_files_free(struct snap_file *f, size_t n)
         free(f[i].path);
         free(f[i].stats_json);
         free(f[i].dv_path);
+        free(f[i].dv_inline);
     }
     free(f);
 }
@@ -53,8 +55,9 @@ const char *const eng__sql_snapshot_files =
     "f.table_id = $1 AND f.removed_seq > (SELECT seq FROM s) AND f.data_seq <= (SELECT seq FROM "
     "s)) "
     "SELECT f.id, f.path, f.record_count, f.file_size, f.data_seq, f.stats::text, "
-    "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality FROM f LEFT JOIN LATERAL "
-    "(SELECT d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.removed_seq FROM "
+    "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality, dv.inline_blob, "
+    "dv.added_seq FROM f LEFT JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, d.blob_length, "
+    "d.cardinality, d.removed_seq, d.inline_blob, d.added_seq FROM "
     "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.added_seq <= (SELECT seq FROM s) "
     "ORDER BY d.added_seq DESC LIMIT 1) dv ON dv.removed_seq IS NULL OR dv.removed_seq > (SELECT "
     "seq FROM s) ORDER BY f.data_seq, f.id";
@@ -122,22 +125,37 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
     r = pp.res[first + 1];
     int rows = PQntuples(r);
     struct snap_file *f = xcalloc((size_t)(rows ? rows : 1), sizeof *f);
-    for (int i = 0; i < rows; i++) {
+    rc = ST_OK;
+    for (int i = 0; i < rows && rc == ST_OK; i++) {
         f[i].id = eng__get_i64(r, i, 0);
         f[i].path = xstrdup(PQgetvalue(r, i, 1));
         f[i].record_count = eng__get_i64(r, i, 2);
         f[i].file_size = eng__get_i64(r, i, 3);
         f[i].data_seq = eng__get_i64(r, i, 4);
         f[i].stats_json = PQgetisnull(r, i, 5) ? NULL : xstrdup(PQgetvalue(r, i, 5));
-        f[i].has_dv = !PQgetisnull(r, i, 6);
+        f[i].has_dv = !PQgetisnull(r, i, 9); /* the cardinality: a DV in either location */
         if (f[i].has_dv) {
-            f[i].dv_path = xstrdup(PQgetvalue(r, i, 6));
+            f[i].dv_path = PQgetisnull(r, i, 6) ? NULL : xstrdup(PQgetvalue(r, i, 6));
             f[i].dv_offset = eng__get_i64(r, i, 7);
             f[i].dv_length = eng__get_i64(r, i, 8);
             f[i].dv_card = eng__get_i64(r, i, 9);
+            f[i].dv_added_seq = eng__get_i64(r, i, 11);
+            size_t len = 0;
+            rc = eng__get_bytea(r, i, 10, &f[i].dv_inline, &len, err);
+            if (rc == ST_OK && (f[i].dv_path == NULL) == (f[i].dv_inline == NULL))
+                rc = st_errf(err, ST_ECORRUPT, "the DV of file %lld has no single location",
+                             (long long)f[i].id);
+            if (rc == ST_OK && f[i].dv_inline != NULL && (int64_t)len != f[i].dv_length)
+                rc = st_errf(err, ST_ECORRUPT,
+                             "inline DV of file %lld: %zu bytes, the row says %lld",
+                             (long long)f[i].id, len, (long long)f[i].dv_length);
         }
     }
     pgu_pipe_clear(&pp);
+    if (rc != ST_OK) {
+        eng__snap_files_free(f, (size_t)rows);
+        return rc;
+    }
     *files = f;
     *n = (size_t)rows;
     return ST_OK;
@@ -387,8 +405,8 @@ static int open_file(struct scan *s, struct st_err *err)
         s->pq_cols[s->ndecoded++] = pc;
     }
     if (f->has_dv) {
-        rc = dvc__get(s->e, f->dv_path, f->dv_offset, f->dv_length, f->dv_card, &s->dv,
-                      &s->dv_handle, err);
+        rc = dvc__get(s->e, f->dv_path, f->dv_offset, f->dv_length, f->dv_card, f->dv_inline,
+                      &s->dv, &s->dv_handle, err);
         if (rc != ST_OK) {
             pq_reader_close(s->r);
             s->r = NULL;
@@ -523,30 +541,107 @@ int engine_plan_presign(struct engine *e, struct plan_file *files, size_t n, int
     return ST_OK;
 }
 
+/* Flushes a plan tries before it gives up on DVs another flush holds (ST_EBUSY, retry): with
+   the growing pause between them (2 ms to 100 ms), about 5 s. */
+#define PLAN_FLUSH_ROUNDS 60
+
+/*
+ * The files of the snapshot a plan lists (listed[i]), with every DV they
+ * carry in a Puffin file: the plan's contract names a Puffin blob for each
+ * DV (docs/API.md "Plan"), so the inline ones are flushed first (dvflush.c)
+ * and the snapshot listed again, pinned at the seq first found. A DV
+ * another flush holds (SKIP LOCKED) is in a Puffin file once that flush
+ * commits: a later round finds it there (or, if that flush failed, moves it
+ * itself).
+ */
+static int plan_files(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
+                      const struct filter *f, struct snap_file **sf_out, size_t *n_out,
+                      bool **listed_out, int64_t *seq, struct st_err *err)
+{
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
+    if (rc != ST_OK)
+        return rc;
+    struct col_range *ranges = xcalloc((size_t)t->ncols, sizeof *ranges);
+    const struct col_range **rp = xcalloc((size_t)t->ncols, sizeof *rp);
+    struct snap_file *sf = NULL;
+    size_t n = 0;
+    bool *listed = NULL;
+    for (int round = 0;; round++) {
+        rc = eng__snapshot_files(e, c, t, has_snapshot, snapshot, seq, &sf, &n, err);
+        if (rc != ST_OK)
+            break;
+        has_snapshot = true; /* later rounds list the same snapshot */
+        snapshot = *seq;
+        listed = xcalloc(n ? n : 1, sizeof *listed);
+        int64_t *ids = xcalloc(n ? n : 1, sizeof *ids), *seqs = xcalloc(n ? n : 1, sizeof *seqs);
+        size_t ninline = 0;
+        for (size_t i = 0; i < n; i++) {
+            listed[i] = !(sf[i].has_dv && sf[i].dv_card >= sf[i].record_count) &&
+                        (f == NULL || eng__file_may_match(t, &sf[i], f, ranges, rp));
+            if (listed[i] && sf[i].has_dv && sf[i].dv_inline != NULL) {
+                ids[ninline] = sf[i].id;
+                seqs[ninline++] = sf[i].dv_added_seq;
+            }
+        }
+        int64_t moved = 0;
+        if (ninline > 0 && round == PLAN_FLUSH_ROUNDS)
+            rc = st_errf(err, ST_EBUSY,
+                         "plan: %zu DVs of table \"%s\" are being moved to a Puffin file by "
+                         "another flush; retry",
+                         ninline, t->name);
+        for (size_t at = 0; rc == ST_OK && round < PLAN_FLUSH_ROUNDS && at < ninline;
+             at += ENG__DV_FLUSH_BATCH) {
+            size_t k = ninline - at < ENG__DV_FLUSH_BATCH ? ninline - at : ENG__DV_FLUSH_BATCH;
+            int64_t m = 0;
+            rc = eng__dv_flush(e, c, t, ids + at, seqs + at, k, &m, err);
+            moved += m;
+        }
+        free(ids);
+        free(seqs);
+        if (rc != ST_OK || ninline == 0)
+            break;
+        eng__snap_files_free(sf, n);
+        free(listed);
+        sf = NULL;
+        listed = NULL;
+        n = 0;
+        if ((size_t)moved < ninline) { /* another flush holds some: let it commit */
+            long ms = round < 5 ? 2L << round : 100;
+            struct timespec ts = {0, ms * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    free(ranges);
+    free(rp);
+    if (rc != ST_OK) {
+        eng__snap_files_free(sf, n);
+        free(listed);
+        return rc;
+    }
+    *sf_out = sf;
+    *n_out = n;
+    *listed_out = listed;
+    return ST_OK;
+}
+
 int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
                 const struct filter *f, struct plan_file **files, size_t *nfiles, int64_t *seq,
                 struct st_err *err)
 {
     *files = NULL;
     *nfiles = 0;
-    PGconn *c;
-    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
-    if (rc != ST_OK)
-        return rc;
     struct snap_file *sf;
     size_t n;
-    rc = eng__snapshot_files(e, c, t, has_snapshot, snapshot, seq, &sf, &n, err);
-    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    bool *listed;
+    int rc = plan_files(e, t, has_snapshot, snapshot, f, &sf, &n, &listed, seq, err);
     if (rc != ST_OK)
         return rc;
     struct plan_file *out = xcalloc(n ? n : 1, sizeof *out);
-    struct col_range *ranges = xcalloc((size_t)t->ncols, sizeof *ranges);
-    const struct col_range **rp = xcalloc((size_t)t->ncols, sizeof *rp);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        if (sf[i].has_dv && sf[i].dv_card >= sf[i].record_count)
-            continue;
-        if (f != NULL && !eng__file_may_match(t, &sf[i], f, ranges, rp))
+        if (!listed[i])
             continue;
         struct plan_file *p = &out[m++];
         p->id = sf[i].id;
@@ -563,8 +658,7 @@ int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t sn
             p->dv_cardinality = sf[i].dv_card;
         }
     }
-    free(ranges);
-    free(rp);
+    free(listed);
     eng__snap_files_free(sf, n);
     *files = out;
     *nfiles = m;

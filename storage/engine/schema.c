@@ -161,6 +161,21 @@ const struct migration cat__migrations[] = {
      "CREATE UNIQUE INDEX erasures_idem ON strike.erasures (table_id, idem_key) "
      "WHERE idem_key IS NOT NULL;"
      "CREATE INDEX erasures_by_table ON strike.erasures (table_id, id);"},
+
+    /* A small DV lives in the row that commits it (inline_blob: the exact
+       Iceberg deletion-vector-v1 blob a Puffin file would hold, offset 0,
+       length its size) until a flush moves it to a Puffin file (dvflush.c):
+       exactly one of the two locations, checked by the catalog. The partial
+       index finds a table's inline DVs for the background flush. */
+    {8, "deletion vectors inline in the catalog: inline_blob, or a Puffin path",
+     "ALTER TABLE strike.deletion_vectors ADD COLUMN inline_blob bytea,"
+     "  ALTER COLUMN puffin_path DROP NOT NULL,"
+     "  ADD CONSTRAINT deletion_vectors_one_location CHECK ("
+     "    (puffin_path IS NOT NULL AND inline_blob IS NULL)"
+     "    OR (puffin_path IS NULL AND inline_blob IS NOT NULL AND blob_offset = 0"
+     "        AND blob_length = octet_length(inline_blob)));"
+     "CREATE INDEX deletion_vectors_inline ON strike.deletion_vectors (table_id) "
+     "WHERE inline_blob IS NOT NULL;"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

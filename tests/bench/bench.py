@@ -370,7 +370,8 @@ class Bench:
         s_b = [x["dv_bytes_per_delete"] for x in strike]
         w_b = [x["wal_bytes_per_delete"] for x in strike]
         rt, rb = med(d_ms) / med(s_ms), med(d_b) / med(s_b)
-        self.m1_note = (f"strike: p50 of {s} deletes per round; bytes = the Puffin file written per delete "
+        self.m1_note = (f"strike: p50 of {s} deletes per round; bytes = the DV blob written per delete (a "
+                        f"Puffin file, or the blob a small DV keeps inline in its catalog row) "
                         f"(the catalog's WAL adds {fmt_bytes(med(w_b))} per delete, not counted by the goal, "
                         f"as DuckDB's figure counts only its Parquet file)")
         self.row(1, f"1-row delete in a {n:,}-row table: latency; bytes written", "DuckDB copy-on-write rewrite",

@@ -283,6 +283,9 @@ static void measure_delete1(struct engine *e)
     struct engine_metrics m0, m1;
     engine_metrics(e, &m0);
     char *lsn0 = pg_value(cat, "SELECT pg_current_wal_insert_lsn()::text", NULL);
+    char tid[32];
+    snprintf(tid, sizeof tid, "%lld", (long long)t->id);
+    char *seq0 = pg_value(cat, "SELECT seq::text FROM strike.tables WHERE id = $1::bigint", tid);
     for (long i = 0; i < arg_samples; i++) {
         struct st_value key = {0};
         key.v.l = perm_key(arg_key_offset + arg_warmup + i, arg_rows);
@@ -300,17 +303,27 @@ static void measure_delete1(struct engine *e)
     char *wal = pg_value(
         cat, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint", lsn0);
     engine_metrics(e, &m1);
+    /* DVs kept inline in the catalog (--dv-inline-max): the blob bytes of their rows */
+    char q[256];
+    snprintf(q, sizeof q,
+             "SELECT coalesce(sum(blob_length), 0)::text FROM strike.deletion_vectors WHERE "
+             "table_id = %lld AND inline_blob IS NOT NULL AND added_seq > $1::bigint",
+             (long long)t->id);
+    char *inl = pg_value(cat, q, seq0);
     double p50 = pct(lat, (size_t)arg_samples, 0.5), p99 = pct(lat, (size_t)arg_samples, 0.99);
     printf("{\"measure\":\"delete1\",\"ms\":[");
     for (long i = 0; i < arg_samples; i++)
         printf("%s%.3f", i ? "," : "", lat[i]);
     printf("],\"rows\":%ld,\"samples\":%ld,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
-           "\"min_ms\":%.3f,\"max_ms\":%.3f,\"dv_bytes_per_delete\":%.0f,\"wal_bytes_per_delete\":%"
-           ".0f,"
+           "\"min_ms\":%.3f,\"max_ms\":%.3f,\"dv_bytes_per_delete\":%.0f,"
+           "\"inline_dv_bytes_per_delete\":%.0f,\"wal_bytes_per_delete\":%.0f,"
            "\"commits\":%llu,\"missed\":%ld}\n",
            arg_rows, arg_samples, p50, p99, lat[0], lat[arg_samples - 1],
-           (double)(m1.bytes_written - m0.bytes_written) / (double)arg_samples,
-           atof(wal) / (double)arg_samples, (unsigned long long)(m1.commits - m0.commits), missed);
+           ((double)(m1.bytes_written - m0.bytes_written) + atof(inl)) / (double)arg_samples,
+           atof(inl) / (double)arg_samples, atof(wal) / (double)arg_samples,
+           (unsigned long long)(m1.commits - m0.commits), missed);
+    free(inl);
+    free(seq0);
     free(lsn0);
     free(wal);
     PQfinish(cat);

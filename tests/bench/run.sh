@@ -25,7 +25,8 @@
 #      "previous", from latest.json or history.json: tests/bench/bench_history.py).
 # --quick: tiny sizes and 2 rounds. STRIKE_BENCH_ONLY=m3,m8 runs some
 # measures only; STRIKE_BENCH_LOG_LEVEL=debug logs every commit's timings
-# (striked's log is kept as BUILD_DIR/bench/striked.log). Every server started here (PostgreSQL,
+# (striked's log is kept as BUILD_DIR/bench/striked.log); STRIKE_BENCH_STRIKED_ARGS adds options
+# to the main striked (e.g. "--dv-inline-max 0": every DV in a Puffin file). Every server started here (PostgreSQL,
 # striked, the fresh striked of measure 8 by its pid file; nginx inside
 # http_dv_bench.sh) is stopped by pid on exit, also on error or Ctrl-C.
 # The main striked runs with --compact-interval 0 (no background maintenance under the
@@ -104,7 +105,7 @@ HPORT=$(free_port)
 GPORT=$(free_port)
 "$BUILD/bin/striked" --catalog "postgresql://postgres@/strike?host=$PG" --data "$WORK/data" \
   --http "127.0.0.1:$HPORT" --grpc "127.0.0.1:$GPORT" --max-body 1G --compact-interval 0 --log-level "${STRIKE_BENCH_LOG_LEVEL:-warn}" \
-  >"$WORK/striked.log" 2>&1 &
+  ${STRIKE_BENCH_STRIKED_ARGS:-} >"$WORK/striked.log" 2>&1 &
 STRIKED_PID=$!
 ready=
 for _ in $(seq 600); do

@@ -787,7 +787,7 @@ class Parity(unittest.TestCase):
         self.assertEqual(ht["seq"], gt.seq)
         self.assertEqual(ht["stats"], {"data_files": gt.stats.data_files, "rows": gt.stats.rows,
                                        "deleted_rows": gt.stats.deleted_rows, "live_rows": gt.stats.live_rows,
-                                       "dv_files": gt.stats.dv_files})
+                                       "dv_files": gt.stats.dv_files, "inline_dvs": gt.stats.inline_dvs})
         self.assertEqual(ht["columns"], [{"name": c.name, "type": c.type, "required": c.required}
                                          for c in gt.columns])
         hs = S.req("GET", f"/v1/tables/{self.a}/snapshots").json()["snapshots"]

@@ -146,7 +146,7 @@ class Api(unittest.TestCase):
         r = self.s.req("GET", "/v1/tables/t_create")
         self.assertEqual(r.status, 200)
         self.assertEqual(r.json()["stats"], {"data_files": 0, "rows": 0, "deleted_rows": 0,
-                                             "live_rows": 0, "dv_files": 0})
+                                             "live_rows": 0, "dv_files": 0, "inline_dvs": 0})
         names = [x["name"] for x in self.s.req("GET", "/v1/tables").json()["tables"]]
         self.assertIn("t_create", names)
         self.assertEqual(names, sorted(names))

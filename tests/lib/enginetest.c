@@ -74,8 +74,11 @@ void et_open(struct et *t, const char *db, uint32_t row_group_rows)
 void et_reopen(struct et *t)
 {
     engine_close(t->e);
-    struct engine_opts o = {
-        .conninfo = t->conninfo, .data_dir = t->data_dir, .s3 = t->s3, .pool_size = 16};
+    struct engine_opts o = {.conninfo = t->conninfo,
+                            .data_dir = t->data_dir,
+                            .s3 = t->s3,
+                            .pool_size = 16,
+                            .dv_inline_max = t->dv_inline_max};
     struct st_err err = {0};
     if (engine_open(&o, &t->e, &err) != ST_OK)
         die("engine_open (reopen)", &err);

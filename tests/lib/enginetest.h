@@ -17,6 +17,7 @@ struct et {
     char *conninfo;
     char data_dir[128]; /* a directory, or s3://bucket/prefix under the s3 fixture */
     const struct blob_s3_opts *s3;
+    int64_t dv_inline_max; /* engine_opts.dv_inline_max of et_reopen (et_open: the default) */
 };
 
 /* Open an engine on database `db` (dropped and created) and a new temp dir. */

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -714,6 +716,40 @@ static void check_expired(struct table *t, int64_t snapshot)
  * every retained snapshot must still equal the model, expired ones are
  * refused.
  */
+/*
+ * The run's dv_inline_max, chosen at random per run (STRIKE_TEST_SEED fixes
+ * it; the choice is printed): never inline, tiny (a DV of a few positions
+ * stays inline, a larger one goes to a Puffin file, so both mix within one
+ * table), or the default.
+ */
+static void model_inline_choice(const char *name)
+{
+    const char *s = getenv("STRIKE_TEST_SEED");
+    unsigned seed =
+        s != NULL ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL) ^ (unsigned)getpid();
+    const int64_t choices[] = {-1, 48, 0};
+    T.dv_inline_max = choices[seed % 3];
+    print_message("%s: dv_inline_max %lld (STRIKE_TEST_SEED=%u)\n", name,
+                  (long long)T.dv_inline_max, seed);
+    et_reopen(&T);
+}
+
+/* Every DV a plan lists is in a Puffin file (inline ones were flushed). */
+static void check_plan(struct table *t, int64_t snapshot)
+{
+    struct plan_file *pf;
+    size_t npf;
+    int64_t seq;
+    struct st_err err = {0};
+    if (engine_plan(T.e, t, true, snapshot, NULL, &pf, &npf, &seq, &err) != ST_OK)
+        fail_msg("plan of snapshot %lld: %s", (long long)snapshot, err.msg);
+    for (size_t i = 0; i < npf; i++)
+        if (pf[i].has_dv && (pf[i].dv_path == NULL || pf[i].dv_length <= 0))
+            fail_msg("plan of snapshot %lld: file %lld's DV has no Puffin blob",
+                     (long long)snapshot, (long long)pf[i].id);
+    engine_plan_free(pf, npf);
+}
+
 static void run_model(bool composite, bool maintain)
 {
     const char *cols[] = {"id:long!",     "grp:int!", "amount:double",
@@ -723,6 +759,7 @@ static void run_model(bool composite, bool maintain)
                                 : (composite ? "model_composite" : "model");
     int64_t oldest = 0; /* the oldest retained snapshot */
     int64_t compactions = 0, expiries = 0;
+    model_inline_choice(name);
     struct table *t = et_create(&T, name, cols, 6, pk, composite ? 2 : 1, "ver");
     struct model *snaps = xcalloc(MAX_SNAPS, sizeof *snaps); /* model at each seq */
     struct model cur;
@@ -897,6 +934,18 @@ static void run_model(bool composite, bool maintain)
         if (op % 25 == 24) {
             int64_t old = oldest + (int64_t)(rnd() % (uint64_t)(seq - oldest + 1));
             check_scan(t, &snaps[old], old);
+        }
+        if (op % 50 == 49) {
+            /* a plan flushes the inline DVs it lists (an older snapshot's too); the scans
+               after it read them from their Puffin file */
+            int64_t old = oldest + (int64_t)(rnd() % (uint64_t)(seq - oldest + 1));
+            check_plan(t, old);
+            check_scan(t, &snaps[old], old);
+        }
+        if (op % 150 == 149) {
+            int64_t moved = 0;
+            if (engine_flush_dvs(T.e, t, &moved, &err) != ST_OK)
+                fail_msg("op %d: flush: %s", op, err.msg);
         }
         if (op % 100 == 99) {
             struct table_stats st;

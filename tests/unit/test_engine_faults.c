@@ -59,6 +59,10 @@ static int setup(void **state)
 {
     (void)state;
     et_open(&T, "strike_test_faults", 1024);
+    /* every commit's DV in a Puffin file: these tests follow the blobs a commit writes
+       through crashes, unknown outcomes and age limits (an inline DV has no blob) */
+    T.dv_inline_max = -1;
+    et_reopen(&T);
     return 0;
 }
 
@@ -252,7 +256,10 @@ static void test_crash_between_blobs_and_commit(void **state)
     assert_true(child >= 0);
     if (child == 0) {
         struct engine *e;
-        struct engine_opts o = {.conninfo = T.conninfo, .data_dir = T.data_dir, .pool_size = 2};
+        struct engine_opts o = {.conninfo = T.conninfo,
+                                .data_dir = T.data_dir,
+                                .pool_size = 2,
+                                .dv_inline_max = T.dv_inline_max};
         struct st_err e2 = {0};
         if (engine_open(&o, &e, &e2) != ST_OK)
             _exit(3);

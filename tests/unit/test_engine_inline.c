@@ -1,0 +1,523 @@
+/*
+ * test_engine_inline.c - small DVs inline in the catalog (issue 19, row 2):
+ * a small delete writes no Puffin file, every reader takes either location
+ * (scans, the DV endpoint with the same bytes and ETag as a Puffin DV,
+ * compaction, expiry, erasure, fsck), a plan flushes the DVs it lists to a
+ * Puffin file whose bytes at offset/length are the DV's, and a DV that
+ * grows past dv_inline_max moves to a Puffin file. Against a real
+ * PostgreSQL and a real blob directory.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "common/xalloc.h"
+#include "dv/dv.h"
+#include "engine/engine.h"
+#include "enginetest.h"
+
+static struct et T;
+
+static int setup(void **state)
+{
+    (void)state;
+    et_open(&T, "strike_test_engine_inline", 1024);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    et_close(&T, true);
+    return 0;
+}
+
+/* Reopen the engine with this dv_inline_max (0: the default). */
+static void reopen(int64_t dv_inline_max)
+{
+    T.dv_inline_max = dv_inline_max;
+    et_reopen(&T);
+}
+
+static struct table *table(const char *name)
+{
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    return et_create(&T, name, cols, 2, pk, 1, NULL);
+}
+
+/* Rows id = 0..n-1, v = id, in one commit (one data file). */
+static void load(struct table *t, int64_t n)
+{
+    int64_t *ids = xcalloc((size_t)n, sizeof *ids), *vs = xcalloc((size_t)n, sizeof *vs);
+    for (int64_t i = 0; i < n; i++)
+        ids[i] = vs[i] = i;
+    struct change_res res;
+    assert_int_equal(et_put(&T, t, ids, vs, (size_t)n, &res), ST_OK);
+    free(ids);
+    free(vs);
+}
+
+/* Delete keys ids[0..n) in one commit. */
+static void del(struct table *t, const int64_t *ids, size_t n)
+{
+    int64_t *vs = xcalloc(n, sizeof *vs);
+    for (size_t i = 0; i < n; i++)
+        vs[i] = -1;
+    struct change_res res;
+    assert_int_equal(et_put(&T, t, ids, vs, n, &res), ST_OK);
+    assert_int_equal(res.deleted, (int64_t)n);
+    free(vs);
+}
+
+/* Files in the table's dv/ directory (Puffin files; local blob store only). */
+static int dv_files(const struct table *t)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/tables/%s/dv", T.data_dir, t->uuid);
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (strstr(de->d_name, ".puffin") != NULL)
+            n++;
+    closedir(d);
+    return n;
+}
+
+static int64_t inline_rows(const struct table *t)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM strike.deletion_vectors WHERE table_id = %lld AND "
+             "inline_blob IS NOT NULL",
+             (long long)t->id);
+    return et_sql_i64(&T, sql);
+}
+
+/* The id of the table's only live file. */
+static int64_t only_file(const struct table *t)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "SELECT id FROM strike.data_files WHERE table_id = %lld AND removed_seq IS NULL",
+             (long long)t->id);
+    return et_sql_i64(&T, sql);
+}
+
+/* The DV of a file at the current snapshot in a format (a copy; *etag receives its tag). */
+static uint8_t *get_dv(struct table *t, int64_t file, enum dv_format f, size_t *len, char *etag)
+{
+    struct dv_bytes *b = NULL;
+    int64_t snap;
+    struct st_err err = {0};
+    if (engine_get_dv(T.e, t, file, false, 0, f, &b, &snap, &err) != ST_OK)
+        fail_msg("get_dv: %s", err.msg);
+    uint8_t *p = xmalloc(b->len ? b->len : 1);
+    memcpy(p, b->data, b->len);
+    *len = b->len;
+    strcpy(etag, b->etag);
+    engine_dv_bytes_unref(b);
+    return p;
+}
+
+static void live_ids(struct table *t, int64_t n, const int64_t *gone, size_t ngone)
+{
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal(rows.n, (size_t)n - ngone);
+    for (size_t i = 0; i < rows.n; i++)
+        for (size_t k = 0; k < ngone; k++)
+            if (rows.rows[i].v[0].v.l == gone[k])
+                fail_msg("deleted key %lld is still scanned", (long long)gone[k]);
+    et_rows_free(&rows);
+}
+
+static void on_fsck(void *ctx, const char *kind, const char *path, const char *detail)
+{
+    (void)ctx;
+    print_message("fsck: %s %s: %s\n", kind, path, detail);
+}
+
+static void fsck_clean(void)
+{
+    struct gc_report rep;
+    struct st_err err = {0};
+    assert_int_equal(engine_fsck(T.e, on_fsck, NULL, &rep, &err), ST_OK);
+    assert_int_equal(rep.missing, 0);
+    assert_int_equal(rep.corrupt, 0);
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+static void test_small_delete_writes_no_puffin_file(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("inline_small");
+    load(t, 1000);
+    const int64_t gone[] = {7};
+    del(t, gone, 1);
+    assert_int_equal(dv_files(t), 0);
+    assert_int_equal(inline_rows(t), 1);
+    struct table_stats st;
+    struct st_err err = {0};
+    assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
+    assert_int_equal(st.inline_dvs, 1);
+    assert_int_equal(st.dv_files, 0);
+    assert_int_equal(st.deleted_rows, 1);
+    struct engine_health h;
+    assert_int_equal(engine_table_health(T.e, t, 0, 10, 3600, &h, &err), ST_OK);
+    assert_int_equal(h.inline_dvs, 1);
+    assert_true(h.dv_bytes > 0);
+    engine_health_clear(&h);
+    live_ids(t, 1000, gone, 1);
+    /* a second small delete merges with the inline base: still no file */
+    const int64_t gone2[] = {7, 500, 999};
+    del(t, gone2 + 1, 2);
+    assert_int_equal(dv_files(t), 0);
+    assert_int_equal(inline_rows(t), 2); /* the first one closed, kept for its snapshot */
+    live_ids(t, 1000, gone2, 3);
+    /* the older snapshot still sees its own inline DV */
+    struct et_rows rows;
+    et_scan(&T, t, t->seq + 2, &rows);
+    assert_int_equal(rows.n, 999);
+    et_rows_free(&rows);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
+/* The same positions deleted with inline DVs and with Puffin DVs: the same bytes and ETags. */
+static void test_dv_endpoint_same_either_way(void **state)
+{
+    (void)state;
+    const int64_t gone[] = {3, 17, 42, 700};
+    const enum dv_format fmts[] = {DV_FMT_ROARING64, DV_FMT_ICEBERG, DV_FMT_DELTA};
+    reopen(-1); /* never inline */
+    struct table *p = table("inline_ep_puffin");
+    load(p, 1000);
+    del(p, gone, 4);
+    assert_int_equal(dv_files(p), 1);
+    assert_int_equal(inline_rows(p), 0);
+    reopen(0);
+    struct table *q = table("inline_ep_inline");
+    load(q, 1000);
+    del(q, gone, 4);
+    assert_int_equal(dv_files(q), 0);
+    assert_int_equal(inline_rows(q), 1);
+    for (size_t k = 0; k < 3; k++) {
+        size_t la, lb, lc;
+        char ea[80], eb[80], ec[80];
+        uint8_t *a = get_dv(p, only_file(p), fmts[k], &la, ea);
+        uint8_t *b = get_dv(q, only_file(q), fmts[k], &lb, eb);
+        assert_int_equal(la, lb);
+        assert_memory_equal(a, b, la);
+        assert_string_equal(ea, eb);
+        /* and once the inline one is flushed, the same again from its Puffin file */
+        int64_t moved = 0;
+        struct st_err err = {0};
+        assert_int_equal(engine_flush_dvs(T.e, q, &moved, &err), ST_OK);
+        assert_int_equal(moved, k == 0 ? 1 : 0);
+        uint8_t *c = get_dv(q, only_file(q), fmts[k], &lc, ec);
+        assert_int_equal(la, lc);
+        assert_memory_equal(a, c, la);
+        assert_string_equal(ea, ec);
+        free(a);
+        free(b);
+        free(c);
+    }
+    assert_int_equal(dv_files(q), 1);
+    assert_int_equal(inline_rows(q), 0);
+    fsck_clean();
+    engine_table_unref(p);
+    engine_table_unref(q);
+}
+
+/* A plan names a Puffin blob for every DV: the inline ones are flushed first. */
+static void test_plan_flushes_inline_dvs(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("inline_plan");
+    load(t, 1000);
+    const int64_t gone[] = {1, 2, 900};
+    del(t, gone, 3);
+    int64_t fid = only_file(t);
+    size_t len;
+    char etag[80];
+    uint8_t *want = get_dv(t, fid, DV_FMT_ICEBERG, &len, etag);
+    assert_int_equal(dv_files(t), 0);
+    struct plan_file *pf;
+    size_t npf;
+    int64_t seq;
+    struct st_err err = {0};
+    assert_int_equal(engine_plan(T.e, t, false, 0, NULL, &pf, &npf, &seq, &err), ST_OK);
+    assert_int_equal(npf, 1);
+    assert_true(pf[0].has_dv);
+    assert_non_null(pf[0].dv_path);
+    assert_int_equal(pf[0].dv_length, (int64_t)len);
+    assert_int_equal(pf[0].dv_cardinality, 3);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", T.data_dir, pf[0].dv_path);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    uint8_t *got = xmalloc(len);
+    assert_int_equal(fseek(fp, (long)pf[0].dv_offset, SEEK_SET), 0);
+    assert_int_equal(fread(got, 1, len, fp), len);
+    fclose(fp);
+    assert_memory_equal(got, want, len);
+    assert_int_equal(inline_rows(t), 0);
+    assert_int_equal(dv_files(t), 1);
+    engine_plan_free(pf, npf);
+    /* a plan of the older snapshot (no DV) and of this one again: nothing more to flush */
+    assert_int_equal(engine_plan(T.e, t, true, seq, NULL, &pf, &npf, &seq, &err), ST_OK);
+    assert_int_equal(dv_files(t), 1);
+    engine_plan_free(pf, npf);
+    /* an inline DV closed by a later commit, listed by a plan of its snapshot, is flushed too */
+    const int64_t more[] = {5};
+    del(t, more, 1);
+    const int64_t more2[] = {6};
+    del(t, more2, 1);
+    assert_int_equal(inline_rows(t), 2);
+    assert_int_equal(engine_plan(T.e, t, true, seq + 1, NULL, &pf, &npf, &seq, &err), ST_OK);
+    assert_non_null(pf[0].dv_path);
+    assert_int_equal(pf[0].dv_cardinality, 4);
+    assert_int_equal(inline_rows(t), 1); /* the current one is not listed: it stays inline */
+    engine_plan_free(pf, npf);
+    free(got);
+    free(want);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
+struct holder {
+    PGconn *c;
+    int64_t table_id;
+};
+
+static void *release_later(void *p)
+{
+    struct holder *h = p;
+    usleep(300000);
+    PQclear(PQexec(h->c, "ROLLBACK"));
+    return NULL;
+}
+
+/* A row another flush holds (FOR UPDATE) is skipped; the plan lists again until it is free. */
+static void test_plan_waits_for_a_held_row(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("inline_held");
+    load(t, 100);
+    const int64_t gone[] = {4};
+    del(t, gone, 1);
+    struct holder h = {PQconnectdb(T.conninfo), t->id};
+    assert_int_equal(PQstatus(h.c), CONNECTION_OK);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT 1 FROM strike.deletion_vectors WHERE table_id = %lld AND inline_blob IS NOT "
+             "NULL FOR UPDATE",
+             (long long)t->id);
+    PQclear(PQexec(h.c, "BEGIN"));
+    PGresult *r = PQexec(h.c, sql);
+    assert_int_equal(PQntuples(r), 1);
+    PQclear(r);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, release_later, &h), 0);
+    struct plan_file *pf;
+    size_t npf;
+    int64_t seq;
+    struct st_err err = {0};
+    int rc = engine_plan(T.e, t, false, 0, NULL, &pf, &npf, &seq, &err);
+    pthread_join(th, NULL);
+    PQfinish(h.c);
+    if (rc != ST_OK)
+        fail_msg("plan: %s", err.msg);
+    assert_int_equal(npf, 1);
+    assert_non_null(pf[0].dv_path);
+    assert_int_equal(inline_rows(t), 0);
+    engine_plan_free(pf, npf);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
+/* A DV that grows past dv_inline_max moves to a Puffin file with the inline base merged in. */
+static void test_dv_grows_to_puffin(void **state)
+{
+    (void)state;
+    reopen(64);
+    struct table *t = table("inline_grow");
+    load(t, 10000);
+    const int64_t first[] = {9999};
+    del(t, first, 1);
+    assert_int_equal(inline_rows(t), 1);
+    assert_int_equal(dv_files(t), 0);
+    /* every third row: an array container of 2 bytes per position, far past 64 bytes */
+    size_t n = 0;
+    int64_t *ids = xcalloc(4000, sizeof *ids);
+    for (int64_t i = 0; i < 9999; i += 3)
+        ids[n++] = i;
+    del(t, ids, n);
+    assert_int_equal(dv_files(t), 1);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM strike.deletion_vectors WHERE table_id = %lld AND removed_seq "
+             "IS NULL AND puffin_path IS NOT NULL AND cardinality = %zu",
+             (long long)t->id, n + 1);
+    assert_int_equal(et_sql_i64(&T, sql), 1);
+    ids[n] = 9999;
+    live_ids(t, 10000, ids, n + 1);
+    free(ids);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
+/* Compaction, expiry and erasure over inline DVs; fsck checks inline blobs. */
+static void test_maintenance_on_inline_rows(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("inline_maint");
+    load(t, 1000);
+    load(t, 10); /* a second file: ids 0..9 move there, their rows in the first are deleted */
+    const int64_t gone[] = {20, 21, 500};
+    del(t, gone, 3);
+    assert_int_equal(dv_files(t), 0);
+    assert_true(inline_rows(t) >= 2);
+    fsck_clean();
+
+    /* fsck finds a corrupt inline blob (a flipped byte of the bitmap: the CRC says so) */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "UPDATE strike.deletion_vectors SET inline_blob = set_byte(inline_blob, 9, "
+             "get_byte(inline_blob, 9) # 255) WHERE table_id = %lld AND removed_seq IS NULL AND "
+             "inline_blob IS NOT NULL",
+             (long long)t->id);
+    et_sql(&T, sql);
+    struct gc_report rep;
+    struct st_err err = {0};
+    assert_int_equal(engine_fsck(T.e, on_fsck, NULL, &rep, &err), ST_OK);
+    assert_int_equal(rep.corrupt, 1);
+    et_sql(&T, sql); /* flipped back */
+    fsck_clean();
+    /* the catalog refuses a row with both locations, or an inline row with an offset */
+    PGconn *c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    snprintf(sql, sizeof sql,
+             "UPDATE strike.deletion_vectors SET blob_offset = 4 WHERE table_id = %lld AND "
+             "inline_blob IS NOT NULL",
+             (long long)t->id);
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_FATAL_ERROR)
+        fail_msg("%s: %s (%s)", sql, PQresStatus(PQresultStatus(r)), PQcmdTuples(r));
+    assert_string_equal(PQresultErrorField(r, PG_DIAG_SQLSTATE), "23514");
+    PQclear(r);
+    snprintf(sql, sizeof sql,
+             "UPDATE strike.deletion_vectors SET puffin_path = 'x' WHERE table_id = %lld AND "
+             "inline_blob IS NOT NULL",
+             (long long)t->id);
+    r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_FATAL_ERROR)
+        fail_msg("%s: %s (%s)", sql, PQresStatus(PQresultStatus(r)), PQcmdTuples(r));
+    assert_string_equal(PQresultErrorField(r, PG_DIAG_SQLSTATE), "23514");
+    PQclear(r);
+    PQfinish(c);
+
+    /* compaction reads the inline DVs: the deleted rows stay deleted */
+    struct engine_compact_opts o;
+    engine_compact_opts_default(&o);
+    o.min_deleted_fraction = 0;
+    struct engine_compact_res cr;
+    assert_int_equal(engine_compact(T.e, t, &o, &cr, &err), ST_OK);
+    assert_true(cr.rewritten_files >= 1);
+    int64_t all_gone[] = {20, 21, 500};
+    live_ids(t, 1000, all_gone, 3);
+
+    /* expiry deletes inline rows (no blob to unlink) */
+    const int64_t later[] = {600};
+    del(t, later, 1);
+    struct engine_expire_req q = {.has_retain_last = true, .retain_last = 1};
+    struct engine_expire_res xr;
+    assert_int_equal(engine_expire(T.e, t, &q, &xr, &err), ST_OK);
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM strike.deletion_vectors WHERE table_id = %lld AND removed_seq "
+             "IS NOT NULL",
+             (long long)t->id);
+    assert_int_equal(et_sql_i64(&T, sql), 0);
+    int64_t gone4[] = {20, 21, 500, 600};
+    live_ids(t, 1000, gone4, 4);
+    fsck_clean();
+
+    /* erasure: the delete leaves an inline DV, the purge and verify read it */
+    struct st_value key = {.v.l = 601};
+    struct engine_erase_req eq = {.table = t, .keys = &key, .nkeys = 1};
+    struct engine_erasure er;
+    int rc = engine_erase(T.e, &eq, &er, &err);
+    if (rc != ST_OK)
+        fail_msg("erase: %s (%s)", err.msg, er.receipt ? er.receipt : "");
+    assert_non_null(strstr(er.receipt, "\"verified\""));
+    engine_erasure_free(&er);
+    int64_t gone5[] = {20, 21, 500, 600, 601};
+    live_ids(t, 1000, gone5, 5);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
+/* The background maintenance task moves inline DVs to a Puffin file. */
+static void test_maintenance_task_flushes(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("inline_bg");
+    load(t, 1000);
+    const int64_t gone[] = {10, 11};
+    del(t, gone, 2);
+    assert_int_equal(inline_rows(t), 1);
+    assert_int_equal(dv_files(t), 0);
+    struct engine_opts o = {.conninfo = T.conninfo,
+                            .data_dir = T.data_dir,
+                            .pool_size = 4,
+                            .maint_interval_s = 1,
+                            .retain_s = 7 * 86400};
+    struct engine *e2;
+    struct st_err err = {0};
+    if (engine_open(&o, &e2, &err) != ST_OK)
+        fail_msg("engine_open: %s", err.msg);
+    /* the first pass starts within the first interval; give it a minute at most */
+    for (int i = 0; i < 600 && inline_rows(t) > 0; i++)
+        usleep(100000);
+    engine_close(e2);
+    assert_int_equal(inline_rows(t), 0);
+    assert_int_equal(dv_files(t), 1);
+    live_ids(t, 1000, gone, 2);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_delete_writes_no_puffin_file),
+        cmocka_unit_test(test_dv_endpoint_same_either_way),
+        cmocka_unit_test(test_plan_flushes_inline_dvs),
+        cmocka_unit_test(test_plan_waits_for_a_held_row),
+        cmocka_unit_test(test_dv_grows_to_puffin),
+        cmocka_unit_test(test_maintenance_on_inline_rows),
+        cmocka_unit_test(test_maintenance_task_flushes),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
