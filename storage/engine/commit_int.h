@@ -232,7 +232,7 @@ void eng__array_set_count(struct buf *arr, uint32_t n);
     "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "      \
     "NULL::bigint, NULL::bigint, NULL::bytea, ctid FROM k UNION ALL SELECT NULL, f.id, NULL, "     \
     "NULL, f.path, f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, "               \
-    "dv.cardinality, dv.inline_blob, NULL FROM (SELECT DISTINCT file_id FROM k) kf CROSS JOIN "     \
+    "dv.cardinality, dv.inline_blob, NULL FROM (SELECT DISTINCT file_id FROM k) kf CROSS JOIN "    \
     "LATERAL (SELECT f.id, f.table_id, f.removed_seq, f.path, f.record_count FROM "                \
     "strike.data_files f WHERE f.id = kf.file_id LIMIT 1) f LEFT JOIN LATERAL (SELECT "            \
     "d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.inline_blob FROM "              \

@@ -356,7 +356,6 @@ static int read_blob(struct engine *e, const char *rel, int64_t offset, int64_t 
     return ST_OK;
 }
 
-
 /* A decoded inline DV: an object of its own (one reference, the caller's), not cached. */
 static int decode_inline(const uint8_t *blob, int64_t length, int64_t cardinality,
                          const struct dv **out, void **handle, struct st_err *err)
