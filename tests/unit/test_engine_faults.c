@@ -530,8 +530,13 @@ static void test_unknown_outcome_when_backend_stays(void **state)
     struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
     engine_test_fault(T.e, FAULT_DROP_AT_COMMIT, 1);
     engine_test_fault(T.e, FAULT_TERMINATE_REFUSED, 1);
+    /* the old backend waits for the holder as long as it takes: with the
+       sessions' lock_timeout (10 s) it would give up while a slow resolver
+       (TSan) still polls for it, and the outcome would be definite */
+    engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 600000);
     struct st_err err = {0};
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_EUNKNOWN);
+    engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 0);
     engine_test_fault(T.e, FAULT_TERMINATE_REFUSED, 0);
     assert_non_null(strstr(err.msg, "could not be ended"));
     assert_int_equal(table_seq(t), 1);           /* not yet: it waits for the row */
