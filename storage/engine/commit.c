@@ -318,9 +318,7 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
         t_prep = st_mono_ns() - t_prep;
         hmap_free(&b.keys);
         if (rc != ST_OK && locked) { /* another commit held the table: contention, retry */
-            p.lock_waits++;
-            st_err_clear(&err);
-            rc = eng__after_lost_attempt(e, LOCKED, &c, &attempt, t, &p, &err);
+            rc = eng__after_lock_wait(e, &c, &attempt, t, &p, &err);
             continue;
         }
         /* from here on the base read's transaction is open: commit or roll back */

@@ -282,9 +282,8 @@ void eng__array_set_count(struct buf *arr, uint32_t n);
     "1) x ON CONFLICT (table_id, key) DO UPDATE SET file_id = EXCLUDED.file_id, pos = "            \
     "EXCLUDED.pos"
 #define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
-/* The base seq and, when the batch may write rows ($2), the id of its data file. */
-extern const char *const eng__sql_seq;
-/* The same, taking the table's row lock (a change batch's base read, commit_base.c). */
+/* The base seq, taking the table's row lock, and, when the batch may write rows ($2), the id of
+   its data file (a change batch's base read, commit_base.c; eng__lock_table). */
 extern const char *const eng__sql_seq_lock;
 extern const char *const eng__sql_idem_select;
 extern const char *const eng__sql_prod_select;
@@ -296,12 +295,16 @@ int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *beg
  * Begin a commit's transaction on c and take the table's row lock (the lock
  * every writer of the table takes first), for a commit that reads what it
  * commits against only once it holds the lock (rewrites, delete by filter):
- * it then cannot lose the CAS. ST_OK: the transaction is open, *seq is the
- * table's seq. Else it is rolled back; *locked: the lock was not granted
+ * it then cannot lose the CAS. ST_OK: the transaction is open (p->in_txn),
+ * *seq is the table's seq. Else it is rolled back; *locked: the lock was not granted
  * within lock_timeout (contention: retry).
  */
-int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, int64_t *seq, bool *locked,
-                    struct st_err *err);
+int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, struct plan *p,
+                    int64_t *seq, bool *locked, struct st_err *err);
+/* After a lock wait that ended at lock_timeout (*locked above, or a base read's): count it in
+   p->lock_waits, then eng__after_lost_attempt(LOCKED): ST_OK to try again, or the error. */
+int eng__after_lock_wait(struct engine *e, PGconn **c, int *attempt, const struct table *t,
+                         struct plan *p, struct st_err *err);
 /* pgu_pipe_send of the commit path: a prepared statement by name when the SQL is one of them. */
 int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char *const *values,
                   const int *lengths, const int *formats, int result_format, struct st_err *err);

@@ -79,9 +79,6 @@ static const char *SQL_IDEM =
     "INSERT INTO strike.idempotency_keys (scope, key, request_hash, kind, response) SELECT "
     "$1, k, h, $5, r FROM unnest($2::text[], $3::bytea[], $4::text[]) AS u(k, h, r)";
 
-const char *const eng__sql_seq =
-    "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
-    "strike.tables WHERE id = $1";
 const char *const eng__sql_seq_lock =
     "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
     "strike.tables WHERE id = $1 FOR NO KEY UPDATE";
@@ -126,8 +123,7 @@ static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"
  */
 static const char *prepared_sql(int i)
 {
-    static const char *const *all[] = {&eng__sql_seq,
-                                       &eng__sql_seq_lock,
+    static const char *const *all[] = {&eng__sql_seq_lock,
                                        &eng__sql_idem_select,
                                        &eng__sql_prod_select,
                                        &SQL_ADVANCE,
@@ -568,8 +564,8 @@ int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *beg
     return rc;
 }
 
-int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, int64_t *seq, bool *locked,
-                    struct st_err *err)
+int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, struct plan *p,
+                    int64_t *seq, bool *locked, struct st_err *err)
 {
     *locked = false;
     struct eng__num tid;
@@ -606,7 +602,16 @@ int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, int64_t 
     pgu_pipe_clear(&pp);
     if (rc != ST_OK)
         eng__rollback(c);
+    p->in_txn = rc == ST_OK;
     return rc;
+}
+
+int eng__after_lock_wait(struct engine *e, PGconn **c, int *attempt, const struct table *t,
+                         struct plan *p, struct st_err *err)
+{
+    p->lock_waits++;
+    st_err_clear(err);
+    return eng__after_lost_attempt(e, LOCKED, c, attempt, t, p, err);
 }
 
 /* The seq the CAS expects: the base, or (fault injection in tests) one it cannot be at. */

@@ -546,15 +546,11 @@ void eng__process_rewrite(struct engine *e, struct item *it)
            stream of change batches, each holding the lock from its read to its COMMIT,
            could starve it) */
         bool locked = false;
-        if ((rc = eng__lock_table(e, w->c, t, &m, &locked, err)) != ST_OK && locked) {
-            p.lock_waits++;
-            st_err_clear(err);
-            rc = eng__after_lost_attempt(e, LOCKED, &w->c, &attempt, t, &p, err);
-            continue;
-        }
-        if (rc != ST_OK)
+        if ((rc = eng__lock_table(e, w->c, t, &p, &m, &locked, err)) != ST_OK) {
+            if (locked && (rc = eng__after_lock_wait(e, &w->c, &attempt, t, &p, err)) == ST_OK)
+                continue;
             break;
-        p.in_txn = true;
+        }
         if ((rc = eng__snapshot_files(e, w->c, t, false, 0, &m, &lst, &n, err)) != ST_OK)
             break; /* rolled back */
         int64_t carried = 0;

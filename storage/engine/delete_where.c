@@ -700,15 +700,11 @@ void eng__process_delete(struct engine *e, struct item *it)
         if ((rc = eng__idem_lookup(w->c, t->name, it->idem, &res, &replayed, err)) != ST_OK ||
             replayed || (rc = catch_up(w, err)) != ST_OK)
             break;
-        if ((rc = eng__lock_table(e, w->c, t, &m, &locked, err)) != ST_OK && locked) {
-            p.lock_waits++;
-            st_err_clear(err);
-            rc = eng__after_lost_attempt(e, LOCKED, &w->c, &attempt, t, &p, err);
-            continue;
-        }
-        if (rc != ST_OK)
+        if ((rc = eng__lock_table(e, w->c, t, &p, &m, &locked, err)) != ST_OK) {
+            if (locked && (rc = eng__after_lock_wait(e, &w->c, &attempt, t, &p, err)) == ST_OK)
+                continue;
             break;
-        p.in_txn = true;
+        }
         int64_t seen = w->seen;
         if ((rc = catch_up(w, err)) != ST_OK) {
             eng__rollback(w->c);
