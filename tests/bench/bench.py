@@ -163,6 +163,15 @@ def spread(values, f):
     return f"{f(med(values))} ({f(min(values))}–{f(max(values))})"
 
 
+def proc_bytes(pid, name):
+    """A /proc/PID/status memory field (VmRSS, VmHWM) in bytes; 0 when absent."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def free_port():
     import socket
     with socket.socket() as s:
@@ -568,25 +577,18 @@ class Bench:
         if not self.http_ok:
             raise NotAvailable("the HTTP API (POST /scan) is missing")
 
-        def field(pid, name):
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith(name + ":"):
-                        return int(line.split()[1]) * 1024
-            return 0
-
         def scan_peak(table, rows, env=None):
             """A fresh striked scans `table` once: its RSS after start, its peak (VmHWM, and VmRSS
             sampled every 10 ms), the scan's seconds and bytes."""
             p, url = self.aux_striked(env)
             try:
-                base = field(p.pid, "VmRSS")
+                base = proc_bytes(p.pid, "VmRSS")
                 peak = [base]
                 stop = threading.Event()
 
                 def sample():
                     while not stop.is_set():
-                        peak[0] = max(peak[0], field(p.pid, "VmRSS"))
+                        peak[0] = max(peak[0], proc_bytes(p.pid, "VmRSS"))
                         time.sleep(0.01)
                 th = threading.Thread(target=sample)
                 th.start()
@@ -597,7 +599,7 @@ class Bench:
                     self.url = saved
                     stop.set()
                     th.join()
-                hwm = field(p.pid, "VmHWM")
+                hwm = proc_bytes(p.pid, "VmHWM")
             finally:
                 p.terminate()
                 p.wait(timeout=60)
@@ -605,7 +607,7 @@ class Bench:
             return {"rows": rows, "seconds": t, "bytes": size, "rss_after_start": base,
                     "rss_peak_sampled": peak[0], "vmhwm": hwm, "peak": max(peak[0], hwm)}
 
-        main_rss = field(self.a.striked_pid, "VmRSS") if os.path.exists(f"/proc/{self.a.striked_pid}") else 0
+        main_rss = proc_bytes(self.a.striked_pid, "VmRSS") if os.path.exists(f"/proc/{self.a.striked_pid}") else 0
         small_rows = self.z["small"] - self.deleted
         big_rows = self.http("GET", "/v1/tables/tbig").get("stats", {}).get("live_rows")
         runs = []
@@ -921,13 +923,6 @@ class Bench:
             return {"type": "or", "left": ranges(lo, mid), "right": ranges(mid, hi)}
         flt = ranges(0, n // blk)
 
-        def field(pid, name):
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith(name + ":"):
-                        return int(line.split()[1]) * 1024
-            return 0
-
         p, url = self.aux_striked()
         port = int(url.rsplit(":", 1)[1])
         lat = []  # (start, ms, status) of the other table's single-key deletes
@@ -958,14 +953,14 @@ class Bench:
 
         def sample():
             while not stop.is_set():
-                peak[0] = max(peak[0], field(p.pid, "VmRSS"))
+                peak[0] = max(peak[0], proc_bytes(p.pid, "VmRSS"))
                 time.sleep(0.01)
         th_o, th_s = threading.Thread(target=other), threading.Thread(target=sample)
         try:
             th_o.start()
             time.sleep(z["e13_before_s"])
-            rss_before = field(p.pid, "VmRSS")
-            hwm_before = field(p.pid, "VmHWM")
+            rss_before = proc_bytes(p.pid, "VmRSS")
+            hwm_before = proc_bytes(p.pid, "VmHWM")
             th_s.start()
             load_before = open("/proc/loadavg").read().split()[:3]
             d0 = time.monotonic()
@@ -981,7 +976,7 @@ class Bench:
             th_o.join()
             if th_s.ident is not None:
                 th_s.join()
-        hwm = field(p.pid, "VmHWM")
+        hwm = proc_bytes(p.pid, "VmHWM")
         try:
             live = json.loads(urllib.request.urlopen(f"{url}/v1/tables/e13", timeout=600).read())["stats"]["live_rows"]
         finally:
