@@ -164,6 +164,30 @@ static bool catalog_alive(struct cat_pool *p, int64_t quiet_since)
  * comes. False when the catalog stalled: the connection is then broken (its
  * socket shut down, libpq read EOF) and marked so for cat_fail.
  */
+/*
+ * Wait on c's socket until it is ready (POLLIN, and POLLOUT when `out`) or the
+ * catalog looks stalled: false after it broke the connection.
+ */
+static bool wait_ready(PGconn *c, struct conn_info *ci, bool out, int64_t *quiet_since)
+{
+    struct pollfd pfd = {.fd = PQsocket(c), .events = POLLIN | (out ? POLLOUT : 0)};
+    int n = poll(&pfd, 1, CAT_STALL_POLL_MS);
+    if (n > 0) {
+        if ((pfd.revents & (POLLIN | POLLERR | POLLHUP)) && PQconsumeInput(c) == 0)
+            return true; /* the failure is PQstatus's now */
+        *quiet_since = now_ms();
+        return true;
+    }
+    if (ci == NULL || ci->pool == NULL || catalog_alive(ci->pool, *quiet_since))
+        return true;
+    ci->stalled = true;
+    shutdown(PQsocket(c), SHUT_RDWR);
+    /* reads what was buffered, then EOF: CONNECTION_BAD (bounded, to be safe) */
+    for (int i = 0; i < 1000 && PQconsumeInput(c) != 0; i++)
+        ;
+    return false;
+}
+
 static bool wait_result(PGconn *c)
 {
     struct conn_info *ci = conn_info(c);
@@ -172,22 +196,24 @@ static bool wait_result(PGconn *c)
         int f = PQflush(c);
         if (PQsocket(c) < 0 || (f <= 0 && !PQisBusy(c)))
             return true; /* a result, or a failure PQgetResult reports at once */
-        struct pollfd pfd = {.fd = PQsocket(c), .events = POLLIN | (f > 0 ? POLLOUT : 0)};
-        int n = poll(&pfd, 1, CAT_STALL_POLL_MS);
-        if (n > 0) {
-            if ((pfd.revents & (POLLIN | POLLERR | POLLHUP)) && PQconsumeInput(c) == 0)
-                return true;
-            quiet_since = now_ms();
-            continue;
-        }
-        if (ci == NULL || ci->pool == NULL || catalog_alive(ci->pool, quiet_since))
-            continue;
-        ci->stalled = true;
-        shutdown(PQsocket(c), SHUT_RDWR);
-        /* reads what was buffered, then EOF: CONNECTION_BAD (bounded, to be safe) */
-        for (int i = 0; i < 1000 && PQconsumeInput(c) != 0; i++)
-            ;
-        return false;
+        if (PQstatus(c) != CONNECTION_OK)
+            return true;
+        if (!wait_ready(c, ci, f > 0, &quiet_since))
+            return false;
+    }
+}
+
+bool cat_pq_flush(PGconn *c)
+{
+    struct conn_info *ci = conn_info(c);
+    int64_t quiet_since = now_ms();
+    for (;;) {
+        int f = PQflush(c);
+        if (f <= 0 || PQsocket(c) < 0 || PQstatus(c) != CONNECTION_OK)
+            return f == 0 && PQstatus(c) == CONNECTION_OK;
+        /* results are read as they come (PQconsumeInput), so that neither side blocks */
+        if (!wait_ready(c, ci, true, &quiet_since))
+            return false;
     }
 }
 

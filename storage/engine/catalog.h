@@ -131,6 +131,9 @@ PGresult *cat_pq_exec_params(PGconn *c, const char *sql, int nparams, const Oid 
 PGresult *cat_pq_prepare(PGconn *c, const char *name, const char *sql, int nparams,
                          const Oid *types);
 PGresult *cat_pq_get_result(PGconn *c);
+/* Send everything libpq has queued (pipeline mode: no Sync needed); false when the connection
+   broke or stalled (it is then CONNECTION_BAD). */
+bool cat_pq_flush(PGconn *c);
 
 /* cat_pq_exec a statement that returns no parameters; ST_OK or the mapped error (cat_fail). */
 int cat_exec(PGconn *c, const char *sql, const char *what, struct st_err *err);

@@ -48,6 +48,7 @@
 #include "common/xalloc.h"
 #include "dv/dv.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -67,6 +68,7 @@ static void tfiles_free(struct tfile *f, size_t n)
 
 void eng__plan_reset(struct plan *p)
 {
+    assert(p->early == NULL); /* eng__run_commit or eng__drop_early_keys took it */
     tfiles_free(p->files, p->nfiles);
     p->files = NULL;
     p->nfiles = 0;
@@ -90,7 +92,7 @@ void eng__plan_reset(struct plan *p)
     p->nupd = p->nins = p->ndel = p->nprod = p->nidem = 0;
     p->upd_vers_nulls = p->ins_vers_nulls = false;
     p->delete_all_keys = false;
-    p->in_txn = false;
+    p->in_txn = p->key_plans = false;
     p->del_keys_table = NULL;
     free(p->summary);
     p->summary = NULL;
@@ -179,12 +181,19 @@ struct rows_memo {
  * same (a retry after a lost race usually replays to the same rows), else a
  * new one (the old one is deleted).
  */
+/* The rows are those of the file an earlier attempt wrote (p->has_file): it is reused. */
+static bool rows_written(const struct plan *p, const struct rows_memo *prev,
+                         const struct outrow *rows, size_t nrows)
+{
+    return p->has_file && prev->rows != NULL && prev->n == nrows &&
+           memcmp(prev->rows, rows, nrows * sizeof *rows) == 0;
+}
+
 static int write_rows(struct engine *e, const struct table *t, struct item **items,
                       const struct outrow *rows, size_t nrows, struct plan *p,
                       struct rows_memo *prev, struct st_err *err)
 {
-    if (p->has_file && prev->rows != NULL && prev->n == nrows &&
-        memcmp(prev->rows, rows, nrows * sizeof *rows) == 0)
+    if (rows_written(p, prev, rows, nrows))
         return ST_OK;
     if (p->has_file) {
         eng__unlink_blob(e, p->file_rel);
@@ -252,9 +261,21 @@ static int commit_changes(struct engine *e, PGconn **c, struct cbatch *b, struct
 {
     const struct table *t = b->t;
     uint64_t t_write = st_mono_ns();
-    int rc = write_rows(e, t, b->items, rows, nrows, p, prev, err);
-    if (rc != ST_OK || (rc = eng__write_dvs(e, t, p, err)) != ST_OK)
+    int rc = ST_OK;
+    if (nrows > 0 && p->in_txn && p->key_plans) {
+        /* the key index is updated while the files are written (eng__send_keys_early) */
+        if (!rows_written(p, prev, rows, nrows))
+            p->file_id = p->new_file_id;
+        rc = eng__send_keys_early(*c, t, p, err);
+    }
+    if (rc == ST_OK)
+        rc = write_rows(e, t, b->items, rows, nrows, p, prev, err);
+    if (rc == ST_OK)
+        rc = eng__write_dvs(e, t, p, err);
+    if (rc != ST_OK) {
+        eng__drop_early_keys(*c, p);
         return rc;
+    }
     eng__plan_idem(p, b, p->base + 1);
     p->summary = eng__summary_changes(b, p);
     const struct change_req *bad = atomic_load(&e->fault_fail_req);
@@ -407,7 +428,16 @@ void engine_test_fault(struct engine *e, enum engine_fault f, int n)
     case FAULT_LOCK_TIMEOUT_MS:
         atomic_store(&e->fault_lock_timeout_ms, n);
         break;
+    case FAULT_SECOND_LOOKUP_FAILS:
+        atomic_store(&e->fault_second_lookup_fails, n);
+        break;
     }
+}
+
+void engine_test_lookup_counts(struct engine *e, uint64_t *parallel, uint64_t *fell_back)
+{
+    *parallel = atomic_load(&e->m_parallel_lookups);
+    *fell_back = atomic_load(&e->m_parallel_fallbacks);
 }
 
 void engine_test_fail_request(struct engine *e, const struct change_req *req)

@@ -11,6 +11,7 @@
  */
 #include "commit_int.h"
 
+#include "common/log.h"
 #include "common/xalloc.h"
 #include "dv/dv.h"
 
@@ -167,6 +168,17 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, stru
  * ends. Items answered by an idempotency key are finished here; `last`
  * receives producer offsets.
  */
+/*
+ * A batch of at least PARALLEL_LOOKUP_MIN keys sends the second half of its
+ * lookups on a second catalog connection, if the pool has one free at once:
+ * two backends probe the key index at the same time (the lookups are most
+ * of a big batch's base read). That half is sent only once the first
+ * connection holds the table's row lock, so it reads the same state as the
+ * first: nothing that writes the table's key index or DVs commits while the
+ * lock is held.
+ */
+#define PARALLEL_LOOKUP_MIN 2048
+
 /* The statements of a base read and where their results are in the pipeline. */
 struct base_read {
     struct eng__num tid;
@@ -174,11 +186,13 @@ struct base_read {
     uint32_t nidem, nprod;
     bool upserts; /* the batch may write rows: reserve a data file id */
     size_t chunk, nchunks;
-    struct buf *arrs; /* key arrays, one per lookup statement */
+    size_t nlocal;            /* chunks looked up on the commit's connection; the rest on c2 */
+    struct buf *arrs;         /* key arrays, one per lookup statement */
+    const PGresult **lookups; /* each chunk's result, in either pipeline */
     int stmt_seq, stmt_idem, stmt_prod, stmt_first_lookup;
 };
 
-static void base_read_init(struct base_read *br, const struct cbatch *b)
+static void base_read_init(struct base_read *br, const struct cbatch *b, bool parallel)
 {
     memset(br, 0, sizeof *br);
     eng__i64(&br->tid, b->t->id);
@@ -206,8 +220,12 @@ static void base_read_init(struct base_read *br, const struct cbatch *b)
     br->chunk = KEYS_PER_LOOKUP;
     if (b->nst / br->chunk > PGU_PIPE_MAX - 8)
         br->chunk = b->nst / (PGU_PIPE_MAX - 8) + 1;
+    if (parallel && br->chunk > (b->nst + 1) / 2)
+        br->chunk = (b->nst + 1) / 2;
     br->nchunks = (b->nst + br->chunk - 1) / br->chunk;
+    br->nlocal = parallel ? (br->nchunks + 1) / 2 : br->nchunks;
     br->arrs = xcalloc(br->nchunks ? br->nchunks : 1, sizeof *br->arrs);
+    br->lookups = xcalloc(br->nchunks ? br->nchunks : 1, sizeof *br->lookups);
 }
 
 static void base_read_free(struct base_read *br)
@@ -215,19 +233,21 @@ static void base_read_free(struct base_read *br)
     for (size_t ci = 0; ci < br->nchunks; ci++)
         buf_free(&br->arrs[ci]);
     free(br->arrs);
+    free(br->lookups);
     buf_free(&br->idem_keys);
     buf_free(&br->prods);
 }
 
-/* Queue the key-index lookups, KEYS_PER_LOOKUP keys (or more) per statement. */
+/* Queue the key-index lookups of chunks [from, to), KEYS_PER_LOOKUP keys (or more) per statement.
+ */
 static int send_lookups(struct pgu_pipe *pp, const struct cbatch *b, const struct plan *p,
-                        struct base_read *br, struct st_err *err)
+                        struct base_read *br, size_t from, size_t to, struct st_err *err)
 {
     const int f2[2] = {0, 1};
     int rc = ST_OK;
-    br->stmt_first_lookup = pp->n;
-    for (size_t ci = 0; rc == ST_OK && ci < br->nchunks; ci++) {
+    for (size_t ci = from; rc == ST_OK && ci < to; ci++) {
         size_t lo = ci * br->chunk, hi = lo + br->chunk < b->nst ? lo + br->chunk : b->nst;
+        buf_reset(&br->arrs[ci]); /* again on the commit's connection after the second failed */
         eng__key_array_begin(&br->arrs[ci], p->i8, (uint32_t)(hi - lo));
         for (size_t i = lo; i < hi; i++)
             eng__key_array_add(&br->arrs[ci], p->i8, b->keybytes.data + b->st[i].key_off,
@@ -248,12 +268,10 @@ static int send_base_read(struct engine *e, struct pgu_pipe *pp, const struct cb
 {
     const int f2[2] = {0, 1};
     int rc = eng__begin_commit_txn(e, pp, "BEGIN ISOLATION LEVEL READ COMMITTED", err);
-    if (rc == ST_OK)
-        rc = eng__send_sql(pp, eng__sql_key_plans, 0, NULL, NULL, NULL, 0, err);
     br->stmt_seq = pp->n;
     const char *v1[2] = {br->tid.s, br->upserts ? "t" : "f"};
-    if (rc == ST_OK)
-        rc = eng__send_sql(pp, eng__sql_seq_lock, 2, v1, NULL, NULL, 0, err);
+    if (rc == ST_OK) /* the lock, and the key-index plans for the lookups after it */
+        rc = eng__send_sql(pp, eng__sql_seq_lock_plans, 2, v1, NULL, NULL, 0, err);
     if (rc == ST_OK && br->nidem > 0) {
         br->stmt_idem = pp->n;
         const char *v[2] = {b->t->name, (const char *)br->idem_keys.data};
@@ -266,8 +284,9 @@ static int send_base_read(struct engine *e, struct pgu_pipe *pp, const struct cb
         int l[2] = {0, (int)br->prods.len};
         rc = eng__send_sql(pp, eng__sql_prod_select, 2, v, l, f2, 1, err);
     }
+    br->stmt_first_lookup = pp->n;
     if (rc == ST_OK)
-        rc = send_lookups(pp, b, p, br, err);
+        rc = send_lookups(pp, b, p, br, 0, br->nlocal, err);
     return rc;
 }
 
@@ -332,7 +351,7 @@ static int take_base_read(struct cbatch *b, struct plan *p, struct hmap *last,
     struct hmap seen;
     hmap_init(&seen);
     for (size_t ci = 0; rc == ST_OK && ci < br->nchunks; ci++)
-        rc = take_lookup(b, p, pp->res[br->stmt_first_lookup + (int)ci], &seen, &capf, err);
+        rc = take_lookup(b, p, br->lookups[ci], &seen, &capf, err);
     hmap_free(&seen);
     if (rc != ST_OK)
         return rc;
@@ -343,36 +362,109 @@ static int take_base_read(struct cbatch *b, struct plan *p, struct hmap *last,
     return check_keys_live(b, p, err);
 }
 
+/*
+ * Lookups [br->nlocal, br->nchunks) in a pipeline of their own on `c`: on
+ * the second connection once the first holds the table's lock (in its own
+ * implicit transaction, with the key-index plans), or on the commit's own
+ * connection, inside its transaction, when the second failed. ST_OK when every
+ * statement ran; else pp is cleared.
+ */
+static int run_more_lookups(struct engine *e, PGconn *c, bool own_txn, struct pgu_pipe *pp,
+                            const struct cbatch *b, const struct plan *p, struct base_read *br,
+                            struct st_err *err)
+{
+    int rc = pgu_pipe_begin(pp, c, err);
+    if (rc != ST_OK)
+        return rc;
+    int first = 0;
+    if (own_txn) {
+        /* fault injection (tests): the second connection's statements fail */
+        bool fail = atomic_load(&e->fault_second_lookup_fails) > 0;
+        if (fail)
+            atomic_fetch_sub(&e->fault_second_lookup_fails, 1);
+        rc = eng__send_sql(pp, fail ? "SELECT 1 / 0" : eng__sql_key_plans, 0, NULL, NULL, NULL, 0,
+                           err);
+        first = 1;
+    }
+    if (rc == ST_OK)
+        rc = send_lookups(pp, b, p, br, br->nlocal, br->nchunks, err);
+    if (rc != ST_OK) {
+        PQexitPipelineMode(c);
+        pgu_pipe_clear(pp);
+        return rc;
+    }
+    if ((rc = pgu_pipe_run(pp, err)) == ST_OK && pgu_pipe_failed(pp) >= 0)
+        rc = cat_fail(c, pp->res[pgu_pipe_failed(pp)], "reading the key index", err);
+    if (rc != ST_OK) {
+        pgu_pipe_clear(pp);
+        return rc;
+    }
+    for (size_t ci = br->nlocal; ci < br->nchunks; ci++)
+        br->lookups[ci] = pp->res[first + (int)(ci - br->nlocal)];
+    return ST_OK;
+}
+
 /* Read the base state; on ST_OK the transaction stays open (p->in_txn), else it is rolled back.
  *locked: the table's row lock (or another) was not granted within lock_timeout. */
 static int read_base(struct engine *e, PGconn *c, struct cbatch *b, struct plan *p,
                      struct hmap *last, bool *locked, struct st_err *err)
 {
+    PGconn *c2 = NULL;
+    struct st_err err2 = {0};
+    if (b->nst >= PARALLEL_LOOKUP_MIN && cat_acquire(e->pool, &c2, 0, &err2) != ST_OK)
+        c2 = NULL; /* none free now: every lookup on c */
     struct base_read br;
-    base_read_init(&br, b);
-    struct pgu_pipe pp;
+    base_read_init(&br, b, c2 != NULL);
+    struct pgu_pipe pp, more;
+    more.n = 0;
+    bool more_done = br.nlocal == br.nchunks, c2_broken = false;
     int rc = pgu_pipe_begin(&pp, c, err);
-    if (rc == ST_OK) {
-        if ((rc = send_base_read(e, &pp, b, p, &br, err)) != ST_OK) {
-            PQexitPipelineMode(c);
-            pgu_pipe_clear(&pp);
-        } else if ((rc = pgu_pipe_run(&pp, err)) != ST_OK) {
-            pgu_pipe_clear(&pp);
-        } else {
-            int bad = pgu_pipe_failed(&pp);
-            if (bad >= 0) {
-                const char *state = pgu_pipe_sqlstate(&pp, bad);
-                *locked = strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0;
-                rc = cat_fail(c, pp.res[bad], "reading the base state", err);
-            } else {
-                p->in_txn = true;
-                rc = take_base_read(b, p, last, &pp, &br, err);
-            }
-            pgu_pipe_clear(&pp);
+    if (rc == ST_OK && (rc = send_base_read(e, &pp, b, p, &br, err)) != ST_OK) {
+        PQexitPipelineMode(c);
+        pgu_pipe_clear(&pp);
+    } else if (rc == ST_OK) {
+        /* the lock first, then c2's half while c probes its own */
+        rc = pgu_pipe_sync(&pp, err);
+        if (rc == ST_OK)
+            rc = pgu_pipe_collect(&pp, br.stmt_seq + 1, err);
+        if (rc == ST_OK && !more_done && PQresultStatus(pp.res[br.stmt_seq]) == PGRES_TUPLES_OK) {
+            more_done = run_more_lookups(e, c2, true, &more, b, p, &br, &err2) == ST_OK;
+            c2_broken = !more_done && PQstatus(c2) != CONNECTION_OK;
+            if (more_done)
+                atomic_fetch_add(&e->m_parallel_lookups, 1);
         }
+        if (rc == ST_OK)
+            rc = pgu_pipe_collect(&pp, pp.n, err);
+        if (rc != ST_OK)
+            pgu_pipe_clear(&pp);
     }
+    if (c2 != NULL)
+        cat_release(e->pool, c2, c2_broken);
+    if (rc == ST_OK) {
+        int bad = pgu_pipe_failed(&pp);
+        if (bad >= 0) {
+            const char *state = pgu_pipe_sqlstate(&pp, bad);
+            *locked = strcmp(state, "55P03") == 0 || strcmp(state, "40P01") == 0;
+            rc = cat_fail(c, pp.res[bad], "reading the base state", err);
+        } else {
+            p->in_txn = p->key_plans = true;
+            for (size_t ci = 0; ci < br.nlocal; ci++)
+                br.lookups[ci] = pp.res[br.stmt_first_lookup + (int)ci];
+            if (!more_done) { /* the second connection failed: its half here, in the transaction */
+                log_warn("table \"%s\": looking up keys on a second catalog connection failed "
+                         "(%s); looking them up on the commit's",
+                         b->t->name, err2.msg);
+                atomic_fetch_add(&e->m_parallel_fallbacks, 1);
+                rc = run_more_lookups(e, c, false, &more, b, p, &br, err);
+            }
+            if (rc == ST_OK)
+                rc = take_base_read(b, p, last, &pp, &br, err);
+        }
+        pgu_pipe_clear(&pp);
+    }
+    pgu_pipe_clear(&more);
     if (rc != ST_OK) {
-        p->in_txn = false;
+        p->in_txn = p->key_plans = false;
         eng__rollback(c);
     }
     base_read_free(&br);

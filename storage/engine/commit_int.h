@@ -121,6 +121,9 @@ struct plan {
     /* the base read began the commit's transaction and holds the table's row
        lock (a change batch): eng__run_commit sends no BEGIN */
     bool in_txn;
+    /* the transaction already runs with eng__sql_key_plans (the base read's lock statement set
+       them): eng__run_commit does not send them again */
+    bool key_plans;
     struct buf upd_tids, upd_keys, upd_pos, upd_vers; /* keys that exist: UPDATE at their ctids */
     uint32_t nupd;
     bool upd_vers_nulls;
@@ -134,6 +137,9 @@ struct plan {
        (key, file_id, pos) rows the commit removes from the key index (NULL:
        none); a row whose key no longer points at (file_id, pos) is ignored */
     const char *del_keys_table;
+    /* a change batch's key-index statements, sent before its blobs are
+       written (eng__send_keys_early; NULL: not sent) */
+    struct early_keys *early;
     /* producers and idempotency responses */
     struct buf prod_names, prod_offsets;
     uint32_t nprod;
@@ -198,7 +204,7 @@ enum commit_outcome { COMMITTED, CONFLICT, IDEM_RACE, FAILED, UNKNOWN, TOO_OLD, 
  */
 extern const char *const eng__sql_key_plans;
 /* Sent before and after a change batch's statements at ctids (SQL_*_KEYS_AT). */
-extern const char *const eng__sql_tid_plans, *const eng__sql_tid_plans_end;
+extern const char *const eng__sql_tid_plans;
 /* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
 void eng__key_array_begin(struct buf *arr, bool i8, uint32_t n);
 void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
@@ -285,6 +291,12 @@ void eng__array_set_count(struct buf *arr, uint32_t n);
 /* The base seq, taking the table's row lock, and, when the batch may write rows ($2), the id of
    its data file (a change batch's base read, commit_base.c; eng__lock_table). */
 extern const char *const eng__sql_seq_lock;
+/* eng__sql_seq_lock that also sets eng__sql_key_plans for the rest of the transaction (the
+   statements after it are planned once it ran), and generic plans: every statement after it is
+   one of the commit's prepared statements, planned once per connection instead of at each
+   execution (test_key_statements_plan_as_index_probes checks the key statements' generic
+   plans). A change batch's base read. */
+extern const char *const eng__sql_seq_lock_plans;
 extern const char *const eng__sql_idem_select;
 extern const char *const eng__sql_prod_select;
 
@@ -319,6 +331,16 @@ int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char 
  */
 enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
                                     struct plan *p, struct st_err *err);
+/*
+ * A change batch whose base read holds the table's lock (p->in_txn) may send
+ * its key-index statements before it writes its blobs: the catalog updates
+ * the key index while the Parquet and Puffin files are written and synced,
+ * and eng__run_commit sends the rest of the transaction, COMMIT last, in the
+ * same pipeline once they are durable. Call eng__drop_early_keys when the
+ * attempt ends before eng__run_commit (it rolls the transaction back).
+ */
+int eng__send_keys_early(PGconn *c, const struct table *t, struct plan *p, struct st_err *err);
+void eng__drop_early_keys(PGconn *c, struct plan *p);
 /*
  * After an attempt that did not commit (CONFLICT, LOCKED, IDEM_RACE, FAILED,
  * UNKNOWN or TOO_OLD): delete its Puffin file (not after UNKNOWN: the commit

@@ -9,12 +9,14 @@
 #include "engine_test.h"
 
 #include "common/log.h"
+#include "common/xalloc.h"
 #include "common/timeutil.h"
 #include "common/uuid.h"
 #include "dv/dv.h"
 
 #include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -28,7 +30,7 @@ const char *const eng__sql_key_plans =
 const char *const eng__sql_tid_plans =
     "SELECT set_config('enable_indexscan', 'off', true), set_config('enable_material', 'off', "
     "true)";
-const char *const eng__sql_tid_plans_end =
+static const char *const SQL_TID_PLANS_END =
     "SELECT set_config('enable_indexscan', 'on', true), set_config('enable_material', 'on', "
     "true)";
 
@@ -82,6 +84,12 @@ static const char *SQL_IDEM =
 const char *const eng__sql_seq_lock =
     "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
     "strike.tables WHERE id = $1 FOR NO KEY UPDATE";
+const char *const eng__sql_seq_lock_plans =
+    "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END, "
+    "set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), "
+    "set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), "
+    "set_config('plan_cache_mode', 'force_generic_plan', true) FROM strike.tables WHERE id = $1 "
+    "FOR NO KEY UPDATE";
 const char *const eng__sql_idem_select =
     "SELECT key, request_hash, kind, status, response FROM strike.idempotency_keys WHERE scope = "
     "$1 AND key = ANY($2::text[])";
@@ -124,12 +132,13 @@ static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"
 static const char *prepared_sql(int i)
 {
     static const char *const *all[] = {&eng__sql_seq_lock,
+                                       &eng__sql_seq_lock_plans,
                                        &eng__sql_idem_select,
                                        &eng__sql_prod_select,
                                        &SQL_ADVANCE,
                                        &eng__sql_key_plans,
                                        &eng__sql_tid_plans,
-                                       &eng__sql_tid_plans_end,
+                                       &SQL_TID_PLANS_END,
                                        &SQL_SNAPSHOT,
                                        &SQL_FILE,
                                        &SQL_REMOVE_FILES,
@@ -359,6 +368,20 @@ struct commit_params {
     struct eng__num tid, base, next, fid;
 };
 
+/* The pipeline of a commit whose key statements went ahead (eng__send_keys_early). */
+struct early_keys {
+    struct pgu_pipe pp;
+    struct commit_stmts st;
+};
+
+static void commit_params_init(struct commit_params *cp, const struct table *t,
+                               const struct plan *p)
+{
+    eng__i64(&cp->tid, t->id);
+    eng__i64(&cp->next, p->base + 1);
+    eng__i64(&cp->fid, p->file_id);
+}
+
 /* Queue the snapshot, the data file and the DV rows. */
 static int send_files(struct pgu_pipe *pp, const struct plan *p, const struct commit_params *cp,
                       const struct dv_rows *a, struct st_err *err)
@@ -458,9 +481,19 @@ static int send_key_updates(struct pgu_pipe *pp, const char *sql, const struct c
     return eng__send_sql(pp, sql, 8, v, l, f8, 0, err);
 }
 
-/* Queue the key index's deletes, updates and inserts. */
+/*
+ * Queue the key index's deletes, updates and inserts. The statements by
+ * ctid come last but the inserts, after eng__sql_tid_plans. At the end of a
+ * commit nothing after them is planned with an index scan (inserts, the
+ * producers' ON CONFLICT, whose arbiter index is not a plan), so the
+ * settings stay (they end with the transaction); sent ahead of the rest
+ * (`ahead`, eng__send_keys_early), they are turned back on after them: a
+ * generic plan is made once per connection, with the settings of that
+ * moment, and the DV statements that follow need their index.
+ */
 static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct plan *p,
-                     const struct commit_params *cp, struct commit_stmts *st, struct st_err *err)
+                     const struct commit_params *cp, bool ahead, struct commit_stmts *st,
+                     struct st_err *err)
 {
     const bool i8 = key_is_i8(t);
     int rc = ST_OK;
@@ -470,21 +503,6 @@ static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct pl
                            i8 ? SQL_DELETE_ALL_KEYS("strike.key_index_i8")
                               : SQL_DELETE_ALL_KEYS("strike.key_index"),
                            1, v, NULL, NULL, 0, err);
-    }
-    bool tid = p->ndel > 0 || p->nupd > 0;
-    if (rc == ST_OK && tid)
-        rc = eng__send_sql(pp, eng__sql_tid_plans, 0, NULL, NULL, NULL, 0, err);
-    if (rc == ST_OK && p->ndel > 0) {
-        struct eng__num n;
-        const char *v[4] = {cp->tid.s, (const char *)p->del_tids.data,
-                            (const char *)p->del_keys.data, eng__i64(&n, p->ndel)};
-        int l[4] = {0, (int)p->del_tids.len, (int)p->del_keys.len, 0};
-        const int f4[4] = {0, 1, 1, 0};
-        st->del_keys = pp->n;
-        rc = eng__send_sql(pp,
-                           i8 ? SQL_DELETE_KEYS_AT("strike.key_index_i8", "bigint")
-                              : SQL_DELETE_KEYS_AT("strike.key_index", "bytea"),
-                           4, v, l, f4, 0, err);
     }
     if (rc == ST_OK && p->del_keys_table != NULL) {
         char sql[320];
@@ -509,6 +527,20 @@ static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct pl
                               : SQL_REMAP_KEYS("strike.key_index", "bytea"),
                            6, v, l, f6, 0, err);
     }
+    if (rc == ST_OK && (p->ndel > 0 || p->nupd > 0))
+        rc = eng__send_sql(pp, eng__sql_tid_plans, 0, NULL, NULL, NULL, 0, err);
+    if (rc == ST_OK && p->ndel > 0) {
+        struct eng__num n;
+        const char *v[4] = {cp->tid.s, (const char *)p->del_tids.data,
+                            (const char *)p->del_keys.data, eng__i64(&n, p->ndel)};
+        int l[4] = {0, (int)p->del_tids.len, (int)p->del_keys.len, 0};
+        const int f4[4] = {0, 1, 1, 0};
+        st->del_keys = pp->n;
+        rc = eng__send_sql(pp,
+                           i8 ? SQL_DELETE_KEYS_AT("strike.key_index_i8", "bigint")
+                              : SQL_DELETE_KEYS_AT("strike.key_index", "bytea"),
+                           4, v, l, f4, 0, err);
+    }
     if (rc == ST_OK && p->nupd > 0) {
         st->upd_keys = pp->n;
         rc = send_key_updates(pp,
@@ -516,13 +548,13 @@ static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct pl
                                  : SQL_UPDATE_KEYS_AT("strike.key_index", "bytea"),
                               cp, p, err);
     }
-    if (rc == ST_OK && tid)
-        rc = eng__send_sql(pp, eng__sql_tid_plans_end, 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK && p->nins > 0)
         rc = send_key_inserts(pp,
                               i8 ? SQL_INSERT_KEYS("strike.key_index_i8", "bigint")
                                  : SQL_INSERT_KEYS("strike.key_index", "bytea"),
                               cp, p, err);
+    if (rc == ST_OK && ahead && (p->ndel > 0 || p->nupd > 0))
+        rc = eng__send_sql(pp, SQL_TID_PLANS_END, 0, NULL, NULL, NULL, 0, err);
     return rc;
 }
 
@@ -626,13 +658,11 @@ static const char *cas_expected(struct engine *e, const struct plan *p, struct e
 
 /* Queue the whole transaction, BEGIN to COMMIT (deadline_us 0: no blobs, no deadline). */
 static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table *t,
-                       const struct plan *p, int64_t deadline_us, struct commit_stmts *st,
-                       struct st_err *err)
+                       const struct plan *p, bool keys_sent, int64_t deadline_us,
+                       struct commit_stmts *st, struct st_err *err)
 {
     struct commit_params cp;
-    eng__i64(&cp.tid, t->id);
-    eng__i64(&cp.next, p->base + 1);
-    eng__i64(&cp.fid, p->file_id);
+    commit_params_init(&cp, t, p);
     const char *cas_vals[2] = {cp.tid.s, cas_expected(e, p, &cp.base)};
     struct dv_rows a;
     dv_rows_build(p, &a);
@@ -644,12 +674,12 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table
         rc = eng__send_sql(pp, SQL_ADVANCE, 2, cas_vals, NULL, NULL, 0, err);
     if (rc == ST_OK && p->fault_fail) /* fault injection (tests): not a conflict */
         rc = eng__send_sql(pp, "SELECT 1 / 0", 0, NULL, NULL, NULL, 0, err);
-    if (rc == ST_OK)
+    if (rc == ST_OK && !p->key_plans)
         rc = eng__send_sql(pp, eng__sql_key_plans, 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK)
         rc = send_files(pp, p, &cp, &a, err);
-    if (rc == ST_OK)
-        rc = send_keys(pp, t, p, &cp, st, err);
+    if (rc == ST_OK && !keys_sent)
+        rc = send_keys(pp, t, p, &cp, false, st, err);
     if (rc == ST_OK)
         rc = send_producers_idem(pp, t, p, &cp, &st->idem, err);
     if (rc == ST_OK && deadline_us > 0) {
@@ -702,6 +732,45 @@ static enum commit_outcome classify(PGconn *c, const struct pgu_pipe *pp, const 
     return FAILED;
 }
 
+int eng__send_keys_early(PGconn *c, const struct table *t, struct plan *p, struct st_err *err)
+{
+    assert(p->in_txn && p->key_plans && p->early == NULL);
+    struct early_keys *ek = xcalloc(1, sizeof *ek);
+    ek->st = (struct commit_stmts){-1, -1, -1, -1, -1};
+    struct commit_params cp;
+    commit_params_init(&cp, t, p);
+    int rc = pgu_pipe_begin(&ek->pp, c, err);
+    if (rc == ST_OK) {
+        if ((rc = send_keys(&ek->pp, t, p, &cp, true, &ek->st, err)) == ST_OK && !cat_pq_flush(c))
+            rc = cat_fail(c, NULL, "sending the key index statements", err);
+        if (rc != ST_OK)
+            PQexitPipelineMode(c);
+    }
+    if (rc != ST_OK) {
+        pgu_pipe_clear(&ek->pp);
+        free(ek);
+        eng__rollback(c);
+        p->in_txn = p->key_plans = false;
+        return rc;
+    }
+    p->early = ek;
+    return ST_OK;
+}
+
+void eng__drop_early_keys(PGconn *c, struct plan *p)
+{
+    if (p->early == NULL)
+        return;
+    struct st_err ignored = {0};
+    if (pgu_pipe_run(&p->early->pp, &ignored) != ST_OK)
+        PQexitPipelineMode(c);
+    pgu_pipe_clear(&p->early->pp);
+    free(p->early);
+    p->early = NULL;
+    eng__rollback(c);
+    p->in_txn = p->key_plans = false;
+}
+
 enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
                                     struct plan *p, struct st_err *err)
 {
@@ -723,17 +792,24 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
                     "commit %s gave up before COMMIT: its blobs were written %lld s ago, more "
                     "than ENGINE_COMMIT_MAX_AGE_S (%d s); nothing was committed",
                     p->commit_id_s, (long long)((now - born) / 1000000), ENGINE_COMMIT_MAX_AGE_S);
+            eng__drop_early_keys(c, p);
             eng__rollback(c); /* the base read's transaction, if any */
             return TOO_OLD;
         }
     }
     struct pgu_pipe pp;
     struct commit_stmts st = {-1, -1, -1, -1, -1};
-    if (pgu_pipe_begin(&pp, c, err) != ST_OK) {
+    bool keys_sent = p->early != NULL;
+    if (keys_sent) { /* the key statements are on their way: the rest follows them */
+        pp = p->early->pp;
+        st = p->early->st;
+        free(p->early);
+        p->early = NULL;
+    } else if (pgu_pipe_begin(&pp, c, err) != ST_OK) {
         eng__rollback(c);
         return FAILED;
     }
-    if (send_commit(e, &pp, t, p, deadline_us, &st, err) != ST_OK) {
+    if (send_commit(e, &pp, t, p, keys_sent, deadline_us, &st, err) != ST_OK) {
         PQexitPipelineMode(c);
         pgu_pipe_clear(&pp);
         eng__rollback(c);
@@ -778,5 +854,5 @@ const char *engine_test_key_plan_settings(void)
 
 const char *engine_test_tid_plan_settings(bool on)
 {
-    return on ? eng__sql_tid_plans : eng__sql_tid_plans_end;
+    return on ? eng__sql_tid_plans : SQL_TID_PLANS_END;
 }

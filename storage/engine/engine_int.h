@@ -82,6 +82,8 @@ struct engine {
     atomic_int fault_terminate_refused;
     atomic_int fault_blob_age_s;
     atomic_int fault_lock_timeout_ms;
+    atomic_int fault_second_lookup_fails;
+    atomic_uint_fast64_t m_parallel_lookups, m_parallel_fallbacks; /* tests only */
     void (*test_gc_hook)(void *ctx);
     void *test_gc_hook_ctx;
     bool test_expire_keep_blobs;

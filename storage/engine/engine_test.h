@@ -33,11 +33,19 @@ enum engine_fault {
     /* Every commit's transaction waits at most `n` ms for a lock (0: the
        session's lock_timeout). */
     FAULT_LOCK_TIMEOUT_MS,
+    /* The next N change batches whose lookups are split over two catalog
+       connections fail the second connection's half (its statements fail):
+       the batch looks those keys up on its own connection. */
+    FAULT_SECOND_LOOKUP_FAILS,
 };
 
 /* Arm a fault: `n` is a count (NEXT, DROP, RESOLVER, TERMINATE), seconds
    (BLOB_AGE), milliseconds (LOCK_TIMEOUT) or 0/1 (the others). */
 void engine_test_fault(struct engine *e, enum engine_fault f, int n);
+
+/* Change batches whose lookups ran half on a second connection, and those whose second half
+   then ran on the commit's own connection (it failed on the second). */
+void engine_test_lookup_counts(struct engine *e, uint64_t *parallel, uint64_t *fell_back);
 
 /*
  * Group commit: the next thread to lead a commit on any table waits (at most

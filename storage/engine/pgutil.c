@@ -70,26 +70,38 @@ int pgu_pipe_send_prepared(struct pgu_pipe *p, const char *name, int nparams,
     return ST_OK;
 }
 
-int pgu_pipe_run(struct pgu_pipe *p, struct st_err *err)
+int pgu_pipe_sync(struct pgu_pipe *p, struct st_err *err)
 {
     if (PQpipelineSync(p->c) != 1) {
         PQexitPipelineMode(p->c);
         return cat_fail(p->c, NULL, "sending the pipeline", err);
     }
-    for (int i = 0; i < p->n; i++) {
+    p->got = 0;
+    return ST_OK;
+}
+
+int pgu_pipe_collect(struct pgu_pipe *p, int upto, struct st_err *err)
+{
+    if (p->sent_ok) /* every result and the sync are in: the pipeline has ended */
+        return ST_OK;
+    for (; p->got < upto && p->got < p->n; p->got++) {
         PGresult *r = cat_pq_get_result(p->c);
         if (r == NULL) {
             PQexitPipelineMode(p->c);
             return cat_fail(p->c, NULL, "reading pipeline results", err);
         }
-        p->res[i] = r;
+        p->res[p->got] = r;
         /* each statement's results end with a NULL */
         PGresult *extra;
         while ((extra = cat_pq_get_result(p->c)) != NULL)
             PQclear(extra);
-        if (PQstatus(p->c) != CONNECTION_OK)
+        if (PQstatus(p->c) != CONNECTION_OK) {
+            p->got++;
             return st_errf(err, ST_EUNAVAIL, "catalog connection lost during a pipeline");
+        }
     }
+    if (p->got < p->n)
+        return ST_OK;
     PGresult *sync = cat_pq_get_result(p->c);
     bool synced = sync != NULL && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
     PQclear(sync);
@@ -97,6 +109,12 @@ int pgu_pipe_run(struct pgu_pipe *p, struct st_err *err)
         return cat_fail(p->c, NULL, "finishing the pipeline", err);
     p->sent_ok = true;
     return ST_OK;
+}
+
+int pgu_pipe_run(struct pgu_pipe *p, struct st_err *err)
+{
+    int rc = pgu_pipe_sync(p, err);
+    return rc == ST_OK ? pgu_pipe_collect(p, p->n, err) : rc;
 }
 
 int pgu_pipe_finish(struct pgu_pipe *p, int rc, const char *end, const char *what,
@@ -146,5 +164,6 @@ void pgu_pipe_clear(struct pgu_pipe *p)
 {
     for (int i = 0; i < p->n; i++)
         PQclear(p->res[i]);
-    p->n = 0;
+    memset(p->res, 0, sizeof p->res);
+    p->n = p->got = 0;
 }

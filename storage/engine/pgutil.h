@@ -32,6 +32,7 @@ struct pgu_pipe {
     PGconn *c;
     int n;
     PGresult *res[PGU_PIPE_MAX];
+    int got; /* results collected so far (pgu_pipe_collect) */
     bool sent_ok;
 };
 
@@ -50,6 +51,14 @@ int pgu_pipe_send_prepared(struct pgu_pipe *p, const char *name, int nparams,
  * ST_EUNAVAIL when the connection broke (outcome of a COMMIT unknown).
  */
 int pgu_pipe_run(struct pgu_pipe *p, struct st_err *err);
+/*
+ * pgu_pipe_run in two steps, to act on the first results while the server
+ * works on the rest: pgu_pipe_sync sends the pipeline; pgu_pipe_collect
+ * reads results up to statement `upto` (exclusive; p->n: all, and leave
+ * pipeline mode). Failures as pgu_pipe_run's.
+ */
+int pgu_pipe_sync(struct pgu_pipe *p, struct st_err *err);
+int pgu_pipe_collect(struct pgu_pipe *p, int upto, struct st_err *err);
 /*
  * End a read pipeline: `rc` is the outcome of queueing its statements; if it
  * is ST_OK, queue `end` (COMMIT or ROLLBACK; NULL: none, the transaction

@@ -25,7 +25,9 @@
 #      "previous", from latest.json or history.json: tests/bench/bench_history.py).
 # --quick: tiny sizes and 2 rounds. STRIKE_BENCH_ONLY=m3,m8 runs some
 # measures only; STRIKE_BENCH_LOG_LEVEL=debug logs every commit's timings
-# (striked's log is kept as BUILD_DIR/bench/striked.log); STRIKE_BENCH_STRIKED_ARGS adds options
+# (striked's log is kept as BUILD_DIR/bench/striked.log, PostgreSQL's as
+# BUILD_DIR/bench/postgres.log; PGFIXTURE_CONF adds postgresql.conf lines, e.g.
+# 'log_min_duration_statement = 0'); STRIKE_BENCH_STRIKED_ARGS adds options
 # to the main striked (e.g. "--dv-inline-max 0": every DV in a Puffin file). Every server started here (PostgreSQL,
 # striked, the fresh striked of measure 8 by its pid file; nginx inside
 # http_dv_bench.sh) is stopped by pid on exit, also on error or Ctrl-C.
@@ -82,6 +84,7 @@ cleanup() {
     stop_pid "$(cat "$WORK/aux-striked.pid")"
   fi
   if [ -n "$PG_STARTED" ]; then
+    cp "$PG/server.log" "$OUT/postgres.log" 2>/dev/null || true
     "$SRC/tests/lib/pgfixture.sh" stop "$PG" >/dev/null 2>&1 || true
   fi
   if [ $rc -ne 0 ] && [ -f "$WORK/striked.log" ]; then

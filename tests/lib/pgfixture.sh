@@ -14,6 +14,8 @@
 # killed run is stopped by the next `start`. As root, initdb and postgres run
 # as the postgres user (they refuse root); DIR is made traversable for it.
 # The cluster trades durability for speed (fsync=off): it only holds tests.
+# PGFIXTURE_CONF: more postgresql.conf lines, appended last (for a profile,
+# e.g. PGFIXTURE_CONF='log_min_duration_statement = 0').
 set -euo pipefail
 cmd=${1:?usage: pgfixture.sh start|stop DIR}
 dir=${2:?usage: pgfixture.sh start|stop DIR}
@@ -73,6 +75,7 @@ synchronous_commit = off
 full_page_writes = off
 CONF
   fi
+  if [ -n "${PGFIXTURE_CONF:-}" ]; then printf '%s\n' "$PGFIXTURE_CONF" >>"$dir/data/postgresql.conf"; fi
   as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
     { cat "$dir/server.log" >&2; exit 1; }
   echo "pgfixture: PostgreSQL up, socket $dir/.s.PGSQL.5432"

@@ -331,6 +331,84 @@ static void test_statements_touch_the_live_state(void **state)
 }
 
 /*
+ * A batch of 2,048 keys or more looks up half of them on a second catalog
+ * connection, once its own holds the table's lock; when the second one's
+ * statements fail, the batch looks that half up on its own connection. The
+ * outcome is the same either way: counts, rows, the key index.
+ */
+static void test_parallel_lookups_and_fallback(void **state)
+{
+    (void)state;
+    enum { N = 6000, H = N / 2 };
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct table *t = et_create(&T, "halves", cols, 2, pk, 1, NULL);
+    struct st_value *v = calloc(2 * N, sizeof *v);
+    struct change *ch = calloc(N, sizeof *ch);
+    struct change_req req = {.table = t, .changes = ch, .nchanges = N};
+    struct change_res res;
+    struct st_err err = {0};
+    uint64_t par0, fb0, par, fb;
+    engine_test_lookup_counts(T.e, &par0, &fb0);
+    for (int i = 0; i < N; i++) { /* N new keys */
+        v[2 * i].v.l = i;
+        v[2 * i + 1].v.l = 1;
+        ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+    }
+    if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(res.inserted, N);
+    engine_test_lookup_counts(T.e, &par, &fb);
+    assert_int_equal(par, par0 + 1);
+    assert_int_equal(fb, fb0);
+    /* half updates (keys 0..H-1), half new keys (N..N+H-1): both halves of the lookups hit */
+    for (int i = 0; i < N; i++) {
+        v[2 * i].v.l = i < H ? i : N + i - H;
+        v[2 * i + 1].v.l = 2;
+    }
+    if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(res.updated, H);
+    assert_int_equal(res.inserted, H);
+    engine_test_lookup_counts(T.e, &par, &fb);
+    assert_int_equal(par, par0 + 2);
+    /* the second connection fails: delete keys H..N+H-1 all the same */
+    engine_test_fault(T.e, FAULT_SECOND_LOOKUP_FAILS, 1);
+    for (int i = 0; i < N; i++) {
+        v[2 * i].v.l = H + i;
+        ch[i].op = CHANGE_DELETE;
+    }
+    if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(res.deleted, N);
+    assert_int_equal(res.missing, 0);
+    engine_test_lookup_counts(T.e, &par, &fb);
+    assert_int_equal(par, par0 + 2);
+    assert_int_equal(fb, fb0 + 1);
+    struct table_stats st;
+    assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
+    assert_int_equal(st.live_rows, H);
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal(rows.n, H);
+    for (size_t i = 0; i < rows.n; i++) {
+        assert_true(rows.rows[i].v[0].v.l < H);
+        assert_int_equal(rows.rows[i].v[1].v.l, 2);
+    }
+    et_rows_free(&rows);
+    /* the key index holds exactly the live keys: deleting them all finds each once */
+    for (int i = 0; i < N; i++)
+        v[2 * i].v.l = i;
+    if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(res.deleted, H);
+    assert_int_equal(res.missing, N - H);
+    free(ch);
+    free(v);
+    engine_table_unref(t);
+}
+
+/*
  * A batch whose keys take several lookup statements (20,000 keys each)
  * reaches the same file from each of them: the base read takes the file
  * once (a file taken twice would get two DVs in one commit).
@@ -446,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_statements_touch_the_live_state),
         cmocka_unit_test(test_gc_in_batches),
         cmocka_unit_test(test_one_file_from_many_lookups),
+        cmocka_unit_test(test_parallel_lookups_and_fallback),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
