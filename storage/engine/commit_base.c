@@ -169,13 +169,14 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, stru
  * receives producer offsets.
  */
 /*
- * A batch of at least PARALLEL_LOOKUP_MIN keys sends the second half of its
- * lookups on a second catalog connection, if the pool has one free at once:
- * two backends probe the key index at the same time (the lookups are most
- * of a big batch's base read). That half is sent only once the first
- * connection holds the table's row lock, so it reads the same state as the
- * first: nothing that writes the table's key index or DVs commits while the
- * lock is held.
+ * A batch of at least PARALLEL_LOOKUP_MIN keys looks up the second half of
+ * its keys on a second catalog connection, taken once the first holds the
+ * table's row lock and only if the pool has one free at that moment: two
+ * backends probe the key index at the same time (the lookups are most of a
+ * big batch's base read), and both halves read the same state, since nothing
+ * that writes the table's key index or DVs commits while the lock is held.
+ * Without a free connection, or when the second one fails, that half runs
+ * on the first, inside the transaction.
  */
 #define PARALLEL_LOOKUP_MIN 2048
 
@@ -411,13 +412,11 @@ static int read_base(struct engine *e, PGconn *c, struct cbatch *b, struct plan 
 {
     PGconn *c2 = NULL;
     struct st_err err2 = {0};
-    if (b->nst >= PARALLEL_LOOKUP_MIN && cat_acquire(e->pool, &c2, 0, &err2) != ST_OK)
-        c2 = NULL; /* none free now: every lookup on c */
     struct base_read br;
-    base_read_init(&br, b, c2 != NULL);
+    base_read_init(&br, b, b->nst >= PARALLEL_LOOKUP_MIN);
     struct pgu_pipe pp, more;
     more.n = 0;
-    bool more_done = br.nlocal == br.nchunks, c2_broken = false;
+    bool more_done = br.nlocal == br.nchunks, c2_failed = false;
     int rc = pgu_pipe_begin(&pp, c, err);
     if (rc == ST_OK && (rc = send_base_read(e, &pp, b, p, &br, err)) != ST_OK) {
         PQexitPipelineMode(c);
@@ -427,19 +426,19 @@ static int read_base(struct engine *e, PGconn *c, struct cbatch *b, struct plan 
         rc = pgu_pipe_sync(&pp, err);
         if (rc == ST_OK)
             rc = pgu_pipe_collect(&pp, br.stmt_seq + 1, err);
-        if (rc == ST_OK && !more_done && PQresultStatus(pp.res[br.stmt_seq]) == PGRES_TUPLES_OK) {
+        if (rc == ST_OK && !more_done && PQresultStatus(pp.res[br.stmt_seq]) == PGRES_TUPLES_OK &&
+            cat_acquire(e->pool, &c2, 0, &err2) == ST_OK) {
             more_done = run_more_lookups(e, c2, true, &more, b, p, &br, &err2) == ST_OK;
-            c2_broken = !more_done && PQstatus(c2) != CONNECTION_OK;
+            c2_failed = !more_done;
             if (more_done)
                 atomic_fetch_add(&e->m_parallel_lookups, 1);
+            cat_release(e->pool, c2, c2_failed && PQstatus(c2) != CONNECTION_OK);
         }
         if (rc == ST_OK)
             rc = pgu_pipe_collect(&pp, pp.n, err);
         if (rc != ST_OK)
             pgu_pipe_clear(&pp);
     }
-    if (c2 != NULL)
-        cat_release(e->pool, c2, c2_broken);
     if (rc == ST_OK) {
         int bad = pgu_pipe_failed(&pp);
         if (bad >= 0) {
@@ -450,11 +449,13 @@ static int read_base(struct engine *e, PGconn *c, struct cbatch *b, struct plan 
             p->in_txn = p->key_plans = true;
             for (size_t ci = 0; ci < br.nlocal; ci++)
                 br.lookups[ci] = pp.res[br.stmt_first_lookup + (int)ci];
-            if (!more_done) { /* the second connection failed: its half here, in the transaction */
-                log_warn("table \"%s\": looking up keys on a second catalog connection failed "
-                         "(%s); looking them up on the commit's",
-                         b->t->name, err2.msg);
-                atomic_fetch_add(&e->m_parallel_fallbacks, 1);
+            if (!more_done) { /* no second connection, or it failed: the half here */
+                if (c2_failed) {
+                    log_warn("table \"%s\": looking up keys on a second catalog connection "
+                             "failed (%s); looking them up on the commit's",
+                             b->t->name, err2.msg);
+                    atomic_fetch_add(&e->m_parallel_fallbacks, 1);
+                }
                 rc = run_more_lookups(e, c, false, &more, b, p, &br, err);
             }
             if (rc == ST_OK)
