@@ -25,7 +25,8 @@
 #      "previous", from latest.json or history.json: tests/bench/bench_history.py).
 # --quick: tiny sizes and 2 rounds. STRIKE_BENCH_ONLY=m3,m8 runs some
 # measures only; STRIKE_BENCH_LOG_LEVEL=debug logs every commit's timings
-# (striked's log is kept as BUILD_DIR/bench/striked.log, PostgreSQL's as
+# (striked's log is kept as BUILD_DIR/bench/striked.log, the measures' own
+# striked processes' as aux-striked.log, PostgreSQL's as
 # BUILD_DIR/bench/postgres.log; PGFIXTURE_CONF adds postgresql.conf lines, e.g.
 # 'log_min_duration_statement = 0'); STRIKE_BENCH_STRIKED_ARGS adds options
 # to the main striked (e.g. "--dv-inline-max 0": every DV in a Puffin file). Every server started here (PostgreSQL,
@@ -92,6 +93,7 @@ cleanup() {
     tail -n 20 "$WORK/striked.log" >&2 || true
   fi
   [ -f "$WORK/striked.log" ] && cp "$WORK/striked.log" "$OUT/striked.log" 2>/dev/null || true
+  [ -f "$WORK/aux-striked.log" ] && cp "$WORK/aux-striked.log" "$OUT/aux-striked.log" 2>/dev/null || true
   rm -rf "$WORK"
   exit $rc
 }
