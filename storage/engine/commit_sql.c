@@ -21,10 +21,11 @@
 #include <sys/socket.h>
 #include <time.h>
 
-const char *const eng__sql_key_plans =
-    "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', "
-    "true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', "
-    "true)";
+/* The key statements' plan settings, as select-list items (eng__sql_key_plans and the lock). */
+#define KEY_PLAN_SETTINGS                                                                          \
+    "set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), "    \
+    "set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)"
+const char *const eng__sql_key_plans = "SELECT " KEY_PLAN_SETTINGS;
 /* Around the ctid statements: their rows only through a TID scan (a generic plan made on a
    small key index would rather scan its table_id range and filter by ctid). */
 const char *const eng__sql_tid_plans =
@@ -85,11 +86,9 @@ const char *const eng__sql_seq_lock =
     "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
     "strike.tables WHERE id = $1 FOR NO KEY UPDATE";
 const char *const eng__sql_seq_lock_plans =
-    "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END, "
-    "set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), "
-    "set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), "
-    "set_config('plan_cache_mode', 'force_generic_plan', true) FROM strike.tables WHERE id = $1 "
-    "FOR NO KEY UPDATE";
+    "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') "
+    "END, " KEY_PLAN_SETTINGS ", set_config('plan_cache_mode', 'force_generic_plan', true) FROM "
+    "strike.tables WHERE id = $1 FOR NO KEY UPDATE";
 const char *const eng__sql_idem_select =
     "SELECT key, request_hash, kind, status, response FROM strike.idempotency_keys WHERE scope = "
     "$1 AND key = ANY($2::text[])";
