@@ -86,6 +86,8 @@ static const struct option_def options[] = {
      "period of the background maintenance task: snapshot expiry per --retain, one server at a "
      "time per table (0: off)",
      0},
+    {"maintenance-workers", "STRIKE_MAINTENANCE_WORKERS", K_INT, "0", OFF(maintenance_workers),
+     "threads of a maintenance pass, each maintaining one table at a time (0: 2; at most 16)", 0},
     {"retain", "STRIKE_RETAIN", K_DURATION, "7d", OFF(retain_s),
      "snapshots older than this are expired by the maintenance task (the current one stays)", 0},
     {"dv-inline-max", "STRIKE_DV_INLINE_MAX", K_SIZE0, "8192", OFF(dv_inline_max),

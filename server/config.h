@@ -45,6 +45,7 @@ struct config {
     int64_t gc_grace_s;         /* orphan grace period, seconds */
     int64_t gc_interval_s;      /* orphan GC period, seconds; 0 = off */
     int64_t compact_interval_s; /* background maintenance period, seconds; 0 = off */
+    int maintenance_workers;    /* threads of a maintenance pass; 0 = automatic */
     int64_t retain_s;           /* snapshots older than this are expired by maintenance */
     uint64_t dv_inline_max;     /* bytes; 0 = DVs always in Puffin files */
     char *log_level;            /* debug|info|warn|error */

@@ -140,6 +140,7 @@ int main(int argc, char **argv)
         .gc_grace_s = cfg.gc_grace_s,
         .gc_interval_s = cfg.gc_interval_s,
         .maint_interval_s = cfg.compact_interval_s,
+        .maint_workers = cfg.maintenance_workers,
         .retain_s = cfg.retain_s,
         .dv_inline_max = cfg.dv_inline_max == 0 ? -1 : (int64_t)cfg.dv_inline_max,
     };

@@ -431,6 +431,9 @@ void engine_test_fault(struct engine *e, enum engine_fault f, int n)
     case FAULT_SECOND_LOOKUP_FAILS:
         atomic_store(&e->fault_second_lookup_fails, n);
         break;
+    case FAULT_MAINT_STALL_TABLE:
+        atomic_store(&e->fault_maint_stall_table, n);
+        break;
     }
 }
 

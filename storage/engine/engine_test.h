@@ -37,6 +37,10 @@ enum engine_fault {
        connections fail the second connection's half (its statements fail):
        the batch looks those keys up on its own connection. */
     FAULT_SECOND_LOOKUP_FAILS,
+    /* The maintenance of the table whose id is `n` waits, once it holds the
+       table's maintenance lock, until the fault is armed with another value
+       (0: none) or the engine closes. */
+    FAULT_MAINT_STALL_TABLE,
 };
 
 /* Arm a fault: `n` is a count (NEXT, DROP, RESOLVER, TERMINATE), seconds

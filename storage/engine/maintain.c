@@ -16,6 +16,11 @@
  * share a catalog: each server's first pass starts at a random point of its
  * first interval, and every later pass is jittered by up to a tenth of the
  * interval, so their passes spread out instead of meeting on each lock.
+ *
+ * Within a server, a pass runs on up to maint_workers threads
+ * (--maintenance-workers, default 2), each taking the next table of the
+ * list when it is done with one: one big table's compaction holds one
+ * worker while the others keep the rest of the tables maintained.
  */
 #include "engine_int.h"
 #include "engine_test.h"
@@ -24,6 +29,8 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,50 +111,94 @@ static int maintain_table(struct engine *e, struct table *t, struct st_err *err)
     return engine_expire(e, t, &q, &res, err);
 }
 
-/* One pass over every table. */
+/* One pass: the tables in name order, taken one at a time by the pass's workers. */
+struct maint_pass {
+    struct engine *e;
+    struct table **ts;
+    size_t n;
+    atomic_size_t next; /* the next table to take */
+    atomic_bool halt;   /* the catalog is in trouble: no worker takes another table */
+};
+
+/* A test's stall (FAULT_MAINT_STALL_TABLE): the table's maintenance waits while it is armed. */
+static void stall_point(struct engine *e, const struct table *t)
+{
+    struct timespec ts = {0, 10 * 1000000L};
+    while (atomic_load(&e->fault_maint_stall_table) == t->id && !atomic_load(&e->maint_stop))
+        nanosleep(&ts, NULL);
+}
+
+/* Maintain table t if this server gets its lock; false: the pass should stop. */
+static bool maintain_one(struct engine *e, struct table *t)
+{
+    PGconn *c;
+    struct st_err err = {0};
+    if (cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, &err) != ST_OK) {
+        log_warn("maintenance: %s", err.msg);
+        return false;
+    }
+    bool got = false, unavailable = false;
+    int rc = try_lock(c, t->id, &got, &err);
+    if (rc == ST_OK && got) {
+        stall_point(e, t);
+        struct st_err e2 = {0};
+        int mrc = maintain_table(e, t, &e2);
+        if (mrc != ST_OK && mrc != ST_ENOTFOUND) /* not found: dropped meanwhile */
+            log_warn("maintenance of table %s: %s", t->name, e2.msg);
+        unavailable = mrc == ST_EUNAVAIL;
+        atomic_fetch_add(&e->m_maintenance_runs, 1);
+        rc = unlock(c, t->id, &err);
+    } else if (rc == ST_OK) {
+        log_debug("maintenance: table %s is being maintained by another server", t->name);
+    }
+    if (rc != ST_OK)
+        log_warn("maintenance of table %s: %s", t->name, err.msg);
+    /* on any failure the connection goes: closing the session drops its lock */
+    cat_release(e->pool, c, rc != ST_OK);
+    /* a catalog in trouble: the next pass tries again (each call on a
+       stalled catalog takes seconds to give up, and close waits for it) */
+    return rc == ST_OK && !unavailable;
+}
+
+static void *pass_worker(void *p)
+{
+    struct maint_pass *mp = p;
+    while (!atomic_load(&mp->halt) && !atomic_load(&mp->e->maint_stop)) {
+        size_t i = atomic_fetch_add(&mp->next, 1);
+        if (i >= mp->n)
+            break;
+        if (!maintain_one(mp->e, mp->ts[i]))
+            atomic_store(&mp->halt, true);
+    }
+    return NULL;
+}
+
+/*
+ * One pass over every table, by up to maint_workers threads (this one and
+ * helpers started for the pass), each taking the next table when it is
+ * done with one: a long compaction holds one worker, the other tables go on.
+ */
 static void maintain_all(struct engine *e)
 {
-    struct table **ts = NULL;
-    size_t n = 0;
+    struct maint_pass mp = {.e = e};
     struct st_err err = {0};
-    if (engine_list_tables(e, &ts, &n, &err) != ST_OK) {
+    if (engine_list_tables(e, &mp.ts, &mp.n, &err) != ST_OK) {
         log_warn("maintenance: cannot list tables: %s", err.msg);
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (atomic_load(&e->maint_stop))
-            break;
-        PGconn *c;
-        st_err_clear(&err);
-        if (cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, &err) != ST_OK) {
-            log_warn("maintenance: %s", err.msg);
-            break;
-        }
-        bool got = false, unavailable = false;
-        int rc = try_lock(c, ts[i]->id, &got, &err);
-        if (rc == ST_OK && got) {
-            struct st_err e2 = {0};
-            int mrc = maintain_table(e, ts[i], &e2);
-            if (mrc != ST_OK && mrc != ST_ENOTFOUND) /* not found: dropped meanwhile */
-                log_warn("maintenance of table %s: %s", ts[i]->name, e2.msg);
-            unavailable = mrc == ST_EUNAVAIL;
-            atomic_fetch_add(&e->m_maintenance_runs, 1);
-            rc = unlock(c, ts[i]->id, &err);
-        } else if (rc == ST_OK) {
-            log_debug("maintenance: table %s is being maintained by another server", ts[i]->name);
-        }
-        if (rc != ST_OK)
-            log_warn("maintenance of table %s: %s", ts[i]->name, err.msg);
-        /* on any failure the connection goes: closing the session drops its lock */
-        cat_release(e->pool, c, rc != ST_OK);
-        /* a catalog in trouble: the next pass tries again (each call on a
-           stalled catalog takes seconds to give up, and close waits for it) */
-        if (rc != ST_OK || unavailable)
-            break;
-    }
-    for (size_t i = 0; i < n; i++)
-        engine_table_unref(ts[i]);
-    free(ts);
+    atomic_init(&mp.next, 0);
+    atomic_init(&mp.halt, false);
+    pthread_t helpers[ENGINE_MAINT_WORKERS_MAX];
+    size_t want = (size_t)e->maint_workers < mp.n ? (size_t)e->maint_workers : mp.n;
+    size_t started = 0;
+    while (started + 1 < want && pthread_create(&helpers[started], NULL, pass_worker, &mp) == 0)
+        started++;
+    pass_worker(&mp);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(helpers[i], NULL);
+    for (size_t i = 0; i < mp.n; i++)
+        engine_table_unref(mp.ts[i]);
+    free(mp.ts);
 }
 
 /* A random delay in [0, max_ms). */

@@ -554,6 +554,72 @@ static void test_maintenance_task(void **state)
     engine_table_unref(b);
 }
 
+/* A maintenance engine on the shared catalog: a pass every second, retention 0 s. */
+static struct engine *maint_engine(int workers)
+{
+    struct engine_opts o = {.conninfo = T.conninfo,
+                            .data_dir = T.data_dir,
+                            .pool_size = 8,
+                            .maint_interval_s = 1,
+                            .maint_workers = workers,
+                            .retain_s = 0};
+    struct engine *e;
+    struct st_err err = {0};
+    if (engine_open(&o, &e, &err) != ST_OK)
+        fail_msg("engine_open: %s", err.msg);
+    return e;
+}
+
+/* Poll (up to 60 s) until some session holds the table's maintenance lock. */
+static bool wait_maint_locked(const struct table *t)
+{
+    for (int i = 0; i < 600; i++) {
+        if (sql_i64("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+                    "((classid::bigint << 32) | objid::bigint) = %lld",
+                    engine_test_maint_lock_key(t->id)) == 1)
+            return true;
+        usleep(100 * 1000);
+    }
+    return false;
+}
+
+/*
+ * A pass goes over the tables in name order. The maintenance of "mp_a" is
+ * made to stall (it holds its worker until released): with one worker the
+ * pass cannot get past it, so "mp_b" keeps its snapshots over several
+ * passes; with two, the second worker maintains "mp_b" and "mp_c" while
+ * "mp_a" stalls, and "mp_a" is expired once released.
+ */
+static void test_maintenance_workers(void **state)
+{
+    (void)state;
+    struct table *a = make_table("mp_a", 4);
+    struct table *b = make_table("mp_b", 4);
+    struct table *c = make_table("mp_c", 4);
+    struct engine *e1 = maint_engine(1);
+    engine_test_fault(e1, FAULT_MAINT_STALL_TABLE, (int)a->id);
+    assert_true(wait_maint_locked(a)); /* the pass has reached mp_a and stalls there */
+    for (int i = 0; i < 30; i++) {     /* 3 s: three passes' time, all held at mp_a */
+        usleep(100 * 1000);
+        assert_int_equal(snapshots_of(b), 5);
+    }
+    engine_close(e1); /* ends the stall: mp_a may be maintained while it closes */
+
+    struct engine *e2 = maint_engine(2);
+    engine_test_fault(e2, FAULT_MAINT_STALL_TABLE, (int)b->id);
+    assert_true(wait_expired(c)); /* past mp_b, which stalls */
+    assert_true(wait_expired(a));
+    assert_int_equal(snapshots_of(b), 5);
+    engine_test_fault(e2, FAULT_MAINT_STALL_TABLE, 0);
+    assert_true(wait_expired(b));
+    engine_close(e2);
+    struct fsck_count f = fsck();
+    assert_int_equal(f.missing + f.corrupt + f.orphans, 0);
+    engine_table_unref(a);
+    engine_table_unref(b);
+    engine_table_unref(c);
+}
+
 /* ---- health ------------------------------------------------------------------------ */
 
 static void upsert_range(struct table *t, int64_t from, int64_t n)
@@ -648,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_expire_concurrent_commits),
         cmocka_unit_test(test_health),
         cmocka_unit_test(test_maintenance_task),
+        cmocka_unit_test(test_maintenance_workers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
