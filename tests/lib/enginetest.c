@@ -48,6 +48,7 @@ static const struct blob_s3_opts *s3_opts(void)
 void et_open(struct et *t, const char *db, uint32_t row_group_rows)
 {
     memset(t, 0, sizeof *t);
+    t->row_group_rows = row_group_rows;
     t->s3 = s3_opts();
     /* a database of its own: the S3 run of a test may run next to its local run */
     char name[96];
@@ -78,6 +79,7 @@ void et_reopen(struct et *t)
                             .data_dir = t->data_dir,
                             .s3 = t->s3,
                             .pool_size = 16,
+                            .row_group_rows = t->row_group_rows,
                             .dv_inline_max = t->dv_inline_max};
     struct st_err err = {0};
     if (engine_open(&o, &t->e, &err) != ST_OK)

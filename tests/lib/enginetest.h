@@ -17,7 +17,8 @@ struct et {
     char *conninfo;
     char data_dir[128]; /* a directory, or s3://bucket/prefix under the s3 fixture */
     const struct blob_s3_opts *s3;
-    int64_t dv_inline_max; /* engine_opts.dv_inline_max of et_reopen (et_open: the default) */
+    int64_t dv_inline_max;   /* engine_opts.dv_inline_max of et_reopen (et_open: the default) */
+    uint32_t row_group_rows; /* et_open's, kept by et_reopen */
 };
 
 /* Open an engine on database `db` (dropped and created) and a new temp dir. */
