@@ -266,3 +266,17 @@ int et_put(struct et *t, struct table *tab, const int64_t *ids, const int64_t *v
     free(vals);
     return rc;
 }
+
+int et_put_range(struct et *t, struct table *tab, int64_t from, size_t n, int64_t mult,
+                 struct change_res *res)
+{
+    int64_t *ids = calloc(n ? n : 1, sizeof *ids), *vs = calloc(n ? n : 1, sizeof *vs);
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = from + (int64_t)i;
+        vs[i] = ids[i] * mult;
+    }
+    int rc = et_put(t, tab, ids, vs, n, res);
+    free(ids);
+    free(vs);
+    return rc;
+}

@@ -61,6 +61,9 @@ int64_t et_value_of(struct et *t, struct table *tab, int64_t id, int *count);
  */
 int et_put(struct et *t, struct table *tab, const int64_t *ids, const int64_t *vs, size_t n,
            struct change_res *res);
+/* The same for the upserts of keys from .. from + n - 1, each with v = key * mult. */
+int et_put_range(struct et *t, struct table *tab, int64_t from, size_t n, int64_t mult,
+                 struct change_res *res);
 
 /* SQL for a test's own checks; each aborts the test, naming the statement, on an error. */
 struct pg_conn; /* libpq's PGconn */

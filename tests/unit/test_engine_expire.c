@@ -498,15 +498,27 @@ static int64_t snapshots_of(const struct table *t)
     return sql_i64("SELECT count(*) FROM strike.snapshots WHERE table_id = %lld", (long long)t->id);
 }
 
-/* Poll (up to 60 s, not a timing assertion) until the table has one snapshot left. */
-static bool wait_expired(const struct table *t)
+/* Poll (up to 60 s, not a timing assertion) until a count query answers `want`. */
+__attribute__((format(printf, 2, 3))) static bool wait_count(int64_t want, const char *fmt, ...)
 {
+    char sql[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
     for (int i = 0; i < 600; i++) {
-        if (snapshots_of(t) == 1)
+        if (et_sql_i64(&T, sql) == want)
             return true;
         usleep(100 * 1000);
     }
     return false;
+}
+
+/* Until the table has one snapshot left. */
+static bool wait_expired(const struct table *t)
+{
+    return wait_count(1, "SELECT count(*) FROM strike.snapshots WHERE table_id = %lld",
+                      (long long)t->id);
 }
 
 /*
@@ -570,17 +582,13 @@ static struct engine *maint_engine(int workers)
     return e;
 }
 
-/* Poll (up to 60 s) until some session holds the table's maintenance lock. */
+/* Until some session holds the table's maintenance lock. */
 static bool wait_maint_locked(const struct table *t)
 {
-    for (int i = 0; i < 600; i++) {
-        if (sql_i64("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
-                    "((classid::bigint << 32) | objid::bigint) = %lld",
-                    engine_test_maint_lock_key(t->id)) == 1)
-            return true;
-        usleep(100 * 1000);
-    }
-    return false;
+    return wait_count(1,
+                      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                      "AND ((classid::bigint << 32) | objid::bigint) = %lld",
+                      engine_test_maint_lock_key(t->id));
 }
 
 /*
@@ -622,21 +630,10 @@ static void test_maintenance_workers(void **state)
 
 /* ---- health ------------------------------------------------------------------------ */
 
-static void upsert_range(struct table *t, int64_t from, int64_t n)
+static void upsert_range(struct table *t, int64_t from, size_t n)
 {
-    struct st_value *v = calloc((size_t)(2 * n), sizeof *v);
-    struct change *ch = calloc((size_t)n, sizeof *ch);
-    for (int64_t i = 0; i < n; i++) {
-        v[2 * i].v.l = from + i;
-        v[2 * i + 1].v.l = from + i;
-        ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
-    }
-    struct change_req req = {.table = t, .changes = ch, .nchanges = (size_t)n};
     struct change_res res;
-    struct st_err err = {0};
-    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
-    free(ch);
-    free(v);
+    assert_int_equal(et_put_range(&T, t, from, n, 1, &res), ST_OK);
 }
 
 static void test_health(void **state)

@@ -912,21 +912,10 @@ static void restart_and_flush(void)
 }
 
 /* One change batch of n upserts of keys from..from+n-1 (v = key * mult). */
-static void upsert_keys(struct table *t, int64_t from, int n, int64_t mult)
+static void upsert_keys(struct table *t, int64_t from, size_t n, int64_t mult)
 {
-    struct st_value *v = calloc((size_t)(2 * n), sizeof *v);
-    struct change *ch = calloc((size_t)n, sizeof *ch);
-    for (int i = 0; i < n; i++) {
-        v[2 * i].v.l = from + i;
-        v[2 * i + 1].v.l = (from + i) * mult;
-        ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
-    }
-    struct change_req req = {.table = t, .changes = ch, .nchanges = (size_t)n};
     struct change_res res;
-    struct st_err err = {0};
-    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
-    free(ch);
-    free(v);
+    assert_int_equal(et_put_range(&T, t, from, n, mult, &res), ST_OK);
 }
 
 static void delete_key(struct table *t, int64_t key)
