@@ -782,6 +782,9 @@ void pq_reader_close(struct pq_reader *r)
 {
     if (r == NULL)
         return;
+    /* first the helper: a read-ahead job still running reads the columns,
+       the metadata and the mapped file that the rest frees */
+    ahead_free(&r->ah);
     if (r->src.close != NULL)
         r->src.close(r->src.ctx);
     for (int i = 0; i < r->ncols; i++)
@@ -797,7 +800,6 @@ void pq_reader_close(struct pq_reader *r)
     free(r->rg_first);
     pq__filemeta_free(&r->m);
     free(r->footer_owned);
-    ahead_free(&r->ah);
     dec_free(&r->dec);
     free(r);
 }

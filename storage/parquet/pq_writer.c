@@ -1314,6 +1314,7 @@ void pq_writer_free(struct pq_writer *w)
 {
     if (w == NULL)
         return;
+    pq__worker_stop(w->worker); /* first: a compression job still running reads the pages */
     for (int i = 0; i < w->ncols; i++) {
         struct wcol *c = &w->cols[i];
         free(c->defs);
@@ -1336,7 +1337,6 @@ void pq_writer_free(struct pq_writer *w)
         free(w->rgs[g].cols);
     free(w->rgs);
     buf_free(&w->out);
-    pq__worker_stop(w->worker);
     for (int k = 0; k < 2; k++) {
         for (size_t i = 0; i < w->sets[k].cap; i++) {
             buf_free(&w->sets[k].pages[i].raw);
