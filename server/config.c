@@ -401,6 +401,11 @@ enum config_result config_load(struct config *c, int argc, char **argv, char *er
         snprintf(err, errlen, "--dv-inline-max: at most 1M");
         return CONFIG_ERROR;
     }
+    if (c->maintenance_workers > ENGINE_MAINT_WORKERS_MAX) {
+        snprintf(err, errlen, "--maintenance-workers: at most %d, got %d", ENGINE_MAINT_WORKERS_MAX,
+                 c->maintenance_workers);
+        return CONFIG_ERROR;
+    }
     bool s3 = strncmp(c->data_dir, "s3://", 5) == 0;
     if (s3 && c->catalog == NULL) {
         snprintf(err, errlen,

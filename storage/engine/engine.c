@@ -111,9 +111,10 @@ int engine_open(const struct engine_opts *o, struct engine **out, struct st_err 
         e->o.commit_retries = 16;
     if (e->o.dv_inline_max == 0)
         e->o.dv_inline_max = ENGINE_DV_INLINE_DEFAULT;
-    e->maint_workers = e->o.maint_workers <= 0 ? ENGINE_MAINT_WORKERS_DEFAULT
-                       : e->o.maint_workers > ENGINE_MAINT_WORKERS_MAX ? ENGINE_MAINT_WORKERS_MAX
-                                                                       : e->o.maint_workers;
+    if (e->o.maint_workers <= 0)
+        e->o.maint_workers = ENGINE_MAINT_WORKERS_DEFAULT;
+    if (e->o.maint_workers > ENGINE_MAINT_WORKERS_MAX)
+        e->o.maint_workers = ENGINE_MAINT_WORKERS_MAX;
     if (e->o.dv_inline_max > ENGINE_DV_INLINE_LIMIT) {
         free(e);
         return st_errf(err, ST_EINVAL, "dv_inline_max: at most %d bytes, got %lld",

@@ -38,9 +38,10 @@ struct engine_opts {
     int zstd_level;                /* Parquet compression level (default 3) */
     int commit_retries;            /* CAS retries before 409 (default 16) */
     int64_t maint_interval_s;      /* background maintenance period (maintain.c); 0 = off */
-    int maint_workers; /* threads of a maintenance pass: 0 = ENGINE_MAINT_WORKERS_DEFAULT,
-                          at most ENGINE_MAINT_WORKERS_MAX (more is taken as that) */
-    int64_t retain_s;  /* maintenance expires snapshots older than this */
+    int64_t retain_s;              /* maintenance expires snapshots older than this */
+    /* threads of a maintenance pass: 0 = ENGINE_MAINT_WORKERS_DEFAULT, at most
+       ENGINE_MAINT_WORKERS_MAX (more is taken as that) */
+    int maint_workers;
     /* largest DV blob (bytes) a commit keeps inline in the catalog rather than in a Puffin
        file (docs/DESIGN.md "Where a DV lives"): 0 = ENGINE_DV_INLINE_DEFAULT, < 0 = never,
        at most ENGINE_DV_INLINE_LIMIT */

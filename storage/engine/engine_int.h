@@ -60,7 +60,6 @@ struct engine {
     pthread_mutex_t maint_mu;
     pthread_cond_t maint_cv;
     atomic_bool maint_stop;
-    int maint_workers; /* threads of a pass, 1..ENGINE_MAINT_WORKERS_MAX */
     atomic_int_fast64_t fault_maint_stall_table; /* FAULT_MAINT_STALL_TABLE: a table id, or 0 */
 
     /* metrics */

@@ -17,7 +17,7 @@
  * first interval, and every later pass is jittered by up to a tenth of the
  * interval, so their passes spread out instead of meeting on each lock.
  *
- * Within a server, a pass runs on up to maint_workers threads
+ * Within a server, a pass runs on up to o.maint_workers threads
  * (--maintenance-workers, default 2), each taking the next table of the
  * list when it is done with one: one big table's compaction holds one
  * worker while the others keep the rest of the tables maintained.
@@ -174,7 +174,7 @@ static void *pass_worker(void *p)
 }
 
 /*
- * One pass over every table, by up to maint_workers threads (this one and
+ * One pass over every table, by up to o.maint_workers threads (this one and
  * helpers started for the pass), each taking the next table when it is
  * done with one: a long compaction holds one worker, the other tables go on.
  */
@@ -189,7 +189,7 @@ static void maintain_all(struct engine *e)
     atomic_init(&mp.next, 0);
     atomic_init(&mp.halt, false);
     pthread_t helpers[ENGINE_MAINT_WORKERS_MAX];
-    size_t want = (size_t)e->maint_workers < mp.n ? (size_t)e->maint_workers : mp.n;
+    size_t want = (size_t)e->o.maint_workers < mp.n ? (size_t)e->o.maint_workers : mp.n;
     size_t started = 0;
     while (started + 1 < want && pthread_create(&helpers[started], NULL, pass_worker, &mp) == 0)
         started++;

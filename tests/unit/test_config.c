@@ -158,6 +158,7 @@ static void test_bad_values(void **state)
     expect_error("below the least value, 300s", 3, "--gc-grace", "4m");
     expect_error("below the least value, 300s", 3, "--gc-grace", "0");
     expect_error("--workers", 3, "--workers", "-1");
+    expect_error("--maintenance-workers: at most 16, got 17", 3, "--maintenance-workers", "17");
     expect_error("--log-level", 3, "--log-level", "loud");
     expect_error("needs a value", 2, "--catalog", NULL);
     expect_error("takes no value", 2, "--insecure=yes", NULL);

@@ -920,13 +920,9 @@ static void upsert_keys(struct table *t, int64_t from, size_t n, int64_t mult)
 
 static void delete_key(struct table *t, int64_t key)
 {
-    struct st_value v[2] = {{0}};
-    v[0].v.l = key;
-    struct change ch = {CHANGE_DELETE, v};
-    struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
+    int64_t v = -1; /* et_put: a delete */
     struct change_res res;
-    struct st_err err = {0};
-    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_int_equal(et_put(&T, t, &key, &v, 1, &res), ST_OK);
     assert_int_equal(res.deleted, 1);
 }
 
