@@ -204,6 +204,12 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
     counter(&b, "strike_commit_retries_total", "Commit attempts after the first.", em.retries);
     counter(&b, "strike_commit_failures_total", "Commits given up (retries exhausted, errors).",
             em.commit_failures);
+    counter(&b, "strike_fast_deletes_total",
+            "Deletes by key committed in one catalog statement (or finding no key).",
+            em.fast_deletes);
+    counter(&b, "strike_fast_delete_fallbacks_total",
+            "Deletes by key that tried the one-statement path and took the general one.",
+            em.fast_delete_fallbacks);
     static const char *const batch[8] = {"1", "2", "3-4", "5-8", "9-16", "17-32", "33-64", "65+"};
     family(&b, "strike_group_commits_total", "counter",
            "Commits by group-commit batch size (requests merged into one commit).");

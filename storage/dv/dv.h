@@ -9,6 +9,7 @@
  *   delta-dv    Delta DV file: version byte 1, then iceberg-dv-framed entries
  *               (Delta's sizeInBytes = len; one-vector file = 0x01 + blob)
  *   inline      Delta inline DV: Z85 of magic + vector (no size, no CRC)
+ *   poslist     strike's position list, for small DVs in the catalog only
  *   paimon-dv   Paimon dvindex (paimon.h); puffin files (puffin.h)
  *
  * Encoding. Every encoder writes the canonical form Iceberg Java writes for
@@ -160,6 +161,36 @@ int dv_decode_iceberg(const uint8_t *p, size_t n, int64_t expected_cardinality, 
    Puffin file); error offsets are then offsets in `file`. */
 int dv_decode_iceberg_at(const uint8_t *file, size_t file_len, uint64_t offset, uint64_t length,
                          int64_t expected_cardinality, struct dv **out, struct st_err *err);
+
+/* ------------------------------------------------------------- poslist */
+
+/*
+ * strike's position list: how the catalog keeps a small DV that its own SQL
+ * appends to (a single-key delete commits in one statement; docs/DESIGN.md
+ * "Where a DV lives"). Never leaves the catalog: the DV endpoints and Puffin
+ * files get the Iceberg blob of the same set (dv_poslist_to_iceberg).
+ *   "SPL1" | first 8 bytes of SHA-256(positions) | positions, BE u32 each
+ * Positions are below 2^31 (PostgreSQL's int4send), in any order, none
+ * twice. The magic cannot open an Iceberg blob of an inline size (its
+ * first byte would make the length field at least 0x53000000).
+ */
+#define DV_POSLIST_HEADER 12u
+#define DV_POSLIST_MAX_POS 0x7FFFFFFFu
+/* The bytes start with the position list's magic (the rest unchecked). */
+bool dv_is_poslist(const uint8_t *p, size_t n);
+/* The encoded size of d (12 + 4 per position), or 0 when a position is above
+   DV_POSLIST_MAX_POS. */
+size_t dv_poslist_size(const struct dv *d);
+/* Append d as a position list, ascending. ST_EINVAL (nothing appended) when
+   dv_poslist_size(d) is 0. */
+int dv_encode_poslist(const struct dv *d, struct buf *out);
+/* Decode a whole list: magic, size, checksum, range and repeats are checked,
+   and the count when expected_cardinality >= 0. */
+int dv_decode_poslist(const uint8_t *p, size_t n, int64_t expected_cardinality, struct dv **out,
+                      struct st_err *err);
+/* Append the Iceberg deletion-vector-v1 blob of the set a list holds. */
+int dv_poslist_to_iceberg(const uint8_t *p, size_t n, int64_t expected_cardinality, struct buf *out,
+                          struct st_err *err);
 
 /* ------------------------------------------------------------ delta-dv */
 

@@ -184,9 +184,10 @@ void eng__tfile_clear(struct tfile *tf)
 /*
  * Merge each touched file's new positions into its DV at the base seq (read
  * from its Puffin file or from the inline bytes the base read returned);
- * keep each new DV whose blob is at most dv_inline_max bytes inline
- * (f->blob_inline), and write one Puffin file with the others that are not
- * a whole-file removal (none: no file, p->puffin_rel stays NULL).
+ * keep each new DV of at most dv_inline_max bytes inline (f->blob_inline: a
+ * position list when that fits, else its Iceberg blob), and write one Puffin
+ * file with the others that are not a whole-file removal (none: no file,
+ * p->puffin_rel stays NULL).
  */
 int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st_err *err)
 {
@@ -235,6 +236,18 @@ int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, stru
             continue;
         }
         uint64_t off, len;
+        size_t listed = e->o.dv_inline_max > 0 ? dv_poslist_size(f->merged) : 0;
+        if (listed > 0 && (int64_t)listed <= e->o.dv_inline_max) {
+            /* inline as a position list when it fits: the next single-key delete of the file
+               appends to it in the statement that commits it (commit_fast.c) */
+            struct buf enc = BUF_INIT;
+            dv_encode_poslist(f->merged, &enc);
+            f->blob_offset = 0;
+            f->blob_length = (int64_t)enc.len;
+            size_t n = 0;
+            f->blob_inline = buf_detach(&enc, &n);
+            continue;
+        }
         if (e->o.dv_inline_max > 0) {
             /* encode once: small enough stays inline, else the same bytes go to the file */
             struct buf enc = BUF_INIT;

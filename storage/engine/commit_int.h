@@ -352,6 +352,29 @@ void eng__drop_early_keys(PGconn *c, struct plan *p);
 int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
                             const struct table *t, const struct plan *p, struct st_err *err);
 
+/*
+ * After a connection loss around COMMIT (commit_sql.c): end the old backend
+ * (pid), then look up p->commit_id on a fresh connection (*cp replaced, or
+ * NULL). COMMITTED, CONFLICT (did not commit: retry) or UNKNOWN (err says so).
+ */
+enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
+                                         const struct plan *p, struct st_err *err);
+
+/* ---- a delete by keys in one round trip (commit_fast.c) ---- */
+
+/* Its statement for each key index (prepared with the commit path's, commit_sql.c). */
+extern const char *const eng__sql_fast_delete_i8;
+extern const char *const eng__sql_fast_delete_bytea;
+/* The item may take the one-statement path: one request of deletes only, no producer,
+   Idempotency-Key or expected seq, a few keys, inline DVs allowed, no test fault armed. */
+bool eng__fast_delete_fits(struct engine *e, const struct item *it);
+/*
+ * Try it on *cp (a change batch of that one item): true when the item is
+ * finished (committed, or its outcome unknown); false when nothing was
+ * committed and the general path must run (*cp may then be NULL: acquire one).
+ */
+bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it);
+
 /* ---- a change batch (commit_base.c) ---- */
 
 struct cbatch {

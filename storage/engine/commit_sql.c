@@ -146,6 +146,8 @@ static const char *prepared_sql(int i)
                                        &SQL_PRODUCERS,
                                        &SQL_IDEM,
                                        &SQL_DEADLINE,
+                                       &eng__sql_fast_delete_i8,
+                                       &eng__sql_fast_delete_bytea,
                                        NULL};
     int n = 0;
     while (all[n] != NULL)
@@ -248,8 +250,8 @@ static enum backend_state end_backend(struct engine *e, PGconn *c, int pid)
  * catalog stayed unreachable, or the backend could not be ended). After
  * UNKNOWN the commit's blobs must stay: the commit may have landed.
  */
-static enum commit_outcome resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
-                                           const struct plan *p, struct st_err *err)
+enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
+                                         const struct plan *p, struct st_err *err)
 {
     cat_release(e->pool, *cp, true);
     *cp = NULL;
@@ -826,7 +828,7 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
     if (rc == ST_EUNAVAIL || PQstatus(c) != CONNECTION_OK) {
         pgu_pipe_clear(&pp);
         st_err_clear(err);
-        return resolve_unknown(e, cp, pid, p, err);
+        return eng__resolve_unknown(e, cp, pid, p, err);
     }
     if (rc != ST_OK) {
         pgu_pipe_clear(&pp);

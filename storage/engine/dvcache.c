@@ -364,7 +364,9 @@ static int decode_inline(const uint8_t *blob, int64_t length, int64_t cardinalit
         return st_errf(err, ST_ECORRUPT, "inline DV has an impossible length %lld",
                        (long long)length);
     struct dv *d;
-    int rc = dv_decode_iceberg(blob, (size_t)length, cardinality, &d, err);
+    int rc = dv_is_poslist(blob, (size_t)length)
+                 ? dv_decode_poslist(blob, (size_t)length, cardinality, &d, err)
+                 : dv_decode_iceberg(blob, (size_t)length, cardinality, &d, err);
     if (rc != ST_OK)
         return st_err_prefix(err, "inline DV");
     struct dvd *dd = xcalloc(1, sizeof *dd);
@@ -563,18 +565,24 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
         /* the same blob bytes wherever the DV lives, so the same answer and ETag */
         uint8_t *blob = NULL;
         int rc = ST_OK;
-        if (l->is_inline) {
-            blob = xmalloc((size_t)l->length);
-            memcpy(blob, l->data, (size_t)l->length);
+        size_t blen = (size_t)l->length;
+        if (l->is_inline && dv_is_poslist((const uint8_t *)l->data, blen)) {
+            /* a position list answers as the Iceberg blob a flush would write of it */
+            struct buf enc = BUF_INIT;
+            rc = dv_poslist_to_iceberg((const uint8_t *)l->data, blen, l->card, &enc, err);
+            blob = buf_detach(&enc, &blen);
+        } else if (l->is_inline) {
+            blob = xmalloc(blen);
+            memcpy(blob, l->data, blen);
         } else {
             rc = read_blob(e, l->data, l->offset, l->length, &blob, err);
         }
         if (rc == ST_OK)
-            rc = dv_iceberg_check(blob, (size_t)l->length, true, err);
+            rc = dv_iceberg_check(blob, blen, true, err);
         struct iovec iov[2];
         int niov = 0;
         if (rc == ST_OK)
-            rc = dv_iceberg_to_wire(blob, (size_t)l->length, f, iov, &niov, err);
+            rc = dv_iceberg_to_wire(blob, blen, f, iov, &niov, err);
         if (rc != ST_OK) {
             free(blob);
             rc_unref(&l->rc);

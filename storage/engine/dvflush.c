@@ -24,7 +24,8 @@
  * when no row names it. A DV row's content never changes, only its location,
  * so a reader that read the row inline before the flush and one that reads
  * the Puffin blob after it see the same bytes (and the DV endpoint the same
- * ETag).
+ * ETag). A position list (dv.h "poslist") is written as the Iceberg blob of
+ * its set, the bytes the DV endpoint already served for it.
  */
 #include "commit_int.h"
 
@@ -109,6 +110,13 @@ static int write_file(struct engine *e, const struct table *t, const PGresult *r
         rc = eng__get_bytea(r, i, 2, &blob, &n, err);
         uint64_t off = 0, len = 0;
         int64_t card = eng__get_i64(r, i, 3);
+        if (rc == ST_OK && dv_is_poslist(blob, n)) {
+            /* a position list goes to the file as the Iceberg blob of its set */
+            struct buf enc = BUF_INIT;
+            rc = dv_poslist_to_iceberg(blob, n, card, &enc, err);
+            free(blob);
+            blob = buf_detach(&enc, &n);
+        }
         if (rc == ST_OK)
             rc = puffin_writer_add_dv_blob(pw, PQgetvalue(r, i, 4), blob, n,
                                            (uint64_t)(card < 0 ? 0 : card), &off, &len, err);

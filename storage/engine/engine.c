@@ -127,6 +127,7 @@ int engine_open(const struct engine_opts *o, struct engine **out, struct st_err 
     int rc = blob_open(o->data_dir, o->s3, &e->blobs, err);
     if (rc != ST_OK)
         goto fail;
+    atomic_init(&e->fast_deletes_on, true);
     pthread_mutex_init(&e->tables_mu, NULL);
     pthread_mutex_init(&e->gcq_mu, NULL);
     pthread_mutex_init(&e->gc_mu, NULL);
@@ -199,6 +200,8 @@ void engine_metrics(struct engine *e, struct engine_metrics *m)
 {
     memset(m, 0, sizeof *m);
     m->commits = atomic_load(&e->m_commits);
+    m->fast_deletes = atomic_load(&e->m_fast_deletes);
+    m->fast_delete_fallbacks = atomic_load(&e->m_fast_fallbacks);
     m->conflicts = atomic_load(&e->m_conflicts);
     m->retries = atomic_load(&e->m_retries);
     m->commit_failures = atomic_load(&e->m_commit_failures);

@@ -554,6 +554,8 @@ void engine_health_clear(struct engine_health *h);
 
 struct engine_metrics {
     uint64_t commits, conflicts, retries, commit_failures;
+    /* deletes by key in one statement (docs/DESIGN.md), and those that took the general path */
+    uint64_t fast_deletes, fast_delete_fallbacks;
     uint64_t batch_hist[8]; /* group-commit requests per commit: 1, 2, 3-4, 5-8, ..., >64 */
     uint64_t dv_cache_hits, dv_cache_misses;
     uint64_t bytes_written; /* Parquet + Puffin */

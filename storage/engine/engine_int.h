@@ -69,6 +69,10 @@ struct engine {
         m_compact_rows_dropped;
     atomic_uint_fast64_t m_erasures, m_erasure_rows;
     atomic_uint_fast64_t m_commits, m_conflicts, m_retries, m_commit_failures;
+    atomic_uint_fast64_t m_fast_deletes, m_fast_fallbacks; /* commit_fast.c */
+    atomic_bool fast_deletes_on; /* true unless a test turns the one-statement path off */
+    /* per table (by id, modulo): no one-statement try before this time (st_mono_ns) */
+    atomic_uint_fast64_t fast_skip_until[64];
     atomic_uint_fast64_t m_batch_hist[8];
     atomic_uint_fast64_t m_bytes_written, m_rows_written;
     atomic_int filter_deletes; /* deletes by filter running (ENGINE_FILTER_DELETES_MAX) */

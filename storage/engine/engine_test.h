@@ -47,6 +47,10 @@ enum engine_fault {
    (BLOB_AGE), milliseconds (LOCK_TIMEOUT) or 0/1 (the others). */
 void engine_test_fault(struct engine *e, enum engine_fault f, int n);
 
+/* Deletes by key may take the one-statement path (commit_fast.c; on by default); either way,
+   forget which tables' tries fell back (their pause, FAST_SKIP_NS). */
+void engine_test_fast_deletes(struct engine *e, bool on);
+
 /* Change batches whose lookups ran half on a second connection, and those whose second half
    then ran on the commit's own connection (it failed on the second). */
 void engine_test_lookup_counts(struct engine *e, uint64_t *parallel, uint64_t *fell_back);

@@ -176,6 +176,16 @@ const struct migration cat__migrations[] = {
      "        AND blob_length = octet_length(inline_blob)));"
      "CREATE INDEX deletion_vectors_inline ON strike.deletion_vectors (table_id) "
      "WHERE inline_blob IS NOT NULL;"},
+
+    /* Inline DVs may be position lists (dv.h "poslist": "SPL1", 8 bytes of
+       SHA-256 of the positions, BE int4 positions), the form a delete by
+       keys appends to in the statement that commits it (commit_fast.c). A
+       striked that does not know the form must not read this catalog: the
+       version stops it at start (cat_migrate). */
+    {9, "inline DVs as Iceberg blobs or position lists",
+     "COMMENT ON COLUMN strike.deletion_vectors.inline_blob IS 'an inline DV: the Iceberg "
+     "deletion-vector-v1 blob, or a position list: SPL1, the first 8 bytes of SHA-256 of the "
+     "positions, then each position as a big-endian int4';"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

@@ -10,7 +10,9 @@
  *   ingest    CDC batches of --batch upserts, half updates of existing keys:
  *             rows/s over --rows rows after a --rows/2 preload
  *   delete1   one-row deletes by key in a --rows table: latency p50/p99 and
- *             bytes written per delete (the Puffin file)
+ *             bytes written per delete (the Puffin file); --ab 1 alternates
+ *             the one-statement path and the general one (engine_test.h) and
+ *             also reports the p50 of each
  *   writers   --threads writers committing single-row upserts for --seconds:
  *             commits/s and rows/s (run with 1 and with 8)
  *   lookup    batches of --batch deletes of absent keys: the key-index
@@ -47,6 +49,7 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
+#include "engine/engine_test.h"
 #include "parquet/parquet.h"
 
 #include <libpq-fe.h>
@@ -54,7 +57,7 @@
 static const char *arg_catalog, *arg_data, *arg_measure, *arg_table, *arg_from, *arg_pg,
     *arg_pgtable = "t";
 static long arg_rows = 1000000, arg_batch = 10000, arg_threads = 1, arg_seconds = 5,
-            arg_samples = 200, arg_rounds = 10, arg_key_offset = 0, arg_warmup = 0;
+            arg_samples = 200, arg_rounds = 10, arg_key_offset = 0, arg_warmup = 0, arg_ab = 0;
 static int64_t arg_new_base = -1;
 
 static void die(const char *what, const struct st_err *err)
@@ -293,12 +296,23 @@ static void measure_delete1(struct engine *e)
         struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
         struct change_res res;
         struct st_err err = {0};
+        if (arg_ab) /* even samples in one statement, odd ones the general way */
+            engine_test_fast_deletes(e, i % 2 == 0);
         uint64_t t0 = st_mono_ns();
         if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("delete", &err);
         lat[i] = (double)(st_mono_ns() - t0) / 1e6;
         if (res.deleted != 1)
             missed++;
+    }
+    double ab_p50[2] = {0, 0};
+    for (int k = 0; arg_ab && k < 2; k++) {
+        size_t n = 0;
+        double *sub = xcalloc((size_t)arg_samples, sizeof *sub);
+        for (long i = k; i < arg_samples; i += 2)
+            sub[n++] = lat[i];
+        ab_p50[k] = n ? pct(sub, n, 0.5) : 0;
+        free(sub);
     }
     char *wal = pg_value(
         cat, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint", lsn0);
@@ -317,11 +331,12 @@ static void measure_delete1(struct engine *e)
     printf("],\"rows\":%ld,\"samples\":%ld,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
            "\"min_ms\":%.3f,\"max_ms\":%.3f,\"dv_bytes_per_delete\":%.0f,"
            "\"inline_dv_bytes_per_delete\":%.0f,\"wal_bytes_per_delete\":%.0f,"
-           "\"commits\":%llu,\"missed\":%ld}\n",
+           "\"commits\":%llu,\"missed\":%ld,\"ab_one_statement_p50_ms\":%.3f,"
+           "\"ab_general_p50_ms\":%.3f}\n",
            arg_rows, arg_samples, p50, p99, lat[0], lat[arg_samples - 1],
            ((double)(m1.bytes_written - m0.bytes_written) + atof(inl)) / (double)arg_samples,
            atof(inl) / (double)arg_samples, atof(wal) / (double)arg_samples,
-           (unsigned long long)(m1.commits - m0.commits), missed);
+           (unsigned long long)(m1.commits - m0.commits), missed, ab_p50[0], ab_p50[1]);
     free(inl);
     free(seq0);
     free(lsn0);
@@ -642,6 +657,8 @@ int main(int argc, char **argv)
             arg_key_offset = atol(argv[++i]);
         else if (strcmp(a, "--warmup") == 0 && v)
             arg_warmup = atol(argv[++i]);
+        else if (strcmp(a, "--ab") == 0 && v)
+            arg_ab = atol(argv[++i]);
         else if (strcmp(a, "--new-base") == 0 && v)
             arg_new_base = atoll(argv[++i]);
         else if (a[0] != '-')

@@ -24,3 +24,6 @@ strike_fuzz_target(dv_paimon_fuzzer fuzz_dv_paimon.c LIBS strike_dv
   CORPUS ${_dv_td}/paimon/compatibility
          ${CMAKE_CURRENT_SOURCE_DIR}/corpus/dv_paimon_fuzzer
   DICT ${CMAKE_CURRENT_SOURCE_DIR}/dv.dict)
+strike_fuzz_target(dv_poslist_fuzzer fuzz_dv_poslist.c LIBS strike_dv
+  CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/dv_poslist_fuzzer
+  DICT ${CMAKE_CURRENT_SOURCE_DIR}/dv.dict)

@@ -13,6 +13,7 @@
 #include "dv/paimon.h"
 #include "dv/puffin.h"
 #include "dv/z85.h"
+#include "common/sha256.h"
 
 #define B32 (1ull << 32)
 
@@ -1188,6 +1189,109 @@ static void test_puffin_reader(void **state)
     buf_free(&b);
 }
 
+/* strike's position list: the exact bytes (SHA-256 by Python's hashlib), round trips in any
+   order, every check of the decoder, and the Iceberg blob of the same set. */
+static void test_poslist(void **state)
+{
+    (void)state;
+    struct dv *d = dv_new();
+    dv_add(d, 70000);
+    dv_add(d, 1);
+    dv_add(d, 256);
+    static const uint8_t want[] = {'S',  'P',  'L',  '1',  0x08, 0x50, 0x68, 0x0a,
+                                   0x05, 0xc9, 0x9e, 0xf2, 0,    0,    0,    1,
+                                   0,    0,    1,    0,    0,    1,    0x11, 0x70};
+    struct buf b = BUF_INIT;
+    assert_int_equal(dv_poslist_size(d), sizeof want);
+    assert_int_equal(dv_encode_poslist(d, &b), ST_OK);
+    assert_int_equal(b.len, sizeof want);
+    assert_memory_equal(b.data, want, sizeof want);
+    assert_true(dv_is_poslist(b.data, b.len));
+    struct dv *back;
+    struct st_err err = {0};
+    assert_int_equal(dv_decode_poslist(want, sizeof want, 3, &back, &err), ST_OK);
+    assert_true(dv_equal(back, d));
+    dv_free(back);
+    /* the same set in another order, with its own checksum: SQL appends in delete order */
+    uint8_t other[sizeof want];
+    memcpy(other, want, sizeof want);
+    static const uint8_t body[] = {0, 1, 0x11, 0x70, 0, 0, 0, 1, 0, 0, 1, 0};
+    memcpy(other + DV_POSLIST_HEADER, body, sizeof body);
+    uint8_t h[32];
+    st_sha256(body, sizeof body, h);
+    memcpy(other + 4, h, 8);
+    assert_int_equal(dv_decode_poslist(other, sizeof other, -1, &back, &err), ST_OK);
+    assert_true(dv_equal(back, d));
+    dv_free(back);
+    /* the Iceberg blob of the list is the encoder's blob of the set */
+    struct buf ice = BUF_INIT, ref = BUF_INIT;
+    assert_int_equal(dv_poslist_to_iceberg(other, sizeof other, 3, &ice, &err), ST_OK);
+    assert_int_equal(dv_encode_iceberg(d, &ref), ST_OK);
+    assert_int_equal(ice.len, ref.len);
+    assert_memory_equal(ice.data, ref.data, ref.len);
+    buf_free(&ice);
+    buf_free(&ref);
+    /* every check, each with a precise message */
+    struct {
+        size_t cut;   /* bytes kept (0: all) */
+        int flip;     /* byte to flip (-1: none) */
+        int64_t card; /* cardinality the row claims */
+        const char *msg;
+    } bad[] = {
+        {0, 0, 3, "no \"SPL1\" magic"},  {sizeof want - 1, -1, -1, "4-byte positions"},
+        {8, -1, -1, "4-byte positions"}, {0, -1, 4, "the catalog row says 4"},
+        {0, 5, 3, "checksum mismatch"},  {0, 23, 3, "checksum mismatch"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint8_t x[sizeof want];
+        memcpy(x, want, sizeof want);
+        if (bad[i].flip >= 0)
+            x[bad[i].flip] ^= 0x40;
+        st_err_clear(&err);
+        back = (struct dv *)1;
+        assert_int_equal(
+            dv_decode_poslist(x, bad[i].cut ? bad[i].cut : sizeof x, bad[i].card, &back, &err),
+            ST_ECORRUPT);
+        assert_null(back);
+        if (strstr(err.msg, bad[i].msg) == NULL)
+            fail_msg("case %zu: \"%s\" lacks \"%s\"", i, err.msg, bad[i].msg);
+    }
+    /* a repeated position and one past 2^31 - 1, with valid checksums */
+    static const uint8_t rep[] = {0, 0, 0, 9, 0, 0, 0, 9};
+    static const uint8_t big[] = {0x80, 0, 0, 0};
+    const uint8_t *bodies[2] = {rep, big};
+    size_t lens[2] = {sizeof rep, sizeof big};
+    const char *msgs[2] = {"repeated position 9 at byte 16", "out-of-range position 2147483648"};
+    for (int i = 0; i < 2; i++) {
+        uint8_t x[DV_POSLIST_HEADER + 8];
+        memcpy(x, "SPL1", 4);
+        st_sha256(bodies[i], lens[i], h);
+        memcpy(x + 4, h, 8);
+        memcpy(x + DV_POSLIST_HEADER, bodies[i], lens[i]);
+        st_err_clear(&err);
+        assert_int_equal(dv_decode_poslist(x, DV_POSLIST_HEADER + lens[i], -1, &back, &err),
+                         ST_ECORRUPT);
+        if (strstr(err.msg, msgs[i]) == NULL)
+            fail_msg("\"%s\" lacks \"%s\"", err.msg, msgs[i]);
+    }
+    /* a position past 2^31 - 1 has no list form; the empty set has a header only */
+    dv_add(d, (uint64_t)DV_POSLIST_MAX_POS + 1);
+    assert_int_equal(dv_poslist_size(d), 0);
+    size_t before = b.len;
+    assert_int_equal(dv_encode_poslist(d, &b), ST_EINVAL);
+    assert_int_equal(b.len, before);
+    dv_free(d);
+    d = dv_new();
+    buf_reset(&b);
+    assert_int_equal(dv_encode_poslist(d, &b), ST_OK);
+    assert_int_equal(b.len, DV_POSLIST_HEADER);
+    assert_int_equal(dv_decode_poslist(b.data, b.len, 0, &back, &err), ST_OK);
+    assert_true(dv_is_empty(back));
+    dv_free(back);
+    dv_free(d);
+    buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1197,6 +1301,7 @@ int main(void)
         cmocka_unit_test(test_invalid_frames),   cmocka_unit_test(test_corruption_sweep),
         cmocka_unit_test(test_empty_bytes),      cmocka_unit_test(test_z85),
         cmocka_unit_test(test_delta_descriptor), cmocka_unit_test(test_puffin_reader),
+        cmocka_unit_test(test_poslist),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@
 #include "common/xalloc.h"
 #include "dv/dv.h"
 #include "engine/engine.h"
+#include "engine/engine_test.h"
 #include "enginetest.h"
 
 static struct et T;
@@ -508,6 +509,333 @@ static void test_maintenance_task_flushes(void **state)
     engine_table_unref(t);
 }
 
+/* ---- deletes by key in one statement (commit_fast.c) ------------------------------ */
+
+static void fast_counts(uint64_t *taken, uint64_t *fell_back)
+{
+    struct engine_metrics m;
+    engine_metrics(T.e, &m);
+    *taken = m.fast_deletes;
+    *fell_back = m.fast_delete_fallbacks;
+}
+
+/* The live DV of a file is a position list ("SPL1") in the catalog. */
+static bool live_dv_is_list(int64_t file)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM strike.deletion_vectors WHERE data_file_id = %lld AND "
+             "removed_seq IS NULL AND substring(inline_blob FROM 1 FOR 4) = 'SPL1'::bytea",
+             (long long)file);
+    return et_sql_i64(&T, sql) == 1;
+}
+
+/* Delete keys ids[0..n) (absent ones count as missing) and return the result. */
+static struct change_res del_res(struct table *t, const int64_t *ids, size_t n)
+{
+    int64_t *vs = xcalloc(n, sizeof *vs);
+    for (size_t i = 0; i < n; i++)
+        vs[i] = -1;
+    struct change_res res;
+    assert_int_equal(et_put(&T, t, ids, vs, n, &res), ST_OK);
+    free(vs);
+    return res;
+}
+
+/* A delete by keys commits in one statement: the positions join a position list, every reader
+   sees them, an older snapshot keeps its own, the answer counts deleted and missing keys. */
+static void test_delete_in_one_statement(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("fast_basic");
+    load(t, 1000);
+    int64_t fid = only_file(t);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT seq FROM strike.tables WHERE id = %lld", (long long)t->id);
+    int64_t seq0 = et_sql_i64(&T, sql);
+    uint64_t taken0, back0, taken, back;
+    fast_counts(&taken0, &back0);
+    const int64_t first[] = {7, 123456}; /* 123456 does not exist */
+    struct change_res r = del_res(t, first, 2);
+    assert_int_equal(r.deleted, 1);
+    assert_int_equal(r.missing, 1);
+    assert_int_equal(r.seq, seq0 + 1);
+    const int64_t more[] = {500, 999, 0};
+    r = del_res(t, more, 3);
+    assert_int_equal(r.deleted, 3);
+    assert_int_equal(r.seq, seq0 + 2);
+    /* nothing to delete: no snapshot, the current seq */
+    r = del_res(t, first, 2);
+    assert_int_equal(r.deleted, 0);
+    assert_int_equal(r.missing, 2);
+    assert_int_equal(r.seq, seq0 + 2);
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 3);
+    assert_int_equal(back - back0, 0);
+    assert_true(live_dv_is_list(fid));
+    assert_int_equal(dv_files(t), 0);
+    snprintf(sql, sizeof sql,
+             "SELECT cardinality FROM strike.deletion_vectors WHERE data_file_id = %lld AND "
+             "removed_seq IS NULL",
+             (long long)fid);
+    assert_int_equal(et_sql_i64(&T, sql), 4);
+    snprintf(sql, sizeof sql,
+             "SELECT (summary->>'deleted')::bigint * 10 + (summary->>'changed_dvs')::bigint FROM "
+             "strike.snapshots WHERE table_id = %lld AND seq = %lld AND operation = 'changes'",
+             (long long)t->id, (long long)(seq0 + 2));
+    assert_int_equal(et_sql_i64(&T, sql), 31);
+    const int64_t gone[] = {7, 500, 999, 0};
+    live_ids(t, 1000, gone, 4);
+    struct et_rows rows;
+    et_scan(&T, t, seq0 + 1, &rows); /* the snapshot of the first delete */
+    assert_int_equal(rows.n, 999);
+    et_rows_free(&rows);
+    struct table_stats st;
+    struct st_err err = {0};
+    assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
+    assert_int_equal(st.deleted_rows, 4);
+    assert_int_equal(st.inline_dvs, 1);
+    /* the DV endpoint answers the Iceberg blob of the set, and so does the file after a flush */
+    size_t la, lb;
+    char ea[80], eb[80];
+    uint8_t *a = get_dv(t, fid, DV_FMT_ICEBERG, &la, ea);
+    struct dv *d;
+    assert_int_equal(dv_decode_iceberg(a, la, 4, &d, &err), ST_OK);
+    for (size_t i = 0; i < 4; i++)
+        assert_true(dv_contains(d, (uint64_t)gone[i]));
+    dv_free(d);
+    int64_t moved = 0;
+    assert_int_equal(engine_flush_dvs(T.e, t, &moved, &err), ST_OK);
+    assert_int_equal(moved, 2); /* both commits' rows: the first is kept for its snapshot */
+    assert_int_equal(dv_files(t), 1);
+    uint8_t *b = get_dv(t, fid, DV_FMT_ICEBERG, &lb, eb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    assert_string_equal(ea, eb);
+    free(a);
+    free(b);
+    live_ids(t, 1000, gone, 4);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
+/* Where the list form does not hold, the general path commits, and leaves a list when it fits. */
+static void test_one_statement_falls_back(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("fast_back");
+    load(t, 1000);
+    int64_t fid = only_file(t);
+    uint64_t taken0, back0, taken, back;
+    const int64_t a[] = {1, 2};
+    del(t, a, 2);
+    int64_t moved = 0;
+    struct st_err err = {0};
+    assert_int_equal(engine_flush_dvs(T.e, t, &moved, &err), ST_OK); /* the DV is in Puffin */
+    assert_int_equal(moved, 1);
+    fast_counts(&taken0, &back0);
+    const int64_t b[] = {3};
+    del(t, b, 1); /* tried, falls back: the general path merges the Puffin base into a list */
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 0);
+    assert_int_equal(back - back0, 1);
+    assert_true(live_dv_is_list(fid));
+    const int64_t c[] = {4};
+    del(t, c, 1); /* the table pauses its tries after a fallback: not tried */
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 0);
+    assert_int_equal(back - back0, 1);
+    engine_test_fast_deletes(T.e, true); /* the pause is over */
+    const int64_t c2[] = {5};
+    del(t, c2, 1); /* one statement again */
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 1);
+    assert_int_equal(back - back0, 1);
+    const int64_t gone[] = {1, 2, 3, 4, 5};
+    live_ids(t, 1000, gone, 5);
+
+    /* a key twice in one request: not tried; the second counts as missing */
+    const int64_t twice[] = {6, 6};
+    struct change_res r = del_res(t, twice, 2);
+    assert_int_equal(r.deleted, 1);
+    assert_int_equal(r.missing, 1);
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 1);
+    assert_int_equal(back - back0, 1);
+
+    /* a list past dv_inline_max: the general path writes the DV where it fits */
+    reopen(40); /* 12 + 4 x 7 */
+    int64_t ids[8] = {10, 11, 12, 13, 14, 15, 16, 17};
+    fast_counts(&taken0, &back0);
+    struct table *u = table("fast_back_full");
+    load(u, 100);
+    int64_t ufid = only_file(u);
+    del(u, ids, 7); /* exactly 40 bytes: one statement */
+    assert_true(live_dv_is_list(ufid));
+    del(u, ids + 7, 1); /* 44 bytes: general path, an Iceberg blob (run container) inline */
+    engine_test_fast_deletes(T.e, true);
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 1);
+    assert_int_equal(back - back0, 1);
+    assert_false(live_dv_is_list(ufid));
+    assert_int_equal(inline_rows(u), 2);
+    live_ids(u, 100, ids, 8);
+
+    /* a delete that empties a file: the general path removes the file */
+    struct table *w = table("fast_back_empty");
+    load(w, 3);
+    const int64_t all[] = {0, 1, 2};
+    uint64_t back_before = back;
+    del(w, all, 3);
+    fast_counts(&taken, &back);
+    assert_int_equal(back - back_before, 1);
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM strike.data_files WHERE table_id = %lld AND removed_seq IS NULL",
+             (long long)w->id);
+    assert_int_equal(et_sql_i64(&T, sql), 0);
+    fsck_clean();
+    engine_table_unref(t);
+    engine_table_unref(u);
+    engine_table_unref(w);
+}
+
+/* String keys (the bytea key index) take the same statement. */
+static void test_one_statement_string_keys(void **state)
+{
+    (void)state;
+    reopen(0);
+    const char *cols[] = {"k:string!", "v:long"};
+    const char *pk[] = {"k"};
+    struct table *t = et_create(&T, "fast_str", cols, 2, pk, 1, NULL);
+    char names[50][8];
+    struct change ch[50];
+    struct st_value vals[50][2];
+    for (int i = 0; i < 50; i++) {
+        snprintf(names[i], sizeof names[i], "k%02d", i);
+        vals[i][0] = (struct st_value){.v.s = {names[i], (uint32_t)strlen(names[i])}};
+        vals[i][1] = (struct st_value){.v.l = i};
+        ch[i] = (struct change){CHANGE_UPSERT, vals[i]};
+    }
+    struct change_req req = {.table = t, .changes = ch, .nchanges = 50};
+    struct change_res res;
+    struct st_err err = {0};
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    uint64_t taken0, back0, taken, back;
+    fast_counts(&taken0, &back0);
+    struct change del[2] = {{CHANGE_DELETE, vals[3]}, {CHANGE_DELETE, vals[40]}};
+    req = (struct change_req){.table = t, .changes = del, .nchanges = 2};
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_int_equal(res.deleted, 2);
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 1);
+    assert_int_equal(back - back0, 0);
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal(rows.n, 48);
+    for (size_t i = 0; i < rows.n; i++) {
+        assert_string_not_equal(rows.rows[i].strs[0], "k03");
+        assert_string_not_equal(rows.rows[i].strs[0], "k40");
+    }
+    et_rows_free(&rows);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
+/* The connection dies right after COMMIT: the commit is found by its id, and the answer still
+   counts what it deleted. */
+static void test_one_statement_lost_at_commit(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("fast_lost");
+    load(t, 100);
+    uint64_t taken0, back0, taken, back;
+    fast_counts(&taken0, &back0);
+    engine_test_fault(T.e, FAULT_DROP_AT_COMMIT, 1);
+    const int64_t k[] = {42, 43, 5000};
+    struct change_res r = del_res(t, k, 3);
+    assert_int_equal(r.deleted, 2);
+    assert_int_equal(r.missing, 1);
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 1);
+    assert_int_equal(back - back0, 0);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT seq FROM strike.tables WHERE id = %lld", (long long)t->id);
+    assert_int_equal(r.seq, et_sql_i64(&T, sql));
+    live_ids(t, 100, k, 2);
+    engine_table_unref(t);
+}
+
+struct two_servers {
+    struct engine *e;
+    struct table *t;
+    int64_t from;
+    int rc;
+};
+
+static void *delete_one_by_one(void *arg)
+{
+    struct two_servers *w = arg;
+    for (int64_t k = w->from; k < w->from + 100 && w->rc == ST_OK; k++) {
+        struct st_value kv[2] = {{.v.l = k}, {.v.l = 0}};
+        struct change ch = {CHANGE_DELETE, kv};
+        struct change_req req = {.table = w->t, .changes = &ch, .nchanges = 1};
+        struct change_res res;
+        struct st_err err = {0};
+        w->rc = engine_apply_changes(w->e, &req, &res, &err);
+        if (w->rc == ST_OK && res.deleted != 1)
+            w->rc = ST_EINTERNAL;
+    }
+    return NULL;
+}
+
+/* Two servers delete keys of the same file at once, one statement each: every position lands. */
+static void test_one_statement_two_servers(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("fast_two");
+    load(t, 1000);
+    struct engine_opts o = {.conninfo = T.conninfo, .data_dir = T.data_dir, .pool_size = 4};
+    struct engine *e2;
+    struct st_err err = {0};
+    if (engine_open(&o, &e2, &err) != ST_OK)
+        fail_msg("engine_open: %s", err.msg);
+    struct table *t2;
+    assert_int_equal(engine_get_table(e2, "fast_two", &t2, &err), ST_OK);
+    struct two_servers a = {T.e, t, 0, ST_OK}, b = {e2, t2, 500, ST_OK};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, delete_one_by_one, &a);
+    pthread_create(&tb, NULL, delete_one_by_one, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    assert_int_equal(a.rc, ST_OK);
+    assert_int_equal(b.rc, ST_OK);
+    struct engine_metrics m;
+    engine_metrics(e2, &m);
+    assert_int_equal(m.fast_deletes, 100);
+    engine_table_unref(t2);
+    engine_close(e2);
+    int64_t gone[200];
+    for (int i = 0; i < 100; i++) {
+        gone[i] = i;
+        gone[100 + i] = 500 + i;
+    }
+    live_ids(t, 1000, gone, 200);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT cardinality FROM strike.deletion_vectors WHERE data_file_id = %lld AND "
+             "removed_seq IS NULL",
+             (long long)only_file(t));
+    assert_int_equal(et_sql_i64(&T, sql), 200);
+    assert_true(live_dv_is_list(only_file(t)));
+    fsck_clean();
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -518,6 +846,11 @@ int main(void)
         cmocka_unit_test(test_dv_grows_to_puffin),
         cmocka_unit_test(test_maintenance_on_inline_rows),
         cmocka_unit_test(test_maintenance_task_flushes),
+        cmocka_unit_test(test_delete_in_one_statement),
+        cmocka_unit_test(test_one_statement_falls_back),
+        cmocka_unit_test(test_one_statement_string_keys),
+        cmocka_unit_test(test_one_statement_lost_at_commit),
+        cmocka_unit_test(test_one_statement_two_servers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

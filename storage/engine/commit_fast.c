@@ -1,0 +1,327 @@
+/*
+ * commit_fast.c - a delete by keys in one round trip to the catalog
+ * (docs/DESIGN.md "Deletes by key in one round trip").
+ *
+ * The general path of a change batch (commit.c) goes to the catalog twice:
+ * the base read (BEGIN, the table's row lock, the keys' rows and their
+ * files' DVs), then, once the new DVs are built here, the commit (the seq,
+ * the snapshot, the DV rows, the key index, COMMIT). A request that only
+ * deletes keys writes no rows and, when its files' DVs are position lists
+ * (dv.h "poslist"), needs no bitmap either: appending a position is byte
+ * concatenation, which SQL does. Such a request commits in one pipeline:
+ *
+ *   BEGIN; the table's row lock; SQL_FAST_DELETE; COMMIT
+ *
+ * Taken for a batch of one request whose changes are deletes of distinct
+ * keys (at most FAST_MAX_KEYS), without a producer, an Idempotency-Key or
+ * an expected seq, while DVs may be inline. When the statement meets a file
+ * the list form does not cover (SQLSTATE 22012 from its check: a DV in a
+ * Puffin file or an Iceberg blob, a file the delete would empty, a list past
+ * --dv-inline-max) or the transaction fails in any other way, nothing was
+ * committed and the request takes the general path, which has the retries
+ * and the precise errors. A connection lost around COMMIT is resolved by
+ * commit id as on the general path; when the commit landed, its snapshot's
+ * summary gives the count the answer needs.
+ */
+#include "commit_int.h"
+#include "engine_test.h"
+
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "common/xalloc.h"
+#include "keyenc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* Larger deletes gain little from one round trip less, and the list form holds few positions. */
+#define FAST_MAX_KEYS 256
+/*
+ * After a try that met a file the list form does not cover (a DV past the
+ * limit, or in a Puffin file), the table's deletes take the general path
+ * for this long: such a file keeps failing the try until it is compacted,
+ * and a failed try costs a round trip. Tables share a slot modulo 64.
+ */
+#define FAST_SKIP_NS (2 * 1000000000ull)
+
+static atomic_uint_fast64_t *skip_slot(struct engine *e, int64_t table_id)
+{
+    return &e->fast_skip_until[(uint64_t)table_id % 64];
+}
+
+/*
+ * The whole commit of a delete by keys, after the table's row lock (run
+ * first in the same pipeline, eng__sql_seq_lock_plans: the statement then
+ * reads the table at a snapshot taken under the lock, with generic plans and
+ * index probes only). $1 table, $2 keys, $3 commit id, $4 the inline limit.
+ *   k, d   each key's row by one probe of the key index's primary key
+ *          (LATERAL ... LIMIT 1, as SQL_LOOKUP), then deleted by ctid
+ *   g, f   per file: its positions; the file by its primary key (table and
+ *          liveness checked after the probe), its live DV by
+ *          deletion_vectors_live_by_file; the next list's body
+ *   chk    division by zero (SQLSTATE 22012) unless the file takes a list:
+ *          live, under 2^31 rows, not emptied, the list within $4 bytes, and
+ *          its DV none or a list not holding a new position already (a
+ *          byte match is checked at 4-byte steps)
+ *   cl, ins the live DV row closed, the next one added (ins reads cl: the
+ *          old row is closed before the new live one is checked for unique)
+ *   up, sn the seq and the snapshot, with a general commit's summary
+ * Returns the seq (the current one when no key was found), the keys
+ * deleted, the DVs written.
+ */
+#define SQL_FAST_DELETE(tab, ty)                                                                   \
+    "WITH k AS MATERIALIZED (SELECT x.c FROM unnest($2::" ty "[]) AS u(key) CROSS JOIN LATERAL "   \
+    "(SELECT i.ctid AS c FROM " tab " i WHERE i.table_id = $1 AND i.key = u.key LIMIT 1) x), "     \
+    "d AS (DELETE FROM " tab " x WHERE x.ctid = ANY(ARRAY(SELECT c FROM k)) AND x.table_id = $1 "  \
+    "RETURNING x.file_id, x.pos), "                                                                \
+    "g AS MATERIALIZED (SELECT d.file_id, array_agg(d.pos ORDER BY d.pos) AS ps, count(*) AS n "   \
+    "FROM d GROUP BY d.file_id), "                                                                 \
+    "s AS MATERIALIZED (SELECT t.seq FROM strike.tables t WHERE t.id = $1), "                      \
+    "f AS MATERIALIZED (SELECT g.file_id, g.ps, g.n, fl.rc, coalesce(fl.live, false) AS live, "    \
+    "dv.old, coalesce(dv.found, false) AS found, coalesce(dv.card, 0) + g.n AS card, "             \
+    "coalesce(substring(dv.old FROM 13), ''::bytea) || (SELECT string_agg(int4send(p::int), "      \
+    "''::bytea ORDER BY p) FROM unnest(g.ps) AS p) AS body FROM g LEFT JOIN LATERAL (SELECT "      \
+    "x.record_count AS rc, x.table_id = $1 AND x.removed_seq IS NULL AS live FROM "                \
+    "strike.data_files x WHERE x.id = g.file_id LIMIT 1) fl ON true LEFT JOIN LATERAL (SELECT "    \
+    "v.inline_blob AS old, v.cardinality AS card, true AS found FROM strike.deletion_vectors v "   \
+    "WHERE v.data_file_id = g.file_id AND v.removed_seq IS NULL LIMIT 1) dv ON true), "            \
+    "chk AS MATERIALIZED (SELECT f.file_id, 1 / (CASE WHEN f.live AND f.rc <= 2147483647 AND "     \
+    "f.card < f.rc AND 12 + octet_length(f.body) <= $4 AND (NOT f.found OR (f.old IS NOT NULL "    \
+    "AND substring(f.old FROM 1 FOR 4) = 'SPL1'::bytea AND NOT EXISTS (SELECT 1 FROM "             \
+    "unnest(f.ps) AS p WHERE position(int4send(p::int) IN substring(f.old FROM 13)) > 0 AND "      \
+    "EXISTS (SELECT 1 FROM generate_series(0, (octet_length(f.old) - 12) / 4 - 1) AS j WHERE "     \
+    "substring(f.old FROM 13 + 4 * j FOR 4) = int4send(p::int))))) THEN 1 ELSE 0 END) AS ok "      \
+    "FROM f), "                                                                                    \
+    "cl AS (UPDATE strike.deletion_vectors v SET removed_seq = (SELECT seq FROM s) + 1 FROM chk "  \
+    "WHERE v.data_file_id = chk.file_id AND v.removed_seq IS NULL AND chk.ok = 1 RETURNING "       \
+    "v.data_file_id), "                                                                            \
+    "ins AS (INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, "             \
+    "puffin_path, blob_offset, blob_length, cardinality, inline_blob) SELECT $1, f.file_id, "      \
+    "(SELECT seq FROM s) + 1, NULL, 0, 12 + octet_length(f.body), f.card, 'SPL1'::bytea || "       \
+    "substring(sha256(f.body) FROM 1 FOR 8) || f.body FROM f JOIN chk ON chk.file_id = "           \
+    "f.file_id LEFT JOIN cl ON cl.data_file_id = f.file_id WHERE chk.ok = 1 RETURNING 1), "        \
+    "up AS (UPDATE strike.tables t SET seq = t.seq + 1 WHERE t.id = $1 AND EXISTS (SELECT 1 FROM " \
+    "ins) RETURNING t.seq), "                                                                      \
+    "sn AS (INSERT INTO strike.snapshots (table_id, seq, operation, commit_id, summary) SELECT "   \
+    "$1, up.seq, 'changes', $3::uuid, jsonb_build_object('requests', 1, 'inserted', 0, "           \
+    "'updated', 0, 'deleted', (SELECT sum(n) FROM g), 'added_files', 0, 'added_rows', 0, "         \
+    "'changed_dvs', (SELECT count(*) FROM g), 'removed_files', 0) FROM up RETURNING seq) "         \
+    "SELECT coalesce((SELECT seq FROM sn), (SELECT seq FROM s)), coalesce((SELECT sum(n) FROM "    \
+    "g), 0)::bigint, (SELECT count(*) FROM ins)"
+const char *const eng__sql_fast_delete_i8 =
+    SQL_FAST_DELETE("strike.key_index_i8", "bigint");
+const char *const eng__sql_fast_delete_bytea = SQL_FAST_DELETE("strike.key_index", "bytea");
+static const char *const SQL_COMMITTED_COUNT =
+    "SELECT seq, (summary->>'deleted')::bigint FROM strike.snapshots WHERE commit_id = $1";
+
+/* The general path's test faults (engine_test.h) keep their meaning: no one-statement try. */
+static bool faults_armed(struct engine *e)
+{
+    return atomic_load(&e->fault_conflict_first) > 0 || atomic_load(&e->fault_conflicts) > 0 ||
+           atomic_load(&e->fault_crash_before_commit) > 0 ||
+           atomic_load(&e->fault_lock_timeout_ms) > 0 || atomic_load(&e->fault_fail_req) != NULL;
+}
+
+bool eng__fast_delete_fits(struct engine *e, const struct item *it)
+{
+    const struct change_req *q = it->req;
+    if (it->kind != ITEM_CHANGES || !atomic_load(&e->fast_deletes_on) || e->o.dv_inline_max <= 0 ||
+        st_mono_ns() < atomic_load(skip_slot(e, q->table->id)) ||
+        q->table->npk == 0 || q->producer != NULL || q->mark_producer != NULL ||
+        q->idem != NULL || q->has_expected_seq || q->nchanges == 0 ||
+        q->nchanges > FAST_MAX_KEYS || faults_armed(e))
+        return false;
+    for (size_t i = 0; i < q->nchanges; i++)
+        if (q->changes[i].op != CHANGE_DELETE)
+            return false;
+    return true;
+}
+
+struct keyref {
+    const uint8_t *p;
+    size_t n;
+};
+
+static int cmp_keyref(const void *a, const void *b)
+{
+    const struct keyref *x = a, *y = b;
+    int c = memcmp(x->p, y->p, x->n < y->n ? x->n : y->n);
+    return c != 0 ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+/* The request's keys as the statement's array (int8 or bytea); false when a key repeats. */
+static bool key_array(const struct change_req *q, bool i8, struct buf *arr)
+{
+    struct buf enc = BUF_INIT;
+    size_t *off = xcalloc(q->nchanges + 1, sizeof *off);
+    for (size_t i = 0; i < q->nchanges; i++) {
+        off[i] = enc.len;
+        key_encode(q->table, q->changes[i].vals, &enc);
+    }
+    off[q->nchanges] = enc.len;
+    struct keyref *k = xcalloc(q->nchanges, sizeof *k);
+    for (size_t i = 0; i < q->nchanges; i++)
+        k[i] = (struct keyref){enc.data + off[i], off[i + 1] - off[i]};
+    qsort(k, q->nchanges, sizeof *k, cmp_keyref);
+    bool distinct = true;
+    for (size_t i = 1; i < q->nchanges && distinct; i++)
+        distinct = cmp_keyref(&k[i - 1], &k[i]) != 0;
+    if (distinct) {
+        eng__key_array_begin(arr, i8, (uint32_t)q->nchanges);
+        for (size_t i = 0; i < q->nchanges; i++)
+            eng__key_array_add(arr, i8, k[i].p, k[i].n);
+    }
+    free(k);
+    free(off);
+    buf_free(&enc);
+    return distinct;
+}
+
+/* After the resolver found the commit: its seq and count, from its snapshot. */
+static int committed_count(PGconn *c, const struct plan *p, int64_t *seq, int64_t *deleted,
+                           struct st_err *err)
+{
+    const char *v[1] = {p->commit_id_s};
+    PGresult *r = cat_pq_exec_params(c, SQL_COMMITTED_COUNT, 1, NULL, v, NULL, NULL, 0);
+    int rc = ST_OK;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQgetisnull(r, 0, 1))
+        rc = st_errf(err, ST_EUNKNOWN,
+                     "commit %s landed, but its count could not be read back (%s); a delete by "
+                     "key may be sent again",
+                     p->commit_id_s,
+                     PQresultStatus(r) == PGRES_TUPLES_OK ? "no summary" : PQerrorMessage(c));
+    else {
+        *seq = eng__get_i64(r, 0, 0);
+        *deleted = eng__get_i64(r, 0, 1);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static void answer(struct engine *e, struct item *it, int64_t seq, int64_t deleted)
+{
+    memset(it->res, 0, sizeof *it->res);
+    it->res->seq = seq;
+    it->res->deleted = deleted;
+    it->res->missing = (int64_t)it->req->nchanges - deleted;
+    if (deleted > 0)
+        atomic_fetch_add(&e->m_commits, 1);
+    atomic_fetch_add(&e->m_fast_deletes, 1);
+    eng__finish_item(it, ST_OK);
+}
+
+bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
+{
+    bool done = false;
+    const struct change_req *q = it->req;
+    const struct table *t = q->table;
+    bool i8 = key_is_i8(t);
+    struct buf keys = BUF_INIT;
+    if (!key_array(q, i8, &keys)) {
+        buf_free(&keys);
+        return false; /* a key twice: the general path counts the second as missing */
+    }
+    uint64_t t0 = st_mono_ns();
+    struct plan p;
+    eng__plan_init(&p);
+    st_uuid_v4(p.commit_id);
+    st_uuid_format(p.commit_id, p.commit_id_s);
+    struct eng__num tid, lim;
+    const char *lv[2] = {eng__i64(&tid, t->id), "f"};
+    const char *v[4] = {tid.s, (const char *)keys.data, p.commit_id_s,
+                        eng__i64(&lim, e->o.dv_inline_max)};
+    const int l[4] = {0, (int)keys.len, 0, 0};
+    const int f[4] = {0, 1, 0, 0};
+    struct st_err err = {0};
+    struct pgu_pipe pp;
+    PGconn *c = *cp;
+    int rc = pgu_pipe_begin(&pp, c, &err);
+    if (rc != ST_OK) {
+        buf_free(&keys);
+        return false;
+    }
+    rc = eng__begin_commit_txn(e, &pp, "BEGIN ISOLATION LEVEL READ COMMITTED", &err);
+    int lock = pp.n, fn = pp.n + 1;
+    if (rc == ST_OK)
+        rc = eng__send_sql(&pp, eng__sql_seq_lock_plans, 2, lv, NULL, NULL, 0, &err);
+    if (rc == ST_OK)
+        rc = eng__send_sql(&pp, i8 ? eng__sql_fast_delete_i8 : eng__sql_fast_delete_bytea, 4, v,
+                           l, f, 0, &err);
+    if (rc == ST_OK)
+        rc = eng__send_sql(&pp, "COMMIT", 0, NULL, NULL, NULL, 0, &err);
+    buf_free(&keys);
+    if (rc != ST_OK) {
+        PQexitPipelineMode(c);
+        pgu_pipe_clear(&pp);
+        eng__rollback(c);
+        return false;
+    }
+    int pid = PQbackendPID(c);
+    if (atomic_load(&e->fault_drop_at_commit) > 0) {
+        /* fault injection (tests): the connection dies right after COMMIT is sent */
+        atomic_fetch_sub(&e->fault_drop_at_commit, 1);
+        PQpipelineSync(c);
+        PQflush(c);
+        shutdown(PQsocket(c), SHUT_RDWR);
+    }
+    rc = pgu_pipe_run(&pp, &err);
+    int64_t seq = 0, deleted = 0, dvs = 0;
+    enum commit_outcome out = FAILED;
+    if (rc == ST_EUNAVAIL || PQstatus(c) != CONNECTION_OK) {
+        pgu_pipe_clear(&pp);
+        st_err_clear(&err);
+        out = eng__resolve_unknown(e, cp, pid, &p, &err);
+        if (out == COMMITTED) {
+            rc = committed_count(*cp, &p, &seq, &deleted, it->err);
+            if (rc != ST_OK) {
+                eng__finish_item(it, rc);
+                done = true;
+            }
+        } else if (out == UNKNOWN) {
+            st_errf(it->err, err.code ? err.code : ST_EUNKNOWN, "%s", err.msg);
+            eng__finish_item(it, it->err->code);
+            done = true;
+        }
+    } else if (rc == ST_OK && pgu_pipe_failed(&pp) < 0 && PQntuples(pp.res[lock]) == 1) {
+        out = COMMITTED;
+        seq = eng__get_i64(pp.res[fn], 0, 0);
+        deleted = eng__get_i64(pp.res[fn], 0, 1);
+        dvs = eng__get_i64(pp.res[fn], 0, 2);
+        pgu_pipe_clear(&pp);
+        eng__rollback(c);
+    } else {
+        int bad = rc == ST_OK ? pgu_pipe_failed(&pp) : -1;
+        const char *state = bad >= 0 ? pgu_pipe_sqlstate(&pp, bad) : "";
+        /* 22012 in the statement: a file its form does not cover (the statement's chk); no
+           failure and no lock row: the table is gone, which the general path reports */
+        if (bad == fn && strcmp(state, "22012") == 0)
+            atomic_store(skip_slot(e, t->id), st_mono_ns() + FAST_SKIP_NS);
+        else if (bad >= 0 || rc != ST_OK)
+            log_info("commit table=%s: a delete by key in one statement failed (%s %s); taking "
+                     "the general path",
+                     t->name, state, bad >= 0 ? PQresultErrorMessage(pp.res[bad]) : err.msg);
+        pgu_pipe_clear(&pp);
+        eng__rollback(c);
+    }
+    if (out == COMMITTED && !done) {
+        answer(e, it, seq, deleted);
+        done = true;
+        if (st_log_get_level() <= ST_LOG_DEBUG)
+            log_debug("commit table=%s base=%lld attempt=0 requests=1 rows=0 dvs=%lld "
+                      "prepare_ms=0.00 write_ms=0.00 commit_ms=%.2f outcome=0 path=one-statement",
+                      t->name, (long long)(deleted > 0 ? seq - 1 : seq), (long long)dvs,
+                      (double)(st_mono_ns() - t0) / 1e6);
+    } else if (!done) {
+        atomic_fetch_add(&e->m_fast_fallbacks, 1);
+    }
+    eng__plan_free(&p);
+    return done;
+}
+
+void engine_test_fast_deletes(struct engine *e, bool on)
+{
+    atomic_store(&e->fast_deletes_on, on);
+    for (int i = 0; i < 64; i++)
+        atomic_store(&e->fast_skip_until[i], 0);
+}
