@@ -94,8 +94,8 @@ int dv_decode_poslist(const uint8_t *p, size_t n, int64_t expected_cardinality, 
     return ST_OK;
 }
 
-int dv_poslist_to_iceberg(const uint8_t *p, size_t n, int64_t expected_cardinality,
-                          struct buf *out, struct st_err *err)
+int dv_poslist_to_iceberg(const uint8_t *p, size_t n, int64_t expected_cardinality, struct buf *out,
+                          struct st_err *err)
 {
     struct dv *d;
     int rc = dv_decode_poslist(p, n, expected_cardinality, &d, err);

@@ -15,8 +15,8 @@
  * Taken for a batch of one request whose changes are deletes of distinct
  * keys (at most FAST_MAX_KEYS), without a producer, an Idempotency-Key or
  * an expected seq, while DVs may be inline. When the statement meets a file
- * the list form does not cover (SQLSTATE 22012 from its check: a DV in a
- * Puffin file or an Iceberg blob, a file the delete would empty, a list past
+ * the list form does not cover (its check fails: a DV in a Puffin file or
+ * an Iceberg blob, a file the delete would empty, a list past
  * --dv-inline-max) or the transaction fails in any other way, nothing was
  * committed and the request takes the general path, which has the retries
  * and the precise errors. A connection lost around COMMIT is resolved by
@@ -33,15 +33,16 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 /* Larger deletes gain little from one round trip less, and the list form holds few positions. */
 #define FAST_MAX_KEYS 256
 /*
- * After a try that met a file the list form does not cover (a DV past the
- * limit, or in a Puffin file), the table's deletes take the general path
- * for this long: such a file keeps failing the try until it is compacted,
- * and a failed try costs a round trip. Tables share a slot modulo 64.
+ * After a try that met a file whose DV a list cannot hold (past the limit,
+ * or the delete would empty the file), the table's deletes take the general
+ * path for this long: such a file keeps failing the try until it is
+ * compacted, and a failed try costs a round trip. (A DV in another form that
+ * would fit does not pause: the general path writes it as a list.) Tables
+ * share a slot modulo 64.
  */
 #define FAST_SKIP_NS (2 * 1000000000ull)
 
@@ -60,10 +61,12 @@ static atomic_uint_fast64_t *skip_slot(struct engine *e, int64_t table_id)
  *   g, f   per file: its positions; the file by its primary key (table and
  *          liveness checked after the probe), its live DV by
  *          deletion_vectors_live_by_file; the next list's body
- *   chk    division by zero (SQLSTATE 22012) unless the file takes a list:
- *          live, under 2^31 rows, not emptied, the list within $4 bytes, and
- *          its DV none or a list not holding a new position already (a
- *          byte match is checked at 4-byte steps)
+ *   chk    fails unless the file takes a list: division by zero (SQLSTATE
+ *          22012) when a list cannot hold its DV (not live, 2^31 rows or
+ *          more, emptied, past $4 bytes: by the DV row's cardinality), a bad
+ *          integer (22P02) when its DV is in another form (a Puffin file, an
+ *          Iceberg blob) or the list holds a new position already (a byte
+ *          match is checked at 4-byte steps)
  *   cl, ins the live DV row closed, the next one added (ins reads cl: the
  *          old row is closed before the new live one is checked for unique)
  *   up, sn the seq and the snapshot, with a general commit's summary
@@ -86,13 +89,13 @@ static atomic_uint_fast64_t *skip_slot(struct engine *e, int64_t table_id)
     "strike.data_files x WHERE x.id = g.file_id LIMIT 1) fl ON true LEFT JOIN LATERAL (SELECT "    \
     "v.inline_blob AS old, v.cardinality AS card, true AS found FROM strike.deletion_vectors v "   \
     "WHERE v.data_file_id = g.file_id AND v.removed_seq IS NULL LIMIT 1) dv ON true), "            \
-    "chk AS MATERIALIZED (SELECT f.file_id, 1 / (CASE WHEN f.live AND f.rc <= 2147483647 AND "     \
-    "f.card < f.rc AND 12 + octet_length(f.body) <= $4 AND (NOT f.found OR (f.old IS NOT NULL "    \
-    "AND substring(f.old FROM 1 FOR 4) = 'SPL1'::bytea AND NOT EXISTS (SELECT 1 FROM "             \
+    "chk AS MATERIALIZED (SELECT f.file_id, CASE WHEN NOT (f.live AND f.rc <= 2147483647 AND "     \
+    "f.card < f.rc AND 12 + 4 * f.card <= $4) THEN 1 / (f.n - f.n) WHEN f.found AND NOT (f.old "   \
+    "IS NOT NULL AND substring(f.old FROM 1 FOR 4) = 'SPL1'::bytea AND NOT EXISTS (SELECT 1 FROM " \
     "unnest(f.ps) AS p WHERE position(int4send(p::int) IN substring(f.old FROM 13)) > 0 AND "      \
     "EXISTS (SELECT 1 FROM generate_series(0, (octet_length(f.old) - 12) / 4 - 1) AS j WHERE "     \
-    "substring(f.old FROM 13 + 4 * j FOR 4) = int4send(p::int))))) THEN 1 ELSE 0 END) AS ok "      \
-    "FROM f), "                                                                                    \
+    "substring(f.old FROM 13 + 4 * j FOR 4) = int4send(p::int)))) THEN ('not a list: ' || "        \
+    "f.file_id)::int ELSE 1 END AS ok FROM f), "                                                   \
     "cl AS (UPDATE strike.deletion_vectors v SET removed_seq = (SELECT seq FROM s) + 1 FROM chk "  \
     "WHERE v.data_file_id = chk.file_id AND v.removed_seq IS NULL AND chk.ok = 1 RETURNING "       \
     "v.data_file_id), "                                                                            \
@@ -109,8 +112,7 @@ static atomic_uint_fast64_t *skip_slot(struct engine *e, int64_t table_id)
     "'changed_dvs', (SELECT count(*) FROM g), 'removed_files', 0) FROM up RETURNING seq) "         \
     "SELECT coalesce((SELECT seq FROM sn), (SELECT seq FROM s)), coalesce((SELECT sum(n) FROM "    \
     "g), 0)::bigint, (SELECT count(*) FROM ins)"
-const char *const eng__sql_fast_delete_i8 =
-    SQL_FAST_DELETE("strike.key_index_i8", "bigint");
+const char *const eng__sql_fast_delete_i8 = SQL_FAST_DELETE("strike.key_index_i8", "bigint");
 const char *const eng__sql_fast_delete_bytea = SQL_FAST_DELETE("strike.key_index", "bytea");
 static const char *const SQL_COMMITTED_COUNT =
     "SELECT seq, (summary->>'deleted')::bigint FROM strike.snapshots WHERE commit_id = $1";
@@ -127,10 +129,9 @@ bool eng__fast_delete_fits(struct engine *e, const struct item *it)
 {
     const struct change_req *q = it->req;
     if (it->kind != ITEM_CHANGES || !atomic_load(&e->fast_deletes_on) || e->o.dv_inline_max <= 0 ||
-        st_mono_ns() < atomic_load(skip_slot(e, q->table->id)) ||
-        q->table->npk == 0 || q->producer != NULL || q->mark_producer != NULL ||
-        q->idem != NULL || q->has_expected_seq || q->nchanges == 0 ||
-        q->nchanges > FAST_MAX_KEYS || faults_armed(e))
+        st_mono_ns() < atomic_load(skip_slot(e, q->table->id)) || q->table->npk == 0 ||
+        q->producer != NULL || q->mark_producer != NULL || q->idem != NULL || q->has_expected_seq ||
+        q->nchanges == 0 || q->nchanges > FAST_MAX_KEYS || faults_armed(e))
         return false;
     for (size_t i = 0; i < q->nchanges; i++)
         if (q->changes[i].op != CHANGE_DELETE)
@@ -246,8 +247,8 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
     if (rc == ST_OK)
         rc = eng__send_sql(&pp, eng__sql_seq_lock_plans, 2, lv, NULL, NULL, 0, &err);
     if (rc == ST_OK)
-        rc = eng__send_sql(&pp, i8 ? eng__sql_fast_delete_i8 : eng__sql_fast_delete_bytea, 4, v,
-                           l, f, 0, &err);
+        rc = eng__send_sql(&pp, i8 ? eng__sql_fast_delete_i8 : eng__sql_fast_delete_bytea, 4, v, l,
+                           f, 0, &err);
     if (rc == ST_OK)
         rc = eng__send_sql(&pp, "COMMIT", 0, NULL, NULL, NULL, 0, &err);
     buf_free(&keys);
@@ -258,13 +259,7 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
         return false;
     }
     int pid = PQbackendPID(c);
-    if (atomic_load(&e->fault_drop_at_commit) > 0) {
-        /* fault injection (tests): the connection dies right after COMMIT is sent */
-        atomic_fetch_sub(&e->fault_drop_at_commit, 1);
-        PQpipelineSync(c);
-        PQflush(c);
-        shutdown(PQsocket(c), SHUT_RDWR);
-    }
+    eng__fault_drop_at_commit(e, c);
     rc = pgu_pipe_run(&pp, &err);
     int64_t seq = 0, deleted = 0, dvs = 0;
     enum commit_outcome out = FAILED;
@@ -293,11 +288,14 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
     } else {
         int bad = rc == ST_OK ? pgu_pipe_failed(&pp) : -1;
         const char *state = bad >= 0 ? pgu_pipe_sqlstate(&pp, bad) : "";
-        /* 22012 in the statement: a file its form does not cover (the statement's chk); no
-           failure and no lock row: the table is gone, which the general path reports */
+        /* the statement's chk: 22012, a file a list cannot hold (it stays so until compacted:
+           the table pauses its tries); 22P02, a DV in another form (the general path writes it
+           as a list when it fits). No failure and no lock row: the table is gone, which the
+           general path reports. */
+        bool chk = bad == fn && (strcmp(state, "22012") == 0 || strcmp(state, "22P02") == 0);
         if (bad == fn && strcmp(state, "22012") == 0)
             atomic_store(skip_slot(e, t->id), st_mono_ns() + FAST_SKIP_NS);
-        else if (bad >= 0 || rc != ST_OK)
+        if (!chk && (bad >= 0 || rc != ST_OK))
             log_info("commit table=%s: a delete by key in one statement failed (%s %s); taking "
                      "the general path",
                      t->name, state, bad >= 0 ? PQresultErrorMessage(pp.res[bad]) : err.msg);

@@ -357,6 +357,9 @@ int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **
  * (pid), then look up p->commit_id on a fresh connection (*cp replaced, or
  * NULL). COMMITTED, CONFLICT (did not commit: retry) or UNKNOWN (err says so).
  */
+/* Fault injection (tests, FAULT_DROP_AT_COMMIT): with the pipeline up to COMMIT queued on c,
+   send it and shut the connection, as a network that dies right after COMMIT is sent. */
+void eng__fault_drop_at_commit(struct engine *e, PGconn *c);
 enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
                                          const struct plan *p, struct st_err *err);
 

@@ -772,6 +772,16 @@ void eng__drop_early_keys(PGconn *c, struct plan *p)
     p->in_txn = p->key_plans = false;
 }
 
+void eng__fault_drop_at_commit(struct engine *e, PGconn *c)
+{
+    if (atomic_load(&e->fault_drop_at_commit) > 0) {
+        atomic_fetch_sub(&e->fault_drop_at_commit, 1);
+        PQpipelineSync(c);
+        PQflush(c);
+        shutdown(PQsocket(c), SHUT_RDWR);
+    }
+}
+
 enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
                                     struct plan *p, struct st_err *err)
 {
@@ -817,13 +827,7 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
         return FAILED;
     }
     int pid = PQbackendPID(c);
-    if (atomic_load(&e->fault_drop_at_commit) > 0) {
-        /* fault injection (tests): the connection dies right after COMMIT is sent */
-        atomic_fetch_sub(&e->fault_drop_at_commit, 1);
-        PQpipelineSync(c);
-        PQflush(c);
-        shutdown(PQsocket(c), SHUT_RDWR);
-    }
+    eng__fault_drop_at_commit(e, c);
     int rc = pgu_pipe_run(&pp, err);
     if (rc == ST_EUNAVAIL || PQstatus(c) != CONNECTION_OK) {
         pgu_pipe_clear(&pp);
