@@ -236,22 +236,15 @@ int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, stru
             continue;
         }
         uint64_t off, len;
-        size_t listed = e->o.dv_inline_max > 0 ? dv_poslist_size(f->merged) : 0;
-        if (listed > 0 && (int64_t)listed <= e->o.dv_inline_max) {
-            /* inline as a position list when it fits: the next single-key delete of the file
-               appends to it in the statement that commits it (commit_fast.c) */
-            struct buf enc = BUF_INIT;
-            dv_encode_poslist(f->merged, &enc);
-            f->blob_offset = 0;
-            f->blob_length = (int64_t)enc.len;
-            size_t n = 0;
-            f->blob_inline = buf_detach(&enc, &n);
-            continue;
-        }
         if (e->o.dv_inline_max > 0) {
-            /* encode once: small enough stays inline, else the same bytes go to the file */
+            /* a position list when it fits (the next single-key delete of the file appends to
+               it in the statement that commits it, commit_fast.c), else the Iceberg blob,
+               encoded once: small enough stays inline, else the same bytes go to the file */
             struct buf enc = BUF_INIT;
-            if (dv_encode_iceberg(f->merged, &enc) != ST_OK) {
+            size_t listed = dv_poslist_size(f->merged);
+            if (listed > 0 && (int64_t)listed <= e->o.dv_inline_max) {
+                dv_encode_poslist(f->merged, &enc);
+            } else if (dv_encode_iceberg(f->merged, &enc) != ST_OK) {
                 buf_free(&enc);
                 rc = st_errf(err, ST_EINVAL, "DV for %s: a position is >= 2^63", f->path);
                 break;

@@ -180,17 +180,17 @@ static bool key_array(const struct change_req *q, bool i8, struct buf *arr)
 }
 
 /* After the resolver found the commit: its seq and count, from its snapshot. */
-static int committed_count(PGconn *c, const struct plan *p, int64_t *seq, int64_t *deleted,
+static int committed_count(PGconn *c, const char *commit_id, int64_t *seq, int64_t *deleted,
                            struct st_err *err)
 {
-    const char *v[1] = {p->commit_id_s};
+    const char *v[1] = {commit_id};
     PGresult *r = cat_pq_exec_params(c, SQL_COMMITTED_COUNT, 1, NULL, v, NULL, NULL, 0);
     int rc = ST_OK;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQgetisnull(r, 0, 1))
         rc = st_errf(err, ST_EUNKNOWN,
                      "commit %s landed, but its count could not be read back (%s); a delete by "
                      "key may be sent again",
-                     p->commit_id_s,
+                     commit_id,
                      PQresultStatus(r) == PGRES_TUPLES_OK ? "no summary" : PQerrorMessage(c));
     else {
         *seq = eng__get_i64(r, 0, 0);
@@ -224,14 +224,13 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
         return false; /* a key twice: the general path counts the second as missing */
     }
     uint64_t t0 = st_mono_ns();
-    struct plan p;
-    eng__plan_init(&p);
-    st_uuid_v4(p.commit_id);
-    st_uuid_format(p.commit_id, p.commit_id_s);
+    uint8_t cid[16];
+    char cid_s[ST_UUID_STR_LEN + 1];
+    st_uuid_v4(cid);
+    st_uuid_format(cid, cid_s);
     struct eng__num tid, lim;
     const char *lv[2] = {eng__i64(&tid, t->id), "f"};
-    const char *v[4] = {tid.s, (const char *)keys.data, p.commit_id_s,
-                        eng__i64(&lim, e->o.dv_inline_max)};
+    const char *v[4] = {tid.s, (const char *)keys.data, cid_s, eng__i64(&lim, e->o.dv_inline_max)};
     const int l[4] = {0, (int)keys.len, 0, 0};
     const int f[4] = {0, 1, 0, 0};
     struct st_err err = {0};
@@ -266,9 +265,9 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
     if (rc == ST_EUNAVAIL || PQstatus(c) != CONNECTION_OK) {
         pgu_pipe_clear(&pp);
         st_err_clear(&err);
-        out = eng__resolve_unknown(e, cp, pid, &p, &err);
+        out = eng__resolve_unknown(e, cp, pid, cid_s, &err);
         if (out == COMMITTED) {
-            rc = committed_count(*cp, &p, &seq, &deleted, it->err);
+            rc = committed_count(*cp, cid_s, &seq, &deleted, it->err);
             if (rc != ST_OK) {
                 eng__finish_item(it, rc);
                 done = true;
@@ -313,7 +312,6 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
     } else if (!done) {
         atomic_fetch_add(&e->m_fast_fallbacks, 1);
     }
-    eng__plan_free(&p);
     return done;
 }
 

@@ -352,16 +352,17 @@ void eng__drop_early_keys(PGconn *c, struct plan *p);
 int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
                             const struct table *t, const struct plan *p, struct st_err *err);
 
-/*
- * After a connection loss around COMMIT (commit_sql.c): end the old backend
- * (pid), then look up p->commit_id on a fresh connection (*cp replaced, or
- * NULL). COMMITTED, CONFLICT (did not commit: retry) or UNKNOWN (err says so).
- */
 /* Fault injection (tests, FAULT_DROP_AT_COMMIT): with the pipeline up to COMMIT queued on c,
    send it and shut the connection, as a network that dies right after COMMIT is sent. */
 void eng__fault_drop_at_commit(struct engine *e, PGconn *c);
+/*
+ * After a connection loss around COMMIT (commit_sql.c): end the old backend
+ * (old_pid), then look up commit_id (text) on a fresh connection (*cp
+ * replaced, or NULL). COMMITTED, CONFLICT (did not commit: retry) or UNKNOWN
+ * (err says so).
+ */
 enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
-                                         const struct plan *p, struct st_err *err);
+                                         const char *commit_id, struct st_err *err);
 
 /* ---- a delete by keys in one round trip (commit_fast.c) ---- */
 

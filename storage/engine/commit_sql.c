@@ -251,7 +251,7 @@ static enum backend_state end_backend(struct engine *e, PGconn *c, int pid)
  * UNKNOWN the commit's blobs must stay: the commit may have landed.
  */
 enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
-                                         const struct plan *p, struct st_err *err)
+                                         const char *commit_id, struct st_err *err)
 {
     cat_release(e->pool, *cp, true);
     *cp = NULL;
@@ -262,7 +262,7 @@ enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_
         if (!fault_fires(&e->fault_resolver_unreachable) &&
             cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, &e2) == ST_OK) {
             enum backend_state b = end_backend(e, c, old_pid);
-            const char *vals[1] = {p->commit_id_s};
+            const char *vals[1] = {commit_id};
             PGresult *r =
                 b == BACKEND_NO_ANSWER
                     ? NULL
@@ -275,17 +275,17 @@ enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_
                 PQclear(r);
                 *cp = c;
                 if (found || b == BACKEND_GONE) {
-                    log_warn("commit %s: connection lost around COMMIT; it %s", p->commit_id_s,
+                    log_warn("commit %s: connection lost around COMMIT; it %s", commit_id,
                              found ? "did commit" : "did not commit, retrying");
                     return found ? COMMITTED : CONFLICT;
                 }
                 log_warn("commit %s: connection lost around COMMIT; its backend %d did not "
                          "exit, the outcome is unknown",
-                         p->commit_id_s, old_pid);
+                         commit_id, old_pid);
                 st_errf(err, ST_EUNKNOWN,
                         "the outcome of commit %s is unknown: its catalog session could not be "
                         "ended and may still commit; " UNKNOWN_HINT,
-                        p->commit_id_s);
+                        commit_id);
                 return UNKNOWN;
             }
             PQclear(r);
@@ -296,11 +296,11 @@ enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_
     }
     log_warn("commit %s: connection lost around COMMIT; the catalog stayed unreachable, the "
              "outcome is unknown",
-             p->commit_id_s);
+             commit_id);
     st_errf(err, ST_EUNKNOWN,
             "the outcome of commit %s is unknown: the catalog became unreachable while it "
             "committed; " UNKNOWN_HINT,
-            p->commit_id_s);
+            commit_id);
     return UNKNOWN;
 }
 
@@ -832,7 +832,7 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
     if (rc == ST_EUNAVAIL || PQstatus(c) != CONNECTION_OK) {
         pgu_pipe_clear(&pp);
         st_err_clear(err);
-        return eng__resolve_unknown(e, cp, pid, p, err);
+        return eng__resolve_unknown(e, cp, pid, p->commit_id_s, err);
     }
     if (rc != ST_OK) {
         pgu_pipe_clear(&pp);
