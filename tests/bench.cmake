@@ -2,6 +2,9 @@
 # `make bench` (tests/bench/run.sh) runs them next to their peers.
 add_executable(bench_engine bench/bench_engine.c)
 target_link_libraries(bench_engine PRIVATE strike_engine)
+# row 2 with each server's own C client (libcurl for strike, libpq for PostgreSQL)
+add_executable(bench_keyed bench/bench_keyed.c)
+target_link_libraries(bench_keyed PRIVATE PkgConfig::CURL PkgConfig::PQ)
 
 # bench_quick: the `make bench` harness once in --quick mode (tiny sizes, 2
 # rounds), only to prove that it works end to end: it passes when run.sh

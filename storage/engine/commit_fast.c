@@ -13,8 +13,10 @@
  *   BEGIN; the table's row lock; SQL_FAST_DELETE; COMMIT
  *
  * Taken for a batch of one request whose changes are deletes of distinct
- * keys (at most FAST_MAX_KEYS), without a producer, an Idempotency-Key or
- * an expected seq, while DVs may be inline. When the statement meets a file
+ * keys (at most FAST_MAX_KEYS), without a producer or an expected seq,
+ * while DVs may be inline. An Idempotency-Key is stored by the same
+ * statement (its record as idem.c encodes it); a key already stored (a
+ * retry) fails the statement, and the general path replays its record. When the statement meets a file
  * the list form does not cover (its check fails: a DV in a Puffin file or
  * an Iceberg blob, a file the delete would empty, a list past
  * --dv-inline-max) or the transaction fails in any other way, nothing was
@@ -70,8 +72,11 @@ static atomic_uint_fast64_t *skip_slot(struct engine *e, int64_t table_id)
  *   cl, ins the live DV row closed, the next one added (ins reads cl: the
  *          old row is closed before the new live one is checked for unique)
  *   up, sn the seq and the snapshot, with a general commit's summary
- * Returns the seq (the current one when no key was found), the keys
- * deleted, the DVs written.
+ *   r, ik  the seq (the current one when no key was found) and the count;
+ *          with an Idempotency-Key ($5 scope, $6 key, $7 request hash; all
+ *          NULL without), its record, unless the key is stored already:
+ *          then the statement fails with a bad integer (22P02)
+ * Returns the seq, the keys deleted, the DVs written.
  */
 #define SQL_FAST_DELETE(tab, ty)                                                                   \
     "WITH k AS MATERIALIZED (SELECT x.c FROM unnest($2::" ty "[]) AS u(key) CROSS JOIN LATERAL "   \
@@ -109,9 +114,16 @@ static atomic_uint_fast64_t *skip_slot(struct engine *e, int64_t table_id)
     "sn AS (INSERT INTO strike.snapshots (table_id, seq, operation, commit_id, summary) SELECT "   \
     "$1, up.seq, 'changes', $3::uuid, jsonb_build_object('requests', 1, 'inserted', 0, "           \
     "'updated', 0, 'deleted', (SELECT sum(n) FROM g), 'added_files', 0, 'added_rows', 0, "         \
-    "'changed_dvs', (SELECT count(*) FROM g), 'removed_files', 0) FROM up RETURNING seq) "         \
-    "SELECT coalesce((SELECT seq FROM sn), (SELECT seq FROM s)), coalesce((SELECT sum(n) FROM "    \
-    "g), 0)::bigint, (SELECT count(*) FROM ins)"
+    "'changed_dvs', (SELECT count(*) FROM g), 'removed_files', 0) FROM up RETURNING seq), "        \
+    "r AS MATERIALIZED (SELECT coalesce((SELECT seq FROM sn), (SELECT seq FROM s)) AS seq, "       \
+    "coalesce((SELECT sum(n) FROM g), 0)::bigint AS n), "                                          \
+    "ik AS (INSERT INTO strike.idempotency_keys (scope, key, request_hash, kind, response) "       \
+    "SELECT $5, $6, $7, 'changes', format('{\"v\":1,\"seq\":%s,\"inserted\":0,\"updated\":0,"     \
+    "\"deleted\":%s,\"missing\":%s,\"stale\":0,\"duplicate\":false}', r.seq, r.n, "               \
+    "cardinality($2) - r.n) FROM r WHERE $6::text IS NOT NULL ON CONFLICT (scope, key) DO "         \
+    "NOTHING RETURNING 1) "                                                                        \
+    "SELECT r.seq, r.n, (SELECT count(*) FROM ins), CASE WHEN $6::text IS NOT NULL AND NOT "       \
+    "EXISTS (SELECT 1 FROM ik) THEN ('idempotency key taken at seq ' || r.seq)::int END FROM r"
 const char *const eng__sql_fast_delete_i8 = SQL_FAST_DELETE("strike.key_index_i8", "bigint");
 const char *const eng__sql_fast_delete_bytea = SQL_FAST_DELETE("strike.key_index", "bytea");
 static const char *const SQL_COMMITTED_COUNT =
@@ -130,7 +142,7 @@ bool eng__fast_delete_fits(struct engine *e, const struct item *it)
     const struct change_req *q = it->req;
     if (it->kind != ITEM_CHANGES || !atomic_load(&e->fast_deletes_on) || e->o.dv_inline_max <= 0 ||
         st_mono_ns() < atomic_load(skip_slot(e, q->table->id)) || q->table->npk == 0 ||
-        q->producer != NULL || q->mark_producer != NULL || q->idem != NULL || q->has_expected_seq ||
+        q->producer != NULL || q->mark_producer != NULL || q->has_expected_seq ||
         q->nchanges == 0 || q->nchanges > FAST_MAX_KEYS || faults_armed(e))
         return false;
     for (size_t i = 0; i < q->nchanges; i++)
@@ -230,9 +242,16 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
     st_uuid_format(cid, cid_s);
     struct eng__num tid, lim;
     const char *lv[2] = {eng__i64(&tid, t->id), "f"};
-    const char *v[4] = {tid.s, (const char *)keys.data, cid_s, eng__i64(&lim, e->o.dv_inline_max)};
-    const int l[4] = {0, (int)keys.len, 0, 0};
-    const int f[4] = {0, 1, 0, 0};
+    const struct engine_idem *ik = q->idem;
+    const char *v[7] = {tid.s,
+                        (const char *)keys.data,
+                        cid_s,
+                        eng__i64(&lim, e->o.dv_inline_max),
+                        ik != NULL ? t->name : NULL,
+                        ik != NULL ? ik->key : NULL,
+                        ik != NULL ? (const char *)ik->hash : NULL};
+    const int l[7] = {0, (int)keys.len, 0, 0, 0, 0, ik != NULL ? 32 : 0};
+    const int f[7] = {0, 1, 0, 0, 0, 0, 1};
     struct st_err err = {0};
     struct pgu_pipe pp;
     PGconn *c = *cp;
@@ -246,7 +265,7 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
     if (rc == ST_OK)
         rc = eng__send_sql(&pp, eng__sql_seq_lock_plans, 2, lv, NULL, NULL, 0, &err);
     if (rc == ST_OK)
-        rc = eng__send_sql(&pp, i8 ? eng__sql_fast_delete_i8 : eng__sql_fast_delete_bytea, 4, v, l,
+        rc = eng__send_sql(&pp, i8 ? eng__sql_fast_delete_i8 : eng__sql_fast_delete_bytea, 7, v, l,
                            f, 0, &err);
     if (rc == ST_OK)
         rc = eng__send_sql(&pp, "COMMIT", 0, NULL, NULL, NULL, 0, &err);
@@ -289,7 +308,8 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
         const char *state = bad >= 0 ? pgu_pipe_sqlstate(&pp, bad) : "";
         /* the statement's chk: 22012, a file a list cannot hold (it stays so until compacted:
            the table pauses its tries); 22P02, a DV in another form (the general path writes it
-           as a list when it fits). No failure and no lock row: the table is gone, which the
+           as a list when it fits), or an Idempotency-Key stored already (the general path
+           replays its record). No failure and no lock row: the table is gone, which the
            general path reports. */
         bool chk = bad == fn && (strcmp(state, "22012") == 0 || strcmp(state, "22P02") == 0);
         if (bad == fn && strcmp(state, "22012") == 0)

@@ -298,6 +298,8 @@ class Bench:
         self.results["load"] = {}
         # strike: the same rows, through the engine's commit path (bench_engine load)
         loads = [("t1m", small_pq, z["small"]), ("tk", small_pq, z["small"])]
+        if not self.only or "m2" in self.only:  # row 2's C clients delete from a copy of tk of their own
+            loads.append(("tkc", small_pq, z["small"]))
         if not self.only or self.only & {"m1", "m8"}:  # the big table only for the measures that read it
             loads.append(("tbig", big_pq, z["big_batch"]))
         for table, src, batch in loads:
@@ -395,13 +397,28 @@ class Bench:
         z, R = self.z, self.R
         n, s = z["small"], z["m2_samples"]
         kc = ["keyed_client.mjs", "--modules", self.peers, "delete1", "--rows", n, "--samples", s, "--warmup", 2]
-        st, pg = [], []
+        # the same delete with each server's own C client (bench_keyed: libcurl, libpq with a prepared
+        # DELETE), on tkc (a fresh copy of tk, so its DV grows as tk's does) and on keys of t the node
+        # rounds leave alone: not the row's ratio, which stays the one of the node clients
+        kb = [os.path.join(self.bin, "bench_keyed"), "delete1", "--rows", n, "--samples", s, "--warmup", 2]
+        st, pg, sc, pc = [], [], [], []
         for r in range(R):
-            off = r * (s + 2)
+            off, coff = r * (s + 2), (R + r) * (s + 2)
             st.append(self.node(*kc, "--target", "strike", "--url", self.url, "--table", "tk", "--offset", off))
             pg.append(self.node(*kc, "--target", "pg", "--pghost", self.pg, "--db", "peer", "--table", "t",
                                  "--offset", off))
-        self.results["m2"] = {"strike": st, "postgres": pg}
+            sc.append(json_line(run([*map(str, kb), "--target", "strike", "--url", self.url, "--table", "tkc",
+                                     "--offset", str(coff)], timeout=3600, env=self.env)))
+            pc.append(json_line(run([*map(str, kb), "--target", "pg", "--conninfo",
+                                     f"host={self.pg} user=postgres dbname=peer", "--table", "t",
+                                     "--offset", str(coff)], timeout=3600, env=self.env)))
+        self.results["m2"] = {"strike": st, "postgres": pg, "strike_c": sc, "postgres_c": pc}
+        c50 = [med(x["ms"]) for x in sc]
+        d50 = [med(x["ms"]) for x in pc]
+        self.m2_note = (f"the same deletes with each server's own C client (tests/bench/bench_keyed.c: libcurl, "
+                        f"one kept-alive connection, on a fresh copy of the table; libpq, a prepared DELETE): "
+                        f"strike {spread(c50, fmt_ms)}, PostgreSQL {spread(d50, fmt_ms)}, "
+                        f"{fmt_x(med(c50) / med(d50))} PostgreSQL's p50 (the row's ratio is the node clients')")
         s50 = [med(x["ms"]) for x in st]
         p50 = [med(x["ms"]) for x in pg]
         s99 = pctl([v for x in st for v in x["ms"]], 0.99)
@@ -1138,7 +1155,7 @@ class Bench:
                  "and the peer's table, and both were VACUUM ANALYZEd after the load. strike's tables were loaded "
                  "from the Parquet file DuckDB wrote (tests/peers/lib/gen.mjs) through the engine's commit path; "
                  "the PostgreSQL table from the CSV DuckDB wrote of the same rows.")
-        for k in ("m1_note", "m5_note", "m6_note", "m7_note", "m8_note", "m9_note", "e7_note"):
+        for k in ("m1_note", "m2_note", "m5_note", "m6_note", "m7_note", "m8_note", "m9_note", "e7_note"):
             if getattr(self, k, None):
                 n.append(("(" if k[0] == "m" else "(issue ") + k[1] + ") " + getattr(self, k) + ".")
         if getattr(self, "e13_note", None):

@@ -4,7 +4,7 @@
 #
 #   tests/bench/run.sh BUILD_DIR [--quick]
 #
-# BUILD_DIR: a build with striked, bench_engine, bench_dv, bench_parquet and
+# BUILD_DIR: a build with striked, bench_engine, bench_keyed, bench_dv, bench_parquet and
 # bench_grpc_dv, grpc_dv_peer, and the DuckDB peer in BUILD_DIR/peers (scripts/test-peers.sh).
 # `make bench` uses a Release build; `make test` runs --quick once on its
 # ASan build only to prove that the harness works (ctest bench_quick).
@@ -51,7 +51,7 @@ OUT=$BUILD/bench
 PSQL=$(ls /usr/lib/postgresql/*/bin/psql 2>/dev/null | head -1)
 mkdir -p "$OUT"
 
-for b in striked bench_engine; do
+for b in striked bench_engine bench_keyed; do
   [ -x "$BUILD/bin/$b" ] || { echo "run.sh: $BUILD/bin/$b is missing (build first)" >&2; exit 1; }
 done
 for t in node npm curl wrk nginx; do

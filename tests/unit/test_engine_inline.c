@@ -750,6 +750,95 @@ static void test_one_statement_string_keys(void **state)
     engine_table_unref(t);
 }
 
+/* The Idempotency-Key record of table t's key `key`: 1 when it is the text idem.c encodes for a
+   delete by keys at `seq` (deleted, missing), with the request hash of 32 bytes `h`. */
+static int64_t idem_record_is(const struct table *t, const char *key, int h, int64_t seq,
+                              int64_t deleted, int64_t missing)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM strike.idempotency_keys WHERE scope = '%s' AND key = '%s' AND "
+             "kind = 'changes' AND status IS NULL AND request_hash = decode(repeat('%02x', 32), "
+             "'hex') AND response = '{\"v\":1,\"seq\":%lld,\"inserted\":0,\"updated\":0,"
+             "\"deleted\":%lld,\"missing\":%lld,\"stale\":0,\"duplicate\":false}'",
+             t->name, key, h, (long long)seq, (long long)deleted, (long long)missing);
+    return et_sql_i64(&T, sql);
+}
+
+/* A delete with an Idempotency-Key commits in one statement and stores the record the general
+   path would; its retry falls back and replays that record, without a second commit; the key
+   with another request is refused; a delete that finds no key stores its record too. */
+static void test_one_statement_idempotency_key(void **state)
+{
+    (void)state;
+    reopen(0);
+    struct table *t = table("fast_idem");
+    load(t, 100);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT seq FROM strike.tables WHERE id = %lld", (long long)t->id);
+    uint64_t taken0, back0, taken, back;
+    fast_counts(&taken0, &back0);
+    struct st_value k[2] = {{.v.l = 5}, {.v.l = 500}}; /* 500 does not exist */
+    struct change ch[2] = {{CHANGE_DELETE, &k[0]}, {CHANGE_DELETE, &k[1]}};
+    struct engine_idem idem = {.key = "del-1"};
+    memset(idem.hash, 3, 32);
+    struct change_req req = {.table = t, .changes = ch, .nchanges = 2, .idem = &idem};
+    struct change_res res;
+    struct st_err err = {0};
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_false(res.replayed);
+    assert_int_equal(res.deleted, 1);
+    assert_int_equal(res.missing, 1);
+    int64_t seq = res.seq;
+    assert_int_equal(et_sql_i64(&T, sql), seq);
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 1);
+    assert_int_equal(back - back0, 0);
+    assert_int_equal(idem_record_is(t, "del-1", 3, seq, 1, 1), 1);
+
+    /* the retry: the statement finds the key stored, the general path replays the record */
+    memset(&res, 0x55, sizeof res);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_true(res.replayed);
+    assert_int_equal(res.seq, seq);
+    assert_int_equal(res.deleted, 1);
+    assert_int_equal(res.missing, 1);
+    assert_int_equal(res.inserted + res.updated + res.stale, 0);
+    assert_false(res.duplicate);
+    assert_int_equal(et_sql_i64(&T, sql), seq);
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 1);
+    assert_int_equal(back - back0, 1);
+
+    /* the same key with another request */
+    memset(idem.hash, 4, 32);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_EIDEMPOTENCY);
+    assert_int_equal(et_sql_i64(&T, sql), seq);
+
+    /* a delete that finds nothing commits no snapshot but stores its record, at the seq */
+    struct engine_idem idem2 = {.key = "del-2"};
+    memset(idem2.hash, 5, 32);
+    req = (struct change_req){.table = t, .changes = &ch[1], .nchanges = 1, .idem = &idem2};
+    st_err_clear(&err);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_false(res.replayed);
+    assert_int_equal(res.seq, seq);
+    assert_int_equal(res.deleted, 0);
+    assert_int_equal(res.missing, 1);
+    assert_int_equal(idem_record_is(t, "del-2", 5, seq, 0, 1), 1);
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 2);
+    memset(&res, 0x55, sizeof res);
+    assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    assert_true(res.replayed);
+    assert_int_equal(res.seq, seq);
+    assert_int_equal(res.missing, 1);
+    const int64_t gone[] = {5};
+    live_ids(t, 100, gone, 1);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
 /* The connection dies right after COMMIT: the commit is found by its id, and the answer still
    counts what it deleted. */
 static void test_one_statement_lost_at_commit(void **state)
@@ -855,6 +944,7 @@ int main(void)
         cmocka_unit_test(test_delete_in_one_statement),
         cmocka_unit_test(test_one_statement_falls_back),
         cmocka_unit_test(test_one_statement_string_keys),
+        cmocka_unit_test(test_one_statement_idempotency_key),
         cmocka_unit_test(test_one_statement_lost_at_commit),
         cmocka_unit_test(test_one_statement_two_servers),
     };
