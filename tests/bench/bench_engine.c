@@ -12,7 +12,8 @@
  *   delete1   one-row deletes by key in a --rows table: latency p50/p99 and
  *             bytes written per delete (the Puffin file); --ab 1 alternates
  *             the one-statement path and the general one (engine_test.h) and
- *             also reports the p50 of each
+ *             also reports the p50 of each; --idem 1 gives every delete an
+ *             Idempotency-Key (as libstrike does)
  *   writers   --threads writers committing single-row upserts for --seconds:
  *             commits/s and rows/s (run with 1 and with 8)
  *   lookup    batches of --batch deletes of absent keys: the key-index
@@ -57,7 +58,8 @@
 static const char *arg_catalog, *arg_data, *arg_measure, *arg_table, *arg_from, *arg_pg,
     *arg_pgtable = "t";
 static long arg_rows = 1000000, arg_batch = 10000, arg_threads = 1, arg_seconds = 5,
-            arg_samples = 200, arg_rounds = 10, arg_key_offset = 0, arg_warmup = 0, arg_ab = 0;
+            arg_samples = 200, arg_rounds = 10, arg_key_offset = 0, arg_warmup = 0, arg_ab = 0,
+            arg_idem = 0;
 static int64_t arg_new_base = -1;
 
 static void die(const char *what, const struct st_err *err)
@@ -294,6 +296,13 @@ static void measure_delete1(struct engine *e)
         key.v.l = perm_key(arg_key_offset + arg_warmup + i, arg_rows);
         struct change ch = {CHANGE_DELETE, &key};
         struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
+        char ikey[64];
+        struct engine_idem idem = {.key = ikey};
+        if (arg_idem) { /* a key of this run and sample, as a client would make up */
+            snprintf(ikey, sizeof ikey, "bench-%lld-%ld", (long long)st_now_us(), i);
+            memset(idem.hash, (int)(i & 0xff), sizeof idem.hash);
+            req.idem = &idem;
+        }
         struct change_res res;
         struct st_err err = {0};
         if (arg_ab) /* even samples in one statement, odd ones the general way */
@@ -659,6 +668,8 @@ int main(int argc, char **argv)
             arg_warmup = atol(argv[++i]);
         else if (strcmp(a, "--ab") == 0 && v)
             arg_ab = atol(argv[++i]);
+        else if (strcmp(a, "--idem") == 0 && v)
+            arg_idem = atol(argv[++i]);
         else if (strcmp(a, "--new-base") == 0 && v)
             arg_new_base = atoll(argv[++i]);
         else if (a[0] != '-')
