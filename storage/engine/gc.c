@@ -98,7 +98,7 @@ static int walk_blobs(struct engine *e, blob_fn fn, void *ctx, struct st_err *er
 const char *const eng__sql_gc_unreferenced =
     "SELECT u.p FROM unnest($1::text[]) AS u(p) WHERE NOT EXISTS (SELECT 1 FROM "
     "strike.data_files f WHERE f.path = u.p) AND NOT EXISTS (SELECT 1 FROM "
-    "strike.deletion_vectors d WHERE d.puffin_path = u.p)";
+    "strike.deletion_vectors d WHERE d.puffin_path = u.p AND d.puffin_path IS NOT NULL)";
 const char *const eng__sql_gc_plans =
     "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', "
     "true), set_config('enable_mergejoin', 'off', true)";
