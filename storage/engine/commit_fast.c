@@ -16,12 +16,12 @@
  * keys (at most FAST_MAX_KEYS), without a producer or an expected seq,
  * while DVs may be inline. An Idempotency-Key is stored by the same
  * statement (its record as idem.c encodes it); a key already stored (a
- * retry) fails the statement, and the general path replays its record. When the statement meets a file
- * the list form does not cover (its check fails: a DV in a Puffin file or
- * an Iceberg blob, a file the delete would empty, a list past
- * --dv-inline-max) or the transaction fails in any other way, nothing was
- * committed and the request takes the general path, which has the retries
- * and the precise errors. A connection lost around COMMIT is resolved by
+ * retry) fails the statement, and the general path replays its record.
+ * When the statement meets a file the list form does not cover (its check
+ * fails: a DV in a Puffin file or an Iceberg blob, a file the delete would
+ * empty, a list past --dv-inline-max) or the transaction fails in any
+ * other way, nothing was committed and the request takes the general path,
+ * which has the retries and the precise errors. A connection lost around COMMIT is resolved by
  * commit id as on the general path; when the commit landed, its snapshot's
  * summary gives the count the answer needs.
  */
@@ -118,9 +118,9 @@ static atomic_uint_fast64_t *skip_slot(struct engine *e, int64_t table_id)
     "r AS MATERIALIZED (SELECT coalesce((SELECT seq FROM sn), (SELECT seq FROM s)) AS seq, "       \
     "coalesce((SELECT sum(n) FROM g), 0)::bigint AS n), "                                          \
     "ik AS (INSERT INTO strike.idempotency_keys (scope, key, request_hash, kind, response) "       \
-    "SELECT $5, $6, $7, 'changes', format('{\"v\":1,\"seq\":%s,\"inserted\":0,\"updated\":0,"     \
-    "\"deleted\":%s,\"missing\":%s,\"stale\":0,\"duplicate\":false}', r.seq, r.n, "               \
-    "cardinality($2) - r.n) FROM r WHERE $6::text IS NOT NULL ON CONFLICT (scope, key) DO "         \
+    "SELECT $5, $6, $7, 'changes', format('{\"v\":1,\"seq\":%s,\"inserted\":0,\"updated\":0,"      \
+    "\"deleted\":%s,\"missing\":%s,\"stale\":0,\"duplicate\":false}', r.seq, r.n, "                \
+    "cardinality($2) - r.n) FROM r WHERE $6::text IS NOT NULL ON CONFLICT (scope, key) DO "        \
     "NOTHING RETURNING 1) "                                                                        \
     "SELECT r.seq, r.n, (SELECT count(*) FROM ins), CASE WHEN $6::text IS NOT NULL AND NOT "       \
     "EXISTS (SELECT 1 FROM ik) THEN ('idempotency key taken at seq ' || r.seq)::int END FROM r"

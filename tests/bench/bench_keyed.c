@@ -185,8 +185,9 @@ int main(int argc, char **argv)
     bool pg = arg_target != NULL && strcmp(arg_target, "pg") == 0;
     if ((!strike && !pg) || arg_table == NULL || (strike && arg_url == NULL) ||
         (pg && arg_conninfo == NULL) || arg_rows < 1 || arg_rows > UINT32_MAX || arg_samples < 1)
-        die("usage", "--target strike --url URL | --target pg --conninfo C, --table, --rows 1..2^32-1, "
-                     "--samples >= 1");
+        die("usage",
+            "--target strike --url URL | --target pg --conninfo C, --table, --rows 1..2^32-1, "
+            "--samples >= 1");
     struct strike_side s;
     memset(&s, 0, sizeof s);
     PGconn *c = NULL;
@@ -208,9 +209,10 @@ int main(int argc, char **argv)
         if (i >= arg_warmup)
             ms[i - arg_warmup] = t;
     }
-    printf("{\"mode\":\"delete1\",\"target\":\"%s\",\"client\":\"%s\",\"rows\":%ld,\"keys_from\":%ld,"
-           "\"ms\":[",
-           arg_target, strike ? "libcurl" : "libpq", arg_rows, arg_offset);
+    printf(
+        "{\"mode\":\"delete1\",\"target\":\"%s\",\"client\":\"%s\",\"rows\":%ld,\"keys_from\":%ld,"
+        "\"ms\":[",
+        arg_target, strike ? "libcurl" : "libpq", arg_rows, arg_offset);
     for (long i = 0; i < arg_samples; i++)
         printf("%s%.3f", i ? "," : "", ms[i]);
     printf("]}\n");

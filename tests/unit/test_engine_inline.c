@@ -577,8 +577,8 @@ static void test_delete_in_one_statement(void **state)
     assert_int_equal(dv_files(t), 0);
     /* rows without a path (inline DVs) stay out of the path index (migration 10) */
     assert_int_equal(et_sql_i64(&T, "SELECT count(*) FROM pg_indexes WHERE schemaname = 'strike' "
-                                     "AND indexname = 'deletion_vectors_by_path' AND indexdef "
-                                     "LIKE '%WHERE (puffin_path IS NOT NULL)'"),
+                                    "AND indexname = 'deletion_vectors_by_path' AND indexdef "
+                                    "LIKE '%WHERE (puffin_path IS NOT NULL)'"),
                      1);
     snprintf(sql, sizeof sql,
              "SELECT cardinality FROM strike.deletion_vectors WHERE data_file_id = %lld AND "
