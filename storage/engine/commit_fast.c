@@ -21,9 +21,9 @@
  * fails: a DV in a Puffin file or an Iceberg blob, a file the delete would
  * empty, a list past --dv-inline-max) or the transaction fails in any
  * other way, nothing was committed and the request takes the general path,
- * which has the retries and the precise errors. A connection lost around COMMIT is resolved by
- * commit id as on the general path; when the commit landed, its snapshot's
- * summary gives the count the answer needs.
+ * which has the retries and the precise errors. A connection lost around
+ * COMMIT is resolved by commit id as on the general path; when the commit
+ * landed, its snapshot's summary gives the count the answer needs.
  */
 #include "commit_int.h"
 #include "engine_test.h"
