@@ -74,8 +74,9 @@ static atomic_uint_fast64_t *skip_slot(struct engine *e, int64_t table_id)
  *   up, sn the seq and the snapshot, with a general commit's summary
  *   r, ik  the seq (the current one when no key was found) and the count;
  *          with an Idempotency-Key ($5 scope, $6 key, $7 request hash; all
- *          NULL without), its record, unless the key is stored already:
- *          then the statement fails with a bad integer (22P02)
+ *          NULL without), its record (idem.c's encoding of a change
+ *          result, written here by format()), unless the key is stored
+ *          already: then the statement fails with a bad integer (22P02)
  * Returns the seq, the keys deleted, the DVs written.
  */
 #define SQL_FAST_DELETE(tab, ty)                                                                   \
@@ -311,8 +312,9 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
            as a list when it fits), or an Idempotency-Key stored already (the general path
            replays its record). No failure and no lock row: the table is gone, which the
            general path reports. */
-        bool chk = bad == fn && (strcmp(state, "22012") == 0 || strcmp(state, "22P02") == 0);
-        if (bad == fn && strcmp(state, "22012") == 0)
+        bool unlistable = bad == fn && strcmp(state, "22012") == 0;
+        bool chk = unlistable || (bad == fn && strcmp(state, "22P02") == 0);
+        if (unlistable)
             atomic_store(skip_slot(e, t->id), st_mono_ns() + FAST_SKIP_NS);
         if (!chk && (bad >= 0 || rc != ST_OK))
             log_info("commit table=%s: a delete by key in one statement failed (%s %s); taking "

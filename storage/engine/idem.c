@@ -81,6 +81,9 @@ char *eng__result_encode(const struct eng__result *r)
         o = json_pack("{s:i}", "v", IDEM_RECORD_VERSION);
         break;
     case ENG__OP_CHANGES: {
+        /* A delete by keys in one statement writes this record in SQL (SQL_FAST_DELETE in
+           commit_fast.c, format()): a field added here must be added there;
+           test_one_statement_idempotency_key replays a record written that way. */
         const struct change_res *c = r->changes;
         o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "v", IDEM_RECORD_VERSION, "seq",
                       (json_int_t)c->seq, "inserted", (json_int_t)c->inserted, "updated",
