@@ -117,7 +117,7 @@ int cli_fsck(int argc, char **argv)
     struct engine *e = open_engine(&a, "fsck");
     if (e == NULL)
         return 1;
-    struct gc_report rep;
+    struct engine_gc_report rep;
     struct st_err err = {0};
     int rc = engine_fsck(e, print_finding, NULL, &rep, &err);
     engine_close(e);
@@ -141,7 +141,7 @@ int cli_gc(int argc, char **argv)
     struct engine *e = open_engine(&a, "gc");
     if (e == NULL)
         return 1;
-    struct gc_report rep;
+    struct engine_gc_report rep;
     struct st_err err = {0};
     int rc = engine_gc(e, a.grace_s, a.dry_run, &rep, &err);
     engine_close(e);

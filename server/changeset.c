@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* Pairs of `o` whose names are primary-key columns (the rest of a before-image is ignored). */
-static int key_from_image(const struct table *t, const struct row_names *rn,
+static int key_from_image(const struct engine_table *t, const struct row_names *rn,
                           const struct wire_obj *o, struct st_value *out, struct st_err *err)
 {
     const char **names = xcalloc(o->n ? o->n : 1, sizeof *names);
@@ -30,13 +30,14 @@ static int key_from_image(const struct table *t, const struct row_names *rn,
     return rc;
 }
 
-static int full_row(const struct table *t, const struct row_names *rn, const struct wire_obj *o,
-                    struct st_value *out, struct st_err *err)
+static int full_row(const struct engine_table *t, const struct row_names *rn,
+                    const struct wire_obj *o, struct st_value *out, struct st_err *err)
 {
     return row_from_literals_idx(rn, o->names, o->lits, o->n, t->pk, t->npk, ROW_FULL, out, err);
 }
 
-static bool same_key(const struct table *t, const struct st_value *key, const struct st_value *row)
+static bool same_key(const struct engine_table *t, const struct st_value *key,
+                     const struct st_value *row)
 {
     for (int k = 0; k < t->npk; k++) {
         const struct st_value *a = &key[k], *b = &row[t->pk[k]];
@@ -49,8 +50,9 @@ static bool same_key(const struct table *t, const struct st_value *key, const st
 }
 
 /* One wire change into one or two typed changes (errors without the "row i" prefix). */
-static int build_one(const struct table *t, const struct row_names *rn, const struct wire_change *w,
-                     struct st_value *slot, struct changeset *out, struct st_err *err)
+static int build_one(const struct engine_table *t, const struct row_names *rn,
+                     const struct wire_change *w, struct st_value *slot, struct changeset *out,
+                     struct st_err *err)
 {
     const char *op = w->op ? w->op : "";
     bool upsert = strcmp(op, "upsert") == 0, del = strcmp(op, "delete") == 0;
@@ -69,7 +71,7 @@ static int build_one(const struct table *t, const struct row_names *rn, const st
         if (!w->row.present)
             return st_errf(err, ST_EINVAL, "an upsert needs \"row\"");
         if ((rc = full_row(t, rn, &w->row, slot, err)) == ST_OK)
-            out->changes[out->n++] = (struct change){CHANGE_UPSERT, slot};
+            out->changes[out->n++] = (struct engine_change){ENGINE_CHANGE_UPSERT, slot};
         return rc;
     }
     if (del) {
@@ -78,7 +80,7 @@ static int build_one(const struct table *t, const struct row_names *rn, const st
         rc = row_from_literals_idx(rn, w->key.names, w->key.lits, w->key.n, t->pk, t->npk, ROW_KEY,
                                    slot, err);
         if (rc == ST_OK)
-            out->changes[out->n++] = (struct change){CHANGE_DELETE, slot};
+            out->changes[out->n++] = (struct engine_change){ENGINE_CHANGE_DELETE, slot};
         return rc;
     }
     if (dbz_del) {
@@ -86,7 +88,7 @@ static int build_one(const struct table *t, const struct row_names *rn, const st
         if (!src->present)
             return st_errf(err, ST_EINVAL, "op \"d\" needs \"before\"");
         if ((rc = key_from_image(t, rn, src, slot, err)) == ST_OK)
-            out->changes[out->n++] = (struct change){CHANGE_DELETE, slot};
+            out->changes[out->n++] = (struct engine_change){ENGINE_CHANGE_DELETE, slot};
         return rc;
     }
     if (!w->after.present)
@@ -98,23 +100,24 @@ static int build_one(const struct table *t, const struct row_names *rn, const st
         if ((rc = key_from_image(t, rn, &w->before, key, err)) != ST_OK)
             return rc;
         if (!same_key(t, key, slot))
-            out->changes[out->n++] = (struct change){CHANGE_DELETE, key};
+            out->changes[out->n++] = (struct engine_change){ENGINE_CHANGE_DELETE, key};
     }
-    out->changes[out->n++] = (struct change){CHANGE_UPSERT, slot};
+    out->changes[out->n++] = (struct engine_change){ENGINE_CHANGE_UPSERT, slot};
     return ST_OK;
 }
 
 /* A key the key index cannot take would fail the whole commit it joins (keyenc.h). */
-static int check_key_size(const struct table *t, const struct change *c, struct st_err *err)
+static int check_key_size(const struct engine_table *t, const struct engine_change *c,
+                          struct st_err *err)
 {
-    size_t len = t->npk > 0 ? key_encoded_len(t, c->vals, c->op == CHANGE_UPSERT) : 0;
+    size_t len = t->npk > 0 ? key_encoded_len(t, c->vals, c->op == ENGINE_CHANGE_UPSERT) : 0;
     if (len > KEY_ENCODED_MAX)
         return st_errf(err, ST_EINVAL, "key: longer than %d bytes encoded (%zu bytes)",
                        KEY_ENCODED_MAX, len);
     return ST_OK;
 }
 
-int changeset_build(const struct table *t, const struct wire_change *in, size_t n,
+int changeset_build(const struct engine_table *t, const struct wire_change *in, size_t n,
                     struct changeset *out, struct st_err *err)
 {
     memset(out, 0, sizeof *out);

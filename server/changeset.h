@@ -37,12 +37,12 @@ struct wire_change {
 
 /* Typed changes for engine_apply_changes; owns the value arrays (strings stay borrowed). */
 struct changeset {
-    struct change *changes;
+    struct engine_change *changes;
     size_t n;
     struct st_value *vals;
 };
 
-int changeset_build(const struct table *t, const struct wire_change *in, size_t n,
+int changeset_build(const struct engine_table *t, const struct wire_change *in, size_t n,
                     struct changeset *out, struct st_err *err);
 void changeset_free(struct changeset *cs);
 

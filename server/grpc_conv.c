@@ -399,8 +399,8 @@ int gconv_erase_keys(const Strike__V1__EraseRequest *req, struct garena *a, stru
 
 /* ---- replies ------------------------------------------------------------------- */
 
-void gconv_table(const struct table *t, const struct table_stats *stats, struct garena *a,
-                 Strike__V1__Table *out)
+void gconv_table(const struct engine_table *t, const struct engine_table_stats *stats,
+                 struct garena *a, Strike__V1__Table *out)
 {
     strike__v1__table__init(out);
     out->name = (char *)t->name;
@@ -440,7 +440,7 @@ void gconv_table(const struct table *t, const struct table_stats *stats, struct 
 }
 
 Strike__V1__PlannedFile *gconv_planned_file(struct garena *a, const char *table, int64_t seq,
-                                            const struct plan_file *pf)
+                                            const struct engine_plan_file *pf)
 {
     Strike__V1__PlannedFile *m = garena_alloc(a, sizeof *m);
     strike__v1__planned_file__init(m);

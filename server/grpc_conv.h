@@ -90,12 +90,12 @@ int gconv_erase_keys(const Strike__V1__EraseRequest *req, struct garena *a, stru
 /* ---- replies ------------------------------------------------------------------- */
 
 /* Fill `out` (initialised here) from a table definition; stats may be NULL. */
-void gconv_table(const struct table *t, const struct table_stats *stats, struct garena *a,
-                 Strike__V1__Table *out);
+void gconv_table(const struct engine_table *t, const struct engine_table_stats *stats,
+                 struct garena *a, Strike__V1__Table *out);
 
 /* A file of a plan at `seq`, with the HTTP URLs of the file and of its DV (arena). */
 Strike__V1__PlannedFile *gconv_planned_file(struct garena *a, const char *table, int64_t seq,
-                                            const struct plan_file *pf);
+                                            const struct engine_plan_file *pf);
 
 /* ---- scan batches, encoded by hand (no per-value allocation) ------------------- */
 

@@ -231,7 +231,7 @@ static void h_apply_changes(struct rpc *r)
     if (failed(r, gconv_changes(q, &a, &w, &err), &err))
         goto out;
     cq.changes = w;
-    struct change_res res;
+    struct engine_change_res res;
     if (failed(r, svc_apply_changes(engine_of(r), &cq, &res, &err), &err))
         goto out;
     Strike__V1__ApplyChangesResponse msg = STRIKE__V1__APPLY_CHANGES_RESPONSE__INIT;
@@ -322,7 +322,7 @@ static void h_delete_where(struct rpc *r)
                      q->expected_seq),
         .idem = idem,
     };
-    struct delete_res res;
+    struct engine_delete_res res;
     if (failed(r, svc_delete_where(engine_of(r), &dq, &res, &err), &err))
         goto out;
     Strike__V1__DeleteWhereResponse msg = STRIKE__V1__DELETE_WHERE_RESPONSE__INIT;
@@ -447,7 +447,7 @@ out:
 
 struct scan_call {
     struct svc_scan sv;
-    struct scan_batch b; /* rows not sent yet: b.rows[bpos..b.nrows) */
+    struct engine_scan_batch b; /* rows not sent yet: b.rows[bpos..b.nrows) */
     size_t bpos;
     bool eof, first;
     int ncols;
@@ -545,8 +545,8 @@ static void h_scan(struct rpc *r)
         goto fail;
     garena_free(&a);
 
-    struct scan *s = sc->sv.scan;
-    const struct table *t = sc->sv.table;
+    struct engine_scan *s = sc->sv.scan;
+    const struct engine_table *t = sc->sv.table;
     sc->first = true;
     sc->snapshot = engine_scan_snapshot(s);
     const int *out = engine_scan_columns(s, &sc->ncols);
@@ -622,7 +622,7 @@ static void h_list_snapshots(struct rpc *r)
     msg.n_snapshots = n;
     msg.snapshots = garena_alloc(&a, (n ? n : 1) * sizeof *msg.snapshots);
     for (size_t i = 0; i < n; i++) {
-        const struct snapshot_info *si = &res.snapshots[i];
+        const struct engine_snapshot_info *si = &res.snapshots[i];
         Strike__V1__Snapshot *m = garena_alloc(&a, sizeof *m);
         strike__v1__snapshot__init(m);
         m->seq = si->seq;
@@ -650,7 +650,7 @@ static void dv_release(void *b)
 
 /* The DV as a DeletionVector; its bytes go out without a copy, holding the reference `b` (taken
    over: released when gRPC is done with them). */
-static void dv_reply(struct rpc *r, struct dv_bytes *b, enum dv_format f, int64_t snapshot)
+static void dv_reply(struct rpc *r, struct engine_dv_bytes *b, enum dv_format f, int64_t snapshot)
 {
     Strike__V1__DeletionVector msg = STRIKE__V1__DELETION_VECTOR__INIT;
     msg.cardinality = b->cardinality;
@@ -670,8 +670,8 @@ static bool f_get_dv(struct rpc *r)
     const uint8_t *p = rpc_payload(r, &n);
     struct st_err err = {0};
     enum dv_format f = DV_FMT_ROARING64;
-    struct table *t = NULL;
-    struct dv_bytes *b = NULL;
+    struct engine_table *t = NULL;
+    struct engine_dv_bytes *b = NULL;
     Strike__V1__GetDeletionVectorRequest *q =
         p ? (Strike__V1__GetDeletionVectorRequest *)gconv_unpack(
                 &strike__v1__get_deletion_vector_request__descriptor, p, n, &a, &err)

@@ -80,7 +80,7 @@ static bool etag_match(const char *inm, const char *etag)
 /* A dv_bytes reference shared by the per-thread cache and the responses using its bytes. */
 struct hdv {
     atomic_int refs;
-    struct dv_bytes *b; /* the engine's reference, released with the last of ours */
+    struct engine_dv_bytes *b; /* the engine's reference, released with the last of ours */
 };
 
 static void hdv_unref(void *cls)
@@ -101,8 +101,8 @@ static void dv_bytes_unref_cb(void *cls)
  * Answer with the DV `b` (whose bytes stay alive until free_fn(cls), which
  * this takes over), or 304 when the client has them.
  */
-static void dv_reply(struct hreq *r, const struct dv_bytes *b, void (*free_fn)(void *), void *cls,
-                     int64_t snapshot, bool explicit_snap)
+static void dv_reply(struct hreq *r, const struct engine_dv_bytes *b, void (*free_fn)(void *),
+                     void *cls, int64_t snapshot, bool explicit_snap)
 {
     http__reply_reset(&r->reply);
     if (r->if_none_match != NULL && etag_match(r->if_none_match, b->etag)) {
@@ -135,7 +135,7 @@ static void dv_reply(struct hreq *r, const struct dv_bytes *b, void (*free_fn)(v
 
 struct tcache {
     struct tcache_ent {
-        struct table *t; /* a reference */
+        struct engine_table *t; /* a reference */
         uint64_t verified_ns, refresh_ns, gen;
     } e[TCACHE_SLOTS];
     unsigned next;
@@ -186,7 +186,8 @@ static struct tcache_ent *tc_find(struct tcache *c, const char *name)
     return NULL;
 }
 
-static struct tcache_ent *tc_note(struct tcache *c, struct table *t, uint64_t now, uint64_t gen)
+static struct tcache_ent *tc_note(struct tcache *c, struct engine_table *t, uint64_t now,
+                                  uint64_t gen)
 {
     struct tcache_ent *e = tc_find(c, t->name);
     if (e == NULL) {
@@ -213,7 +214,7 @@ struct refresh {
 static void refresh_table(void *arg)
 {
     struct refresh *f = arg;
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     struct st_err err = {0};
     if (engine_get_table_cached(f->e, f->name, &t, &err) == ST_OK)
         engine_table_unref(t);
@@ -221,14 +222,14 @@ static void refresh_table(void *arg)
 }
 
 /* The definition to locate cached DVs with (borrowed from the thread's cache), or NULL. */
-static const struct table *fast_table(struct http_server *srv, struct tcache *c, const char *name,
-                                      uint64_t now)
+static const struct engine_table *fast_table(struct http_server *srv, struct tcache *c,
+                                             const char *name, uint64_t now)
 {
     uint64_t gen = atomic_load(&srv->drop_gen);
     struct tcache_ent *ent = tc_find(c, name);
     if (ent != NULL && ent->gen == gen && now - ent->verified_ns < FRESH_NS)
         return ent->t;
-    struct table *t;
+    struct engine_table *t;
     if (engine_peek_table(srv->app->engine, name, &t)) {
         ent = tc_note(c, t, now, gen);
         engine_table_unref(t); /* the thread's cache holds one */
@@ -252,7 +253,7 @@ bool http__dv_fast(struct hreq *r)
     if (!r->has_snapshot)
         return false; /* the current snapshot needs the catalog */
     struct tcache *c = tc_get();
-    const struct table *t = fast_table(r->srv, c, r->table, st_mono_ns());
+    const struct engine_table *t = fast_table(r->srv, c, r->table, st_mono_ns());
     if (t == NULL)
         return false;
     /* the cached bytes stay right, but the snapshot may have expired since */
@@ -264,7 +265,7 @@ bool http__dv_fast(struct hreq *r)
     struct dcache_ent *d = &c->d[(hash >> 17) & (DCACHE_SLOTS - 1)];
     if (d->h == NULL || d->table_id != t->id || d->file_id != r->file_id ||
         d->snapshot != r->snapshot || d->fmt != r->fmt) {
-        struct dv_bytes *b;
+        struct engine_dv_bytes *b;
         if (!engine_peek_dv(r->srv->app->engine, t, r->file_id, r->snapshot, r->fmt, &b))
             return false;
         if (b->len > DCACHE_MAX_LEN) { /* too big to keep here: use the engine's reference */

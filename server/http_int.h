@@ -249,26 +249,28 @@ const struct jdoc_val *http__opt_value(const struct jdoc_val *o, const char *nam
 
 /* ---- http_render.c: the JSON bodies of engine results (fresh or replayed alike) ---- */
 
-struct change_res;
-struct delete_res;
-struct table;
-struct table_stats;
+struct engine_change_res;
+struct engine_delete_res;
+struct engine_table;
+struct engine_table_stats;
 /* {"name","columns":[...],"primary_key":[...],"version_column","seq","uuid","created_at",
     "stats"?}; caller frees. */
-char *http__table_json(const struct table *t, const struct table_stats *stats /* NULL: none */);
+char *http__table_json(const struct engine_table *t,
+                       const struct engine_table_stats *stats /* NULL: none */);
 /* {"seq","inserted","updated","deleted","missing","stale","duplicate"}; caller frees. */
-char *http__change_res_json(const struct change_res *r);
+char *http__change_res_json(const struct engine_change_res *r);
 /* {"seq","deleted"}; caller frees. */
-char *http__delete_res_json(const struct delete_res *r);
+char *http__delete_res_json(const struct engine_delete_res *r);
 char *http__compact_res_json(const struct engine_compact_res *r);
-struct plan_file;
-struct snapshot_info;
+struct engine_plan_file;
+struct engine_snapshot_info;
 /* {"seq","files":[{"id","path","url","format","record_count",...,"dv":{...}|null}]}. */
 /* expires_at_s > 0: the presigned URLs' expiry (POST /plan with "presign": true). */
-char *http__plan_json(const struct table *t, int64_t seq, const struct plan_file *files,
-                      size_t nfiles, int64_t expires_at_s);
+char *http__plan_json(const struct engine_table *t, int64_t seq,
+                      const struct engine_plan_file *files, size_t nfiles, int64_t expires_at_s);
 /* {"snapshots":[{"seq","committed_at","operation","summary"}...],"next":seq|null}. */
-char *http__snapshots_json(const struct snapshot_info *s, size_t n, bool has_next, int64_t next);
+char *http__snapshots_json(const struct engine_snapshot_info *s, size_t n, bool has_next,
+                           int64_t next);
 
 /* ---- http_scan.c ---- */
 

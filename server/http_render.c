@@ -13,7 +13,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-char *http__table_json(const struct table *t, const struct table_stats *stats)
+char *http__table_json(const struct engine_table *t, const struct engine_table_stats *stats)
 {
     json_t *o = json_object();
     json_object_set_new(o, "name", json_string(t->name));
@@ -48,7 +48,7 @@ char *http__table_json(const struct table *t, const struct table_stats *stats)
     return s;
 }
 
-char *http__change_res_json(const struct change_res *r)
+char *http__change_res_json(const struct engine_change_res *r)
 {
     return xasprintf("{\"seq\":%lld,\"inserted\":%lld,\"updated\":%lld,\"deleted\":%lld,"
                      "\"missing\":%lld,\"stale\":%lld,\"duplicate\":%s}",
@@ -57,7 +57,7 @@ char *http__change_res_json(const struct change_res *r)
                      r->duplicate ? "true" : "false");
 }
 
-char *http__delete_res_json(const struct delete_res *r)
+char *http__delete_res_json(const struct engine_delete_res *r)
 {
     return xasprintf("{\"seq\":%lld,\"deleted\":%lld}", (long long)r->seq, (long long)r->deleted);
 }
@@ -70,15 +70,15 @@ char *http__compact_res_json(const struct engine_compact_res *r)
                      (long long)r->rows_moved, (long long)r->rows_dropped);
 }
 
-char *http__plan_json(const struct table *t, int64_t seq, const struct plan_file *files,
-                      size_t nfiles, int64_t expires_at_s)
+char *http__plan_json(const struct engine_table *t, int64_t seq,
+                      const struct engine_plan_file *files, size_t nfiles, int64_t expires_at_s)
 {
     char exp[ST_RFC3339_MAX];
     if (expires_at_s > 0)
         st_format_rfc3339(expires_at_s * 1000000, exp);
     json_t *arr = json_array();
     for (size_t i = 0; i < nfiles; i++) {
-        const struct plan_file *p = &files[i];
+        const struct engine_plan_file *p = &files[i];
         char url[256];
         snprintf(url, sizeof url, "/v1/tables/%s/files/%" PRId64, t->name, p->id);
         json_t *dv = json_null();
@@ -110,7 +110,8 @@ char *http__plan_json(const struct table *t, int64_t seq, const struct plan_file
     return s;
 }
 
-char *http__snapshots_json(const struct snapshot_info *s, size_t n, bool has_next, int64_t next)
+char *http__snapshots_json(const struct engine_snapshot_info *s, size_t n, bool has_next,
+                           int64_t next)
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++) {

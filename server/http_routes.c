@@ -464,7 +464,7 @@ void http__job_changes(struct hreq *r)
     }
     q.changes = wire;
     q.nchanges = n;
-    struct change_res res;
+    struct engine_change_res res;
     struct st_err err = {0};
     int rc = svc_apply_changes(r->srv->app->engine, &q, &res, &err);
     if (rc != ST_OK) {
@@ -495,7 +495,7 @@ void http__job_delete(struct hreq *r)
     static const char *const top[] = {"filter", "expected_seq", NULL};
     if (http__check_fields(r, j, top, NULL) &&
         http__opt_int(r, j, "expected_seq", &q.expected_seq.has, &q.expected_seq.v)) {
-        struct delete_res res;
+        struct engine_delete_res res;
         struct st_err err = {0};
         int rc = svc_delete_where(r->srv->app->engine, &q, &res, &err);
         if (rc != ST_OK) {

@@ -39,7 +39,7 @@ struct hscan {
     struct svc_scan sv;           /* sv.scan is NULL once the producer is finished */
     const int *out;               /* output columns (table indexes) */
     int nout;
-    struct scan_batch b; /* the current batch, rows [bi, b.nrows) still to write */
+    struct engine_scan_batch b; /* the current batch, rows [bi, b.nrows) still to write */
     size_t bi;
     bool eof;
     /* The producer alone touches slot[wr] (count < NSLOT while it runs); the

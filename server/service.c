@@ -35,14 +35,15 @@ static int check_count(const char *name, struct svc_count c, struct st_err *err)
 }
 
 /* A table for reads and writes: the cached definition (at most ~1 s old). */
-static int table_of(struct engine *e, const char *name, struct table **out, struct st_err *err)
+static int table_of(struct engine *e, const char *name, struct engine_table **out,
+                    struct st_err *err)
 {
     *out = NULL;
     return engine_get_table_cached(e, name, out, err);
 }
 
 /* The filter of a request compiled against t: *out NULL when none was given. */
-static int filter_of(const struct table *t, const struct svc_filter *f, struct filter **out,
+static int filter_of(const struct engine_table *t, const struct svc_filter *f, struct filter **out,
                      struct st_err *err)
 {
     *out = NULL;
@@ -66,8 +67,8 @@ void svc_table_res_clear(struct svc_table_res *r)
     memset(r, 0, sizeof *r);
 }
 
-int svc_table_def(const struct svc_create_req *q, struct st_column *cols, struct table_def *def,
-                  struct st_err *err)
+int svc_table_def(const struct svc_create_req *q, struct st_column *cols,
+                  struct engine_table_def *def, struct st_err *err)
 {
     memset(def, 0, sizeof *def);
     if (q->name == NULL)
@@ -106,7 +107,7 @@ int svc_create_table(struct engine *e, const struct svc_create_req *q, struct sv
 {
     memset(out, 0, sizeof *out);
     struct st_column *cols = xcalloc(q->ncols ? q->ncols : 1, sizeof *cols);
-    struct table_def def;
+    struct engine_table_def def;
     int rc = svc_table_def(q, cols, &def, err);
     if (rc == ST_OK)
         rc = engine_create_table(e, &def, q->idem, &out->table, &out->replayed, err);
@@ -150,19 +151,19 @@ int svc_drop_table(struct engine *e, const char *name, const struct engine_idem 
 
 /* ---- changes and deletes ------------------------------------------------------- */
 
-int svc_apply_changes(struct engine *e, const struct svc_changes_req *q, struct change_res *out,
-                      struct st_err *err)
+int svc_apply_changes(struct engine *e, const struct svc_changes_req *q,
+                      struct engine_change_res *out, struct st_err *err)
 {
     memset(out, 0, sizeof *out);
     int rc;
     if ((rc = engine_check_producer(q->producer, q->offset.has, q->offset.v, err)) != ST_OK ||
         (rc = check_count("expected_seq", q->expected_seq, err)) != ST_OK)
         return rc;
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     struct changeset cs = {0};
     if ((rc = table_of(e, q->table, &t, err)) == ST_OK &&
         (rc = changeset_build(t, q->changes, q->nchanges, &cs, err)) == ST_OK) {
-        struct change_req req = {
+        struct engine_change_req req = {
             .table = t,
             .changes = cs.changes,
             .nchanges = cs.n,
@@ -180,8 +181,8 @@ int svc_apply_changes(struct engine *e, const struct svc_changes_req *q, struct 
     return rc;
 }
 
-int svc_delete_where(struct engine *e, const struct svc_delete_req *q, struct delete_res *out,
-                     struct st_err *err)
+int svc_delete_where(struct engine *e, const struct svc_delete_req *q,
+                     struct engine_delete_res *out, struct st_err *err)
 {
     memset(out, 0, sizeof *out);
     int rc = check_count("expected_seq", q->expected_seq, err);
@@ -189,7 +190,7 @@ int svc_delete_where(struct engine *e, const struct svc_delete_req *q, struct de
         return rc;
     if (!filter_given(&q->filter))
         return st_errf(err, ST_EINVAL, "filter: required ({\"filter\":true} deletes every row)");
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     struct filter *f = NULL;
     if ((rc = table_of(e, q->table, &t, err)) == ST_OK &&
         (rc = filter_of(t, &q->filter, &f, err)) == ST_OK)
@@ -215,7 +216,7 @@ int svc_compact(struct engine *e, const struct svc_compact_req *q, struct engine
     int rc = engine_compact_opts_check(&o, err); /* before the table: a bad request is a 400 */
     if (rc != ST_OK)
         return rc;
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     rc = table_of(e, q->table, &t, err);
     if (rc == ST_OK)
         rc = engine_compact(e, t, &o, out, err);
@@ -233,7 +234,7 @@ int svc_erase(struct engine *e, const struct svc_erase_req *q, struct engine_era
                        "give either \"keys\" (a list of key objects) or \"filter\"");
     if (q->has_keys && q->nkeys == 0)
         return st_errf(err, ST_EINVAL, "keys: an empty list erases nothing");
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     int rc = table_of(e, q->table, &t, err);
     if (rc != ST_OK)
         return rc;
@@ -286,7 +287,7 @@ int svc_erase(struct engine *e, const struct svc_erase_req *q, struct engine_era
 int svc_get_erasure(struct engine *e, const char *table, const char *id, struct engine_erasure *out,
                     struct st_err *err)
 {
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     int rc = table_of(e, table, &t, err);
     if (rc == ST_OK)
         rc = engine_get_erasure(e, t, id, out, err);
@@ -303,7 +304,7 @@ int svc_list_erasures(struct engine *e, const char *table, struct svc_count limi
         return rc;
     if (limit.has && limit.v < 1)
         return st_errf(err, ST_EINVAL, "limit: must be >= 1, got %" PRId64, limit.v);
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     if ((rc = table_of(e, table, &t, err)) == ST_OK)
         rc = engine_list_erasures(
             e, t, !limit.has || limit.v > SVC_SNAPSHOTS_PAGE ? SVC_SNAPSHOTS_PAGE : limit.v, after,
@@ -314,7 +315,7 @@ int svc_list_erasures(struct engine *e, const char *table, struct svc_count limi
 
 /* ---- reads -------------------------------------------------------------------- */
 
-int svc_scan_columns(const struct table *t, const struct svc_scan_req *q, int **out,
+int svc_scan_columns(const struct engine_table *t, const struct svc_scan_req *q, int **out,
                      struct st_err *err)
 {
     *out = NULL;
@@ -359,7 +360,7 @@ int svc_scan_open(struct engine *e, const struct svc_scan_req *q, struct svc_sca
     if ((rc = table_of(e, q->table, &out->table, err)) == ST_OK &&
         (rc = svc_scan_columns(out->table, q, &out->columns, err)) == ST_OK &&
         (rc = filter_of(out->table, &q->filter, &out->filter, err)) == ST_OK) {
-        struct scan_req req = {
+        struct engine_scan_req req = {
             .has_snapshot = q->snapshot.has,
             .snapshot = q->snapshot.v,
             .columns = out->columns,
@@ -431,7 +432,7 @@ int svc_list_snapshots(struct engine *e, const struct svc_snapshots_req *q,
         return st_errf(err, ST_EINVAL, "limit: must be >= 1, got %" PRId64, q->limit.v);
     size_t limit =
         !q->limit.has || q->limit.v > SVC_SNAPSHOTS_PAGE ? SVC_SNAPSHOTS_PAGE : (size_t)q->limit.v;
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     if ((rc = table_of(e, q->table, &t, err)) == ST_OK)
         rc = engine_list_snapshots(e, t, q->after.has ? q->after.v : -1, limit, &out->snapshots,
                                    &out->n, &out->has_next, err);
@@ -462,7 +463,7 @@ int svc_get_dv(struct engine *e, const struct svc_dv_req *q, struct svc_dv_res *
     if ((rc = check_file_id(q->file_id, err)) != ST_OK ||
         (rc = check_count("snapshot", q->snapshot, err)) != ST_OK)
         return rc;
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     if ((rc = table_of(e, q->table, &t, err)) == ST_OK)
         rc = engine_get_dv(e, t, q->file_id, q->snapshot.has, q->snapshot.v, q->format, &out->bytes,
                            &out->snapshot, err);
@@ -483,7 +484,7 @@ int svc_file_path(struct engine *e, const char *table, int64_t file_id, char **a
     int rc = check_file_id(file_id, err);
     if (rc != ST_OK)
         return rc;
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     if ((rc = table_of(e, table, &t, err)) == ST_OK)
         rc = engine_file_path(e, t, file_id, abs_path, err);
     engine_table_unref(t);
@@ -497,7 +498,7 @@ int svc_file_open(struct engine *e, const char *table, int64_t file_id, struct b
     int rc = check_file_id(file_id, err);
     if (rc != ST_OK)
         return rc;
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     if ((rc = table_of(e, table, &t, err)) == ST_OK)
         rc = engine_file_open(e, t, file_id, out, err);
     engine_table_unref(t);
@@ -535,7 +536,7 @@ int svc_expire(struct engine *e, const struct svc_expire_req *q, struct engine_e
         eq.has_older_than = true;
         eq.older_than_us = secs * 1000000;
     }
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     int rc = table_of(e, q->table, &t, err);
     if (rc == ST_OK)
         rc = engine_expire(e, t, &eq, out, err);
@@ -554,7 +555,7 @@ int svc_table_health(struct engine *e, const struct svc_health_req *q, struct en
         return st_errf(err, ST_EINVAL, "limit: must be >= 1, got %" PRId64, q->limit.v);
     size_t limit =
         !q->limit.has || q->limit.v > SVC_SNAPSHOTS_PAGE ? SVC_SNAPSHOTS_PAGE : (size_t)q->limit.v;
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     if ((rc = table_of(e, q->table, &t, err)) == ST_OK)
         rc = engine_table_health(e, t, q->after.has ? q->after.v : 0, limit, q->retain_s, out, err);
     engine_table_unref(t);

@@ -65,9 +65,9 @@ struct svc_create_req {
 };
 
 struct svc_table_res {
-    struct table *table;
+    struct engine_table *table;
     bool has_stats; /* get_table only */
-    struct table_stats stats;
+    struct engine_table_stats stats;
     bool replayed; /* create only */
 };
 void svc_table_res_clear(struct svc_table_res *r);
@@ -79,7 +79,7 @@ int svc_get_table(struct engine *e, const char *name, struct svc_table_res *out,
                   struct st_err *err);
 
 struct svc_table_list {
-    struct table **tables;
+    struct engine_table **tables;
     size_t n;
 };
 int svc_list_tables(struct engine *e, struct svc_table_list *out, struct st_err *err);
@@ -99,8 +99,8 @@ struct svc_changes_req {
     struct svc_count expected_seq;
     const struct engine_idem *idem;
 };
-int svc_apply_changes(struct engine *e, const struct svc_changes_req *q, struct change_res *out,
-                      struct st_err *err);
+int svc_apply_changes(struct engine *e, const struct svc_changes_req *q,
+                      struct engine_change_res *out, struct st_err *err);
 
 struct svc_delete_req {
     const char *table;
@@ -108,8 +108,8 @@ struct svc_delete_req {
     struct svc_count expected_seq;
     const struct engine_idem *idem;
 };
-int svc_delete_where(struct engine *e, const struct svc_delete_req *q, struct delete_res *out,
-                     struct st_err *err);
+int svc_delete_where(struct engine *e, const struct svc_delete_req *q,
+                     struct engine_delete_res *out, struct st_err *err);
 
 /* ---- maintenance ----------------------------------------------------------------- */
 
@@ -198,9 +198,9 @@ struct svc_scan_req {
 
 /* An open scan: the table and the filter it reads with, freed together. */
 struct svc_scan {
-    struct table *table;
+    struct engine_table *table;
     struct filter *filter;
-    struct scan *scan;
+    struct engine_scan *scan;
     int *columns;
 };
 int svc_scan_open(struct engine *e, const struct svc_scan_req *q, struct svc_scan *out,
@@ -216,9 +216,9 @@ struct svc_plan_req {
 };
 #define SVC_PRESIGN_DEFAULT_S 3600
 struct svc_plan_res {
-    struct table *table;
+    struct engine_table *table;
     int64_t seq;
-    struct plan_file *files;
+    struct engine_plan_file *files;
     size_t nfiles;
     int64_t expires_at_s; /* presign: when the URLs expire (seconds since the epoch) */
 };
@@ -235,7 +235,7 @@ struct svc_snapshots_req {
     struct svc_count after; /* a seq */
 };
 struct svc_snapshots_res {
-    struct snapshot_info *snapshots;
+    struct engine_snapshot_info *snapshots;
     size_t n;
     bool has_next;
     int64_t next; /* the `after` of the next page */
@@ -256,7 +256,7 @@ struct svc_dv_req {
     enum dv_format format;
 };
 struct svc_dv_res {
-    struct dv_bytes *bytes;
+    struct engine_dv_bytes *bytes;
     int64_t snapshot; /* the snapshot answered */
 };
 int svc_get_dv(struct engine *e, const struct svc_dv_req *q, struct svc_dv_res *out,
@@ -307,10 +307,10 @@ int svc_table_health(struct engine *e, const struct svc_health_req *q, struct en
  * into cols[0..q->ncols) (caller's array); the engine checks the rest
  * (duplicates, the key, the version column).
  */
-int svc_table_def(const struct svc_create_req *q, struct st_column *cols, struct table_def *def,
-                  struct st_err *err);
+int svc_table_def(const struct svc_create_req *q, struct st_column *cols,
+                  struct engine_table_def *def, struct st_err *err);
 /* A scan's columns as indexes of t (*out NULL: all; else caller frees): distinct, known. */
-int svc_scan_columns(const struct table *t, const struct svc_scan_req *q, int **out,
+int svc_scan_columns(const struct engine_table *t, const struct svc_scan_req *q, int **out,
                      struct st_err *err);
 
 /* ---- shared rules ----------------------------------------------------------------- */

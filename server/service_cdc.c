@@ -58,7 +58,7 @@ struct seg {
 };
 
 struct group {
-    struct table *t;
+    struct engine_table *t;
     struct cevent *ev;
     size_t n, cap;
     struct seg *segs;
@@ -103,7 +103,7 @@ static const char *src_of(const struct cdc_event *e)
 }
 
 /* Column `name` of t, looked for at `hint` first (Debezium sends the source's column order). */
-static int column_at(const struct table *t, const char *name, size_t hint)
+static int column_at(const struct engine_table *t, const char *name, size_t hint)
 {
     if (hint < (size_t)t->ncols && strcmp(t->cols[hint].name, name) == 0)
         return (int)hint;
@@ -111,9 +111,9 @@ static int column_at(const struct table *t, const char *name, size_t hint)
 }
 
 /* One image's fields converted for t's columns into `o` (arrays from the batch's arena). */
-static int convert_image(struct jdoc *arena, const struct table *t, const struct cdc_event *e,
-                         const struct cdc_image *img, const char *which, struct wire_obj *o,
-                         struct st_err *err)
+static int convert_image(struct jdoc *arena, const struct engine_table *t,
+                         const struct cdc_event *e, const struct cdc_image *img, const char *which,
+                         struct wire_obj *o, struct st_err *err)
 {
     memset(o, 0, sizeof *o);
     if (!img->present)
@@ -173,7 +173,8 @@ static int build_seg(struct group *g, struct seg *s, struct st_err *err)
         struct cevent *ce = &g->ev[i];
         ce->first = c;
         ce->nch =
-            ce->ev->op == 'u' && c + 1 < s->cs.n && s->cs.changes[c].op == CHANGE_DELETE ? 2 : 1;
+            ce->ev->op == 'u' && c + 1 < s->cs.n && s->cs.changes[c].op == ENGINE_CHANGE_DELETE ? 2
+                                                                                                : 1;
         c += ce->nch;
     }
     return c == s->cs.n ? ST_OK : st_errf(err, ST_EINTERNAL, "cdc: changes do not add up");
@@ -181,7 +182,7 @@ static int build_seg(struct group *g, struct seg *s, struct st_err *err)
 
 /* ---- commit ------------------------------------------------------------------------ */
 
-static void add_counts(struct group *g, const struct change_res *c)
+static void add_counts(struct group *g, const struct engine_change_res *c)
 {
     struct svc_cdc_table *r = g->res;
     g->committed = true;
@@ -204,7 +205,7 @@ struct ppos {
     char lsn_name[ENGINE_PRODUCER_MAX + 1]; /* NAME@lsn */
 };
 
-static int ppos_read(struct engine *e, const struct table *t, const struct cevent *ce,
+static int ppos_read(struct engine *e, const struct engine_table *t, const struct cevent *ce,
                      struct ppos *p, struct st_err *err)
 {
     memset(p, 0, sizeof *p);
@@ -250,7 +251,7 @@ static void ppos_take(struct ppos *p, const struct cdc_event *ev)
  * records NAME@lsn alone, unchecked (two such deliveries at once both apply:
  * the same events, in the same order).
  */
-static void ppos_req(struct change_req *req, const struct ppos *from, const struct ppos *to)
+static void ppos_req(struct engine_change_req *req, const struct ppos *from, const struct ppos *to)
 {
     if (!to->tx) {
         req->producer = to->name;
@@ -270,8 +271,8 @@ static void ppos_req(struct change_req *req, const struct ppos *from, const stru
 static int commit_changes(struct engine *e, struct group *g, struct seg *s, struct st_err *err)
 {
     const struct cevent *first = &g->ev[s->from];
-    struct change_req req = {.table = g->t};
-    struct change *kept = NULL;
+    struct engine_change_req req = {.table = g->t};
+    struct engine_change *kept = NULL;
     struct ppos from, to; /* the request's producer names point into `to` */
     size_t nkept = 0, nev = 0;
     int rc;
@@ -303,7 +304,7 @@ static int commit_changes(struct engine *e, struct group *g, struct seg *s, stru
         req.nchanges = nkept;
         ppos_req(&req, &from, &to);
     }
-    struct change_res res;
+    struct engine_change_res res;
     rc = engine_apply_changes(e, &req, &res, err);
     free(kept);
     if (rc != ST_OK)
@@ -331,7 +332,7 @@ static int commit_truncate(struct engine *e, struct group *g, struct seg *s, str
     struct filter *f = NULL;
     if ((rc = filter_parse("true", 4, g->t->cols, g->t->ncols, &f, err)) != ST_OK)
         return rc;
-    struct delete_res dr;
+    struct engine_delete_res dr;
     rc = engine_delete_where(e, g->t, f, false, 0, NULL, &dr, err);
     filter_free(f);
     if (rc != ST_OK)
@@ -345,9 +346,9 @@ static int commit_truncate(struct engine *e, struct group *g, struct seg *s, str
        which finds the rows it deleted gone and the later events not yet applied. */
     to = from;
     ppos_take(&to, ce->ev);
-    struct change_req req = {.table = g->t};
+    struct engine_change_req req = {.table = g->t};
     ppos_req(&req, &from, &to);
-    struct change_res res;
+    struct engine_change_res res;
     if ((rc = engine_apply_changes(e, &req, &res, err)) == ST_OK)
         g->res->seq = res.seq;
     return rc;
@@ -374,7 +375,7 @@ static struct group *group_for(struct engine *e, struct group *gs, size_t *ng, c
                       ev->index, src_of(ev), name);
         return NULL;
     }
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     struct st_err te = {0};
     *rc = engine_get_table_cached(e, name, &t, &te);
     if (*rc == ST_ENOTFOUND) {
@@ -520,7 +521,7 @@ int svc_cdc_apply(struct engine *e, const struct svc_cdc_req *q, struct svc_cdc_
     }
     /* a table that only saw duplicates answers its current seq (the cached one may lag) */
     for (size_t i = 0; i < ng && rc == ST_OK; i++) {
-        struct table *fresh = NULL;
+        struct engine_table *fresh = NULL;
         if (gs[i].committed || (rc = engine_get_table(e, gs[i].t->name, &fresh, err)) != ST_OK)
             continue;
         gs[i].res->seq = fresh->seq;

@@ -144,7 +144,7 @@ void eng__crash_point(struct engine *e)
 }
 
 int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
-                            const struct table *t, const struct plan *p, struct st_err *err)
+                            const struct engine_table *t, const struct plan *p, struct st_err *err)
 {
     if (out != UNKNOWN)
         eng__unlink_blob(e, p->puffin_rel);
@@ -189,7 +189,7 @@ static bool rows_written(const struct plan *p, const struct rows_memo *prev,
            memcmp(prev->rows, rows, nrows * sizeof *rows) == 0;
 }
 
-static int write_rows(struct engine *e, const struct table *t, struct item **items,
+static int write_rows(struct engine *e, const struct engine_table *t, struct item **items,
                       const struct outrow *rows, size_t nrows, struct plan *p,
                       struct rows_memo *prev, struct st_err *err)
 {
@@ -259,7 +259,7 @@ static int commit_changes(struct engine *e, PGconn **c, struct cbatch *b, struct
                           const struct outrow *rows, size_t nrows, struct rows_memo *prev,
                           uint64_t t_prep, enum commit_outcome *out, struct st_err *err)
 {
-    const struct table *t = b->t;
+    const struct engine_table *t = b->t;
     uint64_t t_write = st_mono_ns();
     int rc = ST_OK;
     if (nrows > 0 && p->in_txn && p->key_plans) {
@@ -278,7 +278,7 @@ static int commit_changes(struct engine *e, PGconn **c, struct cbatch *b, struct
     }
     eng__plan_idem(p, b, p->base + 1);
     p->summary = eng__summary_changes(b, p);
-    const struct change_req *bad = atomic_load(&e->fault_fail_req);
+    const struct engine_change_req *bad = atomic_load(&e->fault_fail_req);
     p->fault_fail = false;
     for (size_t i = 0; bad != NULL && i < b->n; i++)
         p->fault_fail |= !b->items[i]->finished && b->items[i]->req == bad;
@@ -316,7 +316,7 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     b.items = items;
     b.n = n;
     b.t = items[0]->req->table;
-    const struct table *t = b.t;
+    const struct engine_table *t = b.t;
     struct st_err err = {0};
     struct plan p;
     eng__plan_init(&p);
@@ -448,7 +448,7 @@ void engine_test_lookup_counts(struct engine *e, uint64_t *parallel, uint64_t *f
     *fell_back = atomic_load(&e->m_parallel_fallbacks);
 }
 
-void engine_test_fail_request(struct engine *e, const struct change_req *req)
+void engine_test_fail_request(struct engine *e, const struct engine_change_req *req)
 {
     atomic_store(&e->fault_fail_req, req);
 }

@@ -205,7 +205,7 @@ static void base_read_init(struct base_read *br, const struct cbatch *b, bool pa
         br->nidem += it->req->idem != NULL;
         br->nprod += it->req->producer != NULL && it->req->has_offset;
         for (size_t j = 0; j < it->req->nchanges && !br->upserts; j++)
-            br->upserts = it->req->changes[j].op == CHANGE_UPSERT;
+            br->upserts = it->req->changes[j].op == ENGINE_CHANGE_UPSERT;
     }
     pgu_array_begin(&br->idem_keys, PG_OID_TEXT, br->nidem);
     pgu_array_begin(&br->prods, PG_OID_TEXT, br->nprod);
@@ -506,7 +506,7 @@ struct replay {
 static void index_keys(struct replay *rp)
 {
     struct cbatch *b = rp->b;
-    const struct table *t = b->t;
+    const struct engine_table *t = b->t;
     hmap_init(&b->keys);
     b->nst = 0;
     buf_reset(&b->keybytes);
@@ -524,10 +524,10 @@ static void index_keys(struct replay *rp)
         rp->koff[i] = nk;
         if (b->items[i]->finished)
             continue;
-        const struct change_req *q = b->items[i]->req;
+        const struct engine_change_req *q = b->items[i]->req;
         for (size_t j = 0; j < q->nchanges; j++) {
             buf_reset(&kb);
-            if (q->changes[j].op == CHANGE_UPSERT)
+            if (q->changes[j].op == ENGINE_CHANGE_UPSERT)
                 key_encode_row(t, q->changes[j].vals, &kb);
             else
                 key_encode(t, q->changes[j].vals, &kb);
@@ -545,7 +545,7 @@ static void check_expected_seq(struct replay *rp)
     struct cbatch *b = rp->b;
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = b->items[i];
-        const struct change_req *q = it->req;
+        const struct engine_change_req *q = it->req;
         if (it->finished || !q->has_expected_seq || q->expected_seq == rp->p->base)
             continue;
         if (q->producer != NULL && q->has_offset) {
@@ -572,9 +572,9 @@ static void push_row(struct replay *rp, struct outrow r)
 static void replay_change(struct replay *rp, size_t i, size_t j)
 {
     struct cbatch *b = rp->b;
-    const struct table *t = b->t;
+    const struct engine_table *t = b->t;
     struct item *it = b->items[i];
-    const struct change *ch = &it->req->changes[j];
+    const struct engine_change *ch = &it->req->changes[j];
     if (t->npk == 0) {
         /* no key: every upsert appends (deletes were refused up front) */
         push_row(rp, (struct outrow){(uint32_t)i, (uint32_t)j, UINT32_MAX});
@@ -582,7 +582,7 @@ static void replay_change(struct replay *rp, size_t i, size_t j)
         return;
     }
     struct kstate *s = &b->st[rp->kidx[rp->koff[i] + j]];
-    if (ch->op == CHANGE_DELETE) {
+    if (ch->op == ENGINE_CHANGE_DELETE) {
         if (!s->exists) {
             it->res->missing++;
         } else {
@@ -628,7 +628,7 @@ static void replay_items(struct replay *rp)
         struct item *it = b->items[i];
         if (it->finished)
             continue;
-        const struct change_req *q = it->req;
+        const struct engine_change_req *q = it->req;
         memset(it->res, 0, sizeof *it->res);
         if (q->producer != NULL && q->has_offset) {
             void **slot = hmap_put(&rp->last, q->producer, strlen(q->producer), NULL);
@@ -733,7 +733,7 @@ static bool rows_one_per_key(const struct replay *rp)
 static void plan_key_rows(struct replay *rp)
 {
     const struct cbatch *b = rp->b;
-    const struct table *t = b->t;
+    const struct engine_table *t = b->t;
     struct plan *p = rp->p;
     if (t->npk == 0 || rp->nrows == 0)
         return;
@@ -886,7 +886,7 @@ char *eng__summary_changes(struct cbatch *b, const struct plan *p)
                      (long long)(p->nfiles - (size_t)removed), (long long)removed);
 }
 
-int eng__store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int64_t seq,
+int eng__store_idem_only(PGconn *c, const struct engine_table *t, struct cbatch *b, int64_t seq,
                          struct st_err *err)
 {
     for (size_t i = 0; i < b->n; i++) {

@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-char *eng__new_blob_rel(const struct table *t, const char *kind, const char *ext)
+char *eng__new_blob_rel(const struct engine_table *t, const char *kind, const char *ext)
 {
     uint8_t u[16];
     char s[ST_UUID_STR_LEN + 1];
@@ -83,7 +83,7 @@ static json_t *stat_value_json(enum st_type type, const struct st_value *v)
     return NULL;
 }
 
-char *eng__stats_json(const struct table *t, const struct pq_file_stats *s)
+char *eng__stats_json(const struct engine_table *t, const struct pq_file_stats *s)
 {
     json_t *o = json_object();
     for (int i = 0; i < s->ncols && i < t->ncols; i++) {
@@ -109,7 +109,7 @@ char *eng__stats_json(const struct table *t, const struct pq_file_stats *s)
 }
 
 /* Write rows[0..n) (pointers to full rows) as a new Parquet file. */
-int eng__write_parquet(struct engine *e, const struct table *t, struct st_value *const *rows,
+int eng__write_parquet(struct engine *e, const struct engine_table *t, struct st_value *const *rows,
                        size_t n, struct plan *p, struct st_err *err)
 {
     char *rel = eng__new_blob_rel(t, "data", "parquet");
@@ -189,7 +189,8 @@ void eng__tfile_clear(struct tfile *tf)
  * file with the others that are not a whole-file removal (none: no file,
  * p->puffin_rel stays NULL).
  */
-int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st_err *err)
+int eng__write_dvs(struct engine *e, const struct engine_table *t, struct plan *p,
+                   struct st_err *err)
 {
     struct puffin_writer *pw = puffin_writer_new("strike " STRIKE_VERSION);
     int rc = ST_OK;

@@ -140,14 +140,14 @@ static bool faults_armed(struct engine *e)
 
 bool eng__fast_delete_fits(struct engine *e, const struct item *it)
 {
-    const struct change_req *q = it->req;
+    const struct engine_change_req *q = it->req;
     if (it->kind != ITEM_CHANGES || !atomic_load(&e->fast_deletes_on) || e->o.dv_inline_max <= 0 ||
         st_mono_ns() < atomic_load(skip_slot(e, q->table->id)) || q->table->npk == 0 ||
         q->producer != NULL || q->mark_producer != NULL || q->has_expected_seq ||
         q->nchanges == 0 || q->nchanges > FAST_MAX_KEYS || faults_armed(e))
         return false;
     for (size_t i = 0; i < q->nchanges; i++)
-        if (q->changes[i].op != CHANGE_DELETE)
+        if (q->changes[i].op != ENGINE_CHANGE_DELETE)
             return false;
     return true;
 }
@@ -165,7 +165,7 @@ static int cmp_keyref(const void *a, const void *b)
 }
 
 /* The request's keys as the statement's array (int8 or bytea); false when a key repeats. */
-static bool key_array(const struct change_req *q, bool i8, struct buf *arr)
+static bool key_array(const struct engine_change_req *q, bool i8, struct buf *arr)
 {
     struct buf enc = BUF_INIT;
     size_t *off = xcalloc(q->nchanges + 1, sizeof *off);
@@ -228,8 +228,8 @@ static void answer(struct engine *e, struct item *it, int64_t seq, int64_t delet
 bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
 {
     bool done = false;
-    const struct change_req *q = it->req;
-    const struct table *t = q->table;
+    const struct engine_change_req *q = it->req;
+    const struct engine_table *t = q->table;
     bool i8 = key_is_i8(t);
     struct buf keys = BUF_INIT;
     if (!key_array(q, i8, &keys)) {

@@ -24,14 +24,14 @@ enum item_kind { ITEM_CHANGES, ITEM_DELETE_WHERE, ITEM_REWRITE };
 
 struct item {
     enum item_kind kind;
-    const struct change_req *req; /* ITEM_CHANGES */
-    struct change_res *res;
-    struct table *t; /* ITEM_DELETE_WHERE */
+    const struct engine_change_req *req; /* ITEM_CHANGES */
+    struct engine_change_res *res;
+    struct engine_table *t; /* ITEM_DELETE_WHERE */
     const struct filter *filter;
     bool has_expected_seq;
     int64_t expected_seq;
     const struct engine_idem *idem;
-    struct delete_res *dres;
+    struct engine_delete_res *dres;
     struct st_err *err;
     int rc;
     bool finished;      /* result decided during processing (not yet published) */
@@ -170,18 +170,19 @@ void eng__record_batch(struct engine *e, size_t n);
 
 void eng__unlink_blob(struct engine *e, const char *rel);
 /* Write rows[0..n) (pointers to full rows) as a new Parquet file. */
-int eng__write_parquet(struct engine *e, const struct table *t, struct st_value *const *rows,
+int eng__write_parquet(struct engine *e, const struct engine_table *t, struct st_value *const *rows,
                        size_t n, struct plan *p, struct st_err *err);
 /*
  * Merge each touched file's new positions into its DV at the base seq, and
  * write one Puffin file with every DV that is not a whole-file removal.
  */
-int eng__write_dvs(struct engine *e, const struct table *t, struct plan *p, struct st_err *err);
+int eng__write_dvs(struct engine *e, const struct engine_table *t, struct plan *p,
+                   struct st_err *err);
 
 /* A new blob's path under the table (kind "data" or "dv"); caller frees. */
-char *eng__new_blob_rel(const struct table *t, const char *kind, const char *ext);
+char *eng__new_blob_rel(const struct engine_table *t, const char *kind, const char *ext);
 /* The catalog's statistics JSON of a file the writer finished; caller frees. */
-char *eng__stats_json(const struct table *t, const struct pq_file_stats *s);
+char *eng__stats_json(const struct engine_table *t, const struct pq_file_stats *s);
 /* Set a blob's mtime to now (gc judges orphans by age); ST_OK or the error. */
 int eng__blob_touch(struct engine *e, const char *rel, struct st_err *err);
 
@@ -311,11 +312,11 @@ int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *beg
  * *seq is the table's seq. Else it is rolled back; *locked: the lock was not granted
  * within lock_timeout (contention: retry).
  */
-int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, struct plan *p,
+int eng__lock_table(struct engine *e, PGconn *c, const struct engine_table *t, struct plan *p,
                     int64_t *seq, bool *locked, struct st_err *err);
 /* After a lock wait that ended at lock_timeout (*locked above, or a base read's): count it in
    p->lock_waits, then eng__after_lost_attempt(LOCKED): ST_OK to try again, or the error. */
-int eng__after_lock_wait(struct engine *e, PGconn **c, int *attempt, const struct table *t,
+int eng__after_lock_wait(struct engine *e, PGconn **c, int *attempt, const struct engine_table *t,
                          struct plan *p, struct st_err *err);
 /* pgu_pipe_send of the commit path: a prepared statement by name when the SQL is one of them. */
 int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char *const *values,
@@ -329,7 +330,7 @@ int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char 
  * the outcome is looked up by commit id on a fresh connection (*cp replaced, or NULL when none
  * could be had); UNKNOWN when that cannot be told.
  */
-enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
+enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct engine_table *t,
                                     struct plan *p, struct st_err *err);
 /*
  * A change batch whose base read holds the table's lock (p->in_txn) may send
@@ -339,7 +340,8 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
  * same pipeline once they are durable. Call eng__drop_early_keys when the
  * attempt ends before eng__run_commit (it rolls the transaction back).
  */
-int eng__send_keys_early(PGconn *c, const struct table *t, struct plan *p, struct st_err *err);
+int eng__send_keys_early(PGconn *c, const struct engine_table *t, struct plan *p,
+                         struct st_err *err);
 void eng__drop_early_keys(PGconn *c, struct plan *p);
 /*
  * After an attempt that did not commit (CONFLICT, LOCKED, IDEM_RACE, FAILED,
@@ -350,7 +352,7 @@ void eng__drop_early_keys(PGconn *c, struct plan *p);
  * after LOCKED, are spent).
  */
 int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
-                            const struct table *t, const struct plan *p, struct st_err *err);
+                            const struct engine_table *t, const struct plan *p, struct st_err *err);
 
 /* Fault injection (tests, FAULT_DROP_AT_COMMIT): with the pipeline up to COMMIT queued on c,
    send it and shut the connection, as a network that dies right after COMMIT is sent. */
@@ -384,7 +386,7 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it);
 struct cbatch {
     struct item **items;
     size_t n;
-    const struct table *t;
+    const struct engine_table *t;
     struct hmap keys; /* key bytes -> index+1 into st */
     struct kstate *st;
     size_t nst, capst;
@@ -414,7 +416,7 @@ int eng__prepare_changes(struct engine *e, PGconn *c, struct cbatch *b, struct p
 void eng__plan_idem(struct plan *p, struct cbatch *b, int64_t seq);
 char *eng__summary_changes(struct cbatch *b, const struct plan *p);
 /* Store idempotency responses of a batch that needs no snapshot. */
-int eng__store_idem_only(PGconn *c, const struct table *t, struct cbatch *b, int64_t seq,
+int eng__store_idem_only(PGconn *c, const struct engine_table *t, struct cbatch *b, int64_t seq,
                          struct st_err *err);
 
 /* ---- delete by filter (delete_where.c) ---- */
@@ -436,8 +438,8 @@ struct eng__rewrite_res {
     int64_t seq, rewritten_files, written_files, rows_moved, rows_dropped;
 };
 /* A connection holding the table's rewrite lock (wait: up to a minute for a running one). */
-int eng__rewrite_begin(struct engine *e, const struct table *t, bool wait, struct rewrite **out,
-                       struct st_err *err);
+int eng__rewrite_begin(struct engine *e, const struct engine_table *t, bool wait,
+                       struct rewrite **out, struct st_err *err);
 PGconn *eng__rewrite_conn(struct rewrite *w);
 /* Rewrite the files pick[] chooses among lst (the table at base; lst's entries are taken). */
 int eng__rewrite_files(struct rewrite *w, int64_t base, struct snap_file *lst, size_t n,

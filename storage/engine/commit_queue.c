@@ -205,9 +205,9 @@ int engine_check_producer(const char *producer, bool has_offset, int64_t offset,
     return ST_OK;
 }
 
-static int check_changes(const struct change_req *q, struct st_err *err)
+static int check_changes(const struct engine_change_req *q, struct st_err *err)
 {
-    const struct table *t = q->table;
+    const struct engine_table *t = q->table;
     int rc = engine_check_producer(q->producer, q->has_offset, q->offset, err);
     if (rc == ST_OK && q->mark_producer != NULL)
         rc = engine_check_producer(q->mark_producer, true, q->mark_offset, err);
@@ -216,8 +216,8 @@ static int check_changes(const struct change_req *q, struct st_err *err)
     if (q->has_expected_seq && q->expected_seq < 0)
         return st_errf(err, ST_EINVAL, "expected_seq: must be >= 0");
     for (size_t i = 0; i < q->nchanges; i++) {
-        const struct change *c = &q->changes[i];
-        if (c->op == CHANGE_DELETE) {
+        const struct engine_change *c = &q->changes[i];
+        if (c->op == ENGINE_CHANGE_DELETE) {
             if (t->npk == 0)
                 return st_errf(err, ST_EINVAL,
                                "changes[%zu]: table \"%s\" has no primary key, so rows cannot be "
@@ -227,7 +227,7 @@ static int check_changes(const struct change_req *q, struct st_err *err)
                 if (c->vals[k].null)
                     return st_errf(err, ST_EINVAL, "changes[%zu]: key column \"%s\" is null", i,
                                    t->cols[t->pk[k]].name);
-        } else if (c->op == CHANGE_UPSERT) {
+        } else if (c->op == ENGINE_CHANGE_UPSERT) {
             for (int k = 0; k < t->ncols; k++) {
                 const struct st_value *v = &c->vals[k];
                 if (v->null && t->cols[k].required)
@@ -243,7 +243,7 @@ static int check_changes(const struct change_req *q, struct st_err *err)
         } else {
             return st_errf(err, ST_EINVAL, "changes[%zu]: unknown op", i);
         }
-        size_t klen = t->npk > 0 ? key_encoded_len(t, c->vals, c->op == CHANGE_UPSERT) : 0;
+        size_t klen = t->npk > 0 ? key_encoded_len(t, c->vals, c->op == ENGINE_CHANGE_UPSERT) : 0;
         if (klen > KEY_ENCODED_MAX)
             return st_errf(err, ST_EINVAL,
                            "changes[%zu]: key: longer than %d bytes encoded (%zu bytes)", i,
@@ -252,8 +252,8 @@ static int check_changes(const struct change_req *q, struct st_err *err)
     return ST_OK;
 }
 
-int engine_apply_changes(struct engine *e, const struct change_req *req, struct change_res *res,
-                         struct st_err *err)
+int engine_apply_changes(struct engine *e, const struct engine_change_req *req,
+                         struct engine_change_res *res, struct st_err *err)
 {
     memset(res, 0, sizeof *res);
     int rc = check_changes(req, err);
@@ -268,9 +268,9 @@ int engine_apply_changes(struct engine *e, const struct change_req *req, struct 
     return eng__submit(e, req->table->id, &it);
 }
 
-int engine_delete_where(struct engine *e, struct table *t, const struct filter *f,
+int engine_delete_where(struct engine *e, struct engine_table *t, const struct filter *f,
                         bool has_expected_seq, int64_t expected_seq, const struct engine_idem *idem,
-                        struct delete_res *res, struct st_err *err)
+                        struct engine_delete_res *res, struct st_err *err)
 {
     memset(res, 0, sizeof *res);
     if (has_expected_seq && expected_seq < 0)

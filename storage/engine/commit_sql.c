@@ -375,7 +375,7 @@ struct early_keys {
     struct commit_stmts st;
 };
 
-static void commit_params_init(struct commit_params *cp, const struct table *t,
+static void commit_params_init(struct commit_params *cp, const struct engine_table *t,
                                const struct plan *p)
 {
     eng__i64(&cp->tid, t->id);
@@ -492,7 +492,7 @@ static int send_key_updates(struct pgu_pipe *pp, const char *sql, const struct c
  * generic plan is made once per connection, with the settings of that
  * moment, and the DV statements that follow need their index.
  */
-static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct plan *p,
+static int send_keys(struct pgu_pipe *pp, const struct engine_table *t, const struct plan *p,
                      const struct commit_params *cp, bool ahead, struct commit_stmts *st,
                      struct st_err *err)
 {
@@ -560,8 +560,9 @@ static int send_keys(struct pgu_pipe *pp, const struct table *t, const struct pl
 }
 
 /* Queue the producer offsets and the idempotency records; *idem_stmt: the latter's index. */
-static int send_producers_idem(struct pgu_pipe *pp, const struct table *t, const struct plan *p,
-                               const struct commit_params *cp, int *idem_stmt, struct st_err *err)
+static int send_producers_idem(struct pgu_pipe *pp, const struct engine_table *t,
+                               const struct plan *p, const struct commit_params *cp, int *idem_stmt,
+                               struct st_err *err)
 {
     int rc = ST_OK;
     if (p->nprod > 0) {
@@ -597,7 +598,7 @@ int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *beg
     return rc;
 }
 
-int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, struct plan *p,
+int eng__lock_table(struct engine *e, PGconn *c, const struct engine_table *t, struct plan *p,
                     int64_t *seq, bool *locked, struct st_err *err)
 {
     *locked = false;
@@ -639,7 +640,7 @@ int eng__lock_table(struct engine *e, PGconn *c, const struct table *t, struct p
     return rc;
 }
 
-int eng__after_lock_wait(struct engine *e, PGconn **c, int *attempt, const struct table *t,
+int eng__after_lock_wait(struct engine *e, PGconn **c, int *attempt, const struct engine_table *t,
                          struct plan *p, struct st_err *err)
 {
     p->lock_waits++;
@@ -658,7 +659,7 @@ static const char *cas_expected(struct engine *e, const struct plan *p, struct e
 }
 
 /* Queue the whole transaction, BEGIN to COMMIT (deadline_us 0: no blobs, no deadline). */
-static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct table *t,
+static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct engine_table *t,
                        const struct plan *p, bool keys_sent, int64_t deadline_us,
                        struct commit_stmts *st, struct st_err *err)
 {
@@ -733,7 +734,8 @@ static enum commit_outcome classify(PGconn *c, const struct pgu_pipe *pp, const 
     return FAILED;
 }
 
-int eng__send_keys_early(PGconn *c, const struct table *t, struct plan *p, struct st_err *err)
+int eng__send_keys_early(PGconn *c, const struct engine_table *t, struct plan *p,
+                         struct st_err *err)
 {
     assert(p->in_txn && p->key_plans && p->early == NULL);
     struct early_keys *ek = xcalloc(1, sizeof *ek);
@@ -782,7 +784,7 @@ void eng__fault_drop_at_commit(struct engine *e, PGconn *c)
     }
 }
 
-enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct table *t,
+enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct engine_table *t,
                                     struct plan *p, struct st_err *err)
 {
     PGconn *c = *cp;

@@ -65,7 +65,7 @@ struct rfile {
 
 struct rewrite {
     struct engine *e;
-    const struct table *t;
+    const struct engine_table *t;
     PGconn *c;
     bool locked;
     int64_t base;
@@ -101,7 +101,7 @@ static int exec_bool(PGconn *c, const char *sql, int n, const char *const *vals,
 }
 
 /* Take the table's rewrite lock on c without waiting; *got says whether it was free. */
-static int lock_try(PGconn *c, const struct table *t, bool *got, struct st_err *err)
+static int lock_try(PGconn *c, const struct engine_table *t, bool *got, struct st_err *err)
 {
     struct eng__num tag, id;
     const char *v[2] = {eng__i64(&tag, REWRITE_LOCK_TAG), eng__i64(&id, t->id)};
@@ -109,7 +109,7 @@ static int lock_try(PGconn *c, const struct table *t, bool *got, struct st_err *
                      "taking the table's rewrite lock", err);
 }
 
-static void lock_release(PGconn *c, const struct table *t)
+static void lock_release(PGconn *c, const struct engine_table *t)
 {
     struct eng__num tag, id;
     const char *v[2] = {eng__i64(&tag, REWRITE_LOCK_TAG), eng__i64(&id, t->id)};
@@ -294,7 +294,7 @@ static void remap_rows(struct rewrite *w, const struct pq_batch *b, const int64_
                        uint64_t first, const uint8_t *sel, size_t lo, size_t n, int64_t new_id,
                        int64_t new_pos, struct buf *kb)
 {
-    const struct table *t = w->t;
+    const struct engine_table *t = w->t;
     for (size_t i = lo; i < lo + n; i++) {
         if (!sel[i])
             continue;
@@ -317,7 +317,7 @@ static void remap_rows(struct rewrite *w, const struct pq_batch *b, const int64_
 static int copy_file(struct rewrite *w, struct rfile *rf, struct writer *wr, struct pq_batch *b,
                      struct buf *kb, struct st_err *err)
 {
-    const struct table *t = w->t;
+    const struct engine_table *t = w->t;
     struct pq_reader *r = NULL;
     int rc = eng__pq_open(w->e, rf->sf.path, &r, err);
     if (rc != ST_OK)
@@ -528,7 +528,7 @@ static int build_plan(struct rewrite *w, const struct snap_file *lst, size_t n, 
 void eng__process_rewrite(struct engine *e, struct item *it)
 {
     struct rewrite *w = it->rw;
-    const struct table *t = w->t;
+    const struct engine_table *t = w->t;
     struct st_err *err = it->err;
     struct plan p;
     eng__plan_init(&p);
@@ -624,7 +624,7 @@ static int rewrite_once(struct rewrite *w, int64_t base, struct snap_file *lst, 
     memset(&it, 0, sizeof it);
     it.kind = ITEM_REWRITE;
     it.rw = w;
-    it.t = (struct table *)w->t;
+    it.t = (struct engine_table *)w->t;
     it.err = err;
     rc = eng__submit(w->e, w->t->id, &it);
     if (rc == ST_OK) {
@@ -638,8 +638,8 @@ static int rewrite_once(struct rewrite *w, int64_t base, struct snap_file *lst, 
     return rc;
 }
 
-static int rewrite_begin(struct engine *e, const struct table *t, struct rewrite *w, bool wait,
-                         struct st_err *err)
+static int rewrite_begin(struct engine *e, const struct engine_table *t, struct rewrite *w,
+                         bool wait, struct st_err *err)
 {
     memset(w, 0, sizeof *w);
     w->e = e;
@@ -673,8 +673,8 @@ static void rewrite_end(struct rewrite *w, int rc)
 
 /* ---- for erase.c (commit_int.h) ---- */
 
-int eng__rewrite_begin(struct engine *e, const struct table *t, bool wait, struct rewrite **out,
-                       struct st_err *err)
+int eng__rewrite_begin(struct engine *e, const struct engine_table *t, bool wait,
+                       struct rewrite **out, struct st_err *err)
 {
     struct rewrite *w = xcalloc(1, sizeof *w);
     int rc = rewrite_begin(e, t, w, wait, err);
@@ -747,7 +747,7 @@ int engine_compact_opts_check(const struct engine_compact_opts *o, struct st_err
     return ST_OK;
 }
 
-int engine_compact(struct engine *e, struct table *t, const struct engine_compact_opts *o,
+int engine_compact(struct engine *e, struct engine_table *t, const struct engine_compact_opts *o,
                    struct engine_compact_res *res, struct st_err *err)
 {
     memset(res, 0, sizeof *res);

@@ -200,7 +200,7 @@ static void keys_drop(PGconn *c, const char *table)
 
 /* What a delete's scan of the table's files needs, sized once per request. */
 struct dscan {
-    const struct table *t;
+    const struct engine_table *t;
     const struct filter *f;
     bool all;  /* the filter is true: whole files, nothing read */
     int *cols; /* the columns read: the filter's and the key's */
@@ -218,7 +218,7 @@ struct dscan {
     int64_t file_id; /* the file being scanned */
 };
 
-static void dscan_init(struct dscan *d, const struct table *t, const struct filter *f)
+static void dscan_init(struct dscan *d, const struct engine_table *t, const struct filter *f)
 {
     memset(d, 0, sizeof *d);
     d->t = t;
@@ -265,7 +265,7 @@ static void dscan_free(struct dscan *d)
 static int delete_selected(struct dscan *d, uint64_t first, struct dv *add, int64_t *n,
                            struct st_err *err)
 {
-    const struct table *t = d->t;
+    const struct engine_table *t = d->t;
     for (size_t i = 0; i < d->batch.nrows; i++) {
         if (!d->sel[i])
             continue;
@@ -291,7 +291,7 @@ static int delete_selected(struct dscan *d, uint64_t first, struct dv *add, int6
 static int scan_file(struct engine *e, struct dscan *d, const struct snap_file *sf,
                      const struct dv *base, struct dv *add, int64_t *ndeleted, struct st_err *err)
 {
-    const struct table *t = d->t;
+    const struct engine_table *t = d->t;
     d->file_id = sf->id;
     struct pq_reader *r = NULL;
     int rc = eng__pq_open(e, sf->path, &r, err);
@@ -469,7 +469,7 @@ void engine_test_delete_hook(struct engine *e, void (*fn)(void *ctx), void *ctx)
 static int catch_up(struct dwhere *w, struct st_err *err)
 {
     struct item *it = w->it;
-    const struct table *t = it->t;
+    const struct engine_table *t = it->t;
     if (w->keys && w->keys_conn != w->c) {
         /* first call, or the connection was replaced after a lost one: its key table is gone */
         dwhere_forget(w);
@@ -528,7 +528,7 @@ static int catch_up(struct dwhere *w, struct st_err *err)
 /* The commit's plan from the delete's files at `seen`; the count of rows it deletes. */
 static int64_t build_plan(struct dwhere *w, struct plan *p)
 {
-    const struct table *t = w->it->t;
+    const struct engine_table *t = w->it->t;
     int64_t deleted = 0;
     p->base = w->seen;
     p->i8 = key_is_i8(t);
@@ -682,7 +682,7 @@ bool eng__delete_scan(struct engine *e, struct item *it)
 void eng__process_delete(struct engine *e, struct item *it)
 {
     struct dwhere *w = it->dw;
-    const struct table *t = it->t;
+    const struct engine_table *t = it->t;
     struct st_err *err = it->err;
     struct plan p;
     eng__plan_init(&p);

@@ -196,7 +196,7 @@ static void dvd_destroy(struct rc_obj *o)
 
 struct dvb { /* a DV in a wire format */
     struct rc_obj rc;
-    struct dv_bytes pub;
+    struct engine_dv_bytes pub;
     bool immortal;
     uint8_t data[];
 };
@@ -206,7 +206,7 @@ static void dvb_destroy(struct rc_obj *o)
     free(o);
 }
 
-void engine_dv_bytes_unref(struct dv_bytes *b)
+void engine_dv_bytes_unref(struct engine_dv_bytes *b)
 {
     if (b == NULL)
         return;
@@ -433,8 +433,9 @@ const char *const eng__sql_dv_location =
     "d.added_seq <= s.seq ORDER BY d.added_seq DESC LIMIT 1) dv ON dv.removed_seq IS NULL OR "
     "dv.removed_seq > s.seq";
 
-static int lookup_location(struct engine *e, struct table *t, int64_t file_id, bool has_snapshot,
-                           int64_t snapshot, struct loc **out, int64_t *seq, struct st_err *err)
+static int lookup_location(struct engine *e, struct engine_table *t, int64_t file_id,
+                           bool has_snapshot, int64_t snapshot, struct loc **out, int64_t *seq,
+                           struct st_err *err)
 {
     PGconn *c;
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
@@ -517,8 +518,8 @@ out:
     return rc;
 }
 
-int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_snapshot,
-                  int64_t snapshot, enum dv_format f, struct dv_bytes **out,
+int engine_get_dv(struct engine *e, struct engine_table *t, int64_t file_id, bool has_snapshot,
+                  int64_t snapshot, enum dv_format f, struct engine_dv_bytes **out,
                   int64_t *resolved_snapshot, struct st_err *err)
 {
     *out = NULL;
@@ -598,8 +599,8 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
     return ST_OK;
 }
 
-bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, int64_t snapshot,
-                    enum dv_format f, struct dv_bytes **out)
+bool engine_peek_dv(struct engine *e, const struct engine_table *t, int64_t file_id,
+                    int64_t snapshot, enum dv_format f, struct engine_dv_bytes **out)
 {
     *out = NULL;
     if ((f != DV_FMT_ROARING64 && f != DV_FMT_ICEBERG && f != DV_FMT_DELTA) || snapshot < 0)

@@ -91,8 +91,8 @@ static void moved_free(struct moved *m)
 }
 
 /* Write the picked rows' blobs as one Puffin file (nothing when r has no row). */
-static int write_file(struct engine *e, const struct table *t, const PGresult *r, struct moved *m,
-                      struct st_err *err)
+static int write_file(struct engine *e, const struct engine_table *t, const PGresult *r,
+                      struct moved *m, struct st_err *err)
 {
     int rows = PQntuples(r);
     m->n = (uint32_t)rows;
@@ -150,7 +150,7 @@ static int write_file(struct engine *e, const struct table *t, const PGresult *r
     return rc;
 }
 
-int eng__dv_flush(struct engine *e, PGconn *c, const struct table *t, const int64_t *files,
+int eng__dv_flush(struct engine *e, PGconn *c, const struct engine_table *t, const int64_t *files,
                   const int64_t *seqs, size_t n, int64_t *moved, struct st_err *err)
 {
     *moved = 0;
@@ -235,7 +235,7 @@ int eng__dv_flush(struct engine *e, PGconn *c, const struct table *t, const int6
     return rc;
 }
 
-int engine_flush_dvs(struct engine *e, struct table *t, int64_t *moved, struct st_err *err)
+int engine_flush_dvs(struct engine *e, struct engine_table *t, int64_t *moved, struct st_err *err)
 {
     *moved = 0;
     PGconn *c;

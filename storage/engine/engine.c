@@ -225,17 +225,17 @@ void engine_metrics(struct engine *e, struct engine_metrics *m)
 /* ---- table definitions ---------------------------------------------------- */
 
 struct table_rc {
-    struct table t;
+    struct engine_table t;
     atomic_int refs;
 };
 
-void engine_table_ref(struct table *t)
+void engine_table_ref(struct engine_table *t)
 {
     struct table_rc *rc = (struct table_rc *)(void *)t;
     atomic_fetch_add(&rc->refs, 1);
 }
 
-void engine_table_unref(struct table *t)
+void engine_table_unref(struct engine_table *t)
 {
     if (t == NULL)
         return;
@@ -247,7 +247,7 @@ void engine_table_unref(struct table *t)
     }
 }
 
-int engine_table_column(const struct table *t, const char *name)
+int engine_table_column(const struct engine_table *t, const char *name)
 {
     for (int i = 0; i < t->ncols; i++)
         if (strcmp(t->cols[i].name, name) == 0)
@@ -255,7 +255,7 @@ int engine_table_column(const struct table *t, const char *name)
     return -1;
 }
 
-static struct table *table_alloc(void)
+static struct engine_table *table_alloc(void)
 {
     struct table_rc *rc = xcalloc(1, sizeof *rc);
     atomic_init(&rc->refs, 1);
@@ -265,13 +265,13 @@ static struct table *table_alloc(void)
 
 /* Columns and primary key from their catalog JSON; name, ids and seq are the caller's. */
 int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char *version_col,
-                         struct table **out, struct st_err *err)
+                         struct engine_table **out, struct st_err *err)
 {
     *out = NULL;
     if (!json_is_array(cols) || !json_is_array(pk) || json_array_size(cols) == 0 ||
         json_array_size(cols) > ST_COLUMNS_MAX || json_array_size(pk) > PK_MAX)
         return st_errf(err, ST_EINTERNAL, "catalog: table %s has a malformed definition", name);
-    struct table *t = table_alloc();
+    struct engine_table *t = table_alloc();
     snprintf(t->name, sizeof t->name, "%s", name);
     t->ncols = (int)json_array_size(cols);
     t->cols = xcalloc((size_t)t->ncols, sizeof *t->cols);
@@ -302,7 +302,7 @@ int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char 
     return ST_OK;
 }
 
-int eng__table_from_row(PGresult *r, int row, struct table **out, struct st_err *err)
+int eng__table_from_row(PGresult *r, int row, struct engine_table **out, struct st_err *err)
 {
     json_error_t je;
     json_t *cols = json_loads(PQgetvalue(r, row, 3), 0, &je);
@@ -312,7 +312,7 @@ int eng__table_from_row(PGresult *r, int row, struct table **out, struct st_err 
     json_decref(pk);
     if (rc != ST_OK)
         return rc;
-    struct table *t = *out;
+    struct engine_table *t = *out;
     t->id = eng__get_i64(r, row, 0);
     snprintf(t->uuid, sizeof t->uuid, "%s", PQgetvalue(r, row, 1));
     t->seq = eng__get_i64(r, row, 6);
@@ -320,7 +320,7 @@ int eng__table_from_row(PGresult *r, int row, struct table **out, struct st_err 
     return ST_OK;
 }
 
-void eng__cache_table(struct engine *e, const char *name, struct table *t)
+void eng__cache_table(struct engine *e, const char *name, struct engine_table *t)
 {
     pthread_mutex_lock(&e->tables_mu);
     struct table_slot **pp = &e->tables;
@@ -349,7 +349,7 @@ void eng__cache_table(struct engine *e, const char *name, struct table *t)
     pthread_mutex_unlock(&e->tables_mu);
 }
 
-static int fetch_table(struct engine *e, PGconn *c, const char *name, struct table **out,
+static int fetch_table(struct engine *e, PGconn *c, const char *name, struct engine_table **out,
                        struct st_err *err)
 {
     const char *params[1] = {name};
@@ -378,7 +378,8 @@ static int fetch_table(struct engine *e, PGconn *c, const char *name, struct tab
     return rc;
 }
 
-int engine_get_table(struct engine *e, const char *name, struct table **out, struct st_err *err)
+int engine_get_table(struct engine *e, const char *name, struct engine_table **out,
+                     struct st_err *err)
 {
     *out = NULL;
     if (!st_name_valid(name))
@@ -392,7 +393,7 @@ int engine_get_table(struct engine *e, const char *name, struct table **out, str
     return rc;
 }
 
-bool engine_peek_table(struct engine *e, const char *name, struct table **out)
+bool engine_peek_table(struct engine *e, const char *name, struct engine_table **out)
 {
     *out = NULL;
     uint64_t now = st_mono_ns();
@@ -408,7 +409,7 @@ bool engine_peek_table(struct engine *e, const char *name, struct table **out)
     return *out != NULL;
 }
 
-int engine_get_table_cached(struct engine *e, const char *name, struct table **out,
+int engine_get_table_cached(struct engine *e, const char *name, struct engine_table **out,
                             struct st_err *err)
 {
     *out = NULL;
@@ -421,7 +422,7 @@ int engine_get_table_cached(struct engine *e, const char *name, struct table **o
 
 /* ---- create / list / drop / stats ---------------------------------------- */
 
-static int validate_def(const struct table_def *d, int *pk_idx, int *version_idx,
+static int validate_def(const struct engine_table_def *d, int *pk_idx, int *version_idx,
                         struct st_err *err)
 {
     if (d->name == NULL || !st_name_valid(d->name))
@@ -499,8 +500,8 @@ static char *columns_json(const struct st_column *cols, int n)
     return s;
 }
 
-int engine_create_table(struct engine *e, const struct table_def *def,
-                        const struct engine_idem *idem, struct table **out, bool *replayed,
+int engine_create_table(struct engine *e, const struct engine_table_def *def,
+                        const struct engine_idem *idem, struct engine_table **out, bool *replayed,
                         struct st_err *err)
 {
     *out = NULL;
@@ -551,7 +552,7 @@ int engine_create_table(struct engine *e, const struct table_def *def,
             rc = st_errf(err, ST_EEXIST, "table \"%s\" already exists", def->name);
             break;
         }
-        struct table *t;
+        struct engine_table *t;
         rc = eng__table_from_row(r, 0, &t, err);
         PQclear(r);
         if (rc != ST_OK) {
@@ -598,7 +599,7 @@ out_free:
     return rc;
 }
 
-int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct st_err *err)
+int engine_list_tables(struct engine *e, struct engine_table ***out, size_t *n, struct st_err *err)
 {
     *out = NULL;
     *n = 0;
@@ -614,7 +615,7 @@ int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct 
         return rc;
     }
     int rows = PQntuples(r);
-    struct table **ts = xcalloc((size_t)(rows ? rows : 1), sizeof *ts);
+    struct engine_table **ts = xcalloc((size_t)(rows ? rows : 1), sizeof *ts);
     for (int i = 0; i < rows; i++) {
         if ((rc = eng__table_from_row(r, i, &ts[i], err)) != ST_OK) {
             for (int j = 0; j < i; j++)
@@ -709,8 +710,8 @@ int engine_drop_table(struct engine *e, const char *name, const struct engine_id
     return rc;
 }
 
-int engine_table_stats(struct engine *e, const struct table *t, struct table_stats *out,
-                       struct st_err *err)
+int engine_table_stats(struct engine *e, const struct engine_table *t,
+                       struct engine_table_stats *out, struct st_err *err)
 {
     memset(out, 0, sizeof *out);
     PGconn *c;

@@ -61,7 +61,7 @@ int engine_ping(struct engine *e, struct st_err *err);
 /* ---- tables ------------------------------------------------------------ */
 
 /* A table definition. Immutable and refcounted: hold it while using it. */
-struct table {
+struct engine_table {
     int64_t id;
     char uuid[37];
     char name[ST_NAME_MAX + 1];
@@ -73,17 +73,17 @@ struct table {
     int64_t seq;     /* current seq when this definition was read */
     int64_t created_us;
 };
-void engine_table_ref(struct table *t);
-void engine_table_unref(struct table *t); /* NULL ok */
+void engine_table_ref(struct engine_table *t);
+void engine_table_unref(struct engine_table *t); /* NULL ok */
 /* Column index by name, or -1. */
-int engine_table_column(const struct table *t, const char *name);
+int engine_table_column(const struct engine_table *t, const char *name);
 
-struct table_stats {
+struct engine_table_stats {
     int64_t data_files, rows, deleted_rows, live_rows, dv_files;
     int64_t inline_dvs; /* live DVs kept inline in the catalog (not counted in dv_files) */
 };
 
-struct table_def {
+struct engine_table_def {
     const char *name;
     int ncols;
     const struct st_column *cols;
@@ -116,34 +116,35 @@ bool engine_idem_key_valid(const char *key);
  * columns, primary key, version column, seq, created time), whether or not
  * it still exists.
  */
-int engine_create_table(struct engine *e, const struct table_def *def,
-                        const struct engine_idem *idem, struct table **out, bool *replayed,
+int engine_create_table(struct engine *e, const struct engine_table_def *def,
+                        const struct engine_idem *idem, struct engine_table **out, bool *replayed,
                         struct st_err *err);
 /* The current definition (seq fresh from the catalog). ST_ENOTFOUND. */
-int engine_get_table(struct engine *e, const char *name, struct table **out, struct st_err *err);
+int engine_get_table(struct engine *e, const char *name, struct engine_table **out,
+                     struct st_err *err);
 /* Like engine_get_table but may answer from a cache up to ~1 s old (seq may lag). */
-int engine_get_table_cached(struct engine *e, const char *name, struct table **out,
+int engine_get_table_cached(struct engine *e, const char *name, struct engine_table **out,
                             struct st_err *err);
 /*
  * Non-blocking: the cached definition (at most ~1 s old) or false, without
  * any I/O. For event threads that must not wait on the catalog.
  */
-bool engine_peek_table(struct engine *e, const char *name, struct table **out);
+bool engine_peek_table(struct engine *e, const char *name, struct engine_table **out);
 /* Stats at the current snapshot, from metadata alone. */
-int engine_table_stats(struct engine *e, const struct table *t, struct table_stats *out,
-                       struct st_err *err);
+int engine_table_stats(struct engine *e, const struct engine_table *t,
+                       struct engine_table_stats *out, struct st_err *err);
 /* All tables, by name. Caller unrefs each and frees the array. */
-int engine_list_tables(struct engine *e, struct table ***out, size_t *n, struct st_err *err);
+int engine_list_tables(struct engine *e, struct engine_table ***out, size_t *n, struct st_err *err);
 /* Drop a table and everything it holds. ST_ENOTFOUND. *replayed: see engine_idem. */
 int engine_drop_table(struct engine *e, const char *name, const struct engine_idem *idem,
                       bool *replayed, struct st_err *err);
 
 /* ---- changes ----------------------------------------------------------- */
 
-enum change_op { CHANGE_UPSERT = 1, CHANGE_DELETE = 2 };
+enum engine_change_op { ENGINE_CHANGE_UPSERT = 1, ENGINE_CHANGE_DELETE = 2 };
 
-struct change {
-    enum change_op op;
+struct engine_change {
+    enum engine_change_op op;
     /* UPSERT: t->ncols values in column order. DELETE: t->npk key values in
        key order. Strings are borrowed for the duration of the call. */
     struct st_value *vals;
@@ -163,15 +164,16 @@ int engine_check_producer(const char *producer, bool has_offset, int64_t offset,
  * The last offset committed for `producer` on table t (*has false: none yet).
  * A read of the catalog: a commit may advance it right after.
  */
-int engine_producer_offset(struct engine *e, const struct table *t, const char *producer, bool *has,
-                           int64_t *offset, struct st_err *err);
+int engine_producer_offset(struct engine *e, const struct engine_table *t, const char *producer,
+                           bool *has, int64_t *offset, struct st_err *err);
 /* The same for n producers at once (one catalog round trip): has[i], offsets[i]. */
-int engine_producer_offsets(struct engine *e, const struct table *t, const char *const *producers,
-                            size_t n, bool *has, int64_t *offsets, struct st_err *err);
+int engine_producer_offsets(struct engine *e, const struct engine_table *t,
+                            const char *const *producers, size_t n, bool *has, int64_t *offsets,
+                            struct st_err *err);
 
-struct change_req {
-    struct table *table; /* the definition the values were decoded against */
-    const struct change *changes;
+struct engine_change_req {
+    struct engine_table *table; /* the definition the values were decoded against */
+    const struct engine_change *changes;
     size_t nchanges;
     const char *producer; /* NULL: none; else 1 to ENGINE_PRODUCER_MAX bytes */
     bool has_offset;
@@ -191,7 +193,7 @@ struct change_req {
     int64_t mark_offset;
 };
 
-struct change_res {
+struct engine_change_res {
     int64_t seq;
     int64_t inserted, updated, deleted, missing, stale;
     bool duplicate;
@@ -203,10 +205,10 @@ struct change_res {
  * commit is durable. ST_ECONFLICT: expected_seq mismatch, or retries
  * exhausted, or the table was re-created since `table` was read.
  */
-int engine_apply_changes(struct engine *e, const struct change_req *req, struct change_res *res,
-                         struct st_err *err);
+int engine_apply_changes(struct engine *e, const struct engine_change_req *req,
+                         struct engine_change_res *res, struct st_err *err);
 
-struct delete_res {
+struct engine_delete_res {
     int64_t seq;
     int64_t deleted;
     bool replayed; /* as in change_res */
@@ -219,9 +221,9 @@ struct delete_res {
 #define ENGINE_FILTER_DELETES_MAX 2
 
 /* Delete every row live at commit time for which `f` is true. */
-int engine_delete_where(struct engine *e, struct table *t, const struct filter *f,
+int engine_delete_where(struct engine *e, struct engine_table *t, const struct filter *f,
                         bool has_expected_seq, int64_t expected_seq, const struct engine_idem *idem,
-                        struct delete_res *res, struct st_err *err);
+                        struct engine_delete_res *res, struct st_err *err);
 
 /* ---- maintenance: compaction (docs/API.md "Maintenance") ------------------ */
 
@@ -256,7 +258,7 @@ struct engine_compact_res {
  * meanwhile are carried over, never lost, and never fail it. One rewrite
  * per table at a time across servers: ST_ECONFLICT when one is running.
  */
-int engine_compact(struct engine *e, struct table *t, const struct engine_compact_opts *o,
+int engine_compact(struct engine *e, struct engine_table *t, const struct engine_compact_opts *o,
                    struct engine_compact_res *res, struct st_err *err);
 
 /*
@@ -265,12 +267,12 @@ int engine_compact(struct engine *e, struct table *t, const struct engine_compac
  * (dvflush.c): *moved receives how many. A DV another flush holds is left
  * to it. Plans flush the DVs they list themselves.
  */
-int engine_flush_dvs(struct engine *e, struct table *t, int64_t *moved, struct st_err *err);
+int engine_flush_dvs(struct engine *e, struct engine_table *t, int64_t *moved, struct st_err *err);
 
 /* ---- maintenance: erasure (docs/API.md "Maintenance", GDPR) ----------------- */
 
 struct engine_erase_req {
-    struct table *table;
+    struct engine_table *table;
     /* either keys: nkeys keys of table->npk values each, in key order, back to back */
     const struct st_value *keys;
     size_t nkeys;
@@ -300,21 +302,22 @@ void engine_erasure_free(struct engine_erasure *r);
 int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engine_erasure *out,
                  struct st_err *err);
 /* A receipt by id: ST_ENOTFOUND when the table has none with that id. */
-int engine_get_erasure(struct engine *e, const struct table *t, const char *id,
+int engine_get_erasure(struct engine *e, const struct engine_table *t, const char *id,
                        struct engine_erasure *out, struct st_err *err);
 /*
  * Receipts, oldest first, at most `limit` after erasure id `after` (NULL:
  * from the first): *json_array_out a JSON array (caller frees); next: the
  * id to continue after, or "" at the end.
  */
-int engine_list_erasures(struct engine *e, const struct table *t, int64_t limit, const char *after,
-                         char **json_array_out, char *next, size_t next_len, struct st_err *err);
+int engine_list_erasures(struct engine *e, const struct engine_table *t, int64_t limit,
+                         const char *after, char **json_array_out, char *next, size_t next_len,
+                         struct st_err *err);
 
 /* ---- reads ------------------------------------------------------------- */
 
-struct scan;
+struct engine_scan;
 
-struct scan_req {
+struct engine_scan_req {
     bool has_snapshot;
     int64_t snapshot;   /* >= 0 */
     const int *columns; /* output column indexes; NULL = all, in table order */
@@ -332,11 +335,11 @@ struct scan_req {
  * expiry deleted (as in Iceberg: expire only what no reader still needs).
  * Rows come in a stable order: files by data_seq then id, rows by position.
  */
-int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *req,
-                     struct scan **out, struct st_err *err);
-int64_t engine_scan_snapshot(const struct scan *s);
+int engine_scan_open(struct engine *e, struct engine_table *t, const struct engine_scan_req *req,
+                     struct engine_scan **out, struct st_err *err);
+int64_t engine_scan_snapshot(const struct engine_scan *s);
 /* Output columns (table column indexes) and their count. */
-const int *engine_scan_columns(const struct scan *s, int *n);
+const int *engine_scan_columns(const struct engine_scan *s, int *n);
 
 /*
  * The next rows: `vecs[j]` holds output column j for a run of rows; the
@@ -344,17 +347,18 @@ const int *engine_scan_columns(const struct scan *s, int *n);
  * Valid until the next call. nrows == 0 and *done == true at the end.
  * Memory is bounded by one row group.
  */
-struct scan_batch {
+struct engine_scan_batch {
     const struct st_colvec *const *vecs;
     const uint32_t *rows;
     size_t nrows;
     uint64_t first_pos; /* file position of vector index 0 */
     int64_t file_id;
 };
-int engine_scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st_err *err);
-void engine_scan_close(struct scan *s); /* NULL ok */
+int engine_scan_next(struct engine_scan *s, struct engine_scan_batch *b, bool *done,
+                     struct st_err *err);
+void engine_scan_close(struct engine_scan *s); /* NULL ok */
 
-struct plan_file {
+struct engine_plan_file {
     int64_t id;
     char *path; /* relative to the blob store root */
     int64_t record_count, file_size, data_seq, deleted_count;
@@ -364,16 +368,16 @@ struct plan_file {
     char *presigned_url, *dv_presigned_url; /* engine_plan_presign; else NULL */
 };
 /* Live files at the snapshot whose stats may match `f` (NULL: all). Frees with engine_plan_free. */
-int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
-                const struct filter *f, struct plan_file **files, size_t *nfiles, int64_t *seq,
-                struct st_err *err);
-void engine_plan_free(struct plan_file *files, size_t n);
+int engine_plan(struct engine *e, struct engine_table *t, bool has_snapshot, int64_t snapshot,
+                const struct filter *f, struct engine_plan_file **files, size_t *nfiles,
+                int64_t *seq, struct st_err *err);
+void engine_plan_free(struct engine_plan_file *files, size_t n);
 /* Presigned GET URLs of each file and DV blob (blob_presign_get), valid for
    expires_s seconds from now_s; ST_EUNSUPPORTED on a local blob store. */
-int engine_plan_presign(struct engine *e, struct plan_file *files, size_t n, int64_t now_s,
+int engine_plan_presign(struct engine *e, struct engine_plan_file *files, size_t n, int64_t now_s,
                         int64_t expires_s, struct st_err *err);
 
-struct snapshot_info {
+struct engine_snapshot_info {
     int64_t seq;
     int64_t committed_us;
     char *operation;
@@ -383,19 +387,20 @@ struct snapshot_info {
  * Live snapshots with seq > after (after < 0: from the first), oldest
  * first, at most `limit` of them; *more says whether others follow.
  */
-int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size_t limit,
-                          struct snapshot_info **out, size_t *n, bool *more, struct st_err *err);
-void engine_snapshots_free(struct snapshot_info *s, size_t n);
+int engine_list_snapshots(struct engine *e, struct engine_table *t, int64_t after, size_t limit,
+                          struct engine_snapshot_info **out, size_t *n, bool *more,
+                          struct st_err *err);
+void engine_snapshots_free(struct engine_snapshot_info *s, size_t n);
 
 /* A data file of the table (live or not, while it exists): its absolute path;
    ST_EUNSUPPORTED when the blob store is not a local directory. */
-int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
+int engine_file_path(struct engine *e, struct engine_table *t, int64_t file_id, char **abs_path,
                      struct st_err *err);
 /* The same file opened for range reads on any blob store (blob/blob.h);
    ST_EGONE when the catalog names it and the store no longer has it. */
 struct blob_file;
-int engine_file_open(struct engine *e, struct table *t, int64_t file_id, struct blob_file **out,
-                     struct st_err *err);
+int engine_file_open(struct engine *e, struct engine_table *t, int64_t file_id,
+                     struct blob_file **out, struct st_err *err);
 
 /* ---- deletion vectors ---------------------------------------------------- */
 
@@ -403,13 +408,13 @@ int engine_file_open(struct engine *e, struct table *t, int64_t file_id, struct 
    the DV endpoint serves DV_FMT_ROARING64 (default), DV_FMT_ICEBERG, DV_FMT_DELTA. */
 
 /* Immutable bytes of one DV in one format; refcounted, shared with the cache. */
-struct dv_bytes {
+struct engine_dv_bytes {
     const uint8_t *data;
     size_t len;
     int64_t cardinality;
     char etag[40]; /* strong: "\"" + 32 hex of SHA-256(bytes) + "\"" */
 };
-void engine_dv_bytes_unref(struct dv_bytes *b); /* NULL ok */
+void engine_dv_bytes_unref(struct engine_dv_bytes *b); /* NULL ok */
 
 /*
  * The formats the DV endpoint serves, by their docs/API.md names: roaring64 (also
@@ -427,8 +432,8 @@ int engine_dv_format(const char *name, enum dv_format *out, struct st_err *err);
  * the check that the snapshot has not expired (at most about once in 2 s
  * per table). An expired snapshot: ST_ENOTFOUND, as for engine_scan_open.
  */
-int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_snapshot,
-                  int64_t snapshot, enum dv_format f, struct dv_bytes **out,
+int engine_get_dv(struct engine *e, struct engine_table *t, int64_t file_id, bool has_snapshot,
+                  int64_t snapshot, enum dv_format f, struct engine_dv_bytes **out,
                   int64_t *resolved_snapshot, struct st_err *err);
 
 /*
@@ -436,19 +441,20 @@ int engine_get_dv(struct engine *e, struct table *t, int64_t file_id, bool has_s
  * answer is already cached (no catalog, no file I/O), else false. A hit
  * returns a reference in *out (engine_dv_bytes_unref).
  */
-bool engine_peek_dv(struct engine *e, const struct table *t, int64_t file_id, int64_t snapshot,
-                    enum dv_format f, struct dv_bytes **out);
+bool engine_peek_dv(struct engine *e, const struct engine_table *t, int64_t file_id,
+                    int64_t snapshot, enum dv_format f, struct engine_dv_bytes **out);
 /*
  * Non-blocking: is `snapshot` of t known not to have expired, as of at most
  * about 2 s ago (no catalog round trip)? false: unknown, or expired.
  * For front-end caches of snapshot reads (a snapshot's content never
  * changes, but it may expire).
  */
-bool engine_peek_snapshot_retained(struct engine *e, const struct table *t, int64_t snapshot);
+bool engine_peek_snapshot_retained(struct engine *e, const struct engine_table *t,
+                                   int64_t snapshot);
 
 /* ---- maintenance and metrics -------------------------------------------- */
 
-struct gc_report {
+struct engine_gc_report {
     int64_t referenced; /* blobs the catalog references (gc: of those in the blob store) */
     int64_t orphans;    /* blobs (and temp files) nothing references */
     int64_t deleted;    /* orphans deleted (older than the grace period) */
@@ -477,18 +483,19 @@ struct gc_report {
  * candidate is looked up in the catalog once more just before it is
  * deleted. grace_s below ENGINE_GC_GRACE_MIN_S is ST_EINVAL.
  */
-int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report *out,
+int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct engine_gc_report *out,
               struct st_err *err);
 
 /* One finding of engine_fsck: kind is "missing", "corrupt" or "orphan". */
-typedef void (*fsck_report_fn)(void *ctx, const char *kind, const char *path, const char *detail);
+typedef void (*engine_fsck_report_fn)(void *ctx, const char *kind, const char *path,
+                                      const char *detail);
 /*
  * Check that every blob the catalog references exists and decodes (data
  * files: footer and row count; DVs: framing, CRC and cardinality), and list
  * orphans. Returns ST_OK when the walk completed; the report says whether
  * anything was wrong.
  */
-int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report *out,
+int engine_fsck(struct engine *e, engine_fsck_report_fn fn, void *ctx, struct engine_gc_report *out,
                 struct st_err *err);
 
 /*
@@ -515,7 +522,7 @@ struct engine_expire_req {
 struct engine_expire_res {
     int64_t expired_snapshots, deleted_files, deleted_bytes, oldest_seq;
 };
-int engine_expire(struct engine *e, struct table *t, const struct engine_expire_req *q,
+int engine_expire(struct engine *e, struct engine_table *t, const struct engine_expire_req *q,
                   struct engine_expire_res *res, struct st_err *err);
 
 /*
@@ -548,7 +555,7 @@ struct engine_health {
  * retained snapshots, and advice: compact (the policy above), expire (the
  * oldest retained snapshot is older than retain_s). engine_health_clear frees.
  */
-int engine_table_health(struct engine *e, struct table *t, int64_t after, size_t limit,
+int engine_table_health(struct engine *e, struct engine_table *t, int64_t after, size_t limit,
                         int64_t retain_s, struct engine_health *out, struct st_err *err);
 void engine_health_clear(struct engine_health *h);
 

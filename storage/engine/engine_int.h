@@ -25,7 +25,7 @@ struct gcq; /* a table's group-commit queue (commit.c) */
 
 /* Named cache entry for a table definition (engine.c). */
 struct table_slot {
-    struct table *t;
+    struct engine_table *t;
     uint64_t fetched_ns; /* monotonic time of the catalog read */
     struct table_slot *next;
 };
@@ -82,7 +82,7 @@ struct engine {
     atomic_int fault_crash_before_commit;
     atomic_int fault_drop_at_commit;
     atomic_int fault_gather;
-    _Atomic(const struct change_req *) fault_fail_req;
+    _Atomic(const struct engine_change_req *) fault_fail_req;
     atomic_int fault_resolver_unreachable;
     atomic_int fault_terminate_refused;
     atomic_int fault_blob_age_s;
@@ -102,16 +102,16 @@ struct engine {
 /* ---- engine.c ---- */
 
 /* Parse a table row (id, uuid, name, columns, primary_key, version_column, seq, created_us). */
-int eng__table_from_row(PGresult *r, int row, struct table **out, struct st_err *err);
+int eng__table_from_row(PGresult *r, int row, struct engine_table **out, struct st_err *err);
 #define ENG__TABLE_COLS                                                                            \
     "id, uuid::text, name, columns::text, primary_key::text, coalesce(version_column, ''), seq, "  \
     "(extract(epoch from created_at) * 1000000)::bigint"
 /* Replace the cached definition (or drop it when t == NULL). */
-void eng__cache_table(struct engine *e, const char *name, struct table *t);
+void eng__cache_table(struct engine *e, const char *name, struct engine_table *t);
 
 /* Columns and primary key from their catalog JSON (borrowed); the caller sets the rest. */
 int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char *version_col,
-                         struct table **out, struct st_err *err);
+                         struct engine_table **out, struct st_err *err);
 
 /* ---- idempotency records (idem.c) ---- */
 
@@ -122,9 +122,9 @@ const char *eng__op_name(enum eng__op op); /* "create", "drop", "changes", "dele
 /* A call's result: what to encode, or where a decoded replay goes (the member of `op`). */
 struct eng__result {
     enum eng__op op;
-    struct table **table;       /* ENG__OP_CREATE: a decoded table is the caller's to unref */
-    struct change_res *changes; /* ENG__OP_CHANGES */
-    struct delete_res *del;     /* ENG__OP_DELETE */
+    struct engine_table **table; /* ENG__OP_CREATE: a decoded table is the caller's to unref */
+    struct engine_change_res *changes; /* ENG__OP_CHANGES */
+    struct engine_delete_res *del;     /* ENG__OP_DELETE */
 };
 /* The stored record of a result (a small versioned JSON object); caller frees. */
 char *eng__result_encode(const struct eng__result *r);
@@ -203,7 +203,7 @@ void dvc__stats(struct engine *e, uint64_t *hits, uint64_t *misses);
  * that no other flush holds, moved to one new Puffin file in one
  * transaction. *moved: the rows moved (0: none was inline, or all were held).
  */
-int eng__dv_flush(struct engine *e, PGconn *c, const struct table *t, const int64_t *files,
+int eng__dv_flush(struct engine *e, PGconn *c, const struct engine_table *t, const int64_t *files,
                   const int64_t *seqs, size_t n, int64_t *moved, struct st_err *err);
 
 /* ---- snapshot file listing (scan.c) ---- */
@@ -221,9 +221,9 @@ struct snap_file {
 /* Resolve the snapshot (current when !has) and list its live files in scan order: in one
    REPEATABLE READ transaction of its own, or in the caller's open one (a commit holding the
    table's row lock, eng__lock_table). */
-int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool has_snapshot,
-                        int64_t snapshot, int64_t *seq, struct snap_file **files, size_t *n,
-                        struct st_err *err);
+int eng__snapshot_files(struct engine *e, PGconn *c, const struct engine_table *t,
+                        bool has_snapshot, int64_t snapshot, int64_t *seq, struct snap_file **files,
+                        size_t *n, struct st_err *err);
 void eng__snap_files_free(struct snap_file *f, size_t n);
 /* Its statement: $1 the table id, $2 the snapshot (NULL: the current one). */
 extern const char *const eng__sql_snapshot_files;
@@ -233,9 +233,10 @@ extern const char *const eng__sql_snapshot_files;
  * from the Parquet statistics (file_col[k]: the file's column of table
  * column k, or -1 to ignore it)? ranges/rp: scratch of t->ncols entries.
  */
-bool eng__file_may_match(const struct table *t, const struct snap_file *sf, const struct filter *f,
-                         struct col_range *ranges, const struct col_range **rp);
-bool eng__row_group_may_match(const struct table *t, struct pq_reader *r, int rg,
+bool eng__file_may_match(const struct engine_table *t, const struct snap_file *sf,
+                         const struct filter *f, struct col_range *ranges,
+                         const struct col_range **rp);
+bool eng__row_group_may_match(const struct engine_table *t, struct pq_reader *r, int rg,
                               const int *file_col, const struct filter *f, struct col_range *ranges,
                               const struct col_range **rp, uint64_t nrows);
 /* sel[i] = 1 when position first + i is live (not in dv; dv NULL: all live). */
@@ -268,6 +269,7 @@ void eng__floor_note(struct engine *e, int64_t table_id, int64_t oldest);
 bool eng__floor_get(struct engine *e, int64_t table_id, int64_t *oldest);
 void eng__floors_free(struct engine *e);
 /* ST_ENOTFOUND: "snapshot N of table T expired (the oldest retained snapshot is M)". */
-int eng__expired_err(const struct table *t, int64_t snapshot, int64_t oldest, struct st_err *err);
+int eng__expired_err(const struct engine_table *t, int64_t snapshot, int64_t oldest,
+                     struct st_err *err);
 
 #endif

@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-struct change_req;
+struct engine_change_req;
 struct engine;
 
 enum engine_fault {
@@ -68,7 +68,7 @@ void engine_test_gather(struct engine *e, int n);
  * catalog error that is not a conflict (a statement of its transaction
  * divides by zero), as a request's own bad SQL would. NULL: off.
  */
-void engine_test_fail_request(struct engine *e, const struct change_req *req);
+void engine_test_fail_request(struct engine *e, const struct engine_change_req *req);
 
 /*
  * Call fn(ctx) inside engine_gc, after it listed the orphans and before its

@@ -63,7 +63,7 @@
 
 struct erasure {
     struct engine *e;
-    struct table *t;
+    struct engine_table *t;
     const struct engine_erase_req *q;
     struct rewrite *rw;
     char id[ST_UUID_STR_LEN + 1];
@@ -122,7 +122,7 @@ static void digest_of(const struct hmap *set, uint8_t out[32])
 }
 
 /* The canonical encoding of row i of a batch: its key, or every column without one. */
-static void row_key(const struct table *t, const struct st_colvec *const *vecs, size_t i,
+static void row_key(const struct engine_table *t, const struct st_colvec *const *vecs, size_t i,
                     struct buf *kb)
 {
     buf_reset(kb);
@@ -149,7 +149,7 @@ struct found {
 static int scan_file(struct erasure *w, const char *path, const struct dv *dv, bool collect,
                      struct found *out, struct st_err *err)
 {
-    const struct table *t = w->t;
+    const struct engine_table *t = w->t;
     memset(out, 0, sizeof *out);
     struct pq_reader *r = NULL;
     int rc = eng__pq_open(w->e, path, &r, err);
@@ -243,20 +243,21 @@ static int delete_rows(struct erasure *w, struct st_err *err)
 {
     const struct engine_erase_req *q = w->q;
     if (q->filter != NULL) {
-        struct delete_res dr;
+        struct engine_delete_res dr;
         int rc = engine_delete_where(w->e, w->t, q->filter, false, 0, NULL, &dr, err);
         w->rows_erased = dr.deleted;
         w->delete_seq = dr.seq;
         return rc;
     }
-    const struct table *t = w->t;
+    const struct engine_table *t = w->t;
     for (size_t at = 0; at < q->nkeys; at += ERASE_DELETE_CHUNK) {
         size_t n = q->nkeys - at < ERASE_DELETE_CHUNK ? q->nkeys - at : ERASE_DELETE_CHUNK;
-        struct change *ch = xcalloc(n, sizeof *ch);
+        struct engine_change *ch = xcalloc(n, sizeof *ch);
         for (size_t i = 0; i < n; i++)
-            ch[i] = (struct change){CHANGE_DELETE, (struct st_value *)&q->keys[(at + i) * t->npk]};
-        struct change_req req = {.table = w->t, .changes = ch, .nchanges = n};
-        struct change_res res;
+            ch[i] = (struct engine_change){ENGINE_CHANGE_DELETE,
+                                           (struct st_value *)&q->keys[(at + i) * t->npk]};
+        struct engine_change_req req = {.table = w->t, .changes = ch, .nchanges = n};
+        struct engine_change_res res;
         int rc = engine_apply_changes(w->e, &req, &res, err);
         free(ch);
         if (rc != ST_OK)
@@ -395,7 +396,7 @@ static int verify_files(struct erasure *w, struct st_err *err)
 /* No erased key in the key index but one written after the delete. */
 static int verify_key_index(struct erasure *w, struct st_err *err)
 {
-    const struct table *t = w->t;
+    const struct engine_table *t = w->t;
     if (t->npk == 0) {
         check(w, "key_index", true, json_pack("{ss}", "note", "the table has no primary key"));
         return ST_OK;
@@ -440,7 +441,7 @@ static int verify_key_index(struct erasure *w, struct st_err *err)
 /* A one-column key's min/max in the catalog's file statistics is never an erased key. */
 static int verify_statistics(struct erasure *w, struct st_err *err)
 {
-    const struct table *t = w->t;
+    const struct engine_table *t = w->t;
     if (t->npk != 1) {
         check(w, "column_statistics", true,
               json_pack("{ss}", "note", "statistics of rewritten files come from their rows"));
@@ -758,7 +759,7 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
                  struct st_err *err)
 {
     memset(out, 0, sizeof *out);
-    const struct table *t = q->table;
+    const struct engine_table *t = q->table;
     if ((q->filter == NULL) == (q->nkeys == 0 && q->keys == NULL))
         return st_errf(err, ST_EINVAL, "give either keys or a filter");
     if (q->filter == NULL && t->npk == 0)
@@ -807,7 +808,7 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
 
 /* ---- receipts ---------------------------------------------------------------------- */
 
-int engine_get_erasure(struct engine *e, const struct table *t, const char *id,
+int engine_get_erasure(struct engine *e, const struct engine_table *t, const char *id,
                        struct engine_erasure *out, struct st_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -836,8 +837,9 @@ int engine_get_erasure(struct engine *e, const struct table *t, const char *id,
     return rc;
 }
 
-int engine_list_erasures(struct engine *e, const struct table *t, int64_t limit, const char *after,
-                         char **json_array_out, char *next, size_t next_len, struct st_err *err)
+int engine_list_erasures(struct engine *e, const struct engine_table *t, int64_t limit,
+                         const char *after, char **json_array_out, char *next, size_t next_len,
+                         struct st_err *err)
 {
     *json_array_out = NULL;
     next[0] = 0;

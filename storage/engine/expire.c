@@ -74,7 +74,7 @@ bool eng__floor_get(struct engine *e, int64_t table_id, int64_t *oldest)
     return fresh;
 }
 
-bool engine_peek_snapshot_retained(struct engine *e, const struct table *t, int64_t snapshot)
+bool engine_peek_snapshot_retained(struct engine *e, const struct engine_table *t, int64_t snapshot)
 {
     int64_t oldest = 0;
     return eng__floor_get(e, t->id, &oldest) && snapshot >= oldest;
@@ -91,7 +91,8 @@ void eng__floors_free(struct engine *e)
     hmap_free(&e->floors);
 }
 
-int eng__expired_err(const struct table *t, int64_t snapshot, int64_t oldest, struct st_err *err)
+int eng__expired_err(const struct engine_table *t, int64_t snapshot, int64_t oldest,
+                     struct st_err *err)
 {
     return st_errf(err, ST_ENOTFOUND,
                    "snapshot %lld of table \"%s\" expired (the oldest retained snapshot is %lld)",
@@ -180,7 +181,7 @@ static void delete_counted(struct engine *e, char **rels, int n, struct engine_e
     free(gone);
 }
 
-int engine_expire(struct engine *e, struct table *t, const struct engine_expire_req *q,
+int engine_expire(struct engine *e, struct engine_table *t, const struct engine_expire_req *q,
                   struct engine_expire_res *res, struct st_err *err)
 {
     memset(res, 0, sizeof *res);

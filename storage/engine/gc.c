@@ -115,8 +115,8 @@ struct gc_ctx {
     struct hmap *refs; /* fsck: every referenced path; NULL: look the blobs up in batches */
     time_t cutoff;
     bool dry_run;
-    struct gc_report *rep;
-    fsck_report_fn report;
+    struct engine_gc_report *rep;
+    engine_fsck_report_fn report;
     void *report_ctx;
     /* blobs the walk found and the catalog was not asked about yet */
     struct buf batch;
@@ -274,7 +274,7 @@ static int gc_delete(PGconn *c, struct gc_ctx *g, struct st_err *err)
     return ST_OK;
 }
 
-int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report *out,
+int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct engine_gc_report *out,
               struct st_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -325,7 +325,7 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct gc_report 
 /* ---- fsck ------------------------------------------------------------------ */
 
 static void check_data_file(struct engine *e, const char *rel, int64_t rows, int64_t size,
-                            fsck_report_fn fn, void *ctx, struct gc_report *rep)
+                            engine_fsck_report_fn fn, void *ctx, struct engine_gc_report *rep)
 {
     struct pq_reader *r = NULL;
     struct st_err err = {0};
@@ -352,8 +352,8 @@ static void check_data_file(struct engine *e, const char *rel, int64_t rows, int
  * the location rule (the catalog's CHECK: offset 0, length the blob's size), then the blob
  * decoded and its cardinality, as a Puffin blob is checked.
  */
-static void check_inline_dv(struct engine *e, const PGresult *r, int i, fsck_report_fn fn,
-                            void *ctx, struct gc_report *rep)
+static void check_inline_dv(struct engine *e, const PGresult *r, int i, engine_fsck_report_fn fn,
+                            void *ctx, struct engine_gc_report *rep)
 {
     char name[96];
     snprintf(name, sizeof name, "inline DV of file %lld at seq %lld",
@@ -389,7 +389,7 @@ static void check_inline_dv(struct engine *e, const PGresult *r, int i, fsck_rep
     free(blob);
 }
 
-int engine_fsck(struct engine *e, fsck_report_fn fn, void *ctx, struct gc_report *out,
+int engine_fsck(struct engine *e, engine_fsck_report_fn fn, void *ctx, struct engine_gc_report *out,
                 struct st_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -482,7 +482,7 @@ static void *gc_main(void *p)
         if (e->stopping)
             break;
         pthread_mutex_unlock(&e->gc_mu);
-        struct gc_report rep;
+        struct engine_gc_report rep;
         struct st_err err = {0};
         if (engine_gc(e, e->o.gc_grace_s, false, &rep, &err) != ST_OK)
             log_warn("gc: %s", err.msg);

@@ -54,7 +54,7 @@ static void format_duration(int64_t s, char *out, size_t n)
         snprintf(out, n, "%llds", (long long)s);
 }
 
-int engine_table_health(struct engine *e, struct table *t, int64_t after, size_t limit,
+int engine_table_health(struct engine *e, struct engine_table *t, int64_t after, size_t limit,
                         int64_t retain_s, struct engine_health *out, struct st_err *err)
 {
     memset(out, 0, sizeof *out);

@@ -53,7 +53,7 @@ bool engine_idem_key_valid(const char *key)
 
 /* ---- encoding -------------------------------------------------------------------- */
 
-static json_t *table_record(const struct table *t)
+static json_t *table_record(const struct engine_table *t)
 {
     json_t *cols = json_array();
     for (int i = 0; i < t->ncols; i++)
@@ -84,7 +84,7 @@ char *eng__result_encode(const struct eng__result *r)
         /* A delete by keys in one statement writes this record in SQL (SQL_FAST_DELETE in
            commit_fast.c, format()): a field added here must be added there;
            test_one_statement_idempotency_key replays a record written that way. */
-        const struct change_res *c = r->changes;
+        const struct engine_change_res *c = r->changes;
         o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "v", IDEM_RECORD_VERSION, "seq",
                       (json_int_t)c->seq, "inserted", (json_int_t)c->inserted, "updated",
                       (json_int_t)c->updated, "deleted", (json_int_t)c->deleted, "missing",
@@ -113,7 +113,7 @@ static bool get_int(json_t *o, const char *name, int64_t *out)
     return true;
 }
 
-static int decode_table(json_t *o, struct table **out, struct st_err *err)
+static int decode_table(json_t *o, struct engine_table **out, struct st_err *err)
 {
     const char *name = json_string_value(json_object_get(o, "name"));
     const char *uuid = json_string_value(json_object_get(o, "uuid"));
@@ -131,7 +131,7 @@ static int decode_table(json_t *o, struct table **out, struct st_err *err)
                              json_string_value(vc), out, err);
     if (rc != ST_OK)
         return rc;
-    struct table *t = *out;
+    struct engine_table *t = *out;
     t->id = id;
     snprintf(t->uuid, sizeof t->uuid, "%s", uuid);
     t->seq = seq;
@@ -139,7 +139,7 @@ static int decode_table(json_t *o, struct table **out, struct st_err *err)
     return ST_OK;
 }
 
-static int decode_changes(json_t *o, struct change_res *c, struct st_err *err)
+static int decode_changes(json_t *o, struct engine_change_res *c, struct st_err *err)
 {
     json_t *dup = json_object_get(o, "duplicate");
     memset(c, 0, sizeof *c);
@@ -153,7 +153,7 @@ static int decode_changes(json_t *o, struct change_res *c, struct st_err *err)
     return ST_OK;
 }
 
-static int decode_delete(json_t *o, struct delete_res *d, struct st_err *err)
+static int decode_delete(json_t *o, struct engine_delete_res *d, struct st_err *err)
 {
     memset(d, 0, sizeof *d);
     if (!get_int(o, "seq", &d->seq) || !get_int(o, "deleted", &d->deleted))

@@ -53,13 +53,13 @@ void key_encode_value(enum st_type type, const struct st_value *v, struct buf *o
     }
 }
 
-void key_encode(const struct table *t, const struct st_value *keyvals, struct buf *out)
+void key_encode(const struct engine_table *t, const struct st_value *keyvals, struct buf *out)
 {
     for (int i = 0; i < t->npk; i++)
         key_encode_value(t->cols[t->pk[i]].type, &keyvals[i], out);
 }
 
-void key_encode_row(const struct table *t, const struct st_value *row, struct buf *out)
+void key_encode_row(const struct engine_table *t, const struct st_value *row, struct buf *out)
 {
     for (int i = 0; i < t->npk; i++)
         key_encode_value(t->cols[t->pk[i]].type, &row[t->pk[i]], out);
@@ -80,7 +80,7 @@ static size_t value_len(enum st_type type, const struct st_value *v)
     return n;
 }
 
-size_t key_encoded_len(const struct table *t, const struct st_value *vals, bool row)
+size_t key_encoded_len(const struct engine_table *t, const struct st_value *vals, bool row)
 {
     size_t n = 0;
     for (int i = 0; i < t->npk; i++)
@@ -88,7 +88,7 @@ size_t key_encoded_len(const struct table *t, const struct st_value *vals, bool 
     return n;
 }
 
-bool key_is_i8(const struct table *t)
+bool key_is_i8(const struct engine_table *t)
 {
     if (t->npk != 1)
         return false;
@@ -103,7 +103,7 @@ int64_t key_i8(const uint8_t *enc, size_t len)
     return (int64_t)(ld_u64be(enc) ^ 0x8000000000000000ull);
 }
 
-const char *key_index_table(const struct table *t)
+const char *key_index_table(const struct engine_table *t)
 {
     return key_is_i8(t) ? "strike.key_index_i8" : "strike.key_index";
 }

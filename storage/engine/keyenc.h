@@ -20,7 +20,7 @@
 #include "common/buf.h"
 #include "common/types.h"
 
-struct table;
+struct engine_table;
 
 /*
  * The longest key the key index takes, encoded (docs/API.md "Changes"). A
@@ -33,24 +33,24 @@ struct table;
 /* Append one value's encoding (v must not be null). */
 void key_encode_value(enum st_type type, const struct st_value *v, struct buf *out);
 /* Append the key of a delete: t->npk values in key order. */
-void key_encode(const struct table *t, const struct st_value *keyvals, struct buf *out);
+void key_encode(const struct engine_table *t, const struct st_value *keyvals, struct buf *out);
 /* Append the key of a full row (t->ncols values). */
-void key_encode_row(const struct table *t, const struct st_value *row, struct buf *out);
+void key_encode_row(const struct engine_table *t, const struct st_value *row, struct buf *out);
 /*
  * The length key_encode (row false: t->npk key values) or key_encode_row
  * (row true: t->ncols values) would append, without encoding; a null value
  * counts 0.
  */
-size_t key_encoded_len(const struct table *t, const struct st_value *vals, bool row);
+size_t key_encoded_len(const struct engine_table *t, const struct st_value *vals, bool row);
 
 /*
  * Tables keyed by one long, int or timestamp column keep their key index in
  * strike.key_index_i8, keyed by the value itself. key_is_i8 says which;
  * key_i8 turns such a key's encoding (8 or 4 bytes) back into the value.
  */
-bool key_is_i8(const struct table *t);
+bool key_is_i8(const struct engine_table *t);
 int64_t key_i8(const uint8_t *enc, size_t len);
 /* The key index table of t: "strike.key_index" or "strike.key_index_i8". */
-const char *key_index_table(const struct table *t);
+const char *key_index_table(const struct engine_table *t);
 
 #endif

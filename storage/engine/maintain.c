@@ -83,7 +83,7 @@ static int unlock(PGconn *c, int64_t table_id, struct st_err *err)
  * a Puffin file (so that a plan finds them there), compact, then expire the
  * snapshots older than the retention.
  */
-static int maintain_table(struct engine *e, struct table *t, struct st_err *err)
+static int maintain_table(struct engine *e, struct engine_table *t, struct st_err *err)
 {
     int64_t flushed = 0;
     int frc = engine_flush_dvs(e, t, &flushed, err);
@@ -114,14 +114,14 @@ static int maintain_table(struct engine *e, struct table *t, struct st_err *err)
 /* One pass: the tables in name order, taken one at a time by the pass's workers. */
 struct maint_pass {
     struct engine *e;
-    struct table **ts;
+    struct engine_table **ts;
     size_t n;
     atomic_size_t next; /* the next table to take */
     atomic_bool halt;   /* the catalog is in trouble: no worker takes another table */
 };
 
 /* A test's stall (FAULT_MAINT_STALL_TABLE): the table's maintenance waits while it is armed. */
-static void stall_point(struct engine *e, const struct table *t)
+static void stall_point(struct engine *e, const struct engine_table *t)
 {
     struct timespec ts = {0, 10 * 1000000L};
     while (atomic_load(&e->fault_maint_stall_table) == t->id && !atomic_load(&e->maint_stop))
@@ -129,7 +129,7 @@ static void stall_point(struct engine *e, const struct table *t)
 }
 
 /* Maintain table t if this server gets its lock; false: the pass should stop. */
-static bool maintain_one(struct engine *e, struct table *t)
+static bool maintain_one(struct engine *e, struct engine_table *t)
 {
     PGconn *c;
     struct st_err err = {0};

@@ -62,9 +62,9 @@ const char *const eng__sql_snapshot_files =
     "ORDER BY d.added_seq DESC LIMIT 1) dv ON dv.removed_seq IS NULL OR dv.removed_seq > (SELECT "
     "seq FROM s) ORDER BY f.data_seq, f.id";
 
-int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool has_snapshot,
-                        int64_t snapshot, int64_t *seq, struct snap_file **files, size_t *n,
-                        struct st_err *err)
+int eng__snapshot_files(struct engine *e, PGconn *c, const struct engine_table *t,
+                        bool has_snapshot, int64_t snapshot, int64_t *seq, struct snap_file **files,
+                        size_t *n, struct st_err *err)
 {
     *files = NULL;
     *n = 0;
@@ -163,8 +163,8 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct table *t, bool
 
 /* Column ranges of a file from its catalog stats, for pruning. The strings
    in `ranges` point into the returned JSON, which the caller decrefs. */
-static json_t *file_ranges(const struct table *t, const char *stats_json, struct col_range *ranges,
-                           const struct col_range **rp)
+static json_t *file_ranges(const struct engine_table *t, const char *stats_json,
+                           struct col_range *ranges, const struct col_range **rp)
 {
     for (int k = 0; k < t->ncols; k++)
         rp[k] = NULL;
@@ -226,8 +226,9 @@ static json_t *file_ranges(const struct table *t, const char *stats_json, struct
     return o;
 }
 
-bool eng__file_may_match(const struct table *t, const struct snap_file *sf, const struct filter *f,
-                         struct col_range *ranges, const struct col_range **rp)
+bool eng__file_may_match(const struct engine_table *t, const struct snap_file *sf,
+                         const struct filter *f, struct col_range *ranges,
+                         const struct col_range **rp)
 {
     json_t *j = file_ranges(t, sf->stats_json, ranges, rp);
     bool may = filter_may_match(f, rp, (uint64_t)sf->record_count);
@@ -235,7 +236,7 @@ bool eng__file_may_match(const struct table *t, const struct snap_file *sf, cons
     return may;
 }
 
-bool eng__row_group_may_match(const struct table *t, struct pq_reader *r, int rg,
+bool eng__row_group_may_match(const struct engine_table *t, struct pq_reader *r, int rg,
                               const int *file_col, const struct filter *f, struct col_range *ranges,
                               const struct col_range **rp, uint64_t nrows)
 {
@@ -267,9 +268,9 @@ void eng__live_mask(const struct dv *dv, uint64_t first, size_t n, uint8_t *sel)
 
 /* ---- scans ---------------------------------------------------------------- */
 
-struct scan {
+struct engine_scan {
     struct engine *e;
-    struct table *t;
+    struct engine_table *t;
     int64_t seq;
     struct snap_file *files;
     size_t nfiles, fi;
@@ -299,19 +300,19 @@ struct scan {
     const struct col_range **rp;
 };
 
-int64_t engine_scan_snapshot(const struct scan *s)
+int64_t engine_scan_snapshot(const struct engine_scan *s)
 {
     return s->seq;
 }
 
-const int *engine_scan_columns(const struct scan *s, int *n)
+const int *engine_scan_columns(const struct engine_scan *s, int *n)
 {
     *n = s->nout;
     return s->out;
 }
 
-int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *req,
-                     struct scan **out, struct st_err *err)
+int engine_scan_open(struct engine *e, struct engine_table *t, const struct engine_scan_req *req,
+                     struct engine_scan **out, struct st_err *err)
 {
     *out = NULL;
     if (req->has_limit && req->limit < 0)
@@ -325,7 +326,7 @@ int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *r
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct scan *s = xcalloc(1, sizeof *s);
+    struct engine_scan *s = xcalloc(1, sizeof *s);
     rc = eng__snapshot_files(e, c, t, req->has_snapshot, req->snapshot, &s->seq, &s->files,
                              &s->nfiles, err);
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
@@ -360,7 +361,7 @@ int engine_scan_open(struct engine *e, struct table *t, const struct scan_req *r
     return ST_OK;
 }
 
-static void close_file(struct scan *s)
+static void close_file(struct engine_scan *s)
 {
     pq_reader_close(s->r);
     s->r = NULL;
@@ -371,9 +372,9 @@ static void close_file(struct scan *s)
     s->fi++;
 }
 
-static int open_file(struct scan *s, struct st_err *err)
+static int open_file(struct engine_scan *s, struct st_err *err)
 {
-    const struct table *t = s->t;
+    const struct engine_table *t = s->t;
     struct snap_file *f = &s->files[s->fi];
     if (s->filter != NULL && !eng__file_may_match(t, f, s->filter, s->ranges, s->rp)) {
         s->fi++;
@@ -417,11 +418,12 @@ static int open_file(struct scan *s, struct st_err *err)
     return ST_OK;
 }
 
-int engine_scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st_err *err)
+int engine_scan_next(struct engine_scan *s, struct engine_scan_batch *b, bool *done,
+                     struct st_err *err)
 {
     memset(b, 0, sizeof *b);
     *done = false;
-    const struct table *t = s->t;
+    const struct engine_table *t = s->t;
     for (;;) {
         if (s->has_limit && s->remaining <= 0) {
             *done = true;
@@ -485,7 +487,7 @@ int engine_scan_next(struct scan *s, struct scan_batch *b, bool *done, struct st
     }
 }
 
-void engine_scan_close(struct scan *s)
+void engine_scan_close(struct engine_scan *s)
 {
     if (s == NULL)
         return;
@@ -512,7 +514,7 @@ void engine_scan_close(struct scan *s)
 
 /* ---- plan ------------------------------------------------------------------- */
 
-void engine_plan_free(struct plan_file *files, size_t n)
+void engine_plan_free(struct engine_plan_file *files, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(files[i].path);
@@ -523,7 +525,7 @@ void engine_plan_free(struct plan_file *files, size_t n)
     free(files);
 }
 
-int engine_plan_presign(struct engine *e, struct plan_file *files, size_t n, int64_t now_s,
+int engine_plan_presign(struct engine *e, struct engine_plan_file *files, size_t n, int64_t now_s,
                         int64_t expires_s, struct st_err *err)
 {
     if (blob_local_root(e->blobs) != NULL)
@@ -554,7 +556,7 @@ int engine_plan_presign(struct engine *e, struct plan_file *files, size_t n, int
  * commits: a later round finds it there (or, if that flush failed, moves it
  * itself).
  */
-static int plan_files(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
+static int plan_files(struct engine *e, struct engine_table *t, bool has_snapshot, int64_t snapshot,
                       const struct filter *f, struct snap_file **sf_out, size_t *n_out,
                       bool **listed_out, int64_t *seq, struct st_err *err)
 {
@@ -626,9 +628,9 @@ static int plan_files(struct engine *e, struct table *t, bool has_snapshot, int6
     return ST_OK;
 }
 
-int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t snapshot,
-                const struct filter *f, struct plan_file **files, size_t *nfiles, int64_t *seq,
-                struct st_err *err)
+int engine_plan(struct engine *e, struct engine_table *t, bool has_snapshot, int64_t snapshot,
+                const struct filter *f, struct engine_plan_file **files, size_t *nfiles,
+                int64_t *seq, struct st_err *err)
 {
     *files = NULL;
     *nfiles = 0;
@@ -638,12 +640,12 @@ int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t sn
     int rc = plan_files(e, t, has_snapshot, snapshot, f, &sf, &n, &listed, seq, err);
     if (rc != ST_OK)
         return rc;
-    struct plan_file *out = xcalloc(n ? n : 1, sizeof *out);
+    struct engine_plan_file *out = xcalloc(n ? n : 1, sizeof *out);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         if (!listed[i])
             continue;
-        struct plan_file *p = &out[m++];
+        struct engine_plan_file *p = &out[m++];
         p->id = sf[i].id;
         p->path = xstrdup(sf[i].path);
         p->record_count = sf[i].record_count;
@@ -667,7 +669,7 @@ int engine_plan(struct engine *e, struct table *t, bool has_snapshot, int64_t sn
 
 /* ---- history and files -------------------------------------------------------- */
 
-void engine_snapshots_free(struct snapshot_info *s, size_t n)
+void engine_snapshots_free(struct engine_snapshot_info *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(s[i].operation);
@@ -676,8 +678,9 @@ void engine_snapshots_free(struct snapshot_info *s, size_t n)
     free(s);
 }
 
-int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size_t limit,
-                          struct snapshot_info **out, size_t *n, bool *more, struct st_err *err)
+int engine_list_snapshots(struct engine *e, struct engine_table *t, int64_t after, size_t limit,
+                          struct engine_snapshot_info **out, size_t *n, bool *more,
+                          struct st_err *err)
 {
     *out = NULL;
     *n = 0;
@@ -709,7 +712,7 @@ int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size
         *more = true;
         rows = (int)limit;
     }
-    struct snapshot_info *s = xcalloc((size_t)(rows ? rows : 1), sizeof *s);
+    struct engine_snapshot_info *s = xcalloc((size_t)(rows ? rows : 1), sizeof *s);
     for (int i = 0; i < rows; i++) {
         s[i].seq = eng__get_i64(r, i, 0);
         s[i].committed_us = eng__get_i64(r, i, 1);
@@ -723,8 +726,9 @@ int engine_list_snapshots(struct engine *e, struct table *t, int64_t after, size
     return ST_OK;
 }
 
-int engine_producer_offsets(struct engine *e, const struct table *t, const char *const *producers,
-                            size_t n, bool *has, int64_t *offsets, struct st_err *err)
+int engine_producer_offsets(struct engine *e, const struct engine_table *t,
+                            const char *const *producers, size_t n, bool *has, int64_t *offsets,
+                            struct st_err *err)
 {
     for (size_t i = 0; i < n; i++) {
         has[i] = false;
@@ -765,14 +769,14 @@ int engine_producer_offsets(struct engine *e, const struct table *t, const char 
     return ST_OK;
 }
 
-int engine_producer_offset(struct engine *e, const struct table *t, const char *producer, bool *has,
-                           int64_t *offset, struct st_err *err)
+int engine_producer_offset(struct engine *e, const struct engine_table *t, const char *producer,
+                           bool *has, int64_t *offset, struct st_err *err)
 {
     return engine_producer_offsets(e, t, &producer, 1, has, offset, err);
 }
 
 /* The blob key of a data file of the table. */
-static int file_rel(struct engine *e, struct table *t, int64_t file_id, char **rel,
+static int file_rel(struct engine *e, struct engine_table *t, int64_t file_id, char **rel,
                     struct st_err *err)
 {
     *rel = NULL;
@@ -798,7 +802,7 @@ static int file_rel(struct engine *e, struct table *t, int64_t file_id, char **r
     return rc;
 }
 
-int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **abs_path,
+int engine_file_path(struct engine *e, struct engine_table *t, int64_t file_id, char **abs_path,
                      struct st_err *err)
 {
     *abs_path = NULL;
@@ -813,8 +817,8 @@ int engine_file_path(struct engine *e, struct table *t, int64_t file_id, char **
     return rc;
 }
 
-int engine_file_open(struct engine *e, struct table *t, int64_t file_id, struct blob_file **out,
-                     struct st_err *err)
+int engine_file_open(struct engine *e, struct engine_table *t, int64_t file_id,
+                     struct blob_file **out, struct st_err *err)
 {
     *out = NULL;
     char *rel;

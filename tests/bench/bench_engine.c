@@ -118,7 +118,7 @@ static struct engine *open_engine(void)
     return e;
 }
 
-static struct table *fresh_table(struct engine *e, const char *name)
+static struct engine_table *fresh_table(struct engine *e, const char *name)
 {
     bool replayed;
     struct st_err err = {0};
@@ -129,8 +129,8 @@ static struct table *fresh_table(struct engine *e, const char *name)
                                 {"status", ST_T_STRING, false},
                                 {"payload", ST_T_STRING, false}};
     const char *pk[] = {"id"};
-    struct table_def d = {name, 5, cols, 1, pk, NULL};
-    struct table *t;
+    struct engine_table_def d = {name, 5, cols, 1, pk, NULL};
+    struct engine_table *t;
     st_err_clear(&err);
     if (engine_create_table(e, &d, NULL, &t, &replayed, &err) != ST_OK)
         die("create table", &err);
@@ -138,9 +138,9 @@ static struct table *fresh_table(struct engine *e, const char *name)
 }
 
 /* The existing table --table (keys 0..--rows-1). */
-static struct table *existing_table(struct engine *e, const char *name)
+static struct engine_table *existing_table(struct engine *e, const char *name)
 {
-    struct table *t;
+    struct engine_table *t;
     struct st_err err = {0};
     if (engine_get_table(e, name, &t, &err) != ST_OK)
         die("get table", &err);
@@ -148,7 +148,7 @@ static struct table *existing_table(struct engine *e, const char *name)
 }
 
 /* --table when given, else a fresh table `fresh_name`. */
-static struct table *use_table(struct engine *e, const char *fresh_name)
+static struct engine_table *use_table(struct engine *e, const char *fresh_name)
 {
     return arg_table ? existing_table(e, arg_table) : fresh_table(e, fresh_name);
 }
@@ -186,19 +186,19 @@ static char *pg_value(PGconn *c, const char *sql, const char *param)
 }
 
 /* Upsert rows [lo, hi) with `salt`, in requests of `batch`. */
-static void load(struct engine *e, struct table *t, int64_t lo, int64_t hi, long batch,
+static void load(struct engine *e, struct engine_table *t, int64_t lo, int64_t hi, long batch,
                  uint64_t salt)
 {
     struct rowbuf *rb = xcalloc((size_t)batch, sizeof *rb);
-    struct change *ch = xcalloc((size_t)batch, sizeof *ch);
+    struct engine_change *ch = xcalloc((size_t)batch, sizeof *ch);
     for (int64_t at = lo; at < hi; at += batch) {
         size_t n = (size_t)(hi - at < batch ? hi - at : batch);
         for (size_t i = 0; i < n; i++) {
             make_row(&rb[i], at + (int64_t)i, salt);
-            ch[i] = (struct change){CHANGE_UPSERT, rb[i].v};
+            ch[i] = (struct engine_change){ENGINE_CHANGE_UPSERT, rb[i].v};
         }
-        struct change_req req = {.table = t, .changes = ch, .nchanges = n};
-        struct change_res res;
+        struct engine_change_req req = {.table = t, .changes = ch, .nchanges = n};
+        struct engine_change_res res;
         struct st_err err = {0};
         if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("load", &err);
@@ -222,7 +222,7 @@ static double pct(double *v, size_t n, double p)
 
 static void measure_ingest(struct engine *e)
 {
-    struct table *t;
+    struct engine_table *t;
     int64_t existing;
     if (arg_table) {
         t = existing_table(e, arg_table);
@@ -234,7 +234,7 @@ static void measure_ingest(struct engine *e)
     }
     /* batches: half updates of distinct existing keys, half new keys */
     struct rowbuf *rb = xcalloc((size_t)arg_batch, sizeof *rb);
-    struct change *ch = xcalloc((size_t)arg_batch, sizeof *ch);
+    struct engine_change *ch = xcalloc((size_t)arg_batch, sizeof *ch);
     int64_t next_new = arg_new_base >= 0 ? arg_new_base : existing;
     int64_t next_upd = arg_key_offset;
     long done = 0, inserted = 0, updated = 0;
@@ -245,10 +245,10 @@ static void measure_ingest(struct engine *e)
         for (long i = 0; i < arg_batch; i++) {
             int64_t id = (i % 2 == 0) ? perm_key(next_upd++, existing) : next_new++;
             make_row(&rb[i], id, 2 + (uint64_t)batches);
-            ch[i] = (struct change){CHANGE_UPSERT, rb[i].v};
+            ch[i] = (struct engine_change){ENGINE_CHANGE_UPSERT, rb[i].v};
         }
-        struct change_req req = {.table = t, .changes = ch, .nchanges = (size_t)arg_batch};
-        struct change_res res;
+        struct engine_change_req req = {.table = t, .changes = ch, .nchanges = (size_t)arg_batch};
+        struct engine_change_res res;
         struct st_err err = {0};
         if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("ingest", &err);
@@ -269,7 +269,7 @@ static void measure_ingest(struct engine *e)
 
 static void measure_delete1(struct engine *e)
 {
-    struct table *t = use_table(e, "bench_delete1");
+    struct engine_table *t = use_table(e, "bench_delete1");
     if (!arg_table)
         load(e, t, 0, arg_rows, 200000, 1);
     PGconn *cat = pg_connect(arg_catalog);
@@ -278,9 +278,9 @@ static void measure_delete1(struct engine *e)
     for (long i = 0; i < arg_warmup; i++) { /* untimed: connections, caches */
         struct st_value key = {0};
         key.v.l = perm_key(arg_key_offset + i, arg_rows);
-        struct change ch = {CHANGE_DELETE, &key};
-        struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
-        struct change_res res;
+        struct engine_change ch = {ENGINE_CHANGE_DELETE, &key};
+        struct engine_change_req req = {.table = t, .changes = &ch, .nchanges = 1};
+        struct engine_change_res res;
         struct st_err err = {0};
         if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("delete", &err);
@@ -294,8 +294,8 @@ static void measure_delete1(struct engine *e)
     for (long i = 0; i < arg_samples; i++) {
         struct st_value key = {0};
         key.v.l = perm_key(arg_key_offset + arg_warmup + i, arg_rows);
-        struct change ch = {CHANGE_DELETE, &key};
-        struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
+        struct engine_change ch = {ENGINE_CHANGE_DELETE, &key};
+        struct engine_change_req req = {.table = t, .changes = &ch, .nchanges = 1};
         char ikey[64];
         struct engine_idem idem = {.key = ikey};
         if (arg_idem) { /* a key of this run and sample, as a client would make up */
@@ -303,7 +303,7 @@ static void measure_delete1(struct engine *e)
             memset(idem.hash, (int)(i & 0xff), sizeof idem.hash);
             req.idem = &idem;
         }
-        struct change_res res;
+        struct engine_change_res res;
         struct st_err err = {0};
         if (arg_ab) /* even samples in one statement, odd ones the general way */
             engine_test_fast_deletes(e, i % 2 == 0);
@@ -357,7 +357,7 @@ static void measure_delete1(struct engine *e)
 
 struct writer {
     struct engine *e;
-    struct table *t;
+    struct engine_table *t;
     int id;
     uint64_t deadline;
     long commits;
@@ -372,9 +372,9 @@ static void *writer_main(void *p)
     struct rowbuf rb;
     for (int64_t i = 0; st_mono_ns() < w->deadline; i++) {
         make_row(&rb, (int64_t)w->id * WRITER_SPAN + i % WRITER_KEYS, (uint64_t)i);
-        struct change ch = {CHANGE_UPSERT, rb.v};
-        struct change_req req = {.table = w->t, .changes = &ch, .nchanges = 1};
-        struct change_res res;
+        struct engine_change ch = {ENGINE_CHANGE_UPSERT, rb.v};
+        struct engine_change_req req = {.table = w->t, .changes = &ch, .nchanges = 1};
+        struct engine_change_res res;
         struct st_err err = {0};
         if (engine_apply_changes(w->e, &req, &res, &err) != ST_OK)
             die("writer", &err);
@@ -385,18 +385,18 @@ static void *writer_main(void *p)
 
 /* Acknowledged writes missing from the table: every key must hold the row
    its writer wrote last (each writer owns its keys). */
-static long writers_lost(struct engine *e, struct table *t, const struct writer *ws, long n)
+static long writers_lost(struct engine *e, struct engine_table *t, const struct writer *ws, long n)
 {
     long expected = 0, matched = 0;
     for (long w = 0; w < n; w++)
         expected += ws[w].commits < WRITER_KEYS ? ws[w].commits : WRITER_KEYS;
-    struct scan_req sr = {0};
-    struct scan *sc;
+    struct engine_scan_req sr = {0};
+    struct engine_scan *sc;
     struct st_err err = {0};
     if (engine_scan_open(e, t, &sr, &sc, &err) != ST_OK)
         die("scan", &err);
     for (;;) {
-        struct scan_batch b;
+        struct engine_scan_batch b;
         bool done = false;
         if (engine_scan_next(sc, &b, &done, &err) != ST_OK)
             die("scan", &err);
@@ -426,7 +426,7 @@ static long writers_lost(struct engine *e, struct table *t, const struct writer 
 
 static void measure_writers(struct engine *e)
 {
-    struct table *t = fresh_table(e, "bench_writers");
+    struct engine_table *t = fresh_table(e, "bench_writers");
     struct writer *ws = xcalloc((size_t)arg_threads, sizeof *ws);
     pthread_t *th = xcalloc((size_t)arg_threads, sizeof *th);
     int64_t seq0 = t->seq;
@@ -441,7 +441,7 @@ static void measure_writers(struct engine *e)
         total += ws[i].commits;
     }
     double s = (double)(st_mono_ns() - t0) / 1e9;
-    struct table *now;
+    struct engine_table *now;
     struct st_err err = {0};
     if (engine_get_table(e, "bench_writers", &now, &err) != ST_OK)
         die("get table", &err);
@@ -464,11 +464,11 @@ static int64_t absent_key(long r, long i)
 
 static void measure_lookup(struct engine *e)
 {
-    struct table *t = use_table(e, "bench_lookup");
+    struct engine_table *t = use_table(e, "bench_lookup");
     if (!arg_table)
         load(e, t, 0, arg_rows, 200000, 1);
     struct st_value *keys = xcalloc((size_t)arg_batch, sizeof *keys);
-    struct change *ch = xcalloc((size_t)arg_batch, sizeof *ch);
+    struct engine_change *ch = xcalloc((size_t)arg_batch, sizeof *ch);
     long total = 0, missing = 0;
     uint64_t t0 = 0;
     for (long r = -1; r < arg_rounds; r++) { /* round -1 warms up, untimed */
@@ -477,10 +477,10 @@ static void measure_lookup(struct engine *e)
         for (long i = 0; i < arg_batch; i++) {
             memset(&keys[i], 0, sizeof keys[i]);
             keys[i].v.l = absent_key(r + 1 + arg_key_offset, i);
-            ch[i] = (struct change){CHANGE_DELETE, &keys[i]};
+            ch[i] = (struct engine_change){ENGINE_CHANGE_DELETE, &keys[i]};
         }
-        struct change_req req = {.table = t, .changes = ch, .nchanges = (size_t)arg_batch};
-        struct change_res res;
+        struct engine_change_req req = {.table = t, .changes = ch, .nchanges = (size_t)arg_batch};
+        struct engine_change_res res;
         struct st_err err = {0};
         if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("lookup", &err);
@@ -563,7 +563,7 @@ static void measure_pglookup(void)
 }
 
 /* Table column c's index in the file, checked by name and type. */
-static int file_column(struct pq_reader *r, const struct table *t, int c)
+static int file_column(struct pq_reader *r, const struct engine_table *t, int c)
 {
     int i = pq_find_column(r, t->cols[c].name);
     if (i < 0 || pq_column(r, i)->type != t->cols[c].type || pq_column_unsupported(r, i)) {
@@ -576,7 +576,7 @@ static int file_column(struct pq_reader *r, const struct table *t, int c)
 
 static void measure_load(struct engine *e)
 {
-    struct table *t = fresh_table(e, arg_table);
+    struct engine_table *t = fresh_table(e, arg_table);
     struct st_err err = {0};
     struct pq_reader *r;
     if (pq_reader_open(arg_from, &r, &err) != ST_OK)
@@ -600,16 +600,16 @@ static void measure_load(struct engine *e)
             g++;
         }
         struct st_value *vals = xcalloc(n * 5, sizeof *vals);
-        struct change *ch = xcalloc(n, sizeof *ch);
+        struct engine_change *ch = xcalloc(n, sizeof *ch);
         size_t k = 0;
         for (int b = g0; b < g; b++)
             for (size_t i = 0; i < bs[b].nrows; i++, k++) {
                 for (int c = 0; c < 5; c++)
                     st_colvec_get(&bs[b].cols[c], i, &vals[k * 5 + (size_t)c]);
-                ch[k] = (struct change){CHANGE_UPSERT, &vals[k * 5]};
+                ch[k] = (struct engine_change){ENGINE_CHANGE_UPSERT, &vals[k * 5]};
             }
-        struct change_req req = {.table = t, .changes = ch, .nchanges = n};
-        struct change_res res;
+        struct engine_change_req req = {.table = t, .changes = ch, .nchanges = n};
+        struct engine_change_res res;
         if (engine_apply_changes(e, &req, &res, &err) != ST_OK)
             die("load", &err);
         if (res.inserted != (int64_t)n) {

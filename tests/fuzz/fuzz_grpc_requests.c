@@ -28,7 +28,7 @@ static struct st_column cols[] = {
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 static int pk[] = {0};
-static struct table table = {
+static struct engine_table table = {
     .id = 1,
     .name = "fuzz",
     .ncols = NCOLS,
@@ -132,7 +132,7 @@ static void requests(int kind, const uint8_t *p, size_t n)
                                     .npk = q->n_primary_key,
                                     .version_column = q->version_column};
         struct st_column *tcols = garena_alloc(&a, (q->n_columns + 1) * sizeof *tcols);
-        struct table_def def;
+        struct engine_table_def def;
         if (svc_table_def(&cq, tcols, &def, &err) == ST_OK &&
             (def.ncols < 0 || def.ncols > ST_COLUMNS_MAX))
             abort();

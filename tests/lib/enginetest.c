@@ -98,8 +98,8 @@ void et_close(struct et *t, bool remove_dir)
     free(t->conninfo);
 }
 
-struct table *et_create(struct et *t, const char *name, const char *const *cols, int ncols,
-                        const char *const *pk, int npk, const char *version_col)
+struct engine_table *et_create(struct et *t, const char *name, const char *const *cols, int ncols,
+                               const char *const *pk, int npk, const char *version_col)
 {
     struct st_column *c = xcalloc((size_t)ncols, sizeof *c);
     for (int i = 0; i < ncols; i++) {
@@ -115,8 +115,8 @@ struct table *et_create(struct et *t, const char *name, const char *const *cols,
         if (!st_type_parse(type, &c[i].type))
             die("bad type in spec", NULL);
     }
-    struct table_def d = {name, ncols, c, npk, pk, version_col};
-    struct table *tab = NULL;
+    struct engine_table_def d = {name, ncols, c, npk, pk, version_col};
+    struct engine_table *tab = NULL;
     bool replayed;
     struct st_err err = {0};
     if (engine_create_table(t->e, &d, NULL, &tab, &replayed, &err) != ST_OK)
@@ -125,19 +125,19 @@ struct table *et_create(struct et *t, const char *name, const char *const *cols,
     return tab;
 }
 
-int et_scan_rc(struct et *t, struct table *tab, int64_t snapshot, struct et_rows *out,
+int et_scan_rc(struct et *t, struct engine_table *tab, int64_t snapshot, struct et_rows *out,
                struct st_err *err)
 {
     memset(out, 0, sizeof *out);
-    struct scan_req req = {.has_snapshot = snapshot >= 0, .snapshot = snapshot};
-    struct scan *s;
+    struct engine_scan_req req = {.has_snapshot = snapshot >= 0, .snapshot = snapshot};
+    struct engine_scan *s;
     int rc = engine_scan_open(t->e, tab, &req, &s, err);
     if (rc != ST_OK)
         return rc;
     out->snapshot = engine_scan_snapshot(s);
     size_t cap = 0;
     for (;;) {
-        struct scan_batch b;
+        struct engine_scan_batch b;
         bool done;
         if ((rc = engine_scan_next(s, &b, &done, err)) != ST_OK)
             break;
@@ -165,7 +165,7 @@ int et_scan_rc(struct et *t, struct table *tab, int64_t snapshot, struct et_rows
     return rc;
 }
 
-void et_scan(struct et *t, struct table *tab, int64_t snapshot, struct et_rows *out)
+void et_scan(struct et *t, struct engine_table *tab, int64_t snapshot, struct et_rows *out)
 {
     struct st_err err = {0};
     if (et_scan_rc(t, tab, snapshot, out, &err) != ST_OK)
@@ -184,7 +184,7 @@ void et_rows_free(struct et_rows *r)
     memset(r, 0, sizeof *r);
 }
 
-int64_t et_value_of(struct et *t, struct table *tab, int64_t id, int *count)
+int64_t et_value_of(struct et *t, struct engine_table *tab, int64_t id, int *count)
 {
     struct et_rows rows;
     et_scan(t, tab, -1, &rows);
@@ -247,17 +247,18 @@ int64_t et_sql_i64(struct et *t, const char *sql)
     return v;
 }
 
-int et_put(struct et *t, struct table *tab, const int64_t *ids, const int64_t *vs, size_t n,
-           struct change_res *res)
+int et_put(struct et *t, struct engine_table *tab, const int64_t *ids, const int64_t *vs, size_t n,
+           struct engine_change_res *res)
 {
-    struct change *ch = calloc(n ? n : 1, sizeof *ch);
+    struct engine_change *ch = calloc(n ? n : 1, sizeof *ch);
     struct st_value(*vals)[2] = calloc(n ? n : 1, sizeof *vals);
     for (size_t i = 0; i < n; i++) {
         vals[i][0].v.l = ids[i];
         vals[i][1].v.l = vs[i] < 0 ? 0 : vs[i];
-        ch[i] = (struct change){vs[i] < 0 ? CHANGE_DELETE : CHANGE_UPSERT, vals[i]};
+        ch[i] = (struct engine_change){vs[i] < 0 ? ENGINE_CHANGE_DELETE : ENGINE_CHANGE_UPSERT,
+                                       vals[i]};
     }
-    struct change_req req = {.table = tab, .changes = ch, .nchanges = n};
+    struct engine_change_req req = {.table = tab, .changes = ch, .nchanges = n};
     struct st_err err = {0};
     int rc = engine_apply_changes(t->e, &req, res, &err);
     if (rc != ST_OK)
@@ -267,8 +268,8 @@ int et_put(struct et *t, struct table *tab, const int64_t *ids, const int64_t *v
     return rc;
 }
 
-int et_put_range(struct et *t, struct table *tab, int64_t from, size_t n, int64_t mult,
-                 struct change_res *res)
+int et_put_range(struct et *t, struct engine_table *tab, int64_t from, size_t n, int64_t mult,
+                 struct engine_change_res *res)
 {
     int64_t *ids = calloc(n ? n : 1, sizeof *ids), *vs = calloc(n ? n : 1, sizeof *vs);
     for (size_t i = 0; i < n; i++) {

@@ -28,8 +28,8 @@ void et_reopen(struct et *t);
 void et_close(struct et *t, bool remove_dir);
 
 /* Create a table from a JSON-free compact spec: "name:type[!]" columns, "!" = required. */
-struct table *et_create(struct et *t, const char *name, const char *const *cols, int ncols,
-                        const char *const *pk, int npk, const char *version_col);
+struct engine_table *et_create(struct et *t, const char *name, const char *const *cols, int ncols,
+                               const char *const *pk, int npk, const char *version_col);
 
 /* A scanned row: values of every column (strings copied). */
 struct et_row {
@@ -43,9 +43,9 @@ struct et_rows {
     int64_t snapshot;
 };
 /* Scan the whole table (snapshot < 0: current); aborts the test on error. */
-void et_scan(struct et *t, struct table *tab, int64_t snapshot, struct et_rows *out);
+void et_scan(struct et *t, struct engine_table *tab, int64_t snapshot, struct et_rows *out);
 /* The same, returning the engine status instead of aborting. */
-int et_scan_rc(struct et *t, struct table *tab, int64_t snapshot, struct et_rows *out,
+int et_scan_rc(struct et *t, struct engine_table *tab, int64_t snapshot, struct et_rows *out,
                struct st_err *err);
 void et_rows_free(struct et_rows *r);
 
@@ -53,17 +53,17 @@ void et_rows_free(struct et_rows *r);
  * For tables of (id long, v long): the v of row `id` at the current
  * snapshot, -1 when absent; *count says how many rows have that id.
  */
-int64_t et_value_of(struct et *t, struct table *tab, int64_t id, int *count);
+int64_t et_value_of(struct et *t, struct engine_table *tab, int64_t id, int *count);
 
 /*
  * For tables of (id long, v long): upsert (ids[i], vs[i]), or delete key ids[i]
  * when vs[i] < 0, in one request. The engine's status (its message printed).
  */
-int et_put(struct et *t, struct table *tab, const int64_t *ids, const int64_t *vs, size_t n,
-           struct change_res *res);
+int et_put(struct et *t, struct engine_table *tab, const int64_t *ids, const int64_t *vs, size_t n,
+           struct engine_change_res *res);
 /* The same for the upserts of keys from .. from + n - 1, each with v = key * mult. */
-int et_put_range(struct et *t, struct table *tab, int64_t from, size_t n, int64_t mult,
-                 struct change_res *res);
+int et_put_range(struct et *t, struct engine_table *tab, int64_t from, size_t n, int64_t mult,
+                 struct engine_change_res *res);
 
 /* SQL for a test's own checks; each aborts the test, naming the statement, on an error. */
 struct pg_conn; /* libpq's PGconn */

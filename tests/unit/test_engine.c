@@ -80,10 +80,10 @@ N(void) {
 }
 
 static int
-apply(struct table *t, struct change *ch, size_t n, const char *producer, int64_t offset,
-      struct change_res *res, struct st_err *err)
+apply(struct engine_table *t, struct engine_change *ch, size_t n, const char *producer,
+      int64_t offset, struct engine_change_res *res, struct st_err *err)
 {
-    struct change_req req = {.table = t, .changes = ch, .nchanges = n};
+    struct engine_change_req req = {.table = t, .changes = ch, .nchanges = n};
     if (producer) {
         req.producer = producer;
         req.has_offset = true;
@@ -93,7 +93,7 @@ apply(struct table *t, struct change *ch, size_t n, const char *producer, int64_
     return rc;
 }
 
-static struct filter *parse_filter(struct table *t, const char *json)
+static struct filter *parse_filter(struct engine_table *t, const char *json)
 {
     struct filter *f = NULL;
     struct st_err err = {0};
@@ -109,19 +109,19 @@ static void test_tables(void **state)
     (void)state;
     const char *cols[] = {"id:long!", "name:string"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "basic", cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "basic", cols, 2, pk, 1, NULL);
     assert_int_equal(t->seq, 0);
     assert_int_equal(t->npk, 1);
 
     struct st_err err = {0};
-    struct table *again = NULL;
+    struct engine_table *again = NULL;
     assert_int_equal(engine_get_table(T.e, "basic", &again, &err), ST_OK);
     assert_int_equal(again->id, t->id);
     engine_table_unref(again);
 
     /* duplicates and bad definitions */
     struct st_column c[2] = {{"id", ST_T_LONG, true}, {"id", ST_T_STRING, false}};
-    struct table_def d = {"basic", 1, c, 1, pk, NULL};
+    struct engine_table_def d = {"basic", 1, c, 1, pk, NULL};
     bool replayed;
     st_err_clear(&err);
     assert_int_equal(engine_create_table(T.e, &d, NULL, &again, &replayed, &err), ST_EEXIST);
@@ -131,15 +131,15 @@ static void test_tables(void **state)
     assert_int_equal(engine_create_table(T.e, &d, NULL, &again, &replayed, &err), ST_EINVAL);
     assert_non_null(strstr(err.msg, "duplicate column"));
     struct st_column c2[1] = {{"id", ST_T_LONG, false}};
-    struct table_def d2 = {"nullable_pk", 1, c2, 1, pk, NULL};
+    struct engine_table_def d2 = {"nullable_pk", 1, c2, 1, pk, NULL};
     st_err_clear(&err);
     assert_int_equal(engine_create_table(T.e, &d2, NULL, &again, &replayed, &err), ST_EINVAL);
     assert_non_null(strstr(err.msg, "must be required"));
-    struct table_def d3 = {"bad-name", 1, c, 1, pk, NULL};
+    struct engine_table_def d3 = {"bad-name", 1, c, 1, pk, NULL};
     st_err_clear(&err);
     assert_int_equal(engine_create_table(T.e, &d3, NULL, &again, &replayed, &err), ST_EINVAL);
 
-    struct table **all;
+    struct engine_table **all;
     size_t n;
     assert_int_equal(engine_list_tables(T.e, &all, &n, &err), ST_OK);
     bool found = false;
@@ -170,11 +170,12 @@ static void test_counts_and_stats(void **state)
     (void)state;
     const char *cols[] = {"order_id:long!", "amount:double", "status:string"};
     const char *pk[] = {"order_id"};
-    struct table *t = et_create(&T, "orders", cols, 3, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "orders", cols, 3, pk, 1, NULL);
     struct st_value r1[3] = {L(1), D(9.5), S("NEW")}, r2[3] = {L(2), N(), S("X")};
     struct st_value k3[1] = {L(3)}, k1[1] = {L(1)};
-    struct change ch[] = {{CHANGE_UPSERT, r1}, {CHANGE_UPSERT, r2}, {CHANGE_DELETE, k3}};
-    struct change_res res;
+    struct engine_change ch[] = {
+        {ENGINE_CHANGE_UPSERT, r1}, {ENGINE_CHANGE_UPSERT, r2}, {ENGINE_CHANGE_DELETE, k3}};
+    struct engine_change_res res;
     struct st_err err = {0};
     assert_int_equal(apply(t, ch, 3, NULL, 0, &res, &err), ST_OK);
     assert_int_equal(res.seq, 1);
@@ -185,7 +186,8 @@ static void test_counts_and_stats(void **state)
     /* upsert of an existing key, then insert + delete of a new key in one request */
     struct st_value r1b[3] = {L(1), D(10), S("PAID")}, r4[3] = {L(4), D(1), N()};
     struct st_value k4[1] = {L(4)};
-    struct change ch2[] = {{CHANGE_UPSERT, r1b}, {CHANGE_UPSERT, r4}, {CHANGE_DELETE, k4}};
+    struct engine_change ch2[] = {
+        {ENGINE_CHANGE_UPSERT, r1b}, {ENGINE_CHANGE_UPSERT, r4}, {ENGINE_CHANGE_DELETE, k4}};
     assert_int_equal(apply(t, ch2, 3, NULL, 0, &res, &err), ST_OK);
     assert_int_equal(res.seq, 2);
     assert_int_equal(res.updated, 1);
@@ -194,12 +196,12 @@ static void test_counts_and_stats(void **state)
 
     /* a request that changes nothing creates no snapshot */
     struct st_value k9[1] = {L(9)};
-    struct change ch3[] = {{CHANGE_DELETE, k9}};
+    struct engine_change ch3[] = {{ENGINE_CHANGE_DELETE, k9}};
     assert_int_equal(apply(t, ch3, 1, NULL, 0, &res, &err), ST_OK);
     assert_int_equal(res.seq, 2);
     assert_int_equal(res.missing, 1);
 
-    struct table_stats st;
+    struct engine_table_stats st;
     assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
     assert_int_equal(st.live_rows, 2);
     assert_int_equal(st.rows - st.deleted_rows, st.live_rows);
@@ -231,7 +233,7 @@ static void test_counts_and_stats(void **state)
     assert_int_equal(et_scan_rc(&T, t, 99, &rows, &err), ST_ENOTFOUND);
 
     /* snapshots: 0 create, 1, 2 changes */
-    struct snapshot_info *snaps;
+    struct engine_snapshot_info *snaps;
     size_t ns;
     bool more;
     assert_int_equal(engine_list_snapshots(T.e, t, -1, SIZE_MAX, &snaps, &ns, &more, &err), ST_OK);
@@ -242,18 +244,18 @@ static void test_counts_and_stats(void **state)
     engine_snapshots_free(snaps, ns);
 
     /* expected_seq */
-    struct change_req req = {
+    struct engine_change_req req = {
         .table = t, .changes = ch3, .nchanges = 1, .has_expected_seq = true, .expected_seq = 1};
     st_err_clear(&err);
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_ECONFLICT);
     assert_non_null(strstr(err.msg, "expected_seq"));
 
     /* delete by key of a table that has one, and DV fetch */
-    struct change ch4[] = {{CHANGE_DELETE, k1}};
+    struct engine_change ch4[] = {{ENGINE_CHANGE_DELETE, k1}};
     st_err_clear(&err);
     assert_int_equal(apply(t, ch4, 1, NULL, 0, &res, &err), ST_OK);
     assert_int_equal(res.deleted, 1);
-    struct plan_file *pf;
+    struct engine_plan_file *pf;
     size_t npf;
     int64_t seq;
     assert_int_equal(engine_plan(T.e, t, false, 0, NULL, &pf, &npf, &seq, &err), ST_OK);
@@ -261,7 +263,7 @@ static void test_counts_and_stats(void **state)
     int64_t deleted_total = 0;
     for (size_t i = 0; i < npf; i++) {
         deleted_total += pf[i].deleted_count;
-        struct dv_bytes *b;
+        struct engine_dv_bytes *b;
         int64_t snap;
         assert_int_equal(
             engine_get_dv(T.e, t, pf[i].id, true, seq, DV_FMT_ROARING64, &b, &snap, &err), ST_OK);
@@ -272,7 +274,7 @@ static void test_counts_and_stats(void **state)
         assert_int_equal(dv_cardinality(d), (uint64_t)pf[i].deleted_count);
         dv_free(d);
         /* the second time comes from the cache, same bytes and tag */
-        struct dv_bytes *b2;
+        struct engine_dv_bytes *b2;
         assert_true(engine_peek_dv(T.e, t, pf[i].id, seq, DV_FMT_ROARING64, &b2));
         assert_string_equal(b->etag, b2->etag);
         engine_dv_bytes_unref(b2);
@@ -289,21 +291,21 @@ static void test_no_primary_key(void **state)
 {
     (void)state;
     const char *cols[] = {"msg:string", "n:int"};
-    struct table *t = et_create(&T, "log_lines", cols, 2, NULL, 0, NULL);
+    struct engine_table *t = et_create(&T, "log_lines", cols, 2, NULL, 0, NULL);
     struct st_value r[2] = {S("a"), I(1)};
-    struct change ch[] = {{CHANGE_UPSERT, r}, {CHANGE_UPSERT, r}};
-    struct change_res res;
+    struct engine_change ch[] = {{ENGINE_CHANGE_UPSERT, r}, {ENGINE_CHANGE_UPSERT, r}};
+    struct engine_change_res res;
     struct st_err err = {0};
     assert_int_equal(apply(t, ch, 2, NULL, 0, &res, &err), ST_OK);
     assert_int_equal(res.inserted, 2);
     struct st_value k[1] = {S("a")};
-    struct change del[] = {{CHANGE_DELETE, k}};
+    struct engine_change del[] = {{ENGINE_CHANGE_DELETE, k}};
     st_err_clear(&err);
     assert_int_equal(apply(t, del, 1, NULL, 0, &res, &err), ST_EINVAL);
     assert_non_null(strstr(err.msg, "no primary key"));
 
     struct filter *f = parse_filter(t, "{\"type\":\"eq\",\"term\":\"n\",\"value\":1}");
-    struct delete_res dr;
+    struct engine_delete_res dr;
     st_err_clear(&err);
     assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
     assert_int_equal(dr.deleted, 2);
@@ -320,13 +322,13 @@ static void test_idempotency(void **state)
     (void)state;
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "idem", cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "idem", cols, 2, pk, 1, NULL);
     struct st_value r[2] = {L(1), L(1)};
-    struct change ch[] = {{CHANGE_UPSERT, r}};
+    struct engine_change ch[] = {{ENGINE_CHANGE_UPSERT, r}};
     struct engine_idem idem = {.key = "abc"};
     memset(idem.hash, 7, 32);
-    struct change_req req = {.table = t, .changes = ch, .nchanges = 1, .idem = &idem};
-    struct change_res res;
+    struct engine_change_req req = {.table = t, .changes = ch, .nchanges = 1, .idem = &idem};
+    struct engine_change_res res;
     struct st_err err = {0};
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     assert_false(res.replayed);
@@ -345,7 +347,7 @@ static void test_idempotency(void **state)
     /* and so is the same key and hash for another kind of call */
     memset(idem.hash, 7, 32);
     struct filter *f = parse_filter(t, "true");
-    struct delete_res dr;
+    struct engine_delete_res dr;
     st_err_clear(&err);
     assert_int_equal(engine_delete_where(T.e, t, f, false, 0, &idem, &dr, &err), ST_EIDEMPOTENCY);
     assert_non_null(strstr(err.msg, "abc"));
@@ -362,7 +364,7 @@ static void test_idempotency(void **state)
     assert_int_equal(dr.seq, 2);
     assert_int_equal(dr.deleted, 1);
     filter_free(f);
-    struct table *cur;
+    struct engine_table *cur;
     st_err_clear(&err);
     assert_int_equal(engine_get_table(T.e, "idem", &cur, &err), ST_OK);
     assert_int_equal(cur->seq, 3);
@@ -370,7 +372,7 @@ static void test_idempotency(void **state)
     engine_table_unref(t);
 }
 
-static void assert_same_table(const struct table *a, const struct table *b)
+static void assert_same_table(const struct engine_table *a, const struct engine_table *b)
 {
     assert_string_equal(a->name, b->name);
     assert_string_equal(a->uuid, b->uuid);
@@ -395,10 +397,10 @@ static void test_idempotent_create_and_drop(void **state)
     struct st_column c[3] = {
         {"k", ST_T_STRING, true}, {"n", ST_T_INT, true}, {"ver", ST_T_TIMESTAMP, false}};
     const char *pk[] = {"n", "k"};
-    struct table_def d = {"idem_create", 3, c, 2, pk, "ver"};
+    struct engine_table_def d = {"idem_create", 3, c, 2, pk, "ver"};
     struct engine_idem idem = {.key = "create-1"};
     memset(idem.hash, 3, 32);
-    struct table *t1 = NULL, *t2 = NULL;
+    struct engine_table *t1 = NULL, *t2 = NULL;
     bool replayed = true;
     struct st_err err = {0};
     assert_int_equal(engine_create_table(T.e, &d, &idem, &t1, &replayed, &err), ST_OK);
@@ -406,8 +408,8 @@ static void test_idempotent_create_and_drop(void **state)
     assert_non_null(t1);
     /* the table moves on; the replay still answers the table as created */
     struct st_value r[3] = {S("a"), I(1), N()};
-    struct change ch[] = {{CHANGE_UPSERT, r}};
-    struct change_res res;
+    struct engine_change ch[] = {{ENGINE_CHANGE_UPSERT, r}};
+    struct engine_change_res res;
     assert_int_equal(apply(t1, ch, 1, NULL, 0, &res, &err), ST_OK);
     assert_int_equal(res.seq, 1);
     assert_int_equal(engine_create_table(T.e, &d, &idem, &t2, &replayed, &err), ST_OK);
@@ -475,10 +477,10 @@ static void test_idempotency_legacy_rows(void **state)
 
     struct st_column cols[2] = {{"id", ST_T_LONG, true}, {"v", ST_T_STRING, false}};
     const char *pk[] = {"id"};
-    struct table_def d = {"legacy_t", 2, cols, 1, pk, NULL};
+    struct engine_table_def d = {"legacy_t", 2, cols, 1, pk, NULL};
     struct engine_idem idem = {.key = "c"};
     memset(idem.hash, 1, 32);
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     bool replayed = false;
     struct st_err err = {0};
     assert_int_equal(engine_create_table(T.e, &d, &idem, &t, &replayed, &err), ST_OK);
@@ -498,11 +500,11 @@ static void test_idempotency_legacy_rows(void **state)
     t = et_create(&T, "legacy_t", (const char *[]){"id:long!", "v:string"}, 2, pk, 1, NULL);
 
     struct st_value r[2] = {L(1), S("x")};
-    struct change ch[] = {{CHANGE_UPSERT, r}};
+    struct engine_change ch[] = {{ENGINE_CHANGE_UPSERT, r}};
     idem.key = "ch";
     memset(idem.hash, 2, 32);
-    struct change_req req = {.table = t, .changes = ch, .nchanges = 1, .idem = &idem};
-    struct change_res res;
+    struct engine_change_req req = {.table = t, .changes = ch, .nchanges = 1, .idem = &idem};
+    struct engine_change_res res;
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     assert_true(res.replayed);
     assert_int_equal(res.seq, 7);
@@ -516,7 +518,7 @@ static void test_idempotency_legacy_rows(void **state)
     idem.key = "del";
     memset(idem.hash, 3, 32);
     struct filter *f = parse_filter(t, "true");
-    struct delete_res dr;
+    struct engine_delete_res dr;
     assert_int_equal(engine_delete_where(T.e, t, f, false, 0, &idem, &dr, &err), ST_OK);
     assert_true(dr.replayed);
     assert_int_equal(dr.seq, 8);
@@ -525,13 +527,13 @@ static void test_idempotency_legacy_rows(void **state)
     /* a 204 (drop) row is not the result of a create */
     idem.key = "drop";
     memset(idem.hash, 4, 32);
-    struct table *t2 = NULL;
+    struct engine_table *t2 = NULL;
     assert_int_equal(engine_create_table(T.e, &d, &idem, &t2, &replayed, &err), ST_EIDEMPOTENCY);
     assert_null(t2);
     assert_int_equal(engine_drop_table(T.e, "legacy_t", &idem, &replayed, &err), ST_OK);
     assert_true(replayed);
     /* nothing was committed by the replays */
-    struct table *cur;
+    struct engine_table *cur;
     assert_int_equal(engine_get_table(T.e, "legacy_t", &cur, &err), ST_OK);
     assert_int_equal(cur->seq, 0);
     engine_table_unref(cur);
@@ -545,21 +547,21 @@ static void test_duplicate_ignores_expected_seq(void **state)
     (void)state;
     const char *cols[] = {"id:long!"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "dups", cols, 1, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "dups", cols, 1, pk, 1, NULL);
     struct st_value r1[1] = {L(1)}, r2[1] = {L(2)};
-    struct change c1[] = {{CHANGE_UPSERT, r1}}, c2[] = {{CHANGE_UPSERT, r2}};
-    struct change_res res;
+    struct engine_change c1[] = {{ENGINE_CHANGE_UPSERT, r1}}, c2[] = {{ENGINE_CHANGE_UPSERT, r2}};
+    struct engine_change_res res;
     struct st_err err = {0};
     assert_int_equal(apply(t, c1, 1, "p", 5, &res, &err), ST_OK);
     assert_int_equal(res.seq, 1);
-    struct change_req req = {.table = t,
-                             .changes = c2,
-                             .nchanges = 1,
-                             .producer = "p",
-                             .has_offset = true,
-                             .offset = 5,
-                             .has_expected_seq = true,
-                             .expected_seq = 77};
+    struct engine_change_req req = {.table = t,
+                                    .changes = c2,
+                                    .nchanges = 1,
+                                    .producer = "p",
+                                    .has_offset = true,
+                                    .offset = 5,
+                                    .has_expected_seq = true,
+                                    .expected_seq = 77};
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     assert_true(res.duplicate);
     assert_int_equal(res.seq, 1);
@@ -577,23 +579,23 @@ static void test_mark_producer(void **state)
     (void)state;
     const char *cols[] = {"id:long!"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "marks", cols, 1, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "marks", cols, 1, pk, 1, NULL);
     struct st_value r1[1] = {L(1)}, r2[1] = {L(2)};
-    struct change c1[] = {{CHANGE_UPSERT, r1}}, c2[] = {{CHANGE_UPSERT, r2}};
-    struct change_res res;
+    struct engine_change c1[] = {{ENGINE_CHANGE_UPSERT, r1}}, c2[] = {{ENGINE_CHANGE_UPSERT, r2}};
+    struct engine_change_res res;
     struct st_err err = {0};
     bool has;
     int64_t off;
     assert_int_equal(engine_producer_offset(T.e, t, "p@lsn", &has, &off, &err), ST_OK);
     assert_false(has);
-    struct change_req req = {.table = t,
-                             .changes = c1,
-                             .nchanges = 1,
-                             .producer = "p@tx",
-                             .has_offset = true,
-                             .offset = 10,
-                             .mark_producer = "p@lsn",
-                             .mark_offset = 500};
+    struct engine_change_req req = {.table = t,
+                                    .changes = c1,
+                                    .nchanges = 1,
+                                    .producer = "p@tx",
+                                    .has_offset = true,
+                                    .offset = 10,
+                                    .mark_producer = "p@lsn",
+                                    .mark_offset = 500};
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     assert_int_equal(engine_producer_offset(T.e, t, "p@tx", &has, &off, &err), ST_OK);
     assert_true(has);
@@ -615,7 +617,7 @@ static void test_mark_producer(void **state)
     assert_int_equal(engine_producer_offset(T.e, t, "p@lsn", &has, &off, &err), ST_OK);
     assert_int_equal(off, 500);
     /* a mark alone is never a duplicate, and may go down */
-    struct change_req mark = {
+    struct engine_change_req mark = {
         .table = t, .changes = c2, .nchanges = 1, .mark_producer = "p@lsn", .mark_offset = 400};
     assert_int_equal(engine_apply_changes(T.e, &mark, &res, &err), ST_OK);
     assert_false(res.duplicate);
@@ -656,7 +658,7 @@ static uint64_t rnd(void)
     return rng;
 }
 
-static void check_scan(struct table *t, const struct model *m, int64_t snapshot)
+static void check_scan(struct engine_table *t, const struct model *m, int64_t snapshot)
 {
     struct et_rows rows;
     et_scan(&T, t, snapshot, &rows);
@@ -698,7 +700,7 @@ static bool version_lower(const struct mrow *stored, bool vnull, int64_t v)
 }
 
 /* The table at an expired snapshot: refused, naming it as expired. */
-static void check_expired(struct table *t, int64_t snapshot)
+static void check_expired(struct engine_table *t, int64_t snapshot)
 {
     struct et_rows rows;
     struct st_err err = {0};
@@ -735,9 +737,9 @@ static void model_inline_choice(const char *name)
 }
 
 /* Every DV a plan lists is in a Puffin file (inline ones were flushed). */
-static void check_plan(struct table *t, int64_t snapshot)
+static void check_plan(struct engine_table *t, int64_t snapshot)
 {
-    struct plan_file *pf;
+    struct engine_plan_file *pf;
     size_t npf;
     int64_t seq;
     struct st_err err = {0};
@@ -760,7 +762,7 @@ static void run_model(bool composite, bool maintain)
     int64_t oldest = 0; /* the oldest retained snapshot */
     int64_t compactions = 0, expiries = 0;
     model_inline_choice(name);
-    struct table *t = et_create(&T, name, cols, 6, pk, composite ? 2 : 1, "ver");
+    struct engine_table *t = et_create(&T, name, cols, 6, pk, composite ? 2 : 1, "ver");
     struct model *snaps = xcalloc(MAX_SNAPS, sizeof *snaps); /* model at each seq */
     struct model cur;
     memset(&cur, 0, sizeof cur);
@@ -814,7 +816,7 @@ static void run_model(bool composite, bool maintain)
                          "\"value\":%d},\"right\":{\"type\":\"not-null\",\"term\":\"ver\"}}",
                          lim);
             struct filter *f = parse_filter(t, json);
-            struct delete_res dr;
+            struct engine_delete_res dr;
             assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
             filter_free(f);
             int64_t expect = 0;
@@ -838,9 +840,9 @@ static void run_model(bool composite, bool maintain)
         } else {
             /* a request of 1..12 changes, sometimes with a producer offset */
             size_t n = 1 + rnd() % 12;
-            struct change ch[12];
+            struct engine_change ch[12];
             struct st_value vals[12][6];
-            struct change_res expect = {0};
+            struct engine_change_res expect = {0};
             struct model after = cur;
             bool touched[MODEL_KEYS] = {false};
             for (size_t i = 0; i < n; i++) {
@@ -849,7 +851,7 @@ static void run_model(bool composite, bool maintain)
                 if (rnd() % 4 == 0) {
                     vals[i][0] = L(id);
                     vals[i][1] = S("t"); /* the key: (id) or (id, tag) */
-                    ch[i] = (struct change){CHANGE_DELETE, vals[i]};
+                    ch[i] = (struct engine_change){ENGINE_CHANGE_DELETE, vals[i]};
                     if (r->live) {
                         r->live = false;
                         touched[id] = true;
@@ -871,7 +873,7 @@ static void run_model(bool composite, bool maintain)
                 vals[i][3] = S(nm);
                 vals[i][4] = vnull ? N() : L(ver);
                 vals[i][5] = S("t");
-                ch[i] = (struct change){CHANGE_UPSERT, vals[i]};
+                ch[i] = (struct engine_change){ENGINE_CHANGE_UPSERT, vals[i]};
                 if (r->live && version_lower(r, vnull, ver)) {
                     expect.stale++;
                     continue;
@@ -900,7 +902,7 @@ static void run_model(bool composite, bool maintain)
                 }
             }
             int64_t use_offset = dup ? offset - (int64_t)(rnd() % 2) : offset;
-            struct change_res res;
+            struct engine_change_res res;
             assert_int_equal(apply(t, ch, n, producer, use_offset, &res, &err), ST_OK);
             if (dup) {
                 assert_true(res.duplicate);
@@ -948,7 +950,7 @@ static void run_model(bool composite, bool maintain)
                 fail_msg("op %d: flush: %s", op, err.msg);
         }
         if (op % 100 == 99) {
-            struct table_stats st;
+            struct engine_table_stats st;
             assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
             size_t live = 0;
             for (int k = 0; k < MODEL_KEYS; k++)
@@ -958,7 +960,7 @@ static void run_model(bool composite, bool maintain)
     }
     /* every snapshot, after a restart (nothing lives only in memory) */
     et_reopen(&T);
-    struct table *t2;
+    struct engine_table *t2;
     struct st_err err = {0};
     assert_int_equal(engine_get_table(T.e, name, &t2, &err), ST_OK);
     assert_int_equal(t2->seq, seq);

@@ -49,21 +49,22 @@ static int teardown(void **state)
 /* One request of a batch, run on its own thread: an upsert of (id, v). */
 struct rq {
     struct st_value vals[2];
-    struct change ch;
+    struct engine_change ch;
     struct engine_idem idem;
-    struct change_req req;
-    struct change_res res;
+    struct engine_change_req req;
+    struct engine_change_res res;
     struct st_err err;
     int rc;
 };
 
-static void rq_init(struct rq *r, struct table *t, int64_t id, int64_t v, const char *idem_key)
+static void rq_init(struct rq *r, struct engine_table *t, int64_t id, int64_t v,
+                    const char *idem_key)
 {
     memset(r, 0, sizeof *r);
     r->vals[0].v.l = id;
     r->vals[1].v.l = v;
-    r->ch = (struct change){CHANGE_UPSERT, r->vals};
-    r->req = (struct change_req){.table = t, .changes = &r->ch, .nchanges = 1};
+    r->ch = (struct engine_change){ENGINE_CHANGE_UPSERT, r->vals};
+    r->req = (struct engine_change_req){.table = t, .changes = &r->ch, .nchanges = 1};
     if (idem_key != NULL) {
         r->idem.key = idem_key;
         /* the front ends hash the request as received; here: its values */
@@ -110,7 +111,7 @@ static void run_together(struct rq *rs, int n)
     run_gathered(rs, n, n);
 }
 
-static struct table *table_iv(const char *name)
+static struct engine_table *table_iv(const char *name)
 {
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
@@ -127,7 +128,7 @@ static struct table *table_iv(const char *name)
 static void test_same_idempotency_key_twice_in_a_batch(void **state)
 {
     (void)state;
-    struct table *t = table_iv("idem_twice");
+    struct engine_table *t = table_iv("idem_twice");
     struct rq rs[5];
     rq_init(&rs[0], t, 1, 10, "k1");
     rq_init(&rs[1], t, 1, 10, "k1");
@@ -183,9 +184,9 @@ static void test_same_idempotency_key_twice_in_a_batch(void **state)
 struct skey {
     char s[3000];
     struct st_value vals[2];
-    struct change ch;
-    struct change_req req;
-    struct change_res res;
+    struct engine_change ch;
+    struct engine_change_req req;
+    struct engine_change_res res;
     struct st_err err;
     int rc;
 };
@@ -207,7 +208,7 @@ static void test_key_too_long_fails_alone(void **state)
     (void)state;
     const char *cols[] = {"k:string!", "v:long"};
     const char *pk[] = {"k"};
-    struct table *t = et_create(&T, "long_keys", cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "long_keys", cols, 2, pk, 1, NULL);
     static struct skey ks[3];
     const size_t lens[3] = {1022, 2990, 10}; /* 1024 encoded: the largest key there is room for */
     pthread_t th[3];
@@ -226,8 +227,8 @@ static void test_key_too_long_fails_alone(void **state)
         k->vals[0].v.s.p = k->s;
         k->vals[0].v.s.len = (uint32_t)lens[i];
         k->vals[1].v.l = i;
-        k->ch = (struct change){CHANGE_UPSERT, k->vals};
-        k->req = (struct change_req){.table = t, .changes = &k->ch, .nchanges = 1};
+        k->ch = (struct engine_change){ENGINE_CHANGE_UPSERT, k->vals};
+        k->req = (struct engine_change_req){.table = t, .changes = &k->ch, .nchanges = 1};
         assert_int_equal(pthread_create(&th[i], NULL, skey_run, k), 0);
     }
     for (int i = 0; i < 3; i++)
@@ -249,9 +250,9 @@ static void test_key_too_long_fails_alone(void **state)
     struct st_value kv[1] = {{0}};
     kv[0].v.s.p = ks[1].s;
     kv[0].v.s.len = 1023;
-    struct change del = {CHANGE_DELETE, kv};
-    struct change_req dq = {.table = t, .changes = &del, .nchanges = 1};
-    struct change_res res;
+    struct engine_change del = {ENGINE_CHANGE_DELETE, kv};
+    struct engine_change_req dq = {.table = t, .changes = &del, .nchanges = 1};
+    struct engine_change_res res;
     struct st_err err = {0};
     assert_int_equal(engine_apply_changes(T.e, &dq, &res, &err), ST_EINVAL);
     assert_string_equal(err.msg, "changes[0]: key: longer than 1024 bytes encoded (1025 bytes)");
@@ -265,7 +266,7 @@ static void test_key_too_long_fails_alone(void **state)
 static void test_failed_batch_commits_one_by_one(void **state)
 {
     (void)state;
-    struct table *t = table_iv("one_bad");
+    struct engine_table *t = table_iv("one_bad");
     struct rq rs[5];
     for (int i = 0; i < 5; i++)
         rq_init(&rs[i], t, 100 + i, i, i == 3 ? "good-3" : NULL);
@@ -322,7 +323,7 @@ static void test_failed_batch_commits_one_by_one(void **state)
 static void test_producer_not_utf8_fails_alone(void **state)
 {
     (void)state;
-    struct table *t = table_iv("producer_utf8");
+    struct engine_table *t = table_iv("producer_utf8");
     struct rq rs[4];
     for (int i = 0; i < 4; i++) {
         rq_init(&rs[i], t, i, i, NULL);

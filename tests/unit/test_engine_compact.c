@@ -41,19 +41,19 @@ static int teardown(void **state)
 }
 
 /* Upsert (id, v) for ids[0..n) (v < 0: delete by key). */
-static int put(struct table *t, const int64_t *ids, const int64_t *vs, size_t n,
-               struct change_res *res)
+static int put(struct engine_table *t, const int64_t *ids, const int64_t *vs, size_t n,
+               struct engine_change_res *res)
 {
     return et_put(&T, t, ids, vs, n, res);
 }
 
-static int put1(struct table *t, int64_t id, int64_t v, struct change_res *res)
+static int put1(struct engine_table *t, int64_t id, int64_t v, struct engine_change_res *res)
 {
     return put(t, &id, &v, 1, res);
 }
 
 /* The table at `snapshot` (< 0: current) equals model[0..IDS) (-1: absent). */
-static void assert_model(struct table *t, int64_t snapshot, const int64_t *model)
+static void assert_model(struct engine_table *t, int64_t snapshot, const int64_t *model)
 {
     struct et_rows rows;
     et_scan(&T, t, snapshot, &rows);
@@ -76,7 +76,7 @@ static void assert_model(struct table *t, int64_t snapshot, const int64_t *model
 }
 
 /* Every key of the key index points at a live file, at a row its DV does not hold. */
-static void assert_keys_live(struct table *t)
+static void assert_keys_live(struct engine_table *t)
 {
     char sql[512];
     snprintf(sql, sizeof sql,
@@ -87,7 +87,8 @@ static void assert_keys_live(struct table *t)
     assert_int_equal(et_sql_i64(&T, sql), 0);
 }
 
-static int64_t compact(struct table *t, double frac, int64_t target, struct engine_compact_res *r)
+static int64_t compact(struct engine_table *t, double frac, int64_t target,
+                       struct engine_compact_res *r)
 {
     struct engine_compact_opts o;
     engine_compact_opts_default(&o);
@@ -103,14 +104,14 @@ static int64_t compact(struct table *t, double frac, int64_t target, struct engi
 }
 
 /* FILES commits of PER_FILE rows: ids 0..FILES*PER_FILE, v = id. */
-static struct table *load(const char *name, int64_t *model)
+static struct engine_table *load(const char *name, int64_t *model)
 {
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
     for (int i = 0; i < IDS; i++)
         model[i] = -1;
-    struct change_res res;
+    struct engine_change_res res;
     for (int f = 0; f < FILES; f++) {
         int64_t ids[PER_FILE], vs[PER_FILE];
         for (int i = 0; i < PER_FILE; i++) {
@@ -127,8 +128,8 @@ static void test_policy_and_key_index(void **state)
 {
     (void)state;
     static int64_t model[IDS];
-    struct table *t = load("policy", model);
-    struct change_res res;
+    struct engine_table *t = load("policy", model);
+    struct engine_change_res res;
     /* 40% of the first file and 10% of the second deleted */
     for (int i = 0; i < 40; i++) {
         assert_int_equal(put1(t, i, -1, &res), ST_OK);
@@ -138,7 +139,7 @@ static void test_policy_and_key_index(void **state)
         assert_int_equal(put1(t, PER_FILE + i, -1, &res), ST_OK);
         model[PER_FILE + i] = -1;
     }
-    struct table *now = NULL;
+    struct engine_table *now = NULL;
     struct st_err err = {0};
     assert_int_equal(engine_get_table(T.e, "policy", &now, &err), ST_OK);
     int64_t before = now->seq;
@@ -195,7 +196,7 @@ static void test_target_rows_and_bad_options(void **state)
 {
     (void)state;
     static int64_t model[IDS];
-    struct table *t = load("target", model);
+    struct engine_table *t = load("target", model);
     struct engine_compact_res r;
     compact(t, 0, 150, &r); /* fraction 0: every file */
     assert_int_equal(r.rewritten_files, FILES);
@@ -210,7 +211,7 @@ static void test_target_rows_and_bad_options(void **state)
              (long long)t->id);
     assert_int_equal(et_sql_i64(&T, sql), 150);
     /* every key still deletes exactly its row */
-    struct change_res res;
+    struct engine_change_res res;
     int64_t ids[FILES * PER_FILE], vs[FILES * PER_FILE];
     for (int i = 0; i < FILES * PER_FILE; i++) {
         ids[i] = i;
@@ -237,7 +238,7 @@ static void test_target_rows_and_bad_options(void **state)
 
 /* Writes that commit between the compaction's rewrite and its commit. */
 struct during {
-    struct table *t;
+    struct engine_table *t;
     int64_t *model;
     int calls;
     int failed;
@@ -248,7 +249,7 @@ static void write_meanwhile(void *ctx)
     struct during *d = ctx;
     if (d->calls++ > 0)
         return;
-    struct change_res res;
+    struct engine_change_res res;
     /* deletes in every old file, updates (the key moves to a new file), new keys, and
        a whole old file deleted row by row (it leaves the table before the compaction commits) */
     for (int f = 0; f < FILES; f++) {
@@ -273,7 +274,7 @@ static void test_writes_during_compaction_are_carried(void **state)
 {
     (void)state;
     static int64_t model[IDS];
-    struct table *t = load("during", model);
+    struct engine_table *t = load("during", model);
     static struct during d;
     memset(&d, 0, sizeof d);
     d.t = t;
@@ -306,7 +307,7 @@ static void test_writes_during_compaction_are_carried(void **state)
         vs[i] = -1;
         live += model[i] >= 0;
     }
-    struct change_res res;
+    struct engine_change_res res;
     assert_int_equal(put(t, ids, vs, IDS, &res), ST_OK);
     assert_int_equal(res.deleted, live);
     for (int i = 0; i < IDS; i++)
@@ -317,7 +318,7 @@ static void test_writes_during_compaction_are_carried(void **state)
 
 /* Two compactions of one table at once: the second is refused, not run twice. */
 struct second {
-    struct table *t;
+    struct engine_table *t;
     int rc;
     char msg[ST_ERR_MSG_MAX];
 };
@@ -339,7 +340,7 @@ static void test_one_compaction_at_a_time(void **state)
 {
     (void)state;
     static int64_t model[IDS];
-    struct table *t = load("once", model);
+    struct engine_table *t = load("once", model);
     static struct second s;
     s.t = t;
     engine_test_rewrite_hook(T.e, compact_again, &s);

@@ -45,7 +45,7 @@ struct rec {
 
 struct worker {
     struct engine *e;
-    struct table *t;
+    struct engine_table *t;
     int writer;
     uint64_t rng;
     struct rec recs[REQUESTS];
@@ -71,19 +71,19 @@ static void *run_worker(void *p)
         rec->writer = w->writer;
         rec->n = r;
         rec->nch = 1 + (int)(rnd(&w->rng) % MAXCH);
-        struct change ch[MAXCH];
+        struct engine_change ch[MAXCH];
         struct st_value vals[MAXCH][3];
         for (int i = 0; i < rec->nch; i++) {
             rec->id[i] = (int64_t)(rnd(&w->rng) % KEYS);
-            rec->op[i] = rnd(&w->rng) % 5 == 0 ? CHANGE_DELETE : CHANGE_UPSERT;
+            rec->op[i] = rnd(&w->rng) % 5 == 0 ? ENGINE_CHANGE_DELETE : ENGINE_CHANGE_UPSERT;
             memset(vals[i], 0, sizeof vals[i]);
             vals[i][0].v.l = rec->id[i];
             vals[i][1].v.i = w->writer;
             vals[i][2].v.l = r;
-            ch[i] = (struct change){(enum change_op)rec->op[i], vals[i]};
+            ch[i] = (struct engine_change){(enum engine_change_op)rec->op[i], vals[i]};
         }
-        struct change_req req = {.table = w->t, .changes = ch, .nchanges = (size_t)rec->nch};
-        struct change_res res;
+        struct engine_change_req req = {.table = w->t, .changes = ch, .nchanges = (size_t)rec->nch};
+        struct engine_change_res res;
         struct st_err err = {0};
         int rc = engine_apply_changes(w->e, &req, &res, &err);
         if (rc != ST_OK) {
@@ -120,7 +120,7 @@ static size_t read_full(int fd, void *p, size_t len)
 static struct rec *run_process(struct et *t, const char *name, int proc, size_t *nout,
                                int *conflicts, int *errors)
 {
-    struct table *tab;
+    struct engine_table *tab;
     struct st_err err = {0};
     if (engine_get_table(t->e, name, &tab, &err) != ST_OK)
         fail_msg("get table: %s", err.msg);
@@ -157,7 +157,7 @@ static void test_two_processes_eight_threads(void **state)
     et_open(&t, "strike_test_concurrency", 1024);
     const char *cols[] = {"id:long!", "writer:int!", "n:long!"};
     const char *pk[] = {"id"};
-    struct table *tab = et_create(&t, "hot", cols, 3, pk, 1, NULL);
+    struct engine_table *tab = et_create(&t, "hot", cols, 3, pk, 1, NULL);
     engine_table_unref(tab);
 
     /* the child process: its own engine and connections; back through a pipe: its
@@ -218,7 +218,7 @@ static void test_two_processes_eight_threads(void **state)
     assert_int_equal(engine_get_table(t.e, "hot", &tab, &err), ST_OK);
 
     /* gapless seqs */
-    struct snapshot_info *snaps;
+    struct engine_snapshot_info *snaps;
     size_t ns;
     bool more;
     assert_int_equal(engine_list_snapshots(t.e, tab, -1, SIZE_MAX, &snaps, &ns, &more, &err),
@@ -266,7 +266,7 @@ static void test_two_processes_eight_threads(void **state)
             if (last < 0)
                 continue;
             any = true;
-            bool del = all[i]->op[last] == CHANGE_DELETE;
+            bool del = all[i]->op[last] == ENGINE_CHANGE_DELETE;
             if (del && !live[id])
                 ok = true;
             if (!del && live[id] && writer[id] == all[i]->writer && num[id] == all[i]->n)
@@ -282,7 +282,7 @@ static void test_two_processes_eight_threads(void **state)
     }
     et_rows_free(&rows);
 
-    struct table_stats st;
+    struct engine_table_stats st;
     assert_int_equal(engine_table_stats(t.e, tab, &st, &err), ST_OK);
     size_t nlive = 0;
     for (int k = 0; k < KEYS; k++)

@@ -46,15 +46,15 @@ static int teardown(void **state)
 }
 
 /* Upsert (id, g) for ids[0..n) (g < 0: delete by key). */
-static int put(struct table *t, const int64_t *ids, const int64_t *vs, size_t n,
-               struct change_res *res)
+static int put(struct engine_table *t, const int64_t *ids, const int64_t *vs, size_t n,
+               struct engine_change_res *res)
 {
     return et_put(&T, t, ids, vs, n, res);
 }
 
 /* What the writers do while the delete's scan is held. */
 struct during {
-    struct table *t, *other;
+    struct engine_table *t, *other;
     int64_t g[ROWS + 200]; /* the model: g of each id, -1 when absent */
     atomic_int done;       /* writer commits that returned */
     atomic_int failed;
@@ -65,7 +65,7 @@ struct during {
 static void *writer(void *p)
 {
     struct during *d = p;
-    struct change_res res;
+    struct engine_change_res res;
     for (int r = 0; r < 10; r++) {
         /* new matching rows, rows that stop matching, matching rows deleted by key */
         int64_t ids[3] = {ROWS + r, r * MODULO + MATCH, r * MODULO + MATCH + 100};
@@ -107,8 +107,8 @@ static void test_delete_while_others_commit(void **state)
     (void)state;
     const char *cols[] = {"id:long!", "g:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "del", cols, 2, pk, 1, NULL);
-    struct table *other = et_create(&T, "other", cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "del", cols, 2, pk, 1, NULL);
+    struct engine_table *other = et_create(&T, "other", cols, 2, pk, 1, NULL);
     static struct during d;
     memset(&d, 0, sizeof d);
     d.t = t;
@@ -121,7 +121,7 @@ static void test_delete_while_others_commit(void **state)
         ids[i] = i;
         gs[i] = i % MODULO;
     }
-    struct change_res res;
+    struct engine_change_res res;
     for (int k = 0; k < 3; k++)
         assert_int_equal(put(t, ids + k * ROWS / 3, gs + k * ROWS / 3, ROWS / 3, &res), ST_OK);
 
@@ -130,7 +130,7 @@ static void test_delete_while_others_commit(void **state)
     const char *js = "{\"type\":\"eq\",\"term\":\"g\",\"value\":3}";
     assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
     engine_test_delete_hook(T.e, hold_scan, &d);
-    struct delete_res dr;
+    struct engine_delete_res dr;
     int rc = engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err);
     engine_test_delete_hook(T.e, NULL, NULL);
     if (rc != ST_OK)
@@ -172,7 +172,7 @@ static void test_delete_while_others_commit(void **state)
 
 /* While ENGINE_FILTER_DELETES_MAX deletes scan, one more is refused (ST_EBUSY), then admitted. */
 struct busy {
-    struct table *t;
+    struct engine_table *t;
     struct filter *f;
     int held; /* deletes inside the hook */
     pthread_mutex_t mu;
@@ -194,7 +194,7 @@ static void hold_until_released(void *ctx)
 static void *one_delete(void *p)
 {
     struct busy *b = p;
-    struct delete_res dr;
+    struct engine_delete_res dr;
     struct st_err err = {0};
     int rc = engine_delete_where(T.e, b->t, b->f, false, 0, NULL, &dr, &err);
     if (rc != ST_OK)
@@ -213,7 +213,7 @@ static void test_filter_deletes_are_bounded(void **state)
     pthread_cond_init(&b.cv, NULL);
     b.t = et_create(&T, "busy", cols, 2, pk, 1, NULL);
     int64_t ids[4] = {1, 2, 3, 4}, gs[4] = {1, 2, 3, 4};
-    struct change_res res;
+    struct engine_change_res res;
     assert_int_equal(put(b.t, ids, gs, 4, &res), ST_OK);
     struct st_err err = {0};
     const char *js = "{\"type\":\"eq\",\"term\":\"g\",\"value\":99}";
@@ -227,7 +227,7 @@ static void test_filter_deletes_are_bounded(void **state)
         pthread_cond_wait(&b.cv, &b.mu);
     pthread_mutex_unlock(&b.mu);
     /* every slot is scanning: one more is refused at once, and changes by key still commit */
-    struct delete_res dr;
+    struct engine_delete_res dr;
     assert_int_equal(engine_delete_where(T.e, b.t, b.f, false, 0, NULL, &dr, &err), ST_EBUSY);
     assert_non_null(strstr(err.msg, "deletes by filter are running"));
     int64_t id5 = 5, g5 = 5;
@@ -249,22 +249,22 @@ static void test_filter_deletes_are_bounded(void **state)
 }
 
 /* A (id, g) table "name" of ROWS rows, g = id % MODULO, in one file. */
-static struct table *filled(const char *name)
+static struct engine_table *filled(const char *name)
 {
     const char *cols[] = {"id:long!", "g:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
     static int64_t ids[ROWS], gs[ROWS];
     for (int i = 0; i < ROWS; i++) {
         ids[i] = i;
         gs[i] = i % MODULO;
     }
-    struct change_res res;
+    struct engine_change_res res;
     assert_int_equal(put(t, ids, gs, ROWS, &res), ST_OK);
     return t;
 }
 
-static int64_t key_rows(struct table *t)
+static int64_t key_rows(struct engine_table *t)
 {
     char sql[160];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM strike.key_index_i8 WHERE table_id = %lld",
@@ -273,13 +273,13 @@ static int64_t key_rows(struct table *t)
 }
 
 /* Delete the rows with g < below; their count. */
-static int64_t delete_below(struct table *t, int below, int expect_rc, struct st_err *err)
+static int64_t delete_below(struct engine_table *t, int below, int expect_rc, struct st_err *err)
 {
     char js[96];
     snprintf(js, sizeof js, "{\"type\":\"lt\",\"term\":\"g\",\"value\":%d}", below);
     struct filter *f = NULL;
     assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, err), ST_OK);
-    struct delete_res dr = {0};
+    struct engine_delete_res dr = {0};
     int rc = engine_delete_where(T.e, t, f, false, 0, NULL, &dr, err);
     filter_free(f);
     if (rc != expect_rc)
@@ -299,7 +299,7 @@ static int64_t delete_below(struct table *t, int below, int expect_rc, struct st
 static void test_slow_key_deletes_keep_blobs_young(void **state)
 {
     (void)state;
-    struct table *t = filled("slowkeys");
+    struct engine_table *t = filled("slowkeys");
     et_sql(&T, "CREATE FUNCTION public.delw_sleep() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
                "PERFORM pg_sleep(4); RETURN NULL; END $$");
     et_sql(&T, "CREATE TRIGGER delw_sleep BEFORE DELETE ON strike.key_index_i8 FOR EACH STATEMENT "
@@ -330,7 +330,7 @@ static void test_slow_key_deletes_keep_blobs_young(void **state)
 static void test_key_deletes_are_bounded_statements(void **state)
 {
     (void)state;
-    struct table *t = filled("chunks");
+    struct engine_table *t = filled("chunks");
     et_sql(&T, "CREATE TABLE public.delw_stmts (n int)");
     et_sql(&T, "CREATE FUNCTION public.delw_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
                "INSERT INTO public.delw_stmts VALUES (1); RETURN NULL; END $$");
@@ -368,7 +368,7 @@ static void test_key_deletes_are_bounded_statements(void **state)
     et_sql(&T, "DROP TABLE public.delw_stmts");
     /* the keys left are exactly the live rows': upserts of both kinds */
     int64_t id[2] = {0, 5}, g[2] = {1, 1}; /* deleted, live */
-    struct change_res res;
+    struct engine_change_res res;
     assert_int_equal(put(t, id, g, 2, &res), ST_OK);
     assert_int_equal(res.inserted, 1);
     assert_int_equal(res.updated, 1);

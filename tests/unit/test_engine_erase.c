@@ -45,10 +45,10 @@ static int teardown(void **state)
 }
 
 /* Upsert (id, name) rows, or delete by key when name is NULL. */
-static int put(struct table *t, const int64_t *ids, const char *const *names, size_t n,
-               struct change_res *res)
+static int put(struct engine_table *t, const int64_t *ids, const char *const *names, size_t n,
+               struct engine_change_res *res)
 {
-    struct change *ch = calloc(n, sizeof *ch);
+    struct engine_change *ch = calloc(n, sizeof *ch);
     struct st_value(*vals)[2] = calloc(n, sizeof *vals);
     for (size_t i = 0; i < n; i++) {
         vals[i][0].v.l = ids[i];
@@ -56,9 +56,10 @@ static int put(struct table *t, const int64_t *ids, const char *const *names, si
             vals[i][1].v.s.p = names[i];
             vals[i][1].v.s.len = strlen(names[i]);
         }
-        ch[i] = (struct change){names[i] == NULL ? CHANGE_DELETE : CHANGE_UPSERT, vals[i]};
+        ch[i] = (struct engine_change){
+            names[i] == NULL ? ENGINE_CHANGE_DELETE : ENGINE_CHANGE_UPSERT, vals[i]};
     }
-    struct change_req req = {.table = t, .changes = ch, .nchanges = n};
+    struct engine_change_req req = {.table = t, .changes = ch, .nchanges = n};
     struct st_err err = {0};
     int rc = engine_apply_changes(T.e, &req, res, &err);
     if (rc != ST_OK)
@@ -68,9 +69,9 @@ static int put(struct table *t, const int64_t *ids, const char *const *names, si
     return rc;
 }
 
-static void put1(struct table *t, int64_t id, const char *name)
+static void put1(struct engine_table *t, int64_t id, const char *name)
 {
-    struct change_res res;
+    struct engine_change_res res;
     assert_int_equal(put(t, &id, &name, 1, &res), ST_OK);
 }
 
@@ -124,7 +125,7 @@ static int64_t files_holding(const char *dir, const char *needle, int64_t *files
 }
 
 /* The same, over one table's blobs. */
-static int64_t table_files_holding(const struct table *t, const char *needle, int64_t *files)
+static int64_t table_files_holding(const struct engine_table *t, const char *needle, int64_t *files)
 {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/tables/%s", T.data_dir, t->uuid);
@@ -148,15 +149,15 @@ static int64_t jint(json_t *o, const char *k)
     return json_integer_value(v);
 }
 
-static struct table *history(const char *name, int64_t *before_purge)
+static struct engine_table *history(const char *name, int64_t *before_purge)
 {
     const char *cols[] = {"id:long!", "name:string"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
     static int64_t ids[ROWS];
     static const char *names[ROWS];
     static char buf[ROWS][32];
-    struct change_res res;
+    struct engine_change_res res;
     for (int f = 0; f < 3; f++) {
         for (int i = 0; i < ROWS / 3; i++) {
             ids[i] = f * (ROWS / 3) + i;
@@ -175,7 +176,7 @@ static struct table *history(const char *name, int64_t *before_purge)
     assert_int_equal(engine_compact(T.e, t, &o, &cr, &err), ST_OK);
     put1(t, 42, MARKER " v3");
     put1(t, 43, "bystander");
-    struct table *now = NULL;
+    struct engine_table *now = NULL;
     assert_int_equal(engine_get_table(T.e, name, &now, &err), ST_OK);
     *before_purge = now->seq;
     engine_table_unref(now);
@@ -186,7 +187,7 @@ static void test_erase_by_key(void **state)
 {
     (void)state;
     int64_t seq_before;
-    struct table *t = history("gdpr", &seq_before);
+    struct engine_table *t = history("gdpr", &seq_before);
     int64_t files = 0;
     assert_true(table_files_holding(t, MARKER, &files) >= 3); /* three versions on disk */
 
@@ -250,7 +251,7 @@ static void test_erase_by_key(void **state)
     free(list);
 
     /* an upsert of the key after the erasure is a new row */
-    struct change_res res;
+    struct engine_change_res res;
     int64_t id = 42;
     const char *nm = "back again";
     assert_int_equal(put(t, &id, &nm, 1, &res), ST_OK);
@@ -264,7 +265,7 @@ static void test_erase_missing_key_and_idempotency(void **state)
 {
     (void)state;
     int64_t seq;
-    struct table *t = history("idem", &seq);
+    struct engine_table *t = history("idem", &seq);
     struct st_value key = {.v.l = 100000};
     struct engine_idem idem = {.key = "erase-1"};
     memset(idem.hash, 7, sizeof idem.hash);
@@ -303,7 +304,7 @@ static void test_erase_by_filter(void **state)
 {
     (void)state;
     int64_t seq;
-    struct table *t = history("byfilter", &seq);
+    struct engine_table *t = history("byfilter", &seq);
     struct filter *f = NULL;
     struct st_err err = {0};
     const char *js = "{\"type\":\"starts-with\",\"term\":\"name\",\"value\":\"" MARKER "\"}";

@@ -52,19 +52,19 @@ static int teardown(void **state)
 }
 
 /* Commit 1 writes the anchor file; commit k > 1 deletes anchor key k - 1 and rewrites HOT_KEY. */
-static void commit_once(struct table *t, int64_t k)
+static void commit_once(struct engine_table *t, int64_t k)
 {
-    struct change_res res;
+    struct engine_change_res res;
     struct st_err err = {0};
     if (k == 1) {
         struct st_value *v = calloc(2 * ANCHOR_KEYS, sizeof *v);
-        struct change *ch = calloc(ANCHOR_KEYS, sizeof *ch);
+        struct engine_change *ch = calloc(ANCHOR_KEYS, sizeof *ch);
         for (int i = 0; i < ANCHOR_KEYS; i++) {
             v[2 * i].v.l = i;
             v[2 * i + 1].v.l = i;
-            ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+            ch[i] = (struct engine_change){ENGINE_CHANGE_UPSERT, &v[2 * i]};
         }
-        struct change_req req = {.table = t, .changes = ch, .nchanges = ANCHOR_KEYS};
+        struct engine_change_req req = {.table = t, .changes = ch, .nchanges = ANCHOR_KEYS};
         assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
         free(ch);
         free(v);
@@ -74,17 +74,17 @@ static void commit_once(struct table *t, int64_t k)
     del[0].v.l = k - 1;
     hot[0].v.l = HOT_KEY;
     hot[1].v.l = k;
-    struct change ch[2] = {{CHANGE_DELETE, del}, {CHANGE_UPSERT, hot}};
-    struct change_req req = {.table = t, .changes = ch, .nchanges = 2};
+    struct engine_change ch[2] = {{ENGINE_CHANGE_DELETE, del}, {ENGINE_CHANGE_UPSERT, hot}};
+    struct engine_change_req req = {.table = t, .changes = ch, .nchanges = 2};
     if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
         fail_msg("commit %lld: %s", (long long)k, err.msg);
 }
 
-static struct table *make_table(const char *name, int commits)
+static struct engine_table *make_table(const char *name, int commits)
 {
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
     for (int k = 1; k <= commits; k++)
         commit_once(t, k);
     return t;
@@ -162,7 +162,7 @@ static void on_fsck(void *ctx, const char *kind, const char *path, const char *d
 static struct fsck_count fsck(void)
 {
     struct fsck_count n = {0};
-    struct gc_report rep;
+    struct engine_gc_report rep;
     struct st_err err = {0};
     assert_int_equal(engine_fsck(T.e, on_fsck, &n, &rep, &err), ST_OK);
     return n;
@@ -187,7 +187,7 @@ static void doomed_blobs(int64_t tid, int64_t m, struct paths *out)
 static void test_expire_retain_last(void **state)
 {
     (void)state;
-    struct table *t = make_table("retain", COMMITS);
+    struct engine_table *t = make_table("retain", COMMITS);
     const int64_t tid = t->id, keep_from = COMMITS - 5; /* retain_last 6: 15..20 */
     struct et_rows at_keep, at_cur, at_old;
     et_scan(&T, t, keep_from, &at_keep);
@@ -198,7 +198,7 @@ static void test_expire_retain_last(void **state)
     int64_t anchor = sql_i64("SELECT id FROM strike.data_files WHERE table_id = %lld AND "
                              "data_seq = 1",
                              (long long)tid);
-    struct dv_bytes *dvb = NULL;
+    struct engine_dv_bytes *dvb = NULL;
     int64_t resolved;
     struct st_err err = {0};
     assert_int_equal(
@@ -275,7 +275,7 @@ static void test_expire_retain_last(void **state)
     assert_int_equal(et_scan_rc(&T, t, 3, &none, &err), ST_ENOTFOUND);
     assert_non_null(strstr(err.msg, "snapshot 3 of table \"retain\" expired (the oldest retained "
                                     "snapshot is 15)"));
-    struct plan_file *pf;
+    struct engine_plan_file *pf;
     size_t npf;
     int64_t seq;
     st_err_clear(&err);
@@ -324,7 +324,7 @@ static void test_expire_retain_last(void **state)
 static void test_expire_older_than(void **state)
 {
     (void)state;
-    struct table *t = make_table("aged", 8);
+    struct engine_table *t = make_table("aged", 8);
     struct st_err err = {0};
     struct engine_expire_res res;
     /* bad requests change nothing */
@@ -386,7 +386,7 @@ static void test_expire_older_than(void **state)
 static void test_expire_crash_leaves_orphans(void **state)
 {
     (void)state;
-    struct table *t = make_table("crash", 6);
+    struct engine_table *t = make_table("crash", 6);
     struct paths doomed;
     doomed_blobs(t->id, 6, &doomed);
     assert_true(doomed.n > 0);
@@ -402,7 +402,7 @@ static void test_expire_crash_leaves_orphans(void **state)
     assert_int_equal(f.missing, 0);
     assert_int_equal(f.orphans, doomed.n);
     /* young orphans stay (a commit in flight may own a young blob) */
-    struct gc_report rep;
+    struct engine_gc_report rep;
     assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
     assert_int_equal(rep.deleted, 0);
     /* once past the grace, gc deletes them */
@@ -432,7 +432,7 @@ static void test_expire_crash_leaves_orphans(void **state)
 #define WRITES 40
 
 struct writer {
-    struct table *t;
+    struct engine_table *t;
     int id;
 };
 
@@ -443,9 +443,9 @@ static void *writer_main(void *p)
         struct st_value v[2] = {{0}};
         v[0].v.l = 10000 + w->id;
         v[1].v.l = i;
-        struct change ch = {CHANGE_UPSERT, v};
-        struct change_req req = {.table = w->t, .changes = &ch, .nchanges = 1};
-        struct change_res res;
+        struct engine_change ch = {ENGINE_CHANGE_UPSERT, v};
+        struct engine_change_req req = {.table = w->t, .changes = &ch, .nchanges = 1};
+        struct engine_change_res res;
         struct st_err err = {0};
         int rc = engine_apply_changes(T.e, &req, &res, &err);
         if (rc != ST_OK)
@@ -457,7 +457,7 @@ static void *writer_main(void *p)
 static void test_expire_concurrent_commits(void **state)
 {
     (void)state;
-    struct table *t = make_table("busy", 3);
+    struct engine_table *t = make_table("busy", 3);
     pthread_t th[WRITERS];
     struct writer w[WRITERS];
     for (int i = 0; i < WRITERS; i++) {
@@ -493,7 +493,7 @@ static void test_expire_concurrent_commits(void **state)
 
 /* ---- the background task -------------------------------------------------------- */
 
-static int64_t snapshots_of(const struct table *t)
+static int64_t snapshots_of(const struct engine_table *t)
 {
     return sql_i64("SELECT count(*) FROM strike.snapshots WHERE table_id = %lld", (long long)t->id);
 }
@@ -515,7 +515,7 @@ __attribute__((format(printf, 2, 3))) static bool wait_count(int64_t want, const
 }
 
 /* Until the table has one snapshot left. */
-static bool wait_expired(const struct table *t)
+static bool wait_expired(const struct engine_table *t)
 {
     return wait_count(1, "SELECT count(*) FROM strike.snapshots WHERE table_id = %lld",
                       (long long)t->id);
@@ -530,8 +530,8 @@ static bool wait_expired(const struct table *t)
 static void test_maintenance_task(void **state)
 {
     (void)state;
-    struct table *a = make_table("mt_a", 4);
-    struct table *b = make_table("mt_b", 4);
+    struct engine_table *a = make_table("mt_a", 4);
+    struct engine_table *b = make_table("mt_b", 4);
     PGconn *holder = PQconnectdb(T.conninfo);
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%lld)", engine_test_maint_lock_key(a->id));
@@ -583,7 +583,7 @@ static struct engine *maint_engine(int workers)
 }
 
 /* Until some session holds the table's maintenance lock. */
-static bool wait_maint_locked(const struct table *t)
+static bool wait_maint_locked(const struct engine_table *t)
 {
     return wait_count(1,
                       "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
@@ -601,9 +601,9 @@ static bool wait_maint_locked(const struct table *t)
 static void test_maintenance_workers(void **state)
 {
     (void)state;
-    struct table *a = make_table("mp_a", 4);
-    struct table *b = make_table("mp_b", 4);
-    struct table *c = make_table("mp_c", 4);
+    struct engine_table *a = make_table("mp_a", 4);
+    struct engine_table *b = make_table("mp_b", 4);
+    struct engine_table *c = make_table("mp_c", 4);
     struct engine *e1 = maint_engine(1);
     engine_test_fault(e1, FAULT_MAINT_STALL_TABLE, (int)a->id);
     assert_true(wait_maint_locked(a)); /* the pass has reached mp_a and stalls there */
@@ -630,9 +630,9 @@ static void test_maintenance_workers(void **state)
 
 /* ---- health ------------------------------------------------------------------------ */
 
-static void upsert_range(struct table *t, int64_t from, size_t n)
+static void upsert_range(struct engine_table *t, int64_t from, size_t n)
 {
-    struct change_res res;
+    struct engine_change_res res;
     assert_int_equal(et_put_range(&T, t, from, n, 1, &res), ST_OK);
 }
 
@@ -641,7 +641,7 @@ static void test_health(void **state)
     (void)state;
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "health", cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "health", cols, 2, pk, 1, NULL);
     struct engine_health h;
     struct st_err err = {0};
     /* empty: nothing to advise */
@@ -662,9 +662,9 @@ static void test_health(void **state)
     struct st_value del[2] = {{0}, {0}};
     del[0].v.l = 0;
     del[1].v.l = 1;
-    struct change ch[2] = {{CHANGE_DELETE, &del[0]}, {CHANGE_DELETE, &del[1]}};
-    struct change_req req = {.table = t, .changes = ch, .nchanges = 2};
-    struct change_res res;
+    struct engine_change ch[2] = {{ENGINE_CHANGE_DELETE, &del[0]}, {ENGINE_CHANGE_DELETE, &del[1]}};
+    struct engine_change_req req = {.table = t, .changes = ch, .nchanges = 2};
+    struct engine_change_res res;
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     assert_int_equal(engine_table_health(T.e, t, 0, 3, 3600, &h, &err), ST_OK);
     assert_int_equal(h.seq, 9);

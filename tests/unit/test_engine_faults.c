@@ -73,14 +73,14 @@ static int teardown(void **state)
     return 0;
 }
 
-static int upsert(struct table *t, int64_t id, int64_t v, struct change_res *res,
+static int upsert(struct engine_table *t, int64_t id, int64_t v, struct engine_change_res *res,
                   struct st_err *err)
 {
     struct st_value vals[2] = {{0}};
     vals[0].v.l = id;
     vals[1].v.l = v;
-    struct change ch = {CHANGE_UPSERT, vals};
-    struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
+    struct engine_change ch = {ENGINE_CHANGE_UPSERT, vals};
+    struct engine_change_req req = {.table = t, .changes = &ch, .nchanges = 1};
     return engine_apply_changes(T.e, &req, res, err);
 }
 
@@ -103,7 +103,7 @@ static void on_finding(void *ctx, const char *kind, const char *path, const char
 static struct findings fsck(void)
 {
     struct findings f = {0};
-    struct gc_report rep;
+    struct engine_gc_report rep;
     struct st_err err = {0};
     assert_int_equal(engine_fsck(T.e, on_finding, &f, &rep, &err), ST_OK);
     return f;
@@ -141,11 +141,11 @@ static void test_gc_floor_and_last_look(void **state)
     (void)state;
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "gcrace", cols, 2, pk, 1, NULL);
-    struct change_res res;
+    struct engine_table *t = et_create(&T, "gcrace", cols, 2, pk, 1, NULL);
+    struct engine_change_res res;
     struct st_err err = {0};
     assert_int_equal(upsert(t, 1, 10, &res, &err), ST_OK);
-    struct gc_report rep;
+    struct engine_gc_report rep;
     for (int64_t g = 0; g < ENGINE_GC_GRACE_MIN_S; g += 100) {
         st_err_clear(&err);
         assert_int_equal(engine_gc(T.e, g, false, &rep, &err), ST_EINVAL);
@@ -192,11 +192,11 @@ static void test_conflict_on_every_first_attempt(void **state)
     (void)state;
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "conflicts", cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "conflicts", cols, 2, pk, 1, NULL);
     engine_test_fault(T.e, FAULT_CONFLICT_FIRST_ATTEMPT, 1);
     struct engine_metrics before, after;
     engine_metrics(T.e, &before);
-    struct change_res res;
+    struct engine_change_res res;
     struct st_err err = {0};
     for (int i = 0; i < 20; i++) {
         assert_int_equal(upsert(t, i % 5, i, &res, &err), ST_OK);
@@ -205,7 +205,7 @@ static void test_conflict_on_every_first_attempt(void **state)
     struct filter *f = NULL;
     const char *js = "{\"type\":\"lt\",\"term\":\"id\",\"value\":2}";
     assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
-    struct delete_res dr;
+    struct engine_delete_res dr;
     assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_OK);
     assert_int_equal(dr.deleted, 2);
     assert_int_equal(dr.seq, 21);
@@ -237,8 +237,8 @@ static void test_crash_between_blobs_and_commit(void **state)
     (void)state;
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "crashy", cols, 2, pk, 1, NULL);
-    struct change_res res;
+    struct engine_table *t = et_create(&T, "crashy", cols, 2, pk, 1, NULL);
+    struct engine_change_res res;
     struct st_err err = {0};
     /* two rows in one file, so that updating one writes a DV (not a whole-file removal) */
     struct st_value two[2][2] = {{{0}}};
@@ -246,8 +246,8 @@ static void test_crash_between_blobs_and_commit(void **state)
     two[0][1].v.l = 10;
     two[1][0].v.l = 2;
     two[1][1].v.l = 20;
-    struct change seed[2] = {{CHANGE_UPSERT, two[0]}, {CHANGE_UPSERT, two[1]}};
-    struct change_req sreq = {.table = t, .changes = seed, .nchanges = 2};
+    struct engine_change seed[2] = {{ENGINE_CHANGE_UPSERT, two[0]}, {ENGINE_CHANGE_UPSERT, two[1]}};
+    struct engine_change_req sreq = {.table = t, .changes = seed, .nchanges = 2};
     assert_int_equal(engine_apply_changes(T.e, &sreq, &res, &err), ST_OK);
     assert_int_equal(res.seq, 1);
 
@@ -263,15 +263,15 @@ static void test_crash_between_blobs_and_commit(void **state)
         struct st_err e2 = {0};
         if (engine_open(&o, &e, &e2) != ST_OK)
             _exit(3);
-        struct table *ct;
+        struct engine_table *ct;
         if (engine_get_table(e, "crashy", &ct, &e2) != ST_OK)
             _exit(4);
         engine_test_fault(e, FAULT_CRASH_BEFORE_COMMIT, 1);
         struct st_value vals[2] = {{0}};
         vals[0].v.l = 1;
         vals[1].v.l = 99;
-        struct change ch = {CHANGE_UPSERT, vals};
-        struct change_req req = {.table = ct, .changes = &ch, .nchanges = 1};
+        struct engine_change ch = {ENGINE_CHANGE_UPSERT, vals};
+        struct engine_change_req req = {.table = ct, .changes = &ch, .nchanges = 1};
         engine_apply_changes(e, &req, &res, &e2);
         _exit(5); /* not reached: the fault exits with 77 */
     }
@@ -281,7 +281,7 @@ static void test_crash_between_blobs_and_commit(void **state)
     assert_int_equal(WEXITSTATUS(status), 77);
 
     /* nothing visible changed */
-    struct table *now;
+    struct engine_table *now;
     assert_int_equal(engine_get_table(T.e, "crashy", &now, &err), ST_OK);
     assert_int_equal(now->seq, 1);
     engine_table_unref(now);
@@ -292,7 +292,7 @@ static void test_crash_between_blobs_and_commit(void **state)
     struct findings fi = fsck();
     assert_true(fi.orphans >= 2); /* the Parquet file and the Puffin file */
     assert_int_equal(fi.missing + fi.corrupt, 0);
-    struct gc_report rep;
+    struct engine_gc_report rep;
     assert_int_equal(engine_gc(T.e, 3600, false, &rep, &err), ST_OK);
     assert_int_equal(rep.deleted, 0);
     assert_true(rep.orphans >= 2);
@@ -313,8 +313,8 @@ static void test_connection_lost_at_commit(void **state)
     (void)state;
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "dropped", cols, 2, pk, 1, NULL);
-    struct change_res res;
+    struct engine_table *t = et_create(&T, "dropped", cols, 2, pk, 1, NULL);
+    struct engine_change_res res;
     struct st_err err = {0};
     int64_t seq = 0;
     for (int i = 0; i < 12; i++) {
@@ -330,7 +330,7 @@ static void test_connection_lost_at_commit(void **state)
         assert_int_equal(et_value_of(&T, t, i % 3, &count), 100 + i);
         assert_int_equal(count, 1);
     }
-    struct snapshot_info *snaps;
+    struct engine_snapshot_info *snaps;
     size_t ns;
     bool more;
     assert_int_equal(engine_list_snapshots(T.e, t, -1, SIZE_MAX, &snaps, &ns, &more, &err), ST_OK);
@@ -343,7 +343,7 @@ static void test_connection_lost_at_commit(void **state)
 }
 
 /* The blobs (regular files) of a table. */
-static int count_blobs(const struct table *t)
+static int count_blobs(const struct engine_table *t)
 {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "find '%s/tables/%s' -type f | wc -l", T.data_dir, t->uuid);
@@ -355,7 +355,7 @@ static int count_blobs(const struct table *t)
     return n;
 }
 
-static int64_t table_seq(const struct table *t)
+static int64_t table_seq(const struct engine_table *t)
 {
     char q[128];
     snprintf(q, sizeof q, "SELECT seq FROM strike.tables WHERE id = %lld", (long long)t->id);
@@ -366,7 +366,7 @@ static int64_t table_seq(const struct table *t)
  * An ST_EUNKNOWN message names the commit (the client's only handle on it)
  * and says how to resolve it; the named commit is the one of snapshot `seq`.
  */
-static void assert_names_commit(const struct st_err *err, const struct table *t, int64_t seq)
+static void assert_names_commit(const struct st_err *err, const struct engine_table *t, int64_t seq)
 {
     fprintf(stderr, "unknown outcome: %s\n", err->msg);
     const char *at = strstr(err->msg, "the outcome of commit ");
@@ -387,19 +387,19 @@ static void assert_names_commit(const struct st_err *err, const struct table *t,
  * Rows 1, 2, 3 (v = 10 id) in one file: updating or deleting one of them
  * writes a DV (a Puffin file), and an update also a new Parquet file.
  */
-static struct table *seeded_table(const char *name, struct change_res *res)
+static struct engine_table *seeded_table(const char *name, struct engine_change_res *res)
 {
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, name, cols, 2, pk, 1, NULL);
     struct st_value rows[3][2] = {{{0}}};
-    struct change seed[3];
+    struct engine_change seed[3];
     for (int i = 0; i < 3; i++) {
         rows[i][0].v.l = i + 1;
         rows[i][1].v.l = 10 * (i + 1);
-        seed[i] = (struct change){CHANGE_UPSERT, rows[i]};
+        seed[i] = (struct engine_change){ENGINE_CHANGE_UPSERT, rows[i]};
     }
-    struct change_req sreq = {.table = t, .changes = seed, .nchanges = 3};
+    struct engine_change_req sreq = {.table = t, .changes = seed, .nchanges = 3};
     struct st_err err = {0};
     assert_int_equal(engine_apply_changes(T.e, &sreq, res, &err), ST_OK);
     assert_int_equal(res->seq, 1);
@@ -417,16 +417,16 @@ static struct table *seeded_table(const char *name, struct change_res *res)
 static void test_unknown_outcome_keeps_blobs(void **state)
 {
     (void)state;
-    struct change_res res;
-    struct table *t = seeded_table("unknown", &res);
+    struct engine_change_res res;
+    struct engine_table *t = seeded_table("unknown", &res);
     int blobs = count_blobs(t);
     struct st_value vals[2] = {{0}};
     vals[0].v.l = 1;
     vals[1].v.l = 99;
-    struct change ch = {CHANGE_UPSERT, vals};
+    struct engine_change ch = {ENGINE_CHANGE_UPSERT, vals};
     struct engine_idem idem = {.key = "unknown-1"};
     memset(idem.hash, 3, 32);
-    struct change_req req = {.table = t, .changes = &ch, .nchanges = 1, .idem = &idem};
+    struct engine_change_req req = {.table = t, .changes = &ch, .nchanges = 1, .idem = &idem};
     engine_test_fault(T.e, FAULT_DROP_AT_COMMIT, 1);
     engine_test_fault(T.e, FAULT_RESOLVER_UNREACHABLE, CAT_RESOLVE_ATTEMPTS);
     struct st_err err = {0};
@@ -456,7 +456,7 @@ static void test_unknown_outcome_keeps_blobs(void **state)
     assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
     struct engine_idem didem = {.key = "unknown-2"};
     memset(didem.hash, 4, 32);
-    struct delete_res dr;
+    struct engine_delete_res dr;
     engine_test_fault(T.e, FAULT_DROP_AT_COMMIT, 1);
     engine_test_fault(T.e, FAULT_RESOLVER_UNREACHABLE, CAT_RESOLVE_ATTEMPTS);
     assert_int_equal(engine_delete_where(T.e, t, f, false, 0, &didem, &dr, &err), ST_EUNKNOWN);
@@ -495,7 +495,7 @@ static void test_unknown_outcome_keeps_blobs(void **state)
  * the holder rolls back. (A change batch takes the table's row lock before
  * it reads; holding that row would stop it before it writes anything.)
  */
-static PGconn *hold_snapshot_row(const struct table *t, int64_t seq)
+static PGconn *hold_snapshot_row(const struct engine_table *t, int64_t seq)
 {
     PGconn *c = PQconnectdb(T.conninfo);
     assert_int_equal(PQstatus(c), CONNECTION_OK);
@@ -519,15 +519,15 @@ static PGconn *hold_snapshot_row(const struct table *t, int64_t seq)
 static void test_unknown_outcome_when_backend_stays(void **state)
 {
     (void)state;
-    struct change_res res;
-    struct table *t = seeded_table("stays", &res);
+    struct engine_change_res res;
+    struct engine_table *t = seeded_table("stays", &res);
     int blobs = count_blobs(t);
     PGconn *holder = hold_snapshot_row(t, 2);
     struct st_value vals[2] = {{0}};
     vals[0].v.l = 1;
     vals[1].v.l = 77;
-    struct change ch = {CHANGE_UPSERT, vals};
-    struct change_req req = {.table = t, .changes = &ch, .nchanges = 1};
+    struct engine_change ch = {ENGINE_CHANGE_UPSERT, vals};
+    struct engine_change_req req = {.table = t, .changes = &ch, .nchanges = 1};
     engine_test_fault(T.e, FAULT_DROP_AT_COMMIT, 1);
     engine_test_fault(T.e, FAULT_TERMINATE_REFUSED, 1);
     /* the old backend waits for the holder as long as it takes: with the
@@ -560,10 +560,10 @@ static void test_unknown_outcome_when_backend_stays(void **state)
 
 /* An upsert on a thread of its own (the test holds a lock meanwhile). */
 struct bg_upsert {
-    struct table *t;
+    struct engine_table *t;
     int64_t id, v;
     int rc;
-    struct change_res res;
+    struct engine_change_res res;
     struct st_err err;
 };
 
@@ -575,7 +575,7 @@ static void *bg_upsert_run(void *arg)
 }
 
 /* Another session holds the table's row (FOR UPDATE), as a long commit of another server would. */
-static PGconn *hold_table_row(const struct table *t)
+static PGconn *hold_table_row(const struct engine_table *t)
 {
     PGconn *c = PQconnectdb(T.conninfo);
     assert_int_equal(PQstatus(c), CONNECTION_OK);
@@ -613,8 +613,8 @@ static void wait_for_waiter(PGconn *holder)
 static void test_lock_timeout_is_contention(void **state)
 {
     (void)state;
-    struct change_res res;
-    struct table *t = seeded_table("locked", &res);
+    struct engine_change_res res;
+    struct engine_table *t = seeded_table("locked", &res);
     int blobs = count_blobs(t);
     struct st_err err = {0};
     engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 200);
@@ -630,7 +630,7 @@ static void test_lock_timeout_is_contention(void **state)
     const char *js = "{\"type\":\"eq\",\"term\":\"id\",\"value\":2}";
     st_err_clear(&err);
     assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
-    struct delete_res dr;
+    struct engine_delete_res dr;
     assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_ECONFLICT);
     assert_non_null(strstr(err.msg, "for a lock"));
     assert_int_equal(table_seq(t), 1);
@@ -716,8 +716,8 @@ static void test_catalog_session_limits(void **state)
 static void test_commit_gives_up_when_blobs_are_old(void **state)
 {
     (void)state;
-    struct change_res res;
-    struct table *t = seeded_table("old", &res);
+    struct engine_change_res res;
+    struct engine_table *t = seeded_table("old", &res);
     int blobs = count_blobs(t);
     struct st_err err = {0};
     engine_test_fault(T.e, FAULT_BLOB_AGE_S, ENGINE_COMMIT_MAX_AGE_S + 1);
@@ -728,7 +728,7 @@ static void test_commit_gives_up_when_blobs_are_old(void **state)
     const char *js = "{\"type\":\"eq\",\"term\":\"id\",\"value\":2}";
     st_err_clear(&err);
     assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
-    struct delete_res dr;
+    struct engine_delete_res dr;
     assert_int_equal(engine_delete_where(T.e, t, f, false, 0, NULL, &dr, &err), ST_EUNAVAIL);
     assert_non_null(strstr(err.msg, "gave up before COMMIT"));
     engine_test_fault(T.e, FAULT_BLOB_AGE_S, 0);
@@ -912,16 +912,16 @@ static void restart_and_flush(void)
 }
 
 /* One change batch of n upserts of keys from..from+n-1 (v = key * mult). */
-static void upsert_keys(struct table *t, int64_t from, size_t n, int64_t mult)
+static void upsert_keys(struct engine_table *t, int64_t from, size_t n, int64_t mult)
 {
-    struct change_res res;
+    struct engine_change_res res;
     assert_int_equal(et_put_range(&T, t, from, n, mult, &res), ST_OK);
 }
 
-static void delete_key(struct table *t, int64_t key)
+static void delete_key(struct engine_table *t, int64_t key)
 {
     int64_t v = -1; /* et_put: a delete */
-    struct change_res res;
+    struct engine_change_res res;
     assert_int_equal(et_put(&T, t, &key, &v, 1, &res), ST_OK);
     assert_int_equal(res.deleted, 1);
 }
@@ -947,7 +947,7 @@ static void test_commit_statements_scan_by_index(void **state)
     (void)state;
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "byindex", cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "byindex", cols, 2, pk, 1, NULL);
     upsert_keys(t, 0, 3000, 1); /* a file of 3,000 rows, then the measured commits */
     static const char *const rels[] = {"deletion_vectors", "data_files", "snapshots",
                                        "key_index_i8"};

@@ -54,19 +54,19 @@ static int teardown(void **state)
 }
 
 /* Commit 1 writes the anchor file; commit k > 1 deletes anchor key k - 1 and rewrites HOT_KEY. */
-static void commit_once(struct table *t, int64_t k)
+static void commit_once(struct engine_table *t, int64_t k)
 {
-    struct change_res res;
+    struct engine_change_res res;
     struct st_err err = {0};
     if (k == 1) {
         struct st_value *v = calloc(2 * ANCHOR_KEYS, sizeof *v);
-        struct change *ch = calloc(ANCHOR_KEYS, sizeof *ch);
+        struct engine_change *ch = calloc(ANCHOR_KEYS, sizeof *ch);
         for (int i = 0; i < ANCHOR_KEYS; i++) {
             v[2 * i].v.l = i;
             v[2 * i + 1].v.l = i;
-            ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+            ch[i] = (struct engine_change){ENGINE_CHANGE_UPSERT, &v[2 * i]};
         }
-        struct change_req req = {.table = t, .changes = ch, .nchanges = ANCHOR_KEYS};
+        struct engine_change_req req = {.table = t, .changes = ch, .nchanges = ANCHOR_KEYS};
         assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
         free(ch);
         free(v);
@@ -75,8 +75,8 @@ static void commit_once(struct table *t, int64_t k)
         del[0].v.l = k - 1;
         hot[0].v.l = HOT_KEY;
         hot[1].v.l = k;
-        struct change ch[2] = {{CHANGE_DELETE, del}, {CHANGE_UPSERT, hot}};
-        struct change_req req = {.table = t, .changes = ch, .nchanges = 2};
+        struct engine_change ch[2] = {{ENGINE_CHANGE_DELETE, del}, {ENGINE_CHANGE_UPSERT, hot}};
+        struct engine_change_req req = {.table = t, .changes = ch, .nchanges = 2};
         if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
             fail_msg("commit %lld: %s", (long long)k, err.msg);
         assert_int_equal(res.deleted, 1);
@@ -210,7 +210,7 @@ static struct measure measure(PGconn *c, int64_t tid, int64_t commits)
 }
 
 /* Snapshot `s` (-1: the current one, 500) as commit_once built it. */
-static void check_snapshot(struct table *t, int64_t s)
+static void check_snapshot(struct engine_table *t, int64_t s)
 {
     int64_t seq = s < 0 ? 500 : s;
     struct et_rows rows;
@@ -298,7 +298,7 @@ static void test_statements_touch_the_live_state(void **state)
     (void)state;
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "hist", cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "hist", cols, 2, pk, 1, NULL);
     PGconn *c = PQconnectdb(T.conninfo);
     assert_int_equal(PQstatus(c), CONNECTION_OK);
     int64_t k = 1;
@@ -342,18 +342,18 @@ static void test_parallel_lookups_and_fallback(void **state)
     enum { N = 6000, H = N / 2 };
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "halves", cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "halves", cols, 2, pk, 1, NULL);
     struct st_value *v = calloc(2 * N, sizeof *v);
-    struct change *ch = calloc(N, sizeof *ch);
-    struct change_req req = {.table = t, .changes = ch, .nchanges = N};
-    struct change_res res;
+    struct engine_change *ch = calloc(N, sizeof *ch);
+    struct engine_change_req req = {.table = t, .changes = ch, .nchanges = N};
+    struct engine_change_res res;
     struct st_err err = {0};
     uint64_t par0, fb0, par, fb;
     engine_test_lookup_counts(T.e, &par0, &fb0);
     for (int i = 0; i < N; i++) { /* N new keys */
         v[2 * i].v.l = i;
         v[2 * i + 1].v.l = 1;
-        ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+        ch[i] = (struct engine_change){ENGINE_CHANGE_UPSERT, &v[2 * i]};
     }
     if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
         fail_msg("%s", err.msg);
@@ -376,7 +376,7 @@ static void test_parallel_lookups_and_fallback(void **state)
     engine_test_fault(T.e, FAULT_SECOND_LOOKUP_FAILS, 1);
     for (int i = 0; i < N; i++) {
         v[2 * i].v.l = H + i;
-        ch[i].op = CHANGE_DELETE;
+        ch[i].op = ENGINE_CHANGE_DELETE;
     }
     if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
         fail_msg("%s", err.msg);
@@ -385,7 +385,7 @@ static void test_parallel_lookups_and_fallback(void **state)
     engine_test_lookup_counts(T.e, &par, &fb);
     assert_int_equal(par, par0 + 2);
     assert_int_equal(fb, fb0 + 1);
-    struct table_stats st;
+    struct engine_table_stats st;
     assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
     assert_int_equal(st.live_rows, H);
     struct et_rows rows;
@@ -419,25 +419,25 @@ static void test_one_file_from_many_lookups(void **state)
     enum { N = 45001 };
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
-    struct table *t = et_create(&T, "wide", cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "wide", cols, 2, pk, 1, NULL);
     struct st_value *v = calloc(2 * N, sizeof *v);
-    struct change *ch = calloc(N, sizeof *ch);
+    struct engine_change *ch = calloc(N, sizeof *ch);
     for (int i = 0; i < N; i++) {
         v[2 * i].v.l = i;
         v[2 * i + 1].v.l = i;
-        ch[i] = (struct change){CHANGE_UPSERT, &v[2 * i]};
+        ch[i] = (struct engine_change){ENGINE_CHANGE_UPSERT, &v[2 * i]};
     }
-    struct change_req req = {.table = t, .changes = ch, .nchanges = N};
-    struct change_res res;
+    struct engine_change_req req = {.table = t, .changes = ch, .nchanges = N};
+    struct engine_change_res res;
     struct st_err err = {0};
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     for (int i = 0; i < N - 1; i++) /* every key but the last, from one file */
-        ch[i].op = CHANGE_DELETE;
+        ch[i].op = ENGINE_CHANGE_DELETE;
     req.nchanges = N - 1;
     if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
         fail_msg("%s", err.msg);
     assert_int_equal(res.deleted, N - 1);
-    struct table_stats st;
+    struct engine_table_stats st;
     assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
     assert_int_equal(st.data_files, 1);
     assert_int_equal(st.deleted_rows, N - 1);
@@ -480,7 +480,7 @@ static void touch_old(const char *path, time_t age)
 static void test_gc_in_batches(void **state)
 {
     (void)state;
-    struct table *t = NULL;
+    struct engine_table *t = NULL;
     struct st_err err = {0};
     assert_int_equal(engine_get_table(T.e, "hist", &t, &err), ST_OK);
     char dir[512], path[600];
@@ -498,7 +498,7 @@ static void test_gc_in_batches(void **state)
                         "SELECT puffin_path FROM strike.deletion_vectors WHERE puffin_path IS "
                         "NOT NULL) p");
     PQfinish(c);
-    struct gc_report rep;
+    struct engine_gc_report rep;
     assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
     fprintf(stderr, "gc: %lld referenced (catalog: %lld paths), %lld orphans, %lld deleted\n",
             (long long)rep.referenced, (long long)refs, (long long)rep.orphans,
@@ -509,7 +509,7 @@ static void test_gc_in_batches(void **state)
     assert_int_equal(access(path, F_OK), 0);
     snprintf(path, sizeof path, "%s/orphan-0500.parquet", dir);
     assert_int_equal(access(path, F_OK), -1);
-    struct gc_report fs;
+    struct engine_gc_report fs;
     assert_int_equal(engine_fsck(T.e, on_finding, NULL, &fs, &err), ST_OK);
     assert_int_equal(fs.missing + fs.corrupt, 0);
     assert_int_equal(fs.orphans, 1);

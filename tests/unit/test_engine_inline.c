@@ -51,7 +51,7 @@ static void reopen(int64_t dv_inline_max)
     et_reopen(&T);
 }
 
-static struct table *table(const char *name)
+static struct engine_table *table(const char *name)
 {
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
@@ -59,31 +59,31 @@ static struct table *table(const char *name)
 }
 
 /* Rows id = 0..n-1, v = id, in one commit (one data file). */
-static void load(struct table *t, int64_t n)
+static void load(struct engine_table *t, int64_t n)
 {
     int64_t *ids = xcalloc((size_t)n, sizeof *ids), *vs = xcalloc((size_t)n, sizeof *vs);
     for (int64_t i = 0; i < n; i++)
         ids[i] = vs[i] = i;
-    struct change_res res;
+    struct engine_change_res res;
     assert_int_equal(et_put(&T, t, ids, vs, (size_t)n, &res), ST_OK);
     free(ids);
     free(vs);
 }
 
 /* Delete keys ids[0..n) in one commit. */
-static void del(struct table *t, const int64_t *ids, size_t n)
+static void del(struct engine_table *t, const int64_t *ids, size_t n)
 {
     int64_t *vs = xcalloc(n, sizeof *vs);
     for (size_t i = 0; i < n; i++)
         vs[i] = -1;
-    struct change_res res;
+    struct engine_change_res res;
     assert_int_equal(et_put(&T, t, ids, vs, n, &res), ST_OK);
     assert_int_equal(res.deleted, (int64_t)n);
     free(vs);
 }
 
 /* Files in the table's dv/ directory (Puffin files; local blob store only). */
-static int dv_files(const struct table *t)
+static int dv_files(const struct engine_table *t)
 {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/tables/%s/dv", T.data_dir, t->uuid);
@@ -99,7 +99,7 @@ static int dv_files(const struct table *t)
     return n;
 }
 
-static int64_t inline_rows(const struct table *t)
+static int64_t inline_rows(const struct engine_table *t)
 {
     char sql[200];
     snprintf(sql, sizeof sql,
@@ -110,7 +110,7 @@ static int64_t inline_rows(const struct table *t)
 }
 
 /* The id of the table's only live file. */
-static int64_t only_file(const struct table *t)
+static int64_t only_file(const struct engine_table *t)
 {
     char sql[200];
     snprintf(sql, sizeof sql,
@@ -120,9 +120,10 @@ static int64_t only_file(const struct table *t)
 }
 
 /* The DV of a file at the current snapshot in a format (a copy; *etag receives its tag). */
-static uint8_t *get_dv(struct table *t, int64_t file, enum dv_format f, size_t *len, char *etag)
+static uint8_t *get_dv(struct engine_table *t, int64_t file, enum dv_format f, size_t *len,
+                       char *etag)
 {
-    struct dv_bytes *b = NULL;
+    struct engine_dv_bytes *b = NULL;
     int64_t snap;
     struct st_err err = {0};
     if (engine_get_dv(T.e, t, file, false, 0, f, &b, &snap, &err) != ST_OK)
@@ -135,7 +136,7 @@ static uint8_t *get_dv(struct table *t, int64_t file, enum dv_format f, size_t *
     return p;
 }
 
-static void live_ids(struct table *t, int64_t n, const int64_t *gone, size_t ngone)
+static void live_ids(struct engine_table *t, int64_t n, const int64_t *gone, size_t ngone)
 {
     struct et_rows rows;
     et_scan(&T, t, -1, &rows);
@@ -155,7 +156,7 @@ static void on_fsck(void *ctx, const char *kind, const char *path, const char *d
 
 static void fsck_clean(void)
 {
-    struct gc_report rep;
+    struct engine_gc_report rep;
     struct st_err err = {0};
     assert_int_equal(engine_fsck(T.e, on_fsck, NULL, &rep, &err), ST_OK);
     assert_int_equal(rep.missing, 0);
@@ -168,13 +169,13 @@ static void test_small_delete_writes_no_puffin_file(void **state)
 {
     (void)state;
     reopen(0);
-    struct table *t = table("inline_small");
+    struct engine_table *t = table("inline_small");
     load(t, 1000);
     const int64_t gone[] = {7};
     del(t, gone, 1);
     assert_int_equal(dv_files(t), 0);
     assert_int_equal(inline_rows(t), 1);
-    struct table_stats st;
+    struct engine_table_stats st;
     struct st_err err = {0};
     assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
     assert_int_equal(st.inline_dvs, 1);
@@ -208,13 +209,13 @@ static void test_dv_endpoint_same_either_way(void **state)
     const int64_t gone[] = {3, 17, 42, 700};
     const enum dv_format fmts[] = {DV_FMT_ROARING64, DV_FMT_ICEBERG, DV_FMT_DELTA};
     reopen(-1); /* never inline */
-    struct table *p = table("inline_ep_puffin");
+    struct engine_table *p = table("inline_ep_puffin");
     load(p, 1000);
     del(p, gone, 4);
     assert_int_equal(dv_files(p), 1);
     assert_int_equal(inline_rows(p), 0);
     reopen(0);
-    struct table *q = table("inline_ep_inline");
+    struct engine_table *q = table("inline_ep_inline");
     load(q, 1000);
     del(q, gone, 4);
     assert_int_equal(dv_files(q), 0);
@@ -252,7 +253,7 @@ static void test_plan_flushes_inline_dvs(void **state)
 {
     (void)state;
     reopen(0);
-    struct table *t = table("inline_plan");
+    struct engine_table *t = table("inline_plan");
     load(t, 1000);
     const int64_t gone[] = {1, 2, 900};
     del(t, gone, 3);
@@ -261,7 +262,7 @@ static void test_plan_flushes_inline_dvs(void **state)
     char etag[80];
     uint8_t *want = get_dv(t, fid, DV_FMT_ICEBERG, &len, etag);
     assert_int_equal(dv_files(t), 0);
-    struct plan_file *pf;
+    struct engine_plan_file *pf;
     size_t npf;
     int64_t seq;
     struct st_err err = {0};
@@ -322,7 +323,7 @@ static void test_plan_waits_for_a_held_row(void **state)
 {
     (void)state;
     reopen(0);
-    struct table *t = table("inline_held");
+    struct engine_table *t = table("inline_held");
     load(t, 100);
     const int64_t gone[] = {4};
     del(t, gone, 1);
@@ -339,7 +340,7 @@ static void test_plan_waits_for_a_held_row(void **state)
     PQclear(r);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, release_later, &h), 0);
-    struct plan_file *pf;
+    struct engine_plan_file *pf;
     size_t npf;
     int64_t seq;
     struct st_err err = {0};
@@ -361,7 +362,7 @@ static void test_dv_grows_to_puffin(void **state)
 {
     (void)state;
     reopen(64);
-    struct table *t = table("inline_grow");
+    struct engine_table *t = table("inline_grow");
     load(t, 10000);
     const int64_t first[] = {9999};
     del(t, first, 1);
@@ -392,7 +393,7 @@ static void test_maintenance_on_inline_rows(void **state)
 {
     (void)state;
     reopen(0);
-    struct table *t = table("inline_maint");
+    struct engine_table *t = table("inline_maint");
     load(t, 1000);
     load(t, 10); /* a second file: ids 0..9 move there, their rows in the first are deleted */
     const int64_t gone[] = {20, 21, 500};
@@ -409,7 +410,7 @@ static void test_maintenance_on_inline_rows(void **state)
              "inline_blob IS NOT NULL",
              (long long)t->id);
     et_sql(&T, sql);
-    struct gc_report rep;
+    struct engine_gc_report rep;
     struct st_err err = {0};
     assert_int_equal(engine_fsck(T.e, on_fsck, NULL, &rep, &err), ST_OK);
     assert_int_equal(rep.corrupt, 1);
@@ -483,7 +484,7 @@ static void test_maintenance_task_flushes(void **state)
 {
     (void)state;
     reopen(0);
-    struct table *t = table("inline_bg");
+    struct engine_table *t = table("inline_bg");
     load(t, 1000);
     const int64_t gone[] = {10, 11};
     del(t, gone, 2);
@@ -531,12 +532,12 @@ static bool live_dv_is_list(int64_t file)
 }
 
 /* Delete keys ids[0..n) (absent ones count as missing) and return the result. */
-static struct change_res del_res(struct table *t, const int64_t *ids, size_t n)
+static struct engine_change_res del_res(struct engine_table *t, const int64_t *ids, size_t n)
 {
     int64_t *vs = xcalloc(n, sizeof *vs);
     for (size_t i = 0; i < n; i++)
         vs[i] = -1;
-    struct change_res res;
+    struct engine_change_res res;
     assert_int_equal(et_put(&T, t, ids, vs, n, &res), ST_OK);
     free(vs);
     return res;
@@ -548,7 +549,7 @@ static void test_delete_in_one_statement(void **state)
 {
     (void)state;
     reopen(0);
-    struct table *t = table("fast_basic");
+    struct engine_table *t = table("fast_basic");
     load(t, 1000);
     int64_t fid = only_file(t);
     char sql[256];
@@ -557,7 +558,7 @@ static void test_delete_in_one_statement(void **state)
     uint64_t taken0, back0, taken, back;
     fast_counts(&taken0, &back0);
     const int64_t first[] = {7, 123456}; /* 123456 does not exist */
-    struct change_res r = del_res(t, first, 2);
+    struct engine_change_res r = del_res(t, first, 2);
     assert_int_equal(r.deleted, 1);
     assert_int_equal(r.missing, 1);
     assert_int_equal(r.seq, seq0 + 1);
@@ -596,7 +597,7 @@ static void test_delete_in_one_statement(void **state)
     et_scan(&T, t, seq0 + 1, &rows); /* the snapshot of the first delete */
     assert_int_equal(rows.n, 999);
     et_rows_free(&rows);
-    struct table_stats st;
+    struct engine_table_stats st;
     struct st_err err = {0};
     assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
     assert_int_equal(st.deleted_rows, 4);
@@ -630,7 +631,7 @@ static void test_one_statement_falls_back(void **state)
 {
     (void)state;
     reopen(0);
-    struct table *t = table("fast_back");
+    struct engine_table *t = table("fast_back");
     load(t, 1000);
     int64_t fid = only_file(t);
     uint64_t taken0, back0, taken, back;
@@ -657,7 +658,7 @@ static void test_one_statement_falls_back(void **state)
 
     /* a key twice in one request: not tried; the second counts as missing */
     const int64_t twice[] = {6, 6};
-    struct change_res r = del_res(t, twice, 2);
+    struct engine_change_res r = del_res(t, twice, 2);
     assert_int_equal(r.deleted, 1);
     assert_int_equal(r.missing, 1);
     fast_counts(&taken, &back);
@@ -668,7 +669,7 @@ static void test_one_statement_falls_back(void **state)
     reopen(40); /* 12 + 4 x 7 */
     int64_t ids[8] = {10, 11, 12, 13, 14, 15, 16, 17};
     fast_counts(&taken0, &back0);
-    struct table *u = table("fast_back_full");
+    struct engine_table *u = table("fast_back_full");
     load(u, 100);
     int64_t ufid = only_file(u);
     del(u, ids, 7); /* exactly 40 bytes: one statement */
@@ -695,7 +696,7 @@ static void test_one_statement_falls_back(void **state)
     live_ids(u, 100, ugone, 10);
 
     /* a delete that empties a file: the general path removes the file */
-    struct table *w = table("fast_back_empty");
+    struct engine_table *w = table("fast_back_empty");
     load(w, 3);
     const int64_t all[] = {0, 1, 2};
     uint64_t back_before = back;
@@ -720,24 +721,25 @@ static void test_one_statement_string_keys(void **state)
     reopen(0);
     const char *cols[] = {"k:string!", "v:long"};
     const char *pk[] = {"k"};
-    struct table *t = et_create(&T, "fast_str", cols, 2, pk, 1, NULL);
+    struct engine_table *t = et_create(&T, "fast_str", cols, 2, pk, 1, NULL);
     char names[50][8];
-    struct change ch[50];
+    struct engine_change ch[50];
     struct st_value vals[50][2];
     for (int i = 0; i < 50; i++) {
         snprintf(names[i], sizeof names[i], "k%02d", i);
         vals[i][0] = (struct st_value){.v.s = {names[i], (uint32_t)strlen(names[i])}};
         vals[i][1] = (struct st_value){.v.l = i};
-        ch[i] = (struct change){CHANGE_UPSERT, vals[i]};
+        ch[i] = (struct engine_change){ENGINE_CHANGE_UPSERT, vals[i]};
     }
-    struct change_req req = {.table = t, .changes = ch, .nchanges = 50};
-    struct change_res res;
+    struct engine_change_req req = {.table = t, .changes = ch, .nchanges = 50};
+    struct engine_change_res res;
     struct st_err err = {0};
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     uint64_t taken0, back0, taken, back;
     fast_counts(&taken0, &back0);
-    struct change del[2] = {{CHANGE_DELETE, vals[3]}, {CHANGE_DELETE, vals[40]}};
-    req = (struct change_req){.table = t, .changes = del, .nchanges = 2};
+    struct engine_change del[2] = {{ENGINE_CHANGE_DELETE, vals[3]},
+                                   {ENGINE_CHANGE_DELETE, vals[40]}};
+    req = (struct engine_change_req){.table = t, .changes = del, .nchanges = 2};
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     assert_int_equal(res.deleted, 2);
     fast_counts(&taken, &back);
@@ -757,7 +759,7 @@ static void test_one_statement_string_keys(void **state)
 
 /* The Idempotency-Key record of table t's key `key`: 1 when it is the text idem.c encodes for a
    delete by keys at `seq` (deleted, missing), with the request hash of 32 bytes `h`. */
-static int64_t idem_record_is(const struct table *t, const char *key, int h, int64_t seq,
+static int64_t idem_record_is(const struct engine_table *t, const char *key, int h, int64_t seq,
                               int64_t deleted, int64_t missing)
 {
     char sql[512];
@@ -777,18 +779,18 @@ static void test_one_statement_idempotency_key(void **state)
 {
     (void)state;
     reopen(0);
-    struct table *t = table("fast_idem");
+    struct engine_table *t = table("fast_idem");
     load(t, 100);
     char sql[200];
     snprintf(sql, sizeof sql, "SELECT seq FROM strike.tables WHERE id = %lld", (long long)t->id);
     uint64_t taken0, back0, taken, back;
     fast_counts(&taken0, &back0);
     struct st_value k[2] = {{.v.l = 5}, {.v.l = 500}}; /* 500 does not exist */
-    struct change ch[2] = {{CHANGE_DELETE, &k[0]}, {CHANGE_DELETE, &k[1]}};
+    struct engine_change ch[2] = {{ENGINE_CHANGE_DELETE, &k[0]}, {ENGINE_CHANGE_DELETE, &k[1]}};
     struct engine_idem idem = {.key = "del-1"};
     memset(idem.hash, 3, 32);
-    struct change_req req = {.table = t, .changes = ch, .nchanges = 2, .idem = &idem};
-    struct change_res res;
+    struct engine_change_req req = {.table = t, .changes = ch, .nchanges = 2, .idem = &idem};
+    struct engine_change_res res;
     struct st_err err = {0};
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     assert_false(res.replayed);
@@ -823,7 +825,7 @@ static void test_one_statement_idempotency_key(void **state)
     /* a delete that finds nothing commits no snapshot but stores its record, at the seq */
     struct engine_idem idem2 = {.key = "del-2"};
     memset(idem2.hash, 5, 32);
-    req = (struct change_req){.table = t, .changes = &ch[1], .nchanges = 1, .idem = &idem2};
+    req = (struct engine_change_req){.table = t, .changes = &ch[1], .nchanges = 1, .idem = &idem2};
     st_err_clear(&err);
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
     assert_false(res.replayed);
@@ -850,13 +852,13 @@ static void test_one_statement_lost_at_commit(void **state)
 {
     (void)state;
     reopen(0);
-    struct table *t = table("fast_lost");
+    struct engine_table *t = table("fast_lost");
     load(t, 100);
     uint64_t taken0, back0, taken, back;
     fast_counts(&taken0, &back0);
     engine_test_fault(T.e, FAULT_DROP_AT_COMMIT, 1);
     const int64_t k[] = {42, 43, 5000};
-    struct change_res r = del_res(t, k, 3);
+    struct engine_change_res r = del_res(t, k, 3);
     assert_int_equal(r.deleted, 2);
     assert_int_equal(r.missing, 1);
     fast_counts(&taken, &back);
@@ -871,7 +873,7 @@ static void test_one_statement_lost_at_commit(void **state)
 
 struct two_servers {
     struct engine *e;
-    struct table *t;
+    struct engine_table *t;
     int64_t from;
     int rc;
 };
@@ -881,9 +883,9 @@ static void *delete_one_by_one(void *arg)
     struct two_servers *w = arg;
     for (int64_t k = w->from; k < w->from + 100 && w->rc == ST_OK; k++) {
         struct st_value kv[2] = {{.v.l = k}, {.v.l = 0}};
-        struct change ch = {CHANGE_DELETE, kv};
-        struct change_req req = {.table = w->t, .changes = &ch, .nchanges = 1};
-        struct change_res res;
+        struct engine_change ch = {ENGINE_CHANGE_DELETE, kv};
+        struct engine_change_req req = {.table = w->t, .changes = &ch, .nchanges = 1};
+        struct engine_change_res res;
         struct st_err err = {0};
         w->rc = engine_apply_changes(w->e, &req, &res, &err);
         if (w->rc == ST_OK && res.deleted != 1)
@@ -897,14 +899,14 @@ static void test_one_statement_two_servers(void **state)
 {
     (void)state;
     reopen(0);
-    struct table *t = table("fast_two");
+    struct engine_table *t = table("fast_two");
     load(t, 1000);
     struct engine_opts o = {.conninfo = T.conninfo, .data_dir = T.data_dir, .pool_size = 4};
     struct engine *e2;
     struct st_err err = {0};
     if (engine_open(&o, &e2, &err) != ST_OK)
         fail_msg("engine_open: %s", err.msg);
-    struct table *t2;
+    struct engine_table *t2;
     assert_int_equal(engine_get_table(e2, "fast_two", &t2, &err), ST_OK);
     struct two_servers a = {T.e, t, 0, ST_OK}, b = {e2, t2, 500, ST_OK};
     pthread_t ta, tb;

@@ -144,7 +144,8 @@ static void test_encoded_len(void **state)
                                 {"b", ST_T_BOOLEAN, true},
                                 {"t", ST_T_STRING, true}};
     int pk[3] = {3, 1, 0}; /* key order differs from column order */
-    struct table t = {.name = "k", .ncols = 4, .cols = cols, .npk = 3, .pk = pk, .version_col = -1};
+    struct engine_table t = {
+        .name = "k", .ncols = 4, .cols = cols, .npk = 3, .pk = pk, .version_col = -1};
     for (int i = 0; i < 2000; i++) {
         char s0[8], s3[8];
         struct st_value row[4], key[3];
@@ -171,7 +172,7 @@ static void test_encoded_len(void **state)
     v[0].v.s.p = big;
     v[0].v.s.len = KEY_ENCODED_MAX - 2;
     int pk0[1] = {0};
-    struct table one = {.name = "o", .ncols = 1, .cols = cols, .npk = 1, .pk = pk0};
+    struct engine_table one = {.name = "o", .ncols = 1, .cols = cols, .npk = 1, .pk = pk0};
     assert_int_equal(key_encoded_len(&one, v, true), KEY_ENCODED_MAX);
     big[5] = '\0';
     assert_int_equal(key_encoded_len(&one, v, false), KEY_ENCODED_MAX + 1);
