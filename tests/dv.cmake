@@ -6,6 +6,11 @@ strike_unit_test(test_dv_fixtures SOURCES unit/test_dv_fixtures.c LIBS strike_dv
 strike_unit_test(test_dv_codec SOURCES unit/test_dv_codec.c LIBS strike_dv LABELS dv)
 # `strike dv decode|encode` on every fixture (needs the `strike` target).
 strike_py_test(test_dv_cli test_dv_cli.py LABELS dv)
+# The tests' own Iceberg v3 reader and spec checker (integration/iceberg_read.mjs:
+# avsc, DuckDB, its own Puffin/DV decoding) proves itself on a table Spark and
+# Iceberg Java wrote (iceberg-tables/ of the shared test data), and its checks on
+# corrupted copies of it.
+strike_py_test(test_iceberg_reader test_iceberg_reader.py LABELS dv iceberg)
 
 # Benchmark (prints numbers, not a test): build/<dir>/bin/bench_dv [--runs N];
 # tests/bench/dv_peer.mjs times the npm `roaring` package on the same set.
