@@ -441,9 +441,9 @@ static int lookup_location(struct engine *e, struct engine_table *t, int64_t fil
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num tid, fid, snap;
-    const char *vals[3] = {eng__i64(&tid, t->id), eng__i64(&fid, file_id),
-                           has_snapshot ? eng__i64(&snap, snapshot) : NULL};
+    struct pgu_num tid, fid, snap;
+    const char *vals[3] = {pgu_i64(&tid, t->id), pgu_i64(&fid, file_id),
+                           has_snapshot ? pgu_i64(&snap, snapshot) : NULL};
     PGresult *r = cat_pq_exec_params(c, eng__sql_dv_location, 3, NULL, vals, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "locating the DV", err);
@@ -453,9 +453,9 @@ static int lookup_location(struct engine *e, struct engine_table *t, int64_t fil
         rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
         goto out;
     }
-    int64_t cur = eng__get_i64(r, 0, 0);
-    *seq = eng__get_i64(r, 0, 1);
-    int64_t oldest = PQgetisnull(r, 0, 9) ? cur : eng__get_i64(r, 0, 9);
+    int64_t cur = pgu_get_i64(r, 0, 0);
+    *seq = pgu_get_i64(r, 0, 1);
+    int64_t oldest = PQgetisnull(r, 0, 9) ? cur : pgu_get_i64(r, 0, 9);
     eng__floor_note(e, t->id, oldest);
     if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && has_snapshot && snapshot < oldest) {
         rc = eng__expired_err(t, snapshot, oldest, err);
@@ -482,7 +482,7 @@ static int lookup_location(struct engine *e, struct engine_table *t, int64_t fil
     uint8_t *blob = NULL;
     size_t bloblen = 0;
     if (is_inline) {
-        rc = eng__get_bytea(r, 0, 10, &blob, &bloblen, err);
+        rc = pgu_get_bytea(r, 0, 10, &blob, &bloblen, err);
         if (rc != ST_OK)
             goto out;
     }
@@ -500,10 +500,10 @@ static int lookup_location(struct engine *e, struct engine_table *t, int64_t fil
     free(blob);
     if (has_dv) {
         l->file_id = file_id;
-        l->added_seq = eng__get_i64(r, 0, 11);
-        l->offset = eng__get_i64(r, 0, 6);
-        l->length = eng__get_i64(r, 0, 7);
-        l->card = eng__get_i64(r, 0, 8);
+        l->added_seq = pgu_get_i64(r, 0, 11);
+        l->offset = pgu_get_i64(r, 0, 6);
+        l->length = pgu_get_i64(r, 0, 7);
+        l->card = pgu_get_i64(r, 0, 8);
         if (is_inline && (int64_t)bloblen != l->length) {
             rc_unref(&l->rc);
             rc = st_errf(err, ST_ECORRUPT, "inline DV of file %lld: %zu bytes, the row says %lld",

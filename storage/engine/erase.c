@@ -348,8 +348,8 @@ static int verify_files(struct erasure *w, struct st_err *err)
     if (rc != ST_OK)
         return rc;
     /* files no current snapshot lists but a retained older one does */
-    struct eng__num tid;
-    const char *v[1] = {eng__i64(&tid, w->t->id)};
+    struct pgu_num tid;
+    const char *v[1] = {pgu_i64(&tid, w->t->id)};
     PGresult *r = cat_pq_exec_params(
         c,
         "SELECT path, data_seq FROM strike.data_files WHERE table_id = $1 AND removed_seq IS NOT "
@@ -379,7 +379,7 @@ static int verify_files(struct erasure *w, struct st_err *err)
         struct found f;
         if ((rc = scan_file(w, PQgetvalue(r, i, 0), NULL, false, &f, err)) == ST_OK) {
             files++;
-            bad_files += f.deleted + f.live > 0 && eng__get_i64(r, i, 1) <= w->delete_seq;
+            bad_files += f.deleted + f.live > 0 && pgu_get_i64(r, i, 1) <= w->delete_seq;
         }
     }
     PQclear(r);
@@ -413,9 +413,8 @@ static int verify_key_index(struct erasure *w, struct st_err *err)
     i = 0;
     while (hmap_next(&w->keys, &i, &k, &klen, &val))
         eng__key_array_add(&arr, i8, k, klen);
-    struct eng__num tid, ds;
-    const char *v[3] = {eng__i64(&tid, t->id), (const char *)arr.data,
-                        eng__i64(&ds, w->delete_seq)};
+    struct pgu_num tid, ds;
+    const char *v[3] = {pgu_i64(&tid, t->id), (const char *)arr.data, pgu_i64(&ds, w->delete_seq)};
     int l[3] = {0, (int)arr.len, 0};
     const int f[3] = {0, 1, 0};
     char sql[256];
@@ -430,7 +429,7 @@ static int verify_key_index(struct erasure *w, struct st_err *err)
         PQclear(r);
         return rc;
     }
-    int64_t left = eng__get_i64(r, 0, 0);
+    int64_t left = pgu_get_i64(r, 0, 0);
     PQclear(r);
     check(w, "key_index", left == 0,
           json_pack("{sI sI}", "keys_checked", (json_int_t)nk, "keys_from_before_delete",
@@ -449,8 +448,8 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
     }
     const char *col = t->cols[t->pk[0]].name;
     enum st_type ty = t->cols[t->pk[0]].type;
-    struct eng__num tid;
-    const char *v[2] = {eng__i64(&tid, t->id), col};
+    struct pgu_num tid;
+    const char *v[2] = {pgu_i64(&tid, t->id), col};
     PGconn *c = eng__rewrite_conn(w->rw);
     PGresult *r = cat_pq_exec_params(
         c,
@@ -464,7 +463,7 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
     }
     int64_t bad = 0, checked = 0;
     for (int i = 0; i < PQntuples(r); i++) {
-        if (eng__get_i64(r, i, 2) > w->delete_seq)
+        if (pgu_get_i64(r, i, 2) > w->delete_seq)
             continue; /* may hold a row written after the delete */
         for (int m = 0; m < 2; m++) {
             if (PQgetisnull(r, i, m))
@@ -634,8 +633,8 @@ static int begin_row(struct erasure *w, char **receipt, struct st_err *err)
 {
     PGconn *c = eng__rewrite_conn(w->rw);
     const struct engine_idem *idem = w->q->idem;
-    struct eng__num tid;
-    eng__i64(&tid, w->t->id);
+    struct pgu_num tid;
+    pgu_i64(&tid, w->t->id);
     if (idem != NULL) {
         char hash[65];
         st_sha256_hex(idem->hash, hash);
@@ -819,8 +818,8 @@ int engine_get_erasure(struct engine *e, const struct engine_table *t, const cha
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num tid;
-    const char *v[2] = {eng__i64(&tid, t->id), id};
+    struct pgu_num tid;
+    const char *v[2] = {pgu_i64(&tid, t->id), id};
     PGresult *r = cat_pq_exec_params(
         c, "SELECT receipt FROM strike.erasures WHERE table_id = $1 AND id = $2::uuid", 2, NULL, v,
         NULL, NULL, 0);
@@ -850,8 +849,8 @@ int engine_list_erasures(struct engine *e, const struct engine_table *t, int64_t
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num tid, lim;
-    const char *v[3] = {eng__i64(&tid, t->id), eng__i64(&lim, limit + 1), after};
+    struct pgu_num tid, lim;
+    const char *v[3] = {pgu_i64(&tid, t->id), pgu_i64(&lim, limit + 1), after};
     /* ids are UUIDv7: their order is their creation order */
     PGresult *r = cat_pq_exec_params(c,
                                      "SELECT id::text, receipt FROM strike.erasures WHERE "
