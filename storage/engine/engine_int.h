@@ -293,6 +293,17 @@ void eng__gc_stop(struct engine *e);
 int eng__maint_start(struct engine *e);
 void eng__maint_stop(struct engine *e); /* waits for a pass under way to end */
 
+/* ---- erasure receipts in the catalog (receipt.c) ---- */
+/* The stored record of a receipt (r->recorded; caller frees). */
+char *eng__receipt_encode(const struct engine_erasure *r);
+/*
+ * Decode the record of erasure `id` (the row's id) into out: this encoding,
+ * or the receipt as answered before it, or {} (nothing recorded yet:
+ * out->recorded false). ST_EINTERNAL when malformed (out cleared).
+ */
+int eng__receipt_decode(const char *id, const char *rec, struct engine_erasure *out,
+                        struct st_err *err);
+
 /* ---- floor.c ---- */
 /*
  * The floor of a table: its oldest retained snapshot, as last seen (a read

@@ -471,8 +471,8 @@ static void test_maintenance_on_inline_rows(void **state)
     struct engine_erasure er;
     int rc = engine_erase(T.e, &eq, &er, &err);
     if (rc != ST_OK)
-        fail_msg("erase: %s (%s)", err.msg, er.receipt ? er.receipt : "");
-    assert_non_null(strstr(er.receipt, "\"verified\""));
+        fail_msg("erase: %s (status %s)", err.msg, er.status);
+    assert_string_equal(er.status, "verified");
     engine_erasure_free(&er);
     int64_t gone5[] = {20, 21, 500, 600, 601};
     live_ids(t, 1000, gone5, 5);
