@@ -347,7 +347,7 @@ static int read_blob(struct engine *e, const char *rel, int64_t offset, int64_t 
     int rc = blob_read(e->blobs, rel, (uint64_t)offset, p, (size_t)length, err);
     if (rc != ST_OK) {
         if (rc == ST_ENOTFOUND)
-            rc = err->code = ST_EIO; /* referenced by the catalog: not a client's 404 */
+            rc = err->code = ST_EIO; /* the catalog references it: a fault, not a not-found */
         st_err_prefix(err, "%s", rel);
         free(p);
         return rc;

@@ -36,7 +36,7 @@ struct engine_opts {
     size_t dv_cache_bytes;         /* decoded-DV cache bound (default 256 MiB) */
     uint32_t row_group_rows;       /* Parquet row group size (default 131072) */
     int zstd_level;                /* Parquet compression level (default 3) */
-    int commit_retries;            /* CAS retries before 409 (default 16) */
+    int commit_retries;            /* CAS retries before ST_ECONFLICT (default 16) */
     int64_t maint_interval_s;      /* background maintenance period (maintain.c); 0 = off */
     int64_t retain_s;              /* maintenance expires snapshots older than this */
     /* threads of a maintenance pass: 0 = ENGINE_MAINT_WORKERS_DEFAULT, at most
@@ -216,7 +216,7 @@ struct engine_delete_res {
 /*
  * Deletes by filter running at once in one engine, at most: each holds a
  * worker and a catalog connection for its scan, so that a few of them cannot
- * take every worker from the other tables. One more is ST_EBUSY (503).
+ * take every worker from the other tables. One more is ST_EBUSY.
  */
 #define ENGINE_FILTER_DELETES_MAX 2
 
@@ -500,7 +500,7 @@ struct engine_gc_report {
  * attempt whose blobs are older gives up before sending COMMIT, and its
  * transaction checks the same deadline on the catalog's clock right before
  * COMMIT (a statement that stalled, a lock wait): a definite abort, its
- * blobs deleted, the requests failed with ST_EUNAVAIL (503, retry later).
+ * blobs deleted, the requests failed with ST_EUNAVAIL (retry later).
  */
 #define ENGINE_COMMIT_MAX_AGE_S 120
 /*
