@@ -148,6 +148,7 @@ int eng__after_lock_wait(struct engine *e, PGconn **c, int *attempt, const struc
 int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
                             const struct engine_table *t, const struct plan *p, struct st_err *err)
 {
+    assert(out != COMMITTED && *attempt >= 0);
     if (out != UNKNOWN)
         eng__unlink_blob(e, p->puffin_rel);
     if (out == FAILED || out == UNKNOWN || out == TOO_OLD) {
@@ -208,8 +209,12 @@ static int write_rows(struct engine *e, const struct engine_table *t, struct ite
     if (nrows > 0) {
         p->file_id = p->new_file_id; /* rows come from upserts: reserved */
         struct st_value **rp = xcalloc(nrows, sizeof *rp);
-        for (size_t i = 0; i < nrows; i++)
+        for (size_t i = 0; i < nrows; i++) {
+            /* a row is an upsert of the batch that survived the replay (struct outrow) */
+            assert(rows[i].change < items[rows[i].item]->req->nchanges &&
+                   items[rows[i].item]->req->changes[rows[i].change].op == ENGINE_CHANGE_UPSERT);
             rp[i] = items[rows[i].item]->req->changes[rows[i].change].vals;
+        }
         int rc = eng__write_parquet(e, t, rp, nrows, p, err);
         free(rp);
         if (rc != ST_OK)
@@ -319,6 +324,10 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     b.n = n;
     b.t = items[0]->req->table;
     const struct engine_table *t = b.t;
+    /* a batch of one table's change requests, each still to be decided (commit_queue.c) */
+    assert(n >= 1);
+    for (size_t i = 0; i < n; i++)
+        assert(items[i]->req != NULL && items[i]->req->table->id == t->id && !items[i]->finished);
     struct st_err err = {0};
     struct plan p;
     eng__plan_init(&p);

@@ -680,6 +680,7 @@ static int key_outcomes(struct replay *rp, struct st_err *err)
         if (s->exists) {
             push_row(rp, (struct outrow){s->item, s->change, (uint32_t)k});
         } else if (s->orig_exists) {
+            assert((size_t)s->key_off + s->key_len <= b->keybytes.len);
             if (p->ndel == 0) {
                 pgu_array_begin(&p->del_tids, PG_OID_TID, 0);
                 eng__key_array_begin(&p->del_keys, p->i8, 0);
@@ -745,7 +746,11 @@ static void plan_key_rows(struct replay *rp)
     pgu_array_begin(&p->ins_pos, PG_OID_INT8, 0);
     pgu_array_begin(&p->ins_vers, PG_OID_BYTEA, 0);
     for (size_t i = 0; i < rp->nrows; i++) {
+        assert(rp->rows[i].st < b->nst);
         const struct kstate *s = &b->st[rp->rows[i].st];
+        /* a surviving key (exists after the replay), its bytes in the batch's buffers */
+        assert(s->exists && (size_t)s->key_off + s->key_len <= b->keybytes.len);
+        assert(s->ver_null || (size_t)s->ver_off + s->ver_len <= b->vers.len);
         bool upd = s->orig_exists;
         struct buf *keys = upd ? &p->upd_keys : &p->ins_keys;
         struct buf *pos = upd ? &p->upd_pos : &p->ins_pos;
@@ -805,6 +810,9 @@ int eng__prepare_changes(struct engine *e, PGconn *c, struct cbatch *b, struct p
                          struct outrow **rows_out, size_t *nrows_out, bool *nothing, bool *locked,
                          struct st_err *err)
 {
+    /* a batch of the same table's requests, its plan reset for this attempt */
+    assert(b->n >= 1 && b->t == b->items[0]->req->table);
+    assert(p->nfiles == 0 && p->nupd + p->nins + p->ndel + p->nprod == 0 && p->idem.want == 0);
     struct replay rp;
     memset(&rp, 0, sizeof rp);
     rp.b = b;

@@ -338,6 +338,17 @@ static void dv_rows_build(const struct plan *p, struct dv_rows *a)
     }
 }
 
+#ifndef NDEBUG
+/* The DV rows' arrays hold what their counts say (asserts). */
+static bool dv_rows_ok(const struct dv_rows *a)
+{
+    return pgu_array_holds(&a->closed, a->nclosed) && pgu_array_holds(&a->removed, a->nremoved) &&
+           pgu_array_holds(&a->file, a->nnew) && pgu_array_holds(&a->offset, a->nnew) &&
+           pgu_array_holds(&a->length, a->nnew) && pgu_array_holds(&a->card, a->nnew) &&
+           pgu_array_holds(&a->blob, a->nnew);
+}
+#endif
+
 static void dv_rows_free(struct dv_rows *a)
 {
     buf_free(&a->closed);
@@ -488,6 +499,18 @@ static int send_keys(struct pgu_pipe *pp, const struct engine_table *t, const st
                      struct st_err *err)
 {
     const bool i8 = key_is_i8(t);
+    assert(i8 == p->i8 || (p->nupd + p->nins + p->ndel + p->nremap == 0));
+    /* each array holds the count its statement is sent with (SQLSTATE 22012 otherwise) */
+    assert(p->ndel == 0 ||
+           (pgu_array_holds(&p->del_tids, p->ndel) && pgu_array_holds(&p->del_keys, p->ndel)));
+    assert(p->nupd == 0 ||
+           (pgu_array_holds(&p->upd_tids, p->nupd) && pgu_array_holds(&p->upd_keys, p->nupd) &&
+            pgu_array_holds(&p->upd_pos, p->nupd) && pgu_array_holds(&p->upd_vers, p->nupd)));
+    assert(p->nins == 0 ||
+           (pgu_array_holds(&p->ins_keys, p->nins) && pgu_array_holds(&p->ins_pos, p->nins) &&
+            pgu_array_holds(&p->ins_vers, p->nins)));
+    for (int k = 0; k < 5 && p->nremap > 0; k++)
+        assert(pgu_array_holds(&p->remap[k], p->nremap));
     int rc = ST_OK;
     if (p->delete_all_keys) {
         const char *v[1] = {cp->tid.s};
@@ -556,6 +579,8 @@ static int send_producers_idem(struct pgu_pipe *pp, const struct engine_table *t
                                struct st_err *err)
 {
     int rc = ST_OK;
+    assert(p->nprod == 0 || (pgu_array_holds(&p->prod_names, p->nprod) &&
+                             pgu_array_holds(&p->prod_offsets, p->nprod)));
     if (p->nprod > 0) {
         const char *v[4] = {cp->tid.s, cp->next.s, (const char *)p->prod_names.data,
                             (const char *)p->prod_offsets.data};
@@ -565,7 +590,9 @@ static int send_producers_idem(struct pgu_pipe *pp, const struct engine_table *t
     }
     const struct eng__idem_rows *ir = &p->idem;
     if (rc == ST_OK && ir->n > 0) {
-        assert(ir->n == ir->want); /* every row the arrays declare was added */
+        /* every row the arrays declare was added */
+        assert(ir->n == ir->want && pgu_array_holds(&ir->keys, ir->n) &&
+               pgu_array_holds(&ir->hashes, ir->n) && pgu_array_holds(&ir->records, ir->n));
         const char *v[5] = {t->name, (const char *)ir->keys.data, (const char *)ir->hashes.data,
                             (const char *)ir->records.data, eng__op_name(ir->op)};
         int l[5] = {0, (int)ir->keys.len, (int)ir->hashes.len, (int)ir->records.len, 0};
@@ -652,6 +679,7 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct engin
     const char *cas_vals[2] = {cp.tid.s, cas_expected(e, p, &cp.base)};
     struct dv_rows a;
     dv_rows_build(p, &a);
+    assert(dv_rows_ok(&a));
     int rc = ST_OK;
     if (!p->in_txn) /* else the base read began it (a change batch) */
         rc = eng__begin_commit_txn(e, pp, "BEGIN", err);
@@ -768,9 +796,33 @@ void eng__fault_drop_at_commit(struct engine *e, PGconn *c)
     }
 }
 
+#ifndef NDEBUG
+/* What a plan promises once its blobs are written (commit_int.h struct plan), for asserts. */
+static bool plan_ready(const struct plan *p)
+{
+    bool ok = p->base >= 0 && p->operation != NULL && p->summary != NULL;
+    /* a data file of the plan's own, or a rewrite's new files (then its data file is unused) */
+    ok = ok && (!p->has_file || (p->file_rel != NULL && p->file_stats != NULL && p->file_id > 0));
+    ok = ok && (p->nnewfiles == 0 || !p->has_file) && (p->nremap == 0 || p->nnewfiles > 0);
+    ok = ok && (p->in_txn || !p->key_plans);
+    ok = ok && (p->idem.n == 0 || p->idem.n == p->idem.want);
+    ok = ok && !(p->delete_all_keys && p->del_keys_table != NULL);
+    for (size_t i = 0; ok && i < p->nfiles; i++) {
+        const struct tfile *f = &p->files[i];
+        /* eng__write_dvs ran: each file removed, or its new DV inline or in the Puffin file */
+        ok = f->merged != NULL && (!f->whole || f->removed) &&
+             (f->removed ||
+              (f->blob_length > 0 &&
+               (f->blob_inline != NULL ? f->blob_offset == 0 : p->puffin_rel != NULL)));
+    }
+    return ok;
+}
+#endif
+
 enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct engine_table *t,
                                     struct plan *p, struct st_err *err)
 {
+    assert(plan_ready(p));
     PGconn *c = *cp;
     st_uuid_v4(p->commit_id);
     st_uuid_format(p->commit_id, p->commit_id_s);

@@ -536,6 +536,7 @@ static int64_t build_plan(struct dwhere *w, struct plan *p)
 {
     const struct engine_table *t = w->t;
     int64_t deleted = 0;
+    assert(w->seen >= 0 && p->nfiles == 0); /* a plan follows a catch-up, once per attempt */
     p->base = w->seen;
     p->i8 = key_is_i8(t);
     p->files = xcalloc(w->n ? w->n : 1, sizeof *p->files);

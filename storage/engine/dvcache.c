@@ -23,6 +23,7 @@
 #include "common/xalloc.h"
 #include "dv/dv.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,12 +44,18 @@ struct rc_obj {
 
 static void rc_ref(struct rc_obj *o)
 {
-    atomic_fetch_add(&o->refs, 1);
+    int was = atomic_fetch_add(&o->refs, 1);
+    assert(was > 0); /* only a held object gains a reference */
+    (void)was;
 }
 
 static void rc_unref(struct rc_obj *o)
 {
-    if (o != NULL && atomic_fetch_sub(&o->refs, 1) == 1)
+    if (o == NULL)
+        return;
+    int was = atomic_fetch_sub(&o->refs, 1);
+    assert(was > 0); /* released once per reference */
+    if (was == 1)
         o->destroy(o);
 }
 
@@ -91,6 +98,7 @@ static void unlink_ent(struct lru *l, struct lru_ent *e)
 
 static void push_front(struct lru *l, struct lru_ent *e)
 {
+    assert(e->prev == NULL && e->next == NULL && (l->head == NULL) == (l->tail == NULL));
     e->prev = NULL;
     e->next = l->head;
     if (l->head)
@@ -165,6 +173,7 @@ static struct rc_obj *lru_put(struct lru *l, const void *key, size_t klen, struc
         struct lru_ent *v = l->tail;
         unlink_ent(l, v);
         hmap_del(&l->map, v->key, v->klen);
+        assert(l->bytes >= v->cost); /* the bytes are the sum of the entries' costs */
         l->bytes -= v->cost;
         evicted[nev++] = v->obj;
         free(v->key);
@@ -412,6 +421,7 @@ int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t l
 void dvc__release(struct engine *e, void *handle)
 {
     (void)e;
+    assert(handle != NULL); /* a handle dvc__get returned */
     rc_unref(handle);
 }
 

@@ -46,6 +46,7 @@ static const char *const OP_NAMES[] = {"create", "drop", "changes", "delete"};
 
 const char *eng__op_name(enum eng__op op)
 {
+    assert((size_t)op < sizeof OP_NAMES / sizeof OP_NAMES[0]);
     return OP_NAMES[op];
 }
 
@@ -79,6 +80,10 @@ static json_t *table_record(const struct engine_table *t)
 
 char *eng__result_encode(const struct eng__result *r)
 {
+    /* the member of its kind is set (struct eng__result) */
+    assert(r->op != ENG__OP_CREATE || (r->table != NULL && *r->table != NULL));
+    assert(r->op != ENG__OP_CHANGES || r->changes != NULL);
+    assert(r->op != ENG__OP_DELETE || r->del != NULL);
     json_t *o = NULL;
     switch (r->op) {
     case ENG__OP_CREATE:

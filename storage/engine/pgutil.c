@@ -25,6 +25,26 @@ void pgu_array_set_count(struct buf *b, uint32_t n)
     st_u32be(b->data + 12, n);
 }
 
+bool pgu_array_holds(const struct buf *b, uint32_t n)
+{
+    if (b->len < 20 || ld_u32be(b->data) != 1 || ld_u32be(b->data + 12) != n ||
+        ld_u32be(b->data + 16) != 1)
+        return false;
+    size_t at = 20;
+    uint32_t seen = 0;
+    while (at + 4 <= b->len) {
+        uint32_t len = ld_u32be(b->data + at);
+        at += 4;
+        if (len != 0xffffffffu) { /* -1: NULL, no bytes */
+            if (len > b->len - at)
+                return false;
+            at += len;
+        }
+        seen++;
+    }
+    return at == b->len && seen == n;
+}
+
 void pgu_array_set_has_nulls(struct buf *b)
 {
     st_u32be(b->data + 4, 1);

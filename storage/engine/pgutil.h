@@ -26,6 +26,9 @@ void pgu_array_null(struct buf *b);
 void pgu_array_i64(struct buf *b, int64_t v);
 /* Set the element count of an array begun with count 0 (header bytes 12..15). */
 void pgu_array_set_count(struct buf *b, uint32_t n);
+/* Is b a one-dimensional binary array of exactly n elements and nothing after them? (asserts:
+   the count an array's header declares is the count it holds) */
+bool pgu_array_holds(const struct buf *b, uint32_t n);
 /* Mark the array as holding nulls (call after the elements are written). */
 void pgu_array_set_has_nulls(struct buf *b);
 

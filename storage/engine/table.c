@@ -6,6 +6,7 @@
 
 #include "common/xalloc.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,9 @@ struct table_rc {
 void engine_table_ref(struct engine_table *t)
 {
     struct table_rc *rc = (struct table_rc *)(void *)t;
-    atomic_fetch_add(&rc->refs, 1);
+    int was = atomic_fetch_add(&rc->refs, 1);
+    assert(was > 0); /* only a held table gains a reference */
+    (void)was;
 }
 
 void engine_table_unref(struct engine_table *t)
@@ -27,7 +30,9 @@ void engine_table_unref(struct engine_table *t)
     if (t == NULL)
         return;
     struct table_rc *rc = (struct table_rc *)(void *)t;
-    if (atomic_fetch_sub(&rc->refs, 1) == 1) {
+    int was = atomic_fetch_sub(&rc->refs, 1);
+    assert(was > 0); /* released once per reference */
+    if (was == 1) {
         free(t->cols);
         free(t->pk);
         free(rc);
