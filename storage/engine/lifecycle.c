@@ -142,4 +142,3 @@ void engine_metrics(struct engine *e, struct engine_metrics *m)
     m->erasures = atomic_load(&e->m_erasures);
     m->erasure_rows = atomic_load(&e->m_erasure_rows);
 }
-

@@ -43,8 +43,7 @@ char *eng__receipt_encode(const struct engine_erasure *r)
         json_t *o = json_pack("{s:s, s:b}", "check", c->name, "passed", c->passed);
         for (int k = 0; k < c->nfigures; k++) {
             const struct engine_erasure_figure *f = &c->figures[k];
-            json_object_set_new(o, f->name,
-                                f->is_text ? json_string(f->text) : json_integer(f->n));
+            json_object_set_new(o, f->name, f->is_text ? json_string(f->text) : json_integer(f->n));
         }
         json_array_append_new(checks, o);
     }
@@ -199,8 +198,8 @@ int engine_get_erasure(struct engine *e, const struct engine_table *t, const cha
     struct pgu_num tid;
     const char *v[2] = {pgu_i64(&tid, t->id), id};
     PGresult *r = cat_pq_exec_params(
-        c, "SELECT id::text, receipt FROM strike.erasures WHERE table_id = $1 AND id = $2::uuid",
-        2, NULL, v, NULL, NULL, 0);
+        c, "SELECT id::text, receipt FROM strike.erasures WHERE table_id = $1 AND id = $2::uuid", 2,
+        NULL, v, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         rc = cat_fail(c, r, "reading an erasure", err);
     else if (PQntuples(r) == 0)

@@ -19,8 +19,8 @@
 #include "engine/engine.h"
 #include "http_int.h"
 
-static void set_check(struct engine_erasure_check *c, const char *name, bool passed,
-                      const char *f1, int64_t n1, const char *f2, int64_t n2)
+static void set_check(struct engine_erasure_check *c, const char *name, bool passed, const char *f1,
+                      int64_t n1, const char *f2, int64_t n2)
 {
     memset(c, 0, sizeof *c);
     snprintf(c->name, sizeof c->name, "%s", name);
@@ -116,7 +116,8 @@ static void test_running_and_failed(void **state)
     assert_non_null(
         strstr(s, "{\"note\":\"the table has no primary key\",\"check\":\"key_index\",\"passed\":"
                   "true}"));
-    assert_non_null(strstr(s, "\"check\":\"orphan_blobs\",\"passed\":false}],\"verified_at\":null}"));
+    assert_non_null(
+        strstr(s, "\"check\":\"orphan_blobs\",\"passed\":false}],\"verified_at\":null}"));
     free(s);
 }
 
