@@ -13,6 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The floors, and the locks engine_open initialised (nothing may hold them). */
+static void sync_destroy(struct engine *e)
+{
+    eng__floors_free(e);
+    pthread_mutex_destroy(&e->floor_mu);
+    pthread_mutex_destroy(&e->tables_mu);
+    pthread_mutex_destroy(&e->gcq_mu);
+    pthread_mutex_destroy(&e->gc_mu);
+    pthread_cond_destroy(&e->gc_cv);
+}
+
 int engine_open(const struct engine_opts *o, struct engine **out, struct st_err *err)
 {
     *out = NULL;
@@ -77,12 +88,7 @@ fail_pool:
     dvc__free(e->dvc);
     cat_pool_close(e->pool);
 fail_sync:
-    eng__floors_free(e);
-    pthread_mutex_destroy(&e->floor_mu);
-    pthread_mutex_destroy(&e->tables_mu);
-    pthread_mutex_destroy(&e->gcq_mu);
-    pthread_mutex_destroy(&e->gc_mu);
-    pthread_cond_destroy(&e->gc_cv);
+    sync_destroy(e);
 fail:
     blob_close(e->blobs);
     free(e);
@@ -102,12 +108,7 @@ void engine_close(struct engine *e)
     }
     dvc__free(e->dvc);
     cat_pool_close(e->pool);
-    eng__floors_free(e);
-    pthread_mutex_destroy(&e->floor_mu);
-    pthread_mutex_destroy(&e->tables_mu);
-    pthread_mutex_destroy(&e->gcq_mu);
-    pthread_mutex_destroy(&e->gc_mu);
-    pthread_cond_destroy(&e->gc_cv);
+    sync_destroy(e);
     blob_close(e->blobs);
     free(e);
 }
