@@ -367,6 +367,9 @@ char *http__plan_json(const struct engine_table *t, int64_t seq,
 /* {"snapshots":[{"seq","committed_at","operation","summary"}...],"next":seq|null}. */
 char *http__snapshots_json(const struct engine_snapshot_info *s, size_t n, bool has_next,
                            int64_t next);
+/* An erasure's receipt: http__erasure_json, declared in http.h (gRPC renders it too). A page of
+   them: {"erasures":[receipt...],"next":id|null} (next "" or NULL: null); caller frees. */
+char *http__erasures_json(const struct engine_erasure *r, size_t n, const char *next);
 
 /* ---- http_metrics.c ---- */
 

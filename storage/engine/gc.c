@@ -310,14 +310,8 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct engine_gc_
         rc = gc_delete(c, &g, err);
     buf_free(&g.batch);
     buf_free(&g.cand);
-    if (rc == ST_OK && !dry_run) {
-        PGresult *r =
-            cat_pq_exec(c, "DELETE FROM strike.idempotency_keys WHERE created_at < now() - "
-                           "interval '48 hours'");
-        if (PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = cat_fail(c, r, "expiring idempotency keys", err);
-        PQclear(r);
-    }
+    if (rc == ST_OK && !dry_run)
+        rc = eng__idem_expire(c, err);
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
     return rc;
 }
@@ -357,12 +351,12 @@ static void check_inline_dv(struct engine *e, const PGresult *r, int i, engine_f
 {
     char name[96];
     snprintf(name, sizeof name, "inline DV of file %lld at seq %lld",
-             (long long)eng__get_i64(r, i, 5), (long long)eng__get_i64(r, i, 6));
+             (long long)pgu_get_i64(r, i, 5), (long long)pgu_get_i64(r, i, 6));
     struct st_err e1 = {0};
     uint8_t *blob = NULL;
     size_t n = 0;
-    int64_t off = eng__get_i64(r, i, 1), len = eng__get_i64(r, i, 2);
-    if (eng__get_bytea(r, i, 4, &blob, &n, &e1) != ST_OK || blob == NULL) {
+    int64_t off = pgu_get_i64(r, i, 1), len = pgu_get_i64(r, i, 2);
+    if (pgu_get_bytea(r, i, 4, &blob, &n, &e1) != ST_OK || blob == NULL) {
         rep->corrupt++;
         fn(ctx, "corrupt", name,
            blob == NULL && e1.msg[0] == '\0' ? "no Puffin path and no blob" : e1.msg);
@@ -380,7 +374,7 @@ static void check_inline_dv(struct engine *e, const PGresult *r, int i, engine_f
     }
     const struct dv *d;
     void *h;
-    if (dvc__get(e, NULL, 0, len, eng__get_i64(r, i, 3), blob, &d, &h, &e1) != ST_OK) {
+    if (dvc__get(e, NULL, 0, len, pgu_get_i64(r, i, 3), blob, &d, &h, &e1) != ST_OK) {
         rep->corrupt++;
         fn(ctx, "corrupt", name, e1.msg);
     } else {
@@ -405,8 +399,8 @@ int engine_fsck(struct engine *e, engine_fsck_report_fn fn, void *ctx, struct en
         return rc;
     }
     for (int i = 0; i < PQntuples(r); i++)
-        check_data_file(e, PQgetvalue(r, i, 0), eng__get_i64(r, i, 1), eng__get_i64(r, i, 2), fn,
-                        ctx, out);
+        check_data_file(e, PQgetvalue(r, i, 0), pgu_get_i64(r, i, 1), pgu_get_i64(r, i, 2), fn, ctx,
+                        out);
     PQclear(r);
     /* Puffin DVs by file (inline ones, without a path, last) */
     r = cat_pq_exec(c, "SELECT puffin_path, blob_offset, blob_length, cardinality, inline_blob, "
@@ -440,8 +434,8 @@ int engine_fsck(struct engine *e, engine_fsck_report_fn fn, void *ctx, struct en
         const struct dv *d;
         void *h;
         struct st_err e2 = {0};
-        if (dvc__get(e, rel, eng__get_i64(r, i, 1), eng__get_i64(r, i, 2), eng__get_i64(r, i, 3),
-                     NULL, &d, &h, &e2) != ST_OK) {
+        if (dvc__get(e, rel, pgu_get_i64(r, i, 1), pgu_get_i64(r, i, 2), pgu_get_i64(r, i, 3), NULL,
+                     &d, &h, &e2) != ST_OK) {
             out->corrupt++;
             fn(ctx, "corrupt", rel, e2.msg);
             continue;

@@ -195,6 +195,23 @@ const struct migration cat__migrations[] = {
      "DROP INDEX strike.deletion_vectors_by_path;"
      "CREATE INDEX deletion_vectors_by_path ON strike.deletion_vectors (puffin_path) "
      "WHERE puffin_path IS NOT NULL;"},
+
+    /* The position list (dv.h "poslist") in the catalog's SQL, defined once
+       for every statement that writes one (the one statement of a delete by
+       keys, commit_fast.c): its size for n positions, the list of a body of
+       positions (each int4send, big-endian), and the body of a list (NULL
+       when the bytes are not one). Plain expressions, so the planner inlines
+       them. test_poslist_in_sql checks them against storage/dv's encoder. */
+    {11, "the position list's encoding as SQL functions",
+     "CREATE FUNCTION strike.dv_poslist_size(n bigint) RETURNS bigint"
+     "  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 12 + 4 * n $$;"
+     "CREATE FUNCTION strike.dv_poslist(body bytea) RETURNS bytea"
+     "  LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+     "  AS $$ SELECT 'SPL1'::bytea || substring(sha256(body) FROM 1 FOR 8) || body $$;"
+     "CREATE FUNCTION strike.dv_poslist_body(dv bytea) RETURNS bytea"
+     "  LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+     "  AS $$ SELECT CASE WHEN substring(dv FROM 1 FOR 4) = 'SPL1'::bytea"
+     "  THEN substring(dv FROM 13) END $$;"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);
