@@ -176,7 +176,9 @@ struct svc_cdc_res {
 
 /*
  * Decode, route, check and convert every event before anything commits
- * (a refused body changes nothing), then commit per table, each run of
+ * (q->auth's write scope on each routed table is checked as the event is
+ * routed, before the table is looked up: 403 whether it exists or not;
+ * a refused body changes nothing), then commit per table, each run of
  * events of one producer as one change request whose offset is its highest
  * position, after dropping the events at or before the stored position
  * (counted as duplicates). Returns after everything is durable.
