@@ -60,17 +60,6 @@ ProtobufCMessage *gconv_unpack(const ProtobufCMessageDescriptor *desc, const uin
 bool gconv_find_bad_string(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
                            char *why, size_t wcap);
 
-/*
- * Put `m` in a canonical form, in place: the entries of every map<string, _>
- * (at any depth) sorted by key. Clients may serialize maps in any order
- * (python's protobuf does not keep one), so a retried request can arrive as
- * other bytes; after this, protobuf-c packs equal requests to equal bytes.
- */
-void gconv_canonicalize(ProtobufCMessage *m);
-
-/* SHA-256 of `prefix` (with its NUL) and the packed bytes of `m`, without a copy. */
-void gconv_hash(const char *prefix, const ProtobufCMessage *m, uint8_t out[32]);
-
 /* ---- values and changes ------------------------------------------------------- */
 
 /* A Value as a wire literal (strings borrowed from `v`). NULL or unset: ST_EINVAL. */
