@@ -83,8 +83,9 @@ static const struct option_def options[] = {
     {"gc-interval", "STRIKE_GC_INTERVAL", K_DURATION, "10m", OFF(gc_interval_s),
      "period of the orphan collector (0: off)", 0},
     {"compact-interval", "STRIKE_COMPACT_INTERVAL", K_DURATION, "1m", OFF(compact_interval_s),
-     "period of the background maintenance task: snapshot expiry per --retain, one server at a "
-     "time per table (0: off)",
+     "period of the background maintenance task, one server at a time per table: inline DVs "
+     "flushed to Puffin files, compaction by the default policy (deleted fraction >= 0.3, or 8+ "
+     "small files), snapshots older than --retain expired (0: off)",
      0},
     {"maintenance-workers", "STRIKE_MAINTENANCE_WORKERS", K_INT, "0", OFF(maintenance_workers),
      "threads of a maintenance pass, each maintaining one table at a time (0: 2; at most 16)", 0},

@@ -127,6 +127,51 @@ class Admin(unittest.TestCase):
         self.assertIn("cannot connect", r.stderr)
 
 
+class Help(unittest.TestCase):
+    """Issue 28 item 13: every command and subcommand of strike, as the CLI's own
+    command table lists them (`strike --list-commands`), answers --help and -h with its
+    usage on stdout and exit 0; the top-level usage names every command."""
+
+    def test_every_command_answers_help(self):
+        r = strike("--list-commands")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        commands = [line for line in lines if " " not in line]
+        subs = [line.split() for line in lines if " " in line]
+        self.assertGreaterEqual(len(commands), 15, lines)
+        self.assertIn(["token", "new"], subs)
+        self.assertIn(["dv", "get"], subs)
+        top = strike("--help")
+        self.assertEqual(top.returncode, 0)
+        for c in commands:
+            self.assertRegex(top.stdout, rf"(?m)^  {c} ", f"strike --help does not list {c}")
+        for sub in subs:
+            self.assertIn(sub[0], commands)
+        for line in lines:
+            for flag in ("--help", "-h"):
+                with self.subTest(command=line, flag=flag):
+                    r = strike(*line.split(), flag)
+                    self.assertEqual((r.returncode, r.stderr), (0, ""), r.stdout)
+                    self.assertTrue(r.stdout.startswith("usage: strike "), r.stdout)
+                    cmd = line.split()
+                    # the usage is the command's own: it names the command (and the subcommand)
+                    self.assertIn(f"strike {cmd[0]} ", r.stdout)
+                    if len(cmd) > 1:
+                        self.assertRegex(r.stdout, rf"\b{cmd[1]}\b")
+        # a token new with --help creates no token
+        r = strike("token", "new", "--scope", "read", "--tables", "*", "--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertNotIn("stk_", r.stdout)
+
+    def test_striked_help_says_what_maintenance_does(self):
+        r = subprocess.run([os.path.join(h.BIN_DIR, "striked"), "--help"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0)
+        line = next(x for x in r.stdout.splitlines() if x.strip().startswith("--compact-interval"))
+        for what in ("inline DVs", "compaction", "--retain"):
+            self.assertIn(what, line)
+
+
 if __name__ == "__main__":
     h.require_env()
     unittest.main(verbosity=2)
