@@ -74,6 +74,15 @@ static const struct option_def options[] = {
      0},
     {"http-threads", "STRIKE_HTTP_THREADS", K_INT, "0", OFF(http_threads),
      "HTTP event threads (0: number of cores)", 0},
+    {"header-timeout", "STRIKE_HEADER_TIMEOUT", K_DURATION, "60s", OFF(header_timeout_s),
+     "HTTP: a request's line and headers must arrive within this, counted from the connection's "
+     "start or the previous response (an idle keep-alive connection too), else the connection "
+     "is closed (1s to 1d)",
+     1},
+    {"max-conns-per-ip", "STRIKE_MAX_CONNS_PER_IP", K_INT, "256", OFF(max_conns_per_ip),
+     "HTTP connections at once from one client address; more are closed at once (0: no cap; "
+     "behind a proxy, raise it or 0)",
+     0},
     {"grpc-threads", "STRIKE_GRPC_THREADS", K_INT, "0", OFF(grpc_threads),
      "gRPC completion-queue threads (0: number of cores)", 0},
     {"workers", "STRIKE_WORKERS", K_INT, "0", OFF(workers),
@@ -396,6 +405,10 @@ enum config_result config_load(struct config *c, int argc, char **argv, char *er
     }
     if (c->max_body > (1ull << 31)) {
         snprintf(err, errlen, "--max-body: at most 2G");
+        return CONFIG_ERROR;
+    }
+    if (c->header_timeout_s > 86400) {
+        snprintf(err, errlen, "--header-timeout: at most 1d");
         return CONFIG_ERROR;
     }
     if (c->dv_inline_max > ENGINE_DV_INLINE_LIMIT) {

@@ -163,6 +163,7 @@ struct http_server {
     char rid_prefix[12];
     atomic_uint_fast64_t rid_seq;
     struct http_metrics *m;
+    struct http_conns *conns; /* open connections and the header deadline (http_server.c) */
 };
 
 struct hreq {
