@@ -851,7 +851,8 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
        sweeper's shutdown reads as the client's close). */
     bool routine = strstr(msg, "closed by remote peer") != NULL ||
                    strstr(msg, "Connection reset") != NULL ||
-                   strstr(msg, "detected connection closure") != NULL;
+                   strstr(msg, "detected connection closure") != NULL ||
+                   strstr(msg, "with incomplete request") != NULL;
     /* --max-conns-per-ip and the listener's limit: one line a minute (sweeper_main), not one
        per refused connection, which a flood would turn into a flood of the log */
     if (strstr(msg, "connection limit") != NULL && srv != NULL && srv->conns != NULL) {
