@@ -168,8 +168,11 @@ def s3_presign(method, url, expires=300, region="us-east-1"):
 def s3_request(method, data_dir, rel, data=None, headers=None):
     """A signed request for the object rel of an s3:// store on the s3 fixture; returns
     (status, body); a 4xx or 5xx answer is returned, not raised."""
+    hdrs = dict(headers or {})
+    if data is not None:  # not urllib's default, form-urlencoded, which moto would parse
+        hdrs.setdefault("Content-Type", "application/octet-stream")
     rq = urllib.request.Request(s3_presign(method, blob_url(data_dir, rel)), data=data,
-                                method=method, headers=headers or {})
+                                method=method, headers=hdrs)
     try:
         with urllib.request.urlopen(rq, timeout=30) as f:
             return f.status, f.read()
