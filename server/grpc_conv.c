@@ -364,7 +364,8 @@ void gconv_table(const struct engine_table *t, const struct engine_table_stats *
 }
 
 Strike__V1__PlannedFile *gconv_planned_file(struct garena *a, const char *table, int64_t seq,
-                                            const struct engine_plan_file *pf)
+                                            const struct engine_plan_file *pf,
+                                            const char *expires_at)
 {
     Strike__V1__PlannedFile *m = garena_alloc(a, sizeof *m);
     strike__v1__planned_file__init(m);
@@ -384,7 +385,15 @@ Strike__V1__PlannedFile *gconv_planned_file(struct garena *a, const char *table,
         d->offset = pf->dv_offset;
         d->length = pf->dv_length;
         d->cardinality = pf->dv_cardinality;
+        if (pf->dv_presigned_url != NULL && expires_at != NULL) {
+            d->presigned_url = pf->dv_presigned_url;
+            d->expires_at = (char *)expires_at;
+        }
         m->dv = d;
+    }
+    if (pf->presigned_url != NULL && expires_at != NULL) {
+        m->presigned_url = pf->presigned_url;
+        m->expires_at = (char *)expires_at;
     }
     return m;
 }

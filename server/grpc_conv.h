@@ -82,9 +82,12 @@ int gconv_erase_keys(const Strike__V1__EraseRequest *req, struct garena *a, stru
 void gconv_table(const struct engine_table *t, const struct engine_table_stats *stats,
                  struct garena *a, Strike__V1__Table *out);
 
-/* A file of a plan at `seq`, with the HTTP URLs of the file and of its DV (arena). */
+/* A file of a plan at `seq`, with the HTTP URLs of the file and of its DV (arena), and their
+   presigned URLs when pf has them, valid until expires_at (RFC 3339; NULL without presign).
+   Strings of pf and expires_at are borrowed: they must outlive the reply's packing. */
 Strike__V1__PlannedFile *gconv_planned_file(struct garena *a, const char *table, int64_t seq,
-                                            const struct engine_plan_file *pf);
+                                            const struct engine_plan_file *pf,
+                                            const char *expires_at);
 
 /* ---- scan batches, encoded by hand (no per-value allocation) ------------------- */
 

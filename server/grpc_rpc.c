@@ -569,16 +569,25 @@ static void h_plan_scan(struct rpc *r)
                                  STRIKE__V1__PLAN_SCAN_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT,
                              q->snapshot),
         .filter.text = q->filter,
+        /* POST /plan's "presign" and "expires_in": svc_plan checks them for both wires */
+        .presign = q->presign,
+        .expires_in = count_of(q->expires_in_present_case ==
+                                   STRIKE__V1__PLAN_SCAN_REQUEST__EXPIRES_IN_PRESENT_EXPIRES_IN,
+                               q->expires_in),
     };
     if (failed(r, svc_plan(engine_of(r), &pq, &res, &err), &err))
         goto out;
+    char expires_at[ST_RFC3339_MAX];
+    if (res.expires_at_s > 0)
+        st_format_rfc3339(res.expires_at_s * 1000000, expires_at);
     size_t n = res.nfiles;
     Strike__V1__PlanScanResponse msg = STRIKE__V1__PLAN_SCAN_RESPONSE__INIT;
     msg.seq = res.seq;
     msg.n_files = n;
     msg.files = garena_alloc(&a, (n ? n : 1) * sizeof *msg.files);
     for (size_t i = 0; i < n; i++)
-        msg.files[i] = gconv_planned_file(&a, res.table->name, res.seq, &res.files[i]);
+        msg.files[i] = gconv_planned_file(&a, res.table->name, res.seq, &res.files[i],
+                                          res.expires_at_s > 0 ? expires_at : NULL);
     rpc_reply(r, &msg.base);
 out:
     svc_plan_res_clear(&res);

@@ -20,6 +20,17 @@ fixture must not be killed) and its own striked with --catalog pointing at it.
   ENOSPC is not a 500), reads keep working, nothing acknowledged is lost, and
   writes succeed again once the filler file is removed. Mounting needs root:
   if mount is refused the test fails, it does not skip.
+- kill -9 of striked itself during a CDC ingest (4 threads, producer/offset,
+  each retrying a refused offset), restarted on the same catalog and blob
+  store: only the killed process's requests fail (refused or cut), every
+  answer is a 200; every acknowledged batch is in the table exactly once, a
+  batch committed just before the kill is answered `duplicate` on its retry,
+  and `strike fsck` exits 0 (the killed commits' blobs are orphans, not
+  damage). This one needs no private PostgreSQL (the ctest fixture's, which
+  it does not touch).
+
+faults_s3 runs the two kill -9 tests once more with the blob store on S3 (the
+s3 fixture's moto_server; the restart takes the same bucket prefix).
 
 Bounds (the ASan striked on a loaded 2-core machine): REQ_BOUND is the most
 any one request may take during a fault; STALL_BOUND (12 s) the most any
@@ -98,7 +109,7 @@ def all_ids(tc, s):
 
 def fsck(tc, url, data_dir):
     p = subprocess.run([os.path.join(h.BIN_DIR, "strike"), "fsck", "--catalog", url, "--data", data_dir],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, env=h.cli_env(data_dir))
     tc.assertEqual(p.returncode, 0, f"strike fsck: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
 
 
@@ -180,7 +191,8 @@ class CatalogKilled(FaultCase):
             self.assertFalse(any(t.is_alive() for t in threads), "a client is still waiting")
             every = [r for rs in recs for r in rs]
             failed = [r for r in every if r.status != 200]
-            print(f"kill -9: {len(every)} requests, {sum(len(a) for a in acked)} acknowledged, "
+            print(f"kill -9 ({'S3' if s.data_dir.startswith('s3://') else 'local'} blob store): "
+                  f"{len(every)} requests, {sum(len(a) for a in acked)} acknowledged, "
                   f"{len(failed)} refused; first 200 after restart per client (s): {recovered}; "
                   f"slowest answer {max(r.took for r in every):.1f}s; "
                   f"{sum(res['duplicate'] for a in acked for _, res in a)} retries answered duplicate, "
@@ -226,6 +238,104 @@ class CatalogKilled(FaultCase):
             if s is not None:
                 s.close()
             pg.close()
+
+
+class StrikedKilled(FaultCase):
+    THREADS = 4
+
+    def test_striked_kill9_during_cdc_ingest(self):
+        t_start = time.monotonic()
+        url = h.create_db("faults_striked_kill")
+        s = h.Striked(catalog=url)
+        servers = [s]
+        cur = {"s": s}  # the server the clients post to: the restarted one after the kill
+        stop = threading.Event()
+        threads = []
+        try:
+            self.assertEqual(s.req("POST", "/v1/tables", TABLE).status, 201)
+            recs = [[] for _ in range(self.THREADS)]
+            acked = [[] for _ in range(self.THREADS)]  # (offset, answer) of each 200, in order
+            hard_deadline = time.monotonic() + 120
+
+            def client(c):
+                offset = 1
+                while time.monotonic() < hard_deadline:
+                    srv = cur["s"]
+                    body = {"changes": [{"op": "upsert", "row": r} for r in batch_rows(c, offset)],
+                            "producer": f"cdc-{c}", "offset": offset}
+                    rec = post(srv, "/v1/tables/t/changes", body, c, offset)
+                    rec.server = srv
+                    recs[c].append(rec)
+                    if rec.status == 200:
+                        acked[c].append((offset, rec.resp.json()))
+                        offset += 1
+                        if stop.is_set():
+                            return  # only right after an acknowledgement: no batch is left pending
+                    else:
+                        time.sleep(0.05)  # a CDC client retries the same offset
+
+            threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in range(self.THREADS)]
+            for t in threads:
+                t.start()
+            deadline = time.monotonic() + 30
+            while sum(len(a) for a in acked) < 20 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            self.assertGreaterEqual(sum(len(a) for a in acked), 20, "the ingest did not start")
+
+            s.stop(signal.SIGKILL)
+            t_kill = time.monotonic()
+            before = sum(len(a) for a in acked)
+            s2 = h.Striked(data_dir=s.data_dir, catalog=url)  # the same catalog and blob store
+            s2.owned_dir, s.owned_dir = s.owned_dir, None
+            servers.append(s2)
+            cur["s"] = s2
+            t_up = time.monotonic()
+            while time.monotonic() < t_up + RECOVERY_BOUND:
+                if all(any(r.status == 200 and r.server is s2 for r in recs[c]) for c in range(self.THREADS)):
+                    break
+                time.sleep(0.05)
+            stop.set()
+            for t in threads:
+                t.join(REQ_BOUND + 5)
+            self.assertFalse(any(t.is_alive() for t in threads), "a client is still waiting")
+            every = [r for rs in recs for r in rs]
+            failed = [r for r in every if r.status != 200]
+            dups = [(c, o) for c in range(self.THREADS) for o, res in acked[c] if res["duplicate"]]
+            print(f"striked kill -9 ({'S3' if s.data_dir.startswith('s3://') else 'local'} blob store): "
+                  f"{len(every)} requests, {before} acknowledged before the kill, "
+                  f"{sum(len(a) for a in acked)} in all, {len(failed)} refused or cut; restart took "
+                  f"{t_up - t_kill:.1f}s; retries answered duplicate (committed before the kill): {dups}")
+
+            # only the killed server failed requests, and only by not answering (refused or
+            # cut): every answer is a 200, the restarted server's included
+            for r in every:
+                if r.status != 200:
+                    self.assertIs(r.server, s, f"the restarted striked failed a request: {r}")
+                    self.assertIsNotNone(r.exc, f"the killed striked answered something else than 200: {r}")
+            self.assertTrue(all(any(r.server is s2 and r.status == 200 for r in recs[c])
+                                for c in range(self.THREADS)),
+                            f"not every client reached the restarted striked in {RECOVERY_BOUND}s\n"
+                            f"{s2.logs()[-3000:]}")
+            # every acknowledged batch is there, once; nothing else is
+            want = set()
+            for c in range(self.THREADS):
+                self.assertEqual([o for o, _ in acked[c]], list(range(1, len(acked[c]) + 1)))
+                for o, res in acked[c]:
+                    want |= {r["id"] for r in batch_rows(c, o)}
+                    if res["duplicate"]:  # its commit landed before the kill cut the answer
+                        self.assertEqual((res["inserted"], res["updated"]), (0, 0), res)
+                    else:
+                        self.assertEqual(res["inserted"], 20, res)
+            self.assertEqual(all_ids(self, s2), want)
+            self.assertEqual(s2.req("GET", "/v1/tables/t").json()["stats"]["live_rows"], len(want))
+            fsck(self, url, s2.data_dir)
+            s2.close_clean()
+            servers.remove(s2)
+            print(f"striked kill -9 test: {time.monotonic() - t_start:.1f}s")
+        finally:
+            stop.set()
+            for x in servers:
+                x.close()
 
 
 class CatalogStopped(FaultCase):

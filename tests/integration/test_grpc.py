@@ -19,13 +19,17 @@ import subprocess
 import threading
 import time
 import unittest
+import urllib.error
+import urllib.request
 import zlib
 
 import grpc
 
 import harness as h
 import grpc_client as gc
+import http_roaring as hr
 from grpc_client import pb
+from s3_front import S3Front
 
 S = None   # the shared striked
 C = None   # its gRPC client
@@ -673,7 +677,7 @@ class PlansAndDVs(unittest.TestCase):
             self.assertEqual(f.format, "parquet")
             self.assertEqual(f.url, f"/v1/tables/{self.t}/files/{f.id}")
             self.assertTrue(f.path.startswith("tables/") and f.path.endswith(".parquet"), f.path)
-            self.assertTrue(os.path.exists(os.path.join(S.data_dir, f.path)))
+            self.assertTrue(h.blob_exists(S.data_dir, f.path))
             self.assertGreater(f.file_size, 0)
         a, b, c = p.files
         self.assertFalse(c.HasField("dv"))
@@ -760,6 +764,143 @@ class PlansAndDVs(unittest.TestCase):
             self.assertTrue(x.committed_at.endswith("Z"))
             self.assertIsInstance(json.loads(x.summary), dict)
         rpc_error(self, grpc.StatusCode.NOT_FOUND, C.call, "ListSnapshots", table="ghost_table")
+
+
+class PlanPresign(unittest.TestCase):
+    """PlanScan's presign and expires_in, the fields of POST /plan (docs/API.md "Plan"), by
+    store: on S3 every file and DV carries a presigned GET URL that plain HTTP fetches (the
+    file's bytes; the DV's Puffin blob by Range), valid for expires_in, and an expired one is
+    refused by the store; on a local store presign is refused exactly as HTTP refuses it. The
+    S3 run's striked signs for an S3Front (s3_front.py) before moto: moto itself takes an
+    expired URL, S3 and the front do not."""
+
+    def plan_both(self, s, c, table, grpc_kw, http_body):
+        """The same plan request over gRPC (c) and HTTP (s): (PlanScanResponse or RpcError,
+        HTTP response)."""
+        try:
+            g = c.call("PlanScan", table=table, **grpc_kw)
+        except grpc.RpcError as e:
+            g = e
+        return g, s.req("POST", f"/v1/tables/{table}/plan", http_body)
+
+    def assert_refused_alike(self, s, c, table, grpc_kw, http_body, needle):
+        g, r = self.plan_both(s, c, table, grpc_kw, http_body)
+        self.assertIsInstance(g, grpc.RpcError, (grpc_kw, g))
+        self.assertEqual(g.code(), grpc.StatusCode.INVALID_ARGUMENT, g.details())
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(g.details(), r.json()["detail"], grpc_kw)
+        self.assertIn(needle, g.details())
+
+    def fill(self, s, c, table):
+        c.create(table, ORDERS, ["id"])
+        c.apply(table, rows_of(table, 60))                                       # file 1
+        c.apply(table, rows_of(table, 20, 100))                                  # file 2
+        c.apply(table, [gc.change("delete", key={"id": i}) for i in (1, 2, 3, 59, 100)])
+
+    def test_presign(self):
+        if h.s3_endpoint() is None:
+            self.local_store()
+        else:
+            self.object_store()
+
+    def local_store(self):
+        t = fresh("presign_local")
+        self.fill(S, C, t)
+        for kw in ({"presign": True}, {"presign": True, "expires_in": 60}):
+            self.assert_refused_alike(S, C, t, kw, kw, "presign: the blob store is a local directory")
+        for kw, needle in (({"expires_in": 60}, "expires_in: only with"),
+                           ({"presign": True, "expires_in": 0}, "expires_in: from 1 to 604800"),
+                           ({"presign": True, "expires_in": 604801}, "expires_in: from 1 to 604800")):
+            self.assert_refused_alike(S, C, t, kw, kw, needle)
+        # presign false is a plain plan, over both wires: no URL, no expiry
+        g, r = self.plan_both(S, C, t, {"presign": False}, {"presign": False})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([f.id for f in g.files], [f["id"] for f in r.json()["files"]])
+        self.assertTrue(any(f.HasField("dv") for f in g.files))
+        for f in g.files:
+            self.assertEqual((f.presigned_url, f.expires_at), ("", ""))
+            self.assertEqual((f.dv.presigned_url, f.dv.expires_at), ("", ""))
+        for f in r.json()["files"]:
+            self.assertNotIn("presigned_url", f)
+
+    def object_store(self):
+        front = S3Front(h.s3_endpoint(), os.environ["AWS_SECRET_ACCESS_KEY"])
+        s = h.Striked(data_dir=h.s3_data_url(), catalog=h.create_db("grpc_presign"),
+                      extra_args=["--s3-endpoint", front.endpoint, "--s3-path-style"])
+        c = gc.Client(s.grpc_port)
+        try:
+            t = fresh("presign_s3")
+            self.fill(s, c, t)
+            t0 = int(time.time())
+            p = c.call("PlanScan", table=t, presign=True, expires_in=600)
+            t1 = int(time.time())
+            self.assertEqual(len(p.files), 2)
+            self.assertTrue(any(f.HasField("dv") for f in p.files))
+            for f in p.files:
+                self.assertIn("X-Amz-Signature=", f.presigned_url)
+                self.assertIn("X-Amz-Expires=600&", f.presigned_url)
+                self.assertTrue(f.presigned_url.startswith(front.endpoint + "/strike-test/"), f.presigned_url)
+                exp = datetime.datetime.fromisoformat(f.expires_at.replace("Z", "+00:00")).timestamp()
+                self.assertTrue(t0 + 600 <= exp <= t1 + 600, (f.expires_at, t0, t1))
+                # the file's bytes, straight from the store, as the plan's HTTP url serves them
+                with urllib.request.urlopen(f.presigned_url, timeout=30) as g:
+                    got = g.read()
+                self.assertEqual(len(got), f.file_size)
+                self.assertEqual(got, s.req("GET", f.url).body)
+                if not f.HasField("dv"):
+                    self.assertEqual(f.deleted_count, 0)
+                    continue
+                self.assertEqual(f.dv.expires_at, f.expires_at)
+                self.assertIn("X-Amz-Expires=600&", f.dv.presigned_url)
+                rq = urllib.request.Request(f.dv.presigned_url, headers={
+                    "Range": f"bytes={f.dv.offset}-{f.dv.offset + f.dv.length - 1}"})
+                with urllib.request.urlopen(rq, timeout=30) as g:
+                    self.assertEqual(g.status, 206)
+                    blob = g.read()
+                positions = hr.decode_iceberg_dv(blob)
+                self.assertEqual(len(positions), f.deleted_count)
+                r64 = c.call("GetDeletionVector", table=t, file_id=f.id, snapshot=p.seq)
+                self.assertEqual(positions, hr.decode_roaring64(r64.data))
+            self.assertGreaterEqual(front.presigned_ok, 3)
+            self.assertEqual(front.refused, [])
+            # the same plan over HTTP: the same files and objects, URLs signed alike
+            hp = s.req("POST", f"/v1/tables/{t}/plan", {"presign": True, "expires_in": 600}).json()
+            self.assertEqual([(f["id"], f["path"]) for f in hp["files"]], [(f.id, f.path) for f in p.files])
+            for hf, gf in zip(hp["files"], p.files):
+                self.assertEqual(hf["presigned_url"].split("?")[0], gf.presigned_url.split("?")[0])
+                self.assertEqual(hf["dv"] is None, not gf.HasField("dv"))
+            # the default validity: an hour
+            d = c.call("PlanScan", table=t, presign=True)
+            self.assertTrue(all("X-Amz-Expires=3600&" in f.presigned_url for f in d.files))
+            # a URL past its expires_in is refused by the store, and so is a forged one
+            short = c.call("PlanScan", table=t, presign=True, expires_in=1)
+            url = short.files[0].presigned_url
+            with urllib.request.urlopen(url, timeout=30) as g:
+                self.assertEqual(g.status, 200)  # within its second (or two: the date is whole seconds)
+            exp = datetime.datetime.fromisoformat(short.files[0].expires_at.replace("Z", "+00:00")).timestamp()
+            time.sleep(max(0.0, exp - time.time()) + 1.1)
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                urllib.request.urlopen(url, timeout=30)
+            self.assertEqual(cm.exception.code, 403)
+            self.assertIn(b"Request has expired", cm.exception.read())
+            forged = d.files[0].presigned_url.replace("X-Amz-Expires=3600", "X-Amz-Expires=7200")
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                urllib.request.urlopen(forged, timeout=30)
+            self.assertEqual(cm.exception.code, 403)
+            self.assertIn(b"SignatureDoesNotMatch", cm.exception.read())
+            # the refusals of HTTP, with HTTP's details
+            for kw, needle in (({"expires_in": 60}, "expires_in: only with"),
+                               ({"presign": True, "expires_in": 0}, "expires_in: from 1 to 604800"),
+                               ({"presign": True, "expires_in": 604801}, "expires_in: from 1 to 604800")):
+                self.assert_refused_alike(s, c, t, kw, kw, needle)
+            c.close()
+            c = None
+            s.close_clean()
+        finally:
+            if c is not None:
+                c.close()
+            s.close()
+            front.close()
 
 
 class Service(unittest.TestCase):
