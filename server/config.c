@@ -88,9 +88,13 @@ static const struct option_def options[] = {
     {"workers", "STRIKE_WORKERS", K_INT, "0", OFF(workers),
      "threads for blocking work (catalog, commits; 0: automatic)", 0},
     {"gc-grace", "STRIKE_GC_GRACE", K_DURATION, "1h", OFF(gc_grace_s),
-     "age before an unreferenced blob may be deleted (at least 5m)", ENGINE_GC_GRACE_MIN_S},
+     "age before an unreferenced blob may be deleted (at least 5m); the files of expired "
+     "snapshots stay as long, at least 1h, and while a presigned URL of their table is valid",
+     ENGINE_GC_GRACE_MIN_S},
     {"gc-interval", "STRIKE_GC_INTERVAL", K_DURATION, "10m", OFF(gc_interval_s),
-     "period of the orphan collector (0: off)", 0},
+     "period of the orphan collector, which also deletes expired snapshots' files past their "
+     "grace (0: off)",
+     0},
     {"compact-interval", "STRIKE_COMPACT_INTERVAL", K_DURATION, "1m", OFF(compact_interval_s),
      "period of the background maintenance task, one server at a time per table: inline DVs "
      "flushed to Puffin files, compaction by the default policy (deleted fraction >= 0.3, or 8+ "

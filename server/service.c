@@ -409,7 +409,8 @@ int svc_plan(struct engine *e, const struct svc_plan_req *q, struct svc_plan_res
     if (rc == ST_OK && q->presign) {
         int64_t now = (int64_t)time(NULL);
         out->expires_at_s = now + expires;
-        rc = engine_plan_presign(e, out->files, out->nfiles, now, expires, err);
+        rc = engine_plan_presign(e, out->table, out->seq, out->files, out->nfiles, now, expires,
+                                 err);
     }
     if (rc != ST_OK)
         svc_plan_res_clear(out);

@@ -28,6 +28,12 @@ fixture must not be killed) and its own striked with --catalog pointing at it.
   and `strike fsck` exits 0 (the killed commits' blobs are orphans, not
   damage). This one needs no private PostgreSQL (the ctest fixture's, which
   it does not touch).
+- kill -9 of striked while its compaction's commit runs a long statement (a
+  trigger makes the first compaction's snapshot insert sleep 30 s): the
+  catalog session it leaves behind holds the table's rewrite lock only until
+  PostgreSQL notices the client is gone (client_connection_check_interval,
+  1 s), so a compaction retried on another striked is taken within
+  RETRY_BOUND of the kill instead of answering 409 for the statement's 30 s.
 
 faults_s3 runs the two kill -9 tests once more with the blob store on S3 (the
 s3 fixture's moto_server; the restart takes the same bucket prefix).
@@ -56,6 +62,8 @@ STALL_BOUND = 12.0      # s: during a 15 s SIGSTOP every request is answered wit
 RECOVERY_BOUND = 30.0   # s: from PostgreSQL's return to the first 200 of every client
 KILL_DOWNTIME = 10.0
 STOP_DOWNTIME = 15.0
+RETRY_BOUND = 5.0       # s: from a kill -9 of striked to a retried compaction taken (not 409)
+SLOW_COMMIT = 30        # s: the killed compaction's commit statement (its snapshot insert)
 
 TABLE = {
     "name": "t",
@@ -481,6 +489,86 @@ class CatalogStopped(FaultCase):
             if s is not None:
                 s.close()
             pg.close()
+
+
+class StrikedKilledMidStatement(FaultCase):
+    def test_kill9_during_compaction_frees_the_rewrite_lock(self):
+        t_start = time.monotonic()
+        pg = PgCluster()
+        a = b = None
+        root = h.tmpdir("strike-faults-compact-")
+        data = os.path.join(root, "data")
+        try:
+            url = pg.create_db("faults_compact")
+            # two servers on one catalog and blob store: the client retries on the other one
+            a = h.Striked(data_dir=data, catalog=url)
+            b = h.Striked(data_dir=data, catalog=url)
+            self.assertEqual(a.req("POST", "/v1/tables", TABLE).status, 201)
+            for k in range(10):  # ten small files: the default policy rewrites them
+                r = post(a, "/v1/tables/t/changes",
+                         {"changes": [{"op": "upsert", "row": x} for x in batch_rows(0, k, 5)]}, 0, k)
+                self.assertEqual(r.status, 200, r)
+            want = all_ids(self, a)
+            seq = a.req("GET", "/v1/tables/t").json()["seq"]
+            # the first compaction's commit takes long: its snapshot insert sleeps (nextval is
+            # not transactional: a later compaction's insert does not)
+            pg.psql("faults_compact",
+                    "CREATE SEQUENCE test_slow_commit; CREATE FUNCTION test_slow_commit() RETURNS "
+                    "trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.operation = 'compact' AND "
+                    f"nextval('public.test_slow_commit') = 1 THEN PERFORM pg_sleep({SLOW_COMMIT}); END IF; "
+                    "RETURN NEW; END $$; CREATE TRIGGER test_slow_commit BEFORE INSERT ON "
+                    "strike.snapshots FOR EACH ROW EXECUTE FUNCTION test_slow_commit()")
+            first = []
+            th = threading.Thread(target=lambda: first.append(post(a, "/v1/tables/t/compact", {}, 0, 0)),
+                                  daemon=True)
+            th.start()
+            sleeping = "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'"
+            deadline = time.monotonic() + 60
+            while pg.psql("faults_compact", sleeping)[0][0] != "1" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(pg.psql("faults_compact", sleeping)[0][0], "1", "the compaction never committed")
+            # it holds the table's rewrite lock: another compaction is refused
+            u.assert_problem(self, b.req("POST", "/v1/tables/t/compact", {}), 409, "is running")
+
+            a.proc.kill()
+            a.proc.wait()
+            t_kill = time.monotonic()
+            th.join(REQ_BOUND)
+            self.assertIsNotNone(first[0].exc, f"the killed server answered: {first[0]}")
+            # the client retries on the other server until it is taken (or the bound passes)
+            tries = []
+            while True:
+                rec = post(b, "/v1/tables/t/compact", {}, 1, len(tries), timeout=60)
+                tries.append(rec)
+                if rec.status != 409 or time.monotonic() > t_kill + RETRY_BOUND + 1:
+                    break
+                time.sleep(0.2)
+            taken = tries[-1]
+            print(f"kill -9 during a compaction: {len(tries) - 1} retries answered 409; the last "
+                  f"retry was sent {taken.t0 - t_kill:.2f}s after the kill: {taken.status}")
+            self.assertEqual(taken.status, 200,
+                             f"a compaction retried for {taken.t0 - t_kill:.1f}s after the kill is "
+                             f"still refused (the killed server's session holds the rewrite lock): "
+                             f"{taken}")
+            self.assertLess(taken.t0 - t_kill, RETRY_BOUND)
+            for r in tries[:-1]:
+                u.assert_problem(self, r.resp, 409, "is running")
+            # the killed compaction did not commit; the retry did, once
+            res = taken.resp.json()
+            self.assertEqual(res["seq"], seq + 1, res)
+            self.assertEqual(res["rewritten_files"], 10, res)
+            self.assertEqual(pg.psql("faults_compact", sleeping)[0][0], "0")
+            self.assertEqual(all_ids(self, b), want)
+            fsck(self, url, data)
+            b.close_clean()
+            b = None
+            print(f"kill -9 during a compaction test: {time.monotonic() - t_start:.1f}s")
+        finally:
+            for s in (a, b):
+                if s is not None:
+                    s.close()
+            pg.close()
+            subprocess.run(["rm", "-rf", root])
 
 
 class BlobStoreFull(FaultCase):
