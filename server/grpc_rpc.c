@@ -388,6 +388,7 @@ static void reply_erasure(struct rpc *r, const struct engine_erasure *er)
     msg.files_deleted = er->files_deleted;
     msg.rows_erased = er->rows_erased;
     msg.bytes_deleted = er->bytes_deleted;
+    msg.row_versions_purged = er->row_versions_purged;
     msg.receipt_json = json;
     rpc_reply(r, &msg.base);
     free(json);

@@ -311,6 +311,11 @@ struct engine_erasure {
     char key_digest[72]; /* "sha256:" and 64 hex digits */
     int64_t keys;        /* distinct keys the digest covers */
     int64_t rows_erased, delete_seq;
+    /* erased row versions the erasure removed from the table's files (its rewrite and the files
+       of the snapshots it expired): a key's older versions, deleted before, count too. false: a
+       receipt stored before the count existed (null) */
+    bool has_row_versions_purged;
+    int64_t row_versions_purged;
     bool has_rewrite_seq; /* false: nothing needed a rewrite (rewrite_seq null) */
     int64_t rewrite_seq;
     int64_t expired_snapshots, files_rewritten, files_deleted, bytes_deleted;

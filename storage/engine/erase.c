@@ -9,17 +9,26 @@
  *   data_files     every data file the catalog still lists is decoded: no
  *                  erased row in it, but a row written after the erasure's
  *                  delete (a CDC upsert of the same key is a new row);
- *   key_index      no erased key points at a row from before the delete;
+ *   key_index      no erased key points at a row from before the delete
+ *                  (filter form: a key of an erased row version may point
+ *                  at another version, one the filter does not match, that
+ *                  is live in a listed file: its current row stays);
  *   statistics     no file's min/max of a one-column key is an erased key
- *                  (statistics of rewritten files come from their rows);
+ *                  (statistics of rewritten files come from their rows;
+ *                  filter form: unless the file holds another version);
  *   orphan_blobs   no Parquet file that the catalog does not list (a failed
  *                  commit's leftovers) holds an erased row: such a file is
  *                  deleted once it is older than ENGINE_COMMIT_MAX_AGE_S,
  *                  the age past which no commit may take it (the check
  *                  waits for a younger one, at most that long).
  *
- * The erased rows are named by their keys, or by a filter (the rows it
- * matches, live or already deleted). The receipt holds no erased value:
+ * The erased rows are named by their keys (every version of each), or by a
+ * filter (the row versions it matches, live or already deleted: an older
+ * version of a key, not the key). An erased row version is a matching row of
+ * a file from before the delete, or a deleted matching row of any live file;
+ * the receipt counts those it removed from the table's files
+ * (row_versions_purged: found by the purge's scan of every file the catalog
+ * lists, less those verification still finds). The receipt holds no erased value:
  * `key_digest` is the SHA-256 of the sorted, distinct canonical key
  * encodings (keyenc.c; every column's encoding for a table without a key),
  * each preceded by its length (4 bytes, big-endian).
@@ -73,11 +82,18 @@ struct erasure {
     struct hmap keys; /* encoded key -> (void *)1 */
     const struct filter *f;
     struct buf kb;
+    /* filter form, found by verify_files: the rows of an erased key that the filter does not
+       match (an older or newer version of the key is not erased): file id and position of the
+       live ones (kept_pos), file id and key of all of them (kept_keys) */
+    struct hmap kept_pos, kept_keys;
     /* the receipt's numbers */
     uint8_t digest[32];
     int64_t purge_base; /* the seq the purge listed the files at */
     int64_t rows_erased, delete_seq, rewrite_seq, expired, files_rewritten, files_deleted,
         bytes_deleted;
+    /* erased row versions in the table's files: earlier attempts' count (a resumed erasure),
+       those the purge found, those verification found left */
+    int64_t purged_before, versions_found, versions_left;
     struct engine_erasure_check checks[ENGINE_ERASURE_CHECKS_MAX];
     int nchecks;
     bool failed; /* a check did not pass */
@@ -143,13 +159,33 @@ struct found {
     int64_t live;    /* matching rows live now (written after the delete) */
 };
 
+/* Which matching rows of a scanned file are erased versions whose keys the filter form adds to
+   w->keys (the digest, and the keys the other checks look at). */
+enum collect {
+    COLLECT_NONE,
+    COLLECT_DEAD, /* the deleted ones (a live file) */
+    COLLECT_ALL,  /* all of them (a file of an older snapshot, from before the delete) */
+};
+
+/* A (file id, 8 bytes big-endian) prefix and what follows, as a key of kept_pos / kept_keys. */
+static void file_key(struct buf *b, int64_t file_id, const void *tail, size_t n)
+{
+    uint8_t id[8];
+    st_u64be(id, (uint64_t)file_id);
+    buf_reset(b);
+    buf_append(b, id, 8);
+    buf_append(b, tail, n);
+}
+
 /*
  * Scan one data file for the erased rows: every row, deleted or not. `dv`:
- * its DV now (NULL: none). Filter form: matching keys join w->keys (for the
- * digest) when `collect`.
+ * its DV now (NULL: none). Filter form: the keys of the matching rows
+ * `collect` says join w->keys; with `kept`, the rows of keys in w->keys
+ * that the filter does not match join w->kept_pos (live ones) and
+ * w->kept_keys, under `file_id`.
  */
-static int scan_file(struct erasure *w, const char *path, const struct dv *dv, bool collect,
-                     struct found *out, struct st_err *err)
+static int scan_file(struct erasure *w, int64_t file_id, const char *path, const struct dv *dv,
+                     enum collect collect, bool kept, struct found *out, struct st_err *err)
 {
     const struct engine_table *t = w->t;
     memset(out, 0, sizeof *out);
@@ -180,6 +216,8 @@ static int scan_file(struct erasure *w, const char *path, const struct dv *dv, b
     struct pq_batch b = {0};
     uint8_t *sel = NULL;
     size_t selcap = 0;
+    struct buf fk = BUF_INIT;
+    kept = kept && w->f != NULL;
     for (int rg = 0; rc == ST_OK && rg < pq_num_row_groups(r); rg++) {
         uint64_t first, nr;
         pq_row_group(r, rg, &first, &nr);
@@ -195,23 +233,35 @@ static int scan_file(struct erasure *w, const char *path, const struct dv *dv, b
         if (w->f != NULL)
             filter_eval(w->f, vecs, b.nrows, sel);
         for (size_t i = 0; i < b.nrows; i++) {
-            if (!sel[i])
+            if (!sel[i] && !kept)
                 continue;
             row_key(t, vecs, i, &w->kb);
+            bool dead = dv != NULL && dv_contains(dv, first + i);
+            if (!sel[i]) { /* filter form: another version of an erased key is not erased */
+                if (hmap_get(&w->keys, w->kb.data, w->kb.len) == NULL)
+                    continue;
+                file_key(&fk, file_id, w->kb.data, w->kb.len);
+                hmap_put(&w->kept_keys, fk.data, fk.len, NULL);
+                if (!dead) {
+                    uint8_t pos[8];
+                    st_u64be(pos, first + i);
+                    file_key(&fk, file_id, pos, 8);
+                    hmap_put(&w->kept_pos, fk.data, fk.len, NULL);
+                }
+                continue;
+            }
             if (w->f == NULL && hmap_get(&w->keys, w->kb.data, w->kb.len) == NULL)
                 continue;
-            bool dead = dv != NULL && dv_contains(dv, first + i);
             if (dead)
                 out->deleted++;
             else
                 out->live++;
-            if (dead && collect && w->f != NULL) {
-                bool created;
-                hmap_put(&w->keys, w->kb.data, w->kb.len, &created);
-            }
+            if (w->f != NULL && (collect == COLLECT_ALL || (collect == COLLECT_DEAD && dead)))
+                hmap_put(&w->keys, w->kb.data, w->kb.len, NULL);
         }
     }
     free(sel);
+    buf_free(&fk);
     pq_batch_free(&b);
     free(vecs);
     free(pos_of);
@@ -305,7 +355,42 @@ static void note(struct engine_erasure_check *c, const char *text)
     memcpy(f->text, text, strlen(text) + 1);
 }
 
-/* Rewrite every live file holding an erased row (deleted); the digest's keys, filter form. */
+/*
+ * Erased row versions in a file, as verification counts them: in a live file
+ * the deleted matches, and the live ones when the file is from before the
+ * delete; in a file only older snapshots list (no DV: every match is "live"),
+ * the matches when it is from before the delete.
+ */
+static int64_t erased_in(const struct erasure *w, const struct found *f, int64_t data_seq)
+{
+    return f->deleted + (data_seq <= w->delete_seq ? f->live : 0);
+}
+
+/* The table's data files that no current snapshot lists but a retained older one may: id,
+   path, data_seq (caller PQclears). */
+static int history_files(struct erasure *w, PGresult **out, struct st_err *err)
+{
+    PGconn *c = eng__rewrite_conn(w->rw);
+    struct pgu_num tid;
+    const char *v[1] = {pgu_i64(&tid, w->t->id)};
+    PGresult *r = cat_pq_exec_params(c,
+                                     "SELECT id, path, data_seq FROM strike.data_files WHERE "
+                                     "table_id = $1 AND removed_seq IS NOT NULL",
+                                     1, NULL, v, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        int rc = cat_fail(c, r, "listing the table's data files", err);
+        PQclear(r);
+        return rc;
+    }
+    *out = r;
+    return ST_OK;
+}
+
+/*
+ * Rewrite every live file holding an erased row (deleted); the digest's keys,
+ * filter form (from older snapshots' files too); and count the erased row
+ * versions the table's files hold before the purge and the expiry.
+ */
 static int purge(struct erasure *w, struct st_err *err)
 {
     PGconn *c = eng__rewrite_conn(w->rw);
@@ -322,12 +407,28 @@ static int purge(struct erasure *w, struct st_err *err)
         struct dv *dv = NULL;
         struct found f;
         if ((rc = file_dv(w, &lst[i], &dv, err)) == ST_OK &&
-            (rc = scan_file(w, lst[i].path, dv, true, &f, err)) == ST_OK && f.deleted > 0) {
-            pick[i] = true;
-            npick++;
+            (rc = scan_file(w, lst[i].id, lst[i].path, dv, COLLECT_DEAD, false, &f, err)) ==
+                ST_OK) {
+            w->versions_found += erased_in(w, &f, lst[i].data_seq);
+            if (f.deleted > 0) {
+                pick[i] = true;
+                npick++;
+            }
         }
         dv_free(dv);
     }
+    PGresult *hist = NULL;
+    if (rc == ST_OK)
+        rc = history_files(w, &hist, err);
+    for (int i = 0; rc == ST_OK && i < PQntuples(hist); i++) {
+        int64_t ds = pgu_get_i64(hist, i, 2);
+        struct found f;
+        if (ds <= w->delete_seq &&
+            (rc = scan_file(w, pgu_get_i64(hist, i, 0), PQgetvalue(hist, i, 1), NULL, COLLECT_ALL,
+                            false, &f, err)) == ST_OK)
+            w->versions_found += erased_in(w, &f, ds);
+    }
+    PQclear(hist);
     if (rc == ST_OK && npick > 0) {
         struct eng__rewrite_res res;
         rc = eng__rewrite_files(w->rw, base, lst, n, pick, "erase", &res, err);
@@ -364,7 +465,12 @@ static int expire_before(struct erasure *w, struct st_err *err)
     return rc;
 }
 
-/* Every data file the catalog lists for the table: path, data_seq, and its DV now. */
+/*
+ * Every data file the catalog lists for the table (those of the current
+ * snapshot with their DV now, those only older retained snapshots list): no
+ * erased row version in any of them. Filter form: the other versions of the
+ * erased keys, for the key index and statistics checks.
+ */
 static int verify_files(struct erasure *w, struct st_err *err)
 {
     PGconn *c = eng__rewrite_conn(w->rw);
@@ -374,17 +480,8 @@ static int verify_files(struct erasure *w, struct st_err *err)
     int rc = eng__snapshot_files(w->e, c, w->t, false, 0, &seq, &lst, &n, err);
     if (rc != ST_OK)
         return rc;
-    /* files no current snapshot lists but a retained older one does */
-    struct pgu_num tid;
-    const char *v[1] = {pgu_i64(&tid, w->t->id)};
-    PGresult *r = cat_pq_exec_params(
-        c,
-        "SELECT path, data_seq FROM strike.data_files WHERE table_id = $1 AND removed_seq IS NOT "
-        "NULL",
-        1, NULL, v, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rc = cat_fail(c, r, "listing the table's data files", err);
-        PQclear(r);
+    PGresult *r = NULL;
+    if ((rc = history_files(w, &r, err)) != ST_OK) {
         eng__snap_files_free(lst, n);
         return rc;
     }
@@ -393,20 +490,25 @@ static int verify_files(struct erasure *w, struct st_err *err)
         struct dv *dv = NULL;
         struct found f;
         if ((rc = file_dv(w, &lst[i], &dv, err)) == ST_OK &&
-            (rc = scan_file(w, lst[i].path, dv, false, &f, err)) == ST_OK) {
+            (rc = scan_file(w, lst[i].id, lst[i].path, dv, COLLECT_NONE, true, &f, err)) == ST_OK) {
             files++;
             /* a live match is a row written after the delete (its file is younger) */
-            bool bad = f.deleted > 0 || (f.live > 0 && lst[i].data_seq <= w->delete_seq);
-            bad_files += bad;
-            reinserted += bad ? 0 : f.live;
+            int64_t left = erased_in(w, &f, lst[i].data_seq);
+            bad_files += left > 0;
+            w->versions_left += left;
+            reinserted += left > 0 ? 0 : f.live;
         }
         dv_free(dv);
     }
     for (int i = 0; i < PQntuples(r) && rc == ST_OK; i++) {
         struct found f;
-        if ((rc = scan_file(w, PQgetvalue(r, i, 0), NULL, false, &f, err)) == ST_OK) {
+        int64_t ds = pgu_get_i64(r, i, 2);
+        if ((rc = scan_file(w, pgu_get_i64(r, i, 0), PQgetvalue(r, i, 1), NULL, COLLECT_NONE, true,
+                            &f, err)) == ST_OK) {
             files++;
-            bad_files += f.deleted + f.live > 0 && pgu_get_i64(r, i, 1) <= w->delete_seq;
+            int64_t left = ds <= w->delete_seq ? erased_in(w, &f, ds) : 0;
+            bad_files += left > 0;
+            w->versions_left += left;
         }
     }
     PQclear(r);
@@ -420,7 +522,12 @@ static int verify_files(struct erasure *w, struct st_err *err)
     return ST_OK;
 }
 
-/* No erased key in the key index but one written after the delete. */
+/*
+ * No erased key in the key index but one written after the delete. Filter
+ * form: the filter erased some versions of a key, not the key; a key written
+ * before the delete must point at a live row of a listed file that the filter
+ * does not match (its current version, which stays: nothing else was lost).
+ */
 static int verify_key_index(struct erasure *w, struct st_err *err)
 {
     const struct engine_table *t = w->t;
@@ -446,25 +553,50 @@ static int verify_key_index(struct erasure *w, struct st_err *err)
     const int f[3] = {0, 1, 0};
     char sql[256];
     snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM %s WHERE table_id = $1 AND key = ANY($2::%s[]) AND seq <= $3",
+             "SELECT %s FROM %s WHERE table_id = $1 AND key = ANY($2::%s[]) AND seq <= $3",
+             w->f != NULL ? "file_id, pos" : "count(*)",
              i8 ? "strike.key_index_i8" : "strike.key_index", i8 ? "bigint" : "bytea");
     PGconn *c = eng__rewrite_conn(w->rw);
     PGresult *r = cat_pq_exec_params(c, sql, 3, NULL, v, l, f, 0);
     buf_free(&arr);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || (w->f == NULL && PQntuples(r) != 1)) {
         int rc = cat_fail(c, r, "checking the key index", err);
         PQclear(r);
         return rc;
     }
-    int64_t left = pgu_get_i64(r, 0, 0);
+    if (w->f == NULL) {
+        int64_t left = pgu_get_i64(r, 0, 0);
+        PQclear(r);
+        struct engine_erasure_check *ck = check(w, "key_index", left == 0);
+        count(ck, "keys_checked", (int64_t)nk);
+        count(ck, "keys_from_before_delete", left);
+        return ST_OK;
+    }
+    int64_t kept = 0, erased = 0;
+    struct buf fk = BUF_INIT;
+    for (int row = 0; row < PQntuples(r); row++) {
+        uint8_t pos[8];
+        st_u64be(pos, (uint64_t)pgu_get_i64(r, row, 1));
+        file_key(&fk, pgu_get_i64(r, row, 0), pos, 8);
+        if (hmap_get(&w->kept_pos, fk.data, fk.len) != NULL)
+            kept++;
+        else
+            erased++;
+    }
+    buf_free(&fk);
     PQclear(r);
-    struct engine_erasure_check *ck = check(w, "key_index", left == 0);
+    struct engine_erasure_check *ck = check(w, "key_index", erased == 0);
     count(ck, "keys_checked", (int64_t)nk);
-    count(ck, "keys_from_before_delete", left);
+    count(ck, "keys_at_erased_rows", erased);
+    count(ck, "keys_at_other_versions", kept);
     return ST_OK;
 }
 
-/* A one-column key's min/max in the catalog's file statistics is never an erased key. */
+/*
+ * A one-column key's min/max in the catalog's file statistics is never an
+ * erased key (filter form: unless the file holds another version of that
+ * key, which the filter does not match).
+ */
 static int verify_statistics(struct erasure *w, struct st_err *err)
 {
     const struct engine_table *t = w->t;
@@ -480,8 +612,8 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
     PGconn *c = eng__rewrite_conn(w->rw);
     PGresult *r = cat_pq_exec_params(
         c,
-        "SELECT stats->$2->>'min', stats->$2->>'max', data_seq FROM strike.data_files WHERE "
-        "table_id = $1",
+        "SELECT stats->$2->>'min', stats->$2->>'max', data_seq, id FROM strike.data_files "
+        "WHERE table_id = $1",
         2, NULL, v, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "checking the column statistics", err);
@@ -489,6 +621,7 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
         return rc;
     }
     int64_t bad = 0, checked = 0;
+    struct buf fk = BUF_INIT;
     for (int i = 0; i < PQntuples(r); i++) {
         if (pgu_get_i64(r, i, 2) > w->delete_seq)
             continue; /* may hold a row written after the delete */
@@ -511,9 +644,13 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
             buf_reset(&w->kb);
             key_encode_value(ty, &val, &w->kb);
             checked++;
-            bad += hmap_get(&w->keys, w->kb.data, w->kb.len) != NULL;
+            if (hmap_get(&w->keys, w->kb.data, w->kb.len) == NULL)
+                continue;
+            file_key(&fk, pgu_get_i64(r, i, 3), w->kb.data, w->kb.len);
+            bad += hmap_get(&w->kept_keys, fk.data, fk.len) == NULL;
         }
     }
+    buf_free(&fk);
     PQclear(r);
     struct engine_erasure_check *ck = check(w, "column_statistics", bad == 0);
     count(ck, "bounds_checked", checked);
@@ -563,7 +700,7 @@ static int verify_orphans(struct erasure *w, struct st_err *err)
             if (!yes) {
                 seen++;
                 struct st_err e2 = {0};
-                if (scan_file(w, rel, NULL, false, &f, &e2) != ST_OK)
+                if (scan_file(w, 0, rel, NULL, COLLECT_NONE, false, &f, &e2) != ST_OK)
                     f.live = 0; /* a torn leftover: not a table file; gc takes it */
             }
             if (rc == ST_OK && !yes && f.deleted + f.live > 0) {
@@ -617,6 +754,10 @@ static void receipt_of(const struct erasure *w, const char *status, int64_t veri
     snprintf(out->key_digest, sizeof out->key_digest, "sha256:%s", hex);
     out->keys = (int64_t)w->keys.count;
     out->rows_erased = w->rows_erased;
+    out->has_row_versions_purged = true;
+    out->row_versions_purged =
+        w->purged_before +
+        (w->versions_found > w->versions_left ? w->versions_found - w->versions_left : 0);
     out->delete_seq = w->delete_seq;
     out->has_rewrite_seq = w->rewrite_seq > 0;
     out->rewrite_seq = w->rewrite_seq;
@@ -693,6 +834,7 @@ static int begin_row(struct erasure *w, bool *done, struct engine_erasure *out, 
                     was.recorded && was.delete_seq > 0) {
                     w->delete_seq = was.delete_seq;
                     w->rows_erased = was.rows_erased;
+                    w->purged_before = was.row_versions_purged;
                 }
                 w->resumed = true;
             }
@@ -745,7 +887,10 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
             return rc;
     }
     eng__crash_point(w->e); /* fault injection (tests): a crash between the steps */
-    if ((rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK)
+    /* the count of purged row versions survives a crash from here on (a resumed erasure adds
+       what it purges itself) */
+    if ((rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK ||
+        (rc = store(w, "running", 0, err)) != ST_OK)
         return rc;
     if (w->f != NULL || w->t->npk == 0)
         digest_of(&w->keys, w->digest); /* filter form: the keys found */
@@ -790,12 +935,16 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
     w.f = q->filter;
     w.kb = (struct buf)BUF_INIT;
     hmap_init(&w.keys);
+    hmap_init(&w.kept_pos);
+    hmap_init(&w.kept_keys);
     for (size_t i = 0; i < q->nkeys; i++) {
         const struct st_value *k = &q->keys[i * (size_t)t->npk];
         buf_reset(&w.kb);
         for (int c = 0; c < t->npk; c++) {
             if (k[c].null) {
                 hmap_free(&w.keys);
+                hmap_free(&w.kept_pos);
+                hmap_free(&w.kept_keys);
                 buf_free(&w.kb);
                 return st_errf(err, ST_EINVAL, "keys[%zu]: key column \"%s\" is null", i,
                                t->cols[t->pk[c]].name);
@@ -811,6 +960,8 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
         rc = erase_run(&w, out, err);
     eng__rewrite_end(w.rw, rc);
     hmap_free(&w.keys);
+    hmap_free(&w.kept_pos);
+    hmap_free(&w.kept_keys);
     buf_free(&w.kb);
     if (rc != ST_OK && rc != ST_EINTERNAL)
         engine_erasure_free(out);

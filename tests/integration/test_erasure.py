@@ -93,7 +93,7 @@ def fsck(tc, url, data_dir):
 
 RECEIPT_KEYS = {"id", "table", "status", "key_digest", "keys", "rows_erased", "delete_seq", "rewrite_seq",
                 "expired_snapshots", "files_rewritten", "files_deleted", "bytes_deleted", "checks",
-                "verified_at"}
+                "verified_at", "row_versions_purged"}
 
 
 class Erasure(unittest.TestCase):
@@ -141,6 +141,7 @@ class Erasure(unittest.TestCase):
         self.assertEqual(rec["table"], "people")
         self.assertRegex(rec["key_digest"], r"^sha256:[0-9a-f]{64}$")
         self.assertEqual(rec["rows_erased"], 1)
+        self.assertEqual(rec["row_versions_purged"], 3)  # v0 and v2 (deleted before), v3
         self.assertEqual(rec["delete_seq"], seq_before + 1)
         self.assertGreater(rec["rewrite_seq"], rec["delete_seq"])
         self.assertGreaterEqual(rec["files_rewritten"], 1)
@@ -187,6 +188,7 @@ class Erasure(unittest.TestCase):
         self.assertEqual(r2.status, 201, r2)
         self.assertEqual(r2.json()["key_digest"], rec["key_digest"])
         self.assertEqual(r2.json()["rows_erased"], 0)
+        self.assertEqual(r2.json()["row_versions_purged"], 0)
         # an upsert of the key after the erasure is a new row
         self.assertEqual(upsert(self.s, "people", [person(1234)])["inserted"], 1)
         # pages of the list
@@ -195,6 +197,29 @@ class Erasure(unittest.TestCase):
         self.assertEqual(p1["next"], rec["id"])
         p2 = self.s.req("GET", f"/v1/tables/people/erasures?limit=1&after={p1['next']}").json()
         self.assertEqual([x["id"] for x in p2["erasures"]], [r2.json()["id"]])
+
+    def test_old_version_by_filter(self):
+        """Issue 28 item 1: the filter names an old version of a key that has a newer live one."""
+        spec = {"columns": [{"name": "id", "type": "long", "required": True},
+                            {"name": "email", "type": "string"}],
+                "primary_key": ["id"]}
+        create(self.s, "users2", spec)
+        upsert(self.s, "users2", [{"id": 1, "email": "old@x"}, {"id": 2, "email": "two@x"}])
+        upsert(self.s, "users2", [{"id": 1, "email": "new@x"}])
+        self.assertEqual(len(files_holding(self.s.data_dir, "old@x")[1]), 1)
+        r = self.s.req("POST", "/v1/tables/users2/erasures",
+                       {"filter": {"type": "eq", "term": "email", "value": "old@x"}})
+        self.assertEqual(r.status, 201, r)
+        rec = r.json()
+        self.assertEqual(rec["status"], "verified")
+        self.assertTrue(all(c["passed"] for c in rec["checks"]), rec["checks"])
+        self.assertEqual(rec["rows_erased"], 0)  # the old version was no longer live
+        self.assertEqual(rec["row_versions_purged"], 1)
+        self.assertEqual(rec["keys"], 1)
+        self.assertEqual(files_holding(self.s.data_dir, "old@x")[1], [])
+        rows = sorted(u.scan_rows(self, self.s, "users2"), key=lambda x: x["id"])
+        self.assertEqual(rows, [{"id": 1, "email": "new@x"}, {"id": 2, "email": "two@x"}])
+        self.assertEqual(self.s.req("GET", r.header("Location")).json(), rec)
 
     def test_grpc(self):
         create(self.s, "grpc_people")
@@ -207,6 +232,7 @@ class Erasure(unittest.TestCase):
         e = self.g.call("Erase", table="grpc_people", keys=[pb.KeyValues(key={"id": gc.value(5)})])
         self.assertEqual(e.status, "verified")
         self.assertEqual(e.rows_erased, 1)
+        self.assertEqual(e.row_versions_purged, 2)  # the compaction copied it: two files
         self.assertEqual(e.table, "grpc_people")
         self.assertTrue(e.key_digest.startswith("sha256:"))
         self.assertEqual(json.loads(e.receipt_json)["id"], e.id)

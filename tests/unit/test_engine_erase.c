@@ -152,9 +152,11 @@ static bool same_receipt(const struct engine_erasure *a, const struct engine_era
     bool same = a->recorded == b->recorded && strcmp(a->id, b->id) == 0 &&
                 strcmp(a->table, b->table) == 0 && strcmp(a->status, b->status) == 0 &&
                 strcmp(a->key_digest, b->key_digest) == 0 && a->keys == b->keys &&
-                a->rows_erased == b->rows_erased && a->delete_seq == b->delete_seq &&
-                a->has_rewrite_seq == b->has_rewrite_seq && a->rewrite_seq == b->rewrite_seq &&
-                a->expired_snapshots == b->expired_snapshots &&
+                a->rows_erased == b->rows_erased &&
+                a->has_row_versions_purged == b->has_row_versions_purged &&
+                a->row_versions_purged == b->row_versions_purged &&
+                a->delete_seq == b->delete_seq && a->has_rewrite_seq == b->has_rewrite_seq &&
+                a->rewrite_seq == b->rewrite_seq && a->expired_snapshots == b->expired_snapshots &&
                 a->files_rewritten == b->files_rewritten && a->files_deleted == b->files_deleted &&
                 a->bytes_deleted == b->bytes_deleted && a->verified_us == b->verified_us &&
                 a->nchecks == b->nchecks;
@@ -223,6 +225,8 @@ static void test_erase_by_key(void **state)
     assert_true(er.recorded);
     assert_string_equal(er.status, "verified");
     assert_int_equal(er.rows_erased, 1);
+    /* v1 and v2 in the files the compaction replaced, v2 (deleted) in its output, v3 */
+    assert_int_equal(er.row_versions_purged, 4);
     assert_true(er.files_rewritten >= 1);
     assert_true(er.expired_snapshots >= seq_before);
     assert_true(er.files_deleted >= 1);
@@ -292,6 +296,7 @@ static void test_erase_missing_key_and_idempotency(void **state)
     struct st_err err = {0};
     assert_int_equal(engine_erase(T.e, &q, &er, &err), ST_OK);
     assert_int_equal(er.rows_erased, 0);
+    assert_int_equal(er.row_versions_purged, 0);
     assert_string_equal(er.status, "verified");
     assert_false(er.replayed);
     /* the same key and request: the same receipt, replayed */
@@ -332,9 +337,73 @@ static void test_erase_by_filter(void **state)
     if (rc != ST_OK)
         fail_msg("erase: %s", err.msg);
     assert_int_equal(er.rows_erased, 1);
+    assert_int_equal(er.row_versions_purged, 4);
     assert_int_equal(er.keys, 1); /* the versions of id 42 */
     int64_t files = 0;
     assert_int_equal(table_files_holding(t, MARKER, &files), 0);
+    engine_erasure_free(&er);
+    filter_free(f);
+    engine_table_unref(t);
+}
+
+/*
+ * Issue 28 item 1: a value-based erasure of an old version. id 1 and 2 in one commit, then a
+ * newer version of id 1: the filter names only the old version (its email), which is already
+ * deleted. The erasure purges that row version physically, verifies (the current row of id 1 is
+ * legitimate, not a leftover) and says how many row versions it purged.
+ */
+static void test_erase_old_version_by_filter(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "email:string"};
+    const char *pk[] = {"id"};
+    struct engine_table *t = et_create(&T, "users2", cols, 2, pk, 1, NULL);
+    int64_t ids[2] = {1, 2};
+    const char *emails[2] = {"old@x", "two@x"};
+    struct engine_change_res res;
+    assert_int_equal(put(t, ids, emails, 2, &res), ST_OK);
+    put1(t, 1, "new@x");
+    int64_t files = 0;
+    assert_int_equal(table_files_holding(t, "old@x", &files), 1);
+
+    struct filter *f = NULL;
+    struct st_err err = {0};
+    const char *js = "{\"type\":\"eq\",\"term\":\"email\",\"value\":\"old@x\"}";
+    if (filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err) != ST_OK)
+        fail_msg("filter: %s", err.msg);
+    struct engine_erase_req q = {.table = t, .filter = f};
+    struct engine_erasure er;
+    int rc = engine_erase(T.e, &q, &er, &err);
+    for (int i = 0; i < er.nchecks; i++)
+        if (!er.checks[i].passed)
+            print_error("check %s failed\n", er.checks[i].name);
+    if (rc != ST_OK)
+        fail_msg("erase: %s (status %s)", err.msg, er.status);
+    assert_string_equal(er.status, "verified");
+    for (int i = 0; i < er.nchecks; i++)
+        assert_true(er.checks[i].passed);
+    assert_int_equal(er.rows_erased, 0); /* nothing live matched: the version was deleted */
+    assert_true(er.has_row_versions_purged);
+    assert_int_equal(er.row_versions_purged, 1); /* that version, physically */
+    assert_int_equal(er.keys, 1);                /* id 1 */
+    assert_int_equal(er.files_rewritten, 1);
+    /* the old version is gone from every file; the current rows stay */
+    files = 0;
+    assert_int_equal(table_files_holding(t, "old@x", &files), 0);
+    assert_true(files > 0);
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal(rows.n, 2);
+    for (size_t i = 0; i < rows.n; i++) {
+        const char *want = rows.rows[i].v[0].v.l == 1 ? "new@x" : "two@x";
+        assert_string_equal(rows.rows[i].strs[1], want);
+    }
+    et_rows_free(&rows);
+    /* the key still finds its row */
+    int64_t one = 1;
+    const char *gone = NULL;
+    assert_int_equal(put(t, &one, &gone, 1, &res), ST_OK);
+    assert_int_equal(res.deleted, 1);
     engine_erasure_free(&er);
     filter_free(f);
     engine_table_unref(t);
@@ -346,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_erase_by_key),
         cmocka_unit_test(test_erase_missing_key_and_idempotency),
         cmocka_unit_test(test_erase_by_filter),
+        cmocka_unit_test(test_erase_old_version_by_filter),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
