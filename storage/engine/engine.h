@@ -307,9 +307,11 @@ struct engine_erasure {
        replayed is empty; its receipt is rendered as an empty object) */
     bool recorded;
     char table[ST_NAME_MAX + 1];
-    char status[16];     /* "running", "verified" or "failed" */
-    char key_digest[72]; /* "sha256:" and 64 hex digits */
-    int64_t keys;        /* distinct keys the digest covers */
+    char status[16]; /* "running", "verified" or "failed" */
+    /* "hmac-sha256:" and 64 hex digits (keyed with the catalog's secret), or, in receipts stored
+       before that, "sha256:" and 64 hex digits (unkeyed) */
+    char key_digest[80];
+    int64_t keys; /* distinct keys the digest covers */
     int64_t rows_erased, delete_seq;
     /* erased row versions the erasure removed from the table's files (its rewrite and the files
        of the snapshots it expired): a key's older versions, deleted before, count too. false: a
@@ -340,6 +342,24 @@ void engine_erasure_free(struct engine_erasure *r);
  */
 int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engine_erasure *out,
                  struct st_err *err);
+/*
+ * Does the digest of receipt `id` cover exactly these keys (the distinct
+ * keys, in any order and with repeats)? An admin's check of a data
+ * subject's key against a receipt: the digest is keyed with the catalog's
+ * secret, which no call returns, so a reader of receipts cannot try keys
+ * against it. Receipts stored with an unkeyed "sha256:" digest are checked
+ * the same way. ST_ENOTFOUND: no such receipt; ST_ECONFLICT: it has no
+ * digest yet (just begun); ST_EINVAL: no keys, a null key column, or a
+ * table without a primary key (its digests cover whole rows).
+ */
+struct engine_erasure_check_req {
+    const struct engine_table *table;
+    const char *id;
+    const struct st_value *keys; /* nkeys keys of table->npk values each, in key order */
+    size_t nkeys;
+};
+int engine_check_erasure(struct engine *e, const struct engine_erasure_check_req *q, bool *match,
+                         struct st_err *err);
 /* A receipt by id: ST_ENOTFOUND when the table has none with that id. */
 int engine_get_erasure(struct engine *e, const struct engine_table *t, const char *id,
                        struct engine_erasure *out, struct st_err *err);

@@ -29,9 +29,14 @@
  * the receipt counts those it removed from the table's files
  * (row_versions_purged: found by the purge's scan of every file the catalog
  * lists, less those verification still finds). The receipt holds no erased value:
- * `key_digest` is the SHA-256 of the sorted, distinct canonical key
- * encodings (keyenc.c; every column's encoding for a table without a key),
- * each preceded by its length (4 bytes, big-endian).
+ * `key_digest` is the HMAC-SHA256, keyed with the catalog's secret
+ * (strike.secrets "erasure_digest", migration 13; never returned or logged),
+ * of the sorted, distinct canonical key encodings (keyenc.c; every column's
+ * encoding for a table without a key), each preceded by its length (4 bytes,
+ * big-endian): "hmac-sha256:<hex>". Receipts stored before it hold the
+ * unkeyed SHA-256 of the same bytes ("sha256:<hex>"), which anyone could
+ * recompute from a guessed key; engine_check_erasure checks keys against
+ * either form.
  *
  * Every erasure is a row of strike.erasures from its start (status
  * "running") to its verified receipt (struct engine_erasure, stored in the
@@ -70,6 +75,10 @@
 #define ERASE_KEYS_MAX 100000
 /* Keys per delete request sent to the commit path. */
 #define ERASE_DELETE_CHUNK 10000
+/* The catalog's secret that keys the receipts' digests (strike.secrets). */
+#define ERASE_SECRET_LEN 32
+#define ERASE_DIGEST_HMAC "hmac-sha256:"
+#define ERASE_DIGEST_PLAIN "sha256:" /* receipts stored before the secret existed */
 
 struct erasure {
     struct engine *e;
@@ -87,6 +96,7 @@ struct erasure {
        live ones (kept_pos), file id and key of all of them (kept_keys) */
     struct hmap kept_pos, kept_keys;
     /* the receipt's numbers */
+    uint8_t secret[ERASE_SECRET_LEN]; /* the catalog's key of the digest */
     uint8_t digest[32];
     int64_t purge_base; /* the seq the purge listed the files at */
     int64_t rows_erased, delete_seq, rewrite_seq, expired, files_rewritten, files_deleted,
@@ -109,8 +119,44 @@ static int cmp_key(const void *a, const void *b)
     return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* SHA-256 of the sorted, distinct encodings in `set`, each with its length. */
-static void digest_of(const struct hmap *set, uint8_t out[32])
+/* HMAC-SHA256 (RFC 2104) over a message given in pieces; the key is at most a block. */
+struct hmac {
+    struct st_sha256 inner;
+    uint8_t opad[64];
+};
+
+static void hmac_init(struct hmac *h, const uint8_t *key, size_t klen)
+{
+    assert(klen <= 64);
+    uint8_t ipad[64];
+    memset(ipad, 0x36, sizeof ipad);
+    memset(h->opad, 0x5c, sizeof h->opad);
+    for (size_t i = 0; i < klen; i++) {
+        ipad[i] ^= key[i];
+        h->opad[i] ^= key[i];
+    }
+    st_sha256_init(&h->inner);
+    st_sha256_update(&h->inner, ipad, sizeof ipad);
+}
+
+static void hmac_final(struct hmac *h, uint8_t out[32])
+{
+    uint8_t in[32];
+    st_sha256_final(&h->inner, in);
+    struct st_sha256 o;
+    st_sha256_init(&o);
+    st_sha256_update(&o, h->opad, sizeof h->opad);
+    st_sha256_update(&o, in, sizeof in);
+    st_sha256_final(&o, out);
+    memset(h, 0, sizeof *h);
+}
+
+/*
+ * The digest of the sorted, distinct encodings in `set`, each with its
+ * length: the HMAC-SHA256 keyed with `secret`, or (NULL) the plain SHA-256
+ * of receipts stored before the secret existed.
+ */
+static void digest_of(const struct hmap *set, const uint8_t *secret, uint8_t out[32])
 {
     size_t n = 0, i = 0;
     const uint8_t *k;
@@ -127,16 +173,49 @@ static void digest_of(const struct hmap *set, uint8_t out[32])
         j++;
     }
     qsort(all, n, sizeof *all, cmp_key);
-    struct st_sha256 h;
-    st_sha256_init(&h);
+    struct hmac h;
+    if (secret != NULL)
+        hmac_init(&h, secret, ERASE_SECRET_LEN);
+    else
+        st_sha256_init(&h.inner);
     for (j = 0; j < n; j++) {
         uint8_t len[4];
         st_u32be(len, (uint32_t)all[j].len);
-        st_sha256_update(&h, len, 4);
-        st_sha256_update(&h, all[j].data, all[j].len);
+        st_sha256_update(&h.inner, len, 4);
+        st_sha256_update(&h.inner, all[j].data, all[j].len);
     }
-    st_sha256_final(&h, out);
+    if (secret != NULL)
+        hmac_final(&h, out);
+    else
+        st_sha256_final(&h.inner, out);
     free(all);
+}
+
+/*
+ * The catalog's secret of the digests (created by migration 13; made here
+ * when missing, in the same statement). It never leaves the engine: no call
+ * returns it, nothing logs it.
+ */
+static int read_secret(PGconn *c, uint8_t out[ERASE_SECRET_LEN], struct st_err *err)
+{
+    PGresult *r = cat_pq_exec_params(
+        c,
+        "WITH made AS (INSERT INTO strike.secrets (name, secret) VALUES ('erasure_digest', "
+        "sha256((gen_random_uuid()::text || gen_random_uuid()::text || "
+        "gen_random_uuid()::text)::bytea)) ON CONFLICT (name) DO NOTHING RETURNING secret) "
+        "SELECT secret FROM made UNION ALL SELECT secret FROM strike.secrets WHERE name = "
+        "'erasure_digest'",
+        0, NULL, NULL, NULL, NULL, 1);
+    int rc = ST_OK;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        rc = cat_fail(c, r, "reading the catalog's erasure secret", err);
+    else if (PQntuples(r) != 1 || PQgetlength(r, 0, 0) != ERASE_SECRET_LEN)
+        rc = st_errf(err, ST_EINTERNAL, "the catalog's erasure secret is not %d bytes",
+                     ERASE_SECRET_LEN);
+    else
+        memcpy(out, PQgetvalue(r, 0, 0), ERASE_SECRET_LEN);
+    PQclear(r);
+    return rc;
 }
 
 /* The canonical encoding of row i of a batch: its key, or every column without one. */
@@ -751,7 +830,7 @@ static void receipt_of(const struct erasure *w, const char *status, int64_t veri
     snprintf(out->status, sizeof out->status, "%s", status);
     char hex[65];
     st_sha256_hex(w->digest, hex);
-    snprintf(out->key_digest, sizeof out->key_digest, "sha256:%s", hex);
+    snprintf(out->key_digest, sizeof out->key_digest, ERASE_DIGEST_HMAC "%s", hex);
     out->keys = (int64_t)w->keys.count;
     out->rows_erased = w->rows_erased;
     out->has_row_versions_purged = true;
@@ -880,6 +959,9 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
         return ST_OK;
     }
     snprintf(out->id, sizeof out->id, "%s", w->id);
+    if ((rc = read_secret(eng__rewrite_conn(w->rw), w->secret, err)) != ST_OK)
+        return rc;
+    digest_of(&w->keys, w->secret, w->digest); /* keys form: the keys given */
     if (!(w->resumed && w->delete_seq > 0)) {
         if ((rc = delete_rows(w, err)) != ST_OK)
             return rc;
@@ -892,8 +974,7 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
     if ((rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK ||
         (rc = store(w, "running", 0, err)) != ST_OK)
         return rc;
-    if (w->f != NULL || w->t->npk == 0)
-        digest_of(&w->keys, w->digest); /* filter form: the keys found */
+    digest_of(&w->keys, w->secret, w->digest); /* filter form: the keys found */
     if ((rc = verify_files(w, err)) != ST_OK || (rc = verify_key_index(w, err)) != ST_OK ||
         (rc = verify_statistics(w, err)) != ST_OK || (rc = verify_orphans(w, err)) != ST_OK)
         return rc;
@@ -954,16 +1035,83 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
         bool created;
         hmap_put(&w.keys, w.kb.data, w.kb.len, &created);
     }
-    digest_of(&w.keys, w.digest);
     int rc = eng__rewrite_begin(e, t, true, &w.rw, err);
     if (rc == ST_OK)
         rc = erase_run(&w, out, err);
     eng__rewrite_end(w.rw, rc);
+    memset(w.secret, 0, sizeof w.secret);
     hmap_free(&w.keys);
     hmap_free(&w.kept_pos);
     hmap_free(&w.kept_keys);
     buf_free(&w.kb);
     if (rc != ST_OK && rc != ST_EINTERNAL)
         engine_erasure_free(out);
+    return rc;
+}
+
+int engine_check_erasure(struct engine *e, const struct engine_erasure_check_req *q, bool *match,
+                         struct st_err *err)
+{
+    *match = false;
+    const struct engine_table *t = q->table;
+    if (t->npk == 0)
+        return st_errf(err, ST_EINVAL,
+                       "table \"%s\" has no primary key: the digests of its erasures cover whole "
+                       "rows, which a check does not name",
+                       t->name);
+    if (q->nkeys == 0)
+        return st_errf(err, ST_EINVAL, "keys: give at least one key");
+    if (q->nkeys > ERASE_KEYS_MAX)
+        return st_errf(err, ST_EINVAL, "keys: %zu keys, at most %d per check", q->nkeys,
+                       ERASE_KEYS_MAX);
+    struct engine_erasure r;
+    int rc = engine_get_erasure(e, t, q->id, &r, err);
+    if (rc != ST_OK)
+        return rc;
+    bool keyed = strncmp(r.key_digest, ERASE_DIGEST_HMAC, strlen(ERASE_DIGEST_HMAC)) == 0;
+    const char *hex =
+        r.key_digest + (keyed ? strlen(ERASE_DIGEST_HMAC) : strlen(ERASE_DIGEST_PLAIN));
+    if (!r.recorded)
+        return st_errf(err, ST_ECONFLICT, "erasure %s has no digest yet (it has just begun)", r.id);
+    if (!keyed && strncmp(r.key_digest, ERASE_DIGEST_PLAIN, strlen(ERASE_DIGEST_PLAIN)) != 0)
+        return st_errf(err, ST_EINTERNAL, "erasure %s: its digest has an unknown form", r.id);
+    if (strlen(hex) != 64)
+        return st_errf(err, ST_EINTERNAL, "erasure %s: its digest is not 64 hex digits", r.id);
+    struct hmap keys;
+    hmap_init(&keys);
+    struct buf kb = BUF_INIT;
+    for (size_t i = 0; i < q->nkeys && rc == ST_OK; i++) {
+        const struct st_value *k = &q->keys[i * (size_t)t->npk];
+        buf_reset(&kb);
+        for (int c = 0; c < t->npk && rc == ST_OK; c++) {
+            if (k[c].null)
+                rc = st_errf(err, ST_EINVAL, "keys[%zu]: key column \"%s\" is null", i,
+                             t->cols[t->pk[c]].name);
+            else
+                key_encode_value(t->cols[t->pk[c]].type, &k[c], &kb);
+        }
+        if (rc == ST_OK)
+            hmap_put(&keys, kb.data, kb.len, NULL);
+    }
+    buf_free(&kb);
+    uint8_t secret[ERASE_SECRET_LEN];
+    PGconn *c = NULL;
+    if (rc == ST_OK && keyed &&
+        (rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err)) == ST_OK) {
+        rc = read_secret(c, secret, err);
+        cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    }
+    if (rc == ST_OK) {
+        uint8_t d[32];
+        char mine[65];
+        digest_of(&keys, keyed ? secret : NULL, d);
+        st_sha256_hex(d, mine);
+        unsigned diff = 0; /* in constant time: nothing learnt from how long it took */
+        for (int i = 0; i < 64; i++)
+            diff |= (unsigned)(mine[i] ^ hex[i]);
+        *match = diff == 0;
+    }
+    memset(secret, 0, sizeof secret);
+    hmap_free(&keys);
     return rc;
 }

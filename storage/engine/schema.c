@@ -212,6 +212,21 @@ const struct migration cat__migrations[] = {
      "  LANGUAGE sql IMMUTABLE PARALLEL SAFE"
      "  AS $$ SELECT CASE WHEN substring(dv FROM 1 FOR 4) = 'SPL1'::bytea"
      "  THEN substring(dv FROM 13) END $$;"},
+
+    /* The catalog's secrets, made here and never returned by any call:
+       "erasure_digest" keys the HMAC-SHA256 of an erasure receipt's key
+       digest (erase.c), so that whoever may read receipts cannot test
+       guessed keys against them. 32 bytes: the SHA-256 of three random
+       UUIDs (gen_random_uuid: pg_strong_random, 366 random bits). Version
+       13: 12 is the Iceberg export's (another branch), not on main yet. */
+    {13, "the catalog's secrets: the key of erasure receipts' digests",
+     "CREATE TABLE strike.secrets ("
+     "  name text PRIMARY KEY,"
+     "  secret bytea NOT NULL CHECK (octet_length(secret) = 32),"
+     "  created_at timestamptz NOT NULL DEFAULT now());"
+     "INSERT INTO strike.secrets (name, secret) VALUES ('erasure_digest',"
+     "  sha256((gen_random_uuid()::text || gen_random_uuid()::text ||"
+     "  gen_random_uuid()::text)::bytea));"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

@@ -15,11 +15,13 @@
   lost, and the erasure retried with its Idempotency-Key ends in a verified
   receipt.
 """
+import hashlib
 import json
 import os
 import random
 import re
 import signal
+import struct
 import subprocess
 import threading
 import time
@@ -139,7 +141,7 @@ class Erasure(unittest.TestCase):
         self.assertEqual(r.header("Location"), f"/v1/tables/people/erasures/{rec['id']}")
         self.assertEqual(rec["status"], "verified")
         self.assertEqual(rec["table"], "people")
-        self.assertRegex(rec["key_digest"], r"^sha256:[0-9a-f]{64}$")
+        self.assertRegex(rec["key_digest"], r"^hmac-sha256:[0-9a-f]{64}$")
         self.assertEqual(rec["rows_erased"], 1)
         self.assertEqual(rec["row_versions_purged"], 3)  # v0 and v2 (deleted before), v3
         self.assertEqual(rec["delete_seq"], seq_before + 1)
@@ -221,6 +223,58 @@ class Erasure(unittest.TestCase):
         self.assertEqual(rows, [{"id": 1, "email": "new@x"}, {"id": 2, "email": "two@x"}])
         self.assertEqual(self.s.req("GET", r.header("Location")).json(), rec)
 
+    def test_digest_is_keyed_and_checked(self):
+        """Issue 28 item 2: the key digest is an HMAC keyed per catalog; admins check keys."""
+        create(self.s, "subjects")
+        upsert(self.s, "subjects", [person(i) for i in range(10)])
+        r = self.s.req("POST", "/v1/tables/subjects/erasures", {"keys": [{"id": 5}]})
+        self.assertEqual(r.status, 201, r)
+        rec = r.json()
+        self.assertRegex(rec["key_digest"], r"^hmac-sha256:[0-9a-f]{64}$")
+        # not the SHA-256 anyone could compute from a guessed id (its length, then its encoding)
+        plain = hashlib.sha256(struct.pack(">IQ", 8, 5 ^ (1 << 63))).hexdigest()
+        self.assertNotIn(plain, r.body.decode())
+        # the same erasure on another catalog: another secret, another digest
+        other = h.Striked(catalog=h.create_db("erasure_other_catalog"))
+        try:
+            create(other, "subjects")
+            upsert(other, "subjects", [person(i) for i in range(10)])
+            r2 = other.req("POST", "/v1/tables/subjects/erasures", {"keys": [{"id": 5}]})
+            self.assertEqual(r2.status, 201, r2)
+            self.assertRegex(r2.json()["key_digest"], r"^hmac-sha256:[0-9a-f]{64}$")
+            self.assertNotEqual(r2.json()["key_digest"], rec["key_digest"])
+            self.assertEqual(other.stop()[0], 0)
+        finally:
+            other.close()
+        # the admin's check: exactly the erased keys
+        path = f"/v1/tables/subjects/erasures/{rec['id']}/check"
+        for keys, want in (([{"id": 5}], True), ([{"id": 5}, {"id": 5}], True), ([{"id": 6}], False),
+                           ([{"id": 5}, {"id": 6}], False)):
+            c = self.s.req("POST", path, {"keys": keys})
+            self.assertEqual(c.status, 200, c)
+            self.assertEqual(c.json(), {"match": want}, keys)
+        for body, needle in (({}, "keys"), ({"keys": []}, "keys"), ({"keys": [{"id": "x"}]}, "keys[0]"),
+                             ({"keys": [{"id": 5}], "filter": True}, "filter"), ({"keys": 5}, "keys")):
+            u.assert_problem(self, self.s.req("POST", path, body), 400, needle)
+        u.assert_problem(self, self.s.req(
+            "POST", "/v1/tables/subjects/erasures/01a23000-0000-7000-8000-000000000000/check",
+            {"keys": [{"id": 5}]}), 404)
+        u.assert_problem(self, self.s.req("GET", path), 405)
+        # gRPC CheckErasure
+        m = self.g.call("CheckErasure", table="subjects", id=rec["id"],
+                        keys=[pb.KeyValues(key={"id": gc.value(5)})])
+        self.assertTrue(m.match)
+        m = self.g.call("CheckErasure", table="subjects", id=rec["id"],
+                        keys=[pb.KeyValues(key={"id": gc.value(4)})])
+        self.assertFalse(m.match)
+        rpc_error(self, grpc.StatusCode.INVALID_ARGUMENT, self.g.call, "CheckErasure",
+                  table="subjects", id=rec["id"])
+        # nothing logged the secret: no 64-hex-digit value but the digests and ids of receipts
+        log = open(self.s.log_path, "rb").read().decode()
+        secret = h.sql(self.db, "SELECT encode(secret, 'hex') FROM strike.secrets")[0][0]
+        self.assertNotIn(secret, log)
+        self.assertNotIn(secret, r.body.decode())
+
     def test_grpc(self):
         create(self.s, "grpc_people")
         upsert(self.s, "grpc_people", [person(i, marker=(i == 5)) for i in range(100)])
@@ -234,7 +288,7 @@ class Erasure(unittest.TestCase):
         self.assertEqual(e.rows_erased, 1)
         self.assertEqual(e.row_versions_purged, 2)  # the compaction copied it: two files
         self.assertEqual(e.table, "grpc_people")
-        self.assertTrue(e.key_digest.startswith("sha256:"))
+        self.assertTrue(e.key_digest.startswith("hmac-sha256:"))
         self.assertEqual(json.loads(e.receipt_json)["id"], e.id)
         got = self.g.call("GetErasure", table="grpc_people", id=e.id)
         self.assertEqual(got.receipt_json, e.receipt_json)

@@ -22,8 +22,11 @@
 #include "engine/engine.h"
 #include "engine/engine_test.h"
 #include "enginetest.h"
+#include "common/sha256.h"
 #include "expr/filter.h"
 #include "parquet/parquet.h"
+
+#include <libpq-fe.h>
 
 #define ROWS 300
 #define MARKER "erase-me-7f3a9c"
@@ -232,8 +235,8 @@ static void test_erase_by_key(void **state)
     assert_true(er.files_deleted >= 1);
     assert_true(er.verified_us > 0);
     const char *digest = er.key_digest;
-    assert_int_equal(strncmp(digest, "sha256:", 7), 0);
-    assert_int_equal(strlen(digest), 7 + 64);
+    assert_int_equal(strncmp(digest, "hmac-sha256:", 12), 0);
+    assert_int_equal(strlen(digest), 12 + 64);
     assert_false(receipt_holds(&er, MARKER));
     assert_int_equal(er.nchecks, 4);
     for (int i = 0; i < er.nchecks; i++)
@@ -409,6 +412,116 @@ static void test_erase_old_version_by_filter(void **state)
     engine_table_unref(t);
 }
 
+/* A query's only value as text (caller frees). */
+static char *sql_text(const char *sql)
+{
+    PGconn *c = PQconnectdb(T.conninfo);
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    char *out = strdup(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    PQfinish(c);
+    return out;
+}
+
+static int check_keys(const struct engine_table *t, const char *id, const int64_t *ids, size_t n,
+                      bool *match)
+{
+    struct st_value *k = calloc(n ? n : 1, sizeof *k);
+    for (size_t i = 0; i < n; i++)
+        k[i].v.l = ids[i];
+    struct engine_erasure_check_req q = {.table = t, .id = id, .keys = k, .nkeys = n};
+    struct st_err err = {0};
+    int rc = engine_check_erasure(T.e, &q, match, &err);
+    free(k);
+    return rc;
+}
+
+/*
+ * Issue 28 item 2: the receipt's key digest is an HMAC keyed with the catalog's secret, not the
+ * SHA-256 anyone could recompute from a guessed key; an admin checks keys against it. A receipt
+ * stored before (a "sha256:" digest, no count of purged versions) is still read and checked.
+ */
+static void test_receipt_digest_keyed(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "name:string"};
+    const char *pk[] = {"id"};
+    struct engine_table *t = et_create(&T, "digest", cols, 2, pk, 1, NULL);
+    put1(t, 42, "subject");
+    put1(t, 43, "other");
+    struct st_value key = {.v.l = 42};
+    struct engine_erase_req q = {.table = t, .keys = &key, .nkeys = 1};
+    struct engine_erasure er;
+    struct st_err err = {0};
+    assert_int_equal(engine_erase(T.e, &q, &er, &err), ST_OK);
+    assert_int_equal(strncmp(er.key_digest, "hmac-sha256:", 12), 0);
+    assert_int_equal(strlen(er.key_digest), 12 + 64);
+
+    /* what the digest is over: key 42's encoding (a long: 8 bytes, sign bit flipped) with its
+       length; unkeyed, anyone could try ids against it */
+    const uint8_t msg[12] = {0, 0, 0, 8, 0x80, 0, 0, 0, 0, 0, 0, 42};
+    uint8_t d[32];
+    char plain[65], keyed[65];
+    st_sha256(msg, sizeof msg, d);
+    st_sha256_hex(d, plain);
+    assert_null(strstr(er.key_digest, plain));
+    char *secret_hex =
+        sql_text("SELECT encode(secret, 'hex') FROM strike.secrets WHERE name = 'erasure_digest'");
+    assert_int_equal(strlen(secret_hex), 64);
+    uint8_t secret[32];
+    for (int i = 0; i < 32; i++)
+        assert_int_equal(sscanf(secret_hex + 2 * i, "%2hhx", &secret[i]), 1);
+    free(secret_hex);
+    st_hmac_sha256(secret, sizeof secret, msg, sizeof msg, d);
+    st_sha256_hex(d, keyed);
+    assert_string_equal(er.key_digest + 12, keyed);
+
+    /* the check: exactly the erased keys, in any order, repeats aside */
+    bool match = false;
+    int64_t k42[] = {42}, k43[] = {43}, both[] = {43, 42}, twice[] = {42, 42};
+    assert_int_equal(check_keys(t, er.id, k42, 1, &match), ST_OK);
+    assert_true(match);
+    assert_int_equal(check_keys(t, er.id, twice, 2, &match), ST_OK);
+    assert_true(match);
+    assert_int_equal(check_keys(t, er.id, k43, 1, &match), ST_OK);
+    assert_false(match);
+    assert_int_equal(check_keys(t, er.id, both, 2, &match), ST_OK);
+    assert_false(match);
+    assert_int_equal(check_keys(t, er.id, k42, 0, &match), ST_EINVAL);
+    assert_int_equal(check_keys(t, "01a23d1d-0000-7000-8000-000000000000", k42, 1, &match),
+                     ST_ENOTFOUND);
+    struct st_value null_key = {.null = true};
+    struct engine_erasure_check_req nul = {.table = t, .id = er.id, .keys = &null_key, .nkeys = 1};
+    assert_int_equal(engine_check_erasure(T.e, &nul, &match, &err), ST_EINVAL);
+    assert_non_null(strstr(err.msg, "keys[0]"));
+
+    /* a receipt stored before: its SHA-256 digest, as it was answered (no "v") */
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO strike.erasures (id, table_id, receipt, status) VALUES "
+             "('01a23d1d-29b5-741e-9552-5a6581d3e324', %lld, '{\"id\":\"01a23d1d-29b5-741e-9552-"
+             "5a6581d3e324\",\"table\":\"digest\",\"status\":\"verified\",\"key_digest\":\"sha256:"
+             "%s\",\"keys\":1,\"rows_erased\":1,\"delete_seq\":2,\"rewrite_seq\":3,"
+             "\"expired_snapshots\":2,\"files_rewritten\":1,\"files_deleted\":1,\"bytes_deleted\":"
+             "400,\"checks\":[],\"verified_at\":\"2026-01-02T03:04:05Z\"}', 'verified')",
+             (long long)t->id, plain);
+    et_sql(&T, sql);
+    struct engine_erasure old;
+    assert_int_equal(engine_get_erasure(T.e, t, "01a23d1d-29b5-741e-9552-5a6581d3e324", &old, &err),
+                     ST_OK);
+    assert_int_equal(strncmp(old.key_digest, "sha256:", 7), 0);
+    assert_false(old.has_row_versions_purged);
+    assert_int_equal(check_keys(t, old.id, k42, 1, &match), ST_OK);
+    assert_true(match);
+    assert_int_equal(check_keys(t, old.id, k43, 1, &match), ST_OK);
+    assert_false(match);
+    engine_erasure_free(&old);
+    engine_erasure_free(&er);
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_erase_missing_key_and_idempotency),
         cmocka_unit_test(test_erase_by_filter),
         cmocka_unit_test(test_erase_old_version_by_filter),
+        cmocka_unit_test(test_receipt_digest_keyed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
