@@ -287,7 +287,9 @@ struct engine_erase_req {
  * Each front end renders it (HTTP: server/http_render.c; gRPC: an
  * EraseResponse). Plain values, nothing to free.
  */
-#define ENGINE_ERASURE_CHECKS_MAX 4  /* data_files, key_index, column_statistics, orphan_blobs */
+/* data_files, key_index, column_statistics, orphan_blobs, bucket_versioning (receipts stored
+   before the last one have four) */
+#define ENGINE_ERASURE_CHECKS_MAX 5
 #define ENGINE_ERASURE_FIGURES_MAX 3 /* what one check counted */
 struct engine_erasure_figure {
     char name[32]; /* "files_decoded", "keys_checked", ..., or "note" */
@@ -296,7 +298,7 @@ struct engine_erasure_figure {
     char text[96];
 };
 struct engine_erasure_check {
-    char name[32]; /* "data_files", "key_index", "column_statistics", "orphan_blobs" */
+    char name[32]; /* "data_files", "key_index", ..., "bucket_versioning" */
     bool passed;
     struct engine_erasure_figure figures[ENGINE_ERASURE_FIGURES_MAX]; /* in their order */
     int nfigures;
@@ -334,7 +336,8 @@ void engine_erasure_free(struct engine_erasure *r);
  * Erase rows for good: delete them, rewrite every live file that still
  * holds one physically, expire every snapshot from before that rewrite,
  * delete the old blobs, and verify (every remaining data file decoded, the
- * key index, the key's column statistics, leftover blobs) before returning
+ * key index, the key's column statistics, leftovers of writes, the store's
+ * versioning) before returning
  * the receipt. Waits (up to a minute) for a running compaction of the
  * table. A call with the Idempotency-Key of a finished erasure returns its
  * receipt (replayed); of an interrupted one, resumes it. ST_EINTERNAL when
@@ -519,6 +522,10 @@ struct engine_gc_report {
     int64_t deleted;    /* orphans deleted (older than the grace period) */
     int64_t missing;    /* referenced but absent (fsck) */
     int64_t corrupt;    /* referenced but unreadable or inconsistent (fsck) */
+    /* gc: unfinished uploads under tables/ (S3 multipart uploads a writer never completed nor
+       aborted: their parts hold bytes no listing shows), and those aborted (older than the
+       grace period) */
+    int64_t uploads, uploads_aborted;
 };
 /*
  * The longest a commit may take from writing its first blob to COMMIT. An
@@ -540,7 +547,11 @@ struct engine_gc_report {
  * only count), and idempotency keys older than 48 hours. A blob younger
  * than the grace period may belong to a commit in flight: it is kept. Each
  * candidate is looked up in the catalog once more just before it is
- * deleted. grace_s below ENGINE_GC_GRACE_MIN_S is ST_EINVAL.
+ * deleted. Temporary files of writes (a crash mid-write leaves one) are
+ * blobs no row references, collected the same way. Unfinished uploads of
+ * the blob store (S3 multipart) under tables/ that began before the grace
+ * period are aborted (a store that cannot list them is logged, not an
+ * error). grace_s below ENGINE_GC_GRACE_MIN_S is ST_EINVAL.
  */
 int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct engine_gc_report *out,
               struct st_err *err);

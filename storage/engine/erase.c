@@ -16,11 +16,16 @@
  *   statistics     no file's min/max of a one-column key is an erased key
  *                  (statistics of rewritten files come from their rows;
  *                  filter form: unless the file holds another version);
- *   orphan_blobs   no Parquet file that the catalog does not list (a failed
- *                  commit's leftovers) holds an erased row: such a file is
- *                  deleted once it is older than ENGINE_COMMIT_MAX_AGE_S,
- *                  the age past which no commit may take it (the check
- *                  waits for a younger one, at most that long).
+ *   orphan_blobs   no leftover of a write in the table's data directory
+ *                  that the catalog does not list (a failed commit's
+ *                  Parquet file, a temporary file, an unfinished upload)
+ *                  holds an erased row: such a leftover, or one that cannot
+ *                  be read, is removed once no commit can take it, by its
+ *                  age on the catalog's clock with a margin (the check
+ *                  waits for a younger one; "leftovers" below);
+ *   bucket_versioning  the blob store keeps no versions of what was
+ *                  deleted (an S3 bucket with versioning enabled or
+ *                  suspended fails it: the erasure is not verified there).
  *
  * The erased rows are named by their keys (every version of each), or by a
  * filter (the row versions it matches, live or already deleted: an older
@@ -737,83 +742,332 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
     return ST_OK;
 }
 
-struct listing {
-    struct buf keys; /* NUL-terminated, back to back */
-    size_t n;
+/* ---- leftovers: files of failed commits, temp files, unfinished uploads ------------------ */
+
+/*
+ * Leftovers in the table's data directory that no catalog row references
+ * hold rows no scan shows: the Parquet file of a commit that failed (it lost
+ * its race or crashed before COMMIT), the temporary file of a write that
+ * crashed before its rename ("<name>.parquet.tmp.<hex>": possibly a full
+ * copy of a compaction's file), and on S3 a multipart upload begun and never
+ * completed (its parts). Each is examined once: a file that decodes and holds
+ * no erased row is left to gc; one that holds an erased row, a file that does
+ * not decode (a torn write: what it holds cannot be told) and an upload
+ * (its parts cannot be read) must go.
+ *
+ * When, on the catalog's clock (the one a commit's deadline is checked on,
+ * SQL_DEADLINE), with a margin: a Parquet file may still be committed by a
+ * commit in flight until ENGINE_COMMIT_MAX_AGE_S after it was written (its
+ * deadline counts from striked's clock, which may run ahead of the
+ * catalog's, and its COMMIT lands after its last check), so it is deleted
+ * only once ERASE_ORPHAN_AGE_S old, the collector's shortest grace. Its age
+ * is read in the transaction of the last look at the catalog, right before
+ * the delete: a commit that had not taken it by then cannot any more. A
+ * temporary file or an upload is never committed by its name (a write whose
+ * temporary file is gone fails its rename; a multipart upload that is
+ * aborted fails its completion): it goes once ENGINE_COMMIT_MAX_AGE_S old, no
+ * write that old could still commit. Younger ones are waited for (a write in
+ * flight renames or removes its own), at most ERASE_ORPHAN_WAIT_MS; what is
+ * still too young then is kept, and the check fails.
+ */
+#define ERASE_ORPHAN_AGE_S ENGINE_GC_GRACE_MIN_S
+#define ERASE_ORPHAN_WAIT_MS ((int64_t)(ERASE_ORPHAN_AGE_S + 10) * 1000)
+_Static_assert(ERASE_ORPHAN_AGE_S > ENGINE_COMMIT_MAX_AGE_S,
+               "a leftover Parquet file is deleted only with a margin past a commit's deadline");
+
+enum left_kind {
+    LEFT_FILE,   /* a Parquet file (complete: a commit could still take it) */
+    LEFT_TEMP,   /* a temporary file of a write */
+    LEFT_UPLOAD, /* an unfinished upload */
 };
 
-static int list_parquet(void *ctx, const char *key, const struct blob_info *info)
+enum left_verdict {
+    VERDICT_NEW = 0, /* not examined yet */
+    VERDICT_CLEAN,   /* referenced by the catalog, or decoded and holds no erased row */
+    VERDICT_ERASED,  /* holds an erased row, or cannot be read: must go */
+};
+
+struct leftover {
+    char *key;       /* relative to the store's root */
+    char *upload_id; /* LEFT_UPLOAD */
+    enum left_kind kind;
+    int64_t at_us; /* modified (files) or begun (uploads), on the store's clock; 0: unknown */
+};
+
+/* One look at the data directory: its files and its unfinished uploads. */
+struct left_list {
+    const char *prefix;
+    struct leftover *v;
+    size_t n, cap;
+};
+
+static void left_add(struct left_list *l, const char *key, const char *upload_id,
+                     enum left_kind kind, int64_t at_us)
 {
-    (void)info;
-    struct listing *l = ctx;
-    size_t len = strlen(key);
-    if (len < 9 || strcmp(key + len - 8, ".parquet") != 0)
-        return 0;
-    buf_append(&l->keys, key, len + 1);
-    l->n++;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->v = xreallocarray(l->v, l->cap, sizeof *l->v);
+    }
+    l->v[l->n++] =
+        (struct leftover){xstrdup(key), upload_id ? xstrdup(upload_id) : NULL, kind, at_us};
+}
+
+static void left_list_free(struct left_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].key);
+        free(l->v[i].upload_id);
+    }
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
+static int list_left_file(void *ctx, const char *key, const struct blob_info *info)
+{
+    struct left_list *l = ctx;
+    const char *name = key + strlen(l->prefix);
+    size_t len = strlen(name);
+    if (strchr(name, '/') != NULL)
+        return 0; /* not a file of the data "directory" itself */
+    if (len > 8 && strcmp(name + len - 8, ".parquet") == 0)
+        left_add(l, key, NULL, LEFT_FILE, info->mtime_us);
+    else if (strstr(name, ".parquet.tmp.") != NULL) /* st_afile's temporary name */
+        left_add(l, key, NULL, LEFT_TEMP, info->mtime_us);
     return 0;
 }
 
-/* Leftover Parquet files of failed commits: none may hold an erased row. */
+static int list_left_upload(void *ctx, const struct blob_upload *u)
+{
+    struct left_list *l = ctx;
+    if (strchr(u->key + strlen(l->prefix), '/') == NULL)
+        left_add(l, u->key, u->upload_id, LEFT_UPLOAD, u->initiated_us);
+    return 0;
+}
+
+/* The judged key of a leftover: its key, and an upload's id after a NUL. */
+static void left_id(const struct leftover *x, struct buf *b)
+{
+    buf_reset(b);
+    buf_append(b, x->key, strlen(x->key) + 1);
+    if (x->upload_id != NULL)
+        buf_append(b, x->upload_id, strlen(x->upload_id));
+}
+
+static enum left_verdict verdict(struct hmap *judged, const struct leftover *x, struct buf *b)
+{
+    left_id(x, b);
+    void **v = hmap_get(judged, b->data, b->len);
+    return v == NULL ? VERDICT_NEW : (enum left_verdict)(uintptr_t)*v;
+}
+
+static void set_verdict(struct hmap *judged, const struct leftover *x, enum left_verdict to,
+                        struct buf *b)
+{
+    left_id(x, b);
+    *hmap_put(judged, b->data, b->len, NULL) = (void *)(uintptr_t)to;
+}
+
+/*
+ * The last look: the catalog's clock (microseconds since the epoch) and,
+ * of the n paths at `paths`, those no catalog row references, in one read
+ * transaction: now() is taken at its start, before the lookup's snapshot.
+ */
+static int last_look(PGconn *c, const char *paths, size_t n, int64_t *now_us, struct hmap *unref,
+                     struct st_err *err)
+{
+    struct buf arr = BUF_INIT;
+    pgu_array_begin(&arr, PG_OID_TEXT, (uint32_t)n);
+    for (const char *p = paths; n > 0; n--, p += strlen(p) + 1)
+        pgu_array_bytes(&arr, p, strlen(p));
+    const char *v[1] = {(const char *)arr.data};
+    const int l[1] = {(int)arr.len}, f[1] = {1};
+    struct pgu_pipe pp;
+    int rc = pgu_pipe_begin(&pp, c, err);
+    if (rc == ST_OK) {
+        rc = pgu_pipe_send(&pp, "BEGIN READ ONLY", 0, NULL, NULL, NULL, 0, err);
+        if (rc == ST_OK)
+            rc = pgu_pipe_send(&pp, "SELECT (extract(epoch FROM now()) * 1000000)::bigint", 0, NULL,
+                               NULL, NULL, 0, err);
+        if (rc == ST_OK)
+            rc = pgu_pipe_send(&pp, eng__sql_gc_plans, 0, NULL, NULL, NULL, 0, err);
+        if (rc == ST_OK)
+            rc = pgu_pipe_send(&pp, eng__sql_gc_unreferenced, 1, v, l, f, 0, err);
+        rc = pgu_pipe_finish(&pp, rc, "COMMIT", "the last look at the leftovers", err);
+    }
+    buf_free(&arr);
+    if (rc != ST_OK)
+        return rc;
+    *now_us = pgu_get_i64(pp.res[1], 0, 0);
+    const PGresult *r = pp.res[3];
+    for (int i = 0; i < PQntuples(r); i++)
+        hmap_put(unref, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), NULL);
+    pgu_pipe_clear(&pp);
+    return ST_OK;
+}
+
+/* Examine the leftovers of this look not judged yet; *examined counts the unreferenced ones. */
+static int judge(struct erasure *w, struct left_list *l, struct hmap *judged, int64_t *examined,
+                 struct st_err *err)
+{
+    struct buf b = BUF_INIT, paths = BUF_INIT;
+    size_t npaths = 0;
+    for (size_t i = 0; i < l->n; i++) /* new Parquet files: referenced by the catalog? */
+        if (l->v[i].kind == LEFT_FILE && verdict(judged, &l->v[i], &b) == VERDICT_NEW) {
+            buf_append(&paths, l->v[i].key, strlen(l->v[i].key) + 1);
+            npaths++;
+        }
+    struct hmap unref;
+    hmap_init(&unref);
+    int rc = npaths == 0 ? ST_OK
+                         : eng__gc_lookup(eng__rewrite_conn(w->rw), (const char *)paths.data,
+                                          npaths, &unref, err);
+    for (size_t i = 0; rc == ST_OK && i < l->n; i++) {
+        const struct leftover *x = &l->v[i];
+        if (verdict(judged, x, &b) != VERDICT_NEW)
+            continue;
+        if (x->kind == LEFT_FILE && hmap_get(&unref, x->key, strlen(x->key)) == NULL) {
+            set_verdict(judged, x, VERDICT_CLEAN, &b); /* a file of the table: verify_files' */
+            continue;
+        }
+        (*examined)++;
+        struct found f = {0};
+        struct st_err e2 = {0};
+        enum left_verdict v;
+        if (x->kind == LEFT_UPLOAD) /* its parts cannot be read */
+            v = VERDICT_ERASED;
+        else if (scan_file(w, 0, x->key, NULL, COLLECT_NONE, false, &f, &e2) != ST_OK)
+            v = VERDICT_ERASED; /* torn, or being written: what it holds cannot be told */
+        else
+            v = f.deleted + f.live > 0 ? VERDICT_ERASED : VERDICT_CLEAN;
+        set_verdict(judged, x, v, &b);
+    }
+    hmap_free(&unref);
+    buf_free(&paths);
+    buf_free(&b);
+    return rc;
+}
+
+/*
+ * Remove the leftovers of this look that must go and are old enough on the
+ * catalog's clock (see above); *young counts those that are not yet.
+ */
+static int remove_old(struct erasure *w, struct left_list *l, struct hmap *judged, int64_t *removed,
+                      int64_t *young, struct st_err *err)
+{
+    struct buf b = BUF_INIT, paths = BUF_INIT;
+    size_t npaths = 0, ndoomed = 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (verdict(judged, &l->v[i], &b) == VERDICT_ERASED) {
+            ndoomed++;
+            if (l->v[i].kind == LEFT_FILE) {
+                buf_append(&paths, l->v[i].key, strlen(l->v[i].key) + 1);
+                npaths++;
+            }
+        }
+    *young = 0;
+    if (ndoomed == 0) {
+        buf_free(&b);
+        buf_free(&paths);
+        return ST_OK;
+    }
+    struct hmap unref;
+    hmap_init(&unref);
+    int64_t now_us = 0;
+    int rc =
+        last_look(eng__rewrite_conn(w->rw), (const char *)paths.data, npaths, &now_us, &unref, err);
+    for (size_t i = 0; rc == ST_OK && i < l->n; i++) {
+        const struct leftover *x = &l->v[i];
+        if (verdict(judged, x, &b) != VERDICT_ERASED)
+            continue;
+        if (x->kind == LEFT_FILE && hmap_get(&unref, x->key, strlen(x->key)) == NULL) {
+            /* committed since: rows written after the delete, in a file of the table */
+            set_verdict(judged, x, VERDICT_CLEAN, &b);
+            continue;
+        }
+        int64_t limit_s = x->kind == LEFT_FILE ? ERASE_ORPHAN_AGE_S : ENGINE_COMMIT_MAX_AGE_S;
+        if (x->at_us <= 0 || now_us - x->at_us <= limit_s * 1000000) {
+            (*young)++;
+            continue;
+        }
+        struct st_err e2 = {0};
+        bool gone = false;
+        int drc = x->kind == LEFT_UPLOAD
+                      ? blob_abort_upload(w->e->blobs, x->key, x->upload_id, &e2)
+                      : blob_delete(w->e->blobs, (const char *const *)&x->key, 1, &gone, &e2);
+        if (drc != ST_OK) {
+            log_warn("erasure %s: %s", w->id, e2.msg);
+            (*young)++; /* still there: kept, unless a later look removes it */
+            continue;
+        }
+        set_verdict(judged, x, VERDICT_CLEAN, &b);
+        (*removed)++;
+        log_info("erasure %s: %s the %s %s, which held erased rows or could not be read", w->id,
+                 x->kind == LEFT_UPLOAD ? "aborted" : "deleted",
+                 x->kind == LEFT_FILE   ? "leftover file"
+                 : x->kind == LEFT_TEMP ? "temporary file"
+                                        : "unfinished upload of",
+                 x->key);
+    }
+    hmap_free(&unref);
+    buf_free(&paths);
+    buf_free(&b);
+    return rc;
+}
+
+/* Leftovers of writes in the table's data directory: none may hold an erased row. */
 static int verify_orphans(struct erasure *w, struct st_err *err)
 {
     char *prefix = xasprintf("tables/%s/data/", w->t->uuid);
-    int64_t seen = 0, deleted = 0, kept = 0;
+    int64_t examined = 0, removed = 0, young = 0;
+    struct hmap judged; /* leftover -> enum left_verdict, across looks */
+    hmap_init(&judged);
+    int64_t wait_ms = atomic_load(&w->e->test_erase_orphan_wait_ms);
+    uint64_t until =
+        st_mono_ns() + (uint64_t)(wait_ms > 0 ? wait_ms : ERASE_ORPHAN_WAIT_MS) * 1000000u;
     int rc = ST_OK;
-    uint64_t until = st_mono_ns() + (uint64_t)(ENGINE_COMMIT_MAX_AGE_S + 10) * 1000000000u;
-    for (bool again = true; again && rc == ST_OK;) {
-        again = false;
-        struct listing l = {.keys = BUF_INIT};
-        struct hmap unref; /* the listed files no catalog row references: one statement */
-        hmap_init(&unref);
-        rc = blob_list(w->e->blobs, prefix, list_parquet, &l, err);
-        if (rc == ST_OK && l.n > 0)
-            rc = eng__gc_lookup(eng__rewrite_conn(w->rw), (const char *)l.keys.data, l.n, &unref,
-                                err);
-        const char *rel = (const char *)l.keys.data;
-        for (size_t i = 0; rc == ST_OK && i < l.n; i++, rel += strlen(rel) + 1) {
-            if (strchr(rel + strlen(prefix), '/') != NULL)
-                continue; /* not a file of the data "directory" itself */
-            bool yes = hmap_get(&unref, rel, strlen(rel)) == NULL;
-            struct found f = {0};
-            if (!yes) {
-                seen++;
-                struct st_err e2 = {0};
-                if (scan_file(w, 0, rel, NULL, COLLECT_NONE, false, &f, &e2) != ST_OK)
-                    f.live = 0; /* a torn leftover: not a table file; gc takes it */
-            }
-            if (rc == ST_OK && !yes && f.deleted + f.live > 0) {
-                struct blob_info bi;
-                struct st_err e2 = {0};
-                int hrc = blob_head(w->e->blobs, rel, &bi, &e2);
-                /* its age now (a rewrite may have made it young again), in whole seconds */
-                bool old = hrc == ST_OK && st_now_us() - bi.mtime_us / 1000000 * 1000000 >
-                                               (int64_t)ENGINE_COMMIT_MAX_AGE_S * 1000000;
-                if (old || hrc == ST_ENOTFOUND) {
-                    bool gone = false;
-                    if (blob_delete(w->e->blobs, &rel, 1, &gone, &e2) == ST_OK && gone)
-                        deleted++;
-                } else if (st_mono_ns() < until) {
-                    again = true; /* a commit may still take it: look again later */
-                } else {
-                    kept++;
-                }
-            }
-        }
-        hmap_free(&unref);
-        buf_free(&l.keys);
-        if (again) {
-            struct timespec ts = {1, 0};
-            nanosleep(&ts, NULL);
-        }
+    for (;;) {
+        struct left_list l = {.prefix = prefix};
+        if ((rc = blob_list(w->e->blobs, prefix, list_left_file, &l, err)) == ST_OK &&
+            (rc = blob_list_uploads(w->e->blobs, prefix, list_left_upload, &l, err)) == ST_OK &&
+            (rc = judge(w, &l, &judged, &examined, err)) == ST_OK)
+            rc = remove_old(w, &l, &judged, &removed, &young, err);
+        left_list_free(&l);
+        if (rc != ST_OK || young == 0 || st_mono_ns() >= until)
+            break;
+        struct timespec ts = {1, 0}; /* a write in flight may rename or remove its own */
+        nanosleep(&ts, NULL);
     }
+    hmap_free(&judged);
     free(prefix);
     if (rc != ST_OK)
         return rc;
-    w->files_deleted += deleted;
-    struct engine_erasure_check *ck = check(w, "orphan_blobs", kept == 0);
-    count(ck, "orphans_examined", seen);
-    count(ck, "orphans_deleted", deleted);
+    w->files_deleted += removed;
+    struct engine_erasure_check *ck = check(w, "orphan_blobs", young == 0);
+    count(ck, "orphans_examined", examined);
+    count(ck, "orphans_deleted", removed);
+    count(ck, "orphans_kept", young);
+    return ST_OK;
+}
+
+/* A bucket that keeps versions keeps what the erasure deleted: it is not verified there. */
+static int verify_versioning(struct erasure *w, struct st_err *err)
+{
+    (void)err;
+    enum blob_versioning v = BLOB_UNVERSIONED;
+    struct st_err e2 = {0};
+    int rc = blob_versioning(w->e->blobs, &v, &e2);
+    if (rc != ST_OK)
+        log_warn("erasure %s: %s", w->id, e2.msg);
+    struct engine_erasure_check *ck =
+        check(w, "bucket_versioning", rc == ST_OK && v == BLOB_UNVERSIONED);
+    note(ck, rc != ST_OK                            ? "the bucket's versioning could not be read"
+             : v == BLOB_VERSIONING_ENABLED         ? "versioning is enabled on the bucket: every "
+                                                      "deleted file stays as a noncurrent version"
+             : v == BLOB_VERSIONING_SUSPENDED       ? "versioning is suspended on the bucket: the "
+                                                      "versions it kept while enabled stay"
+             : blob_local_root(w->e->blobs) != NULL ? "a local directory keeps no versions"
+                                                    : "the bucket keeps no versions");
     return ST_OK;
 }
 
@@ -976,7 +1230,8 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
         return rc;
     digest_of(&w->keys, w->secret, w->digest); /* filter form: the keys found */
     if ((rc = verify_files(w, err)) != ST_OK || (rc = verify_key_index(w, err)) != ST_OK ||
-        (rc = verify_statistics(w, err)) != ST_OK || (rc = verify_orphans(w, err)) != ST_OK)
+        (rc = verify_statistics(w, err)) != ST_OK || (rc = verify_orphans(w, err)) != ST_OK ||
+        (rc = verify_versioning(w, err)) != ST_OK)
         return rc;
     int64_t now = st_now_us();
     const char *status = w->failed ? "failed" : "verified";
@@ -1114,4 +1369,9 @@ int engine_check_erasure(struct engine *e, const struct engine_erasure_check_req
     memset(secret, 0, sizeof secret);
     hmap_free(&keys);
     return rc;
+}
+
+void engine_test_erase_orphan_wait(struct engine *e, int ms)
+{
+    atomic_store(&e->test_erase_orphan_wait_ms, ms);
 }

@@ -152,7 +152,8 @@ class Erasure(unittest.TestCase):
         self.assertGreater(rec["bytes_deleted"], 0)
         self.assertRegex(rec["verified_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
         self.assertEqual({c["check"] for c in rec["checks"]},
-                         {"data_files", "key_index", "column_statistics", "orphan_blobs"})
+                         {"data_files", "key_index", "column_statistics", "orphan_blobs",
+                          "bucket_versioning"})
         self.assertTrue(all(c["passed"] for c in rec["checks"]), rec["checks"])
         self.assertNotIn(MARKER, r.body.decode())
         self.assertNotIn("1234", json.dumps({k: v for k, v in rec.items() if k not in ("id", "key_digest")}))
@@ -274,6 +275,39 @@ class Erasure(unittest.TestCase):
         secret = h.sql(self.db, "SELECT encode(secret, 'hex') FROM strike.secrets")[0][0]
         self.assertNotIn(secret, log)
         self.assertNotIn(secret, r.body.decode())
+
+    def test_temp_files_are_examined(self):
+        """Issue 28 item 3: a temp file a crash left (a full copy of a data file) holds rows no
+        listing of Parquet files shows: the erasure deletes it, and so does `strike gc`."""
+        create(self.s, "temps")
+        upsert(self.s, "temps", [person(i, marker=(i == 3)) for i in range(10)])
+        uuid = self.s.req("GET", "/v1/tables/temps").json()["uuid"]
+        data = os.path.join(self.s.data_dir, "tables", uuid, "data")
+        (src,) = [os.path.join(data, f) for f in os.listdir(data) if f.endswith(".parquet")]
+        tmp = src + ".tmp.00000000deadbeef"
+        with open(src, "rb") as a, open(tmp, "wb") as b:
+            b.write(a.read())
+        old = time.time() - 180  # past ENGINE_COMMIT_MAX_AGE_S: no write in flight that old
+        os.utime(tmp, (old, old))
+        r = self.s.req("POST", "/v1/tables/temps/erasures", {"keys": [{"id": 3}]})
+        self.assertEqual(r.status, 201, r)
+        orphans = next(c for c in r.json()["checks"] if c["check"] == "orphan_blobs")
+        self.assertEqual((orphans["orphans_examined"], orphans["orphans_deleted"], orphans["passed"]),
+                         (1, 1, True), orphans)
+        self.assertFalse(os.path.exists(tmp))
+        # the collector: temp files older than its grace go, a young one stays
+        (src,) = [os.path.join(data, f) for f in os.listdir(data) if f.endswith(".parquet")]
+        tmp, young = src + ".tmp.00000000000000aa", src + ".tmp.00000000000000bb"
+        for p, age in ((tmp, 7200), (young, 0)):
+            with open(src, "rb") as a, open(p, "wb") as b:
+                b.write(a.read())
+            os.utime(p, (time.time() - age, time.time() - age))
+        g = subprocess.run([os.path.join(h.BIN_DIR, "strike"), "gc", "--catalog", self.url, "--data",
+                            self.s.data_dir, "--grace", "1h"], capture_output=True, text=True)
+        self.assertEqual(g.returncode, 0, g.stderr)
+        self.assertFalse(os.path.exists(tmp))
+        self.assertTrue(os.path.exists(young))
+        os.unlink(young)
 
     def test_grpc(self):
         create(self.s, "grpc_people")
