@@ -230,6 +230,20 @@ const struct migration cat__migrations[] = {
      "CREATE TABLE strike.presign_horizons ("
      "  table_id bigint PRIMARY KEY REFERENCES strike.tables(id) ON DELETE CASCADE,"
      "  valid_until timestamptz NOT NULL);"},
+
+    /* The catalog's secrets, made here and never returned by any call:
+       "erasure_digest" keys the HMAC-SHA256 of an erasure receipt's key
+       digest (erase.c), so that whoever may read receipts cannot test
+       guessed keys against them. 32 bytes: the SHA-256 of three random
+       UUIDs (gen_random_uuid: pg_strong_random, 366 random bits). */
+    {13, "the catalog's secrets: the key of erasure receipts' digests",
+     "CREATE TABLE strike.secrets ("
+     "  name text PRIMARY KEY,"
+     "  secret bytea NOT NULL CHECK (octet_length(secret) = 32),"
+     "  created_at timestamptz NOT NULL DEFAULT now());"
+     "INSERT INTO strike.secrets (name, secret) VALUES ('erasure_digest',"
+     "  sha256((gen_random_uuid()::text || gen_random_uuid()::text ||"
+     "  gen_random_uuid()::text)::bytea));"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);
