@@ -24,6 +24,13 @@
  * encodings (keyenc.c; every column's encoding for a table without a key),
  * each preceded by its length (4 bytes, big-endian).
  *
+ * Memory does not grow with the keys a filter matches: the keys the purge
+ * finds go to the catalog as they are found, COPYed in chunks into a
+ * temporary table of the erasure's connection (struct keysink), and the
+ * digest and the checks that need them read them back distinct and sorted,
+ * through a cursor, in chunks (keys_each). Keys named by the request (at
+ * most ERASE_KEYS_MAX) stay in memory.
+ *
  * Every erasure is a row of strike.erasures from its start (status
  * "running") to its verified receipt (struct engine_erasure, stored in the
  * engine's encoding, receipt.c). The rewrite lock (compact.c) is held
@@ -61,6 +68,24 @@
 #define ERASE_KEYS_MAX 100000
 /* Keys per delete request sent to the commit path. */
 #define ERASE_DELETE_CHUNK 10000
+/* Keys a filter matched, COPYed to the catalog at most this many (or bytes) at a time. */
+#define ERASE_SINK_ROWS 65536
+#define ERASE_SINK_BYTES (4u << 20)
+/* Keys read back at a time (keys_each): at most 8 MiB of 1 KiB keys. */
+#define ERASE_KEYS_CHUNK 8192
+
+/*
+ * The keys a filter matched, on their way to the catalog: rows of the
+ * temporary table pg_temp.strike_erase_keys of the erasure's connection
+ * (duplicates included: an old version of a key in another file), COPYed
+ * (binary) in chunks, as delete_where.c's key sink does.
+ */
+struct keysink {
+    PGconn *c;      /* NULL: not open */
+    struct buf buf; /* a COPY binary stream, header included, not sent yet */
+    size_t nbuf;    /* its rows */
+    int64_t nrows;  /* rows COPYed so far */
+};
 
 struct erasure {
     struct engine *e;
@@ -69,9 +94,11 @@ struct erasure {
     struct rewrite *rw;
     char id[ST_UUID_STR_LEN + 1];
     bool resumed;
-    /* the erased rows: encoded keys (keys form), or the filter */
-    struct hmap keys; /* encoded key -> (void *)1 */
+    /* the erased rows: encoded keys (keys form), or the filter and the keys it matched */
+    struct hmap keys; /* keys form: encoded key -> (void *)1 */
     const struct filter *f;
+    struct keysink sink; /* filter form: the keys the purge found */
+    int64_t nkeys;       /* distinct keys: the hmap's, or the sink's once digest_of counted them */
     struct buf kb;
     /* the receipt's numbers */
     uint8_t digest[32];
@@ -93,34 +120,208 @@ static int cmp_key(const void *a, const void *b)
     return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* SHA-256 of the sorted, distinct encodings in `set`, each with its length. */
-static void digest_of(const struct hmap *set, uint8_t out[32])
+static const uint8_t COPY_HEADER[19] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0};
+
+static int exec_cmd(PGconn *c, const char *sql, const char *what, struct st_err *err)
 {
-    size_t n = 0, i = 0;
+    PGresult *r = cat_pq_exec(c, sql);
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? ST_OK : cat_fail(c, r, what, err);
+    PQclear(r);
+    return rc;
+}
+
+/* An empty key table on connection c (created once per connection). */
+static int sink_open(struct keysink *k, PGconn *c, struct st_err *err)
+{
+    k->c = c;
+    k->nbuf = 0;
+    k->nrows = 0;
+    buf_reset(&k->buf);
+    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
+    return exec_cmd(c,
+                    "CREATE TEMP TABLE IF NOT EXISTS strike_erase_keys (key bytea NOT NULL); "
+                    "TRUNCATE pg_temp.strike_erase_keys",
+                    "preparing the erasure's key table", err);
+}
+
+/* COPY the rows buffered so far. */
+static int sink_flush(struct keysink *k, struct st_err *err)
+{
+    if (k->nbuf == 0)
+        return ST_OK;
+    buf_put_u8(&k->buf, 0xff); /* the trailer: a field count of -1 */
+    buf_put_u8(&k->buf, 0xff);
+    /* Not cat_pq_exec: COPY IN yields PGRES_COPY_IN until the data has been sent. */
+    PGresult *r =
+        PQsendQuery(k->c, "COPY pg_temp.strike_erase_keys (key) FROM STDIN (FORMAT binary)") == 1
+            ? cat_pq_get_result(k->c)
+            : NULL;
+    int rc = ST_OK;
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = cat_fail(k->c, r, "sending the erased keys", err);
+        bool answered = r != NULL;
+        PQclear(r);
+        while (answered && (r = cat_pq_get_result(k->c)) != NULL) /* the rest of its results */
+            PQclear(r);
+        return rc;
+    }
+    PQclear(r);
+    if (PQputCopyData(k->c, (const char *)k->buf.data, (int)k->buf.len) != 1 ||
+        PQputCopyEnd(k->c, NULL) != 1)
+        rc = cat_fail(k->c, NULL, "sending the erased keys", err);
+    while ((r = cat_pq_get_result(k->c)) != NULL) {
+        if (rc == ST_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = cat_fail(k->c, r, "sending the erased keys", err);
+        PQclear(r);
+    }
+    if (rc == ST_OK && PQstatus(k->c) != CONNECTION_OK)
+        rc = cat_fail(k->c, NULL, "sending the erased keys", err);
+    k->nrows += (int64_t)k->nbuf;
+    k->nbuf = 0;
+    buf_reset(&k->buf);
+    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
+    return rc;
+}
+
+/* One key's encoding joins the key table (a COPY when the chunk is full). */
+static int sink_add(struct keysink *k, const uint8_t *key, size_t len, struct st_err *err)
+{
+    assert(k->c != NULL && len <= UINT32_MAX);
+    buf_put_u8(&k->buf, 0); /* one field */
+    buf_put_u8(&k->buf, 1);
+    buf_put_u32be(&k->buf, (uint32_t)len);
+    buf_append(&k->buf, key, len);
+    k->nbuf++;
+    if (k->nbuf >= ERASE_SINK_ROWS || k->buf.len >= ERASE_SINK_BYTES)
+        return sink_flush(k, err);
+    return ST_OK;
+}
+
+/* Empty the key table (its disk space goes back) once the erasure is over. */
+static void sink_close(struct keysink *k)
+{
+    if (k->c != NULL && PQstatus(k->c) == CONNECTION_OK) {
+        struct st_err ignored = {0};
+        (void)exec_cmd(k->c, "TRUNCATE pg_temp.strike_erase_keys", "emptying the erasure's keys",
+                       &ignored);
+    }
+    buf_free(&k->buf);
+    k->c = NULL;
+}
+
+/* What keys_each hands out: n keys (borrowed until the call returns), distinct, in order. */
+typedef int (*keys_fn)(struct erasure *w, void *ctx, const struct buf *keys, size_t n,
+                       struct st_err *err);
+
+/* The keys named (keys form): the hmap's keys in order, to fn in chunks. */
+static int keys_each_named(struct erasure *w, keys_fn fn, void *ctx, struct st_err *err)
+{
+    size_t n = w->keys.count, i = 0, j = 0;
     const uint8_t *k;
     size_t klen;
     void *v;
-    while (hmap_next(set, &i, &k, &klen, &v))
-        n++;
     struct buf *all = xcalloc(n ? n : 1, sizeof *all);
-    size_t j = 0;
-    i = 0;
-    while (hmap_next(set, &i, &k, &klen, &v)) {
+    while (hmap_next(&w->keys, &i, &k, &klen, &v)) {
+        assert(j < n);
         all[j].data = (uint8_t *)k;
         all[j].len = klen;
         j++;
     }
+    assert(j == n);
     qsort(all, n, sizeof *all, cmp_key);
-    struct st_sha256 h;
-    st_sha256_init(&h);
-    for (j = 0; j < n; j++) {
-        uint8_t len[4];
-        st_u32be(len, (uint32_t)all[j].len);
-        st_sha256_update(&h, len, 4);
-        st_sha256_update(&h, all[j].data, all[j].len);
-    }
-    st_sha256_final(&h, out);
+    int rc = ST_OK;
+    for (size_t at = 0; at < n && rc == ST_OK; at += ERASE_KEYS_CHUNK)
+        rc = fn(w, ctx, all + at, n - at < ERASE_KEYS_CHUNK ? n - at : ERASE_KEYS_CHUNK, err);
     free(all);
+    return rc;
+}
+
+/* The sink's keys (filter form): the key table's distinct keys in order (bytea's order is memcmp's,
+   cmp_key's), through a cursor in a transaction of its own, to fn in chunks. */
+static int keys_each_found(struct erasure *w, keys_fn fn, void *ctx, struct st_err *err)
+{
+    PGconn *c = w->sink.c;
+    assert(c != NULL && PQtransactionStatus(c) == PQTRANS_IDLE); /* between the steps */
+    int rc = sink_flush(&w->sink, err);
+    if (rc == ST_OK)
+        rc = exec_cmd(c,
+                      "BEGIN; DECLARE strike_erase_cur NO SCROLL CURSOR FOR SELECT DISTINCT key "
+                      "FROM pg_temp.strike_erase_keys ORDER BY key",
+                      "reading the erased keys", err);
+    if (rc != ST_OK)
+        return rc;
+    char sql[64];
+    snprintf(sql, sizeof sql, "FETCH FORWARD %d FROM strike_erase_cur", ERASE_KEYS_CHUNK);
+    struct buf *chunk = xcalloc(ERASE_KEYS_CHUNK, sizeof *chunk);
+    for (;;) {
+        PGresult *r = cat_pq_exec_params(c, sql, 0, NULL, NULL, NULL, NULL, 1);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+            rc = cat_fail(c, r, "reading the erased keys", err);
+            PQclear(r);
+            break;
+        }
+        int n = PQntuples(r);
+        assert(n <= ERASE_KEYS_CHUNK);
+        for (int i = 0; i < n; i++) {
+            chunk[i].data = (uint8_t *)PQgetvalue(r, i, 0);
+            chunk[i].len = (size_t)PQgetlength(r, i, 0);
+        }
+        if (n > 0)
+            rc = fn(w, ctx, chunk, (size_t)n, err);
+        PQclear(r);
+        if (rc != ST_OK || n < ERASE_KEYS_CHUNK)
+            break;
+    }
+    free(chunk);
+    struct st_err e2 = {0};
+    int erc = exec_cmd(c, rc == ST_OK ? "CLOSE strike_erase_cur; COMMIT" : "ROLLBACK",
+                       "reading the erased keys", rc == ST_OK ? err : &e2);
+    return rc != ST_OK ? rc : erc;
+}
+
+/*
+ * The erased keys, distinct and in order, to fn in chunks of at most
+ * ERASE_KEYS_CHUNK: the keys the purge found once the sink is open (filter
+ * form), else the keys named (none for a filter before its purge).
+ */
+static int keys_each(struct erasure *w, keys_fn fn, void *ctx, struct st_err *err)
+{
+    return w->sink.c != NULL ? keys_each_found(w, fn, ctx, err) : keys_each_named(w, fn, ctx, err);
+}
+
+/* The digest: each key's length (4 bytes, big-endian) and its bytes, in order. */
+struct digest {
+    struct st_sha256 h;
+    int64_t n;
+};
+
+static int digest_chunk(struct erasure *w, void *ctx, const struct buf *keys, size_t n,
+                        struct st_err *err)
+{
+    (void)w;
+    (void)err;
+    struct digest *d = ctx;
+    for (size_t j = 0; j < n; j++) {
+        uint8_t len[4];
+        st_u32be(len, (uint32_t)keys[j].len);
+        st_sha256_update(&d->h, len, 4);
+        st_sha256_update(&d->h, keys[j].data, keys[j].len);
+    }
+    d->n += (int64_t)n;
+    return ST_OK;
+}
+
+/* SHA-256 of the sorted, distinct erased keys, each with its length; their number to nkeys. */
+static int digest_of(struct erasure *w, struct st_err *err)
+{
+    struct digest d = {.n = 0};
+    st_sha256_init(&d.h);
+    int rc = keys_each(w, digest_chunk, &d, err);
+    if (rc != ST_OK)
+        return rc;
+    st_sha256_final(&d.h, w->digest);
+    w->nkeys = d.n;
+    return ST_OK;
 }
 
 /* The canonical encoding of row i of a batch: its key, or every column without one. */
@@ -145,8 +346,8 @@ struct found {
 
 /*
  * Scan one data file for the erased rows: every row, deleted or not. `dv`:
- * its DV now (NULL: none). Filter form: matching keys join w->keys (for the
- * digest) when `collect`.
+ * its DV now (NULL: none). Filter form: matching keys join w->sink (for the
+ * digest and the checks) when `collect`.
  */
 static int scan_file(struct erasure *w, const char *path, const struct dv *dv, bool collect,
                      struct found *out, struct st_err *err)
@@ -205,10 +406,9 @@ static int scan_file(struct erasure *w, const char *path, const struct dv *dv, b
                 out->deleted++;
             else
                 out->live++;
-            if (dead && collect && w->f != NULL) {
-                bool created;
-                hmap_put(&w->keys, w->kb.data, w->kb.len, &created);
-            }
+            if (dead && collect && w->f != NULL &&
+                (rc = sink_add(&w->sink, w->kb.data, w->kb.len, err)) != ST_OK)
+                break;
         }
     }
     free(sel);
@@ -420,26 +620,21 @@ static int verify_files(struct erasure *w, struct st_err *err)
     return ST_OK;
 }
 
-/* No erased key in the key index but one written after the delete. */
-static int verify_key_index(struct erasure *w, struct st_err *err)
+/* The key index's rows from before the delete, counted a chunk of erased keys at a time. */
+struct key_index_count {
+    int64_t keys, left;
+};
+
+static int key_index_chunk(struct erasure *w, void *ctx, const struct buf *keys, size_t nk,
+                           struct st_err *err)
 {
     const struct engine_table *t = w->t;
-    if (t->npk == 0) {
-        note(check(w, "key_index", true), "the table has no primary key");
-        return ST_OK;
-    }
+    struct key_index_count *kc = ctx;
     bool i8 = key_is_i8(t);
     struct buf arr = BUF_INIT;
-    size_t nk = 0, i = 0;
-    const uint8_t *k;
-    size_t klen;
-    void *val;
-    while (hmap_next(&w->keys, &i, &k, &klen, &val))
-        nk++;
     eng__key_array_begin(&arr, i8, (uint32_t)nk);
-    i = 0;
-    while (hmap_next(&w->keys, &i, &k, &klen, &val))
-        eng__key_array_add(&arr, i8, k, klen);
+    for (size_t i = 0; i < nk; i++)
+        eng__key_array_add(&arr, i8, keys[i].data, keys[i].len);
     struct pgu_num tid, ds;
     const char *v[3] = {pgu_i64(&tid, t->id), (const char *)arr.data, pgu_i64(&ds, w->delete_seq)};
     int l[3] = {0, (int)arr.len, 0};
@@ -456,11 +651,46 @@ static int verify_key_index(struct erasure *w, struct st_err *err)
         PQclear(r);
         return rc;
     }
-    int64_t left = pgu_get_i64(r, 0, 0);
+    kc->left += pgu_get_i64(r, 0, 0);
+    kc->keys += (int64_t)nk;
     PQclear(r);
-    struct engine_erasure_check *ck = check(w, "key_index", left == 0);
-    count(ck, "keys_checked", (int64_t)nk);
-    count(ck, "keys_from_before_delete", left);
+    return ST_OK;
+}
+
+/* No erased key in the key index but one written after the delete. */
+static int verify_key_index(struct erasure *w, struct st_err *err)
+{
+    if (w->t->npk == 0) {
+        note(check(w, "key_index", true), "the table has no primary key");
+        return ST_OK;
+    }
+    struct key_index_count kc = {0, 0};
+    int rc = keys_each(w, key_index_chunk, &kc, err);
+    if (rc != ST_OK)
+        return rc;
+    struct engine_erasure_check *ck = check(w, "key_index", kc.left == 0);
+    count(ck, "keys_checked", kc.keys);
+    count(ck, "keys_from_before_delete", kc.left);
+    return ST_OK;
+}
+
+/* The bounds of the statistics (encoding -> how many), met by a chunk of erased keys. */
+struct bounds {
+    struct hmap set;
+    int64_t erased;
+};
+
+static int bounds_chunk(struct erasure *w, void *ctx, const struct buf *keys, size_t n,
+                        struct st_err *err)
+{
+    (void)w;
+    (void)err;
+    struct bounds *b = ctx;
+    for (size_t i = 0; i < n; i++) {
+        void **v = hmap_get(&b->set, keys[i].data, keys[i].len);
+        if (v != NULL)
+            b->erased += (int64_t)(intptr_t)*v;
+    }
     return ST_OK;
 }
 
@@ -488,7 +718,9 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
         PQclear(r);
         return rc;
     }
-    int64_t bad = 0, checked = 0;
+    int64_t checked = 0;
+    struct bounds bs = {.erased = 0};
+    hmap_init(&bs.set);
     for (int i = 0; i < PQntuples(r); i++) {
         if (pgu_get_i64(r, i, 2) > w->delete_seq)
             continue; /* may hold a row written after the delete */
@@ -511,13 +743,19 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
             buf_reset(&w->kb);
             key_encode_value(ty, &val, &w->kb);
             checked++;
-            bad += hmap_get(&w->keys, w->kb.data, w->kb.len) != NULL;
+            bool created;
+            void **n = hmap_put(&bs.set, w->kb.data, w->kb.len, &created);
+            *n = (void *)((intptr_t)(created ? 0 : (intptr_t)*n) + 1);
         }
     }
     PQclear(r);
-    struct engine_erasure_check *ck = check(w, "column_statistics", bad == 0);
+    int rc = checked > 0 ? keys_each(w, bounds_chunk, &bs, err) : ST_OK;
+    hmap_free(&bs.set);
+    if (rc != ST_OK)
+        return rc;
+    struct engine_erasure_check *ck = check(w, "column_statistics", bs.erased == 0);
     count(ck, "bounds_checked", checked);
-    count(ck, "bounds_erased", bad);
+    count(ck, "bounds_erased", bs.erased);
     return ST_OK;
 }
 
@@ -615,7 +853,7 @@ static void receipt_of(const struct erasure *w, const char *status, int64_t veri
     char hex[65];
     st_sha256_hex(w->digest, hex);
     snprintf(out->key_digest, sizeof out->key_digest, "sha256:%s", hex);
-    out->keys = (int64_t)w->keys.count;
+    out->keys = w->nkeys;
     out->rows_erased = w->rows_erased;
     out->delete_seq = w->delete_seq;
     out->has_rewrite_seq = w->rewrite_seq > 0;
@@ -745,10 +983,12 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
             return rc;
     }
     eng__crash_point(w->e); /* fault injection (tests): a crash between the steps */
+    if (w->f != NULL && (rc = sink_open(&w->sink, eng__rewrite_conn(w->rw), err)) != ST_OK)
+        return rc;
     if ((rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK)
         return rc;
-    if (w->f != NULL || w->t->npk == 0)
-        digest_of(&w->keys, w->digest); /* filter form: the keys found */
+    if (w->f != NULL && (rc = digest_of(w, err)) != ST_OK) /* filter form: the keys found */
+        return rc;
     if ((rc = verify_files(w, err)) != ST_OK || (rc = verify_key_index(w, err)) != ST_OK ||
         (rc = verify_statistics(w, err)) != ST_OK || (rc = verify_orphans(w, err)) != ST_OK)
         return rc;
@@ -805,10 +1045,12 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
         bool created;
         hmap_put(&w.keys, w.kb.data, w.kb.len, &created);
     }
-    digest_of(&w.keys, w.digest);
-    int rc = eng__rewrite_begin(e, t, true, &w.rw, err);
+    int rc = digest_of(&w, err); /* the keys named: in memory (a filter's: none yet) */
+    assert(rc == ST_OK);
+    rc = eng__rewrite_begin(e, t, true, &w.rw, err);
     if (rc == ST_OK)
         rc = erase_run(&w, out, err);
+    sink_close(&w.sink);
     eng__rewrite_end(w.rw, rc);
     hmap_free(&w.keys);
     buf_free(&w.kb);
