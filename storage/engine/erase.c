@@ -26,10 +26,11 @@
  *
  * Memory does not grow with the keys a filter matches: the keys the purge
  * finds go to the catalog as they are found, COPYed in chunks into a
- * temporary table of the erasure's connection (struct keysink), and the
- * digest and the checks that need them read them back distinct and sorted,
- * through a cursor, in chunks (keys_each). Keys named by the request (at
- * most ERASE_KEYS_MAX) stay in memory.
+ * temporary table of the erasure's connection (struct keysink), where the
+ * key index check joins them, and the digest and the statistics check read
+ * them back distinct and sorted, through a cursor, in chunks (keys_each).
+ * Keys named by the request (at most ERASE_KEYS_MAX) are also held in
+ * memory, to find their rows in the files.
  *
  * Every erasure is a row of strike.erasures from its start (status
  * "running") to its verified receipt (struct engine_erasure, stored in the
@@ -68,20 +69,22 @@
 #define ERASE_KEYS_MAX 100000
 /* Keys per delete request sent to the commit path. */
 #define ERASE_DELETE_CHUNK 10000
-/* Keys a filter matched, COPYed to the catalog at most this many (or bytes) at a time. */
+/* Erased keys COPYed to the catalog at most this many (or bytes) at a time. */
 #define ERASE_SINK_ROWS 65536
 #define ERASE_SINK_BYTES (4u << 20)
 /* Keys read back at a time (keys_each): at most 8 MiB of 1 KiB keys. */
 #define ERASE_KEYS_CHUNK 8192
 
 /*
- * The keys a filter matched, on their way to the catalog: rows of the
- * temporary table pg_temp.strike_erase_keys of the erasure's connection
- * (duplicates included: an old version of a key in another file), COPYed
- * (binary) in chunks, as delete_where.c's key sink does.
+ * The erased keys on their way to the catalog: rows (key, k8) of the
+ * temporary table pg_temp.strike_erase_keys of the erasure's connection,
+ * the encoding and, for a table of one integer key (key_is_i8), its value
+ * (duplicates included: a filter finds the old versions of a key in other
+ * files), COPYed (binary) in chunks, as delete_where.c's key sink does.
  */
 struct keysink {
     PGconn *c;      /* NULL: not open */
+    bool i8;        /* k8 holds the key's value (strike.key_index_i8) */
     struct buf buf; /* a COPY binary stream, header included, not sent yet */
     size_t nbuf;    /* its rows */
     int64_t nrows;  /* rows COPYed so far */
@@ -131,16 +134,17 @@ static int exec_cmd(PGconn *c, const char *sql, const char *what, struct st_err 
 }
 
 /* An empty key table on connection c (created once per connection). */
-static int sink_open(struct keysink *k, PGconn *c, struct st_err *err)
+static int sink_open(struct keysink *k, PGconn *c, bool i8, struct st_err *err)
 {
     k->c = c;
+    k->i8 = i8;
     k->nbuf = 0;
     k->nrows = 0;
     buf_reset(&k->buf);
     buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
     return exec_cmd(c,
-                    "CREATE TEMP TABLE IF NOT EXISTS strike_erase_keys (key bytea NOT NULL); "
-                    "TRUNCATE pg_temp.strike_erase_keys",
+                    "CREATE TEMP TABLE IF NOT EXISTS strike_erase_keys (key bytea NOT NULL, k8 "
+                    "bigint); TRUNCATE pg_temp.strike_erase_keys",
                     "preparing the erasure's key table", err);
 }
 
@@ -153,7 +157,8 @@ static int sink_flush(struct keysink *k, struct st_err *err)
     buf_put_u8(&k->buf, 0xff);
     /* Not cat_pq_exec: COPY IN yields PGRES_COPY_IN until the data has been sent. */
     PGresult *r =
-        PQsendQuery(k->c, "COPY pg_temp.strike_erase_keys (key) FROM STDIN (FORMAT binary)") == 1
+        PQsendQuery(k->c, "COPY pg_temp.strike_erase_keys (key, k8) FROM STDIN (FORMAT binary)") ==
+                1
             ? cat_pq_get_result(k->c)
             : NULL;
     int rc = ST_OK;
@@ -187,14 +192,29 @@ static int sink_flush(struct keysink *k, struct st_err *err)
 static int sink_add(struct keysink *k, const uint8_t *key, size_t len, struct st_err *err)
 {
     assert(k->c != NULL && len <= UINT32_MAX);
-    buf_put_u8(&k->buf, 0); /* one field */
-    buf_put_u8(&k->buf, 1);
+    buf_put_u8(&k->buf, 0); /* two fields */
+    buf_put_u8(&k->buf, 2);
     buf_put_u32be(&k->buf, (uint32_t)len);
     buf_append(&k->buf, key, len);
+    if (k->i8) {
+        buf_put_u32be(&k->buf, 8);
+        st_u64be(buf_extend(&k->buf, 8), (uint64_t)key_i8(key, len));
+    } else {
+        buf_put_u32be(&k->buf, UINT32_MAX); /* -1: null */
+    }
     k->nbuf++;
     if (k->nbuf >= ERASE_SINK_ROWS || k->buf.len >= ERASE_SINK_BYTES)
         return sink_flush(k, err);
     return ST_OK;
+}
+
+/* Every key sent, and the table analyzed for the key index check's join. */
+static int sink_finish(struct keysink *k, struct st_err *err)
+{
+    int rc = sink_flush(k, err);
+    return rc != ST_OK ? rc
+                       : exec_cmd(k->c, "ANALYZE pg_temp.strike_erase_keys",
+                                  "reading the erased keys", err);
 }
 
 /* Empty the key table (its disk space goes back) once the erasure is over. */
@@ -236,7 +256,7 @@ static int keys_each_named(struct erasure *w, keys_fn fn, void *ctx, struct st_e
     return rc;
 }
 
-/* The sink's keys (filter form): the key table's distinct keys in order (bytea's order is memcmp's,
+/* The sink's keys: the key table's distinct keys in order (bytea's order is memcmp's,
    cmp_key's), through a cursor in a transaction of its own, to fn in chunks. */
 static int keys_each_found(struct erasure *w, keys_fn fn, void *ctx, struct st_err *err)
 {
@@ -281,8 +301,8 @@ static int keys_each_found(struct erasure *w, keys_fn fn, void *ctx, struct st_e
 
 /*
  * The erased keys, distinct and in order, to fn in chunks of at most
- * ERASE_KEYS_CHUNK: the keys the purge found once the sink is open (filter
- * form), else the keys named (none for a filter before its purge).
+ * ERASE_KEYS_CHUNK: the sink's once it is open (the keys named, and those
+ * the purge found), else the keys named (none for a filter before its purge).
  */
 static int keys_each(struct erasure *w, keys_fn fn, void *ctx, struct st_err *err)
 {
@@ -620,57 +640,39 @@ static int verify_files(struct erasure *w, struct st_err *err)
     return ST_OK;
 }
 
-/* The key index's rows from before the delete, counted a chunk of erased keys at a time. */
-struct key_index_count {
-    int64_t keys, left;
-};
-
-static int key_index_chunk(struct erasure *w, void *ctx, const struct buf *keys, size_t nk,
-                           struct st_err *err)
+/*
+ * No erased key in the key index but one written after the delete: the key
+ * table (distinct) joined with the key index, one statement, as the one
+ * parameter of every key it used to be (the key index's primary key makes
+ * each key one row).
+ */
+static int verify_key_index(struct erasure *w, struct st_err *err)
 {
     const struct engine_table *t = w->t;
-    struct key_index_count *kc = ctx;
+    if (t->npk == 0) {
+        note(check(w, "key_index", true), "the table has no primary key");
+        return ST_OK;
+    }
     bool i8 = key_is_i8(t);
-    struct buf arr = BUF_INIT;
-    eng__key_array_begin(&arr, i8, (uint32_t)nk);
-    for (size_t i = 0; i < nk; i++)
-        eng__key_array_add(&arr, i8, keys[i].data, keys[i].len);
     struct pgu_num tid, ds;
-    const char *v[3] = {pgu_i64(&tid, t->id), (const char *)arr.data, pgu_i64(&ds, w->delete_seq)};
-    int l[3] = {0, (int)arr.len, 0};
-    const int f[3] = {0, 1, 0};
-    char sql[256];
+    const char *v[2] = {pgu_i64(&tid, t->id), pgu_i64(&ds, w->delete_seq)};
+    char sql[320];
     snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM %s WHERE table_id = $1 AND key = ANY($2::%s[]) AND seq <= $3",
-             i8 ? "strike.key_index_i8" : "strike.key_index", i8 ? "bigint" : "bytea");
+             "SELECT count(*) FROM %s k JOIN (SELECT DISTINCT %s AS key FROM "
+             "pg_temp.strike_erase_keys) d ON k.key = d.key WHERE k.table_id = $1 AND k.seq <= $2",
+             i8 ? "strike.key_index_i8" : "strike.key_index", i8 ? "k8" : "key");
     PGconn *c = eng__rewrite_conn(w->rw);
-    PGresult *r = cat_pq_exec_params(c, sql, 3, NULL, v, l, f, 0);
-    buf_free(&arr);
+    PGresult *r = cat_pq_exec_params(c, sql, 2, NULL, v, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         int rc = cat_fail(c, r, "checking the key index", err);
         PQclear(r);
         return rc;
     }
-    kc->left += pgu_get_i64(r, 0, 0);
-    kc->keys += (int64_t)nk;
+    int64_t left = pgu_get_i64(r, 0, 0);
     PQclear(r);
-    return ST_OK;
-}
-
-/* No erased key in the key index but one written after the delete. */
-static int verify_key_index(struct erasure *w, struct st_err *err)
-{
-    if (w->t->npk == 0) {
-        note(check(w, "key_index", true), "the table has no primary key");
-        return ST_OK;
-    }
-    struct key_index_count kc = {0, 0};
-    int rc = keys_each(w, key_index_chunk, &kc, err);
-    if (rc != ST_OK)
-        return rc;
-    struct engine_erasure_check *ck = check(w, "key_index", kc.left == 0);
-    count(ck, "keys_checked", kc.keys);
-    count(ck, "keys_from_before_delete", kc.left);
+    struct engine_erasure_check *ck = check(w, "key_index", left == 0);
+    count(ck, "keys_checked", w->nkeys);
+    count(ck, "keys_from_before_delete", left);
     return ST_OK;
 }
 
@@ -983,9 +985,16 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
             return rc;
     }
     eng__crash_point(w->e); /* fault injection (tests): a crash between the steps */
-    if (w->f != NULL && (rc = sink_open(&w->sink, eng__rewrite_conn(w->rw), err)) != ST_OK)
+    if ((rc = sink_open(&w->sink, eng__rewrite_conn(w->rw), key_is_i8(w->t), err)) != ST_OK)
         return rc;
-    if ((rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK)
+    size_t i = 0;
+    const uint8_t *k;
+    size_t klen;
+    void *val;
+    while (rc == ST_OK && hmap_next(&w->keys, &i, &k, &klen, &val)) /* keys form */
+        rc = sink_add(&w->sink, k, klen, err);
+    if (rc != ST_OK || (rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK ||
+        (rc = sink_finish(&w->sink, err)) != ST_OK)
         return rc;
     if (w->f != NULL && (rc = digest_of(w, err)) != ST_OK) /* filter form: the keys found */
         return rc;
