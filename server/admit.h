@@ -38,22 +38,27 @@
  * message is unpacked whole (protobuf-c: a struct a submessage, bounded by
  * GCONV_UNPACK_MAX_X, 24x) and held twice (the core's buffer, its copy).
  */
-#define ADMIT_X_JSON 20u /* JSON routes: {"changes":[0,0,...]} 17.0x; a filter of in-lists 4.4x */
-#define ADMIT_X_CHANGES                                                                            \
-    20u                   /* .../changes: the JSON floor 17.0x; tiny upserts 16.9x; deletes        \
-                             on 1,000 columns 16.3x; rows of five columns 8.9x */
-#define ADMIT_X_ERASE 34u /* .../erasures: 100,000 keys named 28.0x */
-#define ADMIT_X_CDC                                                                                \
-    26u /* /v1/cdc/debezium: 100,000 tiny NDJSON events 21.0x (deletes on                          \
-           1,000 columns 20.0x); the JSON floor 17.0x */
-#define ADMIT_X_GRPC                                                                               \
-    30u /* gRPC: unpacking at most 24x and two copies; unknown fields 18.1x,                       \
-           empty Change messages 26.1x (both refused while unpacked) */
-#define ADMIT_X_GRPC_CHANGES                                                                       \
-    42u                      /* ApplyChanges: tiny upserts 34.7x, deletes on 1,000 columns 33.4x */
-#define ADMIT_X_GRPC_CDC 30u /* ApplyDebezium: the CDC endpoint's and the message's copies */
-#define ADMIT_X_GRPC_ERASE 48u /* Erase: 100,000 keys named 41.1x */
-#define ADMIT_X_MAX 64u        /* no route declares more (http_table.c, grpc.c check it) */
+/* JSON routes: {"changes":[0,0,...]} 17.0x; a filter of in-lists 4.4x */
+#define ADMIT_X_JSON 20u
+/* .../changes: the JSON floor 17.0x; tiny upserts 16.9x; deletes on 1,000 columns 16.3x;
+   rows of five columns 8.9x */
+#define ADMIT_X_CHANGES 20u
+/* .../erasures: 100,000 keys named 28.0x */
+#define ADMIT_X_ERASE 34u
+/* /v1/cdc/debezium: 100,000 tiny NDJSON events 21.0x (deletes on 1,000 columns 20.0x); the
+   JSON floor 17.0x */
+#define ADMIT_X_CDC 26u
+/* gRPC: unpacking at most 24x and two copies; unknown fields 18.1x, empty Change messages
+   26.1x (both refused while unpacked) */
+#define ADMIT_X_GRPC 30u
+/* ApplyChanges: tiny upserts 34.7x, deletes on 1,000 columns 33.4x */
+#define ADMIT_X_GRPC_CHANGES 42u
+/* ApplyDebezium: the CDC endpoint's and the message's copies */
+#define ADMIT_X_GRPC_CDC 30u
+/* Erase: 100,000 keys named 41.1x */
+#define ADMIT_X_GRPC_ERASE 48u
+/* No route declares more (http_table.c, grpc.c check it). */
+#define ADMIT_X_MAX 64u
 
 struct admit {
     uint64_t limit;               /* the budget, in charged bytes */
