@@ -1,6 +1,8 @@
 /* admit.c - admission control by bytes in flight (admit.h). */
 #include "admit.h"
 
+#include <assert.h>
+
 void admit_init(struct admit *a, uint64_t limit)
 {
     a->limit = limit;
@@ -8,11 +10,12 @@ void admit_init(struct admit *a, uint64_t limit)
     atomic_init(&a->refused, 0);
 }
 
-uint64_t admit_charge(uint64_t body_bytes)
+uint64_t admit_charge(uint64_t body_bytes, uint32_t x)
 {
-    if (body_bytes > UINT64_MAX / ADMIT_EXPANSION)
+    assert(x >= 1 && x <= ADMIT_X_MAX); /* the route tables declare it (checked at start) */
+    if (body_bytes > UINT64_MAX / x)
         return UINT64_MAX;
-    return body_bytes * ADMIT_EXPANSION;
+    return body_bytes * x;
 }
 
 bool admit_take(struct admit *a, uint64_t held, uint64_t add)
@@ -27,7 +30,7 @@ bool admit_take(struct admit *a, uint64_t held, uint64_t add)
             atomic_fetch_add(&a->refused, 1);
             return false;
         }
-        /* No overflow: a charge is at most 2G (--max-body) * ADMIT_EXPANSION. */
+        /* No overflow: a charge is at most 2G (--max-body) * ADMIT_X_MAX. */
         if (atomic_compare_exchange_weak(&a->used, &cur, cur + add))
             return true;
     }

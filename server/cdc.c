@@ -75,6 +75,19 @@ static void keep_doc(struct dctx *c, struct jdoc *d)
     b->docs[b->ndocs++] = d;
 }
 
+/*
+ * The batch's document: the pieces of a body parsed one by one (NDJSON
+ * lines, the elements of an array) all go into its arena, so that a body of
+ * many tiny events costs its tree, not a document each (an arena starts at
+ * a few KiB). Created by the first piece, with room for `hint` bytes.
+ */
+static struct jdoc *batch_doc(struct dctx *c, size_t hint)
+{
+    if (c->b->ndocs == 0)
+        keep_doc(c, jdoc_new(hint));
+    return c->b->docs[0];
+}
+
 /* "event i (source): " or "event i: " before a message. */
 static int event_err(struct dctx *c, size_t index, const char *source, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -449,10 +462,9 @@ static int decode_payload(struct dctx *c, struct jdoc *d, size_t index,
     return ST_OK;
 }
 
-/* One JSON document (the whole body or an NDJSON line): an event, an array of them, or null. */
-static int decode_root(struct dctx *c, struct jdoc *d, bool array_ok)
+/* One JSON text (the whole body or an NDJSON line) in d: an event, an array of them, or null. */
+static int decode_root(struct dctx *c, struct jdoc *d, const struct jdoc_val *root, bool array_ok)
 {
-    const struct jdoc_val *root = jdoc_root(d);
     if (root->type != JDOC_ARRAY)
         return decode_event(c, d, root);
     if (!array_ok)
@@ -486,12 +498,12 @@ static int decode_ndjson(struct dctx *c, const char *p, size_t len)
         line++;
         if (!blank(p, n)) {
             struct jdoc_error je;
-            struct jdoc *d = jdoc_parse(p, n, &o, &je);
-            if (d == NULL)
+            struct jdoc *d = batch_doc(c, len);
+            const struct jdoc_val *v = jdoc_parse_into(d, p, n, &o, &je);
+            if (v == NULL)
                 return st_errf(c->err, ST_EINVAL, "line %zu (event %zu): not JSON: %s (column %d)",
                                line, c->index, je.text, je.column);
-            keep_doc(c, d);
-            int rc = decode_root(c, d, false);
+            int rc = decode_root(c, d, v, false);
             if (rc != ST_OK)
                 return rc;
         }
@@ -572,11 +584,13 @@ static size_t skip_value(const char *p, size_t i, size_t n)
     return 0;
 }
 
-/* Parse p[a..b) alone as a value found at nesting `level` of the body (the root is 0). */
-static struct jdoc *parse_at(const char *p, size_t a, size_t b, unsigned level)
+/* Parse p[a..b) alone, as a value found at nesting `level` of the body (the root is 0), into
+   the batch's document (the whole body's length n: the arena's first hint). */
+static const struct jdoc_val *parse_at(struct dctx *c, const char *p, size_t a, size_t b, size_t n,
+                                       unsigned level)
 {
     struct jdoc_opts o = {.max_depth = JDOC_DEPTH_DEFAULT - level, .flags = JDOC_ANY_ROOT};
-    return jdoc_parse(p + a, b - a, &o, NULL);
+    return jdoc_parse_into(batch_doc(c, n), p + a, b - a, &o, NULL);
 }
 
 /* Match `lit` at p[i]; its end, or 0. */
@@ -587,17 +601,16 @@ static size_t expect(const char *p, size_t i, size_t n, const char *lit)
 }
 
 /* The payload p[p0..p1) of a wrapped event, with its schema's tree. */
-static int fast_payload(struct dctx *c, const char *p, size_t p0, size_t p1,
+static int fast_payload(struct dctx *c, const char *p, size_t p0, size_t p1, size_t n,
                         const struct jdoc_val *schema)
 {
-    struct jdoc *pd = parse_at(p, p0, p1, 2);
-    if (pd == NULL)
+    const struct jdoc_val *pv = parse_at(c, p, p0, p1, n, 2);
+    if (pv == NULL)
         return FAST_NO;
-    keep_doc(c, pd);
     size_t index = c->index++;
     if (c->index > CDC_EVENTS_MAX)
         return FAST_NO;
-    return decode_payload(c, pd, index, jdoc_root(pd), schema, NULL, "payload.") == ST_OK ? FAST_OK
+    return decode_payload(c, c->b->docs[0], index, pv, schema, NULL, "payload.") == ST_OK ? FAST_OK
                                                                                           : FAST_NO;
 }
 
@@ -635,30 +648,28 @@ static int fast_element(struct dctx *c, const char *p, size_t a, size_t n, size_
         size_t e = skip_value(p, a, n);
         if (e == 0)
             return FAST_NO;
-        struct jdoc *d = parse_at(p, a, e, 1);
-        if (d == NULL)
+        const struct jdoc_val *v = parse_at(c, p, a, e, n, 1);
+        if (v == NULL)
             return FAST_NO;
-        keep_doc(c, d);
         *end = e;
-        return decode_event(c, d, jdoc_root(d)) == ST_OK ? FAST_OK : FAST_NO;
+        return decode_event(c, c->b->docs[0], v) == ST_OK ? FAST_OK : FAST_NO;
     }
     *end = i;
     if (!same) {
-        struct jdoc *sd = parse_at(p, s0, s1, 2);
-        if (sd == NULL)
+        const struct jdoc_val *sv = parse_at(c, p, s0, s1, n, 2);
+        if (sv == NULL)
             return FAST_NO;
-        keep_doc(c, sd);
-        prev->tree = jdoc_root(sd);
+        prev->tree = sv;
         /* only an object's bytes end where it ends: another value is parsed every time */
         prev->s = p[s0] == '{' ? p + s0 : NULL;
         prev->len = p[s0] == '{' ? s1 - s0 : 0;
         if (prev->s == NULL) {
             const struct jdoc_val *tree = prev->tree;
             prev->tree = NULL;
-            return fast_payload(c, p, p0, p1, tree);
+            return fast_payload(c, p, p0, p1, n, tree);
         }
     }
-    return fast_payload(c, p, p0, p1, prev->tree);
+    return fast_payload(c, p, p0, p1, n, prev->tree);
 }
 
 /* A body that is an array, element by element (see above): FAST_OK, or FAST_NO for anything
@@ -713,7 +724,7 @@ static int decode(const void *body, size_t len, const char *content_type, bool f
         struct jdoc *d = jdoc_parse(p, len, &o, &je);
         if (d != NULL) {
             keep_doc(&c, d);
-            rc = decode_root(&c, d, true);
+            rc = decode_root(&c, d, jdoc_root(d), true);
         } else {
             /* NDJSON without its Content-Type (Kafka Connect sinks send application/json) */
             const char *nl = memchr(p, '\n', len);

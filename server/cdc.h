@@ -43,7 +43,10 @@
  * Every refusal names the event (its index in the body, from 0), its source
  * table when known, and the field:
  *   event 3 (inventory.customers): payload.op: expected "c", "r", "u", "d", "t" or "m", got "x"
- * Strings stay in the batch's documents until cdc_batch_free.
+ * Strings stay in the batch's document until cdc_batch_free: one arena for
+ * the whole body, whatever its shape (the lines of NDJSON and the elements of
+ * an array are parsed one by one into it), so that memory follows the bytes
+ * of the body and not its number of events.
  */
 #ifndef STRIKE_CDC_H
 #define STRIKE_CDC_H
@@ -101,8 +104,8 @@ struct cdc_event {
 struct cdc_batch {
     struct cdc_event *ev; /* the events that change something, in body order */
     size_t n;
-    size_t nskipped; /* heartbeats, schema changes, messages, tombstones */
-    struct jdoc **docs;
+    size_t nskipped;    /* heartbeats, schema changes, messages, tombstones */
+    struct jdoc **docs; /* the batch's document (docs[0], its arena); NULL when nothing parsed */
     size_t ndocs;
 };
 

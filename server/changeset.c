@@ -117,18 +117,40 @@ static int check_key_size(const struct engine_table *t, const struct engine_chan
     return ST_OK;
 }
 
+/*
+ * The values a change of op `op` takes: a row (and a key after it: a "u"
+ * whose key may change), or a key alone. A delete on a table of 1,000
+ * columns holds its key, not a row's room: the memory of a batch follows
+ * what its changes carry. 0 for an op build_one refuses.
+ */
+static size_t width_of(const struct engine_table *t, const char *op)
+{
+    op = op ? op : "";
+    if (strcmp(op, "upsert") == 0 || strcmp(op, "c") == 0 || strcmp(op, "r") == 0)
+        return (size_t)t->ncols;
+    if (strcmp(op, "u") == 0)
+        return (size_t)t->ncols + (size_t)t->npk;
+    if (strcmp(op, "delete") == 0 || strcmp(op, "d") == 0)
+        return (size_t)t->npk;
+    return 0;
+}
+
 int changeset_build(const struct engine_table *t, const struct wire_change *in, size_t n,
                     struct changeset *out, struct st_err *err)
 {
     memset(out, 0, sizeof *out);
-    size_t width = (size_t)t->ncols + (size_t)t->npk; /* room for a u with a key change */
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += width_of(t, in[i].op);
     out->changes = xcalloc(n ? 2 * n : 1, sizeof *out->changes);
-    out->vals = xcalloc(n ? n * width : 1, sizeof *out->vals);
+    out->vals = xcalloc(total ? total : 1, sizeof *out->vals);
     struct row_names *rn = row_names_new(t->cols, t->ncols); /* once, not per row */
     int rc = ST_OK;
+    size_t at = 0; /* the next change's values */
     for (size_t i = 0; i < n && rc == ST_OK; i++) {
         size_t first = out->n;
-        rc = build_one(t, rn, &in[i], out->vals + i * width, out, err);
+        rc = build_one(t, rn, &in[i], out->vals + at, out, err);
+        at += width_of(t, in[i].op);
         for (size_t c = first; c < out->n && rc == ST_OK; c++)
             rc = check_key_size(t, &out->changes[c], err);
         if (rc != ST_OK) {

@@ -69,8 +69,8 @@ static const struct option_def options[] = {
     {"max-body", "STRIKE_MAX_BODY", K_SIZE, "64M", OFF(max_body),
      "largest request body or gRPC message (K, M, G suffixes)", 0},
     {"max-inflight", "STRIKE_MAX_INFLIGHT", K_SIZE, "1G", OFF(max_inflight),
-     "memory budget of the requests in flight: each body or gRPC message counts 8x its size, "
-     "beyond it 503 / UNAVAILABLE",
+     "memory budget of the requests in flight: each body or gRPC message counts its route's "
+     "factor (20x to 48x) its size, beyond it 503 / UNAVAILABLE",
      0},
     {"http-threads", "STRIKE_HTTP_THREADS", K_INT, "0", OFF(http_threads),
      "HTTP event threads (0: number of cores)", 0},

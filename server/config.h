@@ -36,16 +36,16 @@ struct config {
     char *tls_cert;     /* PEM certificate chain; NULL = plain text */
     char *tls_key;      /* PEM private key of tls_cert */
     bool insecure;
-    bool list_routes;           /* print the route and RPC tables with their scopes, exit */
-    uint64_t max_body;          /* bytes of one request body or gRPC message */
-    uint64_t max_inflight;      /* budget of request bytes in flight, charged x ADMIT_EXPANSION */
-    int http_threads;           /* 0 = automatic */
-    int64_t header_timeout_s;   /* HTTP: a request's line and headers complete within this */
-    int max_conns_per_ip;       /* HTTP connections at once from one client address; 0: no cap */
-    int grpc_threads;           /* 0 = automatic */
-    int workers;                /* blocking-work threads; 0 = automatic */
-    int64_t gc_grace_s;         /* orphan grace period, seconds */
-    int64_t gc_interval_s;      /* orphan GC period, seconds; 0 = off */
+    bool list_routes;         /* print the route and RPC tables with their scopes, exit */
+    uint64_t max_body;        /* bytes of one request body or gRPC message */
+    uint64_t max_inflight;    /* budget of request bytes in flight, charged x the route's factor */
+    int http_threads;         /* 0 = automatic */
+    int64_t header_timeout_s; /* HTTP: a request's line and headers complete within this */
+    int max_conns_per_ip;     /* HTTP connections at once from one client address; 0: no cap */
+    int grpc_threads;         /* 0 = automatic */
+    int workers;              /* blocking-work threads; 0 = automatic */
+    int64_t gc_grace_s;       /* orphan grace period, seconds */
+    int64_t gc_interval_s;    /* orphan GC period, seconds; 0 = off */
     int64_t compact_interval_s; /* background maintenance period, seconds; 0 = off */
     int maintenance_workers;    /* threads of a maintenance pass; 0 = automatic */
     int64_t retain_s;           /* snapshots older than this are expired by maintenance */

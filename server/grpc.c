@@ -186,6 +186,7 @@ static const struct rpc_method not_served = {
     .kind = RPC_UNIMPLEMENTED,
     .unimplemented = "this method of strike.v1.Strike is not served by this version",
     .scope = AUTH_ADMIN,
+    .charge = 1, /* never admitted: answered UNIMPLEMENTED first */
 };
 
 static void on_new(struct tag *t, bool ok);
@@ -705,17 +706,18 @@ static void on_new(struct tag *t, bool ok)
         /* The message counts against the budget of bytes in flight (admit.h) until the
            call is freed; over it, the call is refused before a worker sees it. */
         size_t n = r->payload != NULL ? grpc_byte_buffer_length(r->payload) : 0;
-        if (!admit_take(&g->app->admit, 0, admit_charge(n))) {
+        uint64_t charge = admit_charge(n, r->m->charge);
+        if (!admit_take(&g->app->admit, 0, charge)) {
             struct admit *a = &g->app->admit;
             r->close_in_final = true;
             finishf(r, GRPC_STATUS_UNAVAILABLE,
                     "the server is at its in-flight limit: a message of %zu bytes counts %llu "
                     "against --max-inflight %llu, of which %llu are taken; retry later",
-                    n, (unsigned long long)admit_charge(n), (unsigned long long)a->limit,
+                    n, (unsigned long long)charge, (unsigned long long)a->limit,
                     (unsigned long long)admit_used(a));
             goto out;
         }
-        r->admitted = admit_charge(n);
+        r->admitted = charge;
         r->close_in_final = false;
         if (!start_close(r))
             goto out;
@@ -1108,6 +1110,11 @@ int grpcs_start(struct app *app, struct grpcs **out, int *port, struct st_err *e
             tg->m = &not_served;
         if (tg->m->scope == AUTH_UNDECLARED || tg->m->scope == AUTH_OPEN) {
             st_errf(err, ST_EINTERNAL, "grpc: %s declares no scope", tg->path);
+            start_err = true;
+        }
+        if (tg->m->charge < 1 || tg->m->charge > ADMIT_X_MAX) {
+            st_errf(err, ST_EINTERNAL, "grpc: %s declares no admission charge (1 to %u, admit.h)",
+                    tg->path, ADMIT_X_MAX);
             start_err = true;
         }
         if (tg->m->table_field != NULL) {

@@ -30,7 +30,12 @@ struct garena_chunk {
 
 static void *pb_alloc(void *data, size_t n)
 {
-    return garena_alloc(data, n);
+    struct garena *a = data;
+    if (a->limit != 0 && (n > a->limit || a->used > a->limit - n)) {
+        a->refused = true;
+        return NULL; /* protobuf-c fails the unpack */
+    }
+    return garena_alloc(a, n);
 }
 
 static void pb_free(void *data, void *p)
@@ -42,6 +47,9 @@ static void pb_free(void *data, void *p)
 void garena_init(struct garena *a)
 {
     a->head = NULL;
+    a->used = 0;
+    a->limit = 0;
+    a->refused = false;
     a->pb.alloc = pb_alloc;
     a->pb.free = pb_free;
     a->pb.allocator_data = a;
@@ -54,6 +62,7 @@ void garena_free(struct garena *a)
         free(c);
     }
     a->head = NULL;
+    a->used = 0;
 }
 
 void *garena_alloc(struct garena *a, size_t n)
@@ -79,6 +88,7 @@ void *garena_alloc(struct garena *a, size_t n)
     }
     void *p = (char *)c->data + c->used;
     c->used += n;
+    a->used += n;
     memset(p, 0, n);
     return p;
 }
@@ -206,7 +216,19 @@ ProtobufCMessage *gconv_unpack(const ProtobufCMessageDescriptor *desc, const uin
     static const uint8_t empty[1];
     if (data == NULL)
         data = empty;
+    size_t room = len < (SIZE_MAX - 4096) / GCONV_UNPACK_MAX_X ? len * GCONV_UNPACK_MAX_X + 4096
+                                                               : SIZE_MAX / 2;
+    a->limit = a->used < SIZE_MAX / 2 ? a->used + room : SIZE_MAX;
+    a->refused = false;
     ProtobufCMessage *m = protobuf_c_message_unpack(desc, &a->pb, len, data);
+    a->limit = 0;
+    if (m == NULL && a->refused) {
+        st_errf(err, ST_ETOOBIG,
+                "the %s message of %zu bytes unpacks into more than %u times its size (%zu "
+                "bytes)",
+                desc->name, len, GCONV_UNPACK_MAX_X, room);
+        return NULL;
+    }
     if (m == NULL) {
         st_errf(err, ST_EINVAL, "the request is not a valid %s message", desc->name);
         return NULL;

@@ -30,7 +30,19 @@ struct garena_chunk;
 struct garena {
     struct garena_chunk *head;
     ProtobufCAllocator pb; /* allocates from this arena; free is a no-op */
+    size_t used;           /* bytes handed out (rounded up as allocated) */
+    size_t limit;          /* pb refuses to pass it (0: no limit): gconv_unpack's bound */
+    bool refused;          /* pb refused an allocation for the limit */
 };
+
+/*
+ * A message unpacks into at most this many times its size (plus 4 KiB):
+ * protobuf-c allocates a struct for every submessage, so 2 bytes of an empty
+ * repeated message would take a hundred, and 64 MiB of them gigabytes. The
+ * densest valid requests take about 17 times (map entries of one-letter
+ * names and empty values), unknown fields about 20 times.
+ */
+#define GCONV_UNPACK_MAX_X 24u
 
 void garena_init(struct garena *a);
 /* Free every allocation at once; the arena is reusable afterwards. */
@@ -42,7 +54,8 @@ char *garena_printf(struct garena *a, const char *fmt, ...) __attribute__((forma
 
 /*
  * Unpack `len` bytes as a message of type `desc` into the arena. NULL with
- * ST_EINVAL when the bytes are not a valid message or when a string field
+ * ST_ETOOBIG when it would take more than GCONV_UNPACK_MAX_X times its size,
+ * with ST_EINVAL when the bytes are not a valid message or when a string field
  * holds U+0000 (protobuf-c would silently cut the string there) or invalid
  * UTF-8 (protobuf-c does not check it; PostgreSQL would refuse it in a
  * text parameter, failing a whole group commit).

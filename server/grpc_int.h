@@ -44,6 +44,9 @@ struct rpc_method {
        checks both before the call reaches a handler or a cache. */
     enum auth_scope scope;
     const char *table_field;
+    /* What a byte of its message is charged against the in-flight budget
+       (admit.h ADMIT_X_*, 1 to ADMIT_X_MAX; grpcs_start refuses another). */
+    uint32_t charge;
 };
 
 /* The handler table (grpc_rpc.c); looked up by the service descriptor's method names. */

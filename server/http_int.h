@@ -68,6 +68,8 @@ struct http_route {
     const char *const *query;        /* the query names it accepts (NULL-terminated);
                                         NULL: none; HTTP_ANY_QUERY: any */
     unsigned flags;                  /* HTTP_* below */
+    uint32_t charge;                 /* a body's admission charge, per byte (admit.h
+                                        ADMIT_X_*); 0 for a route that reads none */
     /* The answer on a worker (it may block on the catalog and the blob store). */
     void (*job)(struct hreq *r);
     /* Tried first on the event thread, never blocking: true when it answered
@@ -205,7 +207,7 @@ struct hreq {
     /* body */
     struct buf body;
     uint64_t body_seen;
-    uint64_t admitted;  /* bytes charged to app->admit (body bytes x ADMIT_EXPANSION),
+    uint64_t admitted;  /* bytes charged to app->admit (body bytes x the route's charge),
                            released when the worker's job ends (run_job), else with
                            the request */
     char *early_detail; /* owned */

@@ -557,7 +557,8 @@ static void reply_over_budget(struct hreq *r, uint64_t body)
     http__reply_problem(r, 503,
                         "the server is at its in-flight limit: a body of %llu bytes counts %llu "
                         "against --max-inflight %llu, of which %llu are taken; retry later",
-                        (unsigned long long)body, (unsigned long long)admit_charge(body),
+                        (unsigned long long)body,
+                        (unsigned long long)admit_charge(body, r->rt->charge),
                         (unsigned long long)a->limit, (unsigned long long)admit_used(a));
 }
 
@@ -567,7 +568,7 @@ static void reply_over_budget(struct hreq *r, uint64_t body)
  */
 static bool charge_body(struct hreq *r, uint64_t body)
 {
-    uint64_t need = admit_charge(body);
+    uint64_t need = admit_charge(body, r->rt->charge);
     if (need <= r->admitted)
         return true;
     if (!admit_take(&r->srv->app->admit, r->admitted, need - r->admitted))
@@ -725,7 +726,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return r->body_seen > srv->drain_cap ? MHD_NO : MHD_YES;
         /* A chunked body is charged as it grows, up to a MiB ahead (an atomic per MiB). */
         uint64_t ahead = (r->body_seen + BUDGET_STEP) & ~(uint64_t)(BUDGET_STEP - 1);
-        if (admit_charge(r->body_seen) > r->admitted &&
+        if (admit_charge(r->body_seen, r->rt->charge) > r->admitted &&
             !charge_body(r, ahead < srv->max_body ? ahead : srv->max_body)) {
             r->over_budget = true; /* keep draining (bounded) to answer 503 */
             buf_free(&r->body);

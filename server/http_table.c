@@ -3,7 +3,8 @@
  * once. A row is one method on one path pattern, with everything the server
  * needs to know before it runs anything: the scope a token needs and where
  * the table it applies to comes from (auth.h), the query names it accepts,
- * whether its body is read (and as what), whether it takes an
+ * whether its body is read (and as what) and what a byte of it is charged
+ * against the in-flight budget (admit.h), whether it takes an
  * Idempotency-Key, the job that answers it on a worker, and a fast answer
  * tried first on the event thread. The router (http__route_find), the
  * Allow header, the access log's and the metrics' route names, the audit
@@ -31,38 +32,38 @@ static const char *const q_cdc[] = {"table", NULL};
 
 /* clang-format off */
 static const struct http_route routes[] = {
-    /* method     pattern                          scope, table from        query           flags                              job                     fast */
+    /* method     pattern                          scope, table from        query           flags                              charge           job                     fast */
     /* open: no table data (docs/API.md "Auth"; README "Security") */
-    {HM_GET,    "/healthz",                        OPEN,                    HTTP_ANY_QUERY, HTTP_WHILE_STOPPING,               NULL,                   http__fast_healthz},
-    {HM_GET,    "/readyz",                         OPEN,                    HTTP_ANY_QUERY, 0,                                 http__job_readyz,       NULL},
-    {HM_GET,    "/metrics",                        OPEN,                    HTTP_ANY_QUERY, 0,                                 NULL,                   http__fast_metrics},
-    {HM_GET,    "/ui",                             OPEN,                    NULL,           0,                                 NULL,                   http__fast_ui},
-    {HM_GET,    "/ui/{*}",                         OPEN,                    NULL,           0,                                 NULL,                   http__fast_ui},
+    {HM_GET,    "/healthz",                        OPEN,                    HTTP_ANY_QUERY, HTTP_WHILE_STOPPING,               0,               NULL,                   http__fast_healthz},
+    {HM_GET,    "/readyz",                         OPEN,                    HTTP_ANY_QUERY, 0,                                 0,               http__job_readyz,       NULL},
+    {HM_GET,    "/metrics",                        OPEN,                    HTTP_ANY_QUERY, 0,                                 0,               NULL,                   http__fast_metrics},
+    {HM_GET,    "/ui",                             OPEN,                    NULL,           0,                                 0,               NULL,                   http__fast_ui},
+    {HM_GET,    "/ui/{*}",                         OPEN,                    NULL,           0,                                 0,               NULL,                   http__fast_ui},
     /* tables: the list shows only the tables the token may read; create checks the body's table */
-    {HM_GET,    "/v1/tables",                      ANY_TABLE(AUTH_READ),    NULL,           0,                                 http__job_list_tables,  NULL},
-    {HM_POST,   "/v1/tables",                      AUTH_ADMIN, AUTH_TABLE_BODY, NULL,       HTTP_JSON_BODY | HTTP_MUTATES,     http__job_create_table, NULL},
-    {HM_GET,    "/v1/tables/{t}",                  ON_PATH(AUTH_READ),      NULL,           0,                                 http__job_get_table,    NULL},
-    {HM_DELETE, "/v1/tables/{t}",                  ON_PATH(AUTH_ADMIN),     NULL,           HTTP_MUTATES,                      http__job_drop_table,   NULL},
+    {HM_GET,    "/v1/tables",                      ANY_TABLE(AUTH_READ),    NULL,           0,                                 0,               http__job_list_tables,  NULL},
+    {HM_POST,   "/v1/tables",                      AUTH_ADMIN, AUTH_TABLE_BODY, NULL,       HTTP_JSON_BODY | HTTP_MUTATES,     ADMIT_X_JSON,    http__job_create_table, NULL},
+    {HM_GET,    "/v1/tables/{t}",                  ON_PATH(AUTH_READ),      NULL,           0,                                 0,               http__job_get_table,    NULL},
+    {HM_DELETE, "/v1/tables/{t}",                  ON_PATH(AUTH_ADMIN),     NULL,           HTTP_MUTATES,                      0,               http__job_drop_table,   NULL},
     /* writes */
-    {HM_POST,   "/v1/tables/{t}/changes",          ON_PATH(AUTH_WRITE),     NULL,           HTTP_JSON_BODY | HTTP_MUTATES,     http__job_changes,      NULL},
-    {HM_POST,   "/v1/tables/{t}/delete",           ON_PATH(AUTH_WRITE),     NULL,           HTTP_JSON_BODY | HTTP_MUTATES,     http__job_delete,       NULL},
+    {HM_POST,   "/v1/tables/{t}/changes",          ON_PATH(AUTH_WRITE),     NULL,           HTTP_JSON_BODY | HTTP_MUTATES,     ADMIT_X_CHANGES, http__job_changes,      NULL},
+    {HM_POST,   "/v1/tables/{t}/delete",           ON_PATH(AUTH_WRITE),     NULL,           HTTP_JSON_BODY | HTTP_MUTATES,     ADMIT_X_JSON,    http__job_delete,       NULL},
     /* reads */
-    {HM_POST,   "/v1/tables/{t}/scan",             ON_PATH(AUTH_READ),      NULL,           HTTP_JSON_BODY,                    http__job_scan,         NULL},
-    {HM_POST,   "/v1/tables/{t}/plan",             ON_PATH(AUTH_READ),      NULL,           HTTP_JSON_BODY,                    http__job_plan,         NULL},
-    {HM_GET,    "/v1/tables/{t}/snapshots",        ON_PATH(AUTH_READ),      q_page,         0,                                 http__job_snapshots,    NULL},
-    {HM_GET,    "/v1/tables/{t}/files/{id}",       ON_PATH(AUTH_READ),      NULL,           HTTP_FILE_ID,                      http__job_file,         NULL},
-    {HM_GET,    "/v1/tables/{t}/files/{id}/dv",    ON_PATH(AUTH_READ),      q_dv,           HTTP_FILE_ID,                      http__job_dv,           http__fast_dv},
+    {HM_POST,   "/v1/tables/{t}/scan",             ON_PATH(AUTH_READ),      NULL,           HTTP_JSON_BODY,                    ADMIT_X_JSON,    http__job_scan,         NULL},
+    {HM_POST,   "/v1/tables/{t}/plan",             ON_PATH(AUTH_READ),      NULL,           HTTP_JSON_BODY,                    ADMIT_X_JSON,    http__job_plan,         NULL},
+    {HM_GET,    "/v1/tables/{t}/snapshots",        ON_PATH(AUTH_READ),      q_page,         0,                                 0,               http__job_snapshots,    NULL},
+    {HM_GET,    "/v1/tables/{t}/files/{id}",       ON_PATH(AUTH_READ),      NULL,           HTTP_FILE_ID,                      0,               http__job_file,         NULL},
+    {HM_GET,    "/v1/tables/{t}/files/{id}/dv",    ON_PATH(AUTH_READ),      q_dv,           HTTP_FILE_ID,                      0,               http__job_dv,           http__fast_dv},
     /* maintenance */
-    {HM_POST,   "/v1/tables/{t}/compact",          ON_PATH(AUTH_ADMIN),     NULL,           HTTP_JSON_BODY,                    http__job_compact,      NULL},
-    {HM_POST,   "/v1/tables/{t}/expire",           ON_PATH(AUTH_ADMIN),     NULL,           HTTP_JSON_BODY,                    http__job_expire,       NULL},
-    {HM_GET,    "/v1/tables/{t}/health",           ON_PATH(AUTH_READ),      q_page,         0,                                 http__job_table_health, NULL},
+    {HM_POST,   "/v1/tables/{t}/compact",          ON_PATH(AUTH_ADMIN),     NULL,           HTTP_JSON_BODY,                    ADMIT_X_JSON,    http__job_compact,      NULL},
+    {HM_POST,   "/v1/tables/{t}/expire",           ON_PATH(AUTH_ADMIN),     NULL,           HTTP_JSON_BODY,                    ADMIT_X_JSON,    http__job_expire,       NULL},
+    {HM_GET,    "/v1/tables/{t}/health",           ON_PATH(AUTH_READ),      q_page,         0,                                 0,               http__job_table_health, NULL},
     /* erasure: the receipts are read with read; an erasure, and a check of keys against a receipt, need admin */
-    {HM_GET,    "/v1/tables/{t}/erasures",         ON_PATH(AUTH_READ),      q_page,         0,                                 http__job_erasures,     NULL},
-    {HM_POST,   "/v1/tables/{t}/erasures",         ON_PATH(AUTH_ADMIN),     NULL,           HTTP_JSON_BODY | HTTP_MUTATES,     http__job_erase,        NULL},
-    {HM_GET,    "/v1/tables/{t}/erasures/{id}",    ON_PATH(AUTH_READ),      NULL,           0,                                 http__job_erasure,      NULL},
-    {HM_POST,   "/v1/tables/{t}/erasures/{id}/check", ON_PATH(AUTH_ADMIN),  NULL,           HTTP_JSON_BODY,                    http__job_erasure_check, NULL},
+    {HM_GET,    "/v1/tables/{t}/erasures",         ON_PATH(AUTH_READ),      q_page,         0,                                 0,               http__job_erasures,     NULL},
+    {HM_POST,   "/v1/tables/{t}/erasures",         ON_PATH(AUTH_ADMIN),     NULL,           HTTP_JSON_BODY | HTTP_MUTATES,     ADMIT_X_ERASE,   http__job_erase,        NULL},
+    {HM_GET,    "/v1/tables/{t}/erasures/{id}",    ON_PATH(AUTH_READ),      NULL,           0,                                 0,               http__job_erasure,      NULL},
+    {HM_POST,   "/v1/tables/{t}/erasures/{id}/check", ON_PATH(AUTH_ADMIN),  NULL,           HTTP_JSON_BODY,                    ADMIT_X_JSON,    http__job_erasure_check, NULL},
     /* CDC: the tables are in the body: write on each routed table (svc_cdc_apply) */
-    {HM_POST,   "/v1/cdc/debezium",                AUTH_WRITE, AUTH_TABLE_PARSED, q_cdc,    HTTP_CDC_BODY,                     http__job_cdc,          NULL},
+    {HM_POST,   "/v1/cdc/debezium",                AUTH_WRITE, AUTH_TABLE_PARSED, q_cdc,    HTTP_CDC_BODY,                     ADMIT_X_CDC,     http__job_cdc,          NULL},
 };
 /* clang-format on */
 
@@ -185,6 +186,14 @@ int http__routes_check(struct st_err *err)
         if (nq > HTTP_MAX_QUERY)
             return st_errf(err, ST_EINTERNAL, "http: route %s %s declares more than %d query names",
                            mname, rt->pattern, HTTP_MAX_QUERY);
+        bool body = (rt->flags & (HTTP_JSON_BODY | HTTP_CDC_BODY)) != 0;
+        if (body ? rt->charge < 1 || rt->charge > ADMIT_X_MAX : rt->charge != 0)
+            return st_errf(err, ST_EINTERNAL,
+                           "http: route %s %s: %s (1 to %u times its bytes, admit.h)", mname,
+                           rt->pattern,
+                           body ? "a route that reads a body declares its admission charge"
+                                : "a route that reads no body charges nothing",
+                           ADMIT_X_MAX);
         if ((rt->flags & HTTP_FILE_ID) && strstr(rt->pattern, "{id}") == NULL)
             return st_errf(err, ST_EINTERNAL, "http: route %s %s: a file id needs {id}", mname,
                            rt->pattern);

@@ -44,11 +44,11 @@
 /* Tables one body may name, at most (each is looked up before anything commits). */
 #define CDC_TABLES_MAX 256
 
+/* An event of a group: 32 bytes (a body may hold 100,000 of them; see build_seg for its wire). */
 struct cevent {
-    const struct cdc_event *ev;
-    struct wire_change wire;
-    char producer[CDC_PRODUCER_MAX + 1]; /* "" : none (no position, or no source.name) */
-    size_t first, nch;                   /* its changes in the segment's changeset */
+    const struct cdc_event *ev; /* its values converted for the table (convert_image) */
+    const char *producer;       /* "" : none (no position, or no source.name); in the arena */
+    size_t first, nch;          /* its changes in the segment's changeset */
 };
 
 struct seg {
@@ -61,6 +61,7 @@ struct group {
     struct engine_table *t;
     struct cevent *ev;
     size_t n, cap;
+    const char *last_producer; /* the producer of the group's last event with one */
     struct seg *segs;
     size_t nsegs;
     struct svc_cdc_table *res;
@@ -110,33 +111,53 @@ static int column_at(const struct engine_table *t, const char *name, size_t hint
     return engine_table_column(t, name);
 }
 
-/* One image's fields converted for t's columns into `o` (arrays from the batch's arena). */
-static int convert_image(struct jdoc *arena, const struct engine_table *t,
-                         const struct cdc_event *e, const struct cdc_image *img, const char *which,
-                         struct wire_obj *o, struct st_err *err)
+/*
+ * One image's fields converted for t's columns, in place: the batch is this
+ * request's, and each event goes to one table, so its literals become the
+ * values its changes take (no second array per image).
+ */
+static int convert_image(const struct engine_table *t, const struct cdc_event *e,
+                         struct cdc_image *img, const char *which, struct st_err *err)
 {
-    memset(o, 0, sizeof *o);
-    if (!img->present)
-        return ST_OK;
-    struct st_literal *lits = jdoc_alloc(arena, (img->n ? img->n : 1) * sizeof *lits);
-    for (size_t i = 0; i < img->n; i++) {
-        lits[i] = img->lits[i];
+    for (size_t i = 0; img->present && i < img->n; i++) {
         if (img->logical[i] == CDC_L_NONE && img->lits[i].kind != LIT_STRING)
             continue; /* nothing to convert: the changeset coerces it */
         int col = column_at(t, img->names[i], i);
         if (col < 0)
             continue; /* the changeset names it (an unknown column of after, a before's non-key) */
         struct st_err ve = {0};
-        if (cdc_value(&img->lits[i], (enum cdc_logical)img->logical[i], t->cols[col].type, &lits[i],
+        struct st_literal in = img->lits[i];
+        if (cdc_value(&in, (enum cdc_logical)img->logical[i], t->cols[col].type, &img->lits[i],
                       &ve) != ST_OK)
             return st_errf(err, ST_EINVAL, "event %zu (%.200s): %s.%s: %s", e->index, src_of(e),
                            which, img->names[i], ve.msg);
     }
-    o->present = true;
-    o->n = img->n;
-    o->names = img->names;
-    o->lits = lits;
     return ST_OK;
+}
+
+/* An image as the changeset takes it (borrowed from the batch). */
+static struct wire_obj wire_of(const struct cdc_image *img)
+{
+    if (!img->present)
+        return (struct wire_obj){0};
+    return (struct wire_obj){.present = true, .n = img->n, .names = img->names, .lits = img->lits};
+}
+
+/* The op a changeset takes for a Debezium op ('t' is committed apart, never built). */
+static const char *wire_op(char op)
+{
+    switch (op) {
+    case 'c':
+        return "c";
+    case 'r':
+        return "r";
+    case 'u':
+        return "u";
+    case 'd':
+        return "d";
+    default:
+        return "t";
+    }
 }
 
 /* changeset_build's "row K: ..." as "event I (source): ..." */
@@ -154,15 +175,19 @@ static int rename_row_error(const struct group *g, const struct seg *s, int rc, 
     return rc;
 }
 
-/* Build the segment's changes and note which changes each event became. */
+/* Build the segment's changes and note which changes each event became (the wire changes
+   are made here, from the converted events, and gone once the changeset is built). */
 static int build_seg(struct group *g, struct seg *s, struct st_err *err)
 {
     if (s->truncate)
         return ST_OK;
     size_t n = s->to - s->from;
     struct wire_change *w = xcalloc(n ? n : 1, sizeof *w);
-    for (size_t i = 0; i < n; i++)
-        w[i] = g->ev[s->from + i].wire;
+    for (size_t i = 0; i < n; i++) {
+        const struct cdc_event *ev = g->ev[s->from + i].ev;
+        w[i] = (struct wire_change){
+            .op = wire_op(ev->op), .before = wire_of(&ev->before), .after = wire_of(&ev->after)};
+    }
     int rc = changeset_build(g->t, w, n, &s->cs, err);
     free(w);
     if (rc != ST_OK)
@@ -416,19 +441,30 @@ static void push_cevent(struct group *g, const struct cdc_event *ev)
     ce->ev = ev;
 }
 
-/* The event's producer ("" : none), checked as the engine checks producers. */
-static int producer_of(struct cevent *ce, struct st_err *err)
+/*
+ * The event's producer ("" : none), checked as the engine checks producers:
+ * the group's last one when it is the same (a body's events mostly come from
+ * one), else a copy in the batch's arena.
+ */
+static int producer_of(struct jdoc *arena, struct group *g, struct cevent *ce, struct st_err *err)
 {
     const struct cdc_event *ev = ce->ev;
-    ce->producer[0] = '\0';
+    ce->producer = "";
     if (!ev->has_pos || ev->name == NULL || ev->source == NULL)
         return ST_OK;
-    int n = snprintf(ce->producer, sizeof ce->producer, "%s/%s", ev->name, ev->source);
-    if (n < 0 || (size_t)n >= sizeof ce->producer)
+    char name[CDC_PRODUCER_MAX + 1];
+    int n = snprintf(name, sizeof name, "%s/%s", ev->name, ev->source);
+    if (n < 0 || (size_t)n >= sizeof name)
         return st_errf(err, ST_EINVAL,
                        "event %zu (%.200s): source.name and the source table make a producer "
                        "longer than %d bytes",
                        ev->index, src_of(ev), CDC_PRODUCER_MAX);
+    if (g->last_producer == NULL || strcmp(g->last_producer, name) != 0) {
+        char *copy = jdoc_alloc(arena, (size_t)n + 1);
+        memcpy(copy, name, (size_t)n + 1);
+        g->last_producer = copy;
+    }
+    ce->producer = g->last_producer;
     return ST_OK;
 }
 
@@ -483,7 +519,7 @@ int svc_cdc_apply(struct engine *e, const struct svc_cdc_req *q, struct svc_cdc_
     size_t ng = 0;
     /* check: route, look up, convert and build everything before any commit */
     for (size_t i = 0; i < b.n && rc == ST_OK; i++) {
-        const struct cdc_event *ev = &b.ev[i];
+        struct cdc_event *ev = &b.ev[i];
         const char *name = route_of(q, ev);
         if (name == NULL) {
             rc = st_errf(err, ST_EINVAL,
@@ -496,13 +532,9 @@ int svc_cdc_apply(struct engine *e, const struct svc_cdc_req *q, struct svc_cdc_
             break;
         push_cevent(g, ev);
         struct cevent *ce = &g->ev[g->n - 1];
-        static const char *const ops[] = {"c", "r", "u", "d"};
-        const char *op = strchr("crud", ev->op) ? ops[strchr("crud", ev->op) - "crud"] : "t";
-        ce->wire.op = op;
-        if ((rc = producer_of(ce, err)) == ST_OK &&
-            (rc = convert_image(arena, g->t, ev, &ev->before, "before", &ce->wire.before, err)) ==
-                ST_OK)
-            rc = convert_image(arena, g->t, ev, &ev->after, "after", &ce->wire.after, err);
+        if ((rc = producer_of(arena, g, ce, err)) == ST_OK &&
+            (rc = convert_image(g->t, ev, &ev->before, "before", err)) == ST_OK)
+            rc = convert_image(g->t, ev, &ev->after, "after", err);
     }
     for (size_t i = 0; i < ng && rc == ST_OK; i++) {
         segment(&gs[i]);

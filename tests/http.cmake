@@ -6,6 +6,9 @@
 #   http_readme   the README walkthrough's commands (and docs/CLI.md's, with
 #                 `strike`), run and checked
 #   http_duckdb   plan + files + DVs read by DuckDB == strike's own scan
+#   http_memory   a request's peak RSS growth: NDJSON of null lines, deletes
+#                 on 1,000 columns (CDC and /changes), an erasure by filter of
+#                 540,000 keys (issue 28 item 5; not under TSan: its shadow)
 #   test_http_render  an erasure's receipt as HTTP answers it, byte for byte (unit)
 # Benchmarks: tests/bench/http_bench.sh BUILD_DIR (Release build).
 strike_unit_test(test_http_render SOURCES unit/test_http_render.c LIBS strike_server)
@@ -13,6 +16,7 @@ strike_py_test(http_api test_http_api.py LABELS http tsan)
 strike_py_test(http_limits test_http_limits.py LABELS http tsan)
 strike_py_test(http_readme test_http_readme.py LABELS http tsan)
 strike_py_test(http_duckdb test_http_duckdb.py LABELS http tsan)
+strike_py_test(http_memory test_memory.py LABELS http)
 # Small DVs inline in the catalog: a single-key delete, then a plan's Puffin blob (issue 19).
 strike_py_test(http_inline_dv test_inline_dv.py LABELS http)
 # http_readme_s3: the README walkthrough once more with --data s3:// (the s3 fixture's moto_server)

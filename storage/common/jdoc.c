@@ -90,10 +90,10 @@ void *jdoc_alloc(struct jdoc *d, size_t n)
     return p;
 }
 
-/* A document whose first chunk fits a typical tree for `len` bytes of text. */
-static struct jdoc *doc_new(size_t len)
+/* A document whose first chunk holds `first` bytes (its own header included). */
+static struct jdoc *doc_new(size_t first)
 {
-    size_t first = len * 2 + ARENA_MIN;
+    assert(first >= ARENA_MIN);
     struct jdoc_chunk *c = xmalloc(sizeof *c + first);
     c->next = NULL;
     c->cap = first;
@@ -104,6 +104,14 @@ static struct jdoc *doc_new(size_t len)
     d->end = (char *)(c + 1) + first;
     d->grow = first;
     assert(d->cur <= d->end);
+    return d;
+}
+
+struct jdoc *jdoc_new(size_t hint)
+{
+    struct jdoc *d =
+        doc_new((hint < SIZE_MAX / 2 - ARENA_MIN ? hint : SIZE_MAX / 2 - ARENA_MIN) + ARENA_MIN);
+    d->root.type = JDOC_NULL;
     return d;
 }
 
@@ -1090,14 +1098,14 @@ static bool in_arena(const struct jdoc *d, const void *p, size_t n)
  * bytes without U+0000 and a NUL; a real is finite; object keys are strings.
  * Iterative: the tree may be as deep as the caller allowed.
  */
-static void check_tree(const struct jdoc *d)
+static void check_tree(const struct jdoc *d, const struct jdoc_val *root)
 {
     struct span {
         const struct jdoc_val *v;
         size_t n;
     } *stk = xmalloc(16 * sizeof *stk);
     size_t top = 0, cap = 16;
-    stk[top++] = (struct span){&d->root, 1};
+    stk[top++] = (struct span){root, 1};
     while (top > 0) {
         struct span *sp = &stk[top - 1];
         if (sp->n == 0) {
@@ -1144,23 +1152,15 @@ static void check_tree(const struct jdoc *d)
 }
 #endif
 
-struct jdoc *jdoc_parse(const void *text, size_t len, const struct jdoc_opts *opts,
-                        struct jdoc_error *err)
+/* Parse text into d's arena: the root into *root, or false with err. d is kept either way. */
+static bool parse_in(struct jdoc *d, const void *text, size_t len, const struct jdoc_opts *opts,
+                     struct jdoc_error *err, struct jdoc_val *root)
 {
-    pthread_once(&g_once, init_once);
-    if (err != NULL)
-        memset(err, 0, sizeof *err);
-    if (len >= UINT32_MAX) {
-        if (err != NULL) {
-            err->line = 1;
-            set_text(err, "the text is too long (%zu bytes, at most %u)", len, UINT32_MAX - 1);
-        }
-        return NULL;
-    }
+    assert(len < UINT32_MAX); /* the callers refuse longer texts */
     struct jp j = {
         .s = len > 0 ? text : (const unsigned char *)"",
         .len = len,
-        .d = doc_new(len),
+        .d = d,
         .max_depth = opts != NULL && opts->max_depth > 0 ? opts->max_depth : JDOC_DEPTH_DEFAULT,
         .cap = 64,
     };
@@ -1168,7 +1168,7 @@ struct jdoc *jdoc_parse(const void *text, size_t len, const struct jdoc_opts *op
     bool ok = parse(&j, opts != NULL ? opts->flags : 0);
     assert(!ok || (j.top == 1 && j.nfr == 0)); /* one value left: the root */
     if (ok)
-        j.d->root = j.stk[0];
+        *root = j.stk[0];
     else if (err != NULL)
         describe(&j, err);
     for (size_t i = 0; i < j.nfr; i++)
@@ -1176,10 +1176,49 @@ struct jdoc *jdoc_parse(const void *text, size_t len, const struct jdoc_opts *op
     free(j.fr);
     free(j.stk);
     free(j.lost);
-    if (!ok) {
-        jdoc_free(j.d);
+    return ok;
+}
+
+/* The start of jdoc_parse and jdoc_parse_into: false (err filled) for a text too long. */
+static bool parse_start(size_t len, struct jdoc_error *err)
+{
+    pthread_once(&g_once, init_once);
+    if (err != NULL)
+        memset(err, 0, sizeof *err);
+    if (len < UINT32_MAX)
+        return true;
+    if (err != NULL) {
+        err->line = 1;
+        set_text(err, "the text is too long (%zu bytes, at most %u)", len, UINT32_MAX - 1);
+    }
+    return false;
+}
+
+struct jdoc *jdoc_parse(const void *text, size_t len, const struct jdoc_opts *opts,
+                        struct jdoc_error *err)
+{
+    if (!parse_start(len, err))
+        return NULL;
+    struct jdoc *d = doc_new(len * 2 + ARENA_MIN); /* fits a typical tree for len bytes */
+    if (!parse_in(d, text, len, opts, err, &d->root)) {
+        jdoc_free(d);
         return NULL;
     }
-    ST_DEBUG_CHECK(check_tree(j.d));
-    return j.d;
+    ST_DEBUG_CHECK(check_tree(d, &d->root));
+    return d;
+}
+
+const struct jdoc_val *jdoc_parse_into(struct jdoc *d, const void *text, size_t len,
+                                       const struct jdoc_opts *opts, struct jdoc_error *err)
+{
+    assert(d != NULL);
+    if (!parse_start(len, err))
+        return NULL;
+    struct jdoc_val root;
+    if (!parse_in(d, text, len, opts, err, &root))
+        return NULL;
+    struct jdoc_val *v = jdoc_alloc(d, sizeof *v);
+    *v = root;
+    ST_DEBUG_CHECK(check_tree(d, v));
+    return v;
 }

@@ -98,6 +98,21 @@ struct jdoc;
  */
 struct jdoc *jdoc_parse(const void *text, size_t len, const struct jdoc_opts *opts,
                         struct jdoc_error *err);
+/*
+ * An empty document (its root is null) whose arena starts with room for
+ * about `hint` bytes, for jdoc_parse_into and jdoc_alloc (caller frees with
+ * jdoc_free).
+ */
+struct jdoc *jdoc_new(size_t hint);
+/*
+ * Parse text[0..len) as jdoc_parse does, into d's arena: many texts (the
+ * lines of NDJSON, the elements of a batch) share one arena instead of a
+ * document each. Returns the text's value, which lives until jdoc_free(d),
+ * or NULL with `err` (may be NULL) filled in; d is not freed on failure
+ * (what the failed parse took of its arena stays there until then).
+ */
+const struct jdoc_val *jdoc_parse_into(struct jdoc *d, const void *text, size_t len,
+                                       const struct jdoc_opts *opts, struct jdoc_error *err);
 /* Free the document and everything in it. NULL is a no-op. */
 void jdoc_free(struct jdoc *d);
 /* The top-level value (valid until jdoc_free). */

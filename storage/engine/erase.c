@@ -43,6 +43,20 @@
  * recompute from a guessed key; engine_check_erasure checks keys against
  * either form.
  *
+ * Memory does not grow with the keys a filter matches: the keys the purge
+ * finds go to the catalog as they are found, COPYed in chunks into a
+ * temporary table of the erasure's connection (struct keysink), where the
+ * key index check joins them, and the digest (the HMAC updated a chunk at a
+ * time: the same bytes as all at once) and the statistics check read them
+ * back distinct and sorted, through a cursor, in chunks (keys_each). Keys
+ * named by the request (at most ERASE_KEYS_MAX) are also held in memory, to
+ * find their rows in the files. What the filter form's row version checks
+ * need of the other versions of the erased keys is found without the keys
+ * in memory either: the key index's entries of erased keys go to a second
+ * temporary table (index_entries), which the scan of each file reads for
+ * that file and marks, and the statistics bounds that are erased keys (at
+ * most two a file) are found before the scans (statistics_bounds).
+ *
  * Every erasure is a row of strike.erasures from its start (status
  * "running") to its verified receipt (struct engine_erasure, stored in the
  * engine's encoding, receipt.c). The rewrite lock (compact.c) is held
@@ -84,6 +98,26 @@
 #define ERASE_SECRET_LEN 32
 #define ERASE_DIGEST_HMAC "hmac-sha256:"
 #define ERASE_DIGEST_PLAIN "sha256:" /* receipts stored before the secret existed */
+/* Erased keys COPYed to the catalog at most this many (or bytes) at a time. */
+#define ERASE_SINK_ROWS 65536
+#define ERASE_SINK_BYTES (4u << 20)
+/* Keys read back at a time (keys_each): at most 8 MiB of 1 KiB keys. */
+#define ERASE_KEYS_CHUNK 8192
+
+/*
+ * The erased keys on their way to the catalog: rows (key, k8) of the
+ * temporary table pg_temp.strike_erase_keys of the erasure's connection,
+ * the encoding and, for a table of one integer key (key_is_i8), its value
+ * (duplicates included: a filter finds the old versions of a key in other
+ * files), COPYed (binary) in chunks, as delete_where.c's key sink does.
+ */
+struct keysink {
+    PGconn *c;      /* NULL: not open */
+    bool i8;        /* k8 holds the key's value (strike.key_index_i8) */
+    struct buf buf; /* a COPY binary stream, header included, not sent yet */
+    size_t nbuf;    /* its rows */
+    int64_t nrows;  /* rows COPYed so far */
+};
 
 struct erasure {
     struct engine *e;
@@ -92,14 +126,23 @@ struct erasure {
     struct rewrite *rw;
     char id[ST_UUID_STR_LEN + 1];
     bool resumed;
-    /* the erased rows: encoded keys (keys form), or the filter */
-    struct hmap keys; /* encoded key -> (void *)1 */
+    /* the erased rows: encoded keys (keys form), or the filter and the keys it matched */
+    struct hmap keys; /* keys form: encoded key -> (void *)1 */
     const struct filter *f;
+    struct keysink sink; /* the keys named, and those the purge found */
+    int64_t nkeys;       /* distinct keys: the hmap's, or the sink's once digest_of counted them */
     struct buf kb;
-    /* filter form, found by verify_files: the rows of an erased key that the filter does not
-       match (an older or newer version of the key is not erased): file id and position of the
-       live ones (kept_pos), file id and key of all of them (kept_keys) */
-    struct hmap kept_pos, kept_keys;
+    /* filter form: the rows of an erased key that the filter does not match (an older or newer
+       version of the key is not erased), found by verify_files: those the key index points at
+       are marked in the temporary table pg_temp.strike_erase_at (made by index_entries; at_files:
+       the ids, 8 bytes big-endian, of the files its entries point into); file id and key of
+       those in a file a statistics bound of which is that key (kept_keys) */
+    bool at_made;
+    struct hmap at_files, kept_keys;
+    /* statistics_bounds: the bounds checked, and file id and key -> how many bounds of that file
+       are that erased key */
+    int64_t bounds_checked;
+    struct hmap bound_hits;
     /* the receipt's numbers */
     uint8_t secret[ERASE_SECRET_LEN]; /* the catalog's key of the digest */
     uint8_t digest[32];
@@ -156,44 +199,273 @@ static void hmac_final(struct hmac *h, uint8_t out[32])
     memset(h, 0, sizeof *h);
 }
 
-/*
- * The digest of the sorted, distinct encodings in `set`, each with its
- * length: the HMAC-SHA256 keyed with `secret`, or (NULL) the plain SHA-256
- * of receipts stored before the secret existed.
- */
-static void digest_of(const struct hmap *set, const uint8_t *secret, uint8_t out[32])
+/* The keys of `set` in order (cmp_key): *n of them, borrowed from the set (caller frees the
+   array). */
+static struct buf *sorted_keys(const struct hmap *set, size_t *n)
 {
-    size_t n = 0, i = 0;
+    size_t i = 0, j = 0;
     const uint8_t *k;
     size_t klen;
     void *v;
-    while (hmap_next(set, &i, &k, &klen, &v))
-        n++;
-    struct buf *all = xcalloc(n ? n : 1, sizeof *all);
-    size_t j = 0;
-    i = 0;
+    struct buf *all = xcalloc(set->count ? set->count : 1, sizeof *all);
     while (hmap_next(set, &i, &k, &klen, &v)) {
+        assert(j < set->count);
         all[j].data = (uint8_t *)k;
         all[j].len = klen;
         j++;
     }
-    qsort(all, n, sizeof *all, cmp_key);
+    assert(j == set->count);
+    qsort(all, j, sizeof *all, cmp_key);
+    *n = j;
+    return all;
+}
+
+/*
+ * A key digest as it is computed, a chunk of keys at a time (digest_chunk):
+ * the sorted, distinct encodings, each preceded by its length (4 bytes,
+ * big-endian), into the HMAC-SHA256 keyed with the catalog's secret, or into
+ * the plain SHA-256 of receipts stored before the secret existed. The same
+ * bytes whatever the chunks.
+ */
+struct digest {
     struct hmac h;
-    if (secret != NULL)
-        hmac_init(&h, secret, ERASE_SECRET_LEN);
+    bool keyed;
+    int64_t n; /* keys so far */
+};
+
+/* secret: ERASE_SECRET_LEN bytes, or NULL for the plain SHA-256. */
+static void digest_begin(struct digest *d, const uint8_t *secret)
+{
+    d->keyed = secret != NULL;
+    d->n = 0;
+    if (d->keyed)
+        hmac_init(&d->h, secret, ERASE_SECRET_LEN);
     else
-        st_sha256_init(&h.inner);
-    for (j = 0; j < n; j++) {
+        st_sha256_init(&d->h.inner);
+}
+
+/* The next n keys, in order after those given before. */
+static void digest_add(struct digest *d, const struct buf *keys, size_t n)
+{
+    for (size_t j = 0; j < n; j++) {
         uint8_t len[4];
-        st_u32be(len, (uint32_t)all[j].len);
-        st_sha256_update(&h.inner, len, 4);
-        st_sha256_update(&h.inner, all[j].data, all[j].len);
+        st_u32be(len, (uint32_t)keys[j].len);
+        st_sha256_update(&d->h.inner, len, 4);
+        st_sha256_update(&d->h.inner, keys[j].data, keys[j].len);
     }
-    if (secret != NULL)
-        hmac_final(&h, out);
+    d->n += (int64_t)n;
+}
+
+static void digest_end(struct digest *d, uint8_t out[32])
+{
+    if (d->keyed)
+        hmac_final(&d->h, out);
     else
-        st_sha256_final(&h.inner, out);
+        st_sha256_final(&d->h.inner, out);
+}
+
+static const uint8_t COPY_HEADER[19] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0};
+
+static int exec_cmd(PGconn *c, const char *sql, const char *what, struct st_err *err)
+{
+    PGresult *r = cat_pq_exec(c, sql);
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? ST_OK : cat_fail(c, r, what, err);
+    PQclear(r);
+    return rc;
+}
+
+/* An empty key table on connection c (created once per connection). */
+static int sink_open(struct keysink *k, PGconn *c, bool i8, struct st_err *err)
+{
+    k->c = c;
+    k->i8 = i8;
+    k->nbuf = 0;
+    k->nrows = 0;
+    buf_reset(&k->buf);
+    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
+    return exec_cmd(c,
+                    "CREATE TEMP TABLE IF NOT EXISTS strike_erase_keys (key bytea NOT NULL, k8 "
+                    "bigint); TRUNCATE pg_temp.strike_erase_keys",
+                    "preparing the erasure's key table", err);
+}
+
+/* COPY the rows buffered so far. */
+static int sink_flush(struct keysink *k, struct st_err *err)
+{
+    if (k->nbuf == 0)
+        return ST_OK;
+    buf_put_u8(&k->buf, 0xff); /* the trailer: a field count of -1 */
+    buf_put_u8(&k->buf, 0xff);
+    /* Not cat_pq_exec: COPY IN yields PGRES_COPY_IN until the data has been sent. */
+    PGresult *r =
+        PQsendQuery(k->c, "COPY pg_temp.strike_erase_keys (key, k8) FROM STDIN (FORMAT binary)") ==
+                1
+            ? cat_pq_get_result(k->c)
+            : NULL;
+    int rc = ST_OK;
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = cat_fail(k->c, r, "sending the erased keys", err);
+        bool answered = r != NULL;
+        PQclear(r);
+        while (answered && (r = cat_pq_get_result(k->c)) != NULL) /* the rest of its results */
+            PQclear(r);
+        return rc;
+    }
+    PQclear(r);
+    if (PQputCopyData(k->c, (const char *)k->buf.data, (int)k->buf.len) != 1 ||
+        PQputCopyEnd(k->c, NULL) != 1)
+        rc = cat_fail(k->c, NULL, "sending the erased keys", err);
+    while ((r = cat_pq_get_result(k->c)) != NULL) {
+        if (rc == ST_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = cat_fail(k->c, r, "sending the erased keys", err);
+        PQclear(r);
+    }
+    if (rc == ST_OK && PQstatus(k->c) != CONNECTION_OK)
+        rc = cat_fail(k->c, NULL, "sending the erased keys", err);
+    k->nrows += (int64_t)k->nbuf;
+    k->nbuf = 0;
+    buf_reset(&k->buf);
+    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
+    return rc;
+}
+
+/* One key's encoding joins the key table (a COPY when the chunk is full). */
+static int sink_add(struct keysink *k, const uint8_t *key, size_t len, struct st_err *err)
+{
+    assert(k->c != NULL && len <= UINT32_MAX);
+    buf_put_u8(&k->buf, 0); /* two fields */
+    buf_put_u8(&k->buf, 2);
+    buf_put_u32be(&k->buf, (uint32_t)len);
+    buf_append(&k->buf, key, len);
+    if (k->i8) {
+        buf_put_u32be(&k->buf, 8);
+        st_u64be(buf_extend(&k->buf, 8), (uint64_t)key_i8(key, len));
+    } else {
+        buf_put_u32be(&k->buf, UINT32_MAX); /* -1: null */
+    }
+    k->nbuf++;
+    if (k->nbuf >= ERASE_SINK_ROWS || k->buf.len >= ERASE_SINK_BYTES)
+        return sink_flush(k, err);
+    return ST_OK;
+}
+
+/* Every key sent, and the table analyzed for the key index check's join. */
+static int sink_finish(struct keysink *k, struct st_err *err)
+{
+    int rc = sink_flush(k, err);
+    return rc != ST_OK ? rc
+                       : exec_cmd(k->c, "ANALYZE pg_temp.strike_erase_keys",
+                                  "reading the erased keys", err);
+}
+
+/* Empty the key table (its disk space goes back) once the erasure is over. */
+static void sink_close(struct keysink *k)
+{
+    if (k->c != NULL && PQstatus(k->c) == CONNECTION_OK) {
+        struct st_err ignored = {0};
+        (void)exec_cmd(k->c, "TRUNCATE pg_temp.strike_erase_keys", "emptying the erasure's keys",
+                       &ignored);
+    }
+    buf_free(&k->buf);
+    k->c = NULL;
+}
+
+/* What keys_each hands out: n keys (borrowed until the call returns), distinct, in order. */
+typedef int (*keys_fn)(struct erasure *w, void *ctx, const struct buf *keys, size_t n,
+                       struct st_err *err);
+
+/* The keys named (keys form): the hmap's keys in order, to fn in chunks. */
+static int keys_each_named(struct erasure *w, keys_fn fn, void *ctx, struct st_err *err)
+{
+    size_t n;
+    struct buf *all = sorted_keys(&w->keys, &n);
+    int rc = ST_OK;
+    for (size_t at = 0; at < n && rc == ST_OK; at += ERASE_KEYS_CHUNK)
+        rc = fn(w, ctx, all + at, n - at < ERASE_KEYS_CHUNK ? n - at : ERASE_KEYS_CHUNK, err);
     free(all);
+    return rc;
+}
+
+/* The sink's keys: the key table's distinct keys in order (bytea's order is memcmp's,
+   cmp_key's), through a cursor in a transaction of its own, to fn in chunks. */
+static int keys_each_found(struct erasure *w, keys_fn fn, void *ctx, struct st_err *err)
+{
+    PGconn *c = w->sink.c;
+    assert(c != NULL && PQtransactionStatus(c) == PQTRANS_IDLE); /* between the steps */
+    int rc = sink_flush(&w->sink, err);
+    if (rc == ST_OK)
+        rc = exec_cmd(c,
+                      "BEGIN; DECLARE strike_erase_cur NO SCROLL CURSOR FOR SELECT DISTINCT key "
+                      "FROM pg_temp.strike_erase_keys ORDER BY key",
+                      "reading the erased keys", err);
+    if (rc != ST_OK)
+        return rc;
+    char sql[64];
+    snprintf(sql, sizeof sql, "FETCH FORWARD %d FROM strike_erase_cur", ERASE_KEYS_CHUNK);
+    struct buf *chunk = xcalloc(ERASE_KEYS_CHUNK, sizeof *chunk);
+    for (;;) {
+        PGresult *r = cat_pq_exec_params(c, sql, 0, NULL, NULL, NULL, NULL, 1);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+            rc = cat_fail(c, r, "reading the erased keys", err);
+            PQclear(r);
+            break;
+        }
+        int n = PQntuples(r);
+        assert(n <= ERASE_KEYS_CHUNK);
+        for (int i = 0; i < n; i++) {
+            chunk[i].data = (uint8_t *)PQgetvalue(r, i, 0);
+            chunk[i].len = (size_t)PQgetlength(r, i, 0);
+        }
+        if (n > 0)
+            rc = fn(w, ctx, chunk, (size_t)n, err);
+        PQclear(r);
+        if (rc != ST_OK || n < ERASE_KEYS_CHUNK)
+            break;
+    }
+    free(chunk);
+    struct st_err e2 = {0};
+    int erc = exec_cmd(c, rc == ST_OK ? "CLOSE strike_erase_cur; COMMIT" : "ROLLBACK",
+                       "reading the erased keys", rc == ST_OK ? err : &e2);
+    return rc != ST_OK ? rc : erc;
+}
+
+/*
+ * The erased keys, distinct and in order, to fn in chunks of at most
+ * ERASE_KEYS_CHUNK: the sink's once it is open (the keys named, and those
+ * the purge found), else the keys named (none for a filter before its purge).
+ */
+static int keys_each(struct erasure *w, keys_fn fn, void *ctx, struct st_err *err)
+{
+    return w->sink.c != NULL ? keys_each_found(w, fn, ctx, err) : keys_each_named(w, fn, ctx, err);
+}
+
+/* The next chunk of the digest's keys (ctx: the struct digest). */
+static int digest_chunk(struct erasure *w, void *ctx, const struct buf *keys, size_t n,
+                        struct st_err *err)
+{
+    (void)w;
+    (void)err;
+    digest_add(ctx, keys, n);
+    return ST_OK;
+}
+
+/*
+ * The erased keys' digest (keyed with w->secret, read before) to w->digest,
+ * their number to w->nkeys: the keys named before the sink is open, the
+ * sink's after (a filter's: those its purge found), read back in chunks.
+ */
+static int digest_of(struct erasure *w, struct st_err *err)
+{
+    struct digest d;
+    digest_begin(&d, w->secret);
+    int rc = keys_each(w, digest_chunk, &d, err);
+    uint8_t out[32];
+    digest_end(&d, out); /* also when it failed: the key's pads are wiped */
+    if (rc != ST_OK)
+        return rc;
+    memcpy(w->digest, out, sizeof out);
+    w->nkeys = d.n;
+    return ST_OK;
 }
 
 /*
@@ -243,15 +515,16 @@ struct found {
     int64_t live;    /* matching rows live now (written after the delete) */
 };
 
-/* Which matching rows of a scanned file are erased versions whose keys the filter form adds to
-   w->keys (the digest, and the keys the other checks look at). */
+/* Which matching rows of a scanned file are erased versions whose keys the filter form sends to
+   w->sink (the digest, and the keys the other checks look at). */
 enum collect {
     COLLECT_NONE,
     COLLECT_DEAD, /* the deleted ones (a live file) */
     COLLECT_ALL,  /* all of them (a file of an older snapshot, from before the delete) */
 };
 
-/* A (file id, 8 bytes big-endian) prefix and what follows, as a key of kept_pos / kept_keys. */
+/* A (file id, 8 bytes big-endian) prefix and what follows, as a key of bound_hits and kept_keys
+   (at_files' keys are the prefix alone). */
 static void file_key(struct buf *b, int64_t file_id, const void *tail, size_t n)
 {
     uint8_t id[8];
@@ -262,14 +535,47 @@ static void file_key(struct buf *b, int64_t file_id, const void *tail, size_t n)
 }
 
 /*
+ * Filter form, what verification watches for in one file besides the erased
+ * row versions: the rows of erased keys that the filter does not match (an
+ * older or newer version of an erased key is not erased). `at` holds the key
+ * index's entries from before the delete that point into the file (rows
+ * (pos, key) of pg_temp.strike_erase_at, binary, by position; `pos` their
+ * positions decoded): an entry found at a live row of its key that the
+ * filter does not match goes to `kept`. A row of an erased key that is a
+ * statistics bound of the file (w->bound_hits) goes to w->kept_keys.
+ */
+struct watch {
+    int64_t file_id;
+    PGresult *at; /* NULL: no entry points into the file */
+    int64_t *pos;
+    int n, next;     /* entries; the first not passed yet */
+    struct buf kept; /* positions (int64_t, host order) of the entries found */
+};
+
+/* A row of the file at position `pos` that the filter does not match, its encoding in w->kb. */
+static void watch_row(struct erasure *w, struct watch *wt, int64_t pos, bool dead, struct buf *fk)
+{
+    while (wt->next < wt->n && wt->pos[wt->next] < pos)
+        wt->next++;
+    if (wt->next < wt->n && wt->pos[wt->next] == pos && !dead &&
+        (size_t)PQgetlength(wt->at, wt->next, 1) == w->kb.len &&
+        memcmp(PQgetvalue(wt->at, wt->next, 1), w->kb.data, w->kb.len) == 0)
+        buf_append(&wt->kept, &pos, sizeof pos);
+    if (w->bound_hits.count > 0) {
+        file_key(fk, wt->file_id, w->kb.data, w->kb.len);
+        if (hmap_get(&w->bound_hits, fk->data, fk->len) != NULL)
+            hmap_put(&w->kept_keys, fk->data, fk->len, NULL);
+    }
+}
+
+/*
  * Scan one data file for the erased rows: every row, deleted or not. `dv`:
  * its DV now (NULL: none). Filter form: the keys of the matching rows
- * `collect` says join w->keys; with `kept`, the rows of keys in w->keys
- * that the filter does not match join w->kept_pos (live ones) and
- * w->kept_keys, under `file_id`.
+ * `collect` says join w->sink; with a `watch` (of the file), the rows
+ * that the filter does not match are watched for (watch_row).
  */
-static int scan_file(struct erasure *w, int64_t file_id, const char *path, const struct dv *dv,
-                     enum collect collect, bool kept, struct found *out, struct st_err *err)
+static int scan_file(struct erasure *w, const char *path, const struct dv *dv, enum collect collect,
+                     struct watch *watch, struct found *out, struct st_err *err)
 {
     const struct engine_table *t = w->t;
     memset(out, 0, sizeof *out);
@@ -301,7 +607,9 @@ static int scan_file(struct erasure *w, int64_t file_id, const char *path, const
     uint8_t *sel = NULL;
     size_t selcap = 0;
     struct buf fk = BUF_INIT;
-    kept = kept && w->f != NULL;
+    /* nothing to watch for: no entry into the file, no bound that is an erased key */
+    if (w->f == NULL || (watch != NULL && watch->n == 0 && w->bound_hits.count == 0))
+        watch = NULL;
     for (int rg = 0; rc == ST_OK && rg < pq_num_row_groups(r); rg++) {
         uint64_t first, nr;
         pq_row_group(r, rg, &first, &nr);
@@ -317,21 +625,12 @@ static int scan_file(struct erasure *w, int64_t file_id, const char *path, const
         if (w->f != NULL)
             filter_eval(w->f, vecs, b.nrows, sel);
         for (size_t i = 0; i < b.nrows; i++) {
-            if (!sel[i] && !kept)
+            if (!sel[i] && watch == NULL)
                 continue;
             row_key(t, vecs, i, &w->kb);
             bool dead = dv != NULL && dv_contains(dv, first + i);
             if (!sel[i]) { /* filter form: another version of an erased key is not erased */
-                if (hmap_get(&w->keys, w->kb.data, w->kb.len) == NULL)
-                    continue;
-                file_key(&fk, file_id, w->kb.data, w->kb.len);
-                hmap_put(&w->kept_keys, fk.data, fk.len, NULL);
-                if (!dead) {
-                    uint8_t pos[8];
-                    st_u64be(pos, first + i);
-                    file_key(&fk, file_id, pos, 8);
-                    hmap_put(&w->kept_pos, fk.data, fk.len, NULL);
-                }
+                watch_row(w, watch, (int64_t)(first + i), dead, &fk);
                 continue;
             }
             if (w->f == NULL && hmap_get(&w->keys, w->kb.data, w->kb.len) == NULL)
@@ -340,8 +639,9 @@ static int scan_file(struct erasure *w, int64_t file_id, const char *path, const
                 out->deleted++;
             else
                 out->live++;
-            if (w->f != NULL && (collect == COLLECT_ALL || (collect == COLLECT_DEAD && dead)))
-                hmap_put(&w->keys, w->kb.data, w->kb.len, NULL);
+            if (w->f != NULL && (collect == COLLECT_ALL || (collect == COLLECT_DEAD && dead)) &&
+                (rc = sink_add(&w->sink, w->kb.data, w->kb.len, err)) != ST_OK)
+                break;
         }
     }
     free(sel);
@@ -491,8 +791,7 @@ static int purge(struct erasure *w, struct st_err *err)
         struct dv *dv = NULL;
         struct found f;
         if ((rc = file_dv(w, &lst[i], &dv, err)) == ST_OK &&
-            (rc = scan_file(w, lst[i].id, lst[i].path, dv, COLLECT_DEAD, false, &f, err)) ==
-                ST_OK) {
+            (rc = scan_file(w, lst[i].path, dv, COLLECT_DEAD, NULL, &f, err)) == ST_OK) {
             w->versions_found += erased_in(w, &f, lst[i].data_seq);
             if (f.deleted > 0) {
                 pick[i] = true;
@@ -508,8 +807,7 @@ static int purge(struct erasure *w, struct st_err *err)
         int64_t ds = pgu_get_i64(hist, i, 2);
         struct found f;
         if (ds <= w->delete_seq &&
-            (rc = scan_file(w, pgu_get_i64(hist, i, 0), PQgetvalue(hist, i, 1), NULL, COLLECT_ALL,
-                            false, &f, err)) == ST_OK)
+            (rc = scan_file(w, PQgetvalue(hist, i, 1), NULL, COLLECT_ALL, NULL, &f, err)) == ST_OK)
             w->versions_found += erased_in(w, &f, ds);
     }
     PQclear(hist);
@@ -551,6 +849,129 @@ static int expire_before(struct erasure *w, struct st_err *err)
 }
 
 /*
+ * Filter form, before verification: the key index's entries from before the
+ * delete of the erased keys (file id, position, key) into the temporary
+ * table pg_temp.strike_erase_at of the erasure's connection, in one
+ * statement joining the key table (distinct) with the key index; the ids of
+ * the files they point into to w->at_files. verify_files marks those it
+ * finds at a live row of their key that the filter does not match (kept).
+ */
+static int index_entries(struct erasure *w, struct st_err *err)
+{
+    const struct engine_table *t = w->t;
+    if (w->f == NULL || t->npk == 0)
+        return ST_OK;
+    PGconn *c = eng__rewrite_conn(w->rw);
+    int rc = exec_cmd(c,
+                      "CREATE TEMP TABLE IF NOT EXISTS strike_erase_at (file_id bigint NOT NULL, "
+                      "pos bigint NOT NULL, key bytea NOT NULL, kept boolean NOT NULL DEFAULT "
+                      "false); CREATE INDEX IF NOT EXISTS strike_erase_at_pos ON "
+                      "pg_temp.strike_erase_at (file_id, pos); TRUNCATE pg_temp.strike_erase_at",
+                      "preparing the erasure's key index entries", err);
+    if (rc != ST_OK)
+        return rc;
+    w->at_made = true;
+    bool i8 = key_is_i8(t);
+    struct pgu_num tid, ds;
+    const char *v[2] = {pgu_i64(&tid, t->id), pgu_i64(&ds, w->delete_seq)};
+    char sql[400];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO pg_temp.strike_erase_at (file_id, pos, key) SELECT k.file_id, k.pos, "
+             "d.key FROM %s k JOIN (SELECT DISTINCT key, k8 FROM pg_temp.strike_erase_keys) d ON "
+             "k.key = d.%s WHERE k.table_id = $1 AND k.seq <= $2",
+             i8 ? "strike.key_index_i8" : "strike.key_index", i8 ? "k8" : "key");
+    PGresult *r = cat_pq_exec_params(c, sql, 2, NULL, v, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        rc = cat_fail(c, r, "reading the key index", err);
+    PQclear(r);
+    if (rc == ST_OK)
+        rc = exec_cmd(c, "ANALYZE pg_temp.strike_erase_at", "reading the key index", err);
+    if (rc != ST_OK)
+        return rc;
+    r = cat_pq_exec_params(c, "SELECT DISTINCT file_id FROM pg_temp.strike_erase_at", 0, NULL, NULL,
+                           NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = cat_fail(c, r, "reading the key index", err);
+        PQclear(r);
+        return rc;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        uint8_t id[8];
+        st_u64be(id, (uint64_t)pgu_get_i64(r, i, 0));
+        hmap_put(&w->at_files, id, sizeof id, NULL);
+    }
+    PQclear(r);
+    return ST_OK;
+}
+
+/*
+ * scan_file for verification (COLLECT_NONE), file `file_id` watched (filter
+ * form): the key index's entries into it read before, those found marked
+ * kept after.
+ */
+static int scan_watched(struct erasure *w, int64_t file_id, const char *path, const struct dv *dv,
+                        struct found *f, struct st_err *err)
+{
+    struct watch wt = {.file_id = file_id, .kept = BUF_INIT};
+    PGconn *c = eng__rewrite_conn(w->rw);
+    struct pgu_num fid;
+    const char *v[2] = {pgu_i64(&fid, file_id), NULL};
+    uint8_t id[8];
+    st_u64be(id, (uint64_t)file_id);
+    int rc = ST_OK;
+    if (w->f != NULL && hmap_get(&w->at_files, id, sizeof id) != NULL) {
+        wt.at = cat_pq_exec_params(
+            c, "SELECT pos, key FROM pg_temp.strike_erase_at WHERE file_id = $1 ORDER BY pos", 1,
+            NULL, v, NULL, NULL, 1);
+        if (PQresultStatus(wt.at) != PGRES_TUPLES_OK) {
+            rc = cat_fail(c, wt.at, "reading the key index", err);
+            PQclear(wt.at);
+            return rc;
+        }
+        wt.n = PQntuples(wt.at);
+        wt.pos = xcalloc(wt.n > 0 ? (size_t)wt.n : 1, sizeof *wt.pos);
+        for (int i = 0; i < wt.n && rc == ST_OK; i++) {
+            const uint8_t *p = (const uint8_t *)PQgetvalue(wt.at, i, 0);
+            if (PQgetlength(wt.at, i, 0) != 8) {
+                rc = st_errf(err, ST_EINTERNAL, "reading the key index: a position of %d bytes",
+                             PQgetlength(wt.at, i, 0));
+                break;
+            }
+            uint64_t u = 0;
+            for (int b = 0; b < 8; b++)
+                u = u << 8 | p[b];
+            wt.pos[i] = (int64_t)u;
+        }
+    }
+    if (rc == ST_OK)
+        rc = scan_file(w, path, dv, COLLECT_NONE, &wt, f, err);
+    size_t nkept = wt.kept.len / sizeof(int64_t);
+    if (rc == ST_OK && nkept > 0) { /* the entries found: kept */
+        struct buf arr = BUF_INIT;
+        pgu_array_begin(&arr, PG_OID_INT8, (uint32_t)nkept);
+        for (size_t i = 0; i < nkept; i++) {
+            int64_t p;
+            memcpy(&p, wt.kept.data + i * sizeof p, sizeof p);
+            pgu_array_i64(&arr, p);
+        }
+        v[1] = (const char *)arr.data;
+        const int l[2] = {0, (int)arr.len}, fm[2] = {0, 1};
+        PGresult *r = cat_pq_exec_params(c,
+                                         "UPDATE pg_temp.strike_erase_at SET kept = true WHERE "
+                                         "file_id = $1 AND pos = ANY($2::bigint[])",
+                                         2, NULL, v, l, fm, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = cat_fail(c, r, "reading the key index", err);
+        PQclear(r);
+        buf_free(&arr);
+    }
+    buf_free(&wt.kept);
+    free(wt.pos);
+    PQclear(wt.at);
+    return rc;
+}
+
+/*
  * Every data file the catalog lists for the table (those of the current
  * snapshot with their DV now, those only older retained snapshots list): no
  * erased row version in any of them. Filter form: the other versions of the
@@ -575,7 +996,7 @@ static int verify_files(struct erasure *w, struct st_err *err)
         struct dv *dv = NULL;
         struct found f;
         if ((rc = file_dv(w, &lst[i], &dv, err)) == ST_OK &&
-            (rc = scan_file(w, lst[i].id, lst[i].path, dv, COLLECT_NONE, true, &f, err)) == ST_OK) {
+            (rc = scan_watched(w, lst[i].id, lst[i].path, dv, &f, err)) == ST_OK) {
             files++;
             /* a live match is a row written after the delete (its file is younger) */
             int64_t left = erased_in(w, &f, lst[i].data_seq);
@@ -588,8 +1009,8 @@ static int verify_files(struct erasure *w, struct st_err *err)
     for (int i = 0; i < PQntuples(r) && rc == ST_OK; i++) {
         struct found f;
         int64_t ds = pgu_get_i64(r, i, 2);
-        if ((rc = scan_file(w, pgu_get_i64(r, i, 0), PQgetvalue(r, i, 1), NULL, COLLECT_NONE, true,
-                            &f, err)) == ST_OK) {
+        if ((rc = scan_watched(w, pgu_get_i64(r, i, 0), PQgetvalue(r, i, 1), NULL, &f, err)) ==
+            ST_OK) {
             files++;
             int64_t left = ds <= w->delete_seq ? erased_in(w, &f, ds) : 0;
             bad_files += left > 0;
@@ -608,10 +1029,15 @@ static int verify_files(struct erasure *w, struct st_err *err)
 }
 
 /*
- * No erased key in the key index but one written after the delete. Filter
- * form: the filter erased some versions of a key, not the key; a key written
- * before the delete must point at a live row of a listed file that the filter
- * does not match (its current version, which stays: nothing else was lost).
+ * No erased key in the key index but one written after the delete: the key
+ * table (distinct) joined with the key index, one statement, as the one
+ * parameter of every key it used to be (the key index's primary key makes
+ * each key one row). Filter form: the filter erased some versions of a key,
+ * not the key; a key written before the delete must point at a live row of
+ * a listed file that the filter does not match (its current version, which
+ * stays: nothing else was lost), an entry verify_files marked kept in
+ * pg_temp.strike_erase_at. The entries are read again here, after the
+ * scans: one replaced by a write meanwhile is not counted.
  */
 static int verify_key_index(struct erasure *w, struct st_err *err)
 {
@@ -621,75 +1047,96 @@ static int verify_key_index(struct erasure *w, struct st_err *err)
         return ST_OK;
     }
     bool i8 = key_is_i8(t);
-    struct buf arr = BUF_INIT;
-    size_t nk = 0, i = 0;
-    const uint8_t *k;
-    size_t klen;
-    void *val;
-    while (hmap_next(&w->keys, &i, &k, &klen, &val))
-        nk++;
-    eng__key_array_begin(&arr, i8, (uint32_t)nk);
-    i = 0;
-    while (hmap_next(&w->keys, &i, &k, &klen, &val))
-        eng__key_array_add(&arr, i8, k, klen);
     struct pgu_num tid, ds;
-    const char *v[3] = {pgu_i64(&tid, t->id), (const char *)arr.data, pgu_i64(&ds, w->delete_seq)};
-    int l[3] = {0, (int)arr.len, 0};
-    const int f[3] = {0, 1, 0};
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "SELECT %s FROM %s WHERE table_id = $1 AND key = ANY($2::%s[]) AND seq <= $3",
-             w->f != NULL ? "file_id, pos" : "count(*)",
-             i8 ? "strike.key_index_i8" : "strike.key_index", i8 ? "bigint" : "bytea");
+    const char *v[2] = {pgu_i64(&tid, t->id), pgu_i64(&ds, w->delete_seq)};
+    char sql[512];
+    if (w->f == NULL)
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*), 0 FROM %s k JOIN (SELECT DISTINCT %s AS key FROM "
+                 "pg_temp.strike_erase_keys) d ON k.key = d.key WHERE k.table_id = $1 AND "
+                 "k.seq <= $2",
+                 i8 ? "strike.key_index_i8" : "strike.key_index", i8 ? "k8" : "key");
+    else
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FILTER (WHERE a.kept IS NOT TRUE), count(*) FILTER (WHERE "
+                 "a.kept) FROM %s k JOIN (SELECT DISTINCT %s AS key FROM "
+                 "pg_temp.strike_erase_keys) d ON k.key = d.key LEFT JOIN pg_temp.strike_erase_at "
+                 "a ON a.file_id = k.file_id AND a.pos = k.pos WHERE k.table_id = $1 AND "
+                 "k.seq <= $2",
+                 i8 ? "strike.key_index_i8" : "strike.key_index", i8 ? "k8" : "key");
     PGconn *c = eng__rewrite_conn(w->rw);
-    PGresult *r = cat_pq_exec_params(c, sql, 3, NULL, v, l, f, 0);
-    buf_free(&arr);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || (w->f == NULL && PQntuples(r) != 1)) {
+    PGresult *r = cat_pq_exec_params(c, sql, 2, NULL, v, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         int rc = cat_fail(c, r, "checking the key index", err);
         PQclear(r);
         return rc;
     }
-    if (w->f == NULL) {
-        int64_t left = pgu_get_i64(r, 0, 0);
-        PQclear(r);
-        struct engine_erasure_check *ck = check(w, "key_index", left == 0);
-        count(ck, "keys_checked", (int64_t)nk);
-        count(ck, "keys_from_before_delete", left);
-        return ST_OK;
-    }
-    int64_t kept = 0, erased = 0;
-    struct buf fk = BUF_INIT;
-    for (int row = 0; row < PQntuples(r); row++) {
-        uint8_t pos[8];
-        st_u64be(pos, (uint64_t)pgu_get_i64(r, row, 1));
-        file_key(&fk, pgu_get_i64(r, row, 0), pos, 8);
-        if (hmap_get(&w->kept_pos, fk.data, fk.len) != NULL)
-            kept++;
-        else
-            erased++;
-    }
-    buf_free(&fk);
+    int64_t left = pgu_get_i64(r, 0, 0), kept = pgu_get_i64(r, 0, 1);
     PQclear(r);
-    struct engine_erasure_check *ck = check(w, "key_index", erased == 0);
-    count(ck, "keys_checked", (int64_t)nk);
-    count(ck, "keys_at_erased_rows", erased);
-    count(ck, "keys_at_other_versions", kept);
+    struct engine_erasure_check *ck = check(w, "key_index", left == 0);
+    count(ck, "keys_checked", w->nkeys);
+    if (w->f == NULL) {
+        count(ck, "keys_from_before_delete", left);
+    } else {
+        count(ck, "keys_at_erased_rows", left);
+        count(ck, "keys_at_other_versions", kept);
+    }
     return ST_OK;
 }
 
+/* The bounds of the statistics (encoding -> (void *)1 once an erased key is one), met by a
+   chunk of erased keys. */
+static int bounds_chunk(struct erasure *w, void *ctx, const struct buf *keys, size_t n,
+                        struct st_err *err)
+{
+    (void)w;
+    (void)err;
+    struct hmap *set = ctx;
+    for (size_t i = 0; i < n; i++) {
+        void **v = hmap_get(set, keys[i].data, keys[i].len);
+        if (v != NULL)
+            *v = (void *)1;
+    }
+    return ST_OK;
+}
+
+/* Bound m (0: min, 1: max) of row i of the statistics' result, encoded as a key to kb (false:
+   none, or of a type the statistics do not compare). */
+static bool bound_key(const PGresult *r, int i, int m, enum st_type ty, struct buf *kb)
+{
+    if (PQgetisnull(r, i, m))
+        return false;
+    const char *s = PQgetvalue(r, i, m);
+    struct st_value val = {0};
+    char *end = NULL;
+    if (ty == ST_T_STRING) {
+        val.v.s.p = s;
+        val.v.s.len = strlen(s);
+    } else if (ty == ST_T_LONG || ty == ST_T_TIMESTAMP) {
+        val.v.l = strtoll(s, &end, 10);
+    } else if (ty == ST_T_INT) {
+        val.v.i = (int32_t)strtol(s, &end, 10);
+    } else {
+        return false;
+    }
+    buf_reset(kb);
+    key_encode_value(ty, &val, kb);
+    return true;
+}
+
 /*
- * A one-column key's min/max in the catalog's file statistics is never an
- * erased key (filter form: unless the file holds another version of that
- * key, which the filter does not match).
+ * Before verification: the one-column key's min/max in the catalog's file
+ * statistics (files from before the delete) that are erased keys, to
+ * w->bound_hits by file id and key (a map of the bounds, at most two a
+ * file, met by the erased keys read back in chunks); verify_files finds the
+ * files holding another version of one (filter form), verify_statistics
+ * judges them.
  */
-static int verify_statistics(struct erasure *w, struct st_err *err)
+static int statistics_bounds(struct erasure *w, struct st_err *err)
 {
     const struct engine_table *t = w->t;
-    if (t->npk != 1) {
-        note(check(w, "column_statistics", true),
-             "statistics of rewritten files come from their rows");
+    if (t->npk != 1)
         return ST_OK;
-    }
     const char *col = t->cols[t->pk[0]].name;
     enum st_type ty = t->cols[t->pk[0]].type;
     struct pgu_num tid;
@@ -705,40 +1152,65 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
         PQclear(r);
         return rc;
     }
-    int64_t bad = 0, checked = 0;
-    struct buf fk = BUF_INIT;
+    struct hmap set;
+    hmap_init(&set);
+    int64_t checked = 0;
     for (int i = 0; i < PQntuples(r); i++) {
         if (pgu_get_i64(r, i, 2) > w->delete_seq)
             continue; /* may hold a row written after the delete */
-        for (int m = 0; m < 2; m++) {
-            if (PQgetisnull(r, i, m))
-                continue;
-            const char *s = PQgetvalue(r, i, m);
-            struct st_value val = {0};
-            char *end = NULL;
-            if (ty == ST_T_STRING) {
-                val.v.s.p = s;
-                val.v.s.len = strlen(s);
-            } else if (ty == ST_T_LONG || ty == ST_T_TIMESTAMP) {
-                val.v.l = strtoll(s, &end, 10);
-            } else if (ty == ST_T_INT) {
-                val.v.i = (int32_t)strtol(s, &end, 10);
-            } else {
-                continue;
+        for (int m = 0; m < 2; m++)
+            if (bound_key(r, i, m, ty, &w->kb)) {
+                checked++;
+                hmap_put(&set, w->kb.data, w->kb.len, NULL);
             }
-            buf_reset(&w->kb);
-            key_encode_value(ty, &val, &w->kb);
-            checked++;
-            if (hmap_get(&w->keys, w->kb.data, w->kb.len) == NULL)
+    }
+    int rc = checked > 0 ? keys_each(w, bounds_chunk, &set, err) : ST_OK;
+    struct buf fk = BUF_INIT;
+    for (int i = 0; rc == ST_OK && i < PQntuples(r); i++) {
+        if (pgu_get_i64(r, i, 2) > w->delete_seq)
+            continue;
+        for (int m = 0; m < 2; m++) {
+            if (!bound_key(r, i, m, ty, &w->kb))
                 continue;
+            void **hit = hmap_get(&set, w->kb.data, w->kb.len);
+            if (hit == NULL || *hit == NULL)
+                continue; /* not an erased key */
             file_key(&fk, pgu_get_i64(r, i, 3), w->kb.data, w->kb.len);
-            bad += hmap_get(&w->kept_keys, fk.data, fk.len) == NULL;
+            void **n = hmap_put(&w->bound_hits, fk.data, fk.len, NULL);
+            *n = (void *)((intptr_t)*n + 1);
         }
     }
     buf_free(&fk);
+    hmap_free(&set);
     PQclear(r);
+    w->bounds_checked = checked;
+    return rc;
+}
+
+/*
+ * A one-column key's min/max in the catalog's file statistics is never an
+ * erased key (filter form: unless the file holds another version of that
+ * key, which the filter does not match): the bounds statistics_bounds found,
+ * less those of a file verify_files found another version of the key in.
+ */
+static int verify_statistics(struct erasure *w, struct st_err *err)
+{
+    (void)err;
+    if (w->t->npk != 1) {
+        note(check(w, "column_statistics", true),
+             "statistics of rewritten files come from their rows");
+        return ST_OK;
+    }
+    int64_t bad = 0;
+    size_t i = 0;
+    const uint8_t *fk;
+    size_t fklen;
+    void *n;
+    while (hmap_next(&w->bound_hits, &i, &fk, &fklen, &n))
+        if (w->f == NULL || hmap_get(&w->kept_keys, fk, fklen) == NULL)
+            bad += (intptr_t)n;
     struct engine_erasure_check *ck = check(w, "column_statistics", bad == 0);
-    count(ck, "bounds_checked", checked);
+    count(ck, "bounds_checked", w->bounds_checked);
     count(ck, "bounds_erased", bad);
     return ST_OK;
 }
@@ -937,7 +1409,7 @@ static int judge(struct erasure *w, struct left_list *l, struct hmap *judged, in
         enum left_verdict v;
         if (x->kind == LEFT_UPLOAD) /* its parts cannot be read */
             v = VERDICT_ERASED;
-        else if (scan_file(w, 0, x->key, NULL, COLLECT_NONE, false, &f, &e2) != ST_OK)
+        else if (scan_file(w, x->key, NULL, COLLECT_NONE, NULL, &f, &e2) != ST_OK)
             v = VERDICT_ERASED; /* torn, or being written: what it holds cannot be told */
         else
             v = f.deleted + f.live > 0 ? VERDICT_ERASED : VERDICT_CLEAN;
@@ -1086,7 +1558,7 @@ static void receipt_of(const struct erasure *w, const char *status, int64_t veri
     char hex[65];
     st_sha256_hex(w->digest, hex);
     snprintf(out->key_digest, sizeof out->key_digest, ERASE_DIGEST_HMAC "%s", hex);
-    out->keys = (int64_t)w->keys.count;
+    out->keys = w->nkeys;
     out->rows_erased = w->rows_erased;
     out->has_row_versions_purged = true;
     out->row_versions_purged =
@@ -1216,7 +1688,9 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
     snprintf(out->id, sizeof out->id, "%s", w->id);
     if ((rc = read_secret(eng__rewrite_conn(w->rw), w->secret, err)) != ST_OK)
         return rc;
-    digest_of(&w->keys, w->secret, w->digest); /* keys form: the keys given */
+    /* keys form: the keys named, in memory (a filter's: none yet) */
+    if ((rc = digest_of(w, err)) != ST_OK)
+        return rc;
     if (!(w->resumed && w->delete_seq > 0)) {
         if ((rc = delete_rows(w, err)) != ST_OK)
             return rc;
@@ -1224,12 +1698,24 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
             return rc;
     }
     eng__crash_point(w->e); /* fault injection (tests): a crash between the steps */
+    if ((rc = sink_open(&w->sink, eng__rewrite_conn(w->rw), key_is_i8(w->t), err)) != ST_OK)
+        return rc;
+    size_t i = 0;
+    const uint8_t *k;
+    size_t klen;
+    void *val;
+    while (rc == ST_OK && hmap_next(&w->keys, &i, &k, &klen, &val)) /* keys form */
+        rc = sink_add(&w->sink, k, klen, err);
     /* the count of purged row versions survives a crash from here on (a resumed erasure adds
        what it purges itself) */
-    if ((rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK ||
-        (rc = store(w, "running", 0, err)) != ST_OK)
+    if (rc != ST_OK || (rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK ||
+        (rc = store(w, "running", 0, err)) != ST_OK || (rc = sink_finish(&w->sink, err)) != ST_OK)
         return rc;
-    digest_of(&w->keys, w->secret, w->digest); /* filter form: the keys found */
+    if (w->f != NULL && (rc = digest_of(w, err)) != ST_OK) /* filter form: the keys found */
+        return rc;
+    /* what verify_files watches for besides the erased rows */
+    if ((rc = index_entries(w, err)) != ST_OK || (rc = statistics_bounds(w, err)) != ST_OK)
+        return rc;
     if ((rc = verify_files(w, err)) != ST_OK || (rc = verify_key_index(w, err)) != ST_OK ||
         (rc = verify_statistics(w, err)) != ST_OK || (rc = verify_orphans(w, err)) != ST_OK ||
         (rc = verify_versioning(w, err)) != ST_OK)
@@ -1249,6 +1735,28 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
              w->id, w->t->name, (long long)w->rows_erased, (long long)w->files_rewritten,
              (long long)w->expired, (long long)w->files_deleted);
     return ST_OK;
+}
+
+/* Empty the erasure's temporary tables (their disk space goes back) once it is over. */
+static void temps_close(struct erasure *w)
+{
+    PGconn *c = w->sink.c;
+    if (w->at_made && c != NULL && PQstatus(c) == CONNECTION_OK) {
+        struct st_err ignored = {0};
+        (void)exec_cmd(c, "TRUNCATE pg_temp.strike_erase_at",
+                       "emptying the erasure's key index entries", &ignored);
+    }
+    sink_close(&w->sink);
+}
+
+static void erasure_free(struct erasure *w)
+{
+    memset(w->secret, 0, sizeof w->secret);
+    hmap_free(&w->keys);
+    hmap_free(&w->at_files);
+    hmap_free(&w->kept_keys);
+    hmap_free(&w->bound_hits);
+    buf_free(&w->kb);
 }
 
 int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engine_erasure *out,
@@ -1272,17 +1780,15 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
     w.f = q->filter;
     w.kb = (struct buf)BUF_INIT;
     hmap_init(&w.keys);
-    hmap_init(&w.kept_pos);
+    hmap_init(&w.at_files);
     hmap_init(&w.kept_keys);
+    hmap_init(&w.bound_hits);
     for (size_t i = 0; i < q->nkeys; i++) {
         const struct st_value *k = &q->keys[i * (size_t)t->npk];
         buf_reset(&w.kb);
         for (int c = 0; c < t->npk; c++) {
             if (k[c].null) {
-                hmap_free(&w.keys);
-                hmap_free(&w.kept_pos);
-                hmap_free(&w.kept_keys);
-                buf_free(&w.kb);
+                erasure_free(&w);
                 return st_errf(err, ST_EINVAL, "keys[%zu]: key column \"%s\" is null", i,
                                t->cols[t->pk[c]].name);
             }
@@ -1294,12 +1800,9 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
     int rc = eng__rewrite_begin(e, t, true, &w.rw, err);
     if (rc == ST_OK)
         rc = erase_run(&w, out, err);
+    temps_close(&w);
     eng__rewrite_end(w.rw, rc);
-    memset(w.secret, 0, sizeof w.secret);
-    hmap_free(&w.keys);
-    hmap_free(&w.kept_pos);
-    hmap_free(&w.kept_keys);
-    buf_free(&w.kb);
+    erasure_free(&w);
     if (rc != ST_OK && rc != ST_EINTERNAL)
         engine_erasure_free(out);
     return rc;
@@ -1358,9 +1861,15 @@ int engine_check_erasure(struct engine *e, const struct engine_erasure_check_req
         cat_release(e->pool, c, rc == ST_EUNAVAIL);
     }
     if (rc == ST_OK) {
+        size_t n;
+        struct buf *all = sorted_keys(&keys, &n);
+        struct digest dg;
+        digest_begin(&dg, keyed ? secret : NULL);
+        digest_add(&dg, all, n);
+        free(all);
         uint8_t d[32];
         char mine[65];
-        digest_of(&keys, keyed ? secret : NULL, d);
+        digest_end(&dg, d);
         st_sha256_hex(d, mine);
         unsigned diff = 0; /* in constant time: nothing learnt from how long it took */
         for (int i = 0; i < 64; i++)

@@ -41,6 +41,7 @@ import traceback
 import urllib.request
 
 import bench_history
+import body_rss
 import perfrec
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -56,6 +57,7 @@ SIZES = {
                  pq_rows=1_000_000, pq_big=10_000_000, dv_rows=10_000_000, dv_runs=21,
                  hist_commits=10_000, era_history=100,
                  cdc_batches=50, cdc_rows=100_000,
+                 rss_body_mib=16, rss_wide_mib=4, rss_erase_keys=10_000_000, rss_shapes=None,
                  e13_rows=50_000_000, e13_delete=20_000_000, e13_block=1_000_000, e13_batch=1_000_000,
                  e13_before_s=20),
     "quick": dict(rounds=2, small=20_000, big=100_000, big_batch=20_000,
@@ -65,6 +67,8 @@ SIZES = {
                   pq_rows=20_000, pq_big=0, dv_rows=1_000_000, dv_runs=5,
                   hist_commits=200, era_history=10,
                   cdc_batches=5, cdc_rows=20_000,
+                  rss_body_mib=1, rss_wide_mib=0.25, rss_erase_keys=20_000,
+                  rss_shapes=("cdc_null", "changes_del_wide", "json_zeros", "grpc_tiny", "erase_filter"),
                   e13_rows=200_000, e13_delete=80_000, e13_block=20_000, e13_batch=20_000,
                   e13_before_s=2),
 }
@@ -1057,6 +1061,71 @@ class Bench:
                  f"no ({'peak ' + mib(out['peak']) if out['peak'] > 512 * 2**20 else ''}"
                  f"{' ' if out['peak'] > 512 * 2**20 and s503 else ''}{f'{s503} 503s' if s503 else ''})")
 
+    # ---- memory per request body (issue 28, item 5)
+
+    # The factor each shape's route is charged (server/admit.h), by the constant's name.
+    RSS_CHARGE = {"changes": "CHANGES", "changes_tiny": "CHANGES", "changes_del_wide": "CHANGES",
+                  "json_zeros": "CHANGES", "cdc_null": "CDC", "cdc_null_1mib": "CDC", "cdc_tiny": "CDC",
+                  "cdc_del_wide": "CDC", "cdc_schema": "CDC", "cdc_zeros": "CDC", "grpc_tiny": "GRPC_CHANGES",
+                  "grpc_del_wide": "GRPC_CHANGES", "grpc_empty": "GRPC_CHANGES", "grpc_cdc_null": "GRPC_CDC",
+                  "grpc_unknown": "GRPC", "grpc_erase_keys": "GRPC_ERASE", "erase_keys": "ERASE",
+                  "delete_in": "JSON", "erase_filter": "ERASE"}
+
+    def e28_body_rss(self):
+        """Every shape of tests/bench/body_rss.py on a fresh striked each (database `rss` of this
+        run's PostgreSQL): the worst peak RSS growth per body byte, and whether each route's
+        admission charge (server/admit.h) covers its shapes."""
+        z = self.z
+        if not body_rss.have_grpc():
+            raise NotAvailable("python3-grpcio is missing (the gRPC shapes)")
+        src = open(os.path.join(SRC, "server", "admit.h")).read()
+        factor = {m.group(1): int(m.group(2)) for m in re.finditer(r"#define ADMIT_X_(\w+)\s+(\d+)u", src)}
+        names = z["rss_shapes"] or [n for n in body_rss.SHAPES if n != "many"]
+        self.psql("peer", "DROP DATABASE IF EXISTS rss")
+        self.psql("peer", "CREATE DATABASE rss")
+        catalog = f"postgresql://postgres@/rss?host={self.pg}"
+        work = os.path.join(self.work, "rss")
+        os.makedirs(work, exist_ok=True)
+        out = []
+        for n in names:
+            shape = body_rss.make_shape(n, z["rss_body_mib"], z["rss_wide_mib"], z["rss_erase_keys"])
+            r = body_rss.run_shape(self.build, catalog, work, shape, ["--max-body", "1G"],
+                                   pidfile=os.path.join(self.work, "aux-striked.pid"), log=log)
+            r["charge"] = factor.get(self.RSS_CHARGE[n])
+            out.append(r)
+            log(f"  {n}: {r['body_bytes']:,} bytes, {r['units']:,} {r['unit']}: peak RSS +{r['delta_kib'] / 1024:.1f} "
+                f"MiB ({r['expansion']:.2f}x the body; charged {r['charge']}x)")
+            if r["failed"]:
+                raise RuntimeError(f"body_rss shape {n}: {r['failed'][0]}")
+        self.results["e28"] = out
+        bodies = [r for r in out if r["shape"] != "erase_filter"]
+        # the goal, per shape: growth <= 2x the body + 64 MiB; the row shows the worst ratio among
+        # the shapes that miss it (else among all)
+        over = [r for r in bodies if r["delta_kib"] * 1024 > 2 * r["body_bytes"] + 64 * 2**20]
+        worst = max(over or bodies, key=lambda r: r["expansion"])
+        uncovered = [r["shape"] for r in bodies if r["charge"] is None or r["expansion"] > r["charge"]]
+        era = next((r for r in out if r["shape"] == "erase_filter"), None)
+        mib = lambda k: f"{k / 1024:.1f} MiB"  # noqa: E731
+        self.e28_note = ("peak RSS growth per body byte, each shape on a fresh striked (tests/bench/body_rss.py; "
+                         "VmHWM and VmRSS every 10 ms; the row: the worst of the shapes that miss the goal): "
+                         + "; ".join(f"{r['shape']} {r['expansion']:.2f}x ({mib(r['delta_kib'])} for "
+                                     f"{r['body_bytes'] / 2**20:.2f} MiB, charged {r['charge']}x)" for r in bodies)
+                         + (f"; an erasure by filter of {era['units']:,} keys: {mib(era['delta_kib'])} "
+                            f"({era['bytes_per_unit']:.0f} B a key)" if era else "")
+                         + (f"; shapes whose growth passes their route's charge: {', '.join(uncovered)}"
+                            if uncovered else "; every route's charge (server/admit.h) covers its shapes"))
+        self.row("i28", "peak RSS growth of striked per request body byte, the worst of "
+                 f"{len(bodies)} body shapes (bodies up to {z['rss_body_mib']} MiB); an erasure by filter",
+                 "the route's admission charge (server/admit.h)", f"{worst['charge']}x",
+                 f"{worst['shape']}: {worst['expansion']:.2f}x ({mib(worst['delta_kib'])} for "
+                 f"{worst['body_bytes'] / 2**20:.2f} MiB)"
+                 + (f"; erasure of {era['units']:,} keys: {mib(era['delta_kib'])}" if era else ""),
+                 f"{worst['expansion']:.2f}x the body ({worst['expansion'] / worst['charge']:.2f} of its charge)"
+                 if worst["charge"] else f"{worst['expansion']:.2f}x the body",
+                 "≤2x the body + 64 MiB", "yes" if not over and not uncovered else
+                 f"no ({len(over)} of {len(bodies)} shapes over it, worst {worst['expansion']:.1f}x"
+                 f"{'; over the charge: ' + ', '.join(uncovered) if uncovered else ''})")
+
     def e15_cdc(self):
         script = os.path.join(HERE, "cdc_bench.py")
         if not os.path.exists(script):
@@ -1163,6 +1232,8 @@ class Bench:
         for k in ("e14a_note", "e14c_note"):
             if getattr(self, k, None):
                 n.append("(issue 14) " + getattr(self, k) + ".")
+        if getattr(self, "e28_note", None):
+            n.append("(i28) " + self.e28_note + ".")
         if getattr(self, "m3_engine", None):
             n.append(f"(3) strike's commit path alone (bench_engine ingest, engine API, the same table and batch "
                      f"shape): {spread(self.m3_engine, fmt_num)} rows/s.")
@@ -1235,7 +1306,7 @@ class Bench:
         t0 = time.monotonic()
         only = set(self.a.only.split(",")) if self.a.only else None
         self.only = only
-        if only is None or only - {"e13"}:  # e13 loads tables of its own
+        if only is None or only - {"e13", "e28"}:  # e13 and e28 load tables of their own
             self.setup()
         plan = [
             ("m9", 9, "key lookups", self.m9_lookups),
@@ -1255,6 +1326,7 @@ class Bench:
             ("e14c", "i14c", "erasure of one key vs DuckDB", self.e14c_erasure),
             ("e15", "i15", "CDC endpoint vs /changes", self.e15_cdc),
             ("e16", "i16", "strike load vs curl", self.e16_cli_load),
+            ("e28", "i28", "peak memory per request body, by shape", self.e28_body_rss),
             # last: its 50,000,000-row table, 40% deleted, would be the first work of
             # the maintenance task of any striked a later measure starts (i14a's)
             ("e13", "i13", "delete by filter at scale", self.e13_delete_where),
@@ -1267,20 +1339,21 @@ class Bench:
                  "i13": "the other table before the delete", "i14a": "the same without maintenance",
                  "i14b": "DuckDB copy-on-write rewrite",
                  "i14c": "DuckDB copy-on-write delete",
-                 "i15": "the same rows through POST /changes", "i16": "curl posting the same chunks"}
+                 "i15": "the same rows through POST /changes", "i16": "curl posting the same chunks",
+                 "i28": "the route's admission charge"}
         goals = {1: "≥1000x faster; ≥100,000x fewer bytes", 2: "p50 ≤2x PostgreSQL", 3: "≥1.5x PostgreSQL",
                  4: "≥1x nginx req/s, p99 ≤ nginx", 5: "≤1.05x", 6: "≥1.0x DuckDB", 7: "≥0.7x 1 writer, nothing lost",
                  8: "bounded: ≤1.25x the smaller scan's peak", 9: "report (PostgreSQL is the bound)",
                  "i3": "compare", "i4": "compare", "i7": "≥0.9x peer calls/s, p99 ≤1.2x",
                  "i13": "peak ≤512 MiB, no 503s",
                  "i14a": "≤1.2x each", "i14b": "≥1.0x DuckDB", "i14c": "report", "i15": "≥0.8x /changes",
-                 "i16": "≥0.9x curl"}
+                 "i16": "≥0.9x curl", "i28": "≤2x the body + 64 MiB"}
         for key, num, title, fn in plan:
             if only and key not in only:
                 continue
             self.measure(key, num, title, peers[num], goals[num], fn)
         order = {n: i for i, n in enumerate([1, 2, 3, 4, 5, 6, 7, 8, 9, "i3", "i4", "i7", "i13", "i14a", "i14b", "i14c",
-                                             "i15", "i16"])}
+                                             "i15", "i16", "i28"])}
         self.rows.sort(key=lambda r: order[r["num"]])
         end_load = open("/proc/loadavg").read().split()[:3]
         commit = git_commit()

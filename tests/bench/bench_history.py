@@ -56,6 +56,7 @@ BETTER = {
     "i14c": [H, H],       # the speed; times fewer bytes
     "i15": [H],
     "i16": [H],
+    "i28": [L],           # peak RSS growth per body byte, the worst shape
 }
 MULTI = {"i3", "i4"}  # measures that print several rows: keyed by index
 

@@ -1126,15 +1126,16 @@ class MessageLimit(unittest.TestCase):
 
 
 class InflightBudget(unittest.TestCase):
-    """--max-inflight counts gRPC messages as HTTP bodies (8x their size), in one budget."""
+    """--max-inflight counts gRPC messages with HTTP bodies, in one budget (each by its
+    route's factor, server/admit.h: ApplyChanges 42x, an HTTP /changes body 20x)."""
 
     def test_unavailable_beyond_the_budget(self):
         s = h.Striked(catalog=h.create_db("grpc_inflight"),
-                      extra_args=["--max-body", "2M", "--max-inflight", "10M"])
+                      extra_args=["--max-body", "2M", "--max-inflight", "25M"])
         try:
             c = gc.Client(s.grpc_port)
             c.create("inf", [("id", "long", True), ("s", "string")], ["id"])
-            # an HTTP body of 1,000,000 bytes held mid-way: 8,000,000 of the 10 MiB taken
+            # an HTTP body of 1,000,000 bytes held mid-way: 20,000,000 of the 25 MiB taken
             held = socket.create_connection(("127.0.0.1", s.http_port), timeout=30)
             held.sendall(b"POST /v1/tables/inf/changes HTTP/1.1\r\nHost: x\r\n"
                          b"Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{")
@@ -1142,7 +1143,7 @@ class InflightBudget(unittest.TestCase):
             big = [gc.change("upsert", row={"id": 1, "s": "x" * 400_000})]
             d = rpc_error(self, grpc.StatusCode.UNAVAILABLE, c.apply, "inf", big)
             self.assertIn("in-flight limit", d)
-            self.assertIn("--max-inflight 10485760", d)
+            self.assertIn("--max-inflight 26214400", d)
             # a small message fits
             self.assertEqual(c.apply("inf", [gc.change("upsert", row={"id": 2, "s": "y"})]).inserted, 1)
             held.close()  # the HTTP client goes away: its share comes back
@@ -1156,7 +1157,7 @@ class InflightBudget(unittest.TestCase):
                         raise
                     time.sleep(0.05)
             self.assertEqual(r.inserted, 1)
-            # alone, a message over the budget (1.6 MB counts 12.8 MB) is admitted
+            # alone, a message over the budget (1.6 MB counts 67 MB) is admitted
             r = c.apply("inf", [gc.change("upsert", row={"id": 10 + k, "s": "z" * 400_000})
                                 for k in range(4)])
             self.assertEqual(r.inserted, 4)

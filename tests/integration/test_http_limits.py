@@ -3,7 +3,8 @@
 - 413 for a 100 MiB body: refused from Content-Length before the body is
   read (raw socket, curl with and without Expect), and while reading a
   chunked body; the server stays healthy and nothing changed;
-- the budget of bytes in flight (--max-inflight, each body counted 8x): 503
+- the budget of bytes in flight (--max-inflight, a /changes body counted 20x,
+  server/admit.h ADMIT_X_CHANGES): 503
   with Retry-After beyond it, from Content-Length before the body is read
   and while a chunked body arrives; requests within it succeed; the budget
   comes back when a request ends, also on an error and a disconnect; one
@@ -386,14 +387,15 @@ class Held:
 
 
 class InflightBudget(unittest.TestCase):
-    """--max-inflight 10M with --max-body 2M: a body of 1,000,000 bytes counts
-    8,000,000, so a second one does not fit while it is in flight."""
+    """--max-inflight 25M with --max-body 2M: a /changes body of 1,000,000 bytes
+    counts 20,000,000 (ADMIT_X_CHANGES), so a second one of 500,000 does not fit
+    while it is in flight, and a small one does."""
     BIG = 1_000_000
 
     @classmethod
     def setUpClass(cls):
         cls.s = h.Striked(catalog=h.create_db("strike_http_inflight"),
-                          extra_args=["--max-body", "2M", "--max-inflight", "10M"])
+                          extra_args=["--max-body", "2M", "--max-inflight", "25M"])
         r = cls.s.req("POST", "/v1/tables", u.table_def("inf"))
         assert r.status == 201, r
 
@@ -411,7 +413,7 @@ class InflightBudget(unittest.TestCase):
         p = json.loads(body)
         self.assertEqual(p["status"], 503)
         self.assertIn("in-flight limit", p["detail"])
-        self.assertIn("--max-inflight 10485760", p["detail"])
+        self.assertIn("--max-inflight 26214400", p["detail"])
 
     def wait_admitted(self, body):
         """Post `body` until it is admitted (the budget is released when the
@@ -478,7 +480,7 @@ class InflightBudget(unittest.TestCase):
         self.assertEqual(r.status, 200, r)
 
     def test_alone_over_the_budget_is_admitted(self):
-        # 1.5 MB counts 12 MB, more than the budget: with nothing else in flight it runs
+        # 1.5 MB counts 30 MB, more than the budget: with nothing else in flight it runs
         r = self.wait_admitted(changes_body(5, 1_500_000))
         self.assertEqual(r.status, 200, r)
         res = r.json()
