@@ -970,7 +970,7 @@ static const struct rpc_method methods[] = {
      .run = h_check_erasure,
      .scope = AUTH_ADMIN,
      .table_field = "table",
-     .charge = ADMIT_X_GRPC},
+     .charge = ADMIT_X_GRPC_ERASE},
 };
 
 const struct rpc_method *grpcs__method(const char *name)

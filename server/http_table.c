@@ -61,7 +61,7 @@ static const struct http_route routes[] = {
     {HM_GET,    "/v1/tables/{t}/erasures",         ON_PATH(AUTH_READ),      q_page,         0,                                 0,               http__job_erasures,     NULL},
     {HM_POST,   "/v1/tables/{t}/erasures",         ON_PATH(AUTH_ADMIN),     NULL,           HTTP_JSON_BODY | HTTP_MUTATES,     ADMIT_X_ERASE,   http__job_erase,        NULL},
     {HM_GET,    "/v1/tables/{t}/erasures/{id}",    ON_PATH(AUTH_READ),      NULL,           0,                                 0,               http__job_erasure,      NULL},
-    {HM_POST,   "/v1/tables/{t}/erasures/{id}/check", ON_PATH(AUTH_ADMIN),  NULL,           HTTP_JSON_BODY,                    ADMIT_X_JSON,    http__job_erasure_check, NULL},
+    {HM_POST,   "/v1/tables/{t}/erasures/{id}/check", ON_PATH(AUTH_ADMIN),  NULL,           HTTP_JSON_BODY,                    ADMIT_X_ERASE,   http__job_erasure_check, NULL},
     /* CDC: the tables are in the body: write on each routed table (svc_cdc_apply) */
     {HM_POST,   "/v1/cdc/debezium",                AUTH_WRITE, AUTH_TABLE_PARSED, q_cdc,    HTTP_CDC_BODY,                     ADMIT_X_CDC,     http__job_cdc,          NULL},
 };
