@@ -33,6 +33,7 @@ struct blob_store {
     const struct blob_ops *ops;
     char *desc;       /* for logs */
     char *local_root; /* local stores only */
+    char *uri;        /* the root as a URI ending in '/': file:///abs/dir/, s3://bucket/prefix/ */
 };
 
 /* The head of every open object. */
@@ -50,5 +51,7 @@ int blob__s3_presign(const char *access_key, const char *secret, const char *tok
 /* Is the key one the engine may name: relative, no "." or ".." component, no
    empty component? */
 bool blob__key_ok(const char *key);
+/* file:///abs/dir/ for an absolute directory, %-encoded where a URI needs it (caller frees). */
+char *blob__file_uri(const char *abs_dir);
 
 #endif
