@@ -46,12 +46,18 @@ struct engine_opts {
        file (docs/DESIGN.md "Where a DV lives"): 0 = ENGINE_DV_INLINE_DEFAULT, < 0 = never,
        at most ENGINE_DV_INLINE_LIMIT */
     int64_t dv_inline_max;
+    /* the Iceberg export (iceberg.c): its background period (0 = off; metadata is then
+       written when the REST catalog asks for it), and how many of the newest retained
+       snapshots the metadata lists (0 = ENGINE_ICEBERG_HISTORY) */
+    int64_t iceberg_interval_s;
+    int64_t iceberg_history;
 };
 
 #define ENGINE_MAINT_WORKERS_DEFAULT 2
 #define ENGINE_MAINT_WORKERS_MAX 16
 #define ENGINE_DV_INLINE_DEFAULT 8192
 #define ENGINE_DV_INLINE_LIMIT (1 << 20)
+#define ENGINE_ICEBERG_HISTORY 500
 
 /* Connect, migrate, start background tasks. */
 int engine_open(const struct engine_opts *o, struct engine **out, struct st_err *err);
@@ -573,5 +579,33 @@ struct engine_metrics {
     uint64_t erasures, erasure_rows;
 };
 void engine_metrics(struct engine *e, struct engine_metrics *out);
+
+/* ---- Iceberg (iceberg.c; docs/DESIGN.md "Iceberg") ------------------------------- */
+
+/* The table's current Iceberg metadata file. */
+struct engine_iceberg_load {
+    char *metadata_location; /* its URI */
+    char *metadata_json;     /* its bytes (a NUL-terminated JSON text) */
+    int version;             /* N of vN.metadata.json */
+    int64_t seq;             /* the seq the export reached (its current snapshot's or later) */
+};
+/*
+ * The metadata of t's current snapshot: exported first when the table moved
+ * since (waiting for another server's export of it). Caller clears.
+ */
+int engine_iceberg_load(struct engine *e, struct engine_table *t, struct engine_iceberg_load *out,
+                        struct st_err *err);
+void engine_iceberg_load_clear(struct engine_iceberg_load *l);
+/* Bring t's Iceberg metadata up to its current seq (what the background task does). */
+int engine_iceberg_export(struct engine *e, struct engine_table *t, struct st_err *err);
+/*
+ * Every DV a snapshot <= seq of t can list in a Puffin file whose blobs name
+ * their data files by URI (inline DVs and older Puffin files moved), as
+ * Iceberg readers require of the DVs a plan hands out.
+ */
+int engine_iceberg_ready_dvs(struct engine *e, struct engine_table *t, int64_t seq,
+                             struct st_err *err);
+/* The fully qualified URI of a blob key (engine_plan_file.path, ...); caller frees. */
+char *engine_uri(struct engine *e, const char *rel);
 
 #endif

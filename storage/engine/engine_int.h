@@ -42,6 +42,7 @@ struct engine {
     struct gcq *queues; /* one per table id with pending work (commit.c) */
 
     struct dvcache *dvc;
+    struct eng__ice *ice; /* the Iceberg export's cache and task (iceberg.c) */
 
     /* background orphan GC */
     pthread_t gc_thread;
@@ -254,6 +255,11 @@ extern const char *const eng__sql_gc_plans;
 int eng__gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, struct st_err *err);
 int eng__gc_start(struct engine *e);
 void eng__gc_stop(struct engine *e);
+
+/* ---- iceberg.c: the Iceberg export's state and background task ---- */
+struct eng__ice;
+int eng__ice_start(struct engine *e);
+void eng__ice_stop(struct engine *e);
 
 /* ---- maintain.c: the background maintenance task (maint_interval_s > 0) ---- */
 int eng__maint_start(struct engine *e);

@@ -195,6 +195,64 @@ const struct migration cat__migrations[] = {
      "DROP INDEX strike.deletion_vectors_by_path;"
      "CREATE INDEX deletion_vectors_by_path ON strike.deletion_vectors (puffin_path) "
      "WHERE puffin_path IS NOT NULL;"},
+
+    /* Every table is an Iceberg v3 table (iceberg.c, docs/DESIGN.md "Iceberg"): what the
+       export reached per table, each manifest with the snapshots that list it (added_seq,
+       removed_seq, as data files have) and the data files of its live entries, each
+       exported snapshot and each metadata file. A DV row written before blobs named
+       their data files by URI is legacy_ref (moved to a new Puffin file before it is
+       exported); rows written from now on are not (the column's default). The live-DV
+       index takes added_seq, so that the DVs a range of seqs added are one index range
+       (no more entries than before: it replaces the old one). */
+    {11, "iceberg: export state, manifests, snapshots and metadata files; DVs by URI",
+     "ALTER TABLE strike.deletion_vectors ADD COLUMN legacy_ref boolean NOT NULL DEFAULT true;"
+     "ALTER TABLE strike.deletion_vectors ALTER COLUMN legacy_ref SET DEFAULT false;"
+     "CREATE INDEX deletion_vectors_live_by_seq ON strike.deletion_vectors (table_id, added_seq) "
+     "WHERE removed_seq IS NULL;"
+     "DROP INDEX strike.deletion_vectors_live;"
+     "CREATE TABLE strike.iceberg_tables ("
+     "  table_id bigint PRIMARY KEY REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  exported_seq bigint NOT NULL DEFAULT 0,"
+     "  last_snapshot bigint NOT NULL DEFAULT 0,"
+     "  version int NOT NULL DEFAULT 0,"
+     "  metadata_path text,"
+     "  next_row_id bigint NOT NULL DEFAULT 0,"
+     "  totals jsonb NOT NULL DEFAULT '{}',"
+     "  updated_at timestamptz NOT NULL DEFAULT now());"
+     "CREATE TABLE strike.iceberg_manifests ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  path text NOT NULL,"
+     "  content smallint NOT NULL,"
+     "  added_seq bigint NOT NULL,"
+     "  removed_seq bigint,"
+     "  length bigint NOT NULL,"
+     "  sequence_number bigint NOT NULL,"
+     "  min_sequence_number bigint NOT NULL,"
+     "  added_snapshot_id bigint NOT NULL,"
+     "  added_files int NOT NULL, existing_files int NOT NULL, deleted_files int NOT NULL,"
+     "  added_rows bigint NOT NULL, existing_rows bigint NOT NULL, deleted_rows bigint NOT NULL,"
+     "  first_row_id bigint,"
+     "  files bigint[] NOT NULL,"
+     "  PRIMARY KEY (table_id, path));"
+     "CREATE INDEX iceberg_manifests_live ON strike.iceberg_manifests (table_id, added_seq);"
+     "CREATE TABLE strike.iceberg_snapshots ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  seq bigint NOT NULL,"
+     "  parent_seq bigint,"
+     "  manifest_list text NOT NULL,"
+     "  timestamp_ms bigint NOT NULL,"
+     "  operation text NOT NULL,"
+     "  summary jsonb NOT NULL,"
+     "  first_row_id bigint NOT NULL,"
+     "  added_rows bigint NOT NULL,"
+     "  PRIMARY KEY (table_id, seq));"
+     "CREATE TABLE strike.iceberg_metadata_files ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  version int NOT NULL,"
+     "  path text NOT NULL,"
+     "  written_ms bigint NOT NULL,"
+     "  min_seq bigint NOT NULL,"
+     "  PRIMARY KEY (table_id, version));"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);
