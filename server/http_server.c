@@ -281,6 +281,8 @@ static enum MHD_Result query_cb(void *cls, enum MHD_ValueKind kind, const char *
     while (a != NULL && *a != NULL && strcmp(*a, key) != 0)
         a++;
     if (a == NULL || *a == NULL) {
+        if (r->rt->flags & HTTP_OTHER_QUERY)
+            return MHD_YES;
         q->bad = key;
         return MHD_NO;
     }

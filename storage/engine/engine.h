@@ -598,14 +598,26 @@ int engine_iceberg_load(struct engine *e, struct engine_table *t, struct engine_
 void engine_iceberg_load_clear(struct engine_iceberg_load *l);
 /* Bring t's Iceberg metadata up to its current seq (what the background task does). */
 int engine_iceberg_export(struct engine *e, struct engine_table *t, struct st_err *err);
-/*
- * Every DV a snapshot <= seq of t can list in a Puffin file whose blobs name
- * their data files by URI (inline DVs and older Puffin files moved), as
- * Iceberg readers require of the DVs a plan hands out.
- */
-int engine_iceberg_ready_dvs(struct engine *e, struct engine_table *t, int64_t seq,
-                             struct st_err *err);
 /* The fully qualified URI of a blob key (engine_plan_file.path, ...); caller frees. */
 char *engine_uri(struct engine *e, const char *rel);
+/* The size of a blob (a DV's Puffin file, for the REST catalog's delete files). */
+int engine_blob_size(struct engine *e, const char *rel, int64_t *size, struct st_err *err);
+
+/*
+ * Scans the REST catalog planned, by id, on any server: a plan of t at seq
+ * with the request that asked for it (its JSON text, to plan again the same
+ * way), kept ENGINE_ICEBERG_PLAN_TTL_S. put: a new id (a UUID, 36
+ * characters). get: ST_ENOTFOUND when t has no such plan (never made,
+ * cancelled or too old). drop: ST_ENOTFOUND likewise.
+ */
+#define ENGINE_ICEBERG_PLAN_TTL_S 3600
+#define ENGINE_ICEBERG_PLAN_ID_LEN 36
+int engine_iceberg_plan_put(struct engine *e, const struct engine_table *t, int64_t seq,
+                            const char *request, char id[ENGINE_ICEBERG_PLAN_ID_LEN + 1],
+                            struct st_err *err);
+int engine_iceberg_plan_get(struct engine *e, const struct engine_table *t, const char *id,
+                            int64_t *seq, char **request, struct st_err *err);
+int engine_iceberg_plan_drop(struct engine *e, const struct engine_table *t, const char *id,
+                             struct st_err *err);
 
 #endif

@@ -77,7 +77,6 @@ static const char *const SQL_STATE_INIT =
 static const char *const SQL_STATE_LOCK =
     "SELECT exported_seq, version, next_row_id, last_snapshot, totals::text FROM "
     "strike.iceberg_tables WHERE table_id = $1 FOR UPDATE";
-static const char *const SQL_TABLE_SEQ = "SELECT seq FROM strike.tables WHERE id = $1";
 /* the retained snapshots in (E, C], newest last */
 static const char *const SQL_SNAPSHOTS =
     "SELECT seq, (extract(epoch from committed_at) * 1000)::bigint, operation FROM "
@@ -1779,15 +1778,79 @@ char *engine_uri(struct engine *e, const char *rel)
     return blob_uri(e->blobs, rel);
 }
 
-int engine_iceberg_ready_dvs(struct engine *e, struct engine_table *t, int64_t seq,
+int engine_blob_size(struct engine *e, const char *rel, int64_t *size, struct st_err *err)
+{
+    struct blob_info info;
+    int rc = blob_head(e->blobs, rel, &info, err);
+    if (rc == ST_OK)
+        *size = (int64_t)info.size;
+    return rc;
+}
+
+int engine_iceberg_plan_put(struct engine *e, const struct engine_table *t, int64_t seq,
+                            const char *request, char id[ENGINE_ICEBERG_PLAN_ID_LEN + 1],
+                            struct st_err *err)
+{
+    uint8_t u[16];
+    st_uuid_v4(u);
+    st_uuid_format(u, id);
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
+    if (rc != ST_OK)
+        return rc;
+    struct eng__num a, b;
+    const char *v[4] = {eng__i64(&a, t->id), id, eng__i64(&b, seq), request};
+    rc = exec1(c,
+               "INSERT INTO strike.iceberg_plans (table_id, id, seq, request) VALUES ($1, $2, $3, "
+               "$4)",
+               4, v, "recording a plan", err);
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    return rc;
+}
+
+int engine_iceberg_plan_get(struct engine *e, const struct engine_table *t, const char *id,
+                            int64_t *seq, char **request, struct st_err *err)
+{
+    *request = NULL;
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
+    if (rc != ST_OK)
+        return rc;
+    struct eng__num a, b;
+    const char *v[3] = {eng__i64(&a, t->id), id, eng__i64(&b, ENGINE_ICEBERG_PLAN_TTL_S)};
+    PGresult *r = q(c,
+                    "SELECT seq, request FROM strike.iceberg_plans WHERE table_id = $1 AND id = $2 "
+                    "AND created_at > now() - make_interval(secs => $3)",
+                    3, v, "reading a plan", &rc, err);
+    if (r != NULL) {
+        if (PQntuples(r) == 1) {
+            *seq = eng__get_i64(r, 0, 0);
+            *request = xstrdup(PQgetvalue(r, 0, 1));
+        } else {
+            rc = st_errf(err, ST_ENOTFOUND, "table %s has no plan %.64s", t->name, id);
+        }
+        PQclear(r);
+    }
+    cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    return rc;
+}
+
+int engine_iceberg_plan_drop(struct engine *e, const struct engine_table *t, const char *id,
                              struct st_err *err)
 {
     PGconn *c;
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    /* every DV row a snapshot <= seq can list: added at or before it */
-    rc = relocate_dvs(e, c, t, 0, seq, err);
+    struct eng__num a;
+    const char *v[2] = {eng__i64(&a, t->id), id};
+    PGresult *r = q(c, "DELETE FROM strike.iceberg_plans WHERE table_id = $1 AND id = $2", 2, v,
+                    "cancelling a plan", &rc, err);
+    if (r != NULL) {
+        if (strcmp(PQcmdTuples(r), "0") == 0)
+            rc = st_errf(err, ST_ENOTFOUND, "table %s has no plan %.64s", t->name, id);
+        PQclear(r);
+    }
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
     return rc;
 }
@@ -1816,6 +1879,13 @@ static void export_behind(struct engine *e)
         cat_release(e->pool, c, rc == ST_EUNAVAIL);
         return;
     }
+    struct eng__num ttl;
+    const char *tv[1] = {eng__i64(&ttl, ENGINE_ICEBERG_PLAN_TTL_S)};
+    PGresult *pr = q(c,
+                     "DELETE FROM strike.iceberg_plans WHERE created_at < now() - "
+                     "make_interval(secs => $1)",
+                     1, tv, "forgetting old plans", &rc, &err);
+    PQclear(pr);
     for (int i = 0; i < PQntuples(r) && !e->ice->stop; i++) {
         struct engine_table *t = NULL;
         struct st_err e2 = {0};

@@ -199,7 +199,8 @@ const struct migration cat__migrations[] = {
     /* Every table is an Iceberg v3 table (iceberg.c, docs/DESIGN.md "Iceberg"): what the
        export reached per table, each manifest with the snapshots that list it (added_seq,
        removed_seq, as data files have) and the data files of its live entries, each
-       exported snapshot and each metadata file. A DV row written before blobs named
+       exported snapshot and each metadata file, and the scans the REST catalog planned
+       (a plan id works on any server, for ENGINE_ICEBERG_PLAN_TTL_S). A DV row written before blobs named
        their data files by URI is legacy_ref (moved to a new Puffin file before it is
        exported); rows written from now on are not (the column's default). The live-DV
        index takes added_seq, so that the DVs a range of seqs added are one index range
@@ -246,6 +247,14 @@ const struct migration cat__migrations[] = {
      "  first_row_id bigint NOT NULL,"
      "  added_rows bigint NOT NULL,"
      "  PRIMARY KEY (table_id, seq));"
+     "CREATE TABLE strike.iceberg_plans ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  id text NOT NULL,"
+     "  seq bigint NOT NULL,"
+     "  request text NOT NULL,"
+     "  created_at timestamptz NOT NULL DEFAULT now(),"
+     "  PRIMARY KEY (table_id, id));"
+     "CREATE INDEX iceberg_plans_age ON strike.iceberg_plans (created_at);"
      "CREATE TABLE strike.iceberg_metadata_files ("
      "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
      "  version int NOT NULL,"
