@@ -343,15 +343,11 @@ static bool plan_req_of(struct hreq *r, const struct jdoc_val *j, const struct e
 }
 
 /* A content file of the plan's tasks (ContentFile: DataFile or PositionDeleteFile). */
-static json_t *data_file_json(struct engine *e, const struct engine_plan_file *f)
+static json_t *data_file_json(const struct engine_plan_file *f)
 {
-    char *uri = engine_uri(e, f->path);
-    json_t *o = json_pack("{s:i, s:[], s:s, s:s, s:s, s:I, s:I}", "spec-id", 0, "partition",
-                          "content", "data", "file-path", uri, "file-format", "parquet",
-                          "file-size-in-bytes", (json_int_t)f->file_size, "record-count",
-                          (json_int_t)f->record_count);
-    free(uri);
-    return o;
+    return json_pack("{s:i, s:[], s:s, s:s, s:s, s:I, s:I}", "spec-id", 0, "partition", "content",
+                     "data", "file-path", f->uri, "file-format", "parquet", "file-size-in-bytes",
+                     (json_int_t)f->file_size, "record-count", (json_int_t)f->record_count);
 }
 
 struct puffin_sizes { /* Puffin file sizes already asked for, in one answer */
@@ -395,19 +391,16 @@ static int scan_tasks(struct engine *e, const struct engine_plan_file *files, si
     int rc = ST_OK;
     for (size_t i = from; i < to && rc == ST_OK; i++) {
         const struct engine_plan_file *f = &files[i];
-        json_t *task = json_pack("{s:o}", "data-file", data_file_json(e, f));
+        json_t *task = json_pack("{s:o}", "data-file", data_file_json(f));
         if (f->has_dv) {
             int64_t size = 0;
             rc = puffin_size(e, &ps, f->dv_path, &size, err);
-            char *puffin = engine_uri(e, f->dv_path), *ref = engine_uri(e, f->path);
             json_t *dv = json_pack(
                 "{s:i, s:[], s:s, s:s, s:s, s:I, s:I, s:s, s:I, s:I}", "spec-id", 0, "partition",
-                "content", "position-deletes", "file-path", puffin, "file-format", "puffin",
+                "content", "position-deletes", "file-path", f->dv_uri, "file-format", "puffin",
                 "file-size-in-bytes", (json_int_t)size, "record-count",
-                (json_int_t)f->dv_cardinality, "referenced-data-file", ref, "content-offset",
+                (json_int_t)f->dv_cardinality, "referenced-data-file", f->uri, "content-offset",
                 (json_int_t)f->dv_offset, "content-size-in-bytes", (json_int_t)f->dv_length);
-            free(puffin);
-            free(ref);
             json_object_set_new(task, "delete-file-references",
                                 json_pack("[I]", (json_int_t)json_array_size(deletes)));
             json_array_append_new(deletes, dv);

@@ -372,6 +372,7 @@ struct engine_plan_file {
     char *dv_path;
     int64_t dv_offset, dv_length, dv_cardinality;
     char *presigned_url, *dv_presigned_url; /* engine_plan_presign; else NULL */
+    char *uri, *dv_uri; /* fully qualified URIs of path and dv_path (blob_uri) */
 };
 /* Live files at the snapshot whose stats may match `f` (NULL: all). Frees with engine_plan_free. */
 int engine_plan(struct engine *e, struct engine_table *t, bool has_snapshot, int64_t snapshot,

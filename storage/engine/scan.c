@@ -521,6 +521,8 @@ void engine_plan_free(struct engine_plan_file *files, size_t n)
         free(files[i].dv_path);
         free(files[i].presigned_url);
         free(files[i].dv_presigned_url);
+        free(files[i].uri);
+        free(files[i].dv_uri);
     }
     free(files);
 }
@@ -648,6 +650,7 @@ int engine_plan(struct engine *e, struct engine_table *t, bool has_snapshot, int
         struct engine_plan_file *p = &out[m++];
         p->id = sf[i].id;
         p->path = xstrdup(sf[i].path);
+        p->uri = blob_uri(e->blobs, sf[i].path);
         p->record_count = sf[i].record_count;
         p->file_size = sf[i].file_size;
         p->data_seq = sf[i].data_seq;
@@ -655,6 +658,7 @@ int engine_plan(struct engine *e, struct engine_table *t, bool has_snapshot, int
         p->deleted_count = sf[i].has_dv ? sf[i].dv_card : 0;
         if (p->has_dv) {
             p->dv_path = xstrdup(sf[i].dv_path);
+            p->dv_uri = blob_uri(e->blobs, sf[i].dv_path);
             p->dv_offset = sf[i].dv_offset;
             p->dv_length = sf[i].dv_length;
             p->dv_cardinality = sf[i].dv_card;

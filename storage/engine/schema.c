@@ -236,6 +236,8 @@ const struct migration cat__migrations[] = {
      "  files bigint[] NOT NULL,"
      "  PRIMARY KEY (table_id, path));"
      "CREATE INDEX iceberg_manifests_live ON strike.iceberg_manifests (table_id, added_seq);"
+     /* the collector's look-ups by path (gc.c) */
+     "CREATE INDEX iceberg_manifests_by_path ON strike.iceberg_manifests (path);"
      "CREATE TABLE strike.iceberg_snapshots ("
      "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
      "  seq bigint NOT NULL,"
@@ -247,6 +249,7 @@ const struct migration cat__migrations[] = {
      "  first_row_id bigint NOT NULL,"
      "  added_rows bigint NOT NULL,"
      "  PRIMARY KEY (table_id, seq));"
+     "CREATE INDEX iceberg_snapshots_by_list ON strike.iceberg_snapshots (manifest_list);"
      "CREATE TABLE strike.iceberg_plans ("
      "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
      "  id text NOT NULL,"
@@ -261,7 +264,8 @@ const struct migration cat__migrations[] = {
      "  path text NOT NULL,"
      "  written_ms bigint NOT NULL,"
      "  min_seq bigint NOT NULL,"
-     "  PRIMARY KEY (table_id, version));"},
+     "  PRIMARY KEY (table_id, version));"
+     "CREATE INDEX iceberg_metadata_files_by_path ON strike.iceberg_metadata_files (path);"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);
