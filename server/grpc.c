@@ -49,6 +49,7 @@
 #include "grpc.h"
 #include "grpc_conv.h"
 #include "grpc_int.h"
+#include "status.h"
 #include "tls.h"
 #include "workers.h"
 
@@ -193,18 +194,27 @@ static void on_send(struct tag *t, bool ok);
 
 /* ---- status codes ------------------------------------------------------------- */
 
-/* docs/API.md "gRPC": the engine's codes as gRPC status codes (err.h's status table). */
+/* status.h's gRPC codes are the gRPC core's, number for number. */
+#define SAME_GRPC_CODE(n)                                                                          \
+    _Static_assert((int)STATUS_GRPC_##n == (int)GRPC_STATUS_##n, "status.h: gRPC code " #n)
+SAME_GRPC_CODE(OK);
+SAME_GRPC_CODE(INVALID_ARGUMENT);
+SAME_GRPC_CODE(NOT_FOUND);
+SAME_GRPC_CODE(ALREADY_EXISTS);
+SAME_GRPC_CODE(PERMISSION_DENIED);
+SAME_GRPC_CODE(RESOURCE_EXHAUSTED);
+SAME_GRPC_CODE(FAILED_PRECONDITION);
+SAME_GRPC_CODE(ABORTED);
+SAME_GRPC_CODE(OUT_OF_RANGE);
+SAME_GRPC_CODE(INTERNAL);
+SAME_GRPC_CODE(UNAVAILABLE);
+SAME_GRPC_CODE(UNAUTHENTICATED);
+#undef SAME_GRPC_CODE
+
+/* docs/API.md "gRPC": the engine's codes as gRPC status codes (status.h). */
 static grpc_status_code status_of(int st)
 {
-    switch (st) {
-#define ST_X_GRPC(c, value, name, http, grpc, detail)                                              \
-    case c:                                                                                        \
-        return GRPC_STATUS_##grpc;
-        ST_STATUS_TABLE(ST_X_GRPC)
-#undef ST_X_GRPC
-    default:
-        return GRPC_STATUS_INTERNAL;
-    }
+    return (grpc_status_code)status_grpc(st);
 }
 
 static const char *status_name(grpc_status_code c)
@@ -866,9 +876,9 @@ void rpc_reply_lead(struct rpc *r, const ProtobufCMessage *msg, const uint8_t *d
 
 void rpc_fail(struct rpc *r, int st_code, const char *detail)
 {
-    if (st_status_redacted(st_code)) /* as HTTP's 5xx: the details stay in the log */
+    if (status_redacted(st_code)) /* as HTTP's 5xx: the details stay in the log */
         log_warn("grpc %s: %s", path_of(r), detail ? detail : st_strerror(st_code));
-    finish(r, status_of(st_code), st_status_public(st_code, detail), NULL);
+    finish(r, status_of(st_code), status_public(st_code, detail), NULL);
 }
 
 void rpc_abort(struct rpc *r)

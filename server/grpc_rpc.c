@@ -18,6 +18,7 @@
  */
 #include "grpc_conv.h"
 #include "grpc_int.h"
+#include "http.h"
 #include "service.h"
 
 #include "app.h"
@@ -29,7 +30,6 @@
 #include "engine/engine.h"
 #include "expr/filter.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,33 +368,29 @@ out:
     garena_free(&a);
 }
 
-/* A string member of a receipt ("" when absent or null). */
-static char *jstr(json_t *o, const char *name)
+/* An erasure's receipt as an EraseResponse; receipt_json is the receipt as HTTP answers it. */
+static void reply_erasure(struct rpc *r, const struct engine_erasure *er)
 {
-    const char *s = json_string_value(json_object_get(o, name));
-    return (char *)(s != NULL ? s : "");
-}
-
-/* An erasure's receipt (the engine's stored document) as an EraseResponse. */
-static void reply_erasure(struct rpc *r, struct engine_erasure *er)
-{
-    json_t *j = json_loads(er->receipt, 0, NULL);
     Strike__V1__EraseResponse msg = STRIKE__V1__ERASE_RESPONSE__INIT;
-    msg.id = er->id;
-    msg.status = jstr(j, "status");
-    msg.table = jstr(j, "table");
-    msg.key_digest = jstr(j, "key_digest");
-    msg.verified_at = jstr(j, "verified_at");
-    msg.delete_seq = json_integer_value(json_object_get(j, "delete_seq"));
-    msg.rewrite_seq = json_integer_value(json_object_get(j, "rewrite_seq"));
-    msg.expired_snapshots = json_integer_value(json_object_get(j, "expired_snapshots"));
-    msg.files_rewritten = json_integer_value(json_object_get(j, "files_rewritten"));
-    msg.files_deleted = json_integer_value(json_object_get(j, "files_deleted"));
-    msg.rows_erased = json_integer_value(json_object_get(j, "rows_erased"));
-    msg.bytes_deleted = json_integer_value(json_object_get(j, "bytes_deleted"));
-    msg.receipt_json = er->receipt;
+    char verified[ST_RFC3339_MAX] = "";
+    if (er->verified_us > 0)
+        st_format_rfc3339(er->verified_us, verified);
+    char *json = http__erasure_json(er);
+    msg.id = (char *)er->id;
+    msg.status = (char *)er->status;
+    msg.table = (char *)er->table;
+    msg.key_digest = (char *)er->key_digest;
+    msg.verified_at = verified;
+    msg.delete_seq = er->delete_seq;
+    msg.rewrite_seq = er->has_rewrite_seq ? er->rewrite_seq : 0;
+    msg.expired_snapshots = er->expired_snapshots;
+    msg.files_rewritten = er->files_rewritten;
+    msg.files_deleted = er->files_deleted;
+    msg.rows_erased = er->rows_erased;
+    msg.bytes_deleted = er->bytes_deleted;
+    msg.receipt_json = json;
     rpc_reply(r, &msg.base);
-    json_decref(j);
+    free(json);
 }
 
 static void h_erase(struct rpc *r)

@@ -36,6 +36,15 @@ void http_quiesce(struct http_server *h);
 void http_stop(struct http_server *h, int grace_ms);
 
 /*
+ * An erasure's receipt as the HTTP API answers it (docs/API.md
+ * "Maintenance"; {} for an erasure that has recorded nothing yet); caller
+ * frees. http_render.c; also gRPC's EraseResponse.receipt_json, which is
+ * the receipt as HTTP returns it.
+ */
+struct engine_erasure;
+char *http__erasure_json(const struct engine_erasure *r);
+
+/*
  * Print the route table, one line per route and method:
  * "http METHOD PATTERN SCOPE TABLE_FROM" (`striked --list-routes`).
  */

@@ -280,9 +280,15 @@ struct plan_req {
 static bool plan_req_of(struct hreq *r, const struct jdoc_val *j, const struct engine_table *t,
                         struct plan_req *q)
 {
-    static const char *const top[] = {"snapshot-id",     "select",         "filter",
-                                      "case-sensitive",  "use-snapshot-schema", "start-snapshot-id",
-                                      "end-snapshot-id", "stats-fields",   "min-rows-requested",
+    static const char *const top[] = {"snapshot-id",
+                                      "select",
+                                      "filter",
+                                      "case-sensitive",
+                                      "use-snapshot-schema",
+                                      "start-snapshot-id",
+                                      "end-snapshot-id",
+                                      "stats-fields",
+                                      "min-rows-requested",
                                       NULL};
     memset(q, 0, sizeof q[0]);
     if (!http__check_fields(r, j, top, NULL) ||
@@ -429,8 +435,8 @@ static int plan_files(struct hreq *r, struct engine_table *t, const struct plan_
 }
 
 /* The status and tasks of a completed plan: its tasks, or plan tasks for a big one. */
-static int completed(struct hreq *r, const char *plan_id, const struct svc_plan_res *res,
-                     json_t *o, struct st_err *err)
+static int completed(struct hreq *r, const char *plan_id, const struct svc_plan_res *res, json_t *o,
+                     struct st_err *err)
 {
     json_object_set_new(o, "status", json_string("completed"));
     if (plan_id != NULL)

@@ -76,10 +76,10 @@ struct http_route {
 };
 
 enum {
-    HTTP_MUTATES = 1u << 0,       /* takes an Idempotency-Key */
-    HTTP_JSON_BODY = 1u << 1,     /* its body is read, and must be application/json (415) */
-    HTTP_CDC_BODY = 1u << 2,      /* its body is read: Debezium's media types (cdc.h) */
-    HTTP_FILE_ID = 1u << 3,       /* {id} is a file id */
+    HTTP_MUTATES = 1u << 0,        /* takes an Idempotency-Key */
+    HTTP_JSON_BODY = 1u << 1,      /* its body is read, and must be application/json (415) */
+    HTTP_CDC_BODY = 1u << 2,       /* its body is read: Debezium's media types (cdc.h) */
+    HTTP_FILE_ID = 1u << 3,        /* {id} is a file id */
     HTTP_WHILE_STOPPING = 1u << 4, /* answered while the server drains (else 503) */
     HTTP_OTHER_QUERY = 1u << 5     /* query names it does not declare are ignored, not refused
                                       (a protocol of others', which may add some) */
@@ -380,6 +380,9 @@ char *http__plan_json(const struct engine_table *t, int64_t seq,
 /* {"snapshots":[{"seq","committed_at","operation","summary"}...],"next":seq|null}. */
 char *http__snapshots_json(const struct engine_snapshot_info *s, size_t n, bool has_next,
                            int64_t next);
+/* An erasure's receipt: http__erasure_json, declared in http.h (gRPC renders it too). A page of
+   them: {"erasures":[receipt...],"next":id|null} (next "" or NULL: null); caller frees. */
+char *http__erasures_json(const struct engine_erasure *r, size_t n, const char *next);
 
 /* ---- http_metrics.c ---- */
 

@@ -1,10 +1,12 @@
 /*
  * http_render.c - the JSON bodies of engine results (docs/API.md). A result the
  * engine replays for an Idempotency-Key is rendered here like a fresh one,
- * so the two cannot differ.
+ * so the two cannot differ; so is an erasure's receipt, fresh, replayed or
+ * read back (and gRPC carries this text as EraseResponse.receipt_json).
  */
 #include "http_int.h"
 
+#include "common/buf.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "engine/engine.h"
@@ -12,6 +14,8 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 char *http__table_json(const struct engine_table *t, const struct engine_table_stats *stats)
 {
@@ -131,4 +135,69 @@ char *http__snapshots_json(const struct engine_snapshot_info *s, size_t n, bool 
     char *out = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return out;
+}
+
+char *http__erasure_json(const struct engine_erasure *r)
+{
+    json_t *o = json_object();
+    if (!r->recorded) {
+        char *s = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        return s;
+    }
+    json_object_set_new(o, "id", json_string(r->id));
+    json_object_set_new(o, "table", json_string(r->table));
+    json_object_set_new(o, "status", json_string(r->status));
+    json_object_set_new(o, "key_digest", json_string(r->key_digest));
+    json_object_set_new(o, "keys", json_integer(r->keys));
+    json_object_set_new(o, "rows_erased", json_integer(r->rows_erased));
+    json_object_set_new(o, "delete_seq", json_integer(r->delete_seq));
+    json_object_set_new(o, "rewrite_seq",
+                        r->has_rewrite_seq ? json_integer(r->rewrite_seq) : json_null());
+    json_object_set_new(o, "expired_snapshots", json_integer(r->expired_snapshots));
+    json_object_set_new(o, "files_rewritten", json_integer(r->files_rewritten));
+    json_object_set_new(o, "files_deleted", json_integer(r->files_deleted));
+    json_object_set_new(o, "bytes_deleted", json_integer(r->bytes_deleted));
+    json_t *checks = json_array();
+    for (int i = 0; i < r->nchecks; i++) {
+        const struct engine_erasure_check *c = &r->checks[i];
+        json_t *co = json_object(); /* what it counted, then its name and verdict */
+        for (int k = 0; k < c->nfigures; k++) {
+            const struct engine_erasure_figure *f = &c->figures[k];
+            json_object_set_new(co, f->name,
+                                f->is_text ? json_string(f->text) : json_integer(f->n));
+        }
+        json_object_set_new(co, "check", json_string(c->name));
+        json_object_set_new(co, "passed", json_boolean(c->passed));
+        json_array_append_new(checks, co);
+    }
+    json_object_set_new(o, "checks", checks);
+    if (r->verified_us > 0) {
+        char ts[ST_RFC3339_MAX];
+        st_format_rfc3339(r->verified_us, ts);
+        json_object_set_new(o, "verified_at", json_string(ts));
+    } else {
+        json_object_set_new(o, "verified_at", json_null());
+    }
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}
+
+char *http__erasures_json(const struct engine_erasure *r, size_t n, const char *next)
+{
+    struct buf b = BUF_INIT;
+    buf_append(&b, "{\"erasures\":[", 13);
+    for (size_t i = 0; i < n; i++) {
+        char *one = http__erasure_json(&r[i]);
+        if (i > 0)
+            buf_append(&b, ",", 1);
+        buf_append(&b, one, strlen(one));
+        free(one);
+    }
+    char *tail = next != NULL && next[0] != '\0' ? xasprintf("],\"next\":\"%s\"}", next)
+                                                 : xstrdup("],\"next\":null}");
+    buf_append(&b, tail, strlen(tail) + 1); /* with the NUL */
+    free(tail);
+    return (char *)b.data;
 }

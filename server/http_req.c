@@ -8,6 +8,8 @@
  */
 #include "http_int.h"
 
+#include "status.h"
+
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/xalloc.h"
@@ -126,7 +128,7 @@ bool http__submit(struct hreq *r, void (*fn)(struct hreq *r))
 
 unsigned http__status_of(int code)
 {
-    return st_status_http(code);
+    return status_http(code);
 }
 
 static const char *status_title(unsigned status)
@@ -333,11 +335,11 @@ void http__reply_err(struct hreq *r, int code, const struct st_err *err)
 {
     unsigned status = http__status_of(code);
     const char *msg = err != NULL && err->msg[0] ? err->msg : st_strerror(code);
-    if (st_status_redacted(code)) {
+    if (status_redacted(code)) {
         /* The catalog's and the system's own words (socket paths, SQL) stay in
            the log, under the request id the client also has. */
         log_warn("request %s: %s", r->rid, msg);
-        http__reply_problem(r, status, "%s (request %s)", st_status_public(code, msg), r->rid);
+        http__reply_problem(r, status, "%s (request %s)", status_public(code, msg), r->rid);
         return;
     }
     if (code == ST_EGONE && strstr(msg, "expired") == NULL)

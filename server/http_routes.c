@@ -433,11 +433,10 @@ out:
     jdoc_free(d);
 }
 
-/* The receipt as the engine stored it, with its Location. */
-static void reply_receipt(struct hreq *r, int status, struct engine_erasure *er)
+/* The receipt, with its Location. */
+static void reply_receipt(struct hreq *r, int status, const struct engine_erasure *er)
 {
-    http__reply_json(r, status, er->receipt);
-    er->receipt = NULL; /* the reply owns it */
+    http__reply_json(r, status, http__erasure_json(er));
     http__reply_header(r, "Location", "/v1/tables/%s/erasures/%s", r->table, er->id);
     r->audit_location = true; /* the audit line names the receipt */
 }
@@ -516,14 +515,10 @@ void http__job_erasures(struct hreq *r)
     struct st_err err = {0};
     int rc = svc_list_erasures(r->srv->app->engine, r->table, limit, http__query(r, "after"), &res,
                                &err);
-    if (rc != ST_OK) {
+    if (rc != ST_OK)
         http__reply_err(r, rc, &err);
-    } else if (res.next[0] != '\0') {
-        http__reply_json(r, 200,
-                         xasprintf("{\"erasures\":%s,\"next\":\"%s\"}", res.receipts, res.next));
-    } else {
-        http__reply_json(r, 200, xasprintf("{\"erasures\":%s,\"next\":null}", res.receipts));
-    }
+    else
+        http__reply_json(r, 200, http__erasures_json(res.receipts, res.n, res.next));
     free(res.receipts);
 }
 

@@ -10,6 +10,7 @@
 #include "http_int.h"
 
 #include "cdc.h"
+#include "status.h"
 #include "tls.h"
 
 #include "common/log.h"

@@ -308,7 +308,7 @@ int svc_list_erasures(struct engine *e, const char *table, struct svc_count limi
     if ((rc = table_of(e, table, &t, err)) == ST_OK)
         rc = engine_list_erasures(
             e, t, !limit.has || limit.v > SVC_SNAPSHOTS_PAGE ? SVC_SNAPSHOTS_PAGE : limit.v, after,
-            &out->receipts, out->next, sizeof out->next, err);
+            &out->receipts, &out->n, out->next, sizeof out->next, err);
     engine_table_unref(t);
     return rc;
 }

@@ -138,8 +138,9 @@ int svc_get_erasure(struct engine *e, const char *table, const char *id, struct 
                     struct st_err *err);
 /* A page of receipts, oldest first (limit: default and largest SVC_SNAPSHOTS_PAGE). */
 struct svc_erasures_res {
-    char *receipts; /* a JSON array */
-    char next[40];  /* "" at the end */
+    struct engine_erasure *receipts; /* n of them, oldest first (caller frees, free()) */
+    size_t n;
+    char next[40]; /* "" at the end */
 };
 int svc_list_erasures(struct engine *e, const char *table, struct svc_count limit,
                       const char *after, struct svc_erasures_res *out, struct st_err *err);

@@ -6,7 +6,9 @@
 #   http_readme   the README walkthrough's commands (and docs/CLI.md's, with
 #                 `strike`), run and checked
 #   http_duckdb   plan + files + DVs read by DuckDB == strike's own scan
+#   test_http_render  an erasure's receipt as HTTP answers it, byte for byte (unit)
 # Benchmarks: tests/bench/http_bench.sh BUILD_DIR (Release build).
+strike_unit_test(test_http_render SOURCES unit/test_http_render.c LIBS strike_server)
 strike_py_test(http_api test_http_api.py LABELS http tsan)
 strike_py_test(http_limits test_http_limits.py LABELS http tsan)
 strike_py_test(http_readme test_http_readme.py LABELS http tsan)

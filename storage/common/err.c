@@ -69,7 +69,7 @@ void st_err_clear(struct st_err *e)
 const char *st_strerror(int code)
 {
     switch (code) {
-#define ST_X_NAME(c, value, name, http, grpc, detail)                                              \
+#define ST_X_NAME(c, value, name)                                                                  \
     case c:                                                                                        \
         return name;
         ST_STATUS_TABLE(ST_X_NAME)
@@ -77,43 +77,4 @@ const char *st_strerror(int code)
     default:
         return "unknown error";
     }
-}
-
-unsigned st_status_http(int code)
-{
-    switch (code) {
-#define ST_X_HTTP(c, value, name, http, grpc, detail)                                              \
-    case c:                                                                                        \
-        return http;
-        ST_STATUS_TABLE(ST_X_HTTP)
-#undef ST_X_HTTP
-    default:
-        return 500;
-    }
-}
-
-static const char *public_detail(int code)
-{
-    switch (code) {
-#define ST_X_DETAIL(c, value, name, http, grpc, detail)                                            \
-    case c:                                                                                        \
-        return detail;
-        ST_STATUS_TABLE(ST_X_DETAIL)
-#undef ST_X_DETAIL
-    default:
-        return ST_INTERNAL_DETAIL;
-    }
-}
-
-const char *st_status_public(int code, const char *msg)
-{
-    const char *d = public_detail(code);
-    if (d != NULL)
-        return d;
-    return msg != NULL && msg[0] != '\0' ? msg : st_strerror(code);
-}
-
-bool st_status_redacted(int code)
-{
-    return public_detail(code) != NULL;
 }

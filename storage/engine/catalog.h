@@ -18,7 +18,7 @@ struct cat_pool;
 
 /*
  * How long the engine waits on the catalog, in one place. A request that
- * cannot get a connection in time fails with ST_EUNAVAIL (503).
+ * cannot get a connection in time fails with ST_EUNAVAIL.
  */
 #define CAT_WAIT_ACQUIRE_MS 5000         /* a connection for a read, a DDL call, gc */
 #define CAT_WAIT_COMMIT_ACQUIRE_MS 10000 /* a connection for a commit (changes, delete) */
@@ -34,7 +34,7 @@ struct cat_pool;
    another server's long commit holds the table's row) or was chosen as a
    deadlock's victim (40P01) lost to contention: it is retried like a lost
    CAS, but after CAT_LOCK_RETRIES such retries in one request it fails with
-   ST_ECONFLICT (409), so that no request waits more than about
+   ST_ECONFLICT, so that no request waits more than about
    (1 + CAT_LOCK_RETRIES) * CAT_LOCK_TIMEOUT_MS for a busy table. */
 #define CAT_LOCK_RETRIES 2
 /* After a connection loss around COMMIT (commit_sql.c resolve_unknown): up

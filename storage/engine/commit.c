@@ -47,8 +47,10 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "dv/dv.h"
+#include "expr/literal.h"
 
 #include <assert.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -86,10 +88,8 @@ void eng__plan_reset(struct plan *p)
     buf_free(&p->del_keys);
     buf_free(&p->prod_names);
     buf_free(&p->prod_offsets);
-    buf_free(&p->idem_keys);
-    buf_free(&p->idem_hashes);
-    buf_free(&p->idem_bodies);
-    p->nupd = p->nins = p->ndel = p->nprod = p->nidem = 0;
+    eng__idem_rows_free(&p->idem);
+    p->nupd = p->nins = p->ndel = p->nprod = 0;
     p->upd_vers_nulls = p->ins_vers_nulls = false;
     p->delete_all_keys = false;
     p->in_txn = p->key_plans = false;
@@ -129,12 +129,6 @@ void eng__record_batch(struct engine *e, size_t n)
     atomic_fetch_add(&e->m_batch_hist[b], 1);
 }
 
-void eng__finish_item(struct item *it, int rc)
-{
-    it->rc = rc;
-    it->finished = true;
-}
-
 void eng__crash_point(struct engine *e)
 {
     if (atomic_load(&e->fault_crash_before_commit) > 0) {
@@ -143,9 +137,18 @@ void eng__crash_point(struct engine *e)
     }
 }
 
+int eng__after_lock_wait(struct engine *e, PGconn **c, int *attempt, const struct engine_table *t,
+                         struct plan *p, struct st_err *err)
+{
+    p->lock_waits++;
+    st_err_clear(err);
+    return eng__after_lost_attempt(e, LOCKED, c, attempt, t, p, err);
+}
+
 int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
                             const struct engine_table *t, const struct plan *p, struct st_err *err)
 {
+    assert(out != COMMITTED && *attempt >= 0);
     if (out != UNKNOWN)
         eng__unlink_blob(e, p->puffin_rel);
     if (out == FAILED || out == UNKNOWN || out == TOO_OLD) {
@@ -206,8 +209,12 @@ static int write_rows(struct engine *e, const struct engine_table *t, struct ite
     if (nrows > 0) {
         p->file_id = p->new_file_id; /* rows come from upserts: reserved */
         struct st_value **rp = xcalloc(nrows, sizeof *rp);
-        for (size_t i = 0; i < nrows; i++)
+        for (size_t i = 0; i < nrows; i++) {
+            /* a row is an upsert of the batch that survived the replay (struct outrow) */
+            assert(rows[i].change < items[rows[i].item]->req->nchanges &&
+                   items[rows[i].item]->req->changes[rows[i].change].op == ENGINE_CHANGE_UPSERT);
             rp[i] = items[rows[i].item]->req->changes[rows[i].change].vals;
+        }
         int rc = eng__write_parquet(e, t, rp, nrows, p, err);
         free(rp);
         if (rc != ST_OK)
@@ -317,6 +324,10 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     b.n = n;
     b.t = items[0]->req->table;
     const struct engine_table *t = b.t;
+    /* a batch of one table's change requests, each still to be decided (commit_queue.c) */
+    assert(n >= 1);
+    for (size_t i = 0; i < n; i++)
+        assert(items[i]->req != NULL && items[i]->req->table->id == t->id && !items[i]->finished);
     struct st_err err = {0};
     struct plan p;
     eng__plan_init(&p);
@@ -349,11 +360,11 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
         }
         /* from here on the base read's transaction is open: commit or roll back */
         if (rc != ST_OK || !any_undecided(items, n)) {
-            eng__rollback(c);
+            pgu_rollback(c);
             break;
         }
         if (nothing) {
-            eng__rollback(c);
+            pgu_rollback(c);
             if ((rc = eng__store_idem_only(c, t, &b, p.base, &err)) == ST_OK)
                 finish_undecided(items, n, p.base);
             break;
@@ -361,7 +372,7 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
         p.attempt = attempt;
         enum commit_outcome out;
         if ((rc = commit_changes(e, &c, &b, &p, rows, nrows, &prev, t_prep, &out, &err)) != ST_OK) {
-            eng__rollback(c);
+            pgu_rollback(c);
             break;
         }
         if (out == COMMITTED) {
@@ -396,14 +407,98 @@ static void process_changes(struct engine *e, struct item **items, size_t n)
     }
 }
 
-void eng__process_batch(struct engine *e, struct item **items, size_t n)
+/* Change requests: a leader commits up to 256 of them at once (commit_queue.c). */
+static const struct eng__commit_kind changes_kind = {
+    .name = "changes",
+    .process = process_changes,
+    .batches = true,
+};
+
+/* ---- entry points ------------------------------------------------------------- */
+
+int engine_check_producer(const char *producer, bool has_offset, int64_t offset, struct st_err *err)
 {
-    if (items[0]->kind == ITEM_DELETE_WHERE)
-        eng__process_delete(e, items[0]);
-    else if (items[0]->kind == ITEM_REWRITE)
-        eng__process_rewrite(e, items[0]);
-    else
-        process_changes(e, items, n);
+    if (has_offset && offset < 0)
+        return st_errf(err, ST_EINVAL, "offset: must be >= 0, got %" PRId64, offset);
+    if (has_offset != (producer != NULL))
+        return st_errf(err, ST_EINVAL, "%s",
+                       producer != NULL ? "offset: required with \"producer\""
+                                        : "producer: required with \"offset\"");
+    if (producer == NULL)
+        return ST_OK;
+    size_t len = strlen(producer);
+    if (len == 0 || len > ENGINE_PRODUCER_MAX)
+        return st_errf(err, ST_EINVAL, "producer: 1 to %d characters", ENGINE_PRODUCER_MAX);
+    size_t bad = lit_utf8_check(producer, len); /* a text parameter: PostgreSQL would refuse it */
+    if (bad != len)
+        return st_errf(err, ST_EINVAL, "producer: invalid UTF-8 at byte %zu", bad);
+    return ST_OK;
+}
+
+static int check_changes(const struct engine_change_req *q, struct st_err *err)
+{
+    const struct engine_table *t = q->table;
+    int rc = engine_check_producer(q->producer, q->has_offset, q->offset, err);
+    if (rc == ST_OK && q->mark_producer != NULL)
+        rc = engine_check_producer(q->mark_producer, true, q->mark_offset, err);
+    if (rc != ST_OK)
+        return rc;
+    if (q->has_expected_seq && q->expected_seq < 0)
+        return st_errf(err, ST_EINVAL, "expected_seq: must be >= 0");
+    for (size_t i = 0; i < q->nchanges; i++) {
+        const struct engine_change *c = &q->changes[i];
+        if (c->op == ENGINE_CHANGE_DELETE) {
+            if (t->npk == 0)
+                return st_errf(err, ST_EINVAL,
+                               "changes[%zu]: table \"%s\" has no primary key, so rows cannot be "
+                               "deleted by key (use delete by filter)",
+                               i, t->name);
+            for (int k = 0; k < t->npk; k++)
+                if (c->vals[k].null)
+                    return st_errf(err, ST_EINVAL, "changes[%zu]: key column \"%s\" is null", i,
+                                   t->cols[t->pk[k]].name);
+        } else if (c->op == ENGINE_CHANGE_UPSERT) {
+            for (int k = 0; k < t->ncols; k++) {
+                const struct st_value *v = &c->vals[k];
+                if (v->null && t->cols[k].required)
+                    return st_errf(err, ST_EINVAL, "changes[%zu]: column \"%s\" is required", i,
+                                   t->cols[k].name);
+                if (!v->null && t->cols[k].type == ST_T_STRING &&
+                    (v->v.s.len > ST_STRING_MAX || memchr(v->v.s.p, 0, v->v.s.len) != NULL))
+                    return st_errf(err, ST_EINVAL,
+                                   "changes[%zu]: column \"%s\": string longer than 1 MiB or "
+                                   "containing U+0000",
+                                   i, t->cols[k].name);
+            }
+        } else {
+            return st_errf(err, ST_EINVAL, "changes[%zu]: unknown op", i);
+        }
+        size_t klen = t->npk > 0 ? key_encoded_len(t, c->vals, c->op == ENGINE_CHANGE_UPSERT) : 0;
+        if (klen > KEY_ENCODED_MAX)
+            return st_errf(err, ST_EINVAL,
+                           "changes[%zu]: key: longer than %d bytes encoded (%zu bytes)", i,
+                           KEY_ENCODED_MAX, klen);
+    }
+    return ST_OK;
+}
+
+int engine_apply_changes(struct engine *e, const struct engine_change_req *req,
+                         struct engine_change_res *res, struct st_err *err)
+{
+    memset(res, 0, sizeof *res);
+    int rc = check_changes(req, err);
+    if (rc != ST_OK)
+        return rc;
+    struct item it;
+    memset(&it, 0, sizeof it);
+    it.kind = &changes_kind;
+    it.starts_batch = req->has_expected_seq;
+    it.nchanges = req->nchanges;
+    it.idem_key = req->idem != NULL ? req->idem->key : NULL;
+    it.req = req;
+    it.res = res;
+    it.err = err;
+    return eng__submit(e, req->table->id, &it);
 }
 
 void engine_test_fault(struct engine *e, enum engine_fault f, int n)

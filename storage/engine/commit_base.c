@@ -182,7 +182,7 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, stru
 
 /* The statements of a base read and where their results are in the pipeline. */
 struct base_read {
-    struct eng__num tid;
+    struct pgu_num tid;
     struct buf idem_keys, prods; /* text arrays */
     uint32_t nidem, nprod;
     bool upserts; /* the batch may write rows: reserve a data file id */
@@ -196,7 +196,7 @@ struct base_read {
 static void base_read_init(struct base_read *br, const struct cbatch *b, bool parallel)
 {
     memset(br, 0, sizeof *br);
-    eng__i64(&br->tid, b->t->id);
+    pgu_i64(&br->tid, b->t->id);
     br->stmt_idem = br->stmt_prod = -1;
     for (size_t i = 0; i < b->n; i++) {
         const struct item *it = b->items[i];
@@ -341,8 +341,8 @@ static int take_base_read(struct cbatch *b, struct plan *p, struct hmap *last,
     const PGresult *r = pp->res[br->stmt_seq];
     if (PQntuples(r) == 0)
         return st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", b->t->name);
-    p->base = eng__get_i64(r, 0, 0);
-    p->new_file_id = PQgetisnull(r, 0, 1) ? -1 : eng__get_i64(r, 0, 1);
+    p->base = pgu_get_i64(r, 0, 0);
+    p->new_file_id = PQgetisnull(r, 0, 1) ? -1 : pgu_get_i64(r, 0, 1);
     if (br->stmt_idem >= 0)
         take_idem_rows(b, pp->res[br->stmt_idem]);
     if (br->stmt_prod >= 0)
@@ -466,7 +466,7 @@ static int read_base(struct engine *e, PGconn *c, struct cbatch *b, struct plan 
     pgu_pipe_clear(&more);
     if (rc != ST_OK) {
         p->in_txn = p->key_plans = false;
-        eng__rollback(c);
+        pgu_rollback(c);
     }
     base_read_free(&br);
     return rc;
@@ -539,7 +539,7 @@ static void index_keys(struct replay *rp)
 }
 
 /* expected_seq, which a duplicate delivery ignores (docs/API.md: a duplicate
-   answers 200 "whatever its expected_seq") */
+   succeeds "whatever its expected_seq") */
 static void check_expected_seq(struct replay *rp)
 {
     struct cbatch *b = rp->b;
@@ -680,6 +680,7 @@ static int key_outcomes(struct replay *rp, struct st_err *err)
         if (s->exists) {
             push_row(rp, (struct outrow){s->item, s->change, (uint32_t)k});
         } else if (s->orig_exists) {
+            assert((size_t)s->key_off + s->key_len <= b->keybytes.len);
             if (p->ndel == 0) {
                 pgu_array_begin(&p->del_tids, PG_OID_TID, 0);
                 eng__key_array_begin(&p->del_keys, p->i8, 0);
@@ -690,8 +691,8 @@ static int key_outcomes(struct replay *rp, struct st_err *err)
         }
     }
     if (p->ndel > 0) {
-        eng__array_set_count(&p->del_tids, p->ndel);
-        eng__array_set_count(&p->del_keys, p->ndel);
+        pgu_array_set_count(&p->del_tids, p->ndel);
+        pgu_array_set_count(&p->del_keys, p->ndel);
     }
     if (rp->nrows > 1)
         qsort(rp->rows, rp->nrows, sizeof *rp->rows, cmp_outrow);
@@ -745,7 +746,11 @@ static void plan_key_rows(struct replay *rp)
     pgu_array_begin(&p->ins_pos, PG_OID_INT8, 0);
     pgu_array_begin(&p->ins_vers, PG_OID_BYTEA, 0);
     for (size_t i = 0; i < rp->nrows; i++) {
+        assert(rp->rows[i].st < b->nst);
         const struct kstate *s = &b->st[rp->rows[i].st];
+        /* a surviving key (exists after the replay), its bytes in the batch's buffers */
+        assert(s->exists && (size_t)s->key_off + s->key_len <= b->keybytes.len);
+        assert(s->ver_null || (size_t)s->ver_off + s->ver_len <= b->vers.len);
         bool upd = s->orig_exists;
         struct buf *keys = upd ? &p->upd_keys : &p->ins_keys;
         struct buf *pos = upd ? &p->upd_pos : &p->ins_pos;
@@ -765,13 +770,13 @@ static void plan_key_rows(struct replay *rp)
     /* one row per key: each surviving key is one row of the new file, one key-index row */
     assert(p->nupd + p->nins == rp->nrows);
     assert(rows_one_per_key(rp));
-    eng__array_set_count(&p->upd_tids, p->nupd);
-    eng__array_set_count(&p->upd_keys, p->nupd);
-    eng__array_set_count(&p->upd_pos, p->nupd);
-    eng__array_set_count(&p->upd_vers, p->nupd);
-    eng__array_set_count(&p->ins_keys, p->nins);
-    eng__array_set_count(&p->ins_pos, p->nins);
-    eng__array_set_count(&p->ins_vers, p->nins);
+    pgu_array_set_count(&p->upd_tids, p->nupd);
+    pgu_array_set_count(&p->upd_keys, p->nupd);
+    pgu_array_set_count(&p->upd_pos, p->nupd);
+    pgu_array_set_count(&p->upd_vers, p->nupd);
+    pgu_array_set_count(&p->ins_keys, p->nins);
+    pgu_array_set_count(&p->ins_pos, p->nins);
+    pgu_array_set_count(&p->ins_vers, p->nins);
     if (p->upd_vers_nulls)
         pgu_array_set_has_nulls(&p->upd_vers);
     if (p->ins_vers_nulls)
@@ -805,6 +810,9 @@ int eng__prepare_changes(struct engine *e, PGconn *c, struct cbatch *b, struct p
                          struct outrow **rows_out, size_t *nrows_out, bool *nothing, bool *locked,
                          struct st_err *err)
 {
+    /* a batch of the same table's requests, its plan reset for this attempt */
+    assert(b->n >= 1 && b->t == b->items[0]->req->table);
+    assert(p->nfiles == 0 && p->nupd + p->nins + p->ndel + p->nprod == 0 && p->idem.want == 0);
     struct replay rp;
     memset(&rp, 0, sizeof rp);
     rp.b = b;
@@ -842,48 +850,63 @@ void eng__plan_idem(struct plan *p, struct cbatch *b, int64_t seq)
     for (size_t i = 0; i < b->n; i++)
         if (!b->items[i]->finished && b->items[i]->req->idem != NULL)
             n++;
-    p->nidem = n;
     if (n == 0)
         return;
-    pgu_array_begin(&p->idem_keys, PG_OID_TEXT, n);
-    pgu_array_begin(&p->idem_hashes, PG_OID_BYTEA, n);
-    pgu_array_begin(&p->idem_bodies, PG_OID_TEXT, n);
-    p->idem_op = ENG__OP_CHANGES;
+    eng__idem_rows_begin(&p->idem, ENG__OP_CHANGES, n);
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = b->items[i];
         if (it->finished || it->req->idem == NULL)
             continue;
         it->res->seq = seq;
         struct eng__result res = {.op = ENG__OP_CHANGES, .changes = it->res};
-        char *body = eng__result_encode(&res);
-        pgu_array_bytes(&p->idem_keys, it->req->idem->key, strlen(it->req->idem->key));
-        pgu_array_bytes(&p->idem_hashes, it->req->idem->hash, 32);
-        pgu_array_bytes(&p->idem_bodies, body, strlen(body));
-        free(body);
+        eng__idem_rows_add(&p->idem, it->req->idem, &res);
     }
+}
+
+char *eng__summary_encode(const struct eng__changes_summary *s)
+{
+    return xasprintf("{\"requests\":%lld,\"inserted\":%lld,\"updated\":%lld,\"deleted\":%lld,"
+                     "\"added_files\":%lld,\"added_rows\":%lld,\"changed_dvs\":%lld,"
+                     "\"removed_files\":%lld}",
+                     (long long)s->requests, (long long)s->inserted, (long long)s->updated,
+                     (long long)s->deleted, (long long)s->added_files, (long long)s->added_rows,
+                     (long long)s->changed_dvs, (long long)s->removed_files);
+}
+
+/* Values no other count of a summary holds (eng__summary_format). */
+#define MARK_DELETED 7318052090000000011LL
+#define MARK_CHANGED_DVS 7318052090000000012LL
+
+char *eng__summary_format(const struct eng__changes_summary *known)
+{
+    struct eng__changes_summary s = *known;
+    s.deleted = MARK_DELETED;
+    s.changed_dvs = MARK_CHANGED_DVS;
+    char *text = eng__summary_encode(&s);
+    const int64_t marks[2] = {MARK_DELETED, MARK_CHANGED_DVS};
+    char *f = pgu_format_template(text, marks, 2);
+    free(text);
+    return f;
 }
 
 char *eng__summary_changes(struct cbatch *b, const struct plan *p)
 {
-    int64_t ins = 0, upd = 0, del = 0, reqs = 0;
+    struct eng__changes_summary s = {0};
     for (size_t i = 0; i < b->n; i++) {
         struct item *it = b->items[i];
         if (it->finished)
             continue;
-        reqs++;
-        ins += it->res->inserted;
-        upd += it->res->updated;
-        del += it->res->deleted;
+        s.requests++;
+        s.inserted += it->res->inserted;
+        s.updated += it->res->updated;
+        s.deleted += it->res->deleted;
     }
-    int64_t removed = 0;
     for (size_t i = 0; i < p->nfiles; i++)
-        removed += p->files[i].removed;
-    return xasprintf("{\"requests\":%lld,\"inserted\":%lld,\"updated\":%lld,\"deleted\":%lld,"
-                     "\"added_files\":%d,\"added_rows\":%lld,\"changed_dvs\":%lld,"
-                     "\"removed_files\":%lld}",
-                     (long long)reqs, (long long)ins, (long long)upd, (long long)del,
-                     p->has_file ? 1 : 0, (long long)p->file_rows,
-                     (long long)(p->nfiles - (size_t)removed), (long long)removed);
+        s.removed_files += p->files[i].removed;
+    s.added_files = p->has_file ? 1 : 0;
+    s.added_rows = p->file_rows;
+    s.changed_dvs = (int64_t)p->nfiles - s.removed_files;
+    return eng__summary_encode(&s);
 }
 
 int eng__store_idem_only(PGconn *c, const struct engine_table *t, struct cbatch *b, int64_t seq,

@@ -4,8 +4,10 @@
  * statistics the catalog keeps for pruning), and every changed DV (base
  * OR new positions): a DV whose blob is at most dv_inline_max bytes stays
  * in memory for the commit's DV row (inline in the catalog, durable with the
- * commit itself), the others go to one Puffin file. Nothing here touches the
- * catalog.
+ * commit itself), the others go to one Puffin file. Also the blob helpers
+ * every writer and reader of the engine shares: a new blob's path, its
+ * mtime made young, its deletion, and a Parquet file opened for range
+ * reads (eng__pq_open). Nothing here touches the catalog.
  */
 #include "commit_int.h"
 
@@ -292,5 +294,32 @@ int eng__write_dvs(struct engine *e, const struct engine_table *t, struct plan *
         buf_free(&out);
     }
     puffin_writer_free(pw);
+    return rc;
+}
+
+/* ---- reading a Parquet file ---------------------------------------------- */
+
+static int blob_read_at(void *ctx, void *dst, size_t n, uint64_t off, struct st_err *err)
+{
+    return blob_file_read(ctx, dst, n, off, err);
+}
+
+static void blob_source_close(void *ctx)
+{
+    blob_file_close(ctx);
+}
+
+int eng__pq_open(struct engine *e, const char *rel, struct pq_reader **out, struct st_err *err)
+{
+    *out = NULL;
+    struct blob_file *f;
+    int rc = blob_file_open(e->blobs, rel, &f, err);
+    if (rc != ST_OK)
+        return rc;
+    struct pq_source src = {
+        .ctx = f, .size = blob_file_size(f), .read_at = blob_read_at, .close = blob_source_close};
+    rc = pq_reader_open_source(&src, out, err);
+    if (rc != ST_OK)
+        st_err_prefix(err, "%s", rel);
     return rc;
 }

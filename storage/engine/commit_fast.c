@@ -15,8 +15,10 @@
  * Taken for a batch of one request whose changes are deletes of distinct
  * keys (at most FAST_MAX_KEYS), without a producer or an expected seq,
  * while DVs may be inline. An Idempotency-Key is stored by the same
- * statement (its record as idem.c encodes it); a key already stored (a
- * retry) fails the statement, and the general path replays its record.
+ * statement (idem.c's record, eng__changes_record_format); a key already
+ * stored (a retry) fails the statement, and the general path replays its
+ * record. The statement itself (SQL_FAST_DELETE) is in commit_int.h, with
+ * the commit path's other statements.
  * When the statement meets a file the list form does not cover (its check
  * fails: a DV in a Puffin file or an Iceberg blob, a file the delete would
  * empty, a list past --dv-inline-max) or the transaction fails in any
@@ -33,6 +35,7 @@
 #include "common/xalloc.h"
 #include "keyenc.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,80 +56,6 @@ static atomic_uint_fast64_t *skip_slot(struct engine *e, int64_t table_id)
     return &e->fast_skip_until[(uint64_t)table_id % 64];
 }
 
-/*
- * The whole commit of a delete by keys, after the table's row lock (run
- * first in the same pipeline, eng__sql_seq_lock_plans: the statement then
- * reads the table at a snapshot taken under the lock, with generic plans and
- * index probes only). $1 table, $2 keys, $3 commit id, $4 the inline limit.
- *   k, d   each key's row by one probe of the key index's primary key
- *          (LATERAL ... LIMIT 1, as SQL_LOOKUP), then deleted by ctid
- *   g, f   per file: its positions; the file by its primary key (table and
- *          liveness checked after the probe), its live DV by
- *          deletion_vectors_live_by_file; the next list's body
- *   chk    fails unless the file takes a list: division by zero (SQLSTATE
- *          22012) when a list cannot hold its DV (not live, 2^31 rows or
- *          more, emptied, past $4 bytes: by the DV row's cardinality), a bad
- *          integer (22P02) when its DV is in another form (a Puffin file, an
- *          Iceberg blob) or the list holds a new position already (a byte
- *          match is checked at 4-byte steps)
- *   cl, ins the live DV row closed, the next one added (ins reads cl: the
- *          old row is closed before the new live one is checked for unique)
- *   up, sn the seq and the snapshot, with a general commit's summary
- *   r, ik  the seq (the current one when no key was found) and the count;
- *          with an Idempotency-Key ($5 scope, $6 key, $7 request hash; all
- *          NULL without), its record (idem.c's encoding of a change
- *          result, written here by format()), unless the key is stored
- *          already: then the statement fails with a bad integer (22P02)
- * Returns the seq, the keys deleted, the DVs written.
- */
-#define SQL_FAST_DELETE(tab, ty)                                                                   \
-    "WITH k AS MATERIALIZED (SELECT x.c FROM unnest($2::" ty "[]) AS u(key) CROSS JOIN LATERAL "   \
-    "(SELECT i.ctid AS c FROM " tab " i WHERE i.table_id = $1 AND i.key = u.key LIMIT 1) x), "     \
-    "d AS (DELETE FROM " tab " x WHERE x.ctid = ANY(ARRAY(SELECT c FROM k)) AND x.table_id = $1 "  \
-    "RETURNING x.file_id, x.pos), "                                                                \
-    "g AS MATERIALIZED (SELECT d.file_id, array_agg(d.pos ORDER BY d.pos) AS ps, count(*) AS n "   \
-    "FROM d GROUP BY d.file_id), "                                                                 \
-    "s AS MATERIALIZED (SELECT t.seq FROM strike.tables t WHERE t.id = $1), "                      \
-    "f AS MATERIALIZED (SELECT g.file_id, g.ps, g.n, fl.rc, coalesce(fl.live, false) AS live, "    \
-    "dv.old, coalesce(dv.found, false) AS found, coalesce(dv.card, 0) + g.n AS card, "             \
-    "coalesce(substring(dv.old FROM 13), ''::bytea) || (SELECT string_agg(int4send(p::int), "      \
-    "''::bytea ORDER BY p) FROM unnest(g.ps) AS p) AS body FROM g LEFT JOIN LATERAL (SELECT "      \
-    "x.record_count AS rc, x.table_id = $1 AND x.removed_seq IS NULL AS live FROM "                \
-    "strike.data_files x WHERE x.id = g.file_id LIMIT 1) fl ON true LEFT JOIN LATERAL (SELECT "    \
-    "v.inline_blob AS old, v.cardinality AS card, true AS found FROM strike.deletion_vectors v "   \
-    "WHERE v.data_file_id = g.file_id AND v.removed_seq IS NULL LIMIT 1) dv ON true), "            \
-    "chk AS MATERIALIZED (SELECT f.file_id, CASE WHEN NOT (f.live AND f.rc <= 2147483647 AND "     \
-    "f.card < f.rc AND 12 + 4 * f.card <= $4) THEN 1 / (f.n - f.n) WHEN f.found AND NOT (f.old "   \
-    "IS NOT NULL AND substring(f.old FROM 1 FOR 4) = 'SPL1'::bytea AND NOT EXISTS (SELECT 1 FROM " \
-    "unnest(f.ps) AS p WHERE position(int4send(p::int) IN substring(f.old FROM 13)) > 0 AND "      \
-    "EXISTS (SELECT 1 FROM generate_series(0, (octet_length(f.old) - 12) / 4 - 1) AS j WHERE "     \
-    "substring(f.old FROM 13 + 4 * j FOR 4) = int4send(p::int)))) THEN ('not a list: ' || "        \
-    "f.file_id)::int ELSE 1 END AS ok FROM f), "                                                   \
-    "cl AS (UPDATE strike.deletion_vectors v SET removed_seq = (SELECT seq FROM s) + 1 FROM chk "  \
-    "WHERE v.data_file_id = chk.file_id AND v.removed_seq IS NULL AND chk.ok = 1 RETURNING "       \
-    "v.data_file_id), "                                                                            \
-    "ins AS (INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, "             \
-    "puffin_path, blob_offset, blob_length, cardinality, inline_blob) SELECT $1, f.file_id, "      \
-    "(SELECT seq FROM s) + 1, NULL, 0, 12 + octet_length(f.body), f.card, 'SPL1'::bytea || "       \
-    "substring(sha256(f.body) FROM 1 FOR 8) || f.body FROM f JOIN chk ON chk.file_id = "           \
-    "f.file_id LEFT JOIN cl ON cl.data_file_id = f.file_id WHERE chk.ok = 1 RETURNING 1), "        \
-    "up AS (UPDATE strike.tables t SET seq = t.seq + 1 WHERE t.id = $1 AND EXISTS (SELECT 1 FROM " \
-    "ins) RETURNING t.seq), "                                                                      \
-    "sn AS (INSERT INTO strike.snapshots (table_id, seq, operation, commit_id, summary) SELECT "   \
-    "$1, up.seq, 'changes', $3::uuid, jsonb_build_object('requests', 1, 'inserted', 0, "           \
-    "'updated', 0, 'deleted', (SELECT sum(n) FROM g), 'added_files', 0, 'added_rows', 0, "         \
-    "'changed_dvs', (SELECT count(*) FROM g), 'removed_files', 0) FROM up RETURNING seq), "        \
-    "r AS MATERIALIZED (SELECT coalesce((SELECT seq FROM sn), (SELECT seq FROM s)) AS seq, "       \
-    "coalesce((SELECT sum(n) FROM g), 0)::bigint AS n), "                                          \
-    "ik AS (INSERT INTO strike.idempotency_keys (scope, key, request_hash, kind, response) "       \
-    "SELECT $5, $6, $7, 'changes', format('{\"v\":1,\"seq\":%s,\"inserted\":0,\"updated\":0,"      \
-    "\"deleted\":%s,\"missing\":%s,\"stale\":0,\"duplicate\":false}', r.seq, r.n, "                \
-    "cardinality($2) - r.n) FROM r WHERE $6::text IS NOT NULL ON CONFLICT (scope, key) DO "        \
-    "NOTHING RETURNING 1) "                                                                        \
-    "SELECT r.seq, r.n, (SELECT count(*) FROM ins), CASE WHEN $6::text IS NOT NULL AND NOT "       \
-    "EXISTS (SELECT 1 FROM ik) THEN ('idempotency key taken at seq ' || r.seq)::int END FROM r"
-const char *const eng__sql_fast_delete_i8 = SQL_FAST_DELETE("strike.key_index_i8", "bigint");
-const char *const eng__sql_fast_delete_bytea = SQL_FAST_DELETE("strike.key_index", "bytea");
 static const char *const SQL_COMMITTED_COUNT =
     "SELECT seq, (summary->>'deleted')::bigint FROM strike.snapshots WHERE commit_id = $1";
 
@@ -141,7 +70,8 @@ static bool faults_armed(struct engine *e)
 bool eng__fast_delete_fits(struct engine *e, const struct item *it)
 {
     const struct engine_change_req *q = it->req;
-    if (it->kind != ITEM_CHANGES || !atomic_load(&e->fast_deletes_on) || e->o.dv_inline_max <= 0 ||
+    assert(q != NULL); /* a change request (the changes kind's only batches) */
+    if (!atomic_load(&e->fast_deletes_on) || e->o.dv_inline_max <= 0 ||
         st_mono_ns() < atomic_load(skip_slot(e, q->table->id)) || q->table->npk == 0 ||
         q->producer != NULL || q->mark_producer != NULL || q->has_expected_seq ||
         q->nchanges == 0 || q->nchanges > FAST_MAX_KEYS || faults_armed(e))
@@ -206,8 +136,8 @@ static int committed_count(PGconn *c, const char *commit_id, int64_t *seq, int64
                      commit_id,
                      PQresultStatus(r) == PGRES_TUPLES_OK ? "no summary" : PQerrorMessage(c));
     else {
-        *seq = eng__get_i64(r, 0, 0);
-        *deleted = eng__get_i64(r, 0, 1);
+        *seq = pgu_get_i64(r, 0, 0);
+        *deleted = pgu_get_i64(r, 0, 1);
     }
     PQclear(r);
     return rc;
@@ -241,24 +171,35 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
     char cid_s[ST_UUID_STR_LEN + 1];
     st_uuid_v4(cid);
     st_uuid_format(cid, cid_s);
-    struct eng__num tid, lim;
-    const char *lv[2] = {eng__i64(&tid, t->id), "f"};
+    struct pgu_num tid, lim;
+    const char *lv[2] = {pgu_i64(&tid, t->id), "f"};
     const struct engine_idem *ik = q->idem;
-    const char *v[7] = {tid.s,
-                        (const char *)keys.data,
-                        cid_s,
-                        eng__i64(&lim, e->o.dv_inline_max),
-                        ik != NULL ? t->name : NULL,
-                        ik != NULL ? ik->key : NULL,
-                        ik != NULL ? (const char *)ik->hash : NULL};
-    const int l[7] = {0, (int)keys.len, 0, 0, 0, 0, ik != NULL ? 32 : 0};
-    const int f[7] = {0, 1, 0, 0, 0, 0, 1};
+    /* the texts the general path writes, with the counts only the statement knows left to
+       format(): the idempotency record (idem.c) and the snapshot's summary (commit_base.c) */
+    const struct engine_change_res known = {0};
+    char *record = ik != NULL ? eng__changes_record_format(&known) : NULL;
+    const struct eng__changes_summary sum = {.requests = 1};
+    char *summary = eng__summary_format(&sum);
+    const char *v[10] = {tid.s,
+                         (const char *)keys.data,
+                         cid_s,
+                         pgu_i64(&lim, e->o.dv_inline_max),
+                         ik != NULL ? t->name : NULL,
+                         ik != NULL ? ik->key : NULL,
+                         ik != NULL ? (const char *)ik->hash : NULL,
+                         record,
+                         ik != NULL ? eng__op_name(ENG__OP_CHANGES) : NULL,
+                         summary};
+    const int l[10] = {0, (int)keys.len, 0, 0, 0, 0, ik != NULL ? 32 : 0, 0, 0, 0};
+    const int f[10] = {0, 1, 0, 0, 0, 0, 1, 0, 0, 0};
     struct st_err err = {0};
     struct pgu_pipe pp;
     PGconn *c = *cp;
     int rc = pgu_pipe_begin(&pp, c, &err);
     if (rc != ST_OK) {
         buf_free(&keys);
+        free(record);
+        free(summary);
         return false;
     }
     rc = eng__begin_commit_txn(e, &pp, "BEGIN ISOLATION LEVEL READ COMMITTED", &err);
@@ -266,15 +207,17 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
     if (rc == ST_OK)
         rc = eng__send_sql(&pp, eng__sql_seq_lock_plans, 2, lv, NULL, NULL, 0, &err);
     if (rc == ST_OK)
-        rc = eng__send_sql(&pp, i8 ? eng__sql_fast_delete_i8 : eng__sql_fast_delete_bytea, 7, v, l,
+        rc = eng__send_sql(&pp, i8 ? eng__sql_fast_delete_i8 : eng__sql_fast_delete_bytea, 10, v, l,
                            f, 0, &err);
     if (rc == ST_OK)
         rc = eng__send_sql(&pp, "COMMIT", 0, NULL, NULL, NULL, 0, &err);
     buf_free(&keys);
+    free(record);
+    free(summary);
     if (rc != ST_OK) {
         PQexitPipelineMode(c);
         pgu_pipe_clear(&pp);
-        eng__rollback(c);
+        pgu_rollback(c);
         return false;
     }
     int pid = PQbackendPID(c);
@@ -299,11 +242,11 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
         }
     } else if (rc == ST_OK && pgu_pipe_failed(&pp) < 0 && PQntuples(pp.res[lock]) == 1) {
         out = COMMITTED;
-        seq = eng__get_i64(pp.res[fn], 0, 0);
-        deleted = eng__get_i64(pp.res[fn], 0, 1);
-        dvs = eng__get_i64(pp.res[fn], 0, 2);
+        seq = pgu_get_i64(pp.res[fn], 0, 0);
+        deleted = pgu_get_i64(pp.res[fn], 0, 1);
+        dvs = pgu_get_i64(pp.res[fn], 0, 2);
         pgu_pipe_clear(&pp);
-        eng__rollback(c);
+        pgu_rollback(c);
     } else {
         int bad = rc == ST_OK ? pgu_pipe_failed(&pp) : -1;
         const char *state = bad >= 0 ? pgu_pipe_sqlstate(&pp, bad) : "";
@@ -321,7 +264,7 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
                      "the general path",
                      t->name, state, bad >= 0 ? PQresultErrorMessage(pp.res[bad]) : err.msg);
         pgu_pipe_clear(&pp);
-        eng__rollback(c);
+        pgu_rollback(c);
     }
     if (out == COMMITTED && !done) {
         answer(e, it, seq, deleted);

@@ -3,7 +3,9 @@
  * queue (commit_queue.c), the commit driver and its plan (commit.c), blob
  * writing (commit_blobs.c), the SQL pipeline and the unknown-outcome
  * resolver (commit_sql.c), the base read and replay of a change batch
- * (commit_base.c) and delete by filter (delete_where.c). Not part of the
+ * (commit_base.c), a delete by keys in one statement (commit_fast.c), and
+ * the two other kinds of work the queue commits: delete by filter
+ * (delete_where.c) and rewrites (compact.c, erase.c). Not part of the
  * engine's contract; see README.md for how the pieces fit.
  */
 #ifndef STRIKE_COMMIT_INT_H
@@ -18,34 +20,57 @@
 
 struct pq_file_stats;
 
-/* ---- group-commit items (commit_queue.c) ---- */
+/* ---- the group-commit queue (commit_queue.c) ---- */
 
-enum item_kind { ITEM_CHANGES, ITEM_DELETE_WHERE, ITEM_REWRITE };
+struct item;
 
+/*
+ * A kind of work the queue commits, set on each item by whoever queues it:
+ * commit.c's change requests, delete_where.c's deletes by filter and
+ * compact.c's rewrites. The queue calls `process` and knows nothing else of
+ * a kind, so it names none of those files.
+ */
+struct eng__commit_kind {
+    const char *name; /* for the log and asserts */
+    /*
+     * Commit a batch taken from the table's queue, items[0..n) in arrival
+     * order (n > 1 only for a kind that `batches`): every item is finished
+     * (eng__finish_item) when it returns.
+     */
+    void (*process)(struct engine *e, struct item **items, size_t n);
+    bool batches; /* later items of the same kind may join the first one's batch */
+};
+
+/*
+ * One request in its table's queue. Its states, in order: queued (in the
+ * queue, next set by the queue), taken (in the batch a leader runs),
+ * finished (its rc decided by the kind's process, not yet seen by its
+ * thread), done (published to its waiting thread, under the queue's lock).
+ */
 struct item {
-    enum item_kind kind;
-    const struct engine_change_req *req; /* ITEM_CHANGES */
+    const struct eng__commit_kind *kind;
+    /* what the queue reads to form a batch (set by the queuer) */
+    bool starts_batch;    /* never joins a batch begun by another item (expected_seq) */
+    size_t nchanges;      /* its changes: a batch holds at most BATCH_MAX_CHANGES */
+    const char *idem_key; /* its Idempotency-Key or NULL: a batch never holds one twice */
+    /* a change request (eng__commit_kind "changes", commit.c) */
+    const struct engine_change_req *req;
     struct engine_change_res *res;
-    struct engine_table *t; /* ITEM_DELETE_WHERE */
-    const struct filter *filter;
-    bool has_expected_seq;
-    int64_t expected_seq;
-    const struct engine_idem *idem;
-    struct engine_delete_res *dres;
+    void *ctx; /* the queuer's own state: a delete's scan (delete_where.c), a rewrite (compact.c) */
     struct st_err *err;
     int rc;
-    bool finished;      /* result decided during processing (not yet published) */
-    bool done;          /* published to the waiting thread, under the queue lock */
-    struct dwhere *dw;  /* ITEM_DELETE_WHERE: its scan, between the scan and the commit */
-    struct rewrite *rw; /* ITEM_REWRITE: its new files, between the rewrite and the commit */
+    bool finished; /* result decided during processing (not yet published) */
+    bool done;     /* published to the waiting thread, under the queue lock */
     struct item *next;
 };
 
-/* Queue an item on its table's queue and wait until it is done (commit_queue.c); its rc. */
+/*
+ * Queue an item (kind set, not finished) on its table's queue and wait
+ * until it is done: the first thread to find no commit in flight leads, and
+ * runs batches until its own item is done. Its rc.
+ */
 int eng__submit(struct engine *e, int64_t table_id, struct item *it);
-/* Run one batch taken from a table's queue (commit.c); every item ends up finished. */
-void eng__process_batch(struct engine *e, struct item **items, size_t n);
-/* Decide an item's outcome (published to its waiting thread once the batch ends). */
+/* Decide an item's outcome (published to its waiting thread once the batch ends); once. */
 void eng__finish_item(struct item *it, int rc);
 
 /* ---- the plan of one commit attempt (commit.c) ---- */
@@ -143,9 +168,7 @@ struct plan {
     /* producers and idempotency responses */
     struct buf prod_names, prod_offsets;
     uint32_t nprod;
-    struct buf idem_keys, idem_hashes, idem_bodies; /* bodies: eng__result_encode records */
-    uint32_t nidem;
-    enum eng__op idem_op; /* the kind of every record (ENG__OP_CHANGES or ENG__OP_DELETE) */
+    struct eng__idem_rows idem; /* the records of the requests' Idempotency-Keys (idem.c) */
     /* a rewrite (compact.c): its new data files (the data file above is
        unused) and the key index rows that move to them, all borrowed */
     const struct eng__newfile *newfiles;
@@ -156,12 +179,37 @@ struct plan {
     bool fault_fail; /* fault injection (engine_test_fail_request): a statement fails */
 };
 
+/* The outcome of one commit attempt (eng__run_commit, commit_sql.c).
+   UNKNOWN: the connection broke around COMMIT and the catalog could not say
+   whether the commit landed (it stayed unreachable, or the old backend could
+   not be ended and may still commit): err is ST_EUNKNOWN naming the commit,
+   and its blobs must stay (gc's grace period). TOO_OLD: the attempt's blobs
+   were older than ENGINE_COMMIT_MAX_AGE_S before COMMIT, a definite abort
+   (ST_EUNAVAIL in err). LOCKED: it waited lock_timeout for a lock (or was a
+   deadlock's victim), contention like CONFLICT (catalog.h CAT_LOCK_RETRIES). */
+enum commit_outcome { COMMITTED, CONFLICT, IDEM_RACE, FAILED, UNKNOWN, TOO_OLD, LOCKED };
+
 void eng__plan_init(struct plan *p);
 /* Free what one attempt built; the data file (file_rel, file_stats) is kept for the next. */
 void eng__plan_reset(struct plan *p);
 void eng__plan_free(struct plan *p);
 /* Sleep a jittered, growing delay before retry `attempt` (1-based). */
 void eng__backoff(int attempt);
+/*
+ * After an attempt that did not commit (CONFLICT, LOCKED, IDEM_RACE, FAILED,
+ * UNKNOWN or TOO_OLD): delete its Puffin file (not after UNKNOWN: the commit
+ * may have landed), count it, and either get ready for the next
+ * attempt (ST_OK: a connection in *c, backoff slept) or give up (the error,
+ * ST_ECONFLICT once e->o.commit_retries retries, or CAT_LOCK_RETRIES retries
+ * after LOCKED, are spent).
+ */
+int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
+                            const struct engine_table *t, const struct plan *p, struct st_err *err);
+
+/* After a lock wait that ended at lock_timeout (*locked above, or a base read's): count it in
+   p->lock_waits, then eng__after_lost_attempt(LOCKED): ST_OK to try again, or the error. */
+int eng__after_lock_wait(struct engine *e, PGconn **c, int *attempt, const struct engine_table *t,
+                         struct plan *p, struct st_err *err);
 /* Fault injection (tests): exit the process between the blob writes and the commit. */
 void eng__crash_point(struct engine *e);
 void eng__record_batch(struct engine *e, size_t n);
@@ -188,15 +236,6 @@ int eng__blob_touch(struct engine *e, const char *rel, struct st_err *err);
 
 /* ---- SQL (commit_sql.c) ---- */
 
-/* UNKNOWN: the connection broke around COMMIT and the catalog could not say
-   whether the commit landed (it stayed unreachable, or the old backend could
-   not be ended and may still commit): err is ST_EUNKNOWN naming the commit,
-   and its blobs must stay (gc's grace period). TOO_OLD: the attempt's blobs
-   were older than ENGINE_COMMIT_MAX_AGE_S before COMMIT, a definite abort
-   (ST_EUNAVAIL in err). LOCKED: it waited lock_timeout for a lock (or was a
-   deadlock's victim), contention like CONFLICT (catalog.h CAT_LOCK_RETRIES). */
-enum commit_outcome { COMMITTED, CONFLICT, IDEM_RACE, FAILED, UNKNOWN, TOO_OLD, LOCKED };
-
 /*
  * Key-index statements must be index lookups whatever the planner believes:
  * a new table has no statistics, and a plan that scans the table's whole
@@ -209,8 +248,6 @@ extern const char *const eng__sql_tid_plans;
 /* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
 void eng__key_array_begin(struct buf *arr, bool i8, uint32_t n);
 void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
-/* Set the element count of an array begun with count 0 (header bytes 12..15). */
-void eng__array_set_count(struct buf *arr, uint32_t n);
 
 /*
  * Key index statements, for "strike.key_index" (bytea) or
@@ -298,7 +335,6 @@ extern const char *const eng__sql_seq_lock;
    execution (test_key_statements_plan_as_index_probes checks the key statements' generic
    plans). A change batch's base read. */
 extern const char *const eng__sql_seq_lock_plans;
-extern const char *const eng__sql_idem_select;
 extern const char *const eng__sql_prod_select;
 
 /* Queue `begin` (BEGIN, with an isolation level or not) and the commit's session settings. */
@@ -314,10 +350,6 @@ int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *beg
  */
 int eng__lock_table(struct engine *e, PGconn *c, const struct engine_table *t, struct plan *p,
                     int64_t *seq, bool *locked, struct st_err *err);
-/* After a lock wait that ended at lock_timeout (*locked above, or a base read's): count it in
-   p->lock_waits, then eng__after_lost_attempt(LOCKED): ST_OK to try again, or the error. */
-int eng__after_lock_wait(struct engine *e, PGconn **c, int *attempt, const struct engine_table *t,
-                         struct plan *p, struct st_err *err);
 /* pgu_pipe_send of the commit path: a prepared statement by name when the SQL is one of them. */
 int eng__send_sql(struct pgu_pipe *pp, const char *sql, int nparams, const char *const *values,
                   const int *lengths, const int *formats, int result_format, struct st_err *err);
@@ -343,17 +375,6 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
 int eng__send_keys_early(PGconn *c, const struct engine_table *t, struct plan *p,
                          struct st_err *err);
 void eng__drop_early_keys(PGconn *c, struct plan *p);
-/*
- * After an attempt that did not commit (CONFLICT, LOCKED, IDEM_RACE, FAILED,
- * UNKNOWN or TOO_OLD): delete its Puffin file (not after UNKNOWN: the commit
- * may have landed), count it, and either get ready for the next
- * attempt (ST_OK: a connection in *c, backoff slept) or give up (the error,
- * ST_ECONFLICT once e->o.commit_retries retries, or CAT_LOCK_RETRIES retries
- * after LOCKED, are spent).
- */
-int eng__after_lost_attempt(struct engine *e, enum commit_outcome out, PGconn **c, int *attempt,
-                            const struct engine_table *t, const struct plan *p, struct st_err *err);
-
 /* Fault injection (tests, FAULT_DROP_AT_COMMIT): with the pipeline up to COMMIT queued on c,
    send it and shut the connection, as a network that dies right after COMMIT is sent. */
 void eng__fault_drop_at_commit(struct engine *e, PGconn *c);
@@ -368,11 +389,83 @@ enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_
 
 /* ---- a delete by keys in one round trip (commit_fast.c) ---- */
 
+/*
+ * The whole commit of a delete by keys, after the table's row lock (run
+ * first in the same pipeline, eng__sql_seq_lock_plans: the statement then
+ * reads the table at a snapshot taken under the lock, with generic plans and
+ * index probes only). $1 table, $2 keys, $3 commit id, $4 the inline limit.
+ *   k, d   each key's row by one probe of the key index's primary key
+ *          (LATERAL ... LIMIT 1, as SQL_LOOKUP), then deleted by ctid
+ *   g, f   per file: its positions; the file by its primary key (table and
+ *          liveness checked after the probe), its live DV by
+ *          deletion_vectors_live_by_file; the next list's body
+ *   chk    fails unless the file takes a list: division by zero (SQLSTATE
+ *          22012) when a list cannot hold its DV (not live, 2^31 rows or
+ *          more, emptied, past $4 bytes: by the DV row's cardinality), a bad
+ *          integer (22P02) when its DV is in another form (a Puffin file, an
+ *          Iceberg blob) or the list holds a new position already (a byte
+ *          match is checked at 4-byte steps)
+ *   cl, ins the live DV row closed, the next one added (ins reads cl: the
+ *          old row is closed before the new live one is checked for unique)
+ *   up, sn the seq and the snapshot, its summary the general path's text
+ *          ($10: eng__summary_format, the counts filled in by format())
+ *   r, ik  the seq (the current one when no key was found) and the count;
+ *          with an Idempotency-Key ($5 scope, $6 key, $7 request hash, $8
+ *          idem.c's record as eng__changes_record_format makes it, $9 its
+ *          kind; all NULL without), the record, unless the key is stored
+ *          already: then the statement fails with a bad integer (22P02)
+ * The position lists are the catalog's functions (schema.c migration 11:
+ * strike.dv_poslist, dv_poslist_body, dv_poslist_size), the encoding of
+ * dv.h "poslist". Returns the seq, the keys deleted, the DVs written.
+ */
+#define SQL_FAST_DELETE(tab, ty)                                                                   \
+    "WITH k AS MATERIALIZED (SELECT x.c FROM unnest($2::" ty "[]) AS u(key) CROSS JOIN LATERAL "   \
+    "(SELECT i.ctid AS c FROM " tab " i WHERE i.table_id = $1 AND i.key = u.key LIMIT 1) x), "     \
+    "d AS (DELETE FROM " tab " x WHERE x.ctid = ANY(ARRAY(SELECT c FROM k)) AND x.table_id = $1 "  \
+    "RETURNING x.file_id, x.pos), "                                                                \
+    "g AS MATERIALIZED (SELECT d.file_id, array_agg(d.pos ORDER BY d.pos) AS ps, count(*) AS n "   \
+    "FROM d GROUP BY d.file_id), "                                                                 \
+    "s AS MATERIALIZED (SELECT t.seq FROM strike.tables t WHERE t.id = $1), "                      \
+    "f AS MATERIALIZED (SELECT g.file_id, g.ps, g.n, fl.rc, coalesce(fl.live, false) AS live, "    \
+    "dv.old, strike.dv_poslist_body(dv.old) AS oldb, coalesce(dv.found, false) AS found, "         \
+    "coalesce(dv.card, 0) + g.n AS card, coalesce(strike.dv_poslist_body(dv.old), ''::bytea) || "  \
+    "(SELECT string_agg(int4send(p::int), ''::bytea ORDER BY p) FROM unnest(g.ps) AS p) AS body "  \
+    "FROM g LEFT JOIN LATERAL (SELECT x.record_count AS rc, x.table_id = $1 AND x.removed_seq IS " \
+    "NULL AS live FROM strike.data_files x WHERE x.id = g.file_id LIMIT 1) fl ON true LEFT JOIN "  \
+    "LATERAL (SELECT v.inline_blob AS old, v.cardinality AS card, true AS found FROM "             \
+    "strike.deletion_vectors v WHERE v.data_file_id = g.file_id AND v.removed_seq IS NULL LIMIT "  \
+    "1) dv ON true), "                                                                             \
+    "chk AS MATERIALIZED (SELECT f.file_id, CASE WHEN NOT (f.live AND f.rc <= 2147483647 AND "     \
+    "f.card < f.rc AND strike.dv_poslist_size(f.card) <= $4) THEN 1 / (f.n - f.n) WHEN f.found "   \
+    "AND NOT (f.oldb IS NOT NULL AND NOT EXISTS (SELECT 1 FROM unnest(f.ps) AS p WHERE "           \
+    "position(int4send(p::int) IN f.oldb) > 0 AND EXISTS (SELECT 1 FROM generate_series(0, "       \
+    "octet_length(f.oldb) / 4 - 1) AS j WHERE substring(f.oldb FROM 1 + 4 * j FOR 4) = "           \
+    "int4send(p::int)))) THEN ('not a list: ' || f.file_id)::int ELSE 1 END AS ok FROM f), "       \
+    "cl AS (UPDATE strike.deletion_vectors v SET removed_seq = (SELECT seq FROM s) + 1 FROM chk "  \
+    "WHERE v.data_file_id = chk.file_id AND v.removed_seq IS NULL AND chk.ok = 1 RETURNING "       \
+    "v.data_file_id), "                                                                            \
+    "ins AS (INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, "             \
+    "puffin_path, blob_offset, blob_length, cardinality, inline_blob) SELECT $1, f.file_id, "      \
+    "(SELECT seq FROM s) + 1, NULL, 0, octet_length(nl.blob), f.card, nl.blob FROM f CROSS JOIN "  \
+    "LATERAL (SELECT strike.dv_poslist(f.body) AS blob) nl JOIN chk ON chk.file_id = f.file_id "   \
+    "LEFT JOIN cl ON cl.data_file_id = f.file_id WHERE chk.ok = 1 RETURNING 1), "                  \
+    "up AS (UPDATE strike.tables t SET seq = t.seq + 1 WHERE t.id = $1 AND EXISTS (SELECT 1 FROM " \
+    "ins) RETURNING t.seq), "                                                                      \
+    "sn AS (INSERT INTO strike.snapshots (table_id, seq, operation, commit_id, summary) SELECT "   \
+    "$1, up.seq, 'changes', $3::uuid, format($10, (SELECT sum(n) FROM g), (SELECT count(*) FROM "  \
+    "g))::jsonb FROM up RETURNING seq), "                                                          \
+    "r AS MATERIALIZED (SELECT coalesce((SELECT seq FROM sn), (SELECT seq FROM s)) AS seq, "       \
+    "coalesce((SELECT sum(n) FROM g), 0)::bigint AS n), "                                          \
+    "ik AS (" ENG__SQL_IDEM_INSERT                                                                 \
+    "SELECT $5, $6, $7, $9, format($8, r.seq, r.n, cardinality($2) "                               \
+    "- r.n) FROM r WHERE $6::text IS NOT NULL" ENG__SQL_IDEM_KEPT " RETURNING 1) "                 \
+    "SELECT r.seq, r.n, (SELECT count(*) FROM ins), CASE WHEN $6::text IS NOT NULL AND NOT "       \
+    "EXISTS (SELECT 1 FROM ik) THEN ('idempotency key taken at seq ' || r.seq)::int END FROM r"
 /* Its statement for each key index (prepared with the commit path's, commit_sql.c). */
 extern const char *const eng__sql_fast_delete_i8;
 extern const char *const eng__sql_fast_delete_bytea;
-/* The item may take the one-statement path: one request of deletes only, no producer,
-   Idempotency-Key or expected seq, a few keys, inline DVs allowed, no test fault armed. */
+/* The item may take the one-statement path: one request of deletes only, no producer or
+   expected seq, a few keys, inline DVs allowed, no test fault armed. */
 bool eng__fast_delete_fits(struct engine *e, const struct item *it);
 /*
  * Try it on *cp (a change batch of that one item): true when the item is
@@ -414,22 +507,25 @@ int eng__prepare_changes(struct engine *e, PGconn *c, struct cbatch *b, struct p
                          struct st_err *err);
 /* Responses of the batch's idempotent items, stored with the commit. */
 void eng__plan_idem(struct plan *p, struct cbatch *b, int64_t seq);
+/* What a change commit's snapshot says it did (strike.snapshots.summary, docs/API.md). */
+struct eng__changes_summary {
+    int64_t requests, inserted, updated, deleted, added_files, added_rows, changed_dvs,
+        removed_files;
+};
+/* Its JSON text (caller frees). */
+char *eng__summary_encode(const struct eng__changes_summary *s);
+/*
+ * The summary of a commit whose deleted and changed_dvs counts a SQL
+ * statement computes (commit_fast.c): eng__summary_encode's text of `known`
+ * as a format() string, %1$s (deleted) and %2$s (changed_dvs) in their
+ * places (caller frees).
+ */
+char *eng__summary_format(const struct eng__changes_summary *known);
+/* The summary of a change batch's commit (caller frees). */
 char *eng__summary_changes(struct cbatch *b, const struct plan *p);
 /* Store idempotency responses of a batch that needs no snapshot. */
 int eng__store_idem_only(PGconn *c, const struct engine_table *t, struct cbatch *b, int64_t seq,
                          struct st_err *err);
-
-/* ---- delete by filter (delete_where.c) ---- */
-
-/*
- * A delete by filter scans outside its table's queue (eng__delete_scan:
- * false when the item was decided there), commits in it
- * (eng__process_delete, re-checking only what changed since its scan), and
- * ends with eng__delete_end whatever happened.
- */
-bool eng__delete_scan(struct engine *e, struct item *it);
-void eng__process_delete(struct engine *e, struct item *it);
-void eng__delete_end(struct engine *e, struct item *it);
 
 /* ---- rewrites: compaction and the purge of an erasure (compact.c) ---- */
 
@@ -446,8 +542,5 @@ int eng__rewrite_files(struct rewrite *w, int64_t base, struct snap_file *lst, s
                        const bool *pick, const char *operation, struct eng__rewrite_res *res,
                        struct st_err *err);
 void eng__rewrite_end(struct rewrite *w, int rc); /* NULL ok; rc: the caller's outcome */
-
-/* The commit of a rewrite, in its table's queue (the new files are written). */
-void eng__process_rewrite(struct engine *e, struct item *it);
 
 #endif

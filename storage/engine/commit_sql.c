@@ -49,12 +49,6 @@ void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n)
         pgu_array_bytes(arr, k, n);
 }
 
-/* Set the element count of an array begun with count 0 (header bytes 12..15). */
-void eng__array_set_count(struct buf *arr, uint32_t n)
-{
-    st_u32be(arr->data + 12, n);
-}
-
 static const char *SQL_SNAPSHOT =
     "INSERT INTO strike.snapshots (table_id, seq, operation, commit_id, summary) "
     "VALUES ($1, $2, $3, $4, $5)";
@@ -78,9 +72,6 @@ static const char *SQL_PRODUCERS =
     "INSERT INTO strike.producers (table_id, producer, last_offset, seq) SELECT $1, p, o, $2 "
     "FROM unnest($3::text[], $4::bigint[]) AS u(p, o) ON CONFLICT (table_id, producer) DO "
     "UPDATE SET last_offset = EXCLUDED.last_offset, seq = EXCLUDED.seq";
-static const char *SQL_IDEM =
-    "INSERT INTO strike.idempotency_keys (scope, key, request_hash, kind, response) SELECT "
-    "$1, k, h, $5, r FROM unnest($2::text[], $3::bytea[], $4::text[]) AS u(k, h, r)";
 
 const char *const eng__sql_seq_lock =
     "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') END FROM "
@@ -89,9 +80,6 @@ const char *const eng__sql_seq_lock_plans =
     "SELECT seq, CASE WHEN $2::boolean THEN nextval('strike.data_files_id_seq') "
     "END, " KEY_PLAN_SETTINGS ", set_config('plan_cache_mode', 'force_generic_plan', true) FROM "
     "strike.tables WHERE id = $1 FOR NO KEY UPDATE";
-const char *const eng__sql_idem_select =
-    "SELECT key, request_hash, kind, status, response FROM strike.idempotency_keys WHERE scope = "
-    "$1 AND key = ANY($2::text[])";
 const char *const eng__sql_prod_select = "SELECT producer, last_offset FROM strike.producers WHERE "
                                          "table_id = $1 AND producer = ANY($2::text[])";
 static const char *SQL_ADVANCE = "SELECT strike.advance_seq($1, $2)";
@@ -106,6 +94,9 @@ _Static_assert(ENGINE_COMMIT_MAX_AGE_S < ENGINE_GC_GRACE_MIN_S,
  */
 static const char *SQL_DEADLINE = "SELECT 1 / (CASE WHEN clock_timestamp() <= "
                                   "to_timestamp($1::double precision) THEN 1 ELSE 0 END)";
+
+const char *const eng__sql_fast_delete_i8 = SQL_FAST_DELETE("strike.key_index_i8", "bigint");
+const char *const eng__sql_fast_delete_bytea = SQL_FAST_DELETE("strike.key_index", "bytea");
 
 /* The key index statements of both key types (the per-key ones first). */
 static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"),
@@ -144,7 +135,7 @@ static const char *prepared_sql(int i)
                                        &SQL_CLOSE_DVS,
                                        &SQL_ADD_DVS,
                                        &SQL_PRODUCERS,
-                                       &SQL_IDEM,
+                                       &eng__sql_idem_insert,
                                        &SQL_DEADLINE,
                                        &eng__sql_fast_delete_i8,
                                        &eng__sql_fast_delete_bytea,
@@ -347,6 +338,17 @@ static void dv_rows_build(const struct plan *p, struct dv_rows *a)
     }
 }
 
+#ifndef NDEBUG
+/* The DV rows' arrays hold what their counts say (asserts). */
+static bool dv_rows_ok(const struct dv_rows *a)
+{
+    return pgu_array_holds(&a->closed, a->nclosed) && pgu_array_holds(&a->removed, a->nremoved) &&
+           pgu_array_holds(&a->file, a->nnew) && pgu_array_holds(&a->offset, a->nnew) &&
+           pgu_array_holds(&a->length, a->nnew) && pgu_array_holds(&a->card, a->nnew) &&
+           pgu_array_holds(&a->blob, a->nnew);
+}
+#endif
+
 static void dv_rows_free(struct dv_rows *a)
 {
     buf_free(&a->closed);
@@ -366,7 +368,7 @@ struct commit_stmts {
 
 /* The text parameters every statement of the commit shares. */
 struct commit_params {
-    struct eng__num tid, base, next, fid;
+    struct pgu_num tid, base, next, fid;
 };
 
 /* The pipeline of a commit whose key statements went ahead (eng__send_keys_early). */
@@ -378,9 +380,9 @@ struct early_keys {
 static void commit_params_init(struct commit_params *cp, const struct engine_table *t,
                                const struct plan *p)
 {
-    eng__i64(&cp->tid, t->id);
-    eng__i64(&cp->next, p->base + 1);
-    eng__i64(&cp->fid, p->file_id);
+    pgu_i64(&cp->tid, t->id);
+    pgu_i64(&cp->next, p->base + 1);
+    pgu_i64(&cp->fid, p->file_id);
 }
 
 /* Queue the snapshot, the data file and the DV rows. */
@@ -391,11 +393,11 @@ static int send_files(struct pgu_pipe *pp, const struct plan *p, const struct co
     const char *v5[5] = {cp->tid.s, cp->next.s, p->operation, p->commit_id_s, p->summary};
     int rc = eng__send_sql(pp, SQL_SNAPSHOT, 5, v5, NULL, NULL, 0, err);
     if (rc == ST_OK && p->has_file) {
-        struct eng__num frows, fsize;
+        struct pgu_num frows, fsize;
         const char *v[7] = {cp->tid.s,
                             p->file_rel,
-                            eng__i64(&frows, p->file_rows),
-                            eng__i64(&fsize, p->file_size),
+                            pgu_i64(&frows, p->file_rows),
+                            pgu_i64(&fsize, p->file_size),
                             cp->next.s,
                             p->file_stats,
                             cp->fid.s};
@@ -403,10 +405,10 @@ static int send_files(struct pgu_pipe *pp, const struct plan *p, const struct co
     }
     for (size_t i = 0; rc == ST_OK && i < p->nnewfiles; i++) {
         const struct eng__newfile *nf = &p->newfiles[i];
-        struct eng__num frows, fsize, fid;
+        struct pgu_num frows, fsize, fid;
         const char *v[7] = {
-            cp->tid.s,  nf->rel,   eng__i64(&frows, nf->rows), eng__i64(&fsize, nf->size),
-            cp->next.s, nf->stats, eng__i64(&fid, nf->id)};
+            cp->tid.s,  nf->rel,   pgu_i64(&frows, nf->rows), pgu_i64(&fsize, nf->size),
+            cp->next.s, nf->stats, pgu_i64(&fid, nf->id)};
         rc = eng__send_sql(pp, SQL_FILE, 7, v, NULL, NULL, 0, err);
     }
     if (rc == ST_OK && a->nremoved > 0) {
@@ -461,7 +463,7 @@ static int send_key_inserts(struct pgu_pipe *pp, const char *sql, const struct c
 static int send_key_updates(struct pgu_pipe *pp, const char *sql, const struct commit_params *cp,
                             const struct plan *p, struct st_err *err)
 {
-    struct eng__num n;
+    struct pgu_num n;
     const int f8[8] = {0, 0, 0, 1, 1, 1, 1, 0};
     const char *v[8] = {cp->tid.s,
                         cp->next.s,
@@ -470,7 +472,7 @@ static int send_key_updates(struct pgu_pipe *pp, const char *sql, const struct c
                         (const char *)p->upd_keys.data,
                         (const char *)p->upd_pos.data,
                         (const char *)p->upd_vers.data,
-                        eng__i64(&n, p->nupd)};
+                        pgu_i64(&n, p->nupd)};
     int l[8] = {0,
                 0,
                 0,
@@ -497,6 +499,18 @@ static int send_keys(struct pgu_pipe *pp, const struct engine_table *t, const st
                      struct st_err *err)
 {
     const bool i8 = key_is_i8(t);
+    assert(i8 == p->i8 || (p->nupd + p->nins + p->ndel + p->nremap == 0));
+    /* each array holds the count its statement is sent with (SQLSTATE 22012 otherwise) */
+    assert(p->ndel == 0 ||
+           (pgu_array_holds(&p->del_tids, p->ndel) && pgu_array_holds(&p->del_keys, p->ndel)));
+    assert(p->nupd == 0 ||
+           (pgu_array_holds(&p->upd_tids, p->nupd) && pgu_array_holds(&p->upd_keys, p->nupd) &&
+            pgu_array_holds(&p->upd_pos, p->nupd) && pgu_array_holds(&p->upd_vers, p->nupd)));
+    assert(p->nins == 0 ||
+           (pgu_array_holds(&p->ins_keys, p->nins) && pgu_array_holds(&p->ins_pos, p->nins) &&
+            pgu_array_holds(&p->ins_vers, p->nins)));
+    for (int k = 0; k < 5 && p->nremap > 0; k++)
+        assert(pgu_array_holds(&p->remap[k], p->nremap));
     int rc = ST_OK;
     if (p->delete_all_keys) {
         const char *v[1] = {cp->tid.s};
@@ -531,9 +545,9 @@ static int send_keys(struct pgu_pipe *pp, const struct engine_table *t, const st
     if (rc == ST_OK && (p->ndel > 0 || p->nupd > 0))
         rc = eng__send_sql(pp, eng__sql_tid_plans, 0, NULL, NULL, NULL, 0, err);
     if (rc == ST_OK && p->ndel > 0) {
-        struct eng__num n;
+        struct pgu_num n;
         const char *v[4] = {cp->tid.s, (const char *)p->del_tids.data,
-                            (const char *)p->del_keys.data, eng__i64(&n, p->ndel)};
+                            (const char *)p->del_keys.data, pgu_i64(&n, p->ndel)};
         int l[4] = {0, (int)p->del_tids.len, (int)p->del_keys.len, 0};
         const int f4[4] = {0, 1, 1, 0};
         st->del_keys = pp->n;
@@ -565,6 +579,8 @@ static int send_producers_idem(struct pgu_pipe *pp, const struct engine_table *t
                                struct st_err *err)
 {
     int rc = ST_OK;
+    assert(p->nprod == 0 || (pgu_array_holds(&p->prod_names, p->nprod) &&
+                             pgu_array_holds(&p->prod_offsets, p->nprod)));
     if (p->nprod > 0) {
         const char *v[4] = {cp->tid.s, cp->next.s, (const char *)p->prod_names.data,
                             (const char *)p->prod_offsets.data};
@@ -572,14 +588,17 @@ static int send_producers_idem(struct pgu_pipe *pp, const struct engine_table *t
         const int f4[4] = {0, 0, 1, 1};
         rc = eng__send_sql(pp, SQL_PRODUCERS, 4, v, l, f4, 0, err);
     }
-    if (rc == ST_OK && p->nidem > 0) {
-        const char *v[5] = {t->name, (const char *)p->idem_keys.data,
-                            (const char *)p->idem_hashes.data, (const char *)p->idem_bodies.data,
-                            eng__op_name(p->idem_op)};
-        int l[5] = {0, (int)p->idem_keys.len, (int)p->idem_hashes.len, (int)p->idem_bodies.len, 0};
+    const struct eng__idem_rows *ir = &p->idem;
+    if (rc == ST_OK && ir->n > 0) {
+        /* every row the arrays declare was added */
+        assert(ir->n == ir->want && pgu_array_holds(&ir->keys, ir->n) &&
+               pgu_array_holds(&ir->hashes, ir->n) && pgu_array_holds(&ir->records, ir->n));
+        const char *v[5] = {t->name, (const char *)ir->keys.data, (const char *)ir->hashes.data,
+                            (const char *)ir->records.data, eng__op_name(ir->op)};
+        int l[5] = {0, (int)ir->keys.len, (int)ir->hashes.len, (int)ir->records.len, 0};
         const int f5[5] = {0, 1, 1, 1, 0};
         *idem_stmt = pp->n;
-        rc = eng__send_sql(pp, SQL_IDEM, 5, v, l, f5, 0, err);
+        rc = eng__send_sql(pp, eng__sql_idem_insert, 5, v, l, f5, 0, err);
     }
     return rc;
 }
@@ -590,8 +609,8 @@ int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *beg
     int rc = eng__send_sql(pp, begin, 0, NULL, NULL, NULL, 0, err);
     int lock_ms = atomic_load(&e->fault_lock_timeout_ms);
     if (rc == ST_OK && lock_ms > 0) { /* fault injection (tests): a shorter lock wait */
-        struct eng__num ms;
-        const char *v[1] = {eng__i64(&ms, lock_ms)};
+        struct pgu_num ms;
+        const char *v[1] = {pgu_i64(&ms, lock_ms)};
         rc = eng__send_sql(pp, "SELECT set_config('lock_timeout', $1, true)", 1, v, NULL, NULL, 0,
                            err);
     }
@@ -602,8 +621,8 @@ int eng__lock_table(struct engine *e, PGconn *c, const struct engine_table *t, s
                     int64_t *seq, bool *locked, struct st_err *err)
 {
     *locked = false;
-    struct eng__num tid;
-    const char *v[2] = {eng__i64(&tid, t->id), "f"};
+    struct pgu_num tid;
+    const char *v[2] = {pgu_i64(&tid, t->id), "f"};
     struct pgu_pipe pp;
     int rc = pgu_pipe_begin(&pp, c, err);
     if (rc != ST_OK)
@@ -615,12 +634,12 @@ int eng__lock_table(struct engine *e, PGconn *c, const struct engine_table *t, s
     if (rc != ST_OK) {
         PQexitPipelineMode(c);
         pgu_pipe_clear(&pp);
-        eng__rollback(c);
+        pgu_rollback(c);
         return rc;
     }
     if ((rc = pgu_pipe_run(&pp, err)) != ST_OK) {
         pgu_pipe_clear(&pp);
-        eng__rollback(c);
+        pgu_rollback(c);
         return rc;
     }
     int bad = pgu_pipe_failed(&pp);
@@ -631,31 +650,23 @@ int eng__lock_table(struct engine *e, PGconn *c, const struct engine_table *t, s
     } else if (PQntuples(pp.res[stmt]) == 0) {
         rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
     } else {
-        *seq = eng__get_i64(pp.res[stmt], 0, 0);
+        *seq = pgu_get_i64(pp.res[stmt], 0, 0);
     }
     pgu_pipe_clear(&pp);
     if (rc != ST_OK)
-        eng__rollback(c);
+        pgu_rollback(c);
     p->in_txn = rc == ST_OK;
     return rc;
 }
 
-int eng__after_lock_wait(struct engine *e, PGconn **c, int *attempt, const struct engine_table *t,
-                         struct plan *p, struct st_err *err)
-{
-    p->lock_waits++;
-    st_err_clear(err);
-    return eng__after_lost_attempt(e, LOCKED, c, attempt, t, p, err);
-}
-
 /* The seq the CAS expects: the base, or (fault injection in tests) one it cannot be at. */
-static const char *cas_expected(struct engine *e, const struct plan *p, struct eng__num *n)
+static const char *cas_expected(struct engine *e, const struct plan *p, struct pgu_num *n)
 {
     bool first = p->attempt == 0 && atomic_load(&e->fault_conflict_first) > 0;
     bool force = first || atomic_load(&e->fault_conflicts) > 0;
     if (force && !first)
         atomic_fetch_sub(&e->fault_conflicts, 1);
-    return eng__i64(n, force ? p->base + 1000000 : p->base);
+    return pgu_i64(n, force ? p->base + 1000000 : p->base);
 }
 
 /* Queue the whole transaction, BEGIN to COMMIT (deadline_us 0: no blobs, no deadline). */
@@ -668,6 +679,7 @@ static int send_commit(struct engine *e, struct pgu_pipe *pp, const struct engin
     const char *cas_vals[2] = {cp.tid.s, cas_expected(e, p, &cp.base)};
     struct dv_rows a;
     dv_rows_build(p, &a);
+    assert(dv_rows_ok(&a));
     int rc = ST_OK;
     if (!p->in_txn) /* else the base read began it (a change batch) */
         rc = eng__begin_commit_txn(e, pp, "BEGIN", err);
@@ -704,7 +716,7 @@ static enum commit_outcome classify(PGconn *c, const struct pgu_pipe *pp, const 
 {
     int bad = pgu_pipe_failed(pp);
     /* a commit moves the table's seq by exactly one: advance_seq says where to */
-    assert(bad >= 0 || eng__get_i64(pp->res[st->advance], 0, 0) == p->base + 1);
+    assert(bad >= 0 || pgu_get_i64(pp->res[st->advance], 0, 0) == p->base + 1);
     if (bad < 0)
         return COMMITTED;
     const char *state = pgu_pipe_sqlstate(pp, bad);
@@ -752,7 +764,7 @@ int eng__send_keys_early(PGconn *c, const struct engine_table *t, struct plan *p
     if (rc != ST_OK) {
         pgu_pipe_clear(&ek->pp);
         free(ek);
-        eng__rollback(c);
+        pgu_rollback(c);
         p->in_txn = p->key_plans = false;
         return rc;
     }
@@ -770,7 +782,7 @@ void eng__drop_early_keys(PGconn *c, struct plan *p)
     pgu_pipe_clear(&p->early->pp);
     free(p->early);
     p->early = NULL;
-    eng__rollback(c);
+    pgu_rollback(c);
     p->in_txn = p->key_plans = false;
 }
 
@@ -784,9 +796,33 @@ void eng__fault_drop_at_commit(struct engine *e, PGconn *c)
     }
 }
 
+#ifndef NDEBUG
+/* What a plan promises once its blobs are written (commit_int.h struct plan), for asserts. */
+static bool plan_ready(const struct plan *p)
+{
+    bool ok = p->base >= 0 && p->operation != NULL && p->summary != NULL;
+    /* a data file of the plan's own, or a rewrite's new files (then its data file is unused) */
+    ok = ok && (!p->has_file || (p->file_rel != NULL && p->file_stats != NULL && p->file_id > 0));
+    ok = ok && (p->nnewfiles == 0 || !p->has_file) && (p->nremap == 0 || p->nnewfiles > 0);
+    ok = ok && (p->in_txn || !p->key_plans);
+    ok = ok && (p->idem.n == 0 || p->idem.n == p->idem.want);
+    ok = ok && !(p->delete_all_keys && p->del_keys_table != NULL);
+    for (size_t i = 0; ok && i < p->nfiles; i++) {
+        const struct tfile *f = &p->files[i];
+        /* eng__write_dvs ran: each file removed, or its new DV inline or in the Puffin file */
+        ok = f->merged != NULL && (!f->whole || f->removed) &&
+             (f->removed ||
+              (f->blob_length > 0 &&
+               (f->blob_inline != NULL ? f->blob_offset == 0 : p->puffin_rel != NULL)));
+    }
+    return ok;
+}
+#endif
+
 enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct engine_table *t,
                                     struct plan *p, struct st_err *err)
 {
+    assert(plan_ready(p));
     PGconn *c = *cp;
     st_uuid_v4(p->commit_id);
     st_uuid_format(p->commit_id, p->commit_id_s);
@@ -806,7 +842,7 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
                     "than ENGINE_COMMIT_MAX_AGE_S (%d s); nothing was committed",
                     p->commit_id_s, (long long)((now - born) / 1000000), ENGINE_COMMIT_MAX_AGE_S);
             eng__drop_early_keys(c, p);
-            eng__rollback(c); /* the base read's transaction, if any */
+            pgu_rollback(c); /* the base read's transaction, if any */
             return TOO_OLD;
         }
     }
@@ -819,13 +855,13 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
         free(p->early);
         p->early = NULL;
     } else if (pgu_pipe_begin(&pp, c, err) != ST_OK) {
-        eng__rollback(c);
+        pgu_rollback(c);
         return FAILED;
     }
     if (send_commit(e, &pp, t, p, keys_sent, deadline_us, &st, err) != ST_OK) {
         PQexitPipelineMode(c);
         pgu_pipe_clear(&pp);
-        eng__rollback(c);
+        pgu_rollback(c);
         return FAILED;
     }
     int pid = PQbackendPID(c);
@@ -844,7 +880,7 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
     if (out == LOCKED)
         p->lock_waits++;
     pgu_pipe_clear(&pp);
-    eng__rollback(c);
+    pgu_rollback(c);
     return out;
 }
 

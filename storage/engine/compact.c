@@ -103,16 +103,16 @@ static int exec_bool(PGconn *c, const char *sql, int n, const char *const *vals,
 /* Take the table's rewrite lock on c without waiting; *got says whether it was free. */
 static int lock_try(PGconn *c, const struct engine_table *t, bool *got, struct st_err *err)
 {
-    struct eng__num tag, id;
-    const char *v[2] = {eng__i64(&tag, REWRITE_LOCK_TAG), eng__i64(&id, t->id)};
+    struct pgu_num tag, id;
+    const char *v[2] = {pgu_i64(&tag, REWRITE_LOCK_TAG), pgu_i64(&id, t->id)};
     return exec_bool(c, "SELECT pg_try_advisory_lock($1::int, $2::int)", 2, v, got,
                      "taking the table's rewrite lock", err);
 }
 
 static void lock_release(PGconn *c, const struct engine_table *t)
 {
-    struct eng__num tag, id;
-    const char *v[2] = {eng__i64(&tag, REWRITE_LOCK_TAG), eng__i64(&id, t->id)};
+    struct pgu_num tag, id;
+    const char *v[2] = {pgu_i64(&tag, REWRITE_LOCK_TAG), pgu_i64(&id, t->id)};
     bool ignored;
     struct st_err e2 = {0};
     (void)exec_bool(c, "SELECT pg_advisory_unlock($1::int, $2::int)", 2, v, &ignored,
@@ -203,7 +203,7 @@ static int next_file_id(PGconn *c, int64_t *id, struct st_err *err)
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
         rc = cat_fail(c, r, "reserving a data file id", err);
     else
-        *id = eng__get_i64(r, 0, 0);
+        *id = pgu_get_i64(r, 0, 0);
     PQclear(r);
     return rc;
 }
@@ -422,7 +422,7 @@ static int write_new_files(struct rewrite *w, struct snap_file *lst, size_t n, c
     pq_batch_free(&b);
     buf_free(&kb);
     for (int k = 0; k < 5; k++)
-        eng__array_set_count(&w->remap[k], w->nremap);
+        pgu_array_set_count(&w->remap[k], w->nremap);
     return rc;
 }
 
@@ -442,7 +442,7 @@ static int by_file_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* lst sorted by id (eng__process_rewrite sorts it once per attempt). */
+/* lst sorted by id (process_rewrite sorts it once per attempt). */
 static const struct snap_file *find_live(const struct snap_file *lst, size_t n, int64_t id)
 {
     struct snap_file key = {.id = id};
@@ -525,9 +525,12 @@ static int build_plan(struct rewrite *w, const struct snap_file *lst, size_t n, 
 }
 
 /* The commit of a rewrite, in its table's queue: at the table's seq M, with retries. */
-void eng__process_rewrite(struct engine *e, struct item *it)
+static void process_rewrite(struct engine *e, struct item **items, size_t nitems)
 {
-    struct rewrite *w = it->rw;
+    assert(nitems == 1); /* a rewrite is a batch of its own */
+    (void)nitems;
+    struct item *it = items[0];
+    struct rewrite *w = it->ctx;
     const struct engine_table *t = w->t;
     struct st_err *err = it->err;
     struct plan p;
@@ -560,7 +563,7 @@ void eng__process_rewrite(struct engine *e, struct item *it)
         eng__snap_files_free(lst, n);
         if (rc != ST_OK || (rc = eng__write_dvs(e, t, &p, err)) != ST_OK ||
             (rc = touch_out(w, err)) != ST_OK) {
-            eng__rollback(w->c);
+            pgu_rollback(w->c);
             break;
         }
         p.newfiles = w->out;
@@ -603,6 +606,13 @@ void eng__process_rewrite(struct engine *e, struct item *it)
     eng__finish_item(it, rc);
 }
 
+/* Rewrites: each commits alone, its new files written before it queues. */
+static const struct eng__commit_kind rewrite_kind = {
+    .name = "rewrite",
+    .process = process_rewrite,
+    .batches = false,
+};
+
 /* ---- the entry points ------------------------------------------------------ */
 
 /*
@@ -622,9 +632,8 @@ static int rewrite_once(struct rewrite *w, int64_t base, struct snap_file *lst, 
         w->e->test_rewrite_hook(w->e->test_rewrite_hook_ctx);
     struct item it;
     memset(&it, 0, sizeof it);
-    it.kind = ITEM_REWRITE;
-    it.rw = w;
-    it.t = (struct engine_table *)w->t;
+    it.kind = &rewrite_kind;
+    it.ctx = w;
     it.err = err;
     rc = eng__submit(w->e, w->t->id, &it);
     if (rc == ST_OK) {

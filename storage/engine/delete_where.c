@@ -328,7 +328,6 @@ static void plan_file(struct plan *p, const struct snap_file *sf, struct dv *add
     tf->add = add;
 }
 
-/* One file: its deleted positions (all of its live rows when the filter is true). */
 /*
  * A delete between its scan and its commit. It scans the snapshot N it
  * finds, outside the table's commit queue, then enters the queue only to
@@ -348,7 +347,15 @@ struct dfile {
 
 struct dwhere {
     struct engine *e;
-    struct item *it;
+    /* the request (engine_delete_where) */
+    const struct engine_table *t;
+    const struct filter *filter;
+    bool has_expected_seq;
+    int64_t expected_seq;
+    const struct engine_idem *idem;
+    struct engine_delete_res *res;
+    struct st_err *err;
+    struct item it; /* in the table's queue for the commit (it.ctx: this) */
     PGconn *c;
     struct dscan d;
     bool keys;         /* matched keys go to the key table (the table has a key, filter not true) */
@@ -468,8 +475,7 @@ void engine_test_delete_hook(struct engine *e, void (*fn)(void *ctx), void *ctx)
  */
 static int catch_up(struct dwhere *w, struct st_err *err)
 {
-    struct item *it = w->it;
-    const struct engine_table *t = it->t;
+    const struct engine_table *t = w->t;
     if (w->keys && w->keys_conn != w->c) {
         /* first call, or the connection was replaced after a lost one: its key table is gone */
         dwhere_forget(w);
@@ -484,12 +490,12 @@ static int catch_up(struct dwhere *w, struct st_err *err)
     int rc = eng__snapshot_files(w->e, w->c, t, false, 0, &m, &lst, &n, err);
     if (rc != ST_OK)
         return rc;
-    if (it->has_expected_seq && it->expected_seq != m) {
+    if (w->has_expected_seq && w->expected_seq != m) {
         eng__snap_files_free(lst, n);
         return st_errf(err, ST_ECONFLICT, "expected_seq %lld, but table \"%s\" is at seq %lld",
-                       (long long)it->expected_seq, t->name, (long long)m);
+                       (long long)w->expected_seq, t->name, (long long)m);
     }
-    if (m == w->seen || filter_is_false(it->filter)) {
+    if (m == w->seen || filter_is_false(w->filter)) {
         w->seen = m;
         eng__snap_files_free(lst, n);
         return ST_OK;
@@ -528,8 +534,9 @@ static int catch_up(struct dwhere *w, struct st_err *err)
 /* The commit's plan from the delete's files at `seen`; the count of rows it deletes. */
 static int64_t build_plan(struct dwhere *w, struct plan *p)
 {
-    const struct engine_table *t = w->it->t;
+    const struct engine_table *t = w->t;
     int64_t deleted = 0;
+    assert(w->seen >= 0 && p->nfiles == 0); /* a plan follows a catch-up, once per attempt */
     p->base = w->seen;
     p->i8 = key_is_i8(t);
     p->files = xcalloc(w->n ? w->n : 1, sizeof *p->files);
@@ -562,7 +569,7 @@ static enum commit_outcome txn_failed(PGconn *c, PGresult *r, struct plan *p, st
     }
     PQclear(r);
     if (PQstatus(c) == CONNECTION_OK)
-        eng__rollback(c);
+        pgu_rollback(c);
     return out;
 }
 
@@ -585,8 +592,8 @@ static enum commit_outcome delete_keys_first(struct engine *e, struct dwhere *w,
 {
     PGconn *c = w->c;
     assert(p->in_txn);
-    struct eng__num tid;
-    const char *v[3] = {eng__i64(&tid, w->it->t->id), NULL, NULL};
+    struct pgu_num tid;
+    const char *v[3] = {pgu_i64(&tid, w->t->id), NULL, NULL};
     const char *sql = engine_test_delete_keys_sql(p->i8);
     assert(strstr(sql, p->del_keys_table) != NULL);
     PGresult *r = cat_pq_exec(c, eng__sql_key_plans);
@@ -604,7 +611,7 @@ static enum commit_outcome delete_keys_first(struct engine *e, struct dwhere *w,
     r = cat_pq_exec(c, size_sql);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         return txn_failed(c, r, p, err);
-    int64_t pages = eng__get_i64(r, 0, 0), rows = 0;
+    int64_t pages = pgu_get_i64(r, 0, 0), rows = 0;
     PQclear(r);
     int64_t step = e->test_delete_key_pages > 0 ? e->test_delete_key_pages : KEYS_DELETE_PAGES;
     for (int64_t b = 0; b < pages; b += step) {
@@ -619,85 +626,63 @@ static enum commit_outcome delete_keys_first(struct engine *e, struct dwhere *w,
         rows += strtoll(PQcmdTuples(r), NULL, 10);
         PQclear(r);
     }
-    log_debug("delete table=%s base=%lld: %lld key rows deleted in %lld statements", w->it->t->name,
+    log_debug("delete table=%s base=%lld: %lld key rows deleted in %lld statements", w->t->name,
               (long long)p->base, (long long)rows, (long long)((pages + step - 1) / step));
     p->del_keys_table = NULL; /* done: the pipeline does not join it again */
     return COMMITTED;
 }
 
-static void plan_delete_idem(struct plan *p, const struct engine_idem *idem,
-                             const struct eng__result *res)
-{
-    char *body = eng__result_encode(res);
-    p->idem_op = ENG__OP_DELETE;
-    pgu_array_begin(&p->idem_keys, PG_OID_TEXT, 1);
-    pgu_array_begin(&p->idem_hashes, PG_OID_BYTEA, 1);
-    pgu_array_begin(&p->idem_bodies, PG_OID_TEXT, 1);
-    pgu_array_bytes(&p->idem_keys, idem->key, strlen(idem->key));
-    pgu_array_bytes(&p->idem_hashes, idem->hash, 32);
-    pgu_array_bytes(&p->idem_bodies, body, strlen(body));
-    p->nidem = 1;
-    free(body);
-}
-
-/*
- * Read the current snapshot, check expected_seq and find the rows to
- * delete: the plan, or *deleted == 0 when there are none.
- */
-
 /*
  * A delete's first part, outside the table's queue (engine_delete_where):
  * its connection, an Idempotency-Key already stored, the scan of snapshot N
- * and a first catch-up with what committed meanwhile. False when the item
- * is decided here (a replay, an error): it then needs no commit.
+ * and a first catch-up with what committed meanwhile. False when the
+ * request is decided here (a replay, an error; w->it.rc): it then needs no
+ * commit.
  */
-bool eng__delete_scan(struct engine *e, struct item *it)
+static bool delete_scan(struct dwhere *w)
 {
-    struct dwhere *w = xcalloc(1, sizeof *w);
-    it->dw = w;
-    w->e = e;
-    w->it = it;
-    w->seen = -1;
-    dscan_init(&w->d, it->t, it->filter);
-    w->keys = it->t->npk > 0 && !w->d.all && !filter_is_false(it->filter);
-    struct st_err *err = it->err;
-    struct eng__result res = {.op = ENG__OP_DELETE, .del = it->dres};
+    struct engine *e = w->e;
+    struct st_err *err = w->err;
+    struct eng__result res = {.op = ENG__OP_DELETE, .del = w->res};
     bool replayed = false;
     int rc = cat_acquire(e->pool, &w->c, CAT_WAIT_COMMIT_ACQUIRE_MS, err);
     if (rc == ST_OK)
-        rc = eng__idem_lookup(w->c, it->t->name, it->idem, &res, &replayed, err);
+        rc = eng__idem_lookup(w->c, w->t->name, w->idem, &res, &replayed, err);
     if (rc == ST_OK && !replayed && (rc = catch_up(w, err)) == ST_OK) {
         if (e->test_delete_hook != NULL)
             e->test_delete_hook(e->test_delete_hook_ctx);
         rc = catch_up(w, err);
     }
     if (rc != ST_OK || replayed) {
-        eng__finish_item(it, rc);
+        eng__finish_item(&w->it, rc);
         return false;
     }
     return true;
 }
 
 /* The delete's commit, in the table's queue: catch up with seq M, commit at M, retry. */
-void eng__process_delete(struct engine *e, struct item *it)
+static void process_delete(struct engine *e, struct item **items, size_t n)
 {
-    struct dwhere *w = it->dw;
-    const struct engine_table *t = it->t;
-    struct st_err *err = it->err;
+    assert(n == 1); /* a delete by filter is a batch of its own */
+    (void)n;
+    struct dwhere *w = items[0]->ctx;
+    assert(&w->it == items[0]);
+    const struct engine_table *t = w->t;
+    struct st_err *err = w->err;
     struct plan p;
     eng__plan_init(&p);
     p.operation = "delete";
     int rc = w->c != NULL ? ST_OK : st_errf(err, ST_EUNAVAIL, "no catalog connection");
     int attempt = 0;
     eng__record_batch(e, 1);
-    struct eng__result res = {.op = ENG__OP_DELETE, .del = it->dres};
+    struct eng__result res = {.op = ENG__OP_DELETE, .del = w->res};
     while (rc == ST_OK) {
         eng__plan_reset(&p);
         bool replayed, locked = false;
         int64_t m;
         /* catch up without the lock (most of the work), then again holding the table's
            row lock (usually nothing is left to read), and commit at that seq */
-        if ((rc = eng__idem_lookup(w->c, t->name, it->idem, &res, &replayed, err)) != ST_OK ||
+        if ((rc = eng__idem_lookup(w->c, t->name, w->idem, &res, &replayed, err)) != ST_OK ||
             replayed || (rc = catch_up(w, err)) != ST_OK)
             break;
         if ((rc = eng__lock_table(e, w->c, t, &p, &m, &locked, err)) != ST_OK) {
@@ -707,19 +692,19 @@ void eng__process_delete(struct engine *e, struct item *it)
         }
         int64_t seen = w->seen;
         if ((rc = catch_up(w, err)) != ST_OK) {
-            eng__rollback(w->c);
+            pgu_rollback(w->c);
             break;
         }
         /* keys a locked catch-up COPYs go with this transaction: an attempt that
            does not commit them forgets what it read, and the next one scans again */
         bool forget = w->seen != seen;
         int64_t deleted = build_plan(w, &p);
-        it->dres->deleted = deleted;
+        w->res->deleted = deleted;
         if (deleted == 0) {
-            eng__rollback(w->c);
-            it->dres->seq = p.base;
-            if (it->idem != NULL &&
-                (rc = eng__idem_store(w->c, t->name, it->idem, &res, err)) == ST_ECONFLICT)
+            pgu_rollback(w->c);
+            w->res->seq = p.base;
+            if (w->idem != NULL &&
+                (rc = eng__idem_store(w->c, t->name, w->idem, &res, err)) == ST_ECONFLICT)
                 rc = ST_OK; /* the same key finished concurrently: look again, replay it */
             else
                 break;
@@ -737,12 +722,14 @@ void eng__process_delete(struct engine *e, struct item *it)
             }
         }
         if ((rc = eng__write_dvs(e, t, &p, err)) != ST_OK) {
-            eng__rollback(w->c);
+            pgu_rollback(w->c);
             break;
         }
-        it->dres->seq = p.base + 1;
-        if (it->idem != NULL)
-            plan_delete_idem(&p, it->idem, &res);
+        w->res->seq = p.base + 1;
+        if (w->idem != NULL) {
+            eng__idem_rows_begin(&p.idem, ENG__OP_DELETE, 1);
+            eng__idem_rows_add(&p.idem, w->idem, &res);
+        }
         p.summary =
             xasprintf("{\"deleted\":%lld,\"changed_dvs\":%zu}", (long long)deleted, p.nfiles);
         eng__crash_point(e);
@@ -760,25 +747,66 @@ void eng__process_delete(struct engine *e, struct item *it)
         }
         /* no transaction is left open (the pipeline's early refusals leave ours) */
         if (w->c != NULL && PQstatus(w->c) == CONNECTION_OK)
-            eng__rollback(w->c);
+            pgu_rollback(w->c);
         rc = eng__after_lost_attempt(e, out, &w->c, &attempt, t, &p, err);
     }
     eng__plan_free(&p);
-    eng__finish_item(it, rc);
+    eng__finish_item(&w->it, rc);
 }
 
+/* Deletes by filter: each commits alone, after its own scan (eng__submit's only work). */
+static const struct eng__commit_kind delete_kind = {
+    .name = "delete by filter",
+    .process = process_delete,
+    .batches = false,
+};
+
 /* After the delete (committed, refused or failed): its key table emptied, the connection back. */
-void eng__delete_end(struct engine *e, struct item *it)
+static void delete_end(struct dwhere *w)
 {
-    struct dwhere *w = it->dw;
-    if (w == NULL)
-        return;
-    if (w->c != NULL && w->keys_conn == w->c && it->rc != ST_EUNAVAIL)
+    assert(w->it.finished); /* decided by the scan or by the commit */
+    struct engine *e = w->e;
+    int rc = w->it.rc;
+    if (w->c != NULL && w->keys_conn == w->c && rc != ST_EUNAVAIL)
         keys_drop(w->c, w->d.keys.table);
     if (w->c != NULL)
-        cat_release(e->pool, w->c, it->rc == ST_EUNAVAIL);
+        cat_release(e->pool, w->c, rc == ST_EUNAVAIL);
     dwhere_forget(w);
     dscan_free(&w->d);
+}
+
+int engine_delete_where(struct engine *e, struct engine_table *t, const struct filter *f,
+                        bool has_expected_seq, int64_t expected_seq, const struct engine_idem *idem,
+                        struct engine_delete_res *res, struct st_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (has_expected_seq && expected_seq < 0)
+        return st_errf(err, ST_EINVAL, "expected_seq: must be >= 0");
+    if (atomic_fetch_add(&e->filter_deletes, 1) >= ENGINE_FILTER_DELETES_MAX) {
+        atomic_fetch_sub(&e->filter_deletes, 1);
+        return st_errf(err, ST_EBUSY,
+                       "%d deletes by filter are running, the most at once; retry later",
+                       ENGINE_FILTER_DELETES_MAX);
+    }
+    struct dwhere *w = xcalloc(1, sizeof *w);
+    w->e = e;
+    w->t = t;
+    w->filter = f;
+    w->has_expected_seq = has_expected_seq;
+    w->expected_seq = expected_seq;
+    w->idem = idem;
+    w->res = res;
+    w->err = err;
+    w->it.kind = &delete_kind;
+    w->it.ctx = w;
+    w->it.err = err;
+    w->seen = -1;
+    dscan_init(&w->d, t, f);
+    w->keys = t->npk > 0 && !w->d.all && !filter_is_false(f);
+    /* the scan runs here, outside the table's queue; only the commit queues */
+    int rc = delete_scan(w) ? eng__submit(e, t->id, &w->it) : w->it.rc;
+    delete_end(w);
     free(w);
-    it->dw = NULL;
+    atomic_fetch_sub(&e->filter_deletes, 1);
+    return rc;
 }

@@ -23,6 +23,7 @@
 #include "common/xalloc.h"
 #include "dv/dv.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,12 +44,18 @@ struct rc_obj {
 
 static void rc_ref(struct rc_obj *o)
 {
-    atomic_fetch_add(&o->refs, 1);
+    int was = atomic_fetch_add(&o->refs, 1);
+    assert(was > 0); /* only a held object gains a reference */
+    (void)was;
 }
 
 static void rc_unref(struct rc_obj *o)
 {
-    if (o != NULL && atomic_fetch_sub(&o->refs, 1) == 1)
+    if (o == NULL)
+        return;
+    int was = atomic_fetch_sub(&o->refs, 1);
+    assert(was > 0); /* released once per reference */
+    if (was == 1)
         o->destroy(o);
 }
 
@@ -91,6 +98,7 @@ static void unlink_ent(struct lru *l, struct lru_ent *e)
 
 static void push_front(struct lru *l, struct lru_ent *e)
 {
+    assert(e->prev == NULL && e->next == NULL && (l->head == NULL) == (l->tail == NULL));
     e->prev = NULL;
     e->next = l->head;
     if (l->head)
@@ -165,6 +173,7 @@ static struct rc_obj *lru_put(struct lru *l, const void *key, size_t klen, struc
         struct lru_ent *v = l->tail;
         unlink_ent(l, v);
         hmap_del(&l->map, v->key, v->klen);
+        assert(l->bytes >= v->cost); /* the bytes are the sum of the entries' costs */
         l->bytes -= v->cost;
         evicted[nev++] = v->obj;
         free(v->key);
@@ -347,7 +356,7 @@ static int read_blob(struct engine *e, const char *rel, int64_t offset, int64_t 
     int rc = blob_read(e->blobs, rel, (uint64_t)offset, p, (size_t)length, err);
     if (rc != ST_OK) {
         if (rc == ST_ENOTFOUND)
-            rc = err->code = ST_EIO; /* referenced by the catalog: not a client's 404 */
+            rc = err->code = ST_EIO; /* the catalog references it: a fault, not a not-found */
         st_err_prefix(err, "%s", rel);
         free(p);
         return rc;
@@ -412,6 +421,7 @@ int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t l
 void dvc__release(struct engine *e, void *handle)
 {
     (void)e;
+    assert(handle != NULL); /* a handle dvc__get returned */
     rc_unref(handle);
 }
 
@@ -441,9 +451,9 @@ static int lookup_location(struct engine *e, struct engine_table *t, int64_t fil
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num tid, fid, snap;
-    const char *vals[3] = {eng__i64(&tid, t->id), eng__i64(&fid, file_id),
-                           has_snapshot ? eng__i64(&snap, snapshot) : NULL};
+    struct pgu_num tid, fid, snap;
+    const char *vals[3] = {pgu_i64(&tid, t->id), pgu_i64(&fid, file_id),
+                           has_snapshot ? pgu_i64(&snap, snapshot) : NULL};
     PGresult *r = cat_pq_exec_params(c, eng__sql_dv_location, 3, NULL, vals, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "locating the DV", err);
@@ -453,9 +463,9 @@ static int lookup_location(struct engine *e, struct engine_table *t, int64_t fil
         rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
         goto out;
     }
-    int64_t cur = eng__get_i64(r, 0, 0);
-    *seq = eng__get_i64(r, 0, 1);
-    int64_t oldest = PQgetisnull(r, 0, 9) ? cur : eng__get_i64(r, 0, 9);
+    int64_t cur = pgu_get_i64(r, 0, 0);
+    *seq = pgu_get_i64(r, 0, 1);
+    int64_t oldest = PQgetisnull(r, 0, 9) ? cur : pgu_get_i64(r, 0, 9);
     eng__floor_note(e, t->id, oldest);
     if (strcmp(PQgetvalue(r, 0, 2), "t") != 0 && has_snapshot && snapshot < oldest) {
         rc = eng__expired_err(t, snapshot, oldest, err);
@@ -482,7 +492,7 @@ static int lookup_location(struct engine *e, struct engine_table *t, int64_t fil
     uint8_t *blob = NULL;
     size_t bloblen = 0;
     if (is_inline) {
-        rc = eng__get_bytea(r, 0, 10, &blob, &bloblen, err);
+        rc = pgu_get_bytea(r, 0, 10, &blob, &bloblen, err);
         if (rc != ST_OK)
             goto out;
     }
@@ -500,10 +510,10 @@ static int lookup_location(struct engine *e, struct engine_table *t, int64_t fil
     free(blob);
     if (has_dv) {
         l->file_id = file_id;
-        l->added_seq = eng__get_i64(r, 0, 11);
-        l->offset = eng__get_i64(r, 0, 6);
-        l->length = eng__get_i64(r, 0, 7);
-        l->card = eng__get_i64(r, 0, 8);
+        l->added_seq = pgu_get_i64(r, 0, 11);
+        l->offset = pgu_get_i64(r, 0, 6);
+        l->length = pgu_get_i64(r, 0, 7);
+        l->card = pgu_get_i64(r, 0, 8);
         if (is_inline && (int64_t)bloblen != l->length) {
             rc_unref(&l->rc);
             rc = st_errf(err, ST_ECORRUPT, "inline DV of file %lld: %zu bytes, the row says %lld",

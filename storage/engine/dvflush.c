@@ -107,9 +107,9 @@ static int write_file(struct engine *e, const struct engine_table *t, const PGre
     for (int i = 0; i < rows && rc == ST_OK; i++) {
         uint8_t *blob = NULL;
         size_t n = 0;
-        rc = eng__get_bytea(r, i, 2, &blob, &n, err);
+        rc = pgu_get_bytea(r, i, 2, &blob, &n, err);
         uint64_t off = 0, len = 0;
-        int64_t card = eng__get_i64(r, i, 3);
+        int64_t card = pgu_get_i64(r, i, 3);
         if (rc == ST_OK && dv_is_poslist(blob, n)) {
             /* a position list goes to the file as the Iceberg blob of its set */
             struct buf enc = BUF_INIT;
@@ -126,11 +126,11 @@ static int write_file(struct engine *e, const struct engine_table *t, const PGre
         free(blob);
         if (rc != ST_OK) {
             st_err_prefix(err, "inline DV of file %lld at seq %lld",
-                          (long long)eng__get_i64(r, i, 0), (long long)eng__get_i64(r, i, 1));
+                          (long long)pgu_get_i64(r, i, 0), (long long)pgu_get_i64(r, i, 1));
             break;
         }
-        pgu_array_i64(&m->files, eng__get_i64(r, i, 0));
-        pgu_array_i64(&m->seqs, eng__get_i64(r, i, 1));
+        pgu_array_i64(&m->files, pgu_get_i64(r, i, 0));
+        pgu_array_i64(&m->seqs, pgu_get_i64(r, i, 1));
         pgu_array_i64(&m->offs, (int64_t)off);
         pgu_array_i64(&m->lens, (int64_t)len);
     }
@@ -157,11 +157,11 @@ int eng__dv_flush(struct engine *e, PGconn *c, const struct engine_table *t, con
                   const int64_t *seqs, size_t n, int64_t *moved, struct st_err *err)
 {
     *moved = 0;
-    struct eng__num tid, lim;
+    struct pgu_num tid, lim;
     struct buf fa = BUF_INIT, sa = BUF_INIT;
     struct moved m;
     memset(&m, 0, sizeof m);
-    int rc = eng__begin(c, err);
+    int rc = pgu_begin(c, err);
     if (rc == ST_OK)
         rc = exec_ok(c, cat_pq_exec(c, SQL_FLUSH_PLANS), "planning the DV flush", err);
     PGresult *picked = NULL;
@@ -173,12 +173,11 @@ int eng__dv_flush(struct engine *e, PGconn *c, const struct engine_table *t, con
                 pgu_array_i64(&fa, files[i]);
                 pgu_array_i64(&sa, seqs[i]);
             }
-            const char *v[3] = {eng__i64(&tid, t->id), (const char *)fa.data,
-                                (const char *)sa.data};
+            const char *v[3] = {pgu_i64(&tid, t->id), (const char *)fa.data, (const char *)sa.data};
             const int l[3] = {0, (int)fa.len, (int)sa.len}, f[3] = {0, 1, 1};
             picked = cat_pq_exec_params(c, SQL_PICK_LISTED, 3, NULL, v, l, f, 0);
         } else {
-            const char *v[2] = {eng__i64(&tid, t->id), eng__i64(&lim, FLUSH_BATCH)};
+            const char *v[2] = {pgu_i64(&tid, t->id), pgu_i64(&lim, FLUSH_BATCH)};
             picked = cat_pq_exec_params(c, SQL_PICK_TABLE, 2, NULL, v, NULL, NULL, 0);
         }
         if (PQresultStatus(picked) != PGRES_TUPLES_OK)
@@ -190,7 +189,7 @@ int eng__dv_flush(struct engine *e, PGconn *c, const struct engine_table *t, con
     buf_free(&fa);
     buf_free(&sa);
     if (rc != ST_OK || m.n == 0) {
-        eng__rollback(c);
+        pgu_rollback(c);
         moved_free(&m);
         return rc;
     }
@@ -216,7 +215,7 @@ int eng__dv_flush(struct engine *e, PGconn *c, const struct engine_table *t, con
     }
     if (rc != ST_OK) {
         bool broken = PQstatus(c) != CONNECTION_OK;
-        eng__rollback(c);
+        pgu_rollback(c);
         if (!broken)
             eng__unlink_blob(e, m.rel); /* nothing references it */
         moved_free(&m);

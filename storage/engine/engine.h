@@ -36,7 +36,7 @@ struct engine_opts {
     size_t dv_cache_bytes;         /* decoded-DV cache bound (default 256 MiB) */
     uint32_t row_group_rows;       /* Parquet row group size (default 131072) */
     int zstd_level;                /* Parquet compression level (default 3) */
-    int commit_retries;            /* CAS retries before 409 (default 16) */
+    int commit_retries;            /* CAS retries before ST_ECONFLICT (default 16) */
     int64_t maint_interval_s;      /* background maintenance period (maintain.c); 0 = off */
     int64_t retain_s;              /* maintenance expires snapshots older than this */
     /* threads of a maintenance pass: 0 = ENGINE_MAINT_WORKERS_DEFAULT, at most
@@ -222,7 +222,7 @@ struct engine_delete_res {
 /*
  * Deletes by filter running at once in one engine, at most: each holds a
  * worker and a catalog connection for its scan, so that a few of them cannot
- * take every worker from the other tables. One more is ST_EBUSY (503).
+ * take every worker from the other tables. One more is ST_EBUSY.
  */
 #define ENGINE_FILTER_DELETES_MAX 2
 
@@ -287,12 +287,46 @@ struct engine_erase_req {
     const struct engine_idem *idem;
 };
 
-/* An erasure's receipt: the document stored in the catalog, returned as it is. */
+/*
+ * An erasure's receipt (docs/API.md "Maintenance", erasure): what it erased,
+ * where, and the checks of its verification. It holds no erased value.
+ * Each front end renders it (HTTP: server/http_render.c; gRPC: an
+ * EraseResponse). Plain values, nothing to free.
+ */
+#define ENGINE_ERASURE_CHECKS_MAX 4  /* data_files, key_index, column_statistics, orphan_blobs */
+#define ENGINE_ERASURE_FIGURES_MAX 3 /* what one check counted */
+struct engine_erasure_figure {
+    char name[32]; /* "files_decoded", "keys_checked", ..., or "note" */
+    bool is_text;  /* a note (text), else a count (n) */
+    int64_t n;
+    char text[96];
+};
+struct engine_erasure_check {
+    char name[32]; /* "data_files", "key_index", "column_statistics", "orphan_blobs" */
+    bool passed;
+    struct engine_erasure_figure figures[ENGINE_ERASURE_FIGURES_MAX]; /* in their order */
+    int nfigures;
+};
 struct engine_erasure {
     char id[37];
-    char *receipt; /* JSON object (docs/API.md); holds no erased value */
-    bool replayed;
+    /* false: an erasure that has just begun and recorded nothing yet (every field below but
+       replayed is empty; its receipt is rendered as an empty object) */
+    bool recorded;
+    char table[ST_NAME_MAX + 1];
+    char status[16];     /* "running", "verified" or "failed" */
+    char key_digest[72]; /* "sha256:" and 64 hex digits */
+    int64_t keys;        /* distinct keys the digest covers */
+    int64_t rows_erased, delete_seq;
+    bool has_rewrite_seq; /* false: nothing needed a rewrite (rewrite_seq null) */
+    int64_t rewrite_seq;
+    int64_t expired_snapshots, files_rewritten, files_deleted, bytes_deleted;
+    struct engine_erasure_check checks[ENGINE_ERASURE_CHECKS_MAX];
+    int nchecks;
+    int64_t verified_us; /* when it verified (us since the epoch); 0: not verified (null) */
+    bool replayed;       /* returned for an Idempotency-Key of an erasure that finished */
 };
+/* Clears r (it owns nothing; kept so that a caller's cleanup reads the same as for results
+   that own memory). */
 void engine_erasure_free(struct engine_erasure *r);
 
 /*
@@ -303,7 +337,7 @@ void engine_erasure_free(struct engine_erasure *r);
  * the receipt. Waits (up to a minute) for a running compaction of the
  * table. A call with the Idempotency-Key of a finished erasure returns its
  * receipt (replayed); of an interrupted one, resumes it. ST_EINTERNAL when
- * a check failed (out->receipt then says which).
+ * a check failed (out then holds the receipt, whose checks say which).
  */
 int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engine_erasure *out,
                  struct st_err *err);
@@ -312,12 +346,12 @@ int engine_get_erasure(struct engine *e, const struct engine_table *t, const cha
                        struct engine_erasure *out, struct st_err *err);
 /*
  * Receipts, oldest first, at most `limit` after erasure id `after` (NULL:
- * from the first): *json_array_out a JSON array (caller frees); next: the
- * id to continue after, or "" at the end.
+ * from the first): *out an array of *n (caller frees, free(); NULL when
+ * none); next: the id to continue after, or "" at the end.
  */
 int engine_list_erasures(struct engine *e, const struct engine_table *t, int64_t limit,
-                         const char *after, char **json_array_out, char *next, size_t next_len,
-                         struct st_err *err);
+                         const char *after, struct engine_erasure **out, size_t *n, char *next,
+                         size_t next_len, struct st_err *err);
 
 /* ---- reads ------------------------------------------------------------- */
 
@@ -473,7 +507,7 @@ struct engine_gc_report {
  * attempt whose blobs are older gives up before sending COMMIT, and its
  * transaction checks the same deadline on the catalog's clock right before
  * COMMIT (a statement that stalled, a lock wait): a definite abort, its
- * blobs deleted, the requests failed with ST_EUNAVAIL (503, retry later).
+ * blobs deleted, the requests failed with ST_EUNAVAIL (retry later).
  */
 #define ENGINE_COMMIT_MAX_AGE_S 120
 /*

@@ -12,6 +12,8 @@
 
 #include "blob/blob.h"
 #include "catalog.h"
+#include "pgutil.h"
+#include "common/buf.h"
 #include "common/hmap.h"
 #include "engine.h"
 
@@ -51,7 +53,7 @@ struct engine {
     pthread_cond_t gc_cv;
     bool stopping;
 
-    /* the oldest retained snapshot of each table, as last seen (expire.c) */
+    /* the oldest retained snapshot of each table, as last seen (floor.c) */
     pthread_mutex_t floor_mu;
     struct hmap floors; /* table id (8 bytes) -> struct floor_ent * */
 
@@ -100,8 +102,9 @@ struct engine {
     void *test_rewrite_hook_ctx;
 };
 
-/* ---- engine.c ---- */
+/* ---- table definitions: the struct (table.c), the cache (engine.c) ---- */
 
+#define ENG__PK_MAX 16 /* key columns of a table at most */
 /* Parse a table row (id, uuid, name, columns, primary_key, version_column, seq, created_us). */
 int eng__table_from_row(PGresult *r, int row, struct engine_table **out, struct st_err *err);
 #define ENG__TABLE_COLS                                                                            \
@@ -144,6 +147,52 @@ int eng__result_decode(struct eng__result *r, const char *kind, int status, cons
  */
 int eng__idem_row(const PGresult *r, int row, int col, const struct engine_idem *idem,
                   struct eng__result *out, struct st_err *err);
+/*
+ * The records a commit stores in its own pipeline (eng__sql_idem_insert, sent
+ * by commit_sql.c): begin with the number of rows, add each, free (a
+ * zeroed struct is empty). All of one kind.
+ */
+struct eng__idem_rows {
+    enum eng__op op;
+    struct buf keys, hashes, records; /* text[], bytea[], text[] (binary array parameters) */
+    uint32_t n, want;
+};
+void eng__idem_rows_begin(struct eng__idem_rows *rows, enum eng__op op, uint32_t n);
+void eng__idem_rows_add(struct eng__idem_rows *rows, const struct engine_idem *idem,
+                        const struct eng__result *res);
+void eng__idem_rows_free(struct eng__idem_rows *rows);
+/*
+ * The statements of strike.idempotency_keys, all here (idem.c owns the
+ * table): a pipeline's lookup of a batch's keys ($1 scope, $2 text[]: rows
+ * of key, request_hash, kind, status, response, for eng__idem_row at column
+ * 1), and a commit's insert of eng__idem_rows ($1 scope, $2 keys, $3
+ * hashes, $4 records, $5 the kind: a unique violation, SQLSTATE 23505,
+ * when another request stored one of the keys first).
+ */
+extern const char *const eng__sql_idem_select;
+extern const char *const eng__sql_idem_insert;
+/*
+ * A statement that computes a change result and stores its record itself
+ * (the one statement of a delete by keys, commit_fast.c) writes the row with
+ * this head, the record from eng__changes_record_format and ENG__SQL_IDEM_KEPT
+ * after its SELECT (no row when the key is stored already).
+ */
+#define ENG__SQL_IDEM_INSERT                                                                       \
+    "INSERT INTO strike.idempotency_keys (scope, key, request_hash, kind, response) "
+#define ENG__SQL_IDEM_KEPT " ON CONFLICT (scope, key) DO NOTHING"
+/*
+ * The record of a change result whose seq, deleted and missing counts a SQL
+ * statement computes: eng__result_encode's text of `known` (every other
+ * field) as a format() string, with %1$s, %2$s and %3$s in the places of
+ * the three numbers (caller frees). format(text, seq, deleted, missing) is
+ * then byte for byte the record eng__result_encode writes for that result.
+ */
+char *eng__changes_record_format(const struct engine_change_res *known);
+/* A dropped table's records (its name is their scope), in the caller's transaction. */
+int eng__idem_forget_scope(PGconn *c, const char *scope, struct st_err *err);
+/* Records older than ENG__IDEM_RETAIN (gc's pass); ST_OK or the error. */
+#define ENG__IDEM_RETAIN "48 hours"
+int eng__idem_expire(PGconn *c, struct st_err *err);
 /* Look up a stored result; *found when the key holds one for this request (out filled). */
 int eng__idem_lookup(PGconn *c, const char *scope, const struct engine_idem *idem,
                      struct eng__result *out, bool *found, struct st_err *err);
@@ -152,24 +201,9 @@ int eng__idem_lookup(PGconn *c, const char *scope, const struct engine_idem *ide
 int eng__idem_store(PGconn *c, const char *scope, const struct engine_idem *idem,
                     const struct eng__result *res, struct st_err *err);
 
-/* PQexec helpers: ST_OK or a mapped error. */
-#define eng__exec cat_exec
-int eng__begin(PGconn *c, struct st_err *err);
-void eng__rollback(PGconn *c);
-
-/* Open the Parquet file at blob key `rel` for range reads (footer first). */
+/* Open the Parquet file at blob key `rel` for range reads (footer first; commit_blobs.c). */
 struct pq_reader;
 int eng__pq_open(struct engine *e, const char *rel, struct pq_reader **out, struct st_err *err);
-
-/* Text <-> integer for libpq parameters. */
-struct eng__num {
-    char s[24];
-};
-const char *eng__i64(struct eng__num *n, int64_t v);
-int64_t eng__get_i64(const PGresult *r, int row, int col);
-/* A bytea value of a text-format result, unescaped into *out (caller frees; NULL: *n = 0). */
-int eng__get_bytea(const PGresult *r, int row, int col, uint8_t **out, size_t *n,
-                   struct st_err *err);
 
 /* Prepare the commit path's statements on a new catalog connection (commit.c). */
 int eng__prepare_statements(PGconn *c, struct st_err *err);
@@ -265,7 +299,18 @@ void eng__ice_stop(struct engine *e);
 int eng__maint_start(struct engine *e);
 void eng__maint_stop(struct engine *e); /* waits for a pass under way to end */
 
-/* ---- expire.c ---- */
+/* ---- erasure receipts in the catalog (receipt.c) ---- */
+/* The stored record of a receipt (r->recorded; caller frees). */
+char *eng__receipt_encode(const struct engine_erasure *r);
+/*
+ * Decode the record of erasure `id` (the row's id) into out: this encoding,
+ * or the receipt as answered before it, or {} (nothing recorded yet:
+ * out->recorded false). ST_EINTERNAL when malformed (out cleared).
+ */
+int eng__receipt_decode(const char *id, const char *rec, struct engine_erasure *out,
+                        struct st_err *err);
+
+/* ---- floor.c ---- */
 /*
  * The floor of a table: its oldest retained snapshot, as last seen (a read
  * of the catalog or an expiry of this process). Floors only rise. get: false

@@ -25,7 +25,8 @@
  * each preceded by its length (4 bytes, big-endian).
  *
  * Every erasure is a row of strike.erasures from its start (status
- * "running") to its verified receipt. The rewrite lock (compact.c) is held
+ * "running") to its verified receipt (struct engine_erasure, stored in the
+ * engine's encoding, receipt.c). The rewrite lock (compact.c) is held
  * throughout, so no compaction moves rows under it. A crash leaves the
  * running row: a retry with the same Idempotency-Key resumes it (the
  * delete is not repeated when it committed; purge, expiry and verification
@@ -45,10 +46,10 @@
 #include "expr/filter.h"
 #include "parquet/parquet.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,8 @@ struct erasure {
     int64_t purge_base; /* the seq the purge listed the files at */
     int64_t rows_erased, delete_seq, rewrite_seq, expired, files_rewritten, files_deleted,
         bytes_deleted;
-    json_t *checks;
+    struct engine_erasure_check checks[ENGINE_ERASURE_CHECKS_MAX];
+    int nchecks;
     bool failed; /* a check did not pass */
 };
 
@@ -268,14 +270,39 @@ static int delete_rows(struct erasure *w, struct st_err *err)
     return ST_OK;
 }
 
-static void check(struct erasure *w, const char *name, bool passed, json_t *detail)
+/* A check of the verification, its figures added next (count, note). */
+static struct engine_erasure_check *check(struct erasure *w, const char *name, bool passed)
 {
-    json_t *c = detail != NULL ? detail : json_object();
-    json_object_set_new(c, "check", json_string(name));
-    json_object_set_new(c, "passed", json_boolean(passed));
-    json_array_append_new(w->checks, c);
+    assert(w->nchecks < ENGINE_ERASURE_CHECKS_MAX); /* each check runs once per erasure */
+    struct engine_erasure_check *c = &w->checks[w->nchecks++];
+    memset(c, 0, sizeof *c);
+    assert(strlen(name) < sizeof c->name);
+    memcpy(c->name, name, strlen(name) + 1);
+    c->passed = passed;
     if (!passed)
         w->failed = true;
+    return c;
+}
+
+static struct engine_erasure_figure *figure(struct engine_erasure_check *c, const char *name)
+{
+    assert(c->nfigures < ENGINE_ERASURE_FIGURES_MAX && strlen(name) < sizeof c->figures[0].name);
+    struct engine_erasure_figure *f = &c->figures[c->nfigures++];
+    memcpy(f->name, name, strlen(name) + 1);
+    return f;
+}
+
+static void count(struct engine_erasure_check *c, const char *name, int64_t n)
+{
+    figure(c, name)->n = n;
+}
+
+static void note(struct engine_erasure_check *c, const char *text)
+{
+    struct engine_erasure_figure *f = figure(c, "note");
+    assert(strlen(text) < sizeof f->text);
+    f->is_text = true;
+    memcpy(f->text, text, strlen(text) + 1);
 }
 
 /* Rewrite every live file holding an erased row (deleted); the digest's keys, filter form. */
@@ -348,8 +375,8 @@ static int verify_files(struct erasure *w, struct st_err *err)
     if (rc != ST_OK)
         return rc;
     /* files no current snapshot lists but a retained older one does */
-    struct eng__num tid;
-    const char *v[1] = {eng__i64(&tid, w->t->id)};
+    struct pgu_num tid;
+    const char *v[1] = {pgu_i64(&tid, w->t->id)};
     PGresult *r = cat_pq_exec_params(
         c,
         "SELECT path, data_seq FROM strike.data_files WHERE table_id = $1 AND removed_seq IS NOT "
@@ -379,17 +406,17 @@ static int verify_files(struct erasure *w, struct st_err *err)
         struct found f;
         if ((rc = scan_file(w, PQgetvalue(r, i, 0), NULL, false, &f, err)) == ST_OK) {
             files++;
-            bad_files += f.deleted + f.live > 0 && eng__get_i64(r, i, 1) <= w->delete_seq;
+            bad_files += f.deleted + f.live > 0 && pgu_get_i64(r, i, 1) <= w->delete_seq;
         }
     }
     PQclear(r);
     eng__snap_files_free(lst, n);
     if (rc != ST_OK)
         return rc;
-    json_t *d =
-        json_pack("{sI sI sI}", "files_decoded", (json_int_t)files, "files_holding_erased",
-                  (json_int_t)bad_files, "rows_written_after_delete", (json_int_t)reinserted);
-    check(w, "data_files", bad_files == 0, d);
+    struct engine_erasure_check *ck = check(w, "data_files", bad_files == 0);
+    count(ck, "files_decoded", files);
+    count(ck, "files_holding_erased", bad_files);
+    count(ck, "rows_written_after_delete", reinserted);
     return ST_OK;
 }
 
@@ -398,7 +425,7 @@ static int verify_key_index(struct erasure *w, struct st_err *err)
 {
     const struct engine_table *t = w->t;
     if (t->npk == 0) {
-        check(w, "key_index", true, json_pack("{ss}", "note", "the table has no primary key"));
+        note(check(w, "key_index", true), "the table has no primary key");
         return ST_OK;
     }
     bool i8 = key_is_i8(t);
@@ -413,9 +440,8 @@ static int verify_key_index(struct erasure *w, struct st_err *err)
     i = 0;
     while (hmap_next(&w->keys, &i, &k, &klen, &val))
         eng__key_array_add(&arr, i8, k, klen);
-    struct eng__num tid, ds;
-    const char *v[3] = {eng__i64(&tid, t->id), (const char *)arr.data,
-                        eng__i64(&ds, w->delete_seq)};
+    struct pgu_num tid, ds;
+    const char *v[3] = {pgu_i64(&tid, t->id), (const char *)arr.data, pgu_i64(&ds, w->delete_seq)};
     int l[3] = {0, (int)arr.len, 0};
     const int f[3] = {0, 1, 0};
     char sql[256];
@@ -430,11 +456,11 @@ static int verify_key_index(struct erasure *w, struct st_err *err)
         PQclear(r);
         return rc;
     }
-    int64_t left = eng__get_i64(r, 0, 0);
+    int64_t left = pgu_get_i64(r, 0, 0);
     PQclear(r);
-    check(w, "key_index", left == 0,
-          json_pack("{sI sI}", "keys_checked", (json_int_t)nk, "keys_from_before_delete",
-                    (json_int_t)left));
+    struct engine_erasure_check *ck = check(w, "key_index", left == 0);
+    count(ck, "keys_checked", (int64_t)nk);
+    count(ck, "keys_from_before_delete", left);
     return ST_OK;
 }
 
@@ -443,14 +469,14 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
 {
     const struct engine_table *t = w->t;
     if (t->npk != 1) {
-        check(w, "column_statistics", true,
-              json_pack("{ss}", "note", "statistics of rewritten files come from their rows"));
+        note(check(w, "column_statistics", true),
+             "statistics of rewritten files come from their rows");
         return ST_OK;
     }
     const char *col = t->cols[t->pk[0]].name;
     enum st_type ty = t->cols[t->pk[0]].type;
-    struct eng__num tid;
-    const char *v[2] = {eng__i64(&tid, t->id), col};
+    struct pgu_num tid;
+    const char *v[2] = {pgu_i64(&tid, t->id), col};
     PGconn *c = eng__rewrite_conn(w->rw);
     PGresult *r = cat_pq_exec_params(
         c,
@@ -464,7 +490,7 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
     }
     int64_t bad = 0, checked = 0;
     for (int i = 0; i < PQntuples(r); i++) {
-        if (eng__get_i64(r, i, 2) > w->delete_seq)
+        if (pgu_get_i64(r, i, 2) > w->delete_seq)
             continue; /* may hold a row written after the delete */
         for (int m = 0; m < 2; m++) {
             if (PQgetisnull(r, i, m))
@@ -489,9 +515,9 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
         }
     }
     PQclear(r);
-    check(w, "column_statistics", bad == 0,
-          json_pack("{sI sI}", "bounds_checked", (json_int_t)checked, "bounds_erased",
-                    (json_int_t)bad));
+    struct engine_erasure_check *ck = check(w, "column_statistics", bad == 0);
+    count(ck, "bounds_checked", checked);
+    count(ck, "bounds_erased", bad);
     return ST_OK;
 }
 
@@ -569,51 +595,47 @@ static int verify_orphans(struct erasure *w, struct st_err *err)
     if (rc != ST_OK)
         return rc;
     w->files_deleted += deleted;
-    check(w, "orphan_blobs", kept == 0,
-          json_pack("{sI sI}", "orphans_examined", (json_int_t)seen, "orphans_deleted",
-                    (json_int_t)deleted));
+    struct engine_erasure_check *ck = check(w, "orphan_blobs", kept == 0);
+    count(ck, "orphans_examined", seen);
+    count(ck, "orphans_deleted", deleted);
     return ST_OK;
 }
 
 /* ---- the receipt ----------------------------------------------------------------- */
 
-static char *receipt_json(struct erasure *w, const char *status, int64_t verified_us)
+/* The receipt of erasure w as it stands (status; verified_us 0: not verified). */
+static void receipt_of(const struct erasure *w, const char *status, int64_t verified_us,
+                       struct engine_erasure *out)
 {
+    memset(out, 0, sizeof *out);
+    snprintf(out->id, sizeof out->id, "%s", w->id);
+    out->recorded = true;
+    snprintf(out->table, sizeof out->table, "%s", w->t->name);
+    snprintf(out->status, sizeof out->status, "%s", status);
     char hex[65];
     st_sha256_hex(w->digest, hex);
-    char digest[80];
-    snprintf(digest, sizeof digest, "sha256:%s", hex);
-    json_t *o = json_object();
-    json_object_set_new(o, "id", json_string(w->id));
-    json_object_set_new(o, "table", json_string(w->t->name));
-    json_object_set_new(o, "status", json_string(status));
-    json_object_set_new(o, "key_digest", json_string(digest));
-    json_object_set_new(o, "keys", json_integer((json_int_t)w->keys.count));
-    json_object_set_new(o, "rows_erased", json_integer(w->rows_erased));
-    json_object_set_new(o, "delete_seq", json_integer(w->delete_seq));
-    json_object_set_new(o, "rewrite_seq",
-                        w->rewrite_seq > 0 ? json_integer(w->rewrite_seq) : json_null());
-    json_object_set_new(o, "expired_snapshots", json_integer(w->expired));
-    json_object_set_new(o, "files_rewritten", json_integer(w->files_rewritten));
-    json_object_set_new(o, "files_deleted", json_integer(w->files_deleted));
-    json_object_set_new(o, "bytes_deleted", json_integer(w->bytes_deleted));
-    json_object_set_new(o, "checks", w->checks != NULL ? json_incref(w->checks) : json_array());
-    if (verified_us > 0) {
-        char ts[ST_RFC3339_MAX];
-        st_format_rfc3339(verified_us, ts);
-        json_object_set_new(o, "verified_at", json_string(ts));
-    } else {
-        json_object_set_new(o, "verified_at", json_null());
-    }
-    char *s = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    return s;
+    snprintf(out->key_digest, sizeof out->key_digest, "sha256:%s", hex);
+    out->keys = (int64_t)w->keys.count;
+    out->rows_erased = w->rows_erased;
+    out->delete_seq = w->delete_seq;
+    out->has_rewrite_seq = w->rewrite_seq > 0;
+    out->rewrite_seq = w->rewrite_seq;
+    out->expired_snapshots = w->expired;
+    out->files_rewritten = w->files_rewritten;
+    out->files_deleted = w->files_deleted;
+    out->bytes_deleted = w->bytes_deleted;
+    assert(w->nchecks <= ENGINE_ERASURE_CHECKS_MAX);
+    memcpy(out->checks, w->checks, (size_t)w->nchecks * sizeof *w->checks);
+    out->nchecks = w->nchecks;
+    out->verified_us = verified_us;
 }
 
 /* Store the receipt (and its status) of erasure w->id. */
 static int store(struct erasure *w, const char *status, int64_t verified_us, struct st_err *err)
 {
-    char *rec = receipt_json(w, status, verified_us);
+    struct engine_erasure now;
+    receipt_of(w, status, verified_us, &now);
+    char *rec = eng__receipt_encode(&now);
     const char *v[3] = {w->id, rec, status};
     PGconn *c = eng__rewrite_conn(w->rw);
     PGresult *r = cat_pq_exec_params(
@@ -628,14 +650,15 @@ static int store(struct erasure *w, const char *status, int64_t verified_us, str
 
 /*
  * The erasure's row: a new one (status running), or the one an earlier
- * call with the same Idempotency-Key left (*receipt set when it finished).
+ * call with the same Idempotency-Key left (*done set and its receipt in
+ * `out` when it finished).
  */
-static int begin_row(struct erasure *w, char **receipt, struct st_err *err)
+static int begin_row(struct erasure *w, bool *done, struct engine_erasure *out, struct st_err *err)
 {
     PGconn *c = eng__rewrite_conn(w->rw);
     const struct engine_idem *idem = w->q->idem;
-    struct eng__num tid;
-    eng__i64(&tid, w->t->id);
+    struct pgu_num tid;
+    pgu_i64(&tid, w->t->id);
     if (idem != NULL) {
         char hash[65];
         st_sha256_hex(idem->hash, hash);
@@ -657,17 +680,20 @@ static int begin_row(struct erasure *w, char **receipt, struct st_err *err)
                              "Idempotency-Key \"%s\" was used for another erasure request",
                              idem->key);
             } else if (strcmp(PQgetvalue(r, 0, 1), "verified") == 0) {
-                *receipt = xstrdup(PQgetvalue(r, 0, 3));
+                if ((rc = eng__receipt_decode(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 3), out,
+                                              err)) == ST_OK)
+                    *done = true;
             } else {
                 snprintf(w->id, sizeof w->id, "%s", PQgetvalue(r, 0, 0));
-                json_t *j = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
-                json_t *ds = json_object_get(j, "delete_seq");
-                json_t *re = json_object_get(j, "rows_erased");
-                if (json_is_integer(ds) && json_integer_value(ds) > 0) {
-                    w->delete_seq = json_integer_value(ds);
-                    w->rows_erased = json_integer_value(re);
+                /* what its delete step recorded (nothing yet, or a receipt that does not
+                   decode: the delete runs again) */
+                struct engine_erasure was;
+                struct st_err ignored = {0};
+                if (eng__receipt_decode(w->id, PQgetvalue(r, 0, 3), &was, &ignored) == ST_OK &&
+                    was.recorded && was.delete_seq > 0) {
+                    w->delete_seq = was.delete_seq;
+                    w->rows_erased = was.rows_erased;
                 }
-                json_decref(j);
                 w->resumed = true;
             }
             PQclear(r);
@@ -701,26 +727,14 @@ static int begin_row(struct erasure *w, char **receipt, struct st_err *err)
     return rc;
 }
 
-void engine_erasure_free(struct engine_erasure *r)
-{
-    if (r == NULL)
-        return;
-    free(r->receipt);
-    memset(r, 0, sizeof *r);
-}
-
 static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_err *err)
 {
-    char *done = NULL;
-    int rc = begin_row(w, &done, err);
+    bool done = false;
+    int rc = begin_row(w, &done, out, err);
     if (rc != ST_OK)
         return rc;
-    if (done != NULL) {
-        out->receipt = done;
+    if (done) {
         out->replayed = true;
-        json_t *j = json_loads(done, 0, NULL);
-        snprintf(out->id, sizeof out->id, "%s", json_string_value(json_object_get(j, "id")));
-        json_decref(j);
         return ST_OK;
     }
     snprintf(out->id, sizeof out->id, "%s", w->id);
@@ -742,7 +756,7 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
     const char *status = w->failed ? "failed" : "verified";
     if ((rc = store(w, status, w->failed ? 0 : now, err)) != ST_OK)
         return rc;
-    out->receipt = receipt_json(w, status, w->failed ? 0 : now);
+    receipt_of(w, status, w->failed ? 0 : now, out);
     if (w->failed)
         return st_errf(err, ST_EINTERNAL,
                        "erasure %s did not verify (its receipt lists the checks); retry it", w->id);
@@ -775,7 +789,6 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
     w.q = q;
     w.f = q->filter;
     w.kb = (struct buf)BUF_INIT;
-    w.checks = json_array();
     hmap_init(&w.keys);
     for (size_t i = 0; i < q->nkeys; i++) {
         const struct st_value *k = &q->keys[i * (size_t)t->npk];
@@ -784,7 +797,6 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
             if (k[c].null) {
                 hmap_free(&w.keys);
                 buf_free(&w.kb);
-                json_decref(w.checks);
                 return st_errf(err, ST_EINVAL, "keys[%zu]: key column \"%s\" is null", i,
                                t->cols[t->pk[c]].name);
             }
@@ -800,82 +812,7 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
     eng__rewrite_end(w.rw, rc);
     hmap_free(&w.keys);
     buf_free(&w.kb);
-    json_decref(w.checks);
     if (rc != ST_OK && rc != ST_EINTERNAL)
         engine_erasure_free(out);
-    return rc;
-}
-
-/* ---- receipts ---------------------------------------------------------------------- */
-
-int engine_get_erasure(struct engine *e, const struct engine_table *t, const char *id,
-                       struct engine_erasure *out, struct st_err *err)
-{
-    memset(out, 0, sizeof *out);
-    uint8_t u[16];
-    if (!st_uuid_parse(id, u))
-        return st_errf(err, ST_ENOTFOUND, "no erasure %.64s in table \"%s\"", id, t->name);
-    PGconn *c;
-    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
-    if (rc != ST_OK)
-        return rc;
-    struct eng__num tid;
-    const char *v[2] = {eng__i64(&tid, t->id), id};
-    PGresult *r = cat_pq_exec_params(
-        c, "SELECT receipt FROM strike.erasures WHERE table_id = $1 AND id = $2::uuid", 2, NULL, v,
-        NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-        rc = cat_fail(c, r, "reading an erasure", err);
-    else if (PQntuples(r) == 0)
-        rc = st_errf(err, ST_ENOTFOUND, "no erasure %s in table \"%s\"", id, t->name);
-    else {
-        out->receipt = xstrdup(PQgetvalue(r, 0, 0));
-        snprintf(out->id, sizeof out->id, "%s", id);
-    }
-    PQclear(r);
-    cat_release(e->pool, c, rc == ST_EUNAVAIL);
-    return rc;
-}
-
-int engine_list_erasures(struct engine *e, const struct engine_table *t, int64_t limit,
-                         const char *after, char **json_array_out, char *next, size_t next_len,
-                         struct st_err *err)
-{
-    *json_array_out = NULL;
-    next[0] = 0;
-    uint8_t u[16];
-    if (after != NULL && !st_uuid_parse(after, u))
-        return st_errf(err, ST_EINVAL, "after: not an erasure id: %.64s", after);
-    PGconn *c;
-    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
-    if (rc != ST_OK)
-        return rc;
-    struct eng__num tid, lim;
-    const char *v[3] = {eng__i64(&tid, t->id), eng__i64(&lim, limit + 1), after};
-    /* ids are UUIDv7: their order is their creation order */
-    PGresult *r = cat_pq_exec_params(c,
-                                     "SELECT id::text, receipt FROM strike.erasures WHERE "
-                                     "table_id = $1 AND ($3::uuid IS NULL OR id > $3::uuid) "
-                                     "ORDER BY id LIMIT $2",
-                                     3, NULL, v, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rc = cat_fail(c, r, "listing erasures", err);
-    } else {
-        struct buf b = BUF_INIT;
-        buf_append(&b, "[", 1);
-        int n = PQntuples(r);
-        for (int i = 0; i < n && i < limit; i++) {
-            if (i > 0)
-                buf_append(&b, ",", 1);
-            const char *rec = PQgetvalue(r, i, 1);
-            buf_append(&b, rec, strlen(rec));
-        }
-        buf_append(&b, "]", 2); /* with the NUL */
-        *json_array_out = (char *)b.data;
-        if (n > limit)
-            snprintf(next, next_len, "%s", PQgetvalue(r, (int)limit - 1, 0));
-    }
-    PQclear(r);
-    cat_release(e->pool, c, rc == ST_EUNAVAIL);
     return rc;
 }

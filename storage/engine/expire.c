@@ -1,7 +1,7 @@
 /*
  * expire.c - snapshot expiry: drop a table's older snapshots, the catalog
- * rows only they needed, then the blobs no remaining row references; and the
- * per-table floor (the oldest retained snapshot) that reads check.
+ * rows only they needed, then the blobs no remaining row references (the
+ * oldest snapshot it keeps is the table's new floor, floor.c).
  *
  * Snapshot S needs the data files with data_seq <= S < removed_seq (or never
  * removed) and their DVs live at S. Keeping every snapshot from M on (the
@@ -28,76 +28,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/*
- * How long a floor learned from the catalog is trusted without asking again
- * (reads of cached DVs). A table definition read from the catalog refreshes
- * it too (engine.c fetch_table), so that it follows the definition cache,
- * which the HTTP front end refreshes in the background: another server's
- * expiry shows within about 2 s, as another server's drop does.
- */
-#define FLOOR_TTL_NS (2000ull * 1000 * 1000)
-
-/* ---- the floor: the oldest retained snapshot of each table, as last seen ---- */
-
-struct floor_ent {
-    int64_t oldest;
-    uint64_t seen_ns;
-};
-
-void eng__floor_note(struct engine *e, int64_t table_id, int64_t oldest)
-{
-    pthread_mutex_lock(&e->floor_mu);
-    bool created;
-    void **slot = hmap_put(&e->floors, &table_id, sizeof table_id, &created);
-    if (created)
-        *slot = xcalloc(1, sizeof(struct floor_ent));
-    struct floor_ent *f = *slot;
-    /* floors only rise: a read that began before an expiry must not lower it */
-    if (created || oldest > f->oldest)
-        f->oldest = oldest;
-    f->seen_ns = st_mono_ns();
-    pthread_mutex_unlock(&e->floor_mu);
-}
-
-bool eng__floor_get(struct engine *e, int64_t table_id, int64_t *oldest)
-{
-    pthread_mutex_lock(&e->floor_mu);
-    void **slot = hmap_get(&e->floors, &table_id, sizeof table_id);
-    bool fresh = false;
-    if (slot != NULL) {
-        const struct floor_ent *f = *slot;
-        *oldest = f->oldest;
-        fresh = st_mono_ns() - f->seen_ns < FLOOR_TTL_NS;
-    }
-    pthread_mutex_unlock(&e->floor_mu);
-    return fresh;
-}
-
-bool engine_peek_snapshot_retained(struct engine *e, const struct engine_table *t, int64_t snapshot)
-{
-    int64_t oldest = 0;
-    return eng__floor_get(e, t->id, &oldest) && snapshot >= oldest;
-}
-
-void eng__floors_free(struct engine *e)
-{
-    size_t i = 0;
-    const uint8_t *k;
-    size_t kl;
-    void *v;
-    while (hmap_next(&e->floors, &i, &k, &kl, &v))
-        free(v);
-    hmap_free(&e->floors);
-}
-
-int eng__expired_err(const struct engine_table *t, int64_t snapshot, int64_t oldest,
-                     struct st_err *err)
-{
-    return st_errf(err, ST_ENOTFOUND,
-                   "snapshot %lld of table \"%s\" expired (the oldest retained snapshot is %lld)",
-                   (long long)snapshot, t->name, (long long)oldest);
-}
 
 /* ---- expiry ------------------------------------------------------------------ */
 
@@ -199,11 +129,11 @@ int engine_expire(struct engine *e, struct engine_table *t, const struct engine_
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num tid, mnum;
+    struct pgu_num tid, mnum;
     char secs[48];
     snprintf(secs, sizeof secs, "%lld.%06lld", (long long)(q->older_than_us / 1000000),
              (long long)(q->older_than_us % 1000000));
-    const char *bv[2] = {eng__i64(&tid, t->id), q->has_older_than ? secs : NULL};
+    const char *bv[2] = {pgu_i64(&tid, t->id), q->has_older_than ? secs : NULL};
     struct hmap set;
     hmap_init(&set);
     struct buf arr = BUF_INIT;
@@ -212,7 +142,7 @@ int engine_expire(struct engine *e, struct engine_table *t, const struct engine_
     char **unref = NULL;
     int nunref = 0;
 
-    if ((rc = eng__begin(c, err)) != ST_OK)
+    if ((rc = pgu_begin(c, err)) != ST_OK)
         goto out;
     PGresult *r = cat_pq_exec_params(c, SQL_EXPIRE_BOUNDS, 2, NULL, bv, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
@@ -231,10 +161,10 @@ int engine_expire(struct engine *e, struct engine_table *t, const struct engine_
         rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
         goto out;
     }
-    int64_t cur = eng__get_i64(r, 0, 0);
-    int64_t oldest = PQgetisnull(r, 0, 1) ? cur : eng__get_i64(r, 0, 1);
+    int64_t cur = pgu_get_i64(r, 0, 0);
+    int64_t oldest = PQgetisnull(r, 0, 1) ? cur : pgu_get_i64(r, 0, 1);
     /* the oldest snapshot younger than older_than (none: only the current one is) */
-    int64_t by_age = PQgetisnull(r, 0, 2) ? cur : eng__get_i64(r, 0, 2);
+    int64_t by_age = PQgetisnull(r, 0, 2) ? cur : pgu_get_i64(r, 0, 2);
     PQclear(r);
     /* Snapshot seqs are dense from the oldest retained to the current one:
        every commit adds the next, and expiry only removes a prefix. */
@@ -252,11 +182,11 @@ int engine_expire(struct engine *e, struct engine_table *t, const struct engine_
         m = cur;
     res->oldest_seq = m > oldest ? m : oldest;
     if (m <= oldest) {
-        rc = eng__exec(c, "COMMIT", "expiry", err);
+        rc = cat_exec(c, "COMMIT", "expiry", err);
         goto out;
     }
 
-    const char *v2[2] = {tid.s, eng__i64(&mnum, m)};
+    const char *v2[2] = {tid.s, pgu_i64(&mnum, m)};
     struct pgu_pipe pp;
     if ((rc = pgu_pipe_begin(&pp, c, err)) != ST_OK)
         goto out;
@@ -281,7 +211,7 @@ int engine_expire(struct engine *e, struct engine_table *t, const struct engine_
         add_paths(pp.res[i], &set, &arr, &ncand);
     res->expired_snapshots = strtoll(PQcmdTuples(pp.res[4]), NULL, 10);
     pgu_pipe_clear(&pp);
-    eng__array_set_count(&arr, ncand);
+    pgu_array_set_count(&arr, ncand);
 
     /* The candidates no row references any more, in this transaction: it
        sees its own deletes, and no commit can add a reference meanwhile. */
@@ -332,7 +262,7 @@ int engine_expire(struct engine *e, struct engine_table *t, const struct engine_
              (long long)res->deleted_files, (long long)res->deleted_bytes);
 out:
     if (rc != ST_OK)
-        eng__rollback(c);
+        pgu_rollback(c);
     for (int i = 0; i < nunref; i++)
         free(unref[i]);
     free(unref);

@@ -31,9 +31,9 @@
 /* The Iceberg export's blobs the catalog references (iceberg.c): manifests,
    manifest lists, metadata files, and each exported table's version-hint.text. */
 #define ICEBERG_REFS                                                                               \
-    "SELECT path FROM strike.iceberg_manifests UNION SELECT manifest_list FROM "                  \
-    "strike.iceberg_snapshots UNION SELECT path FROM strike.iceberg_metadata_files UNION SELECT " \
-    "'tables/' || t.uuid || '/metadata/version-hint.text' FROM strike.tables t JOIN "            \
+    "SELECT path FROM strike.iceberg_manifests UNION SELECT manifest_list FROM "                   \
+    "strike.iceberg_snapshots UNION SELECT path FROM strike.iceberg_metadata_files UNION SELECT "  \
+    "'tables/' || t.uuid || '/metadata/version-hint.text' FROM strike.tables t JOIN "              \
     "strike.iceberg_tables i ON i.table_id = t.id"
 
 /*
@@ -46,9 +46,9 @@
 static int referenced_set(PGconn *c, struct hmap *refs, int64_t *n, struct st_err *err)
 {
     /* an inline DV's row has no path: not a reference to any blob */
-    PGresult *r = cat_pq_exec(c, "SELECT path FROM strike.data_files UNION SELECT puffin_path FROM "
-                                 "strike.deletion_vectors WHERE puffin_path IS NOT NULL UNION "
-                                 ICEBERG_REFS);
+    PGresult *r =
+        cat_pq_exec(c, "SELECT path FROM strike.data_files UNION SELECT puffin_path FROM "
+                       "strike.deletion_vectors WHERE puffin_path IS NOT NULL UNION " ICEBERG_REFS);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "listing referenced blobs", err);
         PQclear(r);
@@ -327,14 +327,8 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct engine_gc_
         rc = gc_delete(c, &g, err);
     buf_free(&g.batch);
     buf_free(&g.cand);
-    if (rc == ST_OK && !dry_run) {
-        PGresult *r =
-            cat_pq_exec(c, "DELETE FROM strike.idempotency_keys WHERE created_at < now() - "
-                           "interval '48 hours'");
-        if (PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = cat_fail(c, r, "expiring idempotency keys", err);
-        PQclear(r);
-    }
+    if (rc == ST_OK && !dry_run)
+        rc = eng__idem_expire(c, err);
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
     return rc;
 }
@@ -374,12 +368,12 @@ static void check_inline_dv(struct engine *e, const PGresult *r, int i, engine_f
 {
     char name[96];
     snprintf(name, sizeof name, "inline DV of file %lld at seq %lld",
-             (long long)eng__get_i64(r, i, 5), (long long)eng__get_i64(r, i, 6));
+             (long long)pgu_get_i64(r, i, 5), (long long)pgu_get_i64(r, i, 6));
     struct st_err e1 = {0};
     uint8_t *blob = NULL;
     size_t n = 0;
-    int64_t off = eng__get_i64(r, i, 1), len = eng__get_i64(r, i, 2);
-    if (eng__get_bytea(r, i, 4, &blob, &n, &e1) != ST_OK || blob == NULL) {
+    int64_t off = pgu_get_i64(r, i, 1), len = pgu_get_i64(r, i, 2);
+    if (pgu_get_bytea(r, i, 4, &blob, &n, &e1) != ST_OK || blob == NULL) {
         rep->corrupt++;
         fn(ctx, "corrupt", name,
            blob == NULL && e1.msg[0] == '\0' ? "no Puffin path and no blob" : e1.msg);
@@ -397,7 +391,7 @@ static void check_inline_dv(struct engine *e, const PGresult *r, int i, engine_f
     }
     const struct dv *d;
     void *h;
-    if (dvc__get(e, NULL, 0, len, eng__get_i64(r, i, 3), blob, &d, &h, &e1) != ST_OK) {
+    if (dvc__get(e, NULL, 0, len, pgu_get_i64(r, i, 3), blob, &d, &h, &e1) != ST_OK) {
         rep->corrupt++;
         fn(ctx, "corrupt", name, e1.msg);
     } else {
@@ -422,8 +416,8 @@ int engine_fsck(struct engine *e, engine_fsck_report_fn fn, void *ctx, struct en
         return rc;
     }
     for (int i = 0; i < PQntuples(r); i++)
-        check_data_file(e, PQgetvalue(r, i, 0), eng__get_i64(r, i, 1), eng__get_i64(r, i, 2), fn,
-                        ctx, out);
+        check_data_file(e, PQgetvalue(r, i, 0), pgu_get_i64(r, i, 1), pgu_get_i64(r, i, 2), fn, ctx,
+                        out);
     PQclear(r);
     /* Puffin DVs by file (inline ones, without a path, last) */
     r = cat_pq_exec(c, "SELECT puffin_path, blob_offset, blob_length, cardinality, inline_blob, "
@@ -457,8 +451,8 @@ int engine_fsck(struct engine *e, engine_fsck_report_fn fn, void *ctx, struct en
         const struct dv *d;
         void *h;
         struct st_err e2 = {0};
-        if (dvc__get(e, rel, eng__get_i64(r, i, 1), eng__get_i64(r, i, 2), eng__get_i64(r, i, 3),
-                     NULL, &d, &h, &e2) != ST_OK) {
+        if (dvc__get(e, rel, pgu_get_i64(r, i, 1), pgu_get_i64(r, i, 2), pgu_get_i64(r, i, 3), NULL,
+                     &d, &h, &e2) != ST_OK) {
             out->corrupt++;
             fn(ctx, "corrupt", rel, e2.msg);
             continue;

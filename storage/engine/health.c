@@ -64,12 +64,12 @@ int engine_table_health(struct engine *e, struct engine_table *t, int64_t after,
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num tid, bound, aft, lim;
+    struct pgu_num tid, bound, aft, lim;
     char frac[32];
     snprintf(frac, sizeof frac, "%.17g", ENGINE_COMPACT_DELETED_FRACTION);
-    const char *v[3] = {eng__i64(&tid, t->id), eng__i64(&bound, ENGINE_TARGET_FILE_ROWS / 4), frac};
-    const char *fv[3] = {tid.s, eng__i64(&aft, after < 0 ? 0 : after),
-                         eng__i64(&lim, (int64_t)limit + 1)};
+    const char *v[3] = {pgu_i64(&tid, t->id), pgu_i64(&bound, ENGINE_TARGET_FILE_ROWS / 4), frac};
+    const char *fv[3] = {tid.s, pgu_i64(&aft, after < 0 ? 0 : after),
+                         pgu_i64(&lim, (int64_t)limit + 1)};
     struct pgu_pipe pp;
     if ((rc = pgu_pipe_begin(&pp, c, err)) != ST_OK)
         goto out;
@@ -87,19 +87,19 @@ int engine_table_health(struct engine *e, struct engine_table *t, int64_t after,
         rc = st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
         goto out;
     }
-    out->seq = eng__get_i64(r, 0, 0);
-    out->data_files = eng__get_i64(r, 0, 1);
-    out->rows = eng__get_i64(r, 0, 2);
-    out->deleted_rows = eng__get_i64(r, 0, 3);
-    out->small_files = eng__get_i64(r, 0, 4);
-    out->dv_bytes = eng__get_i64(r, 0, 5);
-    out->data_bytes = eng__get_i64(r, 0, 6);
-    int64_t dirty = eng__get_i64(r, 0, 7);
+    out->seq = pgu_get_i64(r, 0, 0);
+    out->data_files = pgu_get_i64(r, 0, 1);
+    out->rows = pgu_get_i64(r, 0, 2);
+    out->deleted_rows = pgu_get_i64(r, 0, 3);
+    out->small_files = pgu_get_i64(r, 0, 4);
+    out->dv_bytes = pgu_get_i64(r, 0, 5);
+    out->data_bytes = pgu_get_i64(r, 0, 6);
+    int64_t dirty = pgu_get_i64(r, 0, 7);
     double worst = strtod(PQgetvalue(r, 0, 8), NULL);
-    out->snapshots = eng__get_i64(r, 0, 9);
-    out->oldest_snapshot_us = eng__get_i64(r, 0, 10);
-    int64_t oldest_seq = eng__get_i64(r, 0, 11);
-    out->inline_dvs = eng__get_i64(r, 0, 12);
+    out->snapshots = pgu_get_i64(r, 0, 9);
+    out->oldest_snapshot_us = pgu_get_i64(r, 0, 10);
+    int64_t oldest_seq = pgu_get_i64(r, 0, 11);
+    out->inline_dvs = pgu_get_i64(r, 0, 12);
     eng__floor_note(e, t->id, oldest_seq);
 
     /* advice, each with the numbers that call for it */
@@ -141,12 +141,12 @@ int engine_table_health(struct engine *e, struct engine_table *t, int64_t after,
     out->files = xcalloc(n ? n : 1, sizeof *out->files);
     for (size_t i = 0; i < n; i++) {
         struct engine_health_file *f = &out->files[i];
-        f->id = eng__get_i64(r, (int)i, 0);
-        f->rows = eng__get_i64(r, (int)i, 1);
-        f->deleted = eng__get_i64(r, (int)i, 2);
-        f->bytes = eng__get_i64(r, (int)i, 3);
-        f->dv_bytes = eng__get_i64(r, (int)i, 4);
-        f->data_seq = eng__get_i64(r, (int)i, 5);
+        f->id = pgu_get_i64(r, (int)i, 0);
+        f->rows = pgu_get_i64(r, (int)i, 1);
+        f->deleted = pgu_get_i64(r, (int)i, 2);
+        f->bytes = pgu_get_i64(r, (int)i, 3);
+        f->dv_bytes = pgu_get_i64(r, (int)i, 4);
+        f->data_seq = pgu_get_i64(r, (int)i, 5);
     }
     out->nfiles = n;
     if (out->has_next)

@@ -617,8 +617,8 @@ static int read_manifest(struct xpass *x, const struct xman *m, const struct hma
  * order, es->files their data files): its blob, and its xman (live,
  * listed from s on; first_row_id assigned with the manifest list).
  */
-static int write_manifest(struct xpass *x, enum ice_content content, int64_t s,
-                          struct xentries *es, struct st_err *err)
+static int write_manifest(struct xpass *x, enum ice_content content, int64_t s, struct xentries *es,
+                          struct st_err *err)
 {
     struct ice_entry *v = xcalloc(es->n ? es->n : 1, sizeof *v);
     for (size_t i = 0; i < es->n; i++)
@@ -739,17 +739,18 @@ static int data_key_of(struct xpass *x, int64_t id, char **key, struct st_err *e
         *key = xstrdup(((struct xfile *)*slot)->key);
         return ST_OK;
     }
-    struct eng__num n;
-    const char *v[2] = {x->tid, eng__i64(&n, id)};
+    struct pgu_num n;
+    const char *v[2] = {x->tid, pgu_i64(&n, id)};
     int rc;
-    PGresult *r = q(x->c, "SELECT path FROM strike.data_files WHERE table_id = $1 AND id = $2",
-                    2, v, "reading a data file's path", &rc, err);
+    PGresult *r = q(x->c, "SELECT path FROM strike.data_files WHERE table_id = $1 AND id = $2", 2,
+                    v, "reading a data file's path", &rc, err);
     if (r == NULL)
         return rc;
     if (PQntuples(r) != 1)
-        rc = st_errf(err, ST_ECORRUPT, "a DV of table %s names data file %" PRId64
-                                       ", which the catalog does not have",
-                     x->t->name, id);
+        rc =
+            st_errf(err, ST_ECORRUPT,
+                    "a DV of table %s names data file %" PRId64 ", which the catalog does not have",
+                    x->t->name, id);
     else
         *key = xstrdup(PQgetvalue(r, 0, 0));
     PQclear(r);
@@ -964,16 +965,16 @@ static int export_snapshot(struct xpass *x, int64_t s, int64_t ts_ms, const char
     char *sum_text = json_dumps(sum, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(sum);
     if (rc == ST_OK) {
-        struct eng__num a, bb, c3, d, f1;
+        struct pgu_num a, bb, c3, d, f1;
         const char *v[9] = {x->tid,
-                            eng__i64(&a, s),
-                            eng__i64(&bb, parent),
+                            pgu_i64(&a, s),
+                            pgu_i64(&bb, parent),
                             list_key,
-                            eng__i64(&c3, ts_ms),
+                            pgu_i64(&c3, ts_ms),
                             operation_of(strike_op, &sn),
                             sum_text,
-                            eng__i64(&d, first_row_id),
-                            eng__i64(&f1, x->next_row_id - first_row_id)};
+                            pgu_i64(&d, first_row_id),
+                            pgu_i64(&f1, x->next_row_id - first_row_id)};
         rc = exec1(x->c, SQL_SNAPSHOT_ADD, 9, v, "recording an iceberg snapshot", err);
     }
     free(sum_text);
@@ -1010,36 +1011,36 @@ static int relocate_batch(struct engine *e, PGconn *c, const struct engine_table
                           int64_t hi, int64_t *moved, struct st_err *err)
 {
     *moved = 0;
-    int rc = eng__begin(c, err);
+    int rc = pgu_begin(c, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num a, b, d;
-    const char *v[3] = {eng__i64(&a, t->id), eng__i64(&b, lo), eng__i64(&d, hi)};
+    struct pgu_num a, b, d;
+    const char *v[3] = {pgu_i64(&a, t->id), pgu_i64(&b, lo), pgu_i64(&d, hi)};
     PGresult *r = q(c, SQL_RELOCATE_PICK, 3, v, "picking DVs to move", &rc, err);
     if (r == NULL) {
-        eng__rollback(c);
+        pgu_rollback(c);
         return rc;
     }
     int rows = PQntuples(r);
     if (rows == 0) {
         PQclear(r);
-        return eng__exec(c, "COMMIT", "commit", err);
+        return cat_exec(c, "COMMIT", "commit", err);
     }
     struct puffin_writer *pw = puffin_writer_new("strike " STRIKE_VERSION);
     uint64_t *off = xcalloc((size_t)rows, sizeof *off), *len = xcalloc((size_t)rows, sizeof *len);
     for (int i = 0; i < rows && rc == ST_OK; i++) {
         uint8_t *blob = NULL;
         size_t n = 0;
-        int64_t card = eng__get_i64(r, i, 5);
+        int64_t card = pgu_get_i64(r, i, 5);
         if (!PQgetisnull(r, i, 6)) {
-            rc = eng__get_bytea(r, i, 6, &blob, &n, err);
+            rc = pgu_get_bytea(r, i, 6, &blob, &n, err);
         } else {
-            n = (size_t)eng__get_i64(r, i, 4);
+            n = (size_t)pgu_get_i64(r, i, 4);
             if (n > DV_BLOB_MAX) {
                 rc = st_errf(err, ST_ECORRUPT, "a DV blob of %zu bytes", n);
             } else {
                 blob = xmalloc(n ? n : 1);
-                rc = blob_read(e->blobs, PQgetvalue(r, i, 2), (uint64_t)eng__get_i64(r, i, 3), blob,
+                rc = blob_read(e->blobs, PQgetvalue(r, i, 2), (uint64_t)pgu_get_i64(r, i, 3), blob,
                                n, err);
             }
         }
@@ -1057,8 +1058,7 @@ static int relocate_batch(struct engine *e, PGconn *c, const struct engine_table
         }
         free(blob);
         if (rc != ST_OK)
-            st_err_prefix(err, "DV of file %s at seq %s", PQgetvalue(r, i, 0),
-                          PQgetvalue(r, i, 1));
+            st_err_prefix(err, "DV of file %s at seq %s", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
     }
     char *key = NULL;
     if (rc == ST_OK) {
@@ -1074,15 +1074,15 @@ static int relocate_batch(struct engine *e, PGconn *c, const struct engine_table
     }
     puffin_writer_free(pw);
     for (int i = 0; i < rows && rc == ST_OK; i++) {
-        struct eng__num o1, l1;
+        struct pgu_num o1, l1;
         const char *mv[5] = {PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), key,
-                             eng__i64(&o1, (int64_t)off[i]), eng__i64(&l1, (int64_t)len[i])};
+                             pgu_i64(&o1, (int64_t)off[i]), pgu_i64(&l1, (int64_t)len[i])};
         rc = exec1(c, SQL_RELOCATE_MOVE, 5, mv, "moving a DV", err);
     }
     if (rc == ST_OK)
-        rc = eng__exec(c, "COMMIT", "commit", err);
+        rc = cat_exec(c, "COMMIT", "commit", err);
     if (rc != ST_OK) {
-        eng__rollback(c);
+        pgu_rollback(c);
         if (key != NULL) { /* never referenced: gone now rather than at the collector's turn */
             const char *keys[1] = {key};
             struct st_err e2 = {0};
@@ -1116,8 +1116,8 @@ static int load_manifests(struct xpass *x, struct st_err *err)
 {
     if (x->prev <= 0)
         return ST_OK;
-    struct eng__num a;
-    const char *v[2] = {x->tid, eng__i64(&a, x->prev)};
+    struct pgu_num a;
+    const char *v[2] = {x->tid, pgu_i64(&a, x->prev)};
     int rc;
     PGresult *r = q(x->c, SQL_MANIFESTS, 2, v, "reading the iceberg manifests", &rc, err);
     if (r == NULL)
@@ -1127,19 +1127,19 @@ static int load_manifests(struct xpass *x, struct st_err *err)
         m->key = xstrdup(PQgetvalue(r, i, 0));
         m->uri = blob_uri(x->e->blobs, m->key);
         m->mf.manifest_path = m->uri;
-        m->mf.content = (enum ice_content)eng__get_i64(r, i, 1);
-        m->added_seq = eng__get_i64(r, i, 2);
-        m->mf.manifest_length = eng__get_i64(r, i, 3);
-        m->mf.sequence_number = eng__get_i64(r, i, 4);
-        m->mf.min_sequence_number = eng__get_i64(r, i, 5);
-        m->mf.added_snapshot_id = eng__get_i64(r, i, 6);
-        m->mf.added_files_count = (int32_t)eng__get_i64(r, i, 7);
-        m->mf.existing_files_count = (int32_t)eng__get_i64(r, i, 8);
-        m->mf.deleted_files_count = (int32_t)eng__get_i64(r, i, 9);
-        m->mf.added_rows_count = eng__get_i64(r, i, 10);
-        m->mf.existing_rows_count = eng__get_i64(r, i, 11);
-        m->mf.deleted_rows_count = eng__get_i64(r, i, 12);
-        int64_t fr = eng__get_i64(r, i, 13);
+        m->mf.content = (enum ice_content)pgu_get_i64(r, i, 1);
+        m->added_seq = pgu_get_i64(r, i, 2);
+        m->mf.manifest_length = pgu_get_i64(r, i, 3);
+        m->mf.sequence_number = pgu_get_i64(r, i, 4);
+        m->mf.min_sequence_number = pgu_get_i64(r, i, 5);
+        m->mf.added_snapshot_id = pgu_get_i64(r, i, 6);
+        m->mf.added_files_count = (int32_t)pgu_get_i64(r, i, 7);
+        m->mf.existing_files_count = (int32_t)pgu_get_i64(r, i, 8);
+        m->mf.deleted_files_count = (int32_t)pgu_get_i64(r, i, 9);
+        m->mf.added_rows_count = pgu_get_i64(r, i, 10);
+        m->mf.existing_rows_count = pgu_get_i64(r, i, 11);
+        m->mf.deleted_rows_count = pgu_get_i64(r, i, 12);
+        int64_t fr = pgu_get_i64(r, i, 13);
         m->mf.has_first_row_id = fr >= 0;
         m->mf.first_row_id = fr >= 0 ? fr : 0;
         m->in_catalog = true;
@@ -1154,8 +1154,8 @@ static int load_manifests(struct xpass *x, struct st_err *err)
 /* The data files and DV rows that changed in (x->prev, hi]. */
 static int load_changes(struct xpass *x, int64_t hi, struct st_err *err)
 {
-    struct eng__num a, b;
-    const char *v[3] = {x->tid, eng__i64(&a, x->prev), eng__i64(&b, hi)};
+    struct pgu_num a, b;
+    const char *v[3] = {x->tid, pgu_i64(&a, x->prev), pgu_i64(&b, hi)};
     int rc;
     PGresult *r = q(x->c, SQL_FILES, 3, v, "reading the data files to export", &rc, err);
     if (r == NULL)
@@ -1164,12 +1164,12 @@ static int load_changes(struct xpass *x, int64_t hi, struct st_err *err)
     x->files = xcalloc((size_t)(n ? n : 1), sizeof *x->files);
     for (int i = 0; i < n; i++) {
         struct xfile *f = &x->files[x->nfiles++];
-        f->id = eng__get_i64(r, i, 0);
+        f->id = pgu_get_i64(r, i, 0);
         f->key = xstrdup(PQgetvalue(r, i, 1));
-        f->records = eng__get_i64(r, i, 2);
-        f->size = eng__get_i64(r, i, 3);
-        f->data_seq = eng__get_i64(r, i, 4);
-        f->removed_seq = eng__get_i64(r, i, 5);
+        f->records = pgu_get_i64(r, i, 2);
+        f->size = pgu_get_i64(r, i, 3);
+        f->data_seq = pgu_get_i64(r, i, 4);
+        f->removed_seq = pgu_get_i64(r, i, 5);
         f->stats = PQgetisnull(r, i, 6) ? NULL : xstrdup(PQgetvalue(r, i, 6));
     }
     PQclear(r);
@@ -1195,13 +1195,13 @@ static int load_changes(struct xpass *x, int64_t hi, struct st_err *err)
     x->dvs = xcalloc((size_t)(n ? n : 1), sizeof *x->dvs);
     for (int i = 0; i < n && rc == ST_OK; i++) {
         struct xdv *d = &x->dvs[x->ndvs++];
-        d->file_id = eng__get_i64(r, i, 0);
-        d->added_seq = eng__get_i64(r, i, 1);
-        d->removed_seq = eng__get_i64(r, i, 2);
+        d->file_id = pgu_get_i64(r, i, 0);
+        d->added_seq = pgu_get_i64(r, i, 1);
+        d->removed_seq = pgu_get_i64(r, i, 2);
         d->puffin = xstrdup(PQgetvalue(r, i, 3));
-        d->off = eng__get_i64(r, i, 4);
-        d->len = eng__get_i64(r, i, 5);
-        d->card = eng__get_i64(r, i, 6);
+        d->off = pgu_get_i64(r, i, 4);
+        d->len = pgu_get_i64(r, i, 5);
+        d->card = pgu_get_i64(r, i, 6);
         if (d->puffin[0] == '\0' || strcmp(PQgetvalue(r, i, 7), "t") == 0)
             rc = st_errf(err, ST_EBUSY,
                          "table %s: the DV of file %" PRId64 " at seq %" PRId64
@@ -1253,30 +1253,30 @@ static int commit_manifest_rows(struct xpass *x, struct st_err *err)
         if (m->in_catalog) {
             if (m->removed_seq == 0)
                 continue;
-            struct eng__num a;
-            const char *v[3] = {x->tid, m->key, eng__i64(&a, m->removed_seq)};
+            struct pgu_num a;
+            const char *v[3] = {x->tid, m->key, pgu_i64(&a, m->removed_seq)};
             rc = exec1(x->c, SQL_MANIFEST_REMOVE, 3, v, "closing an iceberg manifest", err);
             continue;
         }
-        struct eng__num n[14];
+        struct pgu_num n[14];
         char *files = i64_array(m->files, m->nfiles);
         const struct ice_manifest_file *f = &m->mf;
         const char *v[17] = {x->tid,
                              m->key,
-                             eng__i64(&n[0], f->content),
-                             eng__i64(&n[1], m->added_seq),
-                             eng__i64(&n[2], m->removed_seq),
-                             eng__i64(&n[3], f->manifest_length),
-                             eng__i64(&n[4], f->sequence_number),
-                             eng__i64(&n[5], f->min_sequence_number),
-                             eng__i64(&n[6], f->added_snapshot_id),
-                             eng__i64(&n[7], f->added_files_count),
-                             eng__i64(&n[8], f->existing_files_count),
-                             eng__i64(&n[9], f->deleted_files_count),
-                             eng__i64(&n[10], f->added_rows_count),
-                             eng__i64(&n[11], f->existing_rows_count),
-                             eng__i64(&n[12], f->deleted_rows_count),
-                             eng__i64(&n[13], f->has_first_row_id ? f->first_row_id : -1),
+                             pgu_i64(&n[0], f->content),
+                             pgu_i64(&n[1], m->added_seq),
+                             pgu_i64(&n[2], m->removed_seq),
+                             pgu_i64(&n[3], f->manifest_length),
+                             pgu_i64(&n[4], f->sequence_number),
+                             pgu_i64(&n[5], f->min_sequence_number),
+                             pgu_i64(&n[6], f->added_snapshot_id),
+                             pgu_i64(&n[7], f->added_files_count),
+                             pgu_i64(&n[8], f->existing_files_count),
+                             pgu_i64(&n[9], f->deleted_files_count),
+                             pgu_i64(&n[10], f->added_rows_count),
+                             pgu_i64(&n[11], f->existing_rows_count),
+                             pgu_i64(&n[12], f->deleted_rows_count),
+                             pgu_i64(&n[13], f->has_first_row_id ? f->first_row_id : -1),
                              files};
         rc = exec1(x->c, SQL_MANIFEST_ADD, 17, v, "recording an iceberg manifest", err);
         free(files);
@@ -1315,8 +1315,8 @@ static void xsum_of(const char *text, struct xsum *s)
 static int write_metadata(struct xpass *x, int version, int64_t floor, int64_t history,
                           char **key_out, struct st_err *err)
 {
-    struct eng__num a;
-    const char *v[2] = {x->tid, eng__i64(&a, floor)};
+    struct pgu_num a;
+    const char *v[2] = {x->tid, pgu_i64(&a, floor)};
     int rc;
     PGresult *r = q(x->c, SQL_EXPORTED, 2, v, "reading the exported snapshots", &rc, err);
     if (r == NULL)
@@ -1330,20 +1330,20 @@ static int write_metadata(struct xpass *x, int version, int64_t floor, int64_t h
     char **lists = xcalloc((size_t)(n ? n : 1), sizeof *lists);
     for (int i = first; i < n; i++) {
         struct ice_snapshot *sp = &snaps[ns];
-        sp->snapshot_id = sp->sequence_number = eng__get_i64(r, i, 0);
-        int64_t parent = eng__get_i64(r, i, 1);
+        sp->snapshot_id = sp->sequence_number = pgu_get_i64(r, i, 0);
+        int64_t parent = pgu_get_i64(r, i, 1);
         sp->has_parent = parent > 0;
         sp->parent_snapshot_id = parent;
         lists[ns] = blob_uri(x->e->blobs, PQgetvalue(r, i, 2));
         sp->manifest_list = lists[ns];
-        sp->timestamp_ms = eng__get_i64(r, i, 3);
+        sp->timestamp_ms = pgu_get_i64(r, i, 3);
         sp->operation = PQgetvalue(r, i, 4);
         xsum_of(PQgetvalue(r, i, 5), &sums[ns]);
         sp->summary = sums[ns].kv;
         sp->nsummary = sums[ns].n;
         sp->schema_id = 0;
-        sp->first_row_id = eng__get_i64(r, i, 6);
-        sp->added_rows = eng__get_i64(r, i, 7);
+        sp->first_row_id = pgu_get_i64(r, i, 6);
+        sp->added_rows = pgu_get_i64(r, i, 7);
         last_ms = sp->timestamp_ms;
         ns++;
     }
@@ -1358,7 +1358,7 @@ static int write_metadata(struct xpass *x, int version, int64_t floor, int64_t h
         log_uris = xcalloc((size_t)(nl ? nl : 1), sizeof *log_uris);
         for (int i = from; i < nl; i++) {
             log_uris[nlog] = blob_uri(x->e->blobs, PQgetvalue(lr, i, 0));
-            log[nlog] = (struct ice_metadata_log){eng__get_i64(lr, i, 1), log_uris[nlog]};
+            log[nlog] = (struct ice_metadata_log){pgu_get_i64(lr, i, 1), log_uris[nlog]};
             nlog++;
         }
     }
@@ -1366,8 +1366,10 @@ static int write_metadata(struct xpass *x, int version, int64_t floor, int64_t h
     if (rc == ST_OK) {
         char *mapping = ice_name_mapping_json(&x->schema.s);
         struct ice_kv props[] = {
-            {"schema.name-mapping.default", mapping}, {"write.format.default", "parquet"},
-            {"write.delete.mode", "merge-on-read"},   {"write.update.mode", "merge-on-read"},
+            {"schema.name-mapping.default", mapping},
+            {"write.format.default", "parquet"},
+            {"write.delete.mode", "merge-on-read"},
+            {"write.update.mode", "merge-on-read"},
             {"strike.table", x->t->name},
         };
         int64_t last_seq = ns > 0 ? snaps[ns - 1].sequence_number : 0;
@@ -1401,10 +1403,10 @@ static int write_metadata(struct xpass *x, int version, int64_t floor, int64_t h
         rc = put_blob(x, key, &b, err);
         free(json);
         if (rc == ST_OK) {
-            struct eng__num vn, ms, mn;
+            struct pgu_num vn, ms, mn;
             int64_t min_seq = ns > 0 ? snaps[0].sequence_number : last_seq;
-            const char *mv[5] = {x->tid, eng__i64(&vn, version), key,
-                                 eng__i64(&ms, now_ms()), eng__i64(&mn, min_seq)};
+            const char *mv[5] = {x->tid, pgu_i64(&vn, version), key, pgu_i64(&ms, now_ms()),
+                                 pgu_i64(&mn, min_seq)};
             rc = exec1(x->c, SQL_METADATA_ADD, 5, mv, "recording a metadata file", err);
         }
     }
@@ -1445,16 +1447,16 @@ static int cleanup(struct engine *e, PGconn *c, const struct engine_table *t, in
         "removed_seq <= $2 RETURNING path",
         "DELETE FROM strike.iceberg_metadata_files WHERE table_id = $1 AND version < $3 AND "
         "(min_seq < $2 OR version < $3 - " /* METADATA_KEEP */ "10) RETURNING path"};
-    struct eng__num a, b, d;
-    const char *v[3] = {eng__i64(&a, t->id), eng__i64(&b, floor), eng__i64(&d, version)};
-    int rc = eng__begin(c, err);
+    struct pgu_num a, b, d;
+    const char *v[3] = {pgu_i64(&a, t->id), pgu_i64(&b, floor), pgu_i64(&d, version)};
+    int rc = pgu_begin(c, err);
     if (rc != ST_OK)
         return rc;
     size_t n = 0, cap = 0;
     char **keys = NULL;
     for (int k = 0; k < 3 && rc == ST_OK; k++) {
-        PGresult *r = q(c, sql[k], k == 2 ? 3 : 2, v, "forgetting expired iceberg metadata", &rc,
-                        err);
+        PGresult *r =
+            q(c, sql[k], k == 2 ? 3 : 2, v, "forgetting expired iceberg metadata", &rc, err);
         for (int i = 0; r != NULL && i < PQntuples(r); i++) {
             if (n == cap) {
                 cap = cap ? cap * 2 : 16;
@@ -1465,9 +1467,9 @@ static int cleanup(struct engine *e, PGconn *c, const struct engine_table *t, in
         PQclear(r);
     }
     if (rc == ST_OK)
-        rc = eng__exec(c, "COMMIT", "commit", err);
+        rc = cat_exec(c, "COMMIT", "commit", err);
     else
-        eng__rollback(c);
+        pgu_rollback(c);
     if (rc == ST_OK && n > 0) {
         bool *gone = xcalloc(n, sizeof *gone);
         rc = blob_delete(e->blobs, (const char *const *)keys, n, gone, err);
@@ -1503,8 +1505,8 @@ struct xstate {
 static int read_state(PGconn *c, const struct engine_table *t, struct xstate *st,
                       struct st_err *err)
 {
-    struct eng__num a;
-    const char *v[1] = {eng__i64(&a, t->id)};
+    struct pgu_num a;
+    const char *v[1] = {pgu_i64(&a, t->id)};
     int rc;
     PGresult *r = q(c,
                     "SELECT t.seq, coalesce(i.exported_seq, 0), coalesce(i.version, 0), "
@@ -1517,11 +1519,11 @@ static int read_state(PGconn *c, const struct engine_table *t, struct xstate *st
         PQclear(r);
         return st_errf(err, ST_ENOTFOUND, "table \"%s\" does not exist", t->name);
     }
-    st->seq = eng__get_i64(r, 0, 0);
-    st->exported = eng__get_i64(r, 0, 1);
-    st->version = (int)eng__get_i64(r, 0, 2);
+    st->seq = pgu_get_i64(r, 0, 0);
+    st->exported = pgu_get_i64(r, 0, 1);
+    st->version = (int)pgu_get_i64(r, 0, 2);
     snprintf(st->path, sizeof st->path, "%s", PQgetvalue(r, 0, 3));
-    st->next_row_id = eng__get_i64(r, 0, 4);
+    st->next_row_id = pgu_get_i64(r, 0, 4);
     PQclear(r);
     return ST_OK;
 }
@@ -1556,10 +1558,10 @@ static int export_table(struct engine *e, PGconn *c, const struct engine_table *
     int64_t floor = 0;
     char *meta_key = NULL;
     bool in_txn = false, committing = false;
-    if ((rc = eng__begin(c, err)) != ST_OK)
+    if ((rc = pgu_begin(c, err)) != ST_OK)
         goto out;
     in_txn = true;
-    if (nowait && (rc = eng__exec(c, "SET LOCAL lock_timeout = 1", "lock timeout", err)) != ST_OK)
+    if (nowait && (rc = cat_exec(c, "SET LOCAL lock_timeout = 1", "lock timeout", err)) != ST_OK)
         goto out;
     if ((rc = exec1(c, SQL_STATE_INIT, 1, v1, "starting the iceberg export", err)) != ST_OK)
         goto out;
@@ -1569,20 +1571,20 @@ static int export_table(struct engine *e, PGconn *c, const struct engine_table *
             rc = st_errf(err, ST_EBUSY, "table %s: another server is exporting it", t->name);
         goto out;
     }
-    x.prev = eng__get_i64(r, 0, 0);
-    int version = (int)eng__get_i64(r, 0, 1);
-    x.next_row_id = eng__get_i64(r, 0, 2);
-    x.last_snap = eng__get_i64(r, 0, 3);
+    x.prev = pgu_get_i64(r, 0, 0);
+    int version = (int)pgu_get_i64(r, 0, 1);
+    x.next_row_id = pgu_get_i64(r, 0, 2);
+    x.last_snap = pgu_get_i64(r, 0, 3);
     totals_parse(PQgetvalue(r, 0, 4), &x.tot);
     PQclear(r);
     r = q(c, SQL_FLOOR, 1, v1, "reading the oldest retained snapshot", &rc, err);
     if (r == NULL)
         goto out;
-    floor = eng__get_i64(r, 0, 0);
+    floor = pgu_get_i64(r, 0, 0);
     PQclear(r);
     /* the retained snapshots to export: the newest `history` of (prev, hi] */
-    struct eng__num na, nb;
-    const char *v3[3] = {x.tid, eng__i64(&na, x.prev), eng__i64(&nb, hi)};
+    struct pgu_num na, nb;
+    const char *v3[3] = {x.tid, pgu_i64(&na, x.prev), pgu_i64(&nb, hi)};
     PGresult *snaps = q(c, SQL_SNAPSHOTS, 3, v3, "reading the snapshots to export", &rc, err);
     if (snaps == NULL)
         goto out;
@@ -1591,12 +1593,12 @@ static int export_table(struct engine *e, PGconn *c, const struct engine_table *
     int first = nsnap > history ? nsnap - (int)history : 0;
     bool exported = false;
     if (nsnap > first) {
-        int64_t last = eng__get_i64(snaps, nsnap - 1, 0);
+        int64_t last = pgu_get_i64(snaps, nsnap - 1, 0);
         rc = load_manifests(&x, err);
         if (rc == ST_OK)
             rc = load_changes(&x, last, err);
         for (int i = first; i < nsnap && rc == ST_OK; i++) {
-            rc = export_snapshot(&x, eng__get_i64(snaps, i, 0), eng__get_i64(snaps, i, 1),
+            rc = export_snapshot(&x, pgu_get_i64(snaps, i, 0), pgu_get_i64(snaps, i, 1),
                                  PQgetvalue(snaps, i, 2), err);
             exported = rc == ST_OK;
         }
@@ -1608,15 +1610,15 @@ static int export_table(struct engine *e, PGconn *c, const struct engine_table *
        lists a snapshot that expired since */
     bool stale = false;
     if (!exported && version > 0) {
-        struct eng__num vn;
-        const char *v2[2] = {x.tid, eng__i64(&vn, version)};
+        struct pgu_num vn;
+        const char *v2[2] = {x.tid, pgu_i64(&vn, version)};
         r = q(c,
               "SELECT min_seq FROM strike.iceberg_metadata_files WHERE table_id = $1 AND "
               "version = $2",
               2, v2, "reading the current metadata file", &rc, err);
         if (r == NULL)
             goto out;
-        stale = PQntuples(r) != 1 || (eng__get_i64(r, 0, 0) > 0 && eng__get_i64(r, 0, 0) < floor);
+        stale = PQntuples(r) != 1 || (pgu_get_i64(r, 0, 0) > 0 && pgu_get_i64(r, 0, 0) < floor);
         PQclear(r);
     }
     if (exported || version == 0 || stale) {
@@ -1627,14 +1629,14 @@ static int export_table(struct engine *e, PGconn *c, const struct engine_table *
             goto out;
     }
     /* the export covers (prev, hi] now, whether or not a snapshot was in it */
-    struct eng__num hn, vn, rn, ln;
+    struct pgu_num hn, vn, rn, ln;
     char *tot = totals_json(&x.tot);
     const char *sv[7] = {x.tid,
-                         eng__i64(&hn, hi > x.prev ? hi : x.prev),
-                         eng__i64(&vn, version),
-                         eng__i64(&rn, x.next_row_id),
+                         pgu_i64(&hn, hi > x.prev ? hi : x.prev),
+                         pgu_i64(&vn, version),
+                         pgu_i64(&rn, x.next_row_id),
                          meta_key,
-                         eng__i64(&ln, x.last_snap),
+                         pgu_i64(&ln, x.last_snap),
                          tot};
     rc = exec1(c, SQL_STATE_SET, 7, sv, "recording the iceberg export", err);
     free(tot);
@@ -1643,7 +1645,7 @@ static int export_table(struct engine *e, PGconn *c, const struct engine_table *
     /* past this point the blobs stay whatever COMMIT answers: an unknown outcome may have
        published them (unreferenced ones are the collector's) */
     committing = true;
-    rc = eng__exec(c, "COMMIT", "commit", err);
+    rc = cat_exec(c, "COMMIT", "commit", err);
     in_txn = false;
     if (rc == ST_OK) {
         *version_out = version;
@@ -1658,7 +1660,7 @@ static int export_table(struct engine *e, PGconn *c, const struct engine_table *
     }
 out:
     if (in_txn)
-        eng__rollback(c);
+        pgu_rollback(c);
     if (rc != ST_OK && !committing && x.nwritten > 0) {
         struct st_err e2 = {0};
         (void)blob_delete(e->blobs, (const char *const *)x.written, x.nwritten, NULL, &e2);
@@ -1798,8 +1800,8 @@ int engine_iceberg_plan_put(struct engine *e, const struct engine_table *t, int6
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num a, b;
-    const char *v[4] = {eng__i64(&a, t->id), id, eng__i64(&b, seq), request};
+    struct pgu_num a, b;
+    const char *v[4] = {pgu_i64(&a, t->id), id, pgu_i64(&b, seq), request};
     rc = exec1(c,
                "INSERT INTO strike.iceberg_plans (table_id, id, seq, request) VALUES ($1, $2, $3, "
                "$4)",
@@ -1816,15 +1818,15 @@ int engine_iceberg_plan_get(struct engine *e, const struct engine_table *t, cons
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num a, b;
-    const char *v[3] = {eng__i64(&a, t->id), id, eng__i64(&b, ENGINE_ICEBERG_PLAN_TTL_S)};
+    struct pgu_num a, b;
+    const char *v[3] = {pgu_i64(&a, t->id), id, pgu_i64(&b, ENGINE_ICEBERG_PLAN_TTL_S)};
     PGresult *r = q(c,
                     "SELECT seq, request FROM strike.iceberg_plans WHERE table_id = $1 AND id = $2 "
                     "AND created_at > now() - make_interval(secs => $3)",
                     3, v, "reading a plan", &rc, err);
     if (r != NULL) {
         if (PQntuples(r) == 1) {
-            *seq = eng__get_i64(r, 0, 0);
+            *seq = pgu_get_i64(r, 0, 0);
             *request = xstrdup(PQgetvalue(r, 0, 1));
         } else {
             rc = st_errf(err, ST_ENOTFOUND, "table %s has no plan %.64s", t->name, id);
@@ -1842,8 +1844,8 @@ int engine_iceberg_plan_drop(struct engine *e, const struct engine_table *t, con
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num a;
-    const char *v[2] = {eng__i64(&a, t->id), id};
+    struct pgu_num a;
+    const char *v[2] = {pgu_i64(&a, t->id), id};
     PGresult *r = q(c, "DELETE FROM strike.iceberg_plans WHERE table_id = $1 AND id = $2", 2, v,
                     "cancelling a plan", &rc, err);
     if (r != NULL) {
@@ -1879,8 +1881,8 @@ static void export_behind(struct engine *e)
         cat_release(e->pool, c, rc == ST_EUNAVAIL);
         return;
     }
-    struct eng__num ttl;
-    const char *tv[1] = {eng__i64(&ttl, ENGINE_ICEBERG_PLAN_TTL_S)};
+    struct pgu_num ttl;
+    const char *tv[1] = {pgu_i64(&ttl, ENGINE_ICEBERG_PLAN_TTL_S)};
     PGresult *pr = q(c,
                      "DELETE FROM strike.iceberg_plans WHERE created_at < now() - "
                      "make_interval(secs => $1)",

@@ -14,6 +14,12 @@
  *             "stale":..,"duplicate":bool}
  *   delete   {"v":1,"seq":..,"deleted":..}
  *
+ * idem.c is the only writer and reader of strike.idempotency_keys: the
+ * statements a commit pipelines (eng__sql_idem_select, eng__sql_idem_insert)
+ * are defined here, and the one statement of a delete by keys, which
+ * computes its result in SQL, stores idem.c's record through
+ * eng__changes_record_format (the record's text as a format() string).
+ *
  * Rows written before schema version 2 have no kind but an HTTP status and
  * the HTTP response body: 201 and the table's JSON, 204 and an empty body,
  * 200 and {"seq",...} of a change or delete result. Their field names are
@@ -28,6 +34,7 @@
 #include "common/timeutil.h"
 #include "common/uuid.h"
 
+#include <assert.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +46,7 @@ static const char *const OP_NAMES[] = {"create", "drop", "changes", "delete"};
 
 const char *eng__op_name(enum eng__op op)
 {
+    assert((size_t)op < sizeof OP_NAMES / sizeof OP_NAMES[0]);
     return OP_NAMES[op];
 }
 
@@ -72,6 +80,10 @@ static json_t *table_record(const struct engine_table *t)
 
 char *eng__result_encode(const struct eng__result *r)
 {
+    /* the member of its kind is set (struct eng__result) */
+    assert(r->op != ENG__OP_CREATE || (r->table != NULL && *r->table != NULL));
+    assert(r->op != ENG__OP_CHANGES || r->changes != NULL);
+    assert(r->op != ENG__OP_DELETE || r->del != NULL);
     json_t *o = NULL;
     switch (r->op) {
     case ENG__OP_CREATE:
@@ -81,9 +93,8 @@ char *eng__result_encode(const struct eng__result *r)
         o = json_pack("{s:i}", "v", IDEM_RECORD_VERSION);
         break;
     case ENG__OP_CHANGES: {
-        /* A delete by keys in one statement writes this record in SQL (SQL_FAST_DELETE in
-           commit_fast.c, format()): a field added here must be added there;
-           test_one_statement_idempotency_key replays a record written that way. */
+        /* also the text of eng__changes_record_format, which a delete by keys in one statement
+           fills in (commit_fast.c) */
         const struct engine_change_res *c = r->changes;
         o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "v", IDEM_RECORD_VERSION, "seq",
                       (json_int_t)c->seq, "inserted", (json_int_t)c->inserted, "updated",
@@ -100,6 +111,25 @@ char *eng__result_encode(const struct eng__result *r)
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     return s;
+}
+
+/* Values no other field of a change record holds (eng__changes_record_format). */
+#define MARK_SEQ 7318052090000000001LL
+#define MARK_DELETED 7318052090000000002LL
+#define MARK_MISSING 7318052090000000003LL
+
+char *eng__changes_record_format(const struct engine_change_res *known)
+{
+    struct engine_change_res c = *known;
+    c.seq = MARK_SEQ;
+    c.deleted = MARK_DELETED;
+    c.missing = MARK_MISSING;
+    struct eng__result r = {.op = ENG__OP_CHANGES, .changes = &c};
+    char *text = eng__result_encode(&r);
+    const int64_t marks[3] = {MARK_SEQ, MARK_DELETED, MARK_MISSING};
+    char *f = pgu_format_template(text, marks, 3);
+    free(text);
+    return f;
 }
 
 /* ---- decoding -------------------------------------------------------------------- */
@@ -222,6 +252,43 @@ int eng__result_decode(struct eng__result *r, const char *kind, int status, cons
 
 /* ---- the catalog --------------------------------------------------------------- */
 
+const char *const eng__sql_idem_select =
+    "SELECT key, request_hash, kind, status, response FROM strike.idempotency_keys WHERE scope = "
+    "$1 AND key = ANY($2::text[])";
+const char *const eng__sql_idem_insert =
+    ENG__SQL_IDEM_INSERT "SELECT $1, k, h, $5, r FROM unnest($2::text[], $3::bytea[], $4::text[]) "
+                         "AS u(k, h, r)";
+
+void eng__idem_rows_begin(struct eng__idem_rows *rows, enum eng__op op, uint32_t n)
+{
+    assert(rows->n == 0 && rows->want == 0); /* one set of rows per commit attempt */
+    rows->op = op;
+    rows->want = n;
+    pgu_array_begin(&rows->keys, PG_OID_TEXT, n);
+    pgu_array_begin(&rows->hashes, PG_OID_BYTEA, n);
+    pgu_array_begin(&rows->records, PG_OID_TEXT, n);
+}
+
+void eng__idem_rows_add(struct eng__idem_rows *rows, const struct engine_idem *idem,
+                        const struct eng__result *res)
+{
+    assert(res->op == rows->op && rows->n < rows->want); /* the arrays' declared count */
+    char *rec = eng__result_encode(res);
+    pgu_array_bytes(&rows->keys, idem->key, strlen(idem->key));
+    pgu_array_bytes(&rows->hashes, idem->hash, 32);
+    pgu_array_bytes(&rows->records, rec, strlen(rec));
+    free(rec);
+    rows->n++;
+}
+
+void eng__idem_rows_free(struct eng__idem_rows *rows)
+{
+    buf_free(&rows->keys);
+    buf_free(&rows->hashes);
+    buf_free(&rows->records);
+    rows->n = rows->want = 0;
+}
+
 int eng__idem_row(const PGresult *r, int row, int col, const struct engine_idem *idem,
                   struct eng__result *out, struct st_err *err)
 {
@@ -276,18 +343,38 @@ int eng__idem_store(PGconn *c, const char *scope, const struct engine_idem *idem
                              rec};
     int lengths[5] = {0, 0, 32, 0, 0};
     int formats[5] = {0, 0, 1, 0, 0};
-    PGresult *r =
-        cat_pq_exec_params(c,
-                           "INSERT INTO strike.idempotency_keys (scope, key, request_hash, "
-                           "kind, response) VALUES ($1, $2, $3, $4, $5) "
-                           "ON CONFLICT (scope, key) DO NOTHING RETURNING 1",
-                           5, NULL, params, lengths, formats, 0);
+    PGresult *r = cat_pq_exec_params(
+        c, ENG__SQL_IDEM_INSERT "VALUES ($1, $2, $3, $4, $5)" ENG__SQL_IDEM_KEPT " RETURNING 1", 5,
+        NULL, params, lengths, formats, 0);
     free(rec);
     int rc = ST_OK;
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         rc = cat_fail(c, r, "storing the idempotency key", err);
     else if (PQntuples(r) == 0)
         rc = ST_ECONFLICT; /* a concurrent request with the same key won */
+    PQclear(r);
+    return rc;
+}
+
+int eng__idem_forget_scope(PGconn *c, const char *scope, struct st_err *err)
+{
+    const char *v[1] = {scope};
+    PGresult *r = cat_pq_exec_params(c, "DELETE FROM strike.idempotency_keys WHERE scope = $1", 1,
+                                     NULL, v, NULL, NULL, 0);
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK
+                 ? ST_OK
+                 : cat_fail(c, r, "dropping the table's idempotency keys", err);
+    PQclear(r);
+    return rc;
+}
+
+int eng__idem_expire(PGconn *c, struct st_err *err)
+{
+    PGresult *r = cat_pq_exec(c, "DELETE FROM strike.idempotency_keys WHERE created_at < now() - "
+                                 "interval '" ENG__IDEM_RETAIN "'");
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK
+                 ? ST_OK
+                 : cat_fail(c, r, "expiring idempotency keys", err);
     PQclear(r);
     return rc;
 }

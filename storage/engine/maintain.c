@@ -52,8 +52,8 @@ long long engine_test_maint_lock_key(long long table_id)
 /* Try the table's maintenance lock on c (session scope). */
 static int try_lock(PGconn *c, int64_t table_id, bool *got, struct st_err *err)
 {
-    struct eng__num k;
-    const char *v[1] = {eng__i64(&k, lock_key(table_id))};
+    struct pgu_num k;
+    const char *v[1] = {pgu_i64(&k, lock_key(table_id))};
     PGresult *r =
         cat_pq_exec_params(c, "SELECT pg_try_advisory_lock($1::bigint)", 1, NULL, v, NULL, NULL, 0);
     int rc = ST_OK;
@@ -67,8 +67,8 @@ static int try_lock(PGconn *c, int64_t table_id, bool *got, struct st_err *err)
 
 static int unlock(PGconn *c, int64_t table_id, struct st_err *err)
 {
-    struct eng__num k;
-    const char *v[1] = {eng__i64(&k, lock_key(table_id))};
+    struct pgu_num k;
+    const char *v[1] = {pgu_i64(&k, lock_key(table_id))};
     PGresult *r =
         cat_pq_exec_params(c, "SELECT pg_advisory_unlock($1::bigint)", 1, NULL, v, NULL, NULL, 0);
     int rc = ST_OK;

@@ -1,7 +1,13 @@
-/* pgutil.c - binary array parameters and pipelines for libpq. */
+/* pgutil.c - binary array parameters, pipelines, values and transactions for libpq. */
 #include "pgutil.h"
 #include "catalog.h"
 
+#include "common/xalloc.h"
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Layout: ndim, has-nulls flag, element oid, then per dimension (size, lower bound 1). */
@@ -12,6 +18,31 @@ void pgu_array_begin(struct buf *b, uint32_t elem_oid, uint32_t n)
     buf_put_u32be(b, elem_oid);
     buf_put_u32be(b, n);
     buf_put_u32be(b, 1);
+}
+
+void pgu_array_set_count(struct buf *b, uint32_t n)
+{
+    st_u32be(b->data + 12, n);
+}
+
+bool pgu_array_holds(const struct buf *b, uint32_t n)
+{
+    if (b->len < 20 || ld_u32be(b->data) != 1 || ld_u32be(b->data + 12) != n ||
+        ld_u32be(b->data + 16) != 1)
+        return false;
+    size_t at = 20;
+    uint32_t seen = 0;
+    while (at + 4 <= b->len) {
+        uint32_t len = ld_u32be(b->data + at);
+        at += 4;
+        if (len != 0xffffffffu) { /* -1: NULL, no bytes */
+            if (len > b->len - at)
+                return false;
+            at += len;
+        }
+        seen++;
+    }
+    return at == b->len && seen == n;
 }
 
 void pgu_array_set_has_nulls(struct buf *b)
@@ -166,4 +197,83 @@ void pgu_pipe_clear(struct pgu_pipe *p)
         PQclear(p->res[i]);
     memset(p->res, 0, sizeof p->res);
     p->n = p->got = 0;
+}
+
+/* ---- values and transactions ---------------------------------------------- */
+
+const char *pgu_i64(struct pgu_num *n, int64_t v)
+{
+    snprintf(n->s, sizeof n->s, "%lld", (long long)v);
+    return n->s;
+}
+
+int64_t pgu_get_i64(const PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return 0;
+    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+int pgu_get_bytea(const PGresult *r, int row, int col, uint8_t **out, size_t *n, struct st_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (PQgetisnull(r, row, col))
+        return ST_OK;
+    size_t len = 0;
+    unsigned char *p = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, col), &len);
+    if (p == NULL)
+        return st_errf(err, ST_EINTERNAL, "out of memory unescaping a bytea value");
+    *out = xmalloc(len ? len : 1);
+    memcpy(*out, p, len);
+    PQfreemem(p);
+    *n = len;
+    return ST_OK;
+}
+
+int pgu_begin(PGconn *c, struct st_err *err)
+{
+    return cat_exec(c, "BEGIN", "begin", err);
+}
+
+void pgu_rollback(PGconn *c)
+{
+    if (PQtransactionStatus(c) != PQTRANS_IDLE)
+        PQclear(cat_pq_exec(c, "ROLLBACK"));
+}
+
+/* ---- format() templates ---------------------------------------------------- */
+
+char *pgu_format_template(const char *text, const int64_t *marks, int n)
+{
+    char digits[8][24];
+    assert(n > 0 && n <= 8);
+    for (int k = 0; k < n; k++)
+        snprintf(digits[k], sizeof digits[k], "%lld", (long long)marks[k]);
+    struct buf b = BUF_INIT;
+    int seen[8] = {0};
+    for (const char *p = text; *p != '\0';) {
+        int hit = -1;
+        bool digit_before = p > text && p[-1] >= '0' && p[-1] <= '9';
+        for (int k = 0; k < n && hit < 0 && !digit_before; k++) {
+            size_t len = strlen(digits[k]);
+            if (strncmp(p, digits[k], len) == 0 && !(p[len] >= '0' && p[len] <= '9'))
+                hit = k; /* the whole number, not digits of another */
+        }
+        if (hit >= 0) {
+            char ph[8];
+            int len = snprintf(ph, sizeof ph, "%%%d$s", hit + 1);
+            buf_append(&b, ph, (size_t)len);
+            p += strlen(digits[hit]);
+            seen[hit]++;
+        } else {
+            if (*p == '%')
+                buf_put_u8(&b, '%');
+            buf_put_u8(&b, (uint8_t)*p++);
+        }
+    }
+    for (int k = 0; k < n; k++)
+        assert(seen[k] == 1); /* each mark stands for exactly one value of the text */
+    buf_put_u8(&b, 0);
+    return (char *)b.data;
 }

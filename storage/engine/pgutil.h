@@ -1,7 +1,8 @@
 /*
- * pgutil.h - libpq helpers for the commit path: binary array parameters
- * (one `= ANY($1)` round trip for a whole batch of keys) and pipelines (a
- * transaction's statements sent together, one network round trip).
+ * pgutil.h - libpq helpers of the engine: binary array parameters (one
+ * `= ANY($1)` round trip for a whole batch of keys), pipelines (a
+ * transaction's statements sent together, one network round trip), integer
+ * values of parameters and results, BEGIN and ROLLBACK.
  */
 #ifndef STRIKE_PGUTIL_H
 #define STRIKE_PGUTIL_H
@@ -23,6 +24,11 @@ void pgu_array_begin(struct buf *b, uint32_t elem_oid, uint32_t n);
 void pgu_array_bytes(struct buf *b, const void *p, size_t len);
 void pgu_array_null(struct buf *b);
 void pgu_array_i64(struct buf *b, int64_t v);
+/* Set the element count of an array begun with count 0 (header bytes 12..15). */
+void pgu_array_set_count(struct buf *b, uint32_t n);
+/* Is b a one-dimensional binary array of exactly n elements and nothing after them? (asserts:
+   the count an array's header declares is the count it holds) */
+bool pgu_array_holds(const struct buf *b, uint32_t n);
 /* Mark the array as holding nulls (call after the elements are written). */
 void pgu_array_set_has_nulls(struct buf *b);
 
@@ -72,6 +78,27 @@ int pgu_pipe_failed(const struct pgu_pipe *p);
 /* SQLSTATE of statement i, or "". */
 const char *pgu_pipe_sqlstate(const struct pgu_pipe *p, int i);
 void pgu_pipe_clear(struct pgu_pipe *p);
+
+/* Text <-> integer for libpq parameters and text-format results. */
+struct pgu_num {
+    char s[24];
+};
+const char *pgu_i64(struct pgu_num *n, int64_t v);        /* n->s, for a parameter */
+int64_t pgu_get_i64(const PGresult *r, int row, int col); /* NULL: 0 */
+/* A bytea value of a text-format result, unescaped into *out (caller frees; NULL: *n = 0). */
+int pgu_get_bytea(const PGresult *r, int row, int col, uint8_t **out, size_t *n,
+                  struct st_err *err);
+/* BEGIN (ST_OK or the mapped error); ROLLBACK unless the connection is idle (errors ignored). */
+int pgu_begin(PGconn *c, struct st_err *err);
+void pgu_rollback(PGconn *c);
+/*
+ * A text as a format() string (PostgreSQL's format, %n$s arguments) for a
+ * statement that fills in values only it knows: '%' doubled, and the
+ * decimal form of marks[k] (k < n <= 8; each must occur exactly once, and
+ * should be a value no other part of the text can hold) replaced by
+ * %<k+1>$s. The caller frees.
+ */
+char *pgu_format_template(const char *text, const int64_t *marks, int n);
 
 static inline int64_t pgu_bin_i64(const PGresult *r, int row, int col)
 {

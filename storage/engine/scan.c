@@ -70,8 +70,8 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct engine_table *
     *n = 0;
     if (has_snapshot && snapshot < 0)
         return st_errf(err, ST_EINVAL, "snapshot: must be >= 0, got %lld", (long long)snapshot);
-    struct eng__num tid, snap;
-    const char *vals[2] = {eng__i64(&tid, t->id), has_snapshot ? eng__i64(&snap, snapshot) : NULL};
+    struct pgu_num tid, snap;
+    const char *vals[2] = {pgu_i64(&tid, t->id), has_snapshot ? pgu_i64(&snap, snapshot) : NULL};
     /* inside a transaction of the caller's (a commit's, which holds the
        table's row lock: nothing changes under it), else one of its own */
     bool own = PQtransactionStatus(c) != PQTRANS_INTRANS;
@@ -100,10 +100,10 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct engine_table *
         pgu_pipe_clear(&pp);
         return st_errf(err, ST_ENOTFOUND, "table \"%s\" was dropped", t->name);
     }
-    int64_t cur = eng__get_i64(r, 0, 0);
+    int64_t cur = pgu_get_i64(r, 0, 0);
     bool exists = strcmp(PQgetvalue(r, 0, 1), "t") == 0;
     bool expired = strcmp(PQgetvalue(r, 0, 2), "t") == 0;
-    int64_t oldest = PQgetisnull(r, 0, 3) ? cur : eng__get_i64(r, 0, 3);
+    int64_t oldest = PQgetisnull(r, 0, 3) ? cur : pgu_get_i64(r, 0, 3);
     eng__floor_note(e, t->id, oldest);
     if (!exists && has_snapshot && snapshot < oldest) {
         pgu_pipe_clear(&pp);
@@ -127,21 +127,21 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct engine_table *
     struct snap_file *f = xcalloc((size_t)(rows ? rows : 1), sizeof *f);
     rc = ST_OK;
     for (int i = 0; i < rows && rc == ST_OK; i++) {
-        f[i].id = eng__get_i64(r, i, 0);
+        f[i].id = pgu_get_i64(r, i, 0);
         f[i].path = xstrdup(PQgetvalue(r, i, 1));
-        f[i].record_count = eng__get_i64(r, i, 2);
-        f[i].file_size = eng__get_i64(r, i, 3);
-        f[i].data_seq = eng__get_i64(r, i, 4);
+        f[i].record_count = pgu_get_i64(r, i, 2);
+        f[i].file_size = pgu_get_i64(r, i, 3);
+        f[i].data_seq = pgu_get_i64(r, i, 4);
         f[i].stats_json = PQgetisnull(r, i, 5) ? NULL : xstrdup(PQgetvalue(r, i, 5));
         f[i].has_dv = !PQgetisnull(r, i, 9); /* the cardinality: a DV in either location */
         if (f[i].has_dv) {
             f[i].dv_path = PQgetisnull(r, i, 6) ? NULL : xstrdup(PQgetvalue(r, i, 6));
-            f[i].dv_offset = eng__get_i64(r, i, 7);
-            f[i].dv_length = eng__get_i64(r, i, 8);
-            f[i].dv_card = eng__get_i64(r, i, 9);
-            f[i].dv_added_seq = eng__get_i64(r, i, 11);
+            f[i].dv_offset = pgu_get_i64(r, i, 7);
+            f[i].dv_length = pgu_get_i64(r, i, 8);
+            f[i].dv_card = pgu_get_i64(r, i, 9);
+            f[i].dv_added_seq = pgu_get_i64(r, i, 11);
             size_t len = 0;
-            rc = eng__get_bytea(r, i, 10, &f[i].dv_inline, &len, err);
+            rc = pgu_get_bytea(r, i, 10, &f[i].dv_inline, &len, err);
             if (rc == ST_OK && (f[i].dv_path == NULL) == (f[i].dv_inline == NULL))
                 rc = st_errf(err, ST_ECORRUPT, "the DV of file %lld has no single location",
                              (long long)f[i].id);
@@ -695,10 +695,10 @@ int engine_list_snapshots(struct engine *e, struct engine_table *t, int64_t afte
         return rc;
     /* One more than asked: whether a next page exists. The primary key
        (table_id, seq) serves the range: the cost is the page, not the history. */
-    struct eng__num tid, aft, lim;
+    struct pgu_num tid, aft, lim;
     const char *vals[3] = {
-        eng__i64(&tid, t->id), eng__i64(&aft, after < 0 ? -1 : after),
-        eng__i64(&lim, limit >= (size_t)INT64_MAX ? INT64_MAX : (int64_t)limit + 1)};
+        pgu_i64(&tid, t->id), pgu_i64(&aft, after < 0 ? -1 : after),
+        pgu_i64(&lim, limit >= (size_t)INT64_MAX ? INT64_MAX : (int64_t)limit + 1)};
     PGresult *r =
         cat_pq_exec_params(c,
                            "SELECT seq, (extract(epoch from committed_at) * 1000000)::bigint, "
@@ -718,8 +718,8 @@ int engine_list_snapshots(struct engine *e, struct engine_table *t, int64_t afte
     }
     struct engine_snapshot_info *s = xcalloc((size_t)(rows ? rows : 1), sizeof *s);
     for (int i = 0; i < rows; i++) {
-        s[i].seq = eng__get_i64(r, i, 0);
-        s[i].committed_us = eng__get_i64(r, i, 1);
+        s[i].seq = pgu_get_i64(r, i, 0);
+        s[i].committed_us = pgu_get_i64(r, i, 1);
         s[i].operation = xstrdup(PQgetvalue(r, i, 2));
         s[i].summary_json = xstrdup(PQgetvalue(r, i, 3));
     }
@@ -744,12 +744,12 @@ int engine_producer_offsets(struct engine *e, const struct engine_table *t,
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num tid;
+    struct pgu_num tid;
     struct buf names = BUF_INIT;
     pgu_array_begin(&names, PG_OID_TEXT, (uint32_t)n);
     for (size_t i = 0; i < n; i++)
         pgu_array_bytes(&names, producers[i], strlen(producers[i]));
-    const char *vals[2] = {eng__i64(&tid, t->id), (const char *)names.data};
+    const char *vals[2] = {pgu_i64(&tid, t->id), (const char *)names.data};
     const int lens[2] = {0, (int)names.len}, fmts[2] = {0, 1};
     PGresult *r = cat_pq_exec_params(c,
                                      "SELECT producer, last_offset FROM strike.producers WHERE "
@@ -766,7 +766,7 @@ int engine_producer_offsets(struct engine *e, const struct engine_table *t,
         for (size_t i = 0; i < n; i++)
             if (strcmp(PQgetvalue(r, row, 0), producers[i]) == 0) {
                 has[i] = true;
-                offsets[i] = eng__get_i64(r, row, 1);
+                offsets[i] = pgu_get_i64(r, row, 1);
             }
     PQclear(r);
     cat_release(e->pool, c, false);
@@ -788,8 +788,8 @@ static int file_rel(struct engine *e, struct engine_table *t, int64_t file_id, c
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
     if (rc != ST_OK)
         return rc;
-    struct eng__num tid, fid;
-    const char *vals[2] = {eng__i64(&tid, t->id), eng__i64(&fid, file_id)};
+    struct pgu_num tid, fid;
+    const char *vals[2] = {pgu_i64(&tid, t->id), pgu_i64(&fid, file_id)};
     PGresult *r =
         cat_pq_exec_params(c, "SELECT path FROM strike.data_files WHERE table_id = $1 AND id = $2",
                            2, NULL, vals, NULL, NULL, 0);

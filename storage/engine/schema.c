@@ -196,16 +196,33 @@ const struct migration cat__migrations[] = {
      "CREATE INDEX deletion_vectors_by_path ON strike.deletion_vectors (puffin_path) "
      "WHERE puffin_path IS NOT NULL;"},
 
+    /* The position list (dv.h "poslist") in the catalog's SQL, defined once
+       for every statement that writes one (the one statement of a delete by
+       keys, commit_fast.c): its size for n positions, the list of a body of
+       positions (each int4send, big-endian), and the body of a list (NULL
+       when the bytes are not one). Plain expressions, so the planner inlines
+       them. test_poslist_in_sql checks them against storage/dv's encoder. */
+    {11, "the position list's encoding as SQL functions",
+     "CREATE FUNCTION strike.dv_poslist_size(n bigint) RETURNS bigint"
+     "  LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT 12 + 4 * n $$;"
+     "CREATE FUNCTION strike.dv_poslist(body bytea) RETURNS bytea"
+     "  LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+     "  AS $$ SELECT 'SPL1'::bytea || substring(sha256(body) FROM 1 FOR 8) || body $$;"
+     "CREATE FUNCTION strike.dv_poslist_body(dv bytea) RETURNS bytea"
+     "  LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+     "  AS $$ SELECT CASE WHEN substring(dv FROM 1 FOR 4) = 'SPL1'::bytea"
+     "  THEN substring(dv FROM 13) END $$;"},
+
     /* Every table is an Iceberg v3 table (iceberg.c, docs/DESIGN.md "Iceberg"): what the
        export reached per table, each manifest with the snapshots that list it (added_seq,
        removed_seq, as data files have) and the data files of its live entries, each
        exported snapshot and each metadata file, and the scans the REST catalog planned
-       (a plan id works on any server, for ENGINE_ICEBERG_PLAN_TTL_S). A DV row written before blobs named
-       their data files by URI is legacy_ref (moved to a new Puffin file before it is
-       exported); rows written from now on are not (the column's default). The live-DV
-       index takes added_seq, so that the DVs a range of seqs added are one index range
-       (no more entries than before: it replaces the old one). */
-    {11, "iceberg: export state, manifests, snapshots and metadata files; DVs by URI",
+       (a plan id works on any server, for ENGINE_ICEBERG_PLAN_TTL_S). A DV row written
+       before blobs named their data files by URI is legacy_ref (moved to a new Puffin file before
+       it is exported); rows written from now on are not (the column's default). The live-DV index
+       takes added_seq, so that the DVs a range of seqs added are one index range (no more entries
+       than before: it replaces the old one). */
+    {12, "iceberg: export state, manifests, snapshots and metadata files; DVs by URI",
      "ALTER TABLE strike.deletion_vectors ADD COLUMN legacy_ref boolean NOT NULL DEFAULT true;"
      "ALTER TABLE strike.deletion_vectors ALTER COLUMN legacy_ref SET DEFAULT false;"
      "CREATE INDEX deletion_vectors_live_by_seq ON strike.deletion_vectors (table_id, added_seq) "

@@ -157,8 +157,8 @@ struct ice_snapshot {
     int64_t parent_snapshot_id;
     int64_t sequence_number;
     int64_t timestamp_ms;
-    const char *manifest_list; /* URI */
-    const char *operation;     /* append, replace, overwrite, delete */
+    const char *manifest_list;    /* URI */
+    const char *operation;        /* append, replace, overwrite, delete */
     const struct ice_kv *summary; /* besides "operation" */
     size_t nsummary;
     int32_t schema_id;
