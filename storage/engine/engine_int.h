@@ -294,6 +294,14 @@ void eng__gc_stop(struct engine *e);
 struct eng__ice;
 int eng__ice_start(struct engine *e);
 void eng__ice_stop(struct engine *e);
+/*
+ * What an erasure verifies of t's Iceberg metadata (after an export): *stale
+ * entries of the manifests a retained snapshot lists that name a data file
+ * no retained snapshot has (a purged one), *unreferenced blobs under the
+ * table's metadata/ that the catalog does not reference.
+ */
+int eng__ice_verify(struct engine *e, PGconn *c, const struct engine_table *t, int64_t *stale,
+                    int64_t *unreferenced, struct st_err *err);
 
 /* ---- maintain.c: the background maintenance task (maint_interval_s > 0) ---- */
 int eng__maint_start(struct engine *e);

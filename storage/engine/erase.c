@@ -601,6 +601,29 @@ static int verify_orphans(struct erasure *w, struct st_err *err)
     return ST_OK;
 }
 
+/*
+ * The table's Iceberg metadata after the expiry: exported again, so that no
+ * metadata file lists an expired snapshot and no manifest (whose column
+ * bounds hold values) names a purged file; the export deletes what only
+ * expired snapshots needed (iceberg.c).
+ */
+static int iceberg_after(struct erasure *w, struct st_err *err)
+{
+    return engine_iceberg_export(w->e, w->t, err);
+}
+
+static int verify_iceberg(struct erasure *w, struct st_err *err)
+{
+    int64_t stale = 0, unreferenced = 0;
+    int rc = eng__ice_verify(w->e, eng__rewrite_conn(w->rw), w->t, &stale, &unreferenced, err);
+    if (rc != ST_OK)
+        return rc;
+    struct engine_erasure_check *ck = check(w, "iceberg_metadata", stale == 0 && unreferenced == 0);
+    count(ck, "stale_entries", stale);
+    count(ck, "unreferenced_files", unreferenced);
+    return ST_OK;
+}
+
 /* ---- the receipt ----------------------------------------------------------------- */
 
 /* The receipt of erasure w as it stands (status; verified_us 0: not verified). */
@@ -745,12 +768,14 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
             return rc;
     }
     eng__crash_point(w->e); /* fault injection (tests): a crash between the steps */
-    if ((rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK)
+    if ((rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK ||
+        (rc = iceberg_after(w, err)) != ST_OK)
         return rc;
     if (w->f != NULL || w->t->npk == 0)
         digest_of(&w->keys, w->digest); /* filter form: the keys found */
     if ((rc = verify_files(w, err)) != ST_OK || (rc = verify_key_index(w, err)) != ST_OK ||
-        (rc = verify_statistics(w, err)) != ST_OK || (rc = verify_orphans(w, err)) != ST_OK)
+        (rc = verify_statistics(w, err)) != ST_OK || (rc = verify_orphans(w, err)) != ST_OK ||
+        (rc = verify_iceberg(w, err)) != ST_OK)
         return rc;
     int64_t now = st_now_us();
     const char *status = w->failed ? "failed" : "verified";

@@ -18,8 +18,10 @@
  *   - a data manifest with the data files S added (ADDED), and a delete
  *     manifest with the DVs S added (ADDED; one DV per data file);
  *   - every manifest live at P that lists a data file S removed, or a DV S
- *     replaced or dropped, rewritten: its other entries EXISTING (explicit
- *     sequence numbers and first_row_id), the gone ones DELETED;
+ *     replaced or dropped, rewritten with its other entries EXISTING
+ *     (explicit sequence numbers and first_row_id); the gone ones are left
+ *     out rather than written DELETED, whose column bounds would outlive
+ *     the file (an erasure's purge must leave no value behind);
  *   - small manifests merged into the new one once there are more than
  *     MERGE_AT of them, so that a snapshot lists few manifests;
  *   - its manifest list: the manifests live at S, each with the record it
@@ -800,15 +802,11 @@ static int manifests_for(struct xpass *x, enum ice_content content, int64_t s,
         if (rc == ST_OK) {
             count_dropped(&dropped, sn);
             m->removed_seq = s;
-            if (keep.n > 0) {
-                /* the survivors and the DELETED ones, in one manifest */
-                for (size_t k = 0; k < dropped.n; k++) {
-                    struct xentry *xe = entries_push(&keep, dropped.files[k]);
-                    *xe = dropped.v[k];
-                    memset(&dropped.v[k], 0, sizeof dropped.v[k]);
-                }
+            /* the survivors only: a DELETED entry would carry the gone file's column bounds
+               (values) into the metadata for as long as the table lives, which an erasure must
+               not leave behind; the spec calls such entries informational */
+            if (keep.n > 0)
                 rc = write_manifest(x, content, s, &keep, err);
-            }
         }
         entries_free(&keep);
         entries_free(&dropped);
@@ -1966,4 +1964,103 @@ void eng__ice_stop(struct engine *e)
     pthread_mutex_destroy(&ic->mu);
     free(ic);
     e->ice = NULL;
+}
+
+/* ---- what an erasure verifies of the metadata ------------------------------------------ */
+
+struct meta_walk {
+    struct engine *e;
+    struct hmap *refs; /* blob keys the catalog references */
+    int64_t unreferenced;
+    int rc;
+    struct st_err *err;
+};
+
+static int meta_blob(void *ctx, const char *key, const struct blob_info *info)
+{
+    (void)info;
+    struct meta_walk *w = ctx;
+    if (hmap_get(w->refs, key, strlen(key)) == NULL)
+        w->unreferenced++;
+    return 0;
+}
+
+/* Data files of a retained snapshot of t, as their entries name them (URI -> NULL). */
+struct allowed_ctx {
+    const struct hmap *allowed;
+    int64_t stale;
+};
+
+static int check_entry(void *ctx, const struct ice_entry *e)
+{
+    struct allowed_ctx *a = ctx;
+    const char *f = e->content == ICE_CONTENT_DATA ? e->file_path : e->referenced_data_file;
+    if (f == NULL || hmap_get(a->allowed, f, strlen(f)) == NULL)
+        a->stale++;
+    return 0;
+}
+
+int eng__ice_verify(struct engine *e, PGconn *c, const struct engine_table *t, int64_t *stale,
+                    int64_t *unreferenced, struct st_err *err)
+{
+    *stale = *unreferenced = 0;
+    struct pgu_num a;
+    const char *v[1] = {pgu_i64(&a, t->id)};
+    int rc;
+    struct hmap refs, allowed;
+    hmap_init(&refs);
+    hmap_init(&allowed);
+    /* what the catalog references under metadata/, and the manifests live at a retained snapshot */
+    PGresult *r = q(c,
+                    "SELECT path, 1 FROM strike.iceberg_manifests WHERE table_id = $1 AND "
+                    "(removed_seq IS NULL OR removed_seq > (SELECT coalesce(min(seq), 0) FROM "
+                    "strike.snapshots WHERE table_id = $1)) UNION ALL SELECT path, 0 FROM "
+                    "strike.iceberg_manifests WHERE table_id = $1 UNION ALL SELECT manifest_list, "
+                    "0 FROM strike.iceberg_snapshots WHERE table_id = $1 UNION ALL SELECT path, 0 "
+                    "FROM strike.iceberg_metadata_files WHERE table_id = $1",
+                    1, v, "listing the table's iceberg metadata", &rc, err);
+    PGresult *f = r == NULL ? NULL
+                            : q(c,
+                                "SELECT path FROM strike.data_files WHERE table_id = $1 AND "
+                                "(removed_seq IS NULL OR removed_seq > (SELECT coalesce(min(seq), 0) "
+                                "FROM strike.snapshots WHERE table_id = $1))",
+                                1, v, "listing the retained data files", &rc, err);
+    if (f != NULL) {
+        char *hint = xasprintf("tables/%s/metadata/version-hint.text", t->uuid);
+        hmap_put(&refs, hint, strlen(hint), NULL);
+        free(hint);
+        for (int i = 0; i < PQntuples(r); i++)
+            hmap_put(&refs, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), NULL);
+        for (int i = 0; i < PQntuples(f); i++) {
+            char *uri = blob_uri(e->blobs, PQgetvalue(f, i, 0));
+            bool created;
+            hmap_put(&allowed, uri, strlen(uri), &created);
+            free(uri);
+        }
+        /* every blob under metadata/ is one the catalog references */
+        char *prefix = xasprintf("tables/%s/metadata/", t->uuid);
+        struct meta_walk w = {e, &refs, 0, ST_OK, err};
+        rc = blob_list(e->blobs, prefix, meta_blob, &w, err);
+        free(prefix);
+        *unreferenced = w.unreferenced;
+        /* no live manifest names a file that is in no retained snapshot */
+        struct allowed_ctx ac = {&allowed, 0};
+        for (int i = 0; i < PQntuples(r) && rc == ST_OK; i++) {
+            if (strcmp(PQgetvalue(r, i, 1), "1") != 0)
+                continue;
+            struct buf b = BUF_INIT;
+            rc = blob_read_all(e->blobs, PQgetvalue(r, i, 0), 256u << 20, &b, err);
+            struct ice_manifest_file mf = {.sequence_number = 0};
+            if (rc == ST_OK)
+                rc = ice_manifest_read(b.data, b.len, &mf, check_entry, &ac, err);
+            buf_free(&b);
+        }
+        *stale = ac.stale;
+    }
+    /* the keys are copies (hmap_put copies them); free them */
+    hmap_free(&refs);
+    hmap_free(&allowed);
+    PQclear(r);
+    PQclear(f);
+    return rc;
 }
