@@ -176,10 +176,11 @@ uint64_t avro_writer_count(const struct avro_writer *w);
 /* The sticky error, if any: its code (0 when none), message copied to err. */
 int avro_writer_error(const struct avro_writer *w, struct st_err *err);
 /*
- * Append the whole file to `out`. ST_EINVAL with the sticky error, or when a
+ * Append the whole file to `out`. ST_EINVAL with the sticky error, when a
  * top-level value is unfinished ("record 7: data_file.record_count: expected
- * long, got finish"); `out` is then unchanged. The writer is finished either
- * way: every later call is ST_EINVAL.
+ * long, got finish"), or when the file holds more values than its size lets
+ * avro_reader_next take (only zero-byte values get there); `out` is then
+ * unchanged. The writer is finished either way: every later call is ST_EINVAL.
  */
 int avro_writer_finish(struct avro_writer *w, struct buf *out, struct st_err *err);
 void avro_writer_free(struct avro_writer *w); /* NULL ok */

@@ -589,7 +589,7 @@ int avro_writer_finish(struct avro_writer *w, struct buf *out, struct st_err *er
         if (started) {
             enum want want = w_settle(w, &exp);
             if (want != WANT_ERROR)
-                w_mismatch(w, want == WANT_RECORD_END ? WANT_RECORD_END : want, exp, "finish");
+                w_mismatch(w, want, exp, "finish");
         }
     }
     if (w->err.code == ST_OK) {
