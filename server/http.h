@@ -5,10 +5,12 @@
  * anything slower than a cache: engine calls run on app->workers while the
  * connection is suspended. Errors are RFC 9457 problem+json.
  *
- * Files: http_server.c (daemon, routing, bodies, replies, shutdown),
- * http_routes.c (JSON endpoints), http_scan.c (NDJSON streaming),
- * http_files.c (Parquet files with Range, DVs), http_metrics.c
- * (Prometheus), http_int.h (their shared internals; MHD types stay there).
+ * Files: http_table.c (the route table), http_server.c (daemon, routing,
+ * bodies, shutdown), http_req.c (a request: replies, body, arguments),
+ * http_routes.c (JSON endpoints), http_maint.c (expiry, health),
+ * http_scan.c (NDJSON streaming), http_files.c (Parquet files with Range,
+ * DVs), http_metrics.c (Prometheus), http_ui.c (the health page),
+ * http_int.h (their shared internals; MHD types stay there).
  */
 #ifndef STRIKE_HTTP_H
 #define STRIKE_HTTP_H

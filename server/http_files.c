@@ -248,8 +248,34 @@ static const struct engine_table *fast_table(struct http_server *srv, struct tca
     return ent->t;
 }
 
-bool http__dv_fast(struct hreq *r)
+/* ?format= and ?snapshot= of a DV request into r (fmt, has_snapshot, snapshot); false: a 400. */
+static bool parse_dv_query(struct hreq *r)
 {
+    const char *snap = http__query(r, "snapshot");
+    struct svc_count v = {0};
+    if (!http__query_count(r, "snapshot", &v))
+        return false;
+    if (snap != NULL && snap[0] == '-') { /* here: the fast path answers without the service */
+        http__reply_problem(r, 400, "snapshot: must be >= 0, got %.40s", snap);
+        return false;
+    }
+    r->has_snapshot = v.has;
+    r->snapshot = v.v;
+    struct st_err err = {0};
+    enum dv_format fmt;
+    int rc = engine_dv_format(http__query(r, "format"), &fmt, &err);
+    if (rc != ST_OK) {
+        http__reply_err(r, rc, &err);
+        return false;
+    }
+    r->fmt = (uint8_t)fmt;
+    return true;
+}
+
+bool http__fast_dv(struct hreq *r)
+{
+    if (!parse_dv_query(r))
+        return true; /* answered: 400 */
     if (!r->has_snapshot)
         return false; /* the current snapshot needs the catalog */
     struct tcache *c = tc_get();
@@ -266,7 +292,8 @@ bool http__dv_fast(struct hreq *r)
     if (d->h == NULL || d->table_id != t->id || d->file_id != r->file_id ||
         d->snapshot != r->snapshot || d->fmt != r->fmt) {
         struct engine_dv_bytes *b;
-        if (!engine_peek_dv(r->srv->app->engine, t, r->file_id, r->snapshot, r->fmt, &b))
+        if (!engine_peek_dv(r->srv->app->engine, t, r->file_id, r->snapshot, (enum dv_format)r->fmt,
+                            &b))
             return false;
         if (b->len > DCACHE_MAX_LEN) { /* too big to keep here: use the engine's reference */
             dv_reply(r, b, dv_bytes_unref_cb, b, r->snapshot, true);
@@ -281,7 +308,7 @@ bool http__dv_fast(struct hreq *r)
         d->table_id = t->id;
         d->file_id = r->file_id;
         d->snapshot = r->snapshot;
-        d->fmt = r->fmt;
+        d->fmt = (enum dv_format)r->fmt;
     }
     atomic_fetch_add(&d->h->refs, 1); /* the response's */
     dv_reply(r, d->h->b, hdv_unref, d->h, r->snapshot, true);
@@ -295,7 +322,7 @@ void http__job_dv(struct hreq *r)
         .table = r->table,
         .file_id = r->file_id,
         .snapshot = {r->has_snapshot, r->snapshot},
-        .format = r->fmt,
+        .format = (enum dv_format)r->fmt,
     };
     struct svc_dv_res res;
     struct st_err err = {0};

@@ -103,10 +103,11 @@ static char *health_json(const struct engine_health *h)
 
 void http__job_table_health(struct hreq *r)
 {
-    struct svc_health_req q = {.table = r->table,
-                               .limit = r->q_limit,
-                               .after = r->q_after,
-                               .retain_s = r->srv->app->cfg->retain_s};
+    struct svc_count limit, after;
+    if (!http__query_count(r, "limit", &limit) || !http__query_count(r, "after", &after))
+        return;
+    struct svc_health_req q = {
+        .table = r->table, .limit = limit, .after = after, .retain_s = r->srv->app->cfg->retain_s};
     struct engine_health h;
     struct st_err err = {0};
     int rc = svc_table_health(r->srv->app->engine, &q, &h, &err);

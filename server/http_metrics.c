@@ -18,6 +18,7 @@
 #include "common/xalloc.h"
 #include "workers.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,23 +45,33 @@ struct cell {
 };
 
 struct http_metrics {
-    struct cell cells[RT__COUNT][HM__COUNT][NSTATUS];
+    const char *const *names; /* the route patterns (http_table.c) */
+    int npatterns;
+    struct cell (*cells)[HM__COUNT][NSTATUS]; /* [npatterns] */
     atomic_uint_fast64_t aborted, busy, scan_rows, scan_bytes, dv_fast, dv_slow;
 };
 
-struct http_metrics *http__metrics_new(void)
+struct http_metrics *http__metrics_new(const char *const *names, int n)
 {
-    return xcalloc(1, sizeof(struct http_metrics));
+    struct http_metrics *m = xcalloc(1, sizeof *m);
+    m->names = names;
+    m->npatterns = n;
+    m->cells = xcalloc((size_t)n, sizeof *m->cells);
+    return m;
 }
 
 void http__metrics_free(struct http_metrics *m)
 {
+    if (m == NULL)
+        return;
+    free(m->cells);
     free(m);
 }
 
-void http__metrics_observe(struct http_metrics *m, enum http_route rt, enum http_method hm,
-                           unsigned status, uint64_t ns)
+void http__metrics_observe(struct http_metrics *m, int rt, enum http_method hm, unsigned status,
+                           uint64_t ns)
 {
+    assert(rt >= 0 && rt < m->npatterns && hm < HM__COUNT);
     size_t si = NCODES;
     for (size_t i = 0; i < NCODES; i++)
         if (status_codes[i] == status) {
@@ -112,16 +123,16 @@ static void counter(struct buf *b, const char *name, const char *help, uint64_t 
 }
 
 /* The labels of one request cell: route pattern, method and status. */
-static void cell_labels(char *out, size_t n, int rt, int hm, size_t si)
+static void cell_labels(const struct http_metrics *m, char *out, size_t n, int rt, int hm,
+                        size_t si)
 {
     char status[8];
     if (si < NCODES)
         snprintf(status, sizeof status, "%u", status_codes[si]);
     else
         snprintf(status, sizeof status, "other");
-    snprintf(out, n, "route=\"%s\",method=\"%s\",status=\"%s\"",
-             http__route_pattern((enum http_route)rt), http__method_name((enum http_method)hm),
-             status);
+    snprintf(out, n, "route=\"%s\",method=\"%s\",status=\"%s\"", m->names[rt],
+             http__method_name((enum http_method)hm), status);
 }
 
 char *http__metrics_render(struct http_server *srv, size_t *len)
@@ -131,21 +142,21 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
 
     family(&b, "strike_http_requests_total", "counter",
            "HTTP requests answered, by route pattern, method and status.");
-    for (int rt = 0; rt < RT__COUNT; rt++)
+    for (int rt = 0; rt < m->npatterns; rt++)
         for (int hm = 0; hm < HM__COUNT; hm++)
             for (size_t si = 0; si < NSTATUS; si++) {
                 uint64_t n = atomic_load_explicit(&m->cells[rt][hm][si].count, RELAXED);
                 if (n == 0)
                     continue;
                 char labels[200];
-                cell_labels(labels, sizeof labels, rt, hm, si);
+                cell_labels(m, labels, sizeof labels, rt, hm, si);
                 buf_printf(&b, "strike_http_requests_total{%s} %llu\n", labels,
                            (unsigned long long)n);
             }
 
     family(&b, "strike_http_request_duration_seconds", "histogram",
            "Time from the request's headers to the end of its response.");
-    for (int rt = 0; rt < RT__COUNT; rt++)
+    for (int rt = 0; rt < m->npatterns; rt++)
         for (int hm = 0; hm < HM__COUNT; hm++)
             for (size_t si = 0; si < NSTATUS; si++) {
                 struct cell *c = &m->cells[rt][hm][si];
@@ -153,7 +164,7 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
                 if (n == 0)
                     continue;
                 char labels[200];
-                cell_labels(labels, sizeof labels, rt, hm, si);
+                cell_labels(m, labels, sizeof labels, rt, hm, si);
                 uint64_t cum = 0;
                 for (size_t i = 0; i <= NBOUNDS; i++) {
                     cum += atomic_load_explicit(&c->bucket[i], RELAXED);

@@ -10,97 +10,44 @@
 
 #include "common/hex.h"
 
-/* Next path segment after *p (which points at a '/'); false at the end. */
-static bool segment(const char **p, const char **s, size_t *n)
+bool http_match(const char *pattern, const char *path, struct http_caps *caps)
 {
-    if (**p != '/')
+    const char *p = pattern, *s = path;
+    int n = 0;
+    while (*p != '\0') {
+        if (*p != '{') {
+            if (*p != *s)
+                return false;
+            p++, s++;
+            continue;
+        }
+        const char *close = strchr(p, '}');
+        if (close == NULL || n == HTTP_MAX_CAPS)
+            return false; /* a bad pattern matches nothing (http__routes_check refuses it) */
+        bool rest = close == p + 2 && p[1] == '*';
+        size_t len = rest ? strlen(s) : strcspn(s, "/");
+        if (!rest && len == 0)
+            return false;
+        if (caps != NULL)
+            caps->c[n] = (struct http_cap){p + 1, (size_t)(close - p - 1), s, len};
+        n++;
+        s += len;
+        p = close + 1;
+    }
+    if (*s != '\0')
         return false;
-    *s = *p + 1;
-    const char *e = strchr(*s, '/');
-    *n = e ? (size_t)(e - *s) : strlen(*s);
-    *p = *s + *n;
+    if (caps != NULL)
+        caps->n = n;
     return true;
 }
 
-static bool seg_is(const char *s, size_t n, const char *lit)
+const struct http_cap *http_cap(const struct http_caps *caps, const char *name)
 {
-    return strlen(lit) == n && memcmp(s, lit, n) == 0;
-}
-
-/* The route of /v1/tables/{t}/... from its k segments after "/v1/tables". */
-static enum http_route tables_route(int k, const char *const *s, const size_t *n)
-{
-    static const struct {
-        const char *name;
-        enum http_route rt;
-    } subs[] = {{"changes", RT_CHANGES}, {"delete", RT_DELETE},       {"scan", RT_SCAN},
-                {"plan", RT_PLAN},       {"snapshots", RT_SNAPSHOTS}, {"compact", RT_COMPACT},
-                {"expire", RT_EXPIRE},   {"erasures", RT_ERASURES},   {"health", RT_TABLE_HEALTH}};
-    if (k == 0)
-        return RT_TABLES;
-    if (k == 1)
-        return RT_TABLE;
-    if (k == 2) {
-        for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-            if (seg_is(s[1], n[1], subs[i].name))
-                return subs[i].rt;
-        return RT_OTHER;
-    }
-    if (k == 3 && seg_is(s[1], n[1], "files"))
-        return RT_FILE;
-    if (k == 3 && seg_is(s[1], n[1], "erasures"))
-        return RT_ERASURE;
-    if (k == 4 && seg_is(s[1], n[1], "files") && seg_is(s[3], n[3], "dv"))
-        return RT_DV;
-    return RT_OTHER;
-}
-
-void http_parse_target(const char *url, struct http_target *t)
-{
-    memset(t, 0, sizeof *t);
-    t->route = RT_OTHER;
-    if (strcmp(url, "/healthz") == 0) {
-        t->route = RT_HEALTHZ;
-    } else if (strcmp(url, "/readyz") == 0) {
-        t->route = RT_READYZ;
-    } else if (strcmp(url, "/metrics") == 0) {
-        t->route = RT_METRICS;
-    } else if (strcmp(url, "/v1/cdc/debezium") == 0) {
-        t->route = RT_CDC;
-    } else if (strncmp(url, "/ui", 3) == 0 && (url[3] == '\0' || url[3] == '/')) {
-        t->route = RT_UI;
-    } else if (strncmp(url, "/v1/tables", 10) == 0 && (url[10] == '\0' || url[10] == '/')) {
-        const char *p = url + 10, *s[4] = {0};
-        size_t n[4] = {0};
-        int k = 0;
-        while (k < 4 && segment(&p, &s[k], &n[k]))
-            k++;
-        bool empty = false;
-        for (int i = 0; i < k; i++)
-            empty |= n[i] == 0;
-        if (*p != '\0' || empty)
-            return;
-        t->route = tables_route(k, s, n);
-        if (t->route == RT_OTHER || t->route == RT_TABLES)
-            return;
-        if (n[0] <= ST_NAME_MAX) {
-            memcpy(t->table, s[0], n[0]);
-            t->table[n[0]] = '\0';
-        }
-        if (t->route == RT_FILE || t->route == RT_DV) {
-            int64_t id = 0;
-            bool ok = n[2] > 0 && n[2] <= 18;
-            for (size_t i = 0; ok && i < n[2]; i++) {
-                ok = s[2][i] >= '0' && s[2][i] <= '9';
-                id = id * 10 + (s[2][i] - '0');
-            }
-            t->file_id = ok && id > 0 ? id : -1;
-        }
-        if (t->route == RT_ERASURE) {
-            t->id = s[2];
-            t->id_len = n[2];
-        }
-    }
+    size_t len = strlen(name);
+    for (int i = 0; i < caps->n; i++)
+        if (caps->c[i].name_len == len && memcmp(caps->c[i].name, name, len) == 0)
+            return &caps->c[i];
+    return NULL;
 }
 
 enum http_method http_parse_method(const char *m)

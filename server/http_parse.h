@@ -1,6 +1,6 @@
 /*
  * http_parse.h - what the HTTP front end parses from a request by itself:
- * the path (route and captures), the method, integer query arguments, the
+ * the path against a route pattern (captures), the method, integer query arguments, the
  * JSON media type, X-Request-Id, Range and the path's %-escapes. Pure
  * functions over strings (no MHD, no allocation): http_server.c and
  * http_files.c use them, and tests/fuzz/fuzz_http.c fuzzes them.
@@ -14,43 +14,29 @@
 
 #include "common/types.h"
 
-enum http_route {
-    RT_OTHER = 0,
-    RT_HEALTHZ,
-    RT_READYZ,
-    RT_METRICS,
-    RT_TABLES,
-    RT_TABLE,
-    RT_CHANGES,
-    RT_DELETE,
-    RT_SCAN,
-    RT_PLAN,
-    RT_SNAPSHOTS,
-    RT_FILE,
-    RT_DV,
-    RT_COMPACT,
-    RT_EXPIRE,
-    RT_ERASURES,
-    RT_ERASURE,
-    RT_TABLE_HEALTH,
-    RT_CDC,
-    RT_UI, /* the health page: /ui and /ui/<asset> (http_ui.c) */
-    RT__COUNT
-};
-
 enum http_method { HM_GET, HM_HEAD, HM_POST, HM_DELETE, HM_OTHER, HM__COUNT };
 
-/* A path matched to a route, with its captures. */
-struct http_target {
-    enum http_route route;
-    char table[ST_NAME_MAX + 1]; /* {t}; "" when absent or longer than ST_NAME_MAX */
-    int64_t file_id;             /* {id} of RT_FILE and RT_DV: > 0, or -1 when not one */
-    const char *id;              /* {id} of RT_ERASURE, into the path (not terminated) */
-    size_t id_len;
+/*
+ * A path against a route pattern (server/http_table.c): literal bytes, `{name}`
+ * for one non-empty segment (no '/'), and a final `{*}` for the rest of the
+ * path, possibly empty. Captures point into the path (not terminated).
+ */
+#define HTTP_MAX_CAPS 4
+struct http_caps {
+    int n;
+    struct http_cap {
+        const char *name; /* into the pattern, after '{' */
+        size_t name_len;
+        const char *s; /* into the path */
+        size_t len;
+    } c[HTTP_MAX_CAPS];
 };
 
-/* Match the path (no query) to a route; RT_OTHER when none matches. */
-void http_parse_target(const char *path, struct http_target *t);
+/* Does `path` (no query) match `pattern`? Fills *caps on a match (NULL: not wanted). */
+bool http_match(const char *pattern, const char *path, struct http_caps *caps);
+
+/* The capture named `name` of a match, or NULL. */
+const struct http_cap *http_cap(const struct http_caps *caps, const char *name);
 
 enum http_method http_parse_method(const char *m);
 

@@ -40,137 +40,27 @@
 
 /* ---- shared helpers ------------------------------------------------------------ */
 
-/* The body was not JSON: where and why, in the words of both parsers. */
-static void reply_bad_json(struct hreq *r, int line, int column, const char *text)
-{
-    http__reply_problem(r, 400, "invalid JSON at line %d column %d: %s", line, column, text);
-}
-
-struct jdoc *http__body_jdoc(struct hreq *r, bool empty_ok, unsigned max_depth)
-{
-    const void *text = r->body.data;
-    size_t len = r->body.len;
-    if (len == 0) {
-        if (!empty_ok) {
-            http__reply_problem(r, 400, "the request needs a JSON object as its body");
-            return NULL;
-        }
-        text = "{}";
-        len = 2;
-    }
-    /* jdoc refuses U+0000 in every string (docs/API.md "Types"), keys included. */
-    struct jdoc_opts opts = {.max_depth = max_depth};
-    struct jdoc_error je;
-    struct jdoc *d = jdoc_parse(text, len, &opts, &je);
-    if (d == NULL) {
-        reply_bad_json(r, je.line, je.column, je.text);
-        return NULL;
-    }
-    if (!jdoc_is(jdoc_root(d), JDOC_OBJECT)) {
-        http__reply_problem(r, 400, "the body must be a JSON object, got %s",
-                            lit_jdoc_kind(jdoc_root(d)));
-        jdoc_free(d);
-        return NULL;
-    }
-    return d;
-}
-
 /* http__body_jdoc for a route whose body is required, at jdoc's default depth. */
 static struct jdoc *body_jdoc(struct hreq *r)
 {
     return http__body_jdoc(r, false, 0);
 }
 
-static bool field_known(const char *const *allowed, const char *key)
-{
-    for (const char *const *a = allowed; *a != NULL; a++)
-        if (strcmp(*a, key) == 0)
-            return true;
-    return false;
-}
+/* ---- /healthz, /readyz, /metrics ------------------------------------------------- */
 
-static void reply_unknown_field(struct hreq *r, const char *where, const char *key)
+bool http__fast_healthz(struct hreq *r)
 {
-    http__reply_problem(r, 400, "%s%sunknown field \"%.100s\"", where ? where : "",
-                        where ? ": " : "", key);
-}
-
-bool http__check_fields(struct hreq *r, const struct jdoc_val *o, const char *const *allowed,
-                        const char *where)
-{
-    for (size_t i = 0; i < jdoc_size(o); i++) {
-        const char *key = jdoc_member(o, i)->key.u.s;
-        if (!field_known(allowed, key)) {
-            reply_unknown_field(r, where, key);
-            return false;
-        }
-    }
+    http__reply_json(r, 200, xstrdup("{\"status\":\"ok\"}"));
     return true;
 }
 
-bool http__opt_int(struct hreq *r, const struct jdoc_val *o, const char *name, bool *has,
-                   int64_t *v)
+bool http__fast_metrics(struct hreq *r)
 {
-    const struct jdoc_val *j = jdoc_get(o, name);
-    *has = false;
-    if (j == NULL || jdoc_is(j, JDOC_NULL))
-        return true;
-    if (!jdoc_is(j, JDOC_INT)) {
-        http__reply_problem(r, 400, "%s: expected an integer >= 0, got %s", name, lit_jdoc_kind(j));
-        return false;
-    }
-    *has = true;
-    *v = j->u.i;
+    size_t len;
+    char *text = http__metrics_render(r->srv, &len);
+    http__reply_body(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
     return true;
 }
-
-const struct jdoc_val *http__opt_value(const struct jdoc_val *o, const char *name)
-{
-    const struct jdoc_val *j = jdoc_get(o, name);
-    return j == NULL || jdoc_is(j, JDOC_NULL) ? NULL : j;
-}
-
-/* A C string member: absent is ok (NULL), else a string without U+0000. */
-static bool opt_string(struct hreq *r, const struct jdoc_val *o, const char *name, const char **out,
-                       const char *where)
-{
-    const struct jdoc_val *j = jdoc_get(o, name);
-    *out = NULL;
-    if (j == NULL || jdoc_is(j, JDOC_NULL))
-        return true;
-    if (!jdoc_is(j, JDOC_STRING)) {
-        http__reply_problem(r, 400, "%s%s%s: expected a string, got %s", where ? where : "",
-                            where ? "." : "", name, lit_jdoc_kind(j));
-        return false;
-    }
-    if (memchr(j->u.s, '\0', j->n) != NULL) { /* jdoc refuses U+0000; kept as the contract */
-        http__reply_problem(r, 400, "%s%s%s: contains U+0000", where ? where : "", where ? "." : "",
-                            name);
-        return false;
-    }
-    *out = j->u.s;
-    return true;
-}
-
-/* Idempotency-Key: the key and a SHA-256 of method, path and body. */
-static const struct engine_idem *idem_of(struct hreq *r, struct engine_idem *idem)
-{
-    if (r->idem_key == NULL)
-        return NULL;
-    struct st_sha256 h;
-    st_sha256_init(&h);
-    const char *m = http__method_name(r->method);
-    st_sha256_update(&h, m, strlen(m));
-    st_sha256_update(&h, "\n", 1);
-    st_sha256_update(&h, r->path, strlen(r->path));
-    st_sha256_update(&h, "\n", 1);
-    st_sha256_update(&h, r->body.data, r->body.len);
-    st_sha256_final(&h, idem->hash);
-    idem->key = r->idem_key;
-    return idem;
-}
-
-/* ---- /readyz ------------------------------------------------------------------ */
 
 void http__job_readyz(struct hreq *r)
 {
@@ -235,7 +125,7 @@ void http__job_drop_table(struct hreq *r)
     struct engine_idem idem;
     bool replayed;
     struct st_err err = {0};
-    int rc = svc_drop_table(r->srv->app->engine, r->table, idem_of(r, &idem), &replayed, &err);
+    int rc = svc_drop_table(r->srv->app->engine, r->table, http__idem(r, &idem), &replayed, &err);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
         return;
@@ -257,8 +147,9 @@ static bool column_of(struct hreq *r, const struct jdoc_val *c, size_t i, struct
         http__reply_problem(r, 400, "%s: expected an object, got %s", where, lit_jdoc_kind(c));
         return false;
     }
-    if (!http__check_fields(r, c, colf, where) || !opt_string(r, c, "name", &out->name, where) ||
-        !opt_string(r, c, "type", &out->type, where))
+    if (!http__check_fields(r, c, colf, where) ||
+        !http__opt_string(r, c, "name", &out->name, where) ||
+        !http__opt_string(r, c, "type", &out->type, where))
         return false;
     const struct jdoc_val *req = http__opt_value(c, "required");
     if (req != NULL && !jdoc_is(req, JDOC_BOOL)) {
@@ -275,7 +166,7 @@ static bool create_req_of(struct hreq *r, struct jdoc *d, struct svc_create_req 
 {
     const struct jdoc_val *j = jdoc_root(d);
     static const char *const top[] = {"name", "columns", "primary_key", "version_column", NULL};
-    if (!http__check_fields(r, j, top, NULL) || !opt_string(r, j, "name", &q->name, NULL))
+    if (!http__check_fields(r, j, top, NULL) || !http__opt_string(r, j, "name", &q->name, NULL))
         return false;
     if (q->name == NULL) {
         http__reply_problem(r, 400, "name: required");
@@ -316,7 +207,7 @@ static bool create_req_of(struct hreq *r, struct jdoc *d, struct svc_create_req 
         q->pk = pk;
         q->npk = np;
     }
-    return opt_string(r, j, "version_column", &q->version_column, NULL);
+    return http__opt_string(r, j, "version_column", &q->version_column, NULL);
 }
 
 void http__job_create_table(struct hreq *r)
@@ -325,7 +216,7 @@ void http__job_create_table(struct hreq *r)
     if (d == NULL)
         return;
     struct engine_idem idem;
-    struct svc_create_req q = {.idem = idem_of(r, &idem)};
+    struct svc_create_req q = {.idem = http__idem(r, &idem)};
     if (create_req_of(r, d, &q)) {
         struct svc_table_res res = {0};
         struct st_err err = {0};
@@ -408,9 +299,7 @@ static bool change_of(struct hreq *r, struct jdoc *d, const struct jdoc_val *c, 
         while (change_fields[w] != NULL && strcmp(change_fields[w], m->key.u.s) != 0)
             w++;
         if (change_fields[w] == NULL) {
-            char where[32];
-            snprintf(where, sizeof where, "row %zu", i);
-            reply_unknown_field(r, where, m->key.u.s);
+            http__reply_problem(r, 400, "row %zu: unknown field \"%.100s\"", i, m->key.u.s);
             return false;
         }
         if (w < CF__USED)
@@ -436,7 +325,7 @@ void http__job_changes(struct hreq *r)
         return;
     const struct jdoc_val *j = jdoc_root(d);
     struct engine_idem idem;
-    struct svc_changes_req q = {.table = r->table, .idem = idem_of(r, &idem)};
+    struct svc_changes_req q = {.table = r->table, .idem = http__idem(r, &idem)};
     static const char *const top[] = {"changes", "producer", "offset", "expected_seq", NULL};
     if (!http__check_fields(r, j, top, NULL))
         goto out;
@@ -446,7 +335,7 @@ void http__job_changes(struct hreq *r)
                             jc ? "expected an array of changes" : "required (it may be empty)");
         goto out;
     }
-    if (!opt_string(r, j, "producer", &q.producer, NULL) ||
+    if (!http__opt_string(r, j, "producer", &q.producer, NULL) ||
         !http__opt_int(r, j, "offset", &q.offset.has, &q.offset.v) ||
         !http__opt_int(r, j, "expected_seq", &q.expected_seq.has, &q.expected_seq.v))
         goto out;
@@ -490,7 +379,7 @@ void http__job_delete(struct hreq *r)
     struct svc_delete_req q = {
         .table = r->table,
         .filter.doc = http__opt_value(j, "filter"),
-        .idem = idem_of(r, &idem),
+        .idem = http__idem(r, &idem),
     };
     static const char *const top[] = {"filter", "expected_seq", NULL};
     if (http__check_fields(r, j, top, NULL) &&
@@ -550,6 +439,7 @@ static void reply_receipt(struct hreq *r, int status, struct engine_erasure *er)
     http__reply_json(r, status, er->receipt);
     er->receipt = NULL; /* the reply owns it */
     http__reply_header(r, "Location", "/v1/tables/%s/erasures/%s", r->table, er->id);
+    r->audit_location = true; /* the audit line names the receipt */
 }
 
 void http__job_erase(struct hreq *r)
@@ -562,7 +452,7 @@ void http__job_erase(struct hreq *r)
     struct svc_erase_req q = {
         .table = r->table,
         .filter.doc = http__opt_value(j, "filter"),
-        .idem = idem_of(r, &idem),
+        .idem = http__idem(r, &idem),
     };
     static const char *const top[] = {"keys", "filter", NULL};
     if (!http__check_fields(r, j, top, NULL))
@@ -609,7 +499,7 @@ void http__job_erasure(struct hreq *r)
 {
     struct engine_erasure er;
     struct st_err err = {0};
-    int rc = svc_get_erasure(r->srv->app->engine, r->table, r->arg, &er, &err);
+    int rc = svc_get_erasure(r->srv->app->engine, r->table, http__capture(r, "id"), &er, &err);
     if (rc != ST_OK)
         http__reply_err(r, rc, &err);
     else
@@ -619,9 +509,13 @@ void http__job_erasure(struct hreq *r)
 
 void http__job_erasures(struct hreq *r)
 {
+    struct svc_count limit;
+    if (!http__query_count(r, "limit", &limit))
+        return;
     struct svc_erasures_res res;
     struct st_err err = {0};
-    int rc = svc_list_erasures(r->srv->app->engine, r->table, r->q_limit, r->arg, &res, &err);
+    int rc = svc_list_erasures(r->srv->app->engine, r->table, limit, http__query(r, "after"), &res,
+                               &err);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
     } else if (res.next[0] != '\0') {
@@ -672,7 +566,9 @@ out:
 
 void http__job_snapshots(struct hreq *r)
 {
-    struct svc_snapshots_req q = {.table = r->table, .limit = r->q_limit, .after = r->q_after};
+    struct svc_snapshots_req q = {.table = r->table};
+    if (!http__query_count(r, "limit", &q.limit) || !http__query_count(r, "after", &q.after))
+        return;
     struct svc_snapshots_res res;
     struct st_err err = {0};
     int rc = svc_list_snapshots(r->srv->app->engine, &q, &res, &err);
@@ -714,6 +610,16 @@ static char *cdc_res_json(const struct svc_cdc_res *res)
 
 void http__job_cdc(struct hreq *r)
 {
+    /* ?table=: every event goes to that table (the service checks it exists) */
+    const char *table = http__query(r, "table");
+    if (table != NULL && (strlen(table) > ST_NAME_MAX || !st_name_valid(table))) {
+        http__reply_problem(r, 400,
+                            "table: \"%.128s\" is not a valid table name "
+                            "([A-Za-z_][A-Za-z0-9_]{0,127})",
+                            table);
+        return;
+    }
+    snprintf(r->table, sizeof r->table, "%s", table != NULL ? table : "");
     const struct config *cfg = r->srv->app->cfg;
     struct svc_cdc_route *routes = cdc_routes_of(cfg);
     struct svc_cdc_req q = {

@@ -34,6 +34,7 @@
 #define CHUNK (256 * 1024)
 
 struct hscan {
+    struct hstate state; /* first: freed with the request (scan_state_free) */
     struct http_metrics *m;
     const atomic_bool *cancelled; /* the request's: the client is gone */
     struct svc_scan sv;           /* sv.scan is NULL once the producer is finished */
@@ -51,7 +52,7 @@ struct hscan {
     uint64_t rows, bytes;
 };
 
-void http__scan_free(struct hscan *hs)
+static void scan_free(struct hscan *hs)
 {
     if (hs == NULL)
         return;
@@ -95,10 +96,15 @@ static int fill(struct hscan *hs, struct buf *b, struct st_err *err)
     return ST_OK;
 }
 
+static void scan_state_free(struct hstate *s)
+{
+    scan_free((struct hscan *)(void *)s);
+}
+
 /* The producer: fill chunks until the scan ends, the ring is full, or the client is gone. */
 static void produce(struct hreq *r)
 {
-    struct hscan *hs = r->scan;
+    struct hscan *hs = (struct hscan *)r->scan;
     for (;;) {
         struct st_err err = {0};
         int rc = ST_OK;
@@ -135,11 +141,12 @@ static void produce(struct hreq *r)
     }
 }
 
-ssize_t http__scan_reader(void *cls, uint64_t pos, char *out, size_t max)
+/* MHD's content reader of the NDJSON stream (cls: the request). */
+static ssize_t scan_reader(void *cls, uint64_t pos, char *out, size_t max)
 {
     (void)pos;
     struct hreq *r = cls;
-    struct hscan *hs = r->scan;
+    struct hscan *hs = (struct hscan *)r->scan;
     bool resubmit = false;
     pthread_mutex_lock(&r->mu);
     if (hs->count == 0) {
@@ -208,6 +215,7 @@ void http__job_scan(struct hreq *r)
         return;
     const struct jdoc_val *j = jdoc_root(d);
     struct hscan *hs = xcalloc(1, sizeof *hs);
+    hs->state.free = scan_state_free;
     hs->cancelled = &r->cancelled;
     static const char *const top[] = {"snapshot", "columns", "filter", "limit", NULL};
     struct svc_scan_req q = {.table = r->table, .filter.doc = http__opt_value(j, "filter")};
@@ -243,11 +251,11 @@ void http__job_scan(struct hreq *r)
         hs->done = true;
     }
     hs->m = r->srv->m;
-    r->scan = hs;
+    r->scan = &hs->state;
     http__reply_reset(&r->reply);
     r->reply.status = 200;
     r->reply.ctype = "application/x-ndjson";
-    r->reply.stream = true;
+    r->reply.stream = scan_reader;
     http__reply_header(r, "Strike-Snapshot", "%" PRId64, snap);
     bool more = !hs->done;
     http__publish(r);
@@ -255,6 +263,6 @@ void http__job_scan(struct hreq *r)
         produce(r);
     return;
 fail:
-    http__scan_free(hs);
+    scan_free(hs);
     jdoc_free(d);
 }

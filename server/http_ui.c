@@ -1,5 +1,7 @@
-/* http_ui.c - the assets of GET /ui (http_ui.h). */
+/* http_ui.c - the assets of GET /ui (http_ui.h) and the route that serves them. */
 #include "http_ui.h"
+
+#include "http_int.h"
 
 #include <string.h>
 
@@ -29,4 +31,30 @@ bool http__ui_find(const char *rest, const unsigned char **data, size_t *len, co
         }
     }
     return false;
+}
+
+/* GET /ui: the page's static files, compiled in. */
+bool http__fast_ui(struct hreq *r)
+{
+    const char *url = r->path;
+    const unsigned char *data;
+    size_t len;
+    const char *ctype;
+    if (!http__ui_find(url + 3, &data, &len, &ctype)) {
+        http__reply_problem(r, 404, "no such resource: %.300s", url);
+        return true;
+    }
+    http__reply_reset(&r->reply);
+    r->reply.status = 200;
+    r->reply.ctype = ctype;
+    r->reply.ext = data;
+    r->reply.extlen = len;
+    r->reply.ext_free = NULL; /* static */
+    http__reply_header_str(r, "Cache-Control", "no-cache");
+    http__reply_header_str(r, "X-Content-Type-Options", "nosniff");
+    http__reply_header_str(r, "Content-Security-Policy",
+                           "default-src 'none'; script-src 'self'; style-src 'self'; "
+                           "connect-src 'self'; img-src 'self' data:; form-action 'none'; "
+                           "frame-ancestors 'none'; base-uri 'none'");
+    return true;
 }

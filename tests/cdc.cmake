@@ -1,5 +1,6 @@
 # CDC endpoint (server/cdc.c, server/service_cdc.c; docs/API.md "CDC endpoint").
-#   test_cdc       the envelope decoder on every fixture of tests/data/debezium,
+#   test_cdc       the envelope decoder on every fixture of tests/data/debezium
+#                  (written for strike, read through STRIKE_SOURCE_DIR),
 #                  logical types, positions, refusals (no engine)
 #   cdc_http       the real striked: every fixture shape, malformed bodies (4xx,
 #                  no change), routing, exactly-once, the replay of 10,000 events

@@ -13,7 +13,7 @@
  *   - the fast path for arrays of wrapped events (cdc_decode) answers exactly
  *     what the whole-body parse answers (cdc_decode_whole): status, message,
  *     every event, field by field.
- * Seeds: tests/data/debezium.
+ * Seeds: tests/data/debezium (strike's own fixtures).
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@ strike_fuzz_target(fuzz_grpc_requests fuzz_grpc_requests.c LIBS strike_server st
 #   fuzz_cdc            Debezium bodies (JSON, arrays, NDJSON, CloudEvents) -> events
 #                       (server/cdc.h), and every field through cdc_value
 strike_fuzz_target(fuzz_cdc fuzz_cdc.c LIBS strike_server
-                   CORPUS ${STRIKE_TESTDATA_DIR}/debezium)
+                   CORPUS ${STRIKE_OWN_DATA_DIR}/debezium)
 #   fuzz_auth           the tokens file and Authorization values (server/auth.c)
 strike_fuzz_target(fuzz_auth fuzz_auth.c LIBS strike_server
                    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/corpus/auth

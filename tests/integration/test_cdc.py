@@ -17,7 +17,7 @@ import unittest
 import harness as h
 import http_util as u
 
-FIXTURES = os.path.join(os.environ.get("STRIKE_TESTDATA_DIR", ""), "debezium")
+FIXTURES = os.path.join(os.environ.get("STRIKE_SOURCE_DIR", ""), "tests", "data", "debezium")
 
 CUSTOMERS = {
     "columns": [

@@ -1,10 +1,12 @@
-"""test_dv_cli.py - `strike dv decode|encode` against every fixture in
-tests/data, checked against what tests/data/MANIFEST.md says each
+"""test_dv_cli.py - `strike dv decode|encode` against every upstream DV
+fixture in STRIKE_TESTDATA_DIR, checked against what its MANIFEST.md says each
 file holds; invalid files must exit 1 with one line naming the problem and
 its byte offset; usage errors exit 2.
 
 Environment (set by ctest): STRIKE_BIN_DIR (the built `strike`),
-STRIKE_TESTDATA_DIR (tests/data). Missing either is a failure, not a skip.
+STRIKE_TESTDATA_DIR (../shared/testdata by default; ctest does not run this
+test, label `fixtures`, when that folder is absent). Missing either is a
+failure, not a skip.
 """
 import os
 import re

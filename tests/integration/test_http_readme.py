@@ -1,10 +1,11 @@
 """The README walkthrough, executed: every command between the markers
-`<!-- walkthrough:begin -->` and `<!-- walkthrough:end -->` runs, in order,
-against a fresh striked (localhost:8080 becomes its port, build/bin/ the
-built binaries), must exit 0, and must print the output block that follows
+`<!-- walkthrough:begin -->` and `<!-- walkthrough:end -->` of README.md runs,
+in order, against a fresh striked (localhost:8080 becomes its port, build/bin/
+the built binaries), must exit 0, and must print the output block that follows
 it, where `...` stands for any text. The same for the `strike` client's
 version of it, between `<!-- walkthrough-strike:begin -->` and
-`<!-- walkthrough-strike:end -->` (STRIKE_SERVER points at the server).
+`<!-- walkthrough-strike:end -->` of docs/CLI.md (STRIKE_SERVER points at the
+server).
 
 Blocks: a ```sh block holds one command (it may span lines); the ```text
 block right after it, if any, is its expected output.
@@ -69,7 +70,7 @@ class Readme(unittest.TestCase):
             subprocess.run(["rm", "-rf", work])
 
     def test_walkthrough_strike(self):
-        readme = os.path.join(h.SOURCE_DIR, "README.md")
+        readme = os.path.join(h.SOURCE_DIR, "docs", "CLI.md")
         steps = walkthrough(readme, CLI_BEGIN, CLI_END)
         cmds = [c for c, _ in steps if c.startswith("build/bin/strike ")]
         for needle in ("tables create", "load ", "changes ", "scan ", "--where", "plan ", "dv get",

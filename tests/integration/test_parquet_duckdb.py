@@ -7,12 +7,16 @@
   DuckDB also sees our statistics and key/value metadata.
 - strike reads files DuckDB writes (the peers' table from tests/peers/lib/gen.mjs
   and one with every type and nulls, as Parquet v1 and v2, ZSTD, SNAPPY and
-  uncompressed) and the Spark/Databricks files in tests/data and the
-  arrow-rs fixtures: `strike parquet cat` prints what DuckDB reads, row for row.
+  uncompressed) and the arrow-rs fixtures (class ParquetInterop), and the
+  Spark/Databricks files of the Delta tables in STRIKE_TESTDATA_DIR (class
+  SparkFiles): `strike parquet cat` prints what DuckDB reads, row for row.
 - Types strike does not read are listed by `meta` and refused by `cat` by name.
 
 Needs STRIKE_BIN_DIR, STRIKE_BUILD_DIR (DuckDB in BUILD_DIR/peers: scripts/test-peers.sh)
-and STRIKE_TESTDATA_DIR (tests/data), all set by ctest; without them the test fails.
+and, for SparkFiles, STRIKE_TESTDATA_DIR (../shared/testdata by default), all set by
+ctest; without them the test fails. ctest runs the classes as two tests:
+test_parquet_duckdb (ParquetInterop) and test_parquet_duckdb_spark (SparkFiles, label
+`fixtures`: not run when STRIKE_TESTDATA_DIR is absent).
 """
 import glob
 import json
@@ -34,16 +38,13 @@ STRIKE = os.path.join(BIN_DIR, "strike")
 
 
 def require_env():
-    for name, val in (("STRIKE_BIN_DIR", BIN_DIR), ("STRIKE_BUILD_DIR", BUILD_DIR),
-                      ("STRIKE_TESTDATA_DIR", TESTDATA_DIR)):
+    for name, val in (("STRIKE_BIN_DIR", BIN_DIR), ("STRIKE_BUILD_DIR", BUILD_DIR)):
         if not val:
             raise RuntimeError(f"{name} is not set: run this test through ctest")
     if not os.path.exists(STRIKE):
         raise RuntimeError(f"no strike binary at {STRIKE}")
     if not os.path.isdir(os.path.join(BUILD_DIR, "peers", "node_modules", "@duckdb", "node-api")):
         raise RuntimeError(f"DuckDB is not installed: run scripts/test-peers.sh {BUILD_DIR}")
-    if not os.path.isfile(os.path.join(TESTDATA_DIR, "MANIFEST.md")):
-        raise RuntimeError(f"{TESTDATA_DIR}/MANIFEST.md is missing: the fixtures are not there")
 
 
 def node(*args, timeout=600):
@@ -117,7 +118,9 @@ def strike_cat(path, columns=None):
     return [json.loads(line, parse_int=parse_int) for line in out.splitlines()]
 
 
-class ParquetInterop(unittest.TestCase):
+class DuckDBCompare(unittest.TestCase):
+    """What both test classes share: a scratch folder, and a file read by both."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="strike-pq-")
@@ -148,6 +151,8 @@ class ParquetInterop(unittest.TestCase):
                     self.fail(f"{path} position {pos} column {name}: DuckDB {d[k + 1]!r}, strike {s[name]!r}")
         return names, drows
 
+
+class ParquetInterop(DuckDBCompare):
     # -- files we write, DuckDB reads --
 
     SCHEMA = [
@@ -331,17 +336,14 @@ class ParquetInterop(unittest.TestCase):
                     "RLE_DICTIONARY"):
             self.assertIn(enc, scan.splitlines()[-1])
 
-    def test_we_read_spark_and_arrow_files(self):
-        files = sorted(glob.glob(os.path.join(TESTDATA_DIR, "**", "*.parquet"), recursive=True))
-        self.assertEqual(len(files), 25, "tests/data should hold 25 Parquet files")
-        files += sorted(glob.glob(os.path.join(HERE, "parquet_fixtures", "*.parquet")))
+    def test_we_read_arrow_files(self):
+        files = sorted(glob.glob(os.path.join(HERE, "parquet_fixtures", "*.parquet")))
         rows = 0
         for f in files:
             with self.subTest(file=os.path.basename(f)):
                 _, drows = self.assert_same_as_duckdb(f)
                 rows += len(drows)
-        # MANIFEST: 10 + 5 + 5 rows in delta-kernel-rs, 2004 in table-with-dv-large; 4 x 3000 fixtures
-        self.assertEqual(rows, 10 + 10 + 2004 + 4 * 3000)
+        self.assertEqual(rows, 4 * 3000)  # 4 fixtures of 3000 rows (gen.mjs)
 
     def test_unsupported_types_are_named(self):
         path = self.path("unsupported.parquet")
@@ -391,6 +393,32 @@ class ParquetInterop(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("'nope'", r.stderr)
         self.assertIn("--columns", strike("--help").stdout)
+
+
+class SparkFiles(DuckDBCompare):
+    """The Parquet files of the upstream Delta tables (Spark / Databricks Runtime)."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not TESTDATA_DIR:
+            raise RuntimeError("STRIKE_TESTDATA_DIR is not set: run this test through ctest")
+        if not os.path.isfile(os.path.join(TESTDATA_DIR, "MANIFEST.md")):
+            raise RuntimeError(f"{TESTDATA_DIR}/MANIFEST.md is missing: the fixtures are not there")
+        super().setUpClass()
+
+    def test_we_read_spark_files(self):
+        files = []
+        for table in ("delta", "delta-kernel-rs"):
+            files += sorted(glob.glob(os.path.join(TESTDATA_DIR, table, "**", "*.parquet"),
+                                      recursive=True))
+        self.assertEqual(len(files), 25, "delta/ and delta-kernel-rs/ should hold 25 Parquet files")
+        rows = 0
+        for f in files:
+            with self.subTest(file=os.path.basename(f)):
+                _, drows = self.assert_same_as_duckdb(f)
+                rows += len(drows)
+        # MANIFEST: 10 + 5 + 5 rows in delta-kernel-rs, 2004 in table-with-dv-large
+        self.assertEqual(rows, 10 + 10 + 2004)
 
 
 if __name__ == "__main__":

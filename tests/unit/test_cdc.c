@@ -1,5 +1,6 @@
 /* test_cdc.c - the Debezium envelope decoder (server/cdc.h): every fixture of
-   tests/data/debezium, the logical types, the positions, and the refusals. */
+   tests/data/debezium (strike's own, found through STRIKE_SOURCE_DIR), the
+   logical types, the positions, and the refusals. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,10 +15,10 @@
 
 static char *load(const char *name, size_t *len)
 {
-    const char *dir = getenv("STRIKE_TESTDATA_DIR");
+    const char *dir = getenv("STRIKE_SOURCE_DIR");
     assert_non_null(dir);
     char path[1024];
-    snprintf(path, sizeof path, "%s/debezium/%s", dir, name);
+    snprintf(path, sizeof path, "%s/tests/data/debezium/%s", dir, name);
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         fail_msg("missing fixture %s", path);

@@ -1,8 +1,9 @@
 /*
- * test_dv_fixtures.c - every file in tests/data decodes to exactly
- * the set its MANIFEST.md states, every invalid one is refused (with the
- * problem and its byte offset), and where the MANIFEST says Java asserts
- * byte equality our encoder writes the same bytes.
+ * test_dv_fixtures.c - every upstream DV fixture (STRIKE_TESTDATA_DIR,
+ * ../shared/testdata by default: read where it is, never copied here)
+ * decodes to exactly the set its MANIFEST.md states, every invalid one is
+ * refused (with the problem and its byte offset), and where the MANIFEST
+ * says Java asserts byte equality our encoder writes the same bytes.
  */
 #include <jansson.h>
 #include <fcntl.h>

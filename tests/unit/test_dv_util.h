@@ -1,7 +1,8 @@
 /*
  * test_dv_util.h - helpers for the deletion-vector tests: the upstream
- * fixtures (tests/data via STRIKE_TESTDATA_DIR, which ctest sets: the tests
- * fail, never skip, without it or its files), a sorted-array model of a set,
+ * fixtures (STRIKE_TESTDATA_DIR, which ctest sets, by default
+ * ../shared/testdata beside the checkout: the tests fail, never skip, without
+ * it or its files), a sorted-array model of a set,
  * random set shapes, and an independent reference encoder for the
  * canonical portable format (written from RoaringFormatSpec and Java's
  * runOptimize rule, sharing no code with storage/dv).
@@ -33,7 +34,7 @@ static inline const char *tdv_data_dir(void)
     const char *d = getenv("STRIKE_TESTDATA_DIR");
     if (d == NULL || *d == '\0')
         fail_msg("STRIKE_TESTDATA_DIR is not set: run the tests through ctest (it points at "
-                 "tests/data, which holds the DV fixtures)");
+                 "the upstream DV fixtures, ../shared/testdata by default)");
     char path[4096];
     snprintf(path, sizeof path, "%s/MANIFEST.md", d);
     struct stat st;
@@ -42,13 +43,13 @@ static inline const char *tdv_data_dir(void)
     return d;
 }
 
-/* Path of tests/data/<rel>; caller frees. */
+/* Path of STRIKE_TESTDATA_DIR/<rel>; caller frees. */
 static inline char *tdv_path(const char *rel)
 {
     return xasprintf("%s/%s", tdv_data_dir(), rel);
 }
 
-/* Read tests/data/<rel> into b (reset first); fails the test if unreadable. */
+/* Read STRIKE_TESTDATA_DIR/<rel> into b (reset first); fails the test if unreadable. */
 static inline void tdv_read(const char *rel, struct buf *b)
 {
     char *p = tdv_path(rel);

@@ -2,16 +2,19 @@
  * test_parquet_interop.c - files written by other Parquet implementations:
  *
  *  - Spark / Databricks Runtime (parquet-mr 1.12.3-databricks) files of the
- *    Delta tables in tests/data (tests/data/MANIFEST.md section 5): SNAPPY, PLAIN
- *    and PLAIN_DICTIONARY pages, INT96 timestamps. Rows and positions are
+ *    Delta tables in STRIKE_TESTDATA_DIR (its MANIFEST.md, section 5): SNAPPY,
+ *    PLAIN and PLAIN_DICTIONARY pages, INT96 timestamps. Rows and positions are
  *    checked against the MANIFEST and the Delta logs (numRecords, min/max).
  *  - arrow-rs (parquet-rs 56.2) files in tests/integration/parquet_fixtures
  *    (gen.mjs): data page v2, RLE_DICTIONARY, DELTA_BINARY_PACKED,
  *    DELTA_BYTE_ARRAY, DELTA_LENGTH_BYTE_ARRAY, BYTE_STREAM_SPLIT, RLE
  *    booleans, SNAPPY/ZSTD/GZIP/none.
  *
- * STRIKE_TESTDATA_DIR (tests/data) and STRIKE_SOURCE_DIR come from ctest;
- * without them, or without the files, the test fails (it never skips).
+ * STRIKE_TESTDATA_DIR (../shared/testdata by default) and STRIKE_SOURCE_DIR
+ * come from ctest; without them, or without the files, the test fails (it
+ * never skips). ctest runs the test_arrow_* tests as test_parquet_interop and
+ * the test_delta_* ones as test_parquet_interop_delta (label `fixtures`, not
+ * run when STRIKE_TESTDATA_DIR is absent), through STRIKE_TEST_FILTER.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -392,6 +395,9 @@ static void test_arrow_fixtures(void **state)
 
 int main(void)
 {
+    const char *filter = getenv("STRIKE_TEST_FILTER");
+    if (filter != NULL && filter[0] != '\0')
+        cmocka_set_test_filter(filter);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_delta_dv_small),
         cmocka_unit_test(test_delta_short_dv),

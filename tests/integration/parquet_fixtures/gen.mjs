@@ -1,6 +1,6 @@
 // gen.mjs - writes the arrow-rs fixtures in this directory (Parquet data page
 // v2, DELTA_BYTE_ARRAY, RLE booleans, GZIP: what neither DuckDB 1.5 nor the
-// Spark files in tests/data produce). arrow-rs is the Rust Parquet
+// Spark files of the upstream Delta tables produce). arrow-rs is the Rust Parquet
 // implementation, run here through the npm package parquet-wasm.
 //
 // Regenerate (needs the npm registry; the files are committed, tests only read them):
