@@ -33,7 +33,10 @@
  *   FINAL     --t_send-->   the driver's reference is dropped
  *   any       --t_close-->  `cancelled` recorded; its reference dropped
  *
- * move() asserts these transitions.
+ * move() asserts these transitions, and on entering a state what the state
+ * promises (check_state(), debug builds): a stream that produces has no
+ * message in flight, one that sends has exactly one, a final call has its
+ * trailing metadata and has given back its admission charge.
  *
  * References: the driver (whoever may start the next send batch: the CQ
  * thread, then a worker, then the CQ thread again...) and the t_close tag.
@@ -49,6 +52,7 @@
 #include "tls.h"
 #include "workers.h"
 
+#include "common/debug.h"
 #include "common/log.h"
 #include "common/types.h"
 #include "common/timeutil.h"
@@ -94,7 +98,7 @@ struct tag {
     atomic_bool handed;
 };
 
-enum rpc_state { RPC_POSTED, RPC_ACTIVE, RPC_SENDING, RPC_PRODUCING, RPC_FINAL };
+enum rpc_state { RPC_POSTED, RPC_ACTIVE, RPC_SENDING, RPC_PRODUCING, RPC_FINAL, RPC_NSTATES };
 
 enum { TARGET_HEALTH = -1, TARGET_UNKNOWN = -2 };
 
@@ -229,29 +233,67 @@ static const char *status_name(grpc_status_code c)
 
 /* ---- the life of a call ------------------------------------------------------------ */
 
+static const char *path_of(const struct rpc *r)
+{
+    if (r->target >= 0)
+        return r->g->targets[r->target].path;
+    return r->target == TARGET_HEALTH ? HEALTH_PATH : "(unknown method)";
+}
+
+#ifndef NDEBUG
+static const char *const STATE_NAMES[RPC_NSTATES] = {
+    [RPC_POSTED] = "POSTED",       [RPC_ACTIVE] = "ACTIVE", [RPC_SENDING] = "SENDING",
+    [RPC_PRODUCING] = "PRODUCING", [RPC_FINAL] = "FINAL",
+};
+
+/* What a call in its state promises (see the top of the file), checked on entering it. */
+static void check_state(const struct rpc *r)
+{
+    assert(r->state < RPC_NSTATES && atomic_load(&r->refs) > 0);
+    bool stream = r->m != NULL && r->m->kind == RPC_SERVER_STREAM;
+    switch (r->state) {
+    case RPC_POSTED:
+        break;
+    case RPC_ACTIVE:
+        assert(r->call != NULL && (r->target < 0 || r->m != NULL));
+        break;
+    case RPC_PRODUCING: /* a worker builds the next message: none is in flight */
+        assert(stream && r->produce != NULL && r->send_bb == NULL);
+        break;
+    case RPC_SENDING: /* exactly one message in flight, after the initial metadata */
+        assert(stream && r->send_bb != NULL && r->sent_initial);
+        break;
+    case RPC_FINAL: /* the last batch: the request id goes back, the charge went back */
+        assert(r->has_trail && r->admitted == 0 && r->sent_initial);
+        break;
+    case RPC_NSTATES:
+        assert(!"not a state");
+    }
+}
+#endif
+
 /*
  * The allowed transitions (see the top of the file). Only the driver moves
  * a call, so the state needs no lock.
  */
 static void move(struct rpc *r, enum rpc_state to)
 {
-    static const unsigned allowed[] = {
+    static const unsigned allowed[RPC_NSTATES] = {
         [RPC_POSTED] = 1u << RPC_ACTIVE,
         [RPC_ACTIVE] = 1u << RPC_PRODUCING | 1u << RPC_FINAL,
         [RPC_PRODUCING] = 1u << RPC_SENDING | 1u << RPC_FINAL,
         [RPC_SENDING] = 1u << RPC_PRODUCING | 1u << RPC_FINAL,
         [RPC_FINAL] = 0,
     };
-    assert(allowed[r->state] & (1u << to));
+#ifndef NDEBUG
+    if (!(allowed[r->state] & (1u << to))) /* say which, before the assert stops the process */
+        log_error("grpc %s: %s -> %s is not a transition of a call", path_of(r),
+                  STATE_NAMES[r->state], STATE_NAMES[to]);
+#endif
+    assert(to < RPC_NSTATES && (allowed[r->state] & (1u << to)));
     (void)allowed; /* NDEBUG */
     r->state = to;
-}
-
-static const char *path_of(const struct rpc *r)
-{
-    if (r->target >= 0)
-        return r->g->targets[r->target].path;
-    return r->target == TARGET_HEALTH ? HEALTH_PATH : "(unknown method)";
+    ST_DEBUG_CHECK(check_state(r));
 }
 
 static struct tag *hand_off(struct tag *t)
@@ -263,6 +305,8 @@ static struct tag *hand_off(struct tag *t)
 static void rpc_free(struct rpc *r)
 {
     struct grpcs *g = r->g;
+    /* the last reference; a stream's producer never outlives the call */
+    assert(atomic_load(&r->refs) == 0 && r->state != RPC_PRODUCING);
     if (r->st_free != NULL && r->st != NULL)
         r->st_free(r->st);
     if (r->payload != NULL)
@@ -294,7 +338,9 @@ static void rpc_free(struct rpc *r)
 
 static void rpc_unref(struct rpc *r)
 {
-    if (atomic_fetch_sub(&r->refs, 1) == 1)
+    int was = atomic_fetch_sub(&r->refs, 1);
+    assert(was > 0); /* each tag and the driver drop what they hold once */
+    if (was == 1)
         rpc_free(r);
 }
 
@@ -369,6 +415,7 @@ static void start_send(struct rpc *r, grpc_op *ops, size_t n)
 
 static size_t add_initial_md(struct rpc *r, grpc_op *op)
 {
+    assert(r->n_init_md <= INIT_MD_MAX);
     if (r->sent_initial)
         return 0;
     r->sent_initial = true;
@@ -393,6 +440,7 @@ static void finish(struct rpc *r, grpc_status_code code, const char *detail, grp
         ops[n].data.send_message.send_message = bb;
         n++;
     }
+    assert(r->send_bb == NULL && !r->has_trail); /* no send in flight; one final batch */
     r->send_bb = bb;
     r->trail_md[0].key = grpc_slice_from_static_string("x-request-id");
     r->trail_md[0].value = grpc_slice_from_copied_string(r->rid);
@@ -407,6 +455,7 @@ static void finish(struct rpc *r, grpc_status_code code, const char *detail, grp
         ops[n].data.send_status_from_server.status_details = &r->status_details;
     }
     n++;
+    assert(n <= 3);
     if (r->close_in_final) {
         ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
         ops[n].data.recv_close_on_server.cancelled = &r->close_cancelled;
@@ -540,6 +589,7 @@ static void produce_job(void *arg)
  */
 static bool start_close(struct rpc *r)
 {
+    assert(r->state == RPC_ACTIVE && !r->close_in_final); /* RECV_CLOSE is started once */
     atomic_fetch_add(&r->refs, 1);
     grpc_op op;
     memset(&op, 0, sizeof op);
@@ -677,6 +727,8 @@ static void on_close(struct tag *t, bool ok)
 static void on_send(struct tag *t, bool ok)
 {
     struct rpc *r = container_of(t, struct rpc, t_send);
+    /* a send batch is started only by finish() (FINAL) and rpc_stream_send() (SENDING) */
+    assert(r->state == RPC_SENDING || r->state == RPC_FINAL);
     if (r->send_bb != NULL) {
         grpc_byte_buffer_destroy(r->send_bb);
         r->send_bb = NULL;
@@ -860,7 +912,7 @@ void rpc_stream_send(struct rpc *r, uint8_t *msg, size_t len, bool last)
         finish(r, GRPC_STATUS_OK, NULL, bb);
         return;
     }
-    assert(bb != NULL);
+    assert(bb != NULL && r->send_bb == NULL); /* one message; the last one has left */
     grpc_op ops[2];
     memset(ops, 0, sizeof ops);
     size_t n = add_initial_md(r, &ops[0]);

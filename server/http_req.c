@@ -438,7 +438,7 @@ const struct jdoc_val *http__opt_value(const struct jdoc_val *o, const char *nam
 }
 
 bool http__opt_string(struct hreq *r, const struct jdoc_val *o, const char *name, const char **out,
-                       const char *where)
+                      const char *where)
 {
     const struct jdoc_val *j = jdoc_get(o, name);
     *out = NULL;

@@ -75,10 +75,10 @@ static const struct http_route routes[] = {
 /* Filled once by http__routes_check (http_start), read-only after. */
 static struct {
     int npatterns;
-    const char *names[MAX_PATTERNS];   /* [0] "other" */
-    char allow[MAX_PATTERNS][48];      /* "GET, HEAD, POST" */
-    int pattern_of[NROUTES];           /* the pattern index of each row */
-    char op[NROUTES][2][96];           /* "POST /v1/tables/{t}/changes"; [1]: HEAD on a GET row */
+    const char *names[MAX_PATTERNS]; /* [0] "other" */
+    char allow[MAX_PATTERNS][48];    /* "GET, HEAD, POST" */
+    int pattern_of[NROUTES];         /* the pattern index of each row */
+    char op[NROUTES][2][96];         /* "POST /v1/tables/{t}/changes"; [1]: HEAD on a GET row */
 } tab;
 
 const char *http__method_name(enum http_method m)
@@ -139,7 +139,8 @@ static bool pattern_ok(const char *p)
         if (*s != '{')
             continue;
         const char *close = strchr(s, '}');
-        if (close == NULL || close == s + 1 || s[-1] != '/' || memchr(s + 1, '{', (size_t)(close - s - 1)))
+        if (close == NULL || close == s + 1 || s[-1] != '/' ||
+            memchr(s + 1, '{', (size_t)(close - s - 1)))
             return false;
         bool rest = close == s + 2 && s[1] == '*';
         if (rest ? close[1] != '\0' : (close[1] != '\0' && close[1] != '/'))
@@ -158,8 +159,7 @@ int http__routes_check(struct st_err *err)
         const struct http_route *rt = &routes[i];
         const char *mname = http__method_name(rt->method);
         if (!pattern_ok(rt->pattern))
-            return st_errf(err, ST_EINTERNAL, "http: route %s %s: bad pattern", mname,
-                           rt->pattern);
+            return st_errf(err, ST_EINTERNAL, "http: route %s %s: bad pattern", mname, rt->pattern);
         if (rt->scope == AUTH_UNDECLARED)
             return st_errf(err, ST_EINTERNAL, "http: route %s %s declares no scope", mname,
                            rt->pattern);
@@ -168,8 +168,9 @@ int http__routes_check(struct st_err *err)
                            rt->pattern);
         bool has_t = strstr(rt->pattern, "{t}") != NULL;
         if (has_t != (rt->table_from == AUTH_TABLE_PATH))
-            return st_errf(err, ST_EINTERNAL, "http: route %s %s: {t} and its table source disagree",
-                           mname, rt->pattern);
+            return st_errf(err, ST_EINTERNAL,
+                           "http: route %s %s: {t} and its table source disagree", mname,
+                           rt->pattern);
         size_t nq = 0;
         for (const char *const *q = rt->query; q != NULL && q != HTTP_ANY_QUERY && *q; q++)
             nq++;
@@ -178,8 +179,8 @@ int http__routes_check(struct st_err *err)
             ncap += strncmp(c, "{t}", 3) != 0 && strncmp(c, "{*}", 3) != 0 &&
                     !(strncmp(c, "{id}", 4) == 0 && (rt->flags & HTTP_FILE_ID));
         if (ncap > HTTP_MAX_ARGS - HTTP_MAX_QUERY)
-            return st_errf(err, ST_EINTERNAL, "http: route %s %s has more than %d captures",
-                           mname, rt->pattern, HTTP_MAX_ARGS - HTTP_MAX_QUERY);
+            return st_errf(err, ST_EINTERNAL, "http: route %s %s has more than %d captures", mname,
+                           rt->pattern, HTTP_MAX_ARGS - HTTP_MAX_QUERY);
         if (nq > HTTP_MAX_QUERY)
             return st_errf(err, ST_EINTERNAL, "http: route %s %s declares more than %d query names",
                            mname, rt->pattern, HTTP_MAX_QUERY);

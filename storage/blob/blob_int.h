@@ -48,7 +48,9 @@ int blob__s3_presign(const char *access_key, const char *secret, const char *tok
                      int64_t expires_s, char **out);
 
 /* Is the key one the engine may name: relative, no "." or ".." component, no
-   empty component? */
+   empty component? blob.c refuses any other key (ST_EINVAL: keys come from
+   the catalog) before a store sees it; the stores assert it where they join
+   a key to their root, which only a bug in blob.c could then break. */
 bool blob__key_ok(const char *key);
 
 #endif

@@ -14,6 +14,7 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,9 +35,18 @@ struct local_file {
     char *key;
 };
 
+/* The path of an object (blob.c checked the key) or of a listed prefix (local_list checked it). */
 static char *abs_of(const struct blob_store *s, const char *key)
 {
+    assert(key[0] != '/' && s->local_root[0] == '/'); /* relative, under an absolute root */
     return st_path_join(s->local_root, key);
+}
+
+/* An object's path: what blob.c's CHECK_KEY let through. */
+static char *obj_path(const struct blob_store *s, const char *key)
+{
+    assert(blob__key_ok(key));
+    return abs_of(s, key);
 }
 
 static int io_code(int e)
@@ -56,7 +66,7 @@ static int local_put_begin(struct blob_store *s, const char *key, struct blob_pu
 {
     struct local_put *p = xcalloc(1, sizeof *p);
     p->s = s;
-    char *abs = abs_of(s, key);
+    char *abs = obj_path(s, key);
     int rc = st_afile_open(&p->f, abs, err);
     free(abs);
     if (rc != ST_OK) {
@@ -103,6 +113,7 @@ static int local_put_commit(struct blob_put *bp, struct st_err *err)
         free(f->tmp_path); /* gone: st_afile_abort below only frees */
         f->tmp_path = NULL;
         const char *slash = strrchr(f->final_path, '/');
+        assert(slash != NULL); /* an absolute path under the root */
         char *dir = xstrndup(f->final_path, (size_t)(slash - f->final_path));
         rc = st_fsync_dir(dir, err);
         free(dir);
@@ -115,7 +126,7 @@ static int local_put_commit(struct blob_put *bp, struct st_err *err)
 static int local_head(struct blob_store *s, const char *key, struct blob_info *out,
                       struct st_err *err)
 {
-    char *abs = abs_of(s, key);
+    char *abs = obj_path(s, key);
     struct stat st;
     int rc = ST_OK;
     if (stat(abs, &st) != 0)
@@ -134,7 +145,7 @@ static int local_head(struct blob_store *s, const char *key, struct blob_info *o
 static int local_file_open(struct blob_store *s, const char *key, struct blob_file **out,
                            struct st_err *err)
 {
-    char *abs = abs_of(s, key);
+    char *abs = obj_path(s, key);
     int fd = open(abs, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int rc = st_errf(err, errno == ENOENT ? ST_ENOTFOUND : ST_EIO, "cannot open %s: %s", abs,
@@ -197,11 +208,12 @@ static int local_del(struct blob_store *s, const char *const *keys, size_t n, bo
     hmap_init(&dirs);
     int rc = ST_OK;
     for (size_t i = 0; i < n; i++) {
-        char *abs = abs_of(s, keys[i]);
+        char *abs = obj_path(s, keys[i]);
         if (unlink(abs) == 0) {
             if (gone != NULL)
                 gone[i] = true;
             const char *slash = strrchr(abs, '/');
+            assert(slash != NULL);
             hmap_put(&dirs, abs, (size_t)(slash - abs), NULL);
         } else if (errno != ENOENT && rc == ST_OK) {
             rc = st_errf(err, ST_EIO, "cannot delete %s: %s", abs, strerror(errno));
@@ -288,7 +300,7 @@ static int local_list(struct blob_store *s, const char *prefix, blob_list_fn fn,
 
 static int local_touch(struct blob_store *s, const char *key, struct st_err *err)
 {
-    char *abs = abs_of(s, key);
+    char *abs = obj_path(s, key);
     int rc = utimensat(AT_FDCWD, abs, NULL, 0) == 0
                  ? ST_OK
                  : st_errf(err, ST_EIO, "touching %s: %s", key, strerror(errno));

@@ -27,6 +27,7 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 
+#include <assert.h>
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -211,6 +212,7 @@ static void url_encode(struct buf *b, const char *s, bool keep_slash)
 
 static char *object_url(const struct s3_store *s, const char *key, const char *query)
 {
+    assert(key == NULL || blob__key_ok(key)); /* blob.c refused any other key */
     struct buf u = BUF_INIT;
     buf_append_str(&u, s->host_base);
     if (key != NULL) {
@@ -642,6 +644,7 @@ static bool tail_get(struct s3_store *s, const char *key, uint8_t **bytes, uint6
 static void tail_put(struct s3_store *s, const char *key, const uint8_t *bytes, size_t len,
                      uint64_t size, uint64_t off)
 {
+    assert(off <= size && size - off == len); /* a tail: the object's bytes [off, size) */
     struct tail_ent *t = xcalloc(1, sizeof *t);
     t->key = xstrdup(key);
     t->bytes = xmalloc(len ? len : 1);
@@ -672,7 +675,9 @@ static void tail_put(struct s3_store *s, const char *key, const uint8_t *bytes, 
         if (s->fifo_head == NULL)
             s->fifo_tail = NULL;
         if (!o->dead) {
-            hmap_del(&s->tails, o->key, strlen(o->key));
+            void *gone = hmap_del(&s->tails, o->key, strlen(o->key));
+            assert(gone == o && s->tails_live > 0 && s->tails_bytes >= o->len + strlen(o->key));
+            (void)gone;
             s->tails_bytes -= o->len + strlen(o->key);
             s->tails_live--;
         }
@@ -688,6 +693,9 @@ static void tail_put(struct s3_store *s, const char *key, const uint8_t *bytes, 
                 *hmap_put(&s->tails, e->key, strlen(e->key), NULL) = e;
         s->tails_puts = s->tails_live;
     }
+    /* the bound holds, what it counts is what the map holds */
+    assert(s->tails_bytes <= BLOB_S3_TAIL_CACHE || s->fifo_head == NULL);
+    assert(s->tails_live == s->tails.count && s->tails_live <= s->tails_puts);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -713,6 +721,7 @@ static void tail_drop(struct s3_store *s, const char *key)
     pthread_mutex_lock(&s->mu);
     struct tail_ent *t = hmap_del(&s->tails, key, strlen(key));
     if (t != NULL) {
+        assert(!t->dead && s->tails_live > 0 && s->tails_bytes >= t->len + strlen(t->key));
         t->dead = true;
         s->tails_bytes -= t->len + strlen(t->key);
         s->tails_live--;
@@ -779,6 +788,7 @@ static int s3_file_open(struct blob_store *bs, const char *key, struct blob_file
 static int s3_file_read(struct blob_file *bf, void *dst, size_t n, uint64_t off, struct st_err *err)
 {
     struct s3_file *f = (struct s3_file *)bf;
+    assert(off <= bf->size && n <= bf->size - off && f->tail_off <= bf->size);
     if (off >= f->tail_off) {
         memcpy(dst, f->tail + (off - f->tail_off), n); /* blob.c checked off + n <= size */
         return ST_OK;
@@ -988,6 +998,7 @@ static int s3_list(struct blob_store *bs, const char *prefix, blob_list_fn fn, v
 static int s3_touch(struct blob_store *bs, const char *key, struct st_err *err)
 {
     struct s3_store *s = (struct s3_store *)bs;
+    assert(blob__key_ok(key));
     struct buf src = BUF_INIT;
     buf_append_str(&src, "x-amz-copy-source: /");
     url_encode(&src, s->bucket, false);
@@ -1079,6 +1090,7 @@ static int s3_presign(struct blob_store *bs, const char *key, int64_t now_s, int
     (void)err;
     struct s3_store *s = (struct s3_store *)bs;
     /* the object's path on its host, encoded once (S3 does not encode twice) */
+    assert(blob__key_ok(key) && strstr(s->host_base, "://") != NULL);
     const char *h = strstr(s->host_base, "://") + 3;
     struct buf p = BUF_INIT;
     buf_append_str(&p, h + strcspn(h, "/"));

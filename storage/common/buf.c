@@ -2,9 +2,14 @@
 #include "buf.h"
 #include "xalloc.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* What buf.h promises of every buffer between calls: len <= cap, and memory exactly when cap > 0.
+ */
+#define BUF_OK(b) assert((b)->len <= (b)->cap && ((b)->cap == 0) == ((b)->data == NULL))
 
 void buf_init(struct buf *b)
 {
@@ -15,17 +20,20 @@ void buf_init(struct buf *b)
 
 void buf_free(struct buf *b)
 {
+    BUF_OK(b);
     free(b->data);
     buf_init(b);
 }
 
 void buf_reset(struct buf *b)
 {
+    BUF_OK(b);
     b->len = 0;
 }
 
 void buf_reserve(struct buf *b, size_t extra)
 {
+    BUF_OK(b);
     if (extra > SIZE_MAX - b->len - 1)
         abort();
     size_t need = b->len + extra + 1; /* +1 keeps room for buf_cstr's NUL */
@@ -36,10 +44,12 @@ void buf_reserve(struct buf *b, size_t extra)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     b->data = xrealloc(b->data, cap);
     b->cap = cap;
+    assert(b->len + extra < b->cap); /* the bytes asked for and buf_cstr's NUL */
 }
 
 void buf_append(struct buf *b, const void *p, size_t n)
 {
+    assert(p != NULL || n == 0);
     if (n == 0)
         return;
     buf_reserve(b, n);
@@ -49,6 +59,7 @@ void buf_append(struct buf *b, const void *p, size_t n)
 
 bool buf_append_bounded(struct buf *b, const void *p, size_t n, size_t limit)
 {
+    BUF_OK(b);
     if (b->len > limit || n > limit - b->len)
         return false;
     buf_append(b, p, n);
@@ -70,8 +81,10 @@ void buf_printf(struct buf *b, const char *fmt, ...)
         abort();
     buf_reserve(b, (size_t)n);
     va_start(ap, fmt);
-    vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+    int m = vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
+    assert(m == n); /* the same format and arguments: the same length */
+    (void)m;
     b->len += (size_t)n;
 }
 

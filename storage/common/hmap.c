@@ -2,11 +2,23 @@
 #include "hmap.h"
 #include "xalloc.h"
 
+#include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TOMBSTONE ((const uint8_t *)&tombstone_marker)
 static const char tombstone_marker = 0;
+
+/*
+ * What hmap.h's map keeps true between calls: cap is 0 or a power of two,
+ * and live plus dead slots stay at or under 3/4 of it, so that every probe
+ * meets an empty slot (hash 0) and ends. O(1), checked on every call.
+ */
+#define HMAP_OK(m)                                                                                 \
+    assert(((m)->cap == 0 && (m)->slots == NULL && (m)->count == 0 && (m)->tombstones == 0) ||     \
+           ((m)->cap >= 64 && ((m)->cap & ((m)->cap - 1)) == 0 &&                                  \
+            ((m)->count + (m)->tombstones) * 4 <= (m)->cap * 3))
 
 struct hmap_chunk {
     struct hmap_chunk *next;
@@ -55,6 +67,7 @@ void hmap_free(struct hmap *m)
 
 static const uint8_t *arena_copy(struct hmap *m, const void *key, size_t n)
 {
+    assert(m->arena == NULL || m->arena->used <= m->arena->cap);
     if (m->arena == NULL || m->arena->cap - m->arena->used < n) {
         size_t cap = n > 65536 ? n : 65536;
         struct hmap_chunk *c = xmalloc(sizeof *c + cap);
@@ -63,6 +76,7 @@ static const uint8_t *arena_copy(struct hmap *m, const void *key, size_t n)
         c->cap = cap;
         m->arena = c;
     }
+    assert(m->arena->cap - m->arena->used >= n);
     uint8_t *p = m->arena->data + m->arena->used;
     if (n)
         memcpy(p, key, n);
@@ -80,6 +94,7 @@ static void grow(struct hmap *m)
     m->slots = xcalloc(cap, sizeof *m->slots);
     m->cap = cap;
     m->tombstones = 0;
+    size_t moved = 0;
     for (size_t i = 0; i < oldcap; i++) {
         if (old[i].hash == 0 || old[i].key == TOMBSTONE)
             continue;
@@ -87,12 +102,17 @@ static void grow(struct hmap *m)
         while (m->slots[j].hash != 0)
             j = (j + 1) & (cap - 1);
         m->slots[j] = old[i];
+        moved++;
     }
+    assert(moved == m->count); /* every live key, once; the tombstones are gone */
     free(old);
+    HMAP_OK(m);
 }
 
 static struct hmap_slot *find(const struct hmap *m, const void *key, size_t klen, uint64_t h)
 {
+    HMAP_OK(m);
+    assert(h != 0); /* hmap_hash never returns 0: it marks an empty slot */
     if (m->cap == 0)
         return NULL;
     size_t j = h & (m->cap - 1);
@@ -115,6 +135,7 @@ void **hmap_get(const struct hmap *m, const void *key, size_t klen)
 
 void **hmap_put(struct hmap *m, const void *key, size_t klen, bool *created)
 {
+    assert(klen <= UINT32_MAX); /* slots keep 32-bit lengths */
     uint64_t h = hmap_hash(key, klen);
     struct hmap_slot *s = find(m, key, klen, h);
     if (s != NULL) {
@@ -137,6 +158,7 @@ void **hmap_put(struct hmap *m, const void *key, size_t klen, bool *created)
     m->count++;
     if (created)
         *created = true;
+    HMAP_OK(m);
     return &s->val;
 }
 
@@ -145,6 +167,7 @@ void *hmap_del(struct hmap *m, const void *key, size_t klen)
     struct hmap_slot *s = find(m, key, klen, hmap_hash(key, klen));
     if (s == NULL)
         return NULL;
+    assert(m->count > 0);
     void *v = s->val;
     s->key = TOMBSTONE; /* keeps the probe chain; the key bytes stay in the arena */
     s->val = NULL;
@@ -155,6 +178,7 @@ void *hmap_del(struct hmap *m, const void *key, size_t klen)
 
 bool hmap_next(const struct hmap *m, size_t *i, const uint8_t **key, size_t *klen, void **val)
 {
+    HMAP_OK(m);
     while (*i < m->cap) {
         struct hmap_slot *s = &m->slots[(*i)++];
         if (s->hash != 0 && s->key != TOMBSTONE) {

@@ -19,6 +19,7 @@
  */
 #include "common/jdoc.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <float.h>
 #include <locale.h>
@@ -32,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/debug.h"
 #include "common/hex.h"
 #include "common/xalloc.h"
 
@@ -68,6 +70,7 @@ static void arena_chunk(struct jdoc *d, size_t need)
     d->chunks = c;
     d->cur = (char *)(c + 1);
     d->end = d->cur + cap;
+    assert(((uintptr_t)d->cur & 7) == 0); /* malloc's alignment, and the header is 16 bytes */
     if (d->grow < ARENA_GROW_MAX)
         d->grow *= 2;
 }
@@ -82,6 +85,7 @@ void *jdoc_alloc(struct jdoc *d, size_t n)
         pad = (size_t)(-(uintptr_t)d->cur & 7);
     }
     char *p = d->cur + pad;
+    assert(((uintptr_t)p & 7) == 0 && (size_t)(d->end - p) >= n); /* aligned, in the chunk */
     d->cur = p + n;
     return p;
 }
@@ -99,6 +103,7 @@ static struct jdoc *doc_new(size_t len)
     d->cur = (char *)(d + 1);
     d->end = (char *)(c + 1) + first;
     d->grow = first;
+    assert(d->cur <= d->end);
     return d;
 }
 
@@ -397,6 +402,7 @@ static inline struct jdoc_val *slot(struct jp *j)
 /* Keep the value in the free slot; a new free slot follows. */
 static inline void push_slot(struct jp *j)
 {
+    assert(j->top < j->cap);
     if (++j->top == j->cap) {
         j->cap *= 2;
         j->stk = xreallocarray(j->stk, j->cap, sizeof *j->stk);
@@ -628,6 +634,7 @@ static char *str_room(struct jdoc *d, char **base, char *o, size_t need)
     arena_chunk(d, 2 * used + need + 64);
     memcpy(d->cur, *base, used);
     *base = d->cur;
+    assert((size_t)(d->end - (d->cur + used)) >= need);
     return d->cur + used;
 }
 
@@ -787,6 +794,7 @@ static int lex_string(struct jp *j, size_t p)
             fail(j, q, "invalid Unicode '\\u%04X'", pv1);
         return T_INVALID;
     }
+    assert(o < d->end); /* str_room left the NUL its room */
     *o = '\0';
     d->cur = o + 1;
     uint64_t bits = (uint64_t)(uintptr_t)base;
@@ -855,8 +863,12 @@ static void open_frame(struct jp *j, bool obj)
 /* The innermost container is complete: its values move to the arena, and it becomes one value. */
 static void close_frame(struct jp *j)
 {
+    assert(j->nfr > 0);
     struct frame *f = &j->fr[--j->nfr];
+    assert(f->start <= j->top);
     size_t n = j->top - f->start;
+    /* an object holds key/value pairs; every value took a byte of a text below 4 GiB */
+    assert((!f->obj || n % 2 == 0) && n < UINT32_MAX);
     struct jdoc_val v = {.type = f->obj ? JDOC_OBJECT : JDOC_ARRAY};
     v.n = (uint32_t)(f->obj ? n / 2 : n);
     if (n > 0) {
@@ -877,6 +889,7 @@ static void close_frame(struct jp *j)
 static bool set_add(struct jp *j, struct frame *f, size_t i, const struct jdoc_val *k)
 {
     const struct jdoc_val *vals = j->stk + f->start;
+    assert(f->setcap > 0 && (f->setcap & (f->setcap - 1)) == 0 && i < UINT32_MAX);
     size_t mask = f->setcap - 1;
     for (size_t h = key_hash(k->u.s, k->n) & mask;; h = (h + 1) & mask) {
         uint32_t e = f->set[h];
@@ -912,12 +925,14 @@ static bool key_seen(struct jp *j, struct frame *f, const struct jdoc_val *k)
         for (size_t i = 0; i < nk; i++)
             set_add(j, f, i, &vals[2 * i]);
     }
+    assert((nk + 1) * 2 <= f->setcap); /* at most half full: every probe meets an empty slot */
     return !set_add(j, f, nk, k);
 }
 
 /* The current token starts a member: its key, the ':' and the token starting its value. */
 static bool member_key(struct jp *j)
 {
+    assert(j->nfr > 0 && j->fr[j->nfr - 1].obj);
     if (j->tok != T_STRING)
         return perr(j, "string or '}' expected");
     if (j->tnul)
@@ -1055,6 +1070,80 @@ static void describe(const struct jp *j, struct jdoc_error *err)
     }
 }
 
+#ifndef NDEBUG
+/* Whether p[0..n) lies inside one chunk of d's arena. */
+static bool in_arena(const struct jdoc *d, const void *p, size_t n)
+{
+    const char *q = p;
+    for (const struct jdoc_chunk *c = d->chunks; c != NULL; c = c->next) {
+        const char *lo = (const char *)(c + 1), *hi = lo + c->cap;
+        if (q >= lo && q <= hi && n <= (size_t)(hi - q))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * What jdoc.h promises of a parsed tree, checked value by value (debug
+ * builds; one pass, as long as the parse): every container and string lies
+ * in the document's arena, 8-aligned where it holds values; a string is n
+ * bytes without U+0000 and a NUL; a real is finite; object keys are strings.
+ * Iterative: the tree may be as deep as the caller allowed.
+ */
+static void check_tree(const struct jdoc *d)
+{
+    struct span {
+        const struct jdoc_val *v;
+        size_t n;
+    } *stk = xmalloc(16 * sizeof *stk);
+    size_t top = 0, cap = 16;
+    stk[top++] = (struct span){&d->root, 1};
+    while (top > 0) {
+        struct span *sp = &stk[top - 1];
+        if (sp->n == 0) {
+            top--;
+            continue;
+        }
+        const struct jdoc_val *v = sp->v++;
+        sp->n--;
+        switch ((enum jdoc_type)v->type) {
+        case JDOC_NULL:
+        case JDOC_BOOL:
+        case JDOC_INT:
+            assert(v->n == 0);
+            break;
+        case JDOC_REAL:
+            assert(v->n == 0 && isfinite(v->u.d));
+            break;
+        case JDOC_STRING:
+            assert(v->u.s != NULL && in_arena(d, v->u.s, (size_t)v->n + 1));
+            assert(v->u.s[v->n] == '\0' && memchr(v->u.s, '\0', v->n) == NULL);
+            break;
+        case JDOC_ARRAY:
+        case JDOC_OBJECT: {
+            bool obj = v->type == JDOC_OBJECT;
+            size_t nv = obj ? 2 * (size_t)v->n : v->n;
+            if (nv == 0)
+                break;
+            const struct jdoc_val *a = obj ? &v->u.mems[0].key : v->u.elems;
+            assert(((uintptr_t)a & 7) == 0 && in_arena(d, a, nv * sizeof *a));
+            for (size_t i = 0; obj && i < v->n; i++)
+                assert(v->u.mems[i].key.type == JDOC_STRING);
+            if (top == cap) {
+                cap *= 2;
+                stk = xreallocarray(stk, cap, sizeof *stk);
+            }
+            stk[top++] = (struct span){a, nv};
+            break;
+        }
+        default:
+            assert(!"a value of no jdoc_type");
+        }
+    }
+    free(stk);
+}
+#endif
+
 struct jdoc *jdoc_parse(const void *text, size_t len, const struct jdoc_opts *opts,
                         struct jdoc_error *err)
 {
@@ -1077,6 +1166,7 @@ struct jdoc *jdoc_parse(const void *text, size_t len, const struct jdoc_opts *op
     };
     j.stk = xmalloc(j.cap * sizeof *j.stk);
     bool ok = parse(&j, opts != NULL ? opts->flags : 0);
+    assert(!ok || (j.top == 1 && j.nfr == 0)); /* one value left: the root */
     if (ok)
         j.d->root = j.stk[0];
     else if (err != NULL)
@@ -1090,5 +1180,6 @@ struct jdoc *jdoc_parse(const void *text, size_t len, const struct jdoc_opts *op
         jdoc_free(j.d);
         return NULL;
     }
+    ST_DEBUG_CHECK(check_tree(j.d));
     return j.d;
 }

@@ -3,6 +3,7 @@
 
 #include "buf.h"
 
+#include <assert.h>
 #include <string.h>
 
 const char *st_type_name(enum st_type t)
@@ -75,6 +76,7 @@ int st_value_cmp(enum st_type t, const struct st_value *a, const struct st_value
 
 void st_colvec_get(const struct st_colvec *c, size_t i, struct st_value *out)
 {
+    assert(i < c->n);
     memset(out, 0, sizeof *out);
     if (c->nulls != NULL && c->nulls[i]) {
         out->null = true;
@@ -95,6 +97,7 @@ void st_colvec_get(const struct st_colvec *c, size_t i, struct st_value *out)
         out->v.d = c->v.d[i];
         break;
     case ST_T_STRING:
+        assert(c->offs[i] <= c->offs[i + 1]); /* offsets ascend (types.h) */
         out->v.s.p = (const char *)c->sdata + c->offs[i];
         out->v.s.len = c->offs[i + 1] - c->offs[i];
         break;

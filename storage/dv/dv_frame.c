@@ -6,6 +6,7 @@
  */
 #include "dv_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <string.h>
 #include <zlib.h>
@@ -123,6 +124,7 @@ static void encode_blob(const struct dv *d, struct buf *out)
     buf_append(out, MAGIC, 4);
     dv_encode_roaring64(d, out);
     size_t len = out->len - at - 4;
+    assert(len <= UINT32_MAX);
     /* A portable vector > 4 GiB would need more than 2^19 full containers
        per key in 2^31 keys' worth of positions; the caller bounds sets far
        below that (a data file's rows). */
@@ -235,6 +237,7 @@ int dv_delta_cursor_next(struct dv_delta_cursor *c, uint64_t *offset, uint32_t *
     if (rc != ST_OK)
         return rc;
     uint32_t size = ld_u32be(c->file + at);
+    assert(at + (uint64_t)size + 8 <= c->n); /* dv__frame checked the entry fits */
     c->next = at + (uint64_t)size + 8;
     *offset = at;
     *size_in_bytes = size;

@@ -17,6 +17,7 @@
 #include <roaring/roaring.h>
 #include <roaring/roaring_version.h>
 
+#include "common/debug.h"
 #include "dv.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -36,6 +37,19 @@ struct dv {
 
 /* Append a bucket (key above every existing key); takes ownership of bm. */
 void dv__push_bucket(struct dv *d, uint32_t key, roaring_bitmap_t *bm);
+
+#ifndef NDEBUG
+/*
+ * Assert everything the structure promises (debug builds only; call it as
+ * ST_DEBUG_CHECK(dv__check(d)), common/debug.h): the invariant above, and in
+ * every bitmap what the container walks rely on: container keys strictly
+ * ascending, arrays strictly ascending, runs sorted, disjoint and inside
+ * 0..65535, a bitset's cached cardinality its popcount. O(containers +
+ * array values): for the ends of operations that cost as much (decoding,
+ * union, clone), never for one dv_add.
+ */
+void dv__check(const struct dv *d);
+#endif
 
 /* A view of one container, whatever CRoaring's type for it. */
 struct dv__cont {

@@ -12,6 +12,7 @@
  */
 #include "dv_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -56,6 +57,7 @@ int dv_encode_poslist(const struct dv *d, struct buf *out)
     while (dv_iter_next(&it, &pos))
         buf_put_u32be(out, (uint32_t)pos);
     size_t body = at + DV_POSLIST_HEADER;
+    assert(out->len - at == dv_poslist_size(d)); /* 4 bytes for each position */
     checksum(out->data + body, out->len - body, out->data + at + sizeof MAGIC);
     return ST_OK;
 }
@@ -101,7 +103,8 @@ int dv_poslist_to_iceberg(const uint8_t *p, size_t n, int64_t expected_cardinali
     int rc = dv_decode_poslist(p, n, expected_cardinality, &d, err);
     if (rc != ST_OK)
         return rc;
-    rc = dv_encode_iceberg(d, out); /* positions < 2^31: always a valid DV */
+    rc = dv_encode_iceberg(d, out);
+    assert(rc == ST_OK); /* positions < 2^31: always a valid DV */
     dv_free(d);
     return rc;
 }

@@ -5,6 +5,7 @@
  */
 #include "dv_int.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,7 @@ static uint32_t collect(const roaring_bitmap_t *bm, struct cinfo **out, bool *ha
         *has_run |= ci[m].out == RUN_CONTAINER_TYPE_CODE;
         m++;
     }
+    assert(m <= 65536); /* one container per 16-bit key */
     *out = ci;
     return m;
 }
@@ -318,6 +320,7 @@ void dv__enc32(const roaring_bitmap_t *bm, struct buf *out)
     for (uint32_t k = 0; k < m; k++)
         total += cinfo_size(&ci[k]);
     uint8_t *w = buf_extend(out, total), *p = w;
+    assert(!has_run || m > 0);
     if (has_run) {
         st_u32le(p, COOKIE_RUN | ((m - 1) << 16));
         p += 4;
@@ -343,6 +346,7 @@ void dv__enc32(const roaring_bitmap_t *bm, struct buf *out)
             off += cinfo_size(&ci[k]);
         }
     }
+    assert((size_t)(p - w) == hsize); /* the headers are as header_size() counted them */
     for (uint32_t k = 0; k < m; k++) {
         if (ci[k].out == ARRAY_CONTAINER_TYPE_CODE)
             emit_array(&ci[k], p);
@@ -352,6 +356,7 @@ void dv__enc32(const roaring_bitmap_t *bm, struct buf *out)
             emit_bitset(&ci[k], p);
         p += cinfo_size(&ci[k]);
     }
+    assert((size_t)(p - w) == total); /* dv__enc32_size() is exact */
     free(ci);
 }
 
@@ -453,8 +458,10 @@ int dv__dec32(const uint8_t *p, size_t n, size_t base, size_t *used, roaring_bit
                            "container keys not strictly ascending: key %u at byte %zu follows %u",
                            key, base + desc_at + 4 * (size_t)k, prev);
     }
+    uint64_t total_card = 0;
     for (uint32_t k = 0; k < m; k++) {
         uint32_t card = (uint32_t)ld_u16le(desc + 4 * k + 2) + 1;
+        total_card += card;
         size_t card_at = base + desc_at + 4 * (size_t)k + 2;
         if (offs != NULL && ld_u32le(offs + 4 * k) != pos)
             return st_errf(err, ST_ECORRUPT,
@@ -524,6 +531,8 @@ int dv__dec32(const uint8_t *p, size_t n, size_t base, size_t *used, roaring_bit
             return st_errf(err, ST_EINTERNAL,
                            "CRoaring refused the validated bitmap at byte %zu (%zu bytes)", base,
                            pos);
+        /* CRoaring read the bytes as they were checked: the values they declare */
+        assert(roaring_bitmap_get_cardinality(bm) == total_card);
         *out = bm;
     }
     return ST_OK;
@@ -555,6 +564,7 @@ static int dec32_exact(const uint8_t *p, size_t n, size_t base, struct dv **out,
     struct dv *d = dv_new();
     if (bm != NULL)
         dv__push_bucket(d, 0, bm);
+    ST_DEBUG_CHECK(dv__check(d));
     *out = d;
     return ST_OK;
 }
@@ -631,6 +641,7 @@ int dv__dec64(const uint8_t *p, size_t n, size_t base, unsigned flags, struct dv
                      n - pos, base + pos);
         goto fail;
     }
+    ST_DEBUG_CHECK(dv__check(d));
     *out = d;
     return ST_OK;
 fail:

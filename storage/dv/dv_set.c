@@ -5,6 +5,7 @@
  */
 #include "dv_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,12 +53,14 @@ struct dv *dv_clone(const struct dv *d)
         c->b[i].bm = bm;
         c->n++;
     }
+    ST_DEBUG_CHECK(dv__check(c));
     return c;
 }
 
 /* Index of the first bucket whose key is >= key. */
 static size_t lower_bound(const struct dv *d, uint32_t key)
 {
+    assert(d->n <= d->cap && (d->n == 0 || d->b != NULL));
     if (d->n > 0 && d->b[d->n - 1].key < key)
         return d->n;
     size_t lo = 0, hi = d->n;
@@ -86,6 +89,7 @@ static void reserve(struct dv *d, size_t extra)
         cap *= 2;
     d->b = xreallocarray(d->b, cap, sizeof *d->b);
     d->cap = cap;
+    assert(d->n + extra <= d->cap);
 }
 
 static roaring_bitmap_t *get_or_add(struct dv *d, uint32_t key)
@@ -98,11 +102,16 @@ static roaring_bitmap_t *get_or_add(struct dv *d, uint32_t key)
     d->b[i].key = key;
     d->b[i].bm = bitmap_new();
     d->n++;
+    /* keys stay strictly ascending around the new bucket, which the caller fills at once */
+    assert((i == 0 || d->b[i - 1].key < key) && (i + 1 == d->n || key < d->b[i + 1].key));
     return d->b[i].bm;
 }
 
 void dv__push_bucket(struct dv *d, uint32_t key, roaring_bitmap_t *bm)
 {
+    /* decoders push what they validated: ascending keys, non-empty bitmaps */
+    assert(d->n == 0 || d->b[d->n - 1].key < key);
+    assert(bm != NULL && !roaring_bitmap_is_empty(bm));
     reserve(d, 1);
     d->b[d->n].key = key;
     d->b[d->n].bm = bm;
@@ -167,6 +176,7 @@ bool dv_max(const struct dv *d, uint64_t *out)
     if (d->n == 0)
         return false;
     const struct dv_bucket *b = &d->b[d->n - 1];
+    assert(!roaring_bitmap_is_empty(b->bm)); /* else its maximum would be 0, a wrong answer */
     *out = ((uint64_t)b->key << 32) | roaring_bitmap_maximum(b->bm);
     return true;
 }
@@ -175,6 +185,7 @@ bool dv_min(const struct dv *d, uint64_t *out)
 {
     if (d->n == 0)
         return false;
+    assert(!roaring_bitmap_is_empty(d->b[0].bm));
     *out = ((uint64_t)d->b[0].key << 32) | roaring_bitmap_minimum(d->b[0].bm);
     return true;
 }
@@ -312,6 +323,8 @@ void dv_union(struct dv *dst, const struct dv *src)
     dst->b = m;
     dst->n = k;
     dst->cap = cap;
+    assert(k <= cap);
+    ST_DEBUG_CHECK(dv__check(dst));
 }
 
 bool dv_equal(const struct dv *a, const struct dv *b)
@@ -338,6 +351,7 @@ bool dv_equal(const struct dv *a, const struct dv *b)
 void dv__container(const roaring_bitmap_t *bm, int32_t i, struct dv__cont *out)
 {
     const roaring_array_t *ra = &bm->high_low_container;
+    assert(i >= 0 && i < ra->size);
     uint8_t type = ra->typecodes[i];
     const void *c = ra->containers[i];
     if (type == SHARED_CONTAINER_TYPE_CODE) {
@@ -345,6 +359,9 @@ void dv__container(const roaring_bitmap_t *bm, int32_t i, struct dv__cont *out)
         type = s->typecode;
         c = s->container;
     }
+    /* the walks know these three (a shared container never wraps another) */
+    assert(type == ARRAY_CONTAINER_TYPE_CODE || type == BITSET_CONTAINER_TYPE_CODE ||
+           type == RUN_CONTAINER_TYPE_CODE);
     out->type = type;
     out->key = ra->keys[i];
     out->c = c;
@@ -431,7 +448,8 @@ void dv_fill_mask(const struct dv *d, uint64_t start, size_t n, uint8_t *mask)
         uint32_t key = d->b[i].key;
         uint32_t lo = key == first_key ? (uint32_t)start : 0;
         uint32_t hi = key == last_key ? (uint32_t)last : UINT32_MAX;
-        uint64_t off = ((uint64_t)key << 32) + lo - start; /* < n */
+        uint64_t off = ((uint64_t)key << 32) + lo - start;
+        assert(off < n && (uint64_t)hi - lo < n - off); /* the bucket's part lies in mask[] */
         fill_bucket(d->b[i].bm, lo, hi, mask + off);
     }
 }
@@ -516,6 +534,7 @@ size_t dv_iter_next_many(struct dv_iter *it, uint64_t *out, size_t max)
         if (c.type == ARRAY_CONTAINER_TYPE_CODE) {
             const array_container_t *a = c.c;
             uint32_t card = (uint32_t)a->cardinality;
+            assert(it->idx <= card);
             while (k < max && it->idx < card)
                 out[k++] = base | a->array[it->idx++];
             if (it->idx >= card)
@@ -537,6 +556,7 @@ size_t dv_iter_next_many(struct dv_iter *it, uint64_t *out, size_t max)
         } else {
             /* sub == 1 once `word` holds the unreturned bits of word idx. */
             const bitset_container_t *b = c.c;
+            assert(it->idx <= 1024 && (it->sub == 0 || it->sub == 1));
             while (k < max && it->idx < 1024) {
                 if (!it->sub) {
                     it->word = b->array[it->idx];
@@ -562,3 +582,47 @@ bool dv_iter_next(struct dv_iter *it, uint64_t *pos)
 {
     return dv_iter_next_many(it, pos, 1) == 1;
 }
+
+/* ---------------------------------------------------------- invariants */
+
+#ifndef NDEBUG
+static void check_bitmap(const roaring_bitmap_t *bm)
+{
+    const roaring_array_t *ra = &bm->high_low_container;
+    assert(ra->size > 0 && ra->size <= 65536);
+    for (int32_t i = 0; i < ra->size; i++) {
+        assert(i == 0 || ra->keys[i - 1] < ra->keys[i]);
+        struct dv__cont c;
+        dv__container(bm, i, &c);
+        if (c.type == ARRAY_CONTAINER_TYPE_CODE) {
+            const array_container_t *a = c.c;
+            assert(a->cardinality >= 0 && a->cardinality <= a->capacity);
+            for (int32_t j = 1; j < a->cardinality; j++)
+                assert(a->array[j - 1] < a->array[j]);
+        } else if (c.type == RUN_CONTAINER_TYPE_CODE) {
+            const run_container_t *r = c.c;
+            assert(r->n_runs >= 0 && r->n_runs <= r->capacity);
+            int32_t prev_end = -1;
+            for (int32_t j = 0; j < r->n_runs; j++) {
+                uint32_t s = r->runs[j].value, e = s + r->runs[j].length;
+                assert(e <= 0xFFFF && (int32_t)s > prev_end);
+                prev_end = (int32_t)e;
+            }
+        } else {
+            const bitset_container_t *b = c.c;
+            assert(b->cardinality < 0 ||
+                   (uint32_t)b->cardinality == dv__popcount((const uint8_t *)b->array, 1024));
+        }
+    }
+}
+
+void dv__check(const struct dv *d)
+{
+    assert(d->n <= d->cap && (d->n == 0 || d->b != NULL));
+    for (size_t i = 0; i < d->n; i++) {
+        assert(i == 0 || d->b[i - 1].key < d->b[i].key);
+        assert(d->b[i].bm != NULL && !roaring_bitmap_is_empty(d->b[i].bm));
+        check_bitmap(d->b[i].bm);
+    }
+}
+#endif

@@ -1,6 +1,7 @@
 /* paimon.c - Paimon dvindex files, 32-bit and 64-bit deletion vectors. */
 #include "paimon.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <string.h>
 #include <zlib.h>
@@ -83,6 +84,7 @@ int paimon_cursor_next(struct paimon_cursor *c, struct paimon_dv_entry *e, struc
     int rc = paimon_decode_dv(c->file, c->n, c->next, -1, e, out, err);
     if (rc != ST_OK)
         return rc;
+    assert(e->offset + (uint64_t)e->size + 8 <= c->n); /* dv__frame checked the entry fits */
     c->next = e->offset + (uint64_t)e->size + 8;
     return 1;
 }
@@ -106,7 +108,9 @@ int paimon_dvindex_add(struct buf *out, const struct dv *d, bool bitmap64,
                            "a 32-bit Paimon deletion vector holds positions below 2^32 only");
         buf_put_u32be(out, 0); /* patched below */
         buf_put_u32be(out, PAIMON_DV_MAGIC32);
-        dv_encode_roaring32(d, out, NULL); /* cannot fail: checked above */
+        int rc = dv_encode_roaring32(d, out, NULL);
+        assert(rc == ST_OK); /* positions below 2^32: checked above */
+        (void)rc;
         size_t size = out->len - at - 4;
         st_u32be(out->data + at, (uint32_t)size);
         buf_put_u32be(out, (uint32_t)crc32(crc32(0L, Z_NULL, 0), out->data + at + 4, (uInt)size));

@@ -1,6 +1,7 @@
 /* puffin.c - Puffin footer reader and DV file writer. */
 #include "puffin.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -149,6 +150,7 @@ static int parse_blob(struct ctx *c, size_t i, json_t *o, uint64_t blob_end, str
                        c->payload_at, i, offset, length, blob_end);
     b->offset = (uint64_t)offset;
     b->length = (uint64_t)length;
+    assert(b->offset + b->length <= blob_end);
     size_t nf = json_array_size(fields);
     b->fields = nf ? xcalloc(nf, sizeof *b->fields) : NULL;
     for (size_t k = 0; k < nf; k++) {
@@ -262,6 +264,7 @@ static int check_tail(const uint8_t *tail, uint64_t file_size, uint64_t *footer_
                        size, at, file_size);
     *footer_offset = file_size - TAIL - (uint64_t)size - 4;
     *payload_size = (uint32_t)size;
+    assert(*footer_offset >= 4); /* after the header magic; the footer ends at the tail */
     return ST_OK;
 }
 
@@ -462,6 +465,7 @@ int puffin_writer_add_dv(struct puffin_writer *w, const char *referenced_file, c
     }
     *offset = at;
     *length = w->data.len - at;
+    assert(*length >= DV_ICEBERG_OVERHEAD);
     add_meta(w, referenced_file, *offset, *length, dv_cardinality(d));
     return ST_OK;
 }

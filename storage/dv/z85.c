@@ -1,6 +1,7 @@
 /* z85.c - ZeroMQ Z85 encoding and decoding. */
 #include "z85.h"
 
+#include <assert.h>
 #include <inttypes.h>
 
 static const char ALPHABET[86] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -8,6 +9,7 @@ static const char ALPHABET[86] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJ
 
 void z85_encode(const uint8_t *p, size_t n, struct buf *out)
 {
+    assert(n % 4 == 0); /* the caller pads (z85.h) */
     size_t groups = n / 4;
     char *w = (char *)buf_extend(out, groups * 5 + 1);
     for (size_t g = 0; g < groups; g++) {

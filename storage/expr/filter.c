@@ -11,11 +11,14 @@
  */
 #include "expr/filter_int.h"
 
+#include <assert.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/debug.h"
 #include "common/xalloc.h"
 #include "expr/expr_int.h"
 #include "expr/literal.h"
@@ -667,6 +670,74 @@ static int tree_depth(const struct fnode *nd)
     return nd->nkids > 0 ? d + 1 : 0;
 }
 
+/* ---- invariants ---------------------------------------------------------- */
+
+#ifndef NDEBUG
+/*
+ * What filter_int.h promises of a compiled tree and filter_eval.c relies on
+ * unchecked (debug builds, once per parse: O(nodes + values), as the parse):
+ * constants only at the root or under nothing; and/or have two kids or more
+ * and no constant among them; not has one kid, neither a constant nor a
+ * not; a leaf names a column of the schema with its type, a literal in the
+ * column's domain (never NaN), and an in-list sorted without duplicates.
+ */
+static void check_node(const struct fnode *nd, const struct st_column *cols, int ncols, bool root)
+{
+    switch (nd->op) {
+    case OP_TRUE:
+    case OP_FALSE:
+        assert(root && nd->nkids == 0 && nd->col == -1);
+        return;
+    case OP_AND:
+    case OP_OR:
+    case OP_NOT:
+        assert(nd->col == -1 && (nd->op == OP_NOT ? nd->nkids == 1 : nd->nkids >= 2));
+        for (size_t k = 0; k < nd->nkids; k++) {
+            const struct fnode *kid = nd->kids[k];
+            assert(kid->op != OP_TRUE && kid->op != OP_FALSE);
+            assert(nd->op != OP_NOT || kid->op != OP_NOT);
+            check_node(kid, cols, ncols, false);
+        }
+        return;
+    default:
+        break;
+    }
+    assert(nd->nkids == 0 && nd->col >= 0 && nd->col < ncols && nd->type == cols[nd->col].type);
+    assert(nd->op <= OP_NOTNAN);
+    if (nd->op == OP_SW || nd->op == OP_NSW)
+        assert(nd->type == ST_T_STRING);
+    if (nd->op == OP_ISNAN || nd->op == OP_NOTNAN)
+        assert(nd->type == ST_T_DOUBLE);
+    if (nd->op >= OP_LT && nd->op <= OP_NSW) {
+        assert(nd->type != ST_T_DOUBLE || !isnan(nd->lit.d));
+        assert(nd->type != ST_T_STRING || nd->lit.s != NULL); /* owned, even when empty */
+    }
+    if (nd->op != OP_IN && nd->op != OP_NIN)
+        return;
+    const struct fset *s = &nd->set;
+    for (size_t k = 0; k < s->n; k++) {
+        switch (nd->type) {
+        case ST_T_DOUBLE:
+            assert(!isnan(s->d[k]) && (k == 0 || s->d[k - 1] < s->d[k]));
+            break;
+        case ST_T_STRING:
+            assert(k == 0 ||
+                   st_bytes_cmp(s->s[k - 1].s, s->s[k - 1].slen, s->s[k].s, s->s[k].slen) < 0);
+            break;
+        default:
+            assert(k == 0 || s->i[k - 1] < s->i[k]);
+            break;
+        }
+    }
+}
+
+static void check_filter(const struct filter *f, const struct st_column *cols, int ncols)
+{
+    check_node(f->root, cols, ncols, true);
+    assert(f->depth >= 0 && f->depth <= FILTER_MAX_DEPTH);
+}
+#endif
+
 /* ---- the contract -------------------------------------------------------- */
 
 int filter_parse_jdoc(const struct jdoc_val *expr, const struct st_column *cols, int ncols,
@@ -686,6 +757,7 @@ int filter_parse_jdoc(const struct jdoc_val *expr, const struct st_column *cols,
     struct filter *f = xcalloc(1, sizeof *f);
     f->root = root;
     f->depth = tree_depth(root);
+    ST_DEBUG_CHECK(check_filter(f, cols, ncols));
     *out = f;
     return ST_OK;
 }

@@ -13,6 +13,7 @@
  */
 #include "expr/filter_int.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,7 @@ static inline bool set_has_str(const struct fset *s, const char *p, uint32_t len
 struct scratch {
     uint32_t *sel; /* [levels][EVAL_CHUNK] */
     uint8_t *res;  /* [levels][EVAL_CHUNK] */
+    size_t levels; /* how many levels sel and res hold */
 };
 
 struct batch {
@@ -165,6 +167,7 @@ static void eval_string(const struct fnode *nd, const struct st_colvec *v, size_
     const char *data = v->sdata != NULL ? (const char *)v->sdata : ""; /* all-empty vectors */
     const char *lp = nd->lit.s;
     uint32_t ln = nd->lit.slen;
+    assert(v->offs != NULL);
     for (size_t j = 0; j < m; j++) {
         uint32_t r = sel[j];
         if (nulls != NULL && nulls[r]) {
@@ -194,6 +197,7 @@ static void eval_string(const struct fnode *nd, const struct st_colvec *v, size_
             break;
         }
         default: {
+            assert(nd->op >= OP_LT && nd->op <= OP_NE); /* the rows of STRING_CMP */
             int c = st_bytes_cmp(p, len, lp, ln);
             out[r] = STRING_CMP[nd->op - OP_LT][(c > 0) - (c < 0) + 1];
             break;
@@ -206,6 +210,8 @@ static void eval_leaf(const struct fnode *nd, const struct batch *b, const uint3
                       uint8_t *out)
 {
     const struct st_colvec *v = b->vecs[nd->col];
+    /* the caller passes a vector of the column's type for every column the filter reads */
+    assert(v != NULL && v->type == nd->type && v->n >= b->base + (m > 0 ? sel[m - 1] + 1 : 0));
     const uint8_t *nulls = v->nulls != NULL ? v->nulls + b->base : NULL;
     if (nd->op == OP_ISNULL || nd->op == OP_NOTNULL) {
         uint8_t yes = nd->op == OP_ISNULL ? TV_TRUE : TV_FALSE;
@@ -283,6 +289,7 @@ static void eval_leaf(const struct fnode *nd, const struct batch *b, const uint3
 static void eval_node(const struct fnode *nd, const struct batch *b, const uint32_t *sel, size_t m,
                       uint8_t *out, const struct scratch *sc, int level)
 {
+    assert(m <= EVAL_CHUNK && level >= 0);
     switch (nd->op) {
     case OP_TRUE:
     case OP_FALSE: {
@@ -292,6 +299,7 @@ static void eval_node(const struct fnode *nd, const struct batch *b, const uint3
         return;
     }
     case OP_NOT:
+        assert(nd->nkids == 1);
         eval_node(nd->kids[0], b, sel, m, out, sc, level + 1);
         for (size_t j = 0; j < m; j++)
             out[sel[j]] = (uint8_t)(TV_TRUE - out[sel[j]]);
@@ -301,6 +309,8 @@ static void eval_node(const struct fnode *nd, const struct batch *b, const uint3
         /* Rows reaching `decided` (FALSE for and, TRUE for or) leave the selection. */
         bool is_and = nd->op == OP_AND;
         uint8_t decided = is_and ? TV_FALSE : TV_TRUE;
+        /* filter->depth counted the and/or/not levels: this one has scratch of its own */
+        assert((size_t)level < sc->levels && nd->nkids >= 2);
         uint32_t *live = sc->sel + (size_t)level * EVAL_CHUNK;
         uint8_t *tmp = sc->res + (size_t)level * EVAL_CHUNK;
         eval_node(nd->kids[0], b, sel, m, out, sc, level + 1);
@@ -345,10 +355,10 @@ void filter_eval(const struct filter *f, const struct st_colvec *const *vecs, si
     }
     /* Level 0 is the chunk's candidates; and/or at level L use level L + 1. */
     size_t levels = (size_t)f->depth + 2;
-    struct scratch sc;
+    struct scratch sc = {.levels = levels};
     sc.sel = xmalloc(levels * EVAL_CHUNK * sizeof *sc.sel);
     sc.res = xmalloc(levels * EVAL_CHUNK);
-    struct scratch inner = {sc.sel + EVAL_CHUNK, sc.res + EVAL_CHUNK};
+    struct scratch inner = {sc.sel + EVAL_CHUNK, sc.res + EVAL_CHUNK, levels - 1};
     uint32_t *cand = sc.sel;
     uint8_t *res = sc.res;
     for (size_t base = 0; base < n; base += EVAL_CHUNK) {
@@ -539,6 +549,7 @@ static bool node_may(const struct fnode *nd, const struct col_range *const *stat
     case OP_FALSE:
         return !want;
     case OP_NOT:
+        assert(nd->nkids == 1);
         return node_may(nd->kids[0], stats, nrows, !want);
     case OP_AND:
     case OP_OR: {

@@ -1,11 +1,16 @@
 /* row.c - rows addressed by column name, validated against a schema. */
 #include "expr/row.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/xalloc.h"
 #include "expr/expr_int.h"
+
+_Static_assert(LOOKUP_SLOTS >= 2 * ST_COLUMNS_MAX && (LOOKUP_SLOTS & (LOOKUP_SLOTS - 1)) == 0,
+               "the name table stays at most half full, and masks with LOOKUP_SLOTS - 1");
+_Static_assert(ST_COLUMNS_MAX < INT16_MAX, "a slot holds a column index + 1 in an int16_t");
 
 static uint32_t name_hash(const char *s, size_t n)
 {
@@ -27,6 +32,7 @@ void expr__lookup_init(struct col_lookup *lk, const struct st_column *cols, int 
     memset(lk->slot, 0, sizeof lk->slot);
     for (int k = 0; k < ncols; k++) {
         uint32_t h = name_hash(cols[k].name, strlen(cols[k].name)) & (LOOKUP_SLOTS - 1);
+        assert(strlen(cols[k].name) <= ST_NAME_MAX); /* a st_column's name fits its array */
         while (lk->slot[h] != 0)
             h = (h + 1) & (LOOKUP_SLOTS - 1);
         lk->slot[h] = (int16_t)(k + 1);
@@ -156,6 +162,8 @@ static int decode_literals(const struct col_lookup *lk, const char *const *names
     int16_t slot_of[ST_COLUMNS_MAX];
     uint8_t seen[ST_COLUMNS_MAX];
     int want = mode == ROW_KEY ? npk : ncols;
+    /* check_mode() ran: a schema of at most ST_COLUMNS_MAX columns, key columns inside it */
+    assert(ncols >= 0 && ncols <= ST_COLUMNS_MAX && want >= 0 && want <= ncols);
     for (int k = 0; k < ncols; k++) {
         slot_of[k] = (int16_t)(mode == ROW_KEY ? -1 : k);
         seen[k] = 0;
@@ -174,6 +182,7 @@ static int decode_literals(const struct col_lookup *lk, const char *const *names
             return st_errf(err, ST_EINVAL, "duplicate column \"%s\"", shown);
         }
         seen[k] = 1;
+        assert(slot_of[k] < want);
         rc = coerce_column(&cols[k], &lits[m], mode, &out[slot_of[k]], err);
         if (rc != ST_OK)
             return rc;

@@ -8,6 +8,7 @@
  */
 #include "pq_int.h"
 
+#include <assert.h>
 #include <string.h>
 
 bool pq__get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
@@ -32,6 +33,7 @@ bool pq__get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 
 void pq__rle_init(struct pq__rle *d, const uint8_t *p, const uint8_t *end, int bw)
 {
+    assert(bw >= 0 && bw <= 32 && p <= end); /* callers bound a width read from a page */
     memset(d, 0, sizeof *d);
     d->p = p;
     d->end = end;
@@ -41,6 +43,7 @@ void pq__rle_init(struct pq__rle *d, const uint8_t *p, const uint8_t *end, int b
 /* Read bw (<= 32) bits at bit offset `bit` of [base, lim). */
 static inline uint32_t get_bits32(const uint8_t *base, const uint8_t *lim, uint64_t bit, int bw)
 {
+    assert(bw >= 0 && bw <= 32);
     const uint8_t *q = base + (bit >> 3);
     unsigned shift = (unsigned)(bit & 7);
     uint64_t w;
@@ -100,6 +103,7 @@ static int rle_next_run(struct pq__rle *d)
 
 int pq__rle_get(struct pq__rle *d, uint32_t *out32, uint8_t *out8, size_t count)
 {
+    assert(out32 != NULL || (out8 != NULL && d->bw <= 8)); /* bytes hold widths up to 8 */
     size_t i = 0;
     while (i < count) {
         if (d->rle_left > 0) {
@@ -142,6 +146,8 @@ int pq__rle_get(struct pq__rle *d, uint32_t *out32, uint8_t *out8, size_t count)
             }
             d->bp_left -= n;
             i += n;
+            /* values come from the run's own bytes (a cut run keeps only what they hold) */
+            assert(d->bp_bit <= (uint64_t)(d->bp_end - d->bp) * 8);
             continue;
         }
         if (d->p >= d->end)
@@ -173,6 +179,7 @@ static void flush_packed(struct rle_enc *e)
 
 static void put_rle(struct rle_enc *e, uint32_t v, uint64_t run)
 {
+    assert(e->bw == 32 || (v >> e->bw) == 0); /* the value fits the width */
     flush_packed(e);
     pq__put_uvarint(e->out, run << 1);
     for (int i = 0; i < (e->bw + 7) / 8; i++)
@@ -184,6 +191,7 @@ static void put_group(struct rle_enc *e, const uint32_t g[8])
     uint64_t acc = 0;
     int nbits = 0;
     for (int i = 0; i < 8; i++) {
+        assert(e->bw == 32 || (g[i] >> e->bw) == 0);
         acc |= (uint64_t)g[i] << nbits;
         nbits += e->bw;
         while (nbits >= 8) {
@@ -221,11 +229,13 @@ static void put_group(struct rle_enc *e, const uint32_t g[8])
 
 void pq__rle_encode_u8(struct buf *b, const uint8_t *v, size_t n, int bw)
 {
+    assert(bw >= 0 && bw <= 8);
     RLE_ENCODE_BODY(v)
 }
 
 void pq__rle_encode_u32(struct buf *b, const uint32_t *v, size_t n, int bw)
 {
+    assert(bw >= 0 && bw <= 32);
     RLE_ENCODE_BODY(v)
 }
 
@@ -233,6 +243,7 @@ void pq__rle_encode_u32(struct buf *b, const uint32_t *v, size_t n, int bw)
 
 static inline uint64_t get_bits64(const uint8_t *q, uint64_t bit, int bw)
 {
+    assert(bw > 0 && bw <= 64);
     q += bit >> 3;
     unsigned shift = (unsigned)(bit & 7);
     uint64_t v = (uint64_t)(*q++ >> shift);
@@ -274,6 +285,7 @@ int pq__delta_count(const uint8_t *p, size_t n, size_t *nvals)
 int pq__delta_decode(const uint8_t *p, size_t n, int64_t *out, size_t count, size_t *nvals,
                      size_t *used, int maxbw)
 {
+    assert(maxbw > 0 && maxbw <= 64);
     const uint8_t *q = p, *end = p + n;
     uint64_t block, mbs, total;
     int64_t first;
@@ -320,6 +332,7 @@ int pq__delta_decode(const uint8_t *p, size_t n, int64_t *out, size_t count, siz
             q += bytes < (uint64_t)(end - q) ? bytes : (uint64_t)(end - q);
         }
     }
+    assert(got == want && q <= end);
     *used = (size_t)(q - p);
     return ST_OK;
 }

@@ -7,6 +7,7 @@
  */
 #include "pq_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -583,6 +584,7 @@ int pq__filemeta_decode(const uint8_t *p, size_t n, uint64_t base, struct pq__fi
     int rc = filemeta(&t, m);
     if (rc != ST_OK)
         pq__filemeta_free(m);
+    assert(rc != ST_OK || (t.depth == 0 && t.p <= t.end)); /* every struct closed, in bounds */
     return rc;
 }
 
@@ -731,6 +733,8 @@ static int data_page_header_v2(struct pq__tr *t, int ty, struct pq__page_header 
 
 int pq__page_header_decode(struct pq__tr *t, struct pq__page_header *h)
 {
+    int depth0 = t->depth;
+    (void)depth0; /* NDEBUG */
     memset(h, 0, sizeof *h);
     h->type = -1;
     int rc = pq__tr_struct_begin(t, PQ_TT_STRUCT);
@@ -785,6 +789,8 @@ int pq__page_header_decode(struct pq__tr *t, struct pq__page_header *h)
         return pq__tr_fail(t, "PageHeader misses type or sizes");
     if (h->uncompressed_size < 0 || h->compressed_size < 0)
         return pq__tr_fail(t, "negative page size");
+    assert(t->depth == depth0 && t->p <= t->end);
+    assert(h->has_dp + h->has_dict + h->has_dp2 <= 1);
     return ST_OK;
 }
 

@@ -19,6 +19,7 @@
 #include "parquet.h"
 #include "pq_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "common/debug.h"
 #include "common/fsutil.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -522,6 +524,46 @@ static int chunk_start(const struct pq__chunk *ch, int64_t *start)
     return ST_OK;
 }
 
+#ifndef NDEBUG
+/*
+ * What validate() established and the rest of the reader relies on without
+ * checking again (debug builds, once per open): every row group has one
+ * chunk per leaf column, of the leaf's physical type; a chunk that holds
+ * rows lies in the data area; row groups' first rows are the running sums
+ * of their counts; a column's levels fit the schema's depth.
+ */
+static void check_validated(const struct pq_reader *r)
+{
+    const struct pq__filemeta *m = &r->m;
+    assert(r->ncols >= 0 && r->data_end <= r->file_size && r->rg_first != NULL);
+    for (int i = 0; i < r->ncols; i++) {
+        const struct rcol *c = &r->cols[i];
+        assert(c->schema_idx > 0 && (uint32_t)c->schema_idx < m->nschema);
+        assert(c->phys >= PQ_BOOLEAN && c->phys <= PQ_FIXED_LEN_BYTE_ARRAY);
+        assert(c->max_def >= 0 && c->max_def <= PQ_SCHEMA_DEPTH_MAX + 1 &&
+               c->max_rep <= c->max_def);
+        assert(c->col.required == (c->max_def == 0));
+    }
+    uint64_t first = 0;
+    for (uint32_t g = 0; g < m->nrgs; g++) {
+        const struct pq__rowgroup *rg = &m->rgs[g];
+        assert(rg->ncols == (uint32_t)r->ncols && rg->num_rows >= 0 && r->rg_first[g] == first);
+        first += (uint64_t)rg->num_rows;
+        for (int i = 0; i < r->ncols; i++) {
+            const struct pq__chunk *ch = &rg->cols[i];
+            assert(ch->has_meta && !ch->has_file_path && ch->type == r->cols[i].phys);
+            assert(ch->num_values >= 0 && ch->total_compressed >= 0);
+            int64_t start;
+            chunk_start(ch, &start);
+            assert((rg->num_rows == 0 && ch->total_compressed == 0) ||
+                   (start >= 4 && (uint64_t)start <= r->data_end &&
+                    (uint64_t)ch->total_compressed <= r->data_end - (uint64_t)start));
+        }
+    }
+    assert(first == (uint64_t)m->num_rows);
+}
+#endif
+
 static int validate(struct pq_reader *r, struct st_err *err)
 {
     struct pq__filemeta *m = &r->m;
@@ -627,6 +669,7 @@ static int validate(struct pq_reader *r, struct st_err *err)
     }
     if (m->has_created_by)
         r->created_by = xstrndup((const char *)m->created_by.p, m->created_by.n);
+    ST_DEBUG_CHECK(check_validated(r));
     return ST_OK;
 }
 
@@ -855,11 +898,13 @@ int pq_ncols(const struct pq_reader *r)
 
 const struct st_column *pq_column(const struct pq_reader *r, int i)
 {
+    assert(i >= 0 && i < r->ncols);
     return &r->cols[i].col;
 }
 
 const char *pq_column_unsupported(const struct pq_reader *r, int i)
 {
+    assert(i >= 0 && i < r->ncols);
     return r->cols[i].unsupported;
 }
 
@@ -878,6 +923,7 @@ int pq_num_row_groups(const struct pq_reader *r)
 
 void pq_row_group(const struct pq_reader *r, int rg, uint64_t *first_row, uint64_t *nrows)
 {
+    assert(rg >= 0 && (uint32_t)rg < r->m.nrgs);
     *first_row = r->rg_first[rg];
     *nrows = (uint64_t)r->m.rgs[rg].num_rows;
 }
@@ -897,6 +943,7 @@ int pq_kv_count(const struct pq_reader *r)
 
 void pq_kv_at(const struct pq_reader *r, int i, const char **key, const char **value)
 {
+    assert(i >= 0 && (uint32_t)i < r->m.nkv);
     *key = r->kv_keys[i];
     *value = r->kv_vals[i];
 }
@@ -913,6 +960,7 @@ void pq_reader_counters(const struct pq_reader *r, struct pq_read_counters *out)
 
 void pq_column_info(const struct pq_reader *r, int i, struct pq_column_info *out)
 {
+    assert(i >= 0 && i < r->ncols);
     const struct rcol *c = &r->cols[i];
     const struct pq__schema_el *e = &r->m.schema[c->schema_idx];
     memset(out, 0, sizeof *out);
@@ -930,6 +978,7 @@ void pq_column_info(const struct pq_reader *r, int i, struct pq_column_info *out
 
 void pq_chunk_info(const struct pq_reader *r, int rg, int col, struct pq_chunk_info *out)
 {
+    assert(rg >= 0 && (uint32_t)rg < r->m.nrgs && col >= 0 && col < r->ncols);
     const struct pq__chunk *ch = &r->m.rgs[rg].cols[col];
     memset(out, 0, sizeof *out);
     out->codec = pq_codec_name(ch->codec);
@@ -1022,6 +1071,7 @@ static bool stat_value(const struct rcol *c, const struct pq__str *s, struct st_
 
 bool pq_row_group_stats(const struct pq_reader *r, int rg, int col, struct pq_col_stats *out)
 {
+    assert(rg >= 0 && (uint32_t)rg < r->m.nrgs && col >= 0 && col < r->ncols);
     memset(out, 0, sizeof *out);
     const struct pq__chunk *ch = &r->m.rgs[rg].cols[col];
     const struct rcol *c = &r->cols[col];
@@ -1320,6 +1370,8 @@ static int dict_values(struct pq__dec *r, struct target *t, const uint8_t *p, co
         if (ix[j] >= dn)
             return CORRUPT(err, "dictionary index %u out of range (dictionary has %zu values)",
                            ix[j], dn);
+    /* every index is checked: the loops below read the dictionary unchecked */
+    assert(t->c->col.type == ST_T_STRING ? r->dict_offs != NULL : r->dict_vals != NULL);
     switch (t->c->col.type) {
     case ST_T_BOOLEAN:
         for (size_t j = 0; j < k; j++)
@@ -1433,6 +1485,9 @@ static int decode_values(struct pq__dec *r, struct target *t, int enc, const uin
     const struct rcol *c = t->c;
     struct pq__vecmem *m = t->mem;
     size_t w = st_type_width(c->col.type);
+    /* decode_chunk bounded the page's values by the rows left: dst has room for k */
+    assert(k <= t->nrows - t->row && (w == 0 || (t->row + k) * w <= m->vals_cap));
+    assert(c->col.type != ST_T_STRING || t->row + k + 1 <= m->offs_cap);
     uint8_t *dst = w ? m->vals + t->row * w : NULL;
     uint32_t *ends = c->col.type == ST_T_STRING ? m->offs + t->row + 1 : NULL;
     if (enc >= 0 && enc < 32)
@@ -1498,6 +1553,8 @@ static void spread(struct pq__dec *r, struct target *t, size_t n, size_t k)
 {
     const struct rcol *c = t->c;
     struct pq__vecmem *m = t->mem;
+    /* k values at the max level among n (read_levels counted them), in the row group */
+    assert(k <= n && n <= t->nrows - t->row && t->row + n <= m->nulls_cap && n < r->defs_cap);
     const uint8_t *defs = r->defs;
     uint8_t md = (uint8_t)c->max_def;
     uint8_t *nulls = m->nulls + t->row;
@@ -1539,6 +1596,7 @@ static void spread(struct pq__dec *r, struct target *t, size_t n, size_t k)
         break;
     }
     }
+    assert(j == 0); /* every dense value found its row */
 }
 
 /* Definition levels of n values into r->defs; *k counts values at the max level. */
@@ -1546,6 +1604,7 @@ static int read_levels(struct pq__dec *r, const struct rcol *c, int enc, const u
                        const uint8_t *end, size_t n, size_t *k, struct st_err *err)
 {
     int bw = pq__bit_width((uint64_t)c->max_def);
+    assert(bw > 0 && bw <= 8); /* an optional column; levels fit a byte (schema depth) */
     r->defs = grow(r->defs, &r->defs_cap, n + 1, 1);
     if (enc == PQ_ENC_RLE) {
         struct pq__rle d;
@@ -1725,6 +1784,7 @@ static int decode_chunk(struct pq__dec *r, const struct pq__chunk *ch, const uin
             spread(r, t, n, k);
         t->row += n;
     }
+    assert(t->row == t->nrows && pos <= len);
     return ST_OK;
 }
 
@@ -1741,11 +1801,15 @@ static void batch_prepare(struct pq_batch *b, int ncols)
 /* Where chunk (rg, col) starts and how long it is (validated at open). */
 static void chunk_range(const struct pq_reader *r, int rg, int col, uint64_t *start, size_t *len)
 {
+    assert(rg >= 0 && (uint32_t)rg < r->m.nrgs && col >= 0 && col < r->ncols);
     const struct pq__chunk *ch = &r->m.rgs[rg].cols[col];
     int64_t s;
     chunk_start(ch, &s);
     *start = (uint64_t)s;
     *len = (size_t)ch->total_compressed;
+    /* asked for a row group with rows only: validate() put such a chunk in the data */
+    assert(r->m.rgs[rg].num_rows > 0 && s >= 4 && *start <= r->data_end &&
+           *len <= r->data_end - *start);
 }
 
 /*
@@ -1765,11 +1829,14 @@ static int decode_group(const struct pq_reader *r, struct pq__dec *d, int rg, co
                        "%llu at once)",
                        rg, (unsigned long long)nrows64, (unsigned long long)r->max_rows);
     size_t nrows = (size_t)nrows64;
+    assert(rg >= 0 && (uint32_t)rg < r->m.nrgs && ncols >= 0);
     batch_prepare(b, ncols);
     b->first_row = r->rg_first[rg];
     b->nrows = nrows;
     b->ncols = ncols;
     for (int k = 0; k < ncols; k++) {
+        /* pq_read_row_group checked the projection */
+        assert(cols[k] >= 0 && cols[k] < r->ncols && r->cols[cols[k]].unsupported == NULL);
         const struct rcol *c = &r->cols[cols[k]];
         struct pq__vecmem *m = &b->mem_[k];
         struct st_colvec *v = &b->cols[k];
@@ -1850,6 +1917,7 @@ static bool ahead_is(const struct pq__ahead *a, int rg, const int *cols, int nco
 static void ahead_start(struct pq_reader *r, int rg, const int *cols, int ncols)
 {
     struct pq__ahead *a = &r->ah;
+    assert(rg >= 0 && (uint32_t)rg < r->m.nrgs && r->threads > 1);
     if (ncols > ST_COLUMNS_MAX)
         return;
     if (a->worker == NULL) {
@@ -1929,6 +1997,7 @@ int pq_read_row_group(struct pq_reader *r, int rg, const int *cols, int ncols, s
     uint64_t gap = r->t_return != 0 ? now - r->t_return : 0;
     if (ahead_is(a, rg, cols, ncols)) {
         /* The helper decoded (or is decoding) this one: take its batch. */
+        assert(a->worker != NULL); /* a job is only ever submitted to a started helper */
         pq__worker_wait(a->worker);
         a->active = false;
         struct pq_batch t = *b;

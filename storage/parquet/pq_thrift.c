@@ -13,6 +13,7 @@
  */
 #include "pq_int.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 void pq__tr_init(struct pq__tr *t, const uint8_t *p, size_t n, uint64_t base, const char *what,
                  struct st_err *err)
 {
+    assert(p != NULL || n == 0);
     t->start = p;
     t->p = p;
     t->end = p + n;
@@ -156,6 +158,7 @@ int pq__tr_binary(struct pq__tr *t, int type, const uint8_t **p, uint32_t *n)
     *p = t->p;
     *n = (uint32_t)len;
     t->p += len;
+    assert(t->p <= t->end);
     return ST_OK;
 }
 
@@ -194,6 +197,7 @@ int pq__tr_struct_begin(struct pq__tr *t, int type)
 
 void pq__tr_struct_end(struct pq__tr *t)
 {
+    assert(t->depth > 0); /* a pq__tr_struct_begin that succeeded */
     t->depth--;
 }
 
@@ -331,6 +335,8 @@ void pq__tw_init(struct pq__tw *w, struct buf *b)
 
 static void field_header(struct pq__tw *w, int16_t id, int type)
 {
+    assert(type > PQ_TT_STOP && type <= PQ_TT_UUID);
+    assert(w->depth >= 0 && w->depth < PQ_THRIFT_DEPTH_MAX);
     int16_t last = w->last[w->depth];
     int delta = id - last;
     if (delta > 0 && delta <= 15) {
@@ -387,12 +393,14 @@ void pq__tw_struct_begin(struct pq__tw *w, int16_t id)
 
 void pq__tw_struct_end(struct pq__tw *w)
 {
+    assert(w->depth > 0); /* a struct was begun */
     buf_put_u8(w->b, 0);
     w->depth--;
 }
 
 void pq__tw_list_begin(struct pq__tw *w, int16_t id, int etype, uint32_t n)
 {
+    assert(etype > PQ_TT_STOP && etype <= PQ_TT_UUID);
     field_header(w, id, PQ_TT_LIST);
     if (n < 15) {
         buf_put_u8(w->b, (uint8_t)(n << 4 | (uint32_t)etype));
@@ -426,5 +434,6 @@ void pq__tw_root_begin(struct pq__tw *w)
 
 void pq__tw_root_end(struct pq__tw *w)
 {
+    assert(w->depth == 0); /* every struct begun was ended */
     buf_put_u8(w->b, 0);
 }

@@ -12,6 +12,7 @@
  */
 #include "pq_int.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -65,9 +66,11 @@ struct pq__worker *pq__worker_start(void)
 
 void pq__worker_submit(struct pq__worker *w, void (*fn)(void *), void *arg)
 {
+    assert(fn != NULL);
     pthread_mutex_lock(&w->mu);
     while (w->busy)
         pthread_cond_wait(&w->cv, &w->mu);
+    assert(w->fn == NULL && !w->quit); /* the last job was taken; not stopping */
     w->fn = fn;
     w->arg = arg;
     w->busy = true;
@@ -96,6 +99,7 @@ void pq__worker_stop(struct pq__worker *w)
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->th, NULL);
+    assert(!w->busy && w->fn == NULL); /* the thread ran the last job before it quit */
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w);

@@ -31,6 +31,7 @@
 #include "parquet.h"
 #include "pq_int.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -229,6 +230,7 @@ static uint32_t utf8_put(uint8_t *o, uint32_t cp)
 static void bound_min(struct wbound *o, const uint8_t *p, uint32_t n, bool *exact)
 {
     uint32_t k = utf8_prefix(p, n, PQ_STATS_STRING_MAX);
+    assert(k <= PQ_STATS_STRING_MAX);
     if (k > 0)
         memcpy(o->b, p, k);
     o->n = k;
@@ -271,6 +273,7 @@ static bool bound_max(struct wbound *o, const uint8_t *p, uint32_t n, bool *exac
             cp = cp + 1 == 0xd800 ? 0xe000 : cp + 1;
             memcpy(o->b, p, s);
             o->n = s + utf8_put(o->b + s, cp);
+            assert(o->n <= sizeof o->b); /* a prefix of 63 bytes at most, one character more */
             return true;
         }
         k = s;
@@ -485,6 +488,7 @@ static void plain_append(struct wcol *c, const uint8_t *p, uint32_t n)
     if (c->nvals == 0)
         c->soffs[0] = 0;
     buf_append(&c->sdata, p, n);
+    assert(c->sdata.len <= UINT32_MAX); /* row groups close before PQ_RG_BYTES_MAX */
     c->soffs[c->nvals + 1] = (uint32_t)c->sdata.len;
 }
 
@@ -525,6 +529,7 @@ static bool dict_add(struct wcol *c, const uint8_t *p, uint32_t n, bool *is_new)
     uint32_t hv = (uint32_t)hmap_hash(p, n);
     if (c->htab == NULL)
         dict_rehash(c, 1024);
+    assert(c->nent * 2 <= c->hcap); /* at most half full: the probe meets an empty slot */
     size_t h = hv & (c->hcap - 1);
     for (;;) {
         uint32_t e1 = c->htab[h];
@@ -782,6 +787,7 @@ static int emit_page(struct pq_writer *w, struct wpageset *ps, struct wrowgroup 
                      struct st_err *err)
 {
     struct wpage *pg = &ps->pages[i];
+    assert(i < ps->npages && pg->col >= 0 && pg->col < w->ncols);
     struct wchunk *ch = &g->cols[pg->col];
     if (pg->zerr != 0) {
         w->failed = ST_EINTERNAL;
@@ -789,6 +795,8 @@ static int emit_page(struct pq_writer *w, struct wpageset *ps, struct wrowgroup 
                        ZSTD_getErrorName(pg->zerr));
     }
     const struct buf *body = w->o.compression == PQ_COMPRESS_NONE ? &pg->raw : &pg->comp;
+    /* a page holds about PQ_PAGE_TARGET bytes and one value more (or a bounded dictionary) */
+    assert(pg->raw.len <= INT32_MAX && body->len <= INT32_MAX);
     if (pg->type == PQ_PAGE_DICTIONARY)
         ch->dict_off = (int64_t)w->offset;
     else if (ch->data_off < 0)
@@ -838,6 +846,7 @@ static int drain(struct pq_writer *w, struct st_err *err)
     struct wpageset *ps = w->pend;
     if (ps == NULL)
         return ST_OK;
+    assert(w->worker != NULL); /* pending pages are a job of the helper */
     compress_pages(w, ps, w->cctx);
     pq__worker_wait(w->worker);
     w->pend = NULL;
@@ -1033,6 +1042,7 @@ static void write_chunk(struct pq_writer *w, int ci, struct wchunk *ch, size_t n
         queue_page(w, ci, PQ_PAGE_DATA, (int32_t)(row - r0), enc);
         ch->data_pages++;
     }
+    assert(row == nrows && val == c->nvals); /* every buffered value is in a page */
 }
 
 /*
@@ -1069,6 +1079,7 @@ static int flush_row_group(struct pq_writer *w, bool last, struct st_err *err)
     int rc = drain(w, err);
     if (rc != ST_OK)
         return rc;
+    assert(w->pend == NULL);
     atomic_store(&ps->next, 0);
     if (!last && helper_ready(w)) {
         w->pend = ps;
@@ -1295,6 +1306,7 @@ int pq_writer_finish(struct pq_writer *w, struct pq_file_stats *stats, struct st
                 s->max = c->fs.max;
             }
         }
+        assert(sbytes == 0 ? sp == NULL : (size_t)(sp - stats->strings_) == sbytes);
     }
     return ST_OK;
 }

@@ -18,6 +18,7 @@
 #include "common/timeutil.h"
 #include "common/types.h"
 #include "common/uuid.h"
+#include "test_assert.h"
 
 static void test_buf(void **state)
 {
@@ -253,6 +254,35 @@ static void test_atomic_file(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+#ifndef NDEBUG
+/* A buffer whose length passed its capacity: buf.h's promise is broken. */
+static void append_to_overrun_buf(void *arg)
+{
+    (void)arg;
+    struct buf b = BUF_INIT;
+    buf_append(&b, "abc", 3);
+    b.len = b.cap + 1;
+    buf_append(&b, "d", 1);
+}
+
+/* Value n of an n-value vector. */
+static void read_past_vector(void *arg)
+{
+    (void)arg;
+    int64_t v[2] = {1, 2};
+    struct st_colvec c = {.type = ST_T_LONG, .n = 2, .v.l = v};
+    struct st_value out;
+    st_colvec_get(&c, 2, &out);
+}
+
+static void test_invariants_asserted(void **state)
+{
+    (void)state;
+    assert_true(test_dies_of_assert(append_to_overrun_buf, NULL));
+    assert_true(test_dies_of_assert(read_past_vector, NULL));
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +295,9 @@ int main(void)
         cmocka_unit_test(test_names_and_types),
         cmocka_unit_test(test_atomic_file),
         cmocka_unit_test(test_mkdirs_durable),
+#ifndef NDEBUG
+        cmocka_unit_test(test_invariants_asserted),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

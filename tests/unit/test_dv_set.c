@@ -3,6 +3,9 @@
    clone and equality, over arrays, runs and bitsets in several 64-bit keys. */
 #include "test_dv_util.h"
 
+#include "dv/dv_int.h"
+#include "test_assert.h"
+
 static const uint64_t SEEDS[] = {1, 2, 3};
 
 static void test_empty(void **state)
@@ -368,13 +371,59 @@ static void test_add_range(void **state)
     dv_free(d);
 }
 
+#ifndef NDEBUG
+/* A decoder that pushed a bucket below the last one: keys must ascend. */
+static void push_descending(void *arg)
+{
+    (void)arg;
+    struct dv *d = dv_new();
+    roaring_bitmap_t *a = roaring_bitmap_create(), *b = roaring_bitmap_create();
+    roaring_bitmap_add(a, 1);
+    roaring_bitmap_add(b, 1);
+    dv__push_bucket(d, 5, a);
+    dv__push_bucket(d, 3, b);
+}
+
+/* A set whose buckets were reordered behind the API's back: dv__check finds it. */
+static void check_unsorted(void *arg)
+{
+    (void)arg;
+    struct dv *d = dv_new();
+    dv_add(d, 1);
+    dv_add(d, (uint64_t)7 << 32);
+    struct dv_bucket t = d->b[0];
+    d->b[0] = d->b[1];
+    d->b[1] = t;
+    dv__check(d);
+}
+
+static void test_invariants_asserted(void **state)
+{
+    (void)state;
+    assert_true(test_dies_of_assert(push_descending, NULL));
+    assert_true(test_dies_of_assert(check_unsorted, NULL));
+    /* and a well-formed set passes the same check */
+    struct dv *d = dv_new();
+    dv_add_range(d, 10, 100000);
+    dv_add(d, (uint64_t)3 << 32);
+    dv__check(d);
+    dv_free(d);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty),         cmocka_unit_test(test_build),
-        cmocka_unit_test(test_rank_contains), cmocka_unit_test(test_mask),
-        cmocka_unit_test(test_iter),          cmocka_unit_test(test_union),
+        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_build),
+        cmocka_unit_test(test_rank_contains),
+        cmocka_unit_test(test_mask),
+        cmocka_unit_test(test_iter),
+        cmocka_unit_test(test_union),
         cmocka_unit_test(test_add_range),
+#ifndef NDEBUG
+        cmocka_unit_test(test_invariants_asserted),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
