@@ -7,13 +7,27 @@
  * files go; this module knows how the spec writes them.
  *
  * Choices the spec leaves open, made once here:
- *   - format version 3, one unpartitioned spec (id 0, no fields), one sort
- *     order (id 0, unsorted);
+ *   - format version 3, one unpartitioned spec (id 0, no fields;
+ *     last-partition-id 999, as Iceberg Java writes it: partition field ids
+ *     start at 1000), one sort order (id 0, unsorted);
  *   - data_file.file_format is written "PARQUET" / "PUFFIN", as Iceberg
- *     Java and Spark write it (every reader compares it without case);
- *   - column statistics (value, null counts, bounds) by field id, bounds in
- *     the spec's single-value binary serialization (Appendix D);
+ *     Java and Spark write it (every reader compares it without case; the
+ *     spec's text spells it in lower case);
+ *   - column statistics (value, null, NaN counts, bounds) by field id,
+ *     bounds in the spec's single-value binary serialization (Appendix D); a
+ *     map no column has a value for is written null; column_sizes,
+ *     split_offsets, key_metadata, equality_ids are always null;
+ *     sort_order_id is 0 (unsorted) for data files and null for DVs;
+ *   - the manifest list's partitions is an empty list (Java writes that for
+ *     an unpartitioned spec: one summary per partition field, none here);
+ *   - header keys of a manifest list, which the spec does not name: those
+ *     Iceberg Java writes (snapshot-id, parent-snapshot-id - "null" without a
+ *     parent -, sequence-number, first-row-id, format-version);
+ *   - JSON: compact, keys in Iceberg Java's order; a table without snapshots
+ *     has "current-snapshot-id": null and no main ref, as Java 1.10 writes it;
  *   - a strike `timestamp` (microseconds, UTC) is Iceberg's `timestamptz`.
+ *
+ * Everything is deterministic: the same structs give the same bytes.
  */
 #ifndef STRIKE_ICEBERG_H
 #define STRIKE_ICEBERG_H
@@ -47,14 +61,17 @@ struct ice_schema {
 /*
  * A data file's statistics of one column, by field id. Bounds are in the
  * spec's single-value binary serialization (ice_value_bytes), borrowed;
- * NULL when unknown.
+ * NULL when unknown. For doubles the bounds exclude NaN (the spec forbids
+ * NaN bounds) and nan_count says how many there are.
  */
 struct ice_col_stats {
     int32_t field_id;
     bool has_value_count, has_null_count;
     int64_t value_count; /* values, nulls included */
     int64_t null_count;
-    const uint8_t *lower, *upper;
+    bool has_nan_count; /* doubles: how many values are NaN (bounds never are) */
+    int64_t nan_count;
+    const uint8_t *lower, *upper; /* NULL: unknown; length 0 is the empty string */
     size_t lower_len, upper_len;
 };
 
@@ -64,8 +81,10 @@ enum ice_content { ICE_CONTENT_DATA = 0, ICE_CONTENT_POSITION_DELETES = 1 };
 /*
  * One manifest entry. The snapshot id and the two sequence numbers are
  * written when has_* is set and null otherwise (inherited from the
- * manifest's list entry); the spec wants them explicit for EXISTING and
- * DELETED entries, ice_manifest_write refuses them null there.
+ * manifest's list entry); the spec wants the sequence numbers explicit for
+ * EXISTING and DELETED entries, and ice_manifest_write refuses those three
+ * null there. A data file's first_row_id is null when ADDED (inherited) and
+ * written when EXISTING or DELETED; a DV never has one.
  */
 struct ice_entry {
     enum ice_status status;
@@ -107,26 +126,40 @@ struct ice_manifest_file {
  * v3 manifest_entry schema with its field ids; header keys schema,
  * schema-id, partition-spec, partition-spec-id, format-version, content)
  * appended to `out`. `info` (may be NULL) gets its counts, length and
- * min_sequence_number (of entries whose sequence number is explicit; -1
+ * min_sequence_number (of live entries whose sequence number is explicit; -1
  * when none is): the caller fills path, sequence number, snapshot id and
- * first_row_id. ST_EINVAL for entries the spec forbids (a DV without its
- * referenced file, a DELETED entry without its sequence numbers, ...).
+ * first_row_id. ST_EINVAL naming the entry, with nothing appended, for what
+ * the spec forbids: an entry whose content is not the manifest's, an
+ * EXISTING or DELETED entry without its snapshot id and both sequence
+ * numbers, a data sequence number above the file sequence number, a
+ * file_path or referenced_data_file that is not a full URI with a scheme,
+ * negative counts, statistics of one field id twice, a data file with a
+ * referenced_data_file, a DV without its referenced file, with a first_row_id
+ * or whose blob [content_offset, +content_size_in_bytes) does not lie in the
+ * Puffin file after its magic (offset >= 4, size > 0).
  */
 int ice_manifest_write(const struct ice_schema *schema, enum ice_content content,
                        const struct ice_entry *entries, size_t n, struct buf *out,
                        struct ice_manifest_file *info, struct st_err *err);
 
 /*
- * Read a manifest back (one this module wrote, or any v2/v3 manifest):
+ * Read a manifest back (one this module wrote, or any v1-v3 manifest):
  * fn(ctx, entry) for each entry in file order, with the spec's inheritance
- * applied from the manifest's list record `from` (an ADDED entry's null
- * snapshot id, sequence numbers and first_row_id become explicit: the
- * first_row_id of the i-th entry without one is from->first_row_id plus
- * the record counts of those before it), so that has_* is set on every
- * entry whose value is known. The entry and what it points to live until
- * fn returns. fn's nonzero return stops the walk and is returned.
- * ST_ECORRUPT (the avro reader's message, or the field that is missing or
- * of another type) for a file that is not a manifest.
+ * applied from the manifest's list record `from` (may be NULL: nothing is
+ * inherited). A null snapshot id becomes from->added_snapshot_id; an ADDED
+ * entry's null sequence numbers become from->sequence_number; with
+ * from->has_first_row_id, the i-th data file without a first_row_id gets
+ * from->first_row_id plus the record counts of those before it that had
+ * none (whatever their status). v1 manifests (no sequence numbers) read as
+ * sequence number 0. So has_* is set on every entry whose value is known.
+ * Statistics come in ascending field id; bounds point into `bytes`. The
+ * entry and its strings live until fn returns. fn's nonzero return stops
+ * the walk and is returned. ST_ECORRUPT (the avro reader's message, or the
+ * entry and field that is missing, of another type or out of range; a
+ * header content that is not from->content) for a file that is not a
+ * manifest; ST_EUNSUPPORTED naming what the entry struct cannot carry
+ * (equality deletes, position delete files that are not Puffin DVs, data
+ * files that are not Parquet, partitions, key_metadata, format-version > 3).
  */
 int ice_manifest_read(const uint8_t *bytes, size_t len, const struct ice_manifest_file *from,
                       int (*fn)(void *ctx, const struct ice_entry *e), void *ctx,
@@ -135,7 +168,13 @@ int ice_manifest_read(const uint8_t *bytes, size_t len, const struct ice_manifes
 /*
  * The manifest list of a snapshot (manifest_file records, v3 schema; header
  * keys snapshot-id, parent-snapshot-id, sequence-number, first-row-id,
- * format-version), appended to `out`.
+ * format-version), appended to `out`. ST_EINVAL naming the manifest, with
+ * nothing appended, for a manifest_path that is not a URI, a length <= 0, a
+ * partition spec other than 0, negative counts, a sequence number above the
+ * snapshot's (or, for a manifest this snapshot added, other than its own), a
+ * min_sequence_number outside [0, sequence_number], a data manifest without
+ * a first_row_id (v3 assigns one to every data manifest) or a delete manifest
+ * with one.
  */
 struct ice_list_header {
     int64_t snapshot_id;
@@ -190,15 +229,30 @@ struct ice_table_metadata {
     int64_t next_row_id;
 };
 
-/* The table metadata file (TableMetadata, format-version 3), JSON; caller frees. */
+/*
+ * The table metadata file (TableMetadata, format-version 3), JSON; caller
+ * frees. The snapshot-log lists `snapshots` in order (strike's history is
+ * linear, main only); refs has main -> current-snapshot-id. Strings must be
+ * UTF-8 and the current schema and snapshot must be in their lists
+ * (asserted).
+ */
 char *ice_metadata_json(const struct ice_table_metadata *m);
-/* One schema as the spec serializes it (Appendix C); caller frees. */
+/*
+ * One schema as the spec serializes it (Appendix C); caller frees.
+ * identifier-field-ids is written only when every id names a required field
+ * of the schema that is not a double, once (the spec forbids the others and
+ * Iceberg Java refuses such a schema); otherwise it is left out whole.
+ */
 char *ice_schema_json(const struct ice_schema *s);
 /* schema.name-mapping.default for a schema: [{"field-id":1,"names":["id"]},...]; caller frees. */
 char *ice_name_mapping_json(const struct ice_schema *s);
 /* "long", "timestamptz", ...: the Iceberg type of a strike type. */
 const char *ice_type_name(enum st_type t);
-/* The spec's single-value binary serialization of v (Appendix D), appended to out. */
+/*
+ * The spec's single-value binary serialization of v (Appendix D), appended
+ * to out: boolean 0x00/0x01, int 4 and long, double, timestamptz 8 bytes
+ * little-endian, string its UTF-8 bytes. v is not null (asserted).
+ */
 void ice_value_bytes(enum st_type t, const struct st_value *v, struct buf *out);
 
 #endif
