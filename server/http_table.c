@@ -208,9 +208,10 @@ int http__routes_check(struct st_err *err)
         for (const char *c = strchr(rt->pattern, '{'); c != NULL; c = strchr(c + 1, '{'))
             ncap += strncmp(c, "{t}", 3) != 0 && strncmp(c, "{*}", 3) != 0 &&
                     !(strncmp(c, "{id}", 4) == 0 && (rt->flags & HTTP_FILE_ID));
-        if (ncap > HTTP_MAX_ARGS - HTTP_MAX_QUERY)
-            return st_errf(err, ST_EINTERNAL, "http: route %s %s has more than %d captures", mname,
-                           rt->pattern, HTTP_MAX_ARGS - HTTP_MAX_QUERY);
+        if (ncap + nq > HTTP_MAX_ARGS)
+            return st_errf(err, ST_EINTERNAL,
+                           "http: route %s %s keeps more than %d captures and query arguments",
+                           mname, rt->pattern, HTTP_MAX_ARGS);
         if (nq > HTTP_MAX_QUERY)
             return st_errf(err, ST_EINTERNAL, "http: route %s %s declares more than %d query names",
                            mname, rt->pattern, HTTP_MAX_QUERY);

@@ -293,8 +293,9 @@ struct engine_erase_req {
  * Each front end renders it (HTTP: server/http_render.c; gRPC: an
  * EraseResponse). Plain values, nothing to free.
  */
-#define ENGINE_ERASURE_CHECKS_MAX 8 /* data_files, key_index, column_statistics, orphan_blobs,
-                                       iceberg_metadata, and room for more */
+#define ENGINE_ERASURE_CHECKS_MAX                                                                  \
+    8                                /* data_files, key_index, column_statistics, orphan_blobs,    \
+                                        iceberg_metadata, and room for more */
 #define ENGINE_ERASURE_FIGURES_MAX 3 /* what one check counted */
 struct engine_erasure_figure {
     char name[32]; /* "files_decoded", "keys_checked", ..., or "note" */

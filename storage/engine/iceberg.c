@@ -2019,12 +2019,13 @@ int eng__ice_verify(struct engine *e, PGconn *c, const struct engine_table *t, i
                     "0 FROM strike.iceberg_snapshots WHERE table_id = $1 UNION ALL SELECT path, 0 "
                     "FROM strike.iceberg_metadata_files WHERE table_id = $1",
                     1, v, "listing the table's iceberg metadata", &rc, err);
-    PGresult *f = r == NULL ? NULL
-                            : q(c,
-                                "SELECT path FROM strike.data_files WHERE table_id = $1 AND "
-                                "(removed_seq IS NULL OR removed_seq > (SELECT coalesce(min(seq), 0) "
-                                "FROM strike.snapshots WHERE table_id = $1))",
-                                1, v, "listing the retained data files", &rc, err);
+    PGresult *f = r == NULL
+                      ? NULL
+                      : q(c,
+                          "SELECT path FROM strike.data_files WHERE table_id = $1 AND "
+                          "(removed_seq IS NULL OR removed_seq > (SELECT coalesce(min(seq), 0) "
+                          "FROM strike.snapshots WHERE table_id = $1))",
+                          1, v, "listing the retained data files", &rc, err);
     if (f != NULL) {
         char *hint = xasprintf("tables/%s/metadata/version-hint.text", t->uuid);
         hmap_put(&refs, hint, strlen(hint), NULL);
