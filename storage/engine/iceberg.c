@@ -1186,6 +1186,58 @@ static int load_changes(struct xpass *x, int64_t hi, struct st_err *err)
         void **slot = hmap_put(&x->file_by_id, &x->files[i].id, sizeof x->files[i].id, &created);
         *slot = &x->files[i];
     }
+    /* files the last export listed that expiry has since forgotten: removed before the first
+       snapshot this pass exports (their rows went with the snapshots that had them) */
+    int64_t *listed = NULL;
+    size_t nlisted = 0, cap = 0;
+    for (size_t i = 0; i < x->nmans; i++) {
+        const struct xman *m = x->mans[i];
+        if (m->removed_seq != 0 || m->mf.content != ICE_CONTENT_DATA)
+            continue;
+        for (size_t k = 0; k < m->nfiles; k++) {
+            if (hmap_get(&x->file_by_id, &m->files[k], sizeof m->files[k]) != NULL)
+                continue;
+            if (nlisted == cap) {
+                cap = cap ? cap * 2 : 64;
+                listed = xreallocarray(listed, cap, sizeof *listed);
+            }
+            listed[nlisted++] = m->files[k];
+        }
+    }
+    if (nlisted > 0) {
+        char *arr = i64_array(listed, nlisted);
+        const char *va[2] = {x->tid, arr};
+        r = q(x->c,
+              "SELECT u.id FROM unnest($2::bigint[]) AS u(id) WHERE NOT EXISTS (SELECT 1 FROM "
+              "strike.data_files f WHERE f.id = u.id AND f.table_id = $1)",
+              2, va, "looking for expired data files", &rc, err);
+        free(arr);
+        if (r == NULL) {
+            free(listed);
+            return rc;
+        }
+        int ng = PQntuples(r);
+        x->files = xreallocarray(x->files, x->nfiles + (size_t)ng + 1, sizeof *x->files);
+        for (int i = 0; i < ng; i++) {
+            struct xfile *f = &x->files[x->nfiles++];
+            memset(f, 0, sizeof *f);
+            f->id = pgu_get_i64(r, i, 0);
+            f->key = xstrdup("");
+            f->data_seq = 0;                 /* listed at prev: added at or before it */
+            f->removed_seq = x->prev + 1; /* gone by the next snapshot */
+        }
+        PQclear(r);
+        /* the array may have moved: the map points into it again */
+        hmap_free(&x->file_by_id);
+        hmap_init(&x->file_by_id);
+        for (size_t i = 0; i < x->nfiles; i++) {
+            bool created;
+            void **slot =
+                hmap_put(&x->file_by_id, &x->files[i].id, sizeof x->files[i].id, &created);
+            *slot = &x->files[i];
+        }
+    }
+    free(listed);
     r = q(x->c, SQL_DVS, 3, v, "reading the DVs to export", &rc, err);
     if (r == NULL)
         return rc;

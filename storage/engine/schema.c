@@ -225,9 +225,6 @@ const struct migration cat__migrations[] = {
     {12, "iceberg: export state, manifests, snapshots and metadata files; DVs by URI",
      "ALTER TABLE strike.deletion_vectors ADD COLUMN legacy_ref boolean NOT NULL DEFAULT true;"
      "ALTER TABLE strike.deletion_vectors ALTER COLUMN legacy_ref SET DEFAULT false;"
-     "CREATE INDEX deletion_vectors_live_by_seq ON strike.deletion_vectors (table_id, added_seq) "
-     "WHERE removed_seq IS NULL;"
-     "DROP INDEX strike.deletion_vectors_live;"
      "CREATE TABLE strike.iceberg_tables ("
      "  table_id bigint PRIMARY KEY REFERENCES strike.tables(id) ON DELETE CASCADE,"
      "  exported_seq bigint NOT NULL DEFAULT 0,"
