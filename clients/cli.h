@@ -11,9 +11,15 @@ struct cli_command {
     const char *name;
     const char *summary;
     int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    /* The subcommands `run` takes as argv[1] (NULL: none), NULL-terminated: what
+       `strike --list-commands` prints, and the help test walks (each answers --help). */
+    const char *const *subs;
 };
 
-/* The subcommands (strike.c lists them). */
+/*
+ * The commands (strike.c lists them). Every command and subcommand answers
+ * `--help` and `-h` with its usage on stdout and exit status 0.
+ */
 extern const struct cli_command cli_commands[];
 
 enum cli_exit {

@@ -367,7 +367,7 @@ struct usage {
 
 static const struct usage usages[] = {
     {"tables",
-     "usage: strike tables [ls]\n"
+     "usage: strike tables [ls | list]\n"
      "       strike tables show TABLE\n"
      "       strike tables create TABLE --columns 'NAME TYPE [not null], ...' [--key C[,C...]]\n"
      "                                  [--version-column C]\n"

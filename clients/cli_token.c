@@ -53,9 +53,11 @@ static void base64url(const uint8_t *p, size_t n, char *out)
 
 int cli_token(int argc, char **argv)
 {
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        usage(stdout);
-        return 0;
+    for (int i = 1; i < argc; i++) { /* strike token --help, strike token new --help */
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
     }
     if (argc < 2 || strcmp(argv[1], "new") != 0) {
         usage(stderr);

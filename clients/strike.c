@@ -34,26 +34,32 @@ static int dv_dispatch(int argc, char **argv)
     return cli_dv(argc, argv);
 }
 
+static const char *const tables_subs[] = {"ls", "list", "show", "create", "drop", NULL};
+static const char *const dv_subs[] = {"get", "decode", "encode", NULL};
+static const char *const parquet_subs[] = {"meta", "cat", "write", NULL};
+static const char *const token_subs[] = {"new", NULL};
+
 const struct cli_command cli_commands[] = {
-    {"tables", "list, show, create and drop tables (server)", cli_tables},
-    {"load", "load rows from NDJSON, CSV or Parquet, resumable (server)", cli_load},
-    {"changes", "post upserts and deletes (strike or Debezium NDJSON) (server)", cli_changes},
-    {"scan", "print live rows, with a --where filter (server)", cli_scan},
-    {"delete", "delete the rows a --where filter matches (server)", cli_delete},
-    {"plan", "the data files and deletion vectors of a table (server)", cli_plan},
-    {"snapshots", "the commit history of a table (server)", cli_snapshots},
-    {"compact", "rewrite files with many deletes or few rows (server)", cli_compact},
-    {"expire", "drop old snapshots and unreferenced files (server)", cli_expire},
-    {"erase", "erase rows physically and print the receipt (server)", cli_erase},
-    {"erasures", "list or show erasure receipts (server)", cli_erasures},
-    {"health", "deleted fractions, small files, maintenance advice (server)", cli_health},
-    {"dv", "get a file's DV from the server (dv get); decode and encode DVs", dv_dispatch},
-    {"parquet", "inspect, print and write Parquet files (meta, cat, write)", cli_parquet},
-    {"fsck", "check that every blob the catalog references exists and decodes", cli_fsck},
-    {"gc", "delete unreferenced blobs older than a grace period", cli_gc},
+    {"tables", "list, show, create and drop tables (server)", cli_tables, tables_subs},
+    {"load", "load rows from NDJSON, CSV or Parquet, resumable (server)", cli_load, NULL},
+    {"changes", "post upserts and deletes (strike or Debezium NDJSON) (server)", cli_changes, NULL},
+    {"scan", "print live rows, with a --where filter (server)", cli_scan, NULL},
+    {"delete", "delete the rows a --where filter matches (server)", cli_delete, NULL},
+    {"plan", "the data files and deletion vectors of a table (server)", cli_plan, NULL},
+    {"snapshots", "the commit history of a table (server)", cli_snapshots, NULL},
+    {"compact", "rewrite files with many deletes or few rows (server)", cli_compact, NULL},
+    {"expire", "drop old snapshots and unreferenced files (server)", cli_expire, NULL},
+    {"erase", "erase rows physically and print the receipt (server)", cli_erase, NULL},
+    {"erasures", "list or show erasure receipts (server)", cli_erasures, NULL},
+    {"health", "deleted fractions, small files, maintenance advice (server)", cli_health, NULL},
+    {"dv", "get a file's DV from the server (dv get); decode and encode DVs", dv_dispatch, dv_subs},
+    {"parquet", "inspect, print and write Parquet files (meta, cat, write)", cli_parquet,
+     parquet_subs},
+    {"fsck", "check that every blob the catalog references exists and decodes", cli_fsck, NULL},
+    {"gc", "delete unreferenced blobs older than a grace period", cli_gc, NULL},
     {"token", "create a bearer token for striked --tokens (token new --scope S --tables GLOB)",
-     cli_token},
-    {NULL, NULL, NULL},
+     cli_token, token_subs},
+    {NULL, NULL, NULL, NULL},
 };
 
 static void usage(FILE *out)
@@ -70,7 +76,8 @@ int main(int argc, char **argv)
      * move them after it (cli_client.c takes them anywhere) */
     int lead = 1;
     while (lead < argc && argv[lead][0] == '-' && strcmp(argv[lead], "--help") != 0 &&
-           strcmp(argv[lead], "-h") != 0 && strcmp(argv[lead], "--version") != 0) {
+           strcmp(argv[lead], "-h") != 0 && strcmp(argv[lead], "--version") != 0 &&
+           strcmp(argv[lead], "--list-commands") != 0) {
         bool flag = strcmp(argv[lead], "-q") == 0 || strcmp(argv[lead], "--quiet") == 0;
         lead += flag ? 1 : 2;
     }
@@ -96,6 +103,14 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--list-commands") == 0) { /* for the tests: every command and sub */
+        for (const struct cli_command *c = cli_commands; c->name != NULL; c++) {
+            printf("%s\n", c->name);
+            for (const char *const *s = c->subs; s != NULL && *s != NULL; s++)
+                printf("%s %s\n", c->name, *s);
+        }
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {

@@ -74,17 +74,31 @@ static const struct option_def options[] = {
      0},
     {"http-threads", "STRIKE_HTTP_THREADS", K_INT, "0", OFF(http_threads),
      "HTTP event threads (0: number of cores)", 0},
+    {"header-timeout", "STRIKE_HEADER_TIMEOUT", K_DURATION, "60s", OFF(header_timeout_s),
+     "HTTP: a request's line and headers must arrive within this, counted from the connection's "
+     "start or the previous response (an idle keep-alive connection too), else the connection "
+     "is closed (1s to 1d)",
+     1},
+    {"max-conns-per-ip", "STRIKE_MAX_CONNS_PER_IP", K_INT, "256", OFF(max_conns_per_ip),
+     "HTTP connections at once from one client address; more are closed at once (0: no cap; "
+     "behind a proxy, raise it or 0)",
+     0},
     {"grpc-threads", "STRIKE_GRPC_THREADS", K_INT, "0", OFF(grpc_threads),
      "gRPC completion-queue threads (0: number of cores)", 0},
     {"workers", "STRIKE_WORKERS", K_INT, "0", OFF(workers),
      "threads for blocking work (catalog, commits; 0: automatic)", 0},
     {"gc-grace", "STRIKE_GC_GRACE", K_DURATION, "1h", OFF(gc_grace_s),
-     "age before an unreferenced blob may be deleted (at least 5m)", ENGINE_GC_GRACE_MIN_S},
+     "age before an unreferenced blob may be deleted (at least 5m); the files of expired "
+     "snapshots stay as long, at least 1h, and while a presigned URL of their table is valid",
+     ENGINE_GC_GRACE_MIN_S},
     {"gc-interval", "STRIKE_GC_INTERVAL", K_DURATION, "10m", OFF(gc_interval_s),
-     "period of the orphan collector (0: off)", 0},
+     "period of the orphan collector, which also deletes expired snapshots' files past their "
+     "grace (0: off)",
+     0},
     {"compact-interval", "STRIKE_COMPACT_INTERVAL", K_DURATION, "1m", OFF(compact_interval_s),
-     "period of the background maintenance task: snapshot expiry per --retain, one server at a "
-     "time per table (0: off)",
+     "period of the background maintenance task, one server at a time per table: inline DVs "
+     "flushed to Puffin files, compaction by the default policy (deleted fraction >= 0.3, or 8+ "
+     "small files), snapshots older than --retain expired (0: off)",
      0},
     {"maintenance-workers", "STRIKE_MAINTENANCE_WORKERS", K_INT, "0", OFF(maintenance_workers),
      "threads of a maintenance pass, each maintaining one table at a time (0: 2; at most 16)", 0},
@@ -401,6 +415,10 @@ enum config_result config_load(struct config *c, int argc, char **argv, char *er
     }
     if (c->max_body > (1ull << 31)) {
         snprintf(err, errlen, "--max-body: at most 2G");
+        return CONFIG_ERROR;
+    }
+    if (c->header_timeout_s > 86400) {
+        snprintf(err, errlen, "--header-timeout: at most 1d");
         return CONFIG_ERROR;
     }
     if (c->dv_inline_max > ENGINE_DV_INLINE_LIMIT) {

@@ -40,6 +40,8 @@ struct config {
     uint64_t max_body;          /* bytes of one request body or gRPC message */
     uint64_t max_inflight;      /* budget of request bytes in flight, charged x ADMIT_EXPANSION */
     int http_threads;           /* 0 = automatic */
+    int64_t header_timeout_s;   /* HTTP: a request's line and headers complete within this */
+    int max_conns_per_ip;       /* HTTP connections at once from one client address; 0: no cap */
     int grpc_threads;           /* 0 = automatic */
     int workers;                /* blocking-work threads; 0 = automatic */
     int64_t gc_grace_s;         /* orphan grace period, seconds */

@@ -7,7 +7,6 @@
  */
 #include "grpc_conv.h"
 
-#include "common/sha256.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "expr/literal.h"
@@ -220,81 +219,6 @@ ProtobufCMessage *gconv_unpack(const ProtobufCMessageDescriptor *desc, const uin
     return m;
 }
 
-/* ---- canonical form and hash -------------------------------------------------- */
-
-/* protoc's map entries: a nested "...Entry" message of a string `key` (1) and `value` (2). */
-static bool is_string_map_entry(const ProtobufCMessageDescriptor *d)
-{
-    size_t sl = strlen(d->short_name);
-    return d->n_fields == 2 && sl > 5 && strcmp(d->short_name + sl - 5, "Entry") == 0 &&
-           d->fields[0].id == 1 && strcmp(d->fields[0].name, "key") == 0 &&
-           d->fields[0].type == PROTOBUF_C_TYPE_STRING && d->fields[1].id == 2 &&
-           strcmp(d->fields[1].name, "value") == 0;
-}
-
-static int cmp_entry_key(const void *a, const void *b, void *arg)
-{
-    const ProtobufCFieldDescriptor *kf = arg;
-    const char *x = *(char *const *)(const void *)((const char *)*(void *const *)a + kf->offset);
-    const char *y = *(char *const *)(const void *)((const char *)*(void *const *)b + kf->offset);
-    return strcmp(x, y);
-}
-
-static void canonicalize(ProtobufCMessage *m, int depth)
-{
-    const ProtobufCMessageDescriptor *d = m->descriptor;
-    if (depth > 32)
-        return;
-    for (unsigned i = 0; i < d->n_fields; i++) {
-        const ProtobufCFieldDescriptor *f = &d->fields[i];
-        if (f->type != PROTOBUF_C_TYPE_MESSAGE)
-            continue;
-        char *base = (char *)m;
-        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-            size_t n = *(size_t *)(void *)(base + f->quantifier_offset);
-            ProtobufCMessage **arr = *(ProtobufCMessage ***)(void *)(base + f->offset);
-            const ProtobufCMessageDescriptor *ed = f->descriptor;
-            if (n > 1 && is_string_map_entry(ed))
-                qsort_r(arr, n, sizeof *arr, cmp_entry_key, (void *)&ed->fields[0]);
-            for (size_t k = 0; k < n; k++)
-                canonicalize(arr[k], depth + 1);
-        } else {
-            if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
-                *(uint32_t *)(void *)(base + f->quantifier_offset) != f->id)
-                continue;
-            ProtobufCMessage *sub = *(ProtobufCMessage **)(void *)(base + f->offset);
-            if (sub != NULL)
-                canonicalize(sub, depth + 1);
-        }
-    }
-}
-
-void gconv_canonicalize(ProtobufCMessage *m)
-{
-    canonicalize(m, 0);
-}
-
-struct hash_sink {
-    ProtobufCBuffer base;
-    struct st_sha256 h;
-};
-
-static void hash_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
-{
-    struct hash_sink *s = (struct hash_sink *)(void *)b;
-    st_sha256_update(&s->h, data, len);
-}
-
-void gconv_hash(const char *prefix, const ProtobufCMessage *m, uint8_t out[32])
-{
-    struct hash_sink s;
-    s.base.append = hash_append;
-    st_sha256_init(&s.h);
-    st_sha256_update(&s.h, prefix, strlen(prefix) + 1);
-    protobuf_c_message_pack_to_buffer(m, &s.base);
-    st_sha256_final(&s.h, out);
-}
-
 /* ---- values and changes ------------------------------------------------------- */
 
 int gconv_literal(const Strike__V1__Value *v, struct st_literal *out, struct st_err *err)
@@ -440,7 +364,8 @@ void gconv_table(const struct engine_table *t, const struct engine_table_stats *
 }
 
 Strike__V1__PlannedFile *gconv_planned_file(struct garena *a, const char *table, int64_t seq,
-                                            const struct engine_plan_file *pf)
+                                            const struct engine_plan_file *pf,
+                                            const char *expires_at)
 {
     Strike__V1__PlannedFile *m = garena_alloc(a, sizeof *m);
     strike__v1__planned_file__init(m);
@@ -460,7 +385,15 @@ Strike__V1__PlannedFile *gconv_planned_file(struct garena *a, const char *table,
         d->offset = pf->dv_offset;
         d->length = pf->dv_length;
         d->cardinality = pf->dv_cardinality;
+        if (pf->dv_presigned_url != NULL && expires_at != NULL) {
+            d->presigned_url = pf->dv_presigned_url;
+            d->expires_at = (char *)expires_at;
+        }
         m->dv = d;
+    }
+    if (pf->presigned_url != NULL && expires_at != NULL) {
+        m->presigned_url = pf->presigned_url;
+        m->expires_at = (char *)expires_at;
     }
     return m;
 }

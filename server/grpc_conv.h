@@ -60,17 +60,6 @@ ProtobufCMessage *gconv_unpack(const ProtobufCMessageDescriptor *desc, const uin
 bool gconv_find_bad_string(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
                            char *why, size_t wcap);
 
-/*
- * Put `m` in a canonical form, in place: the entries of every map<string, _>
- * (at any depth) sorted by key. Clients may serialize maps in any order
- * (python's protobuf does not keep one), so a retried request can arrive as
- * other bytes; after this, protobuf-c packs equal requests to equal bytes.
- */
-void gconv_canonicalize(ProtobufCMessage *m);
-
-/* SHA-256 of `prefix` (with its NUL) and the packed bytes of `m`, without a copy. */
-void gconv_hash(const char *prefix, const ProtobufCMessage *m, uint8_t out[32]);
-
 /* ---- values and changes ------------------------------------------------------- */
 
 /* A Value as a wire literal (strings borrowed from `v`). NULL or unset: ST_EINVAL. */
@@ -93,9 +82,12 @@ int gconv_erase_keys(const Strike__V1__EraseRequest *req, struct garena *a, stru
 void gconv_table(const struct engine_table *t, const struct engine_table_stats *stats,
                  struct garena *a, Strike__V1__Table *out);
 
-/* A file of a plan at `seq`, with the HTTP URLs of the file and of its DV (arena). */
+/* A file of a plan at `seq`, with the HTTP URLs of the file and of its DV (arena), and their
+   presigned URLs when pf has them, valid until expires_at (RFC 3339; NULL without presign).
+   Strings of pf and expires_at are borrowed: they must outlive the reply's packing. */
 Strike__V1__PlannedFile *gconv_planned_file(struct garena *a, const char *table, int64_t seq,
-                                            const struct engine_plan_file *pf);
+                                            const struct engine_plan_file *pf,
+                                            const char *expires_at);
 
 /* ---- scan batches, encoded by hand (no per-value allocation) ------------------- */
 

@@ -10,11 +10,10 @@
  * thread or leave the call to the worker. Each request is unpacked into a
  * per-call arena that also holds the reply, freed in one shot.
  *
- * Idempotency-Key: the `idempotency-key` metadata; the request hash is
- * SHA-256 of the method path, a NUL, and the request re-packed in canonical
- * form (map entries sorted by key: clients do not serialize maps in a fixed
- * order, so a retry may arrive as other bytes). The engine replays the
- * first call's result struct, which is rendered like a fresh one.
+ * Idempotency-Key: the `idempotency-key` metadata; the request hash is the
+ * service's hash of the decoded request (svc_idem_*, as HTTP's), so a key
+ * first used over HTTP replays over gRPC and the reverse. The engine
+ * replays the first call's result struct, which is rendered like a fresh one.
  */
 #include "grpc_conv.h"
 #include "grpc_int.h"
@@ -59,25 +58,16 @@ static void *unpack(struct rpc *r, const ProtobufCMessageDescriptor *d, struct g
 }
 
 /*
- * The call's Idempotency-Key as the engine wants it: *out NULL without one.
- * The request hash covers the method and the request `m` in its canonical
- * form. False after failing the call (a malformed key).
+ * The call's Idempotency-Key (*key NULL without one), for svc_idem_* once
+ * the request is decoded. False after failing the call (a malformed key).
  */
-static bool idem_of(struct rpc *r, ProtobufCMessage *m, struct engine_idem *buf,
-                    const struct engine_idem **out)
+static bool idem_key_of(struct rpc *r, const char **key)
 {
-    *out = NULL;
-    const char *key = rpc_idem_key(r);
-    if (key == NULL)
-        return true;
-    if (!engine_idem_key_valid(key)) {
+    *key = rpc_idem_key(r);
+    if (*key != NULL && !engine_idem_key_valid(*key)) {
         rpc_fail(r, ST_EINVAL, "idempotency-key: 1 to 255 visible ASCII characters");
         return false;
     }
-    gconv_canonicalize(m);
-    gconv_hash(rpc_path(r), m, buf->hash);
-    buf->key = key;
-    *out = buf;
     return true;
 }
 
@@ -110,11 +100,11 @@ static void h_create_table(struct rpc *r)
     garena_init(&a);
     struct st_err err = {0};
     struct engine_idem ib;
-    const struct engine_idem *idem;
+    const char *key;
     struct svc_table_res res = {0};
     Strike__V1__CreateTableRequest *q =
         unpack(r, &strike__v1__create_table_request__descriptor, &a);
-    if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
+    if (q == NULL || !idem_key_of(r, &key))
         goto out;
     struct svc_column *cols = garena_alloc(&a, (q->n_columns ? q->n_columns : 1) * sizeof *cols);
     for (size_t i = 0; i < q->n_columns; i++)
@@ -127,8 +117,8 @@ static void h_create_table(struct rpc *r)
         .pk = (const char *const *)q->primary_key,
         .npk = q->n_primary_key,
         .version_column = opt_str(q->version_column),
-        .idem = idem,
     };
+    cq.idem = svc_idem_create(&cq, key, &ib);
     if (failed(r, svc_create_table(engine_of(r), &cq, &res, &err), &err))
         goto out;
     Strike__V1__Table msg;
@@ -189,11 +179,14 @@ static void h_drop_table(struct rpc *r)
     garena_init(&a);
     struct st_err err = {0};
     struct engine_idem ib;
-    const struct engine_idem *idem;
+    const char *key;
     bool replayed;
     Strike__V1__DropTableRequest *q = unpack(r, &strike__v1__drop_table_request__descriptor, &a);
-    if (q == NULL || !idem_of(r, &q->base, &ib, &idem) ||
-        failed(r, svc_drop_table(engine_of(r), q->name, idem, &replayed, &err), &err))
+    if (q == NULL || !idem_key_of(r, &key) ||
+        failed(r,
+               svc_drop_table(engine_of(r), q->name, svc_idem_drop(q->name, key, &ib), &replayed,
+                              &err),
+               &err))
         goto out;
     Strike__V1__DropTableResponse msg = STRIKE__V1__DROP_TABLE_RESPONSE__INIT;
     rpc_reply(r, &msg.base);
@@ -209,10 +202,10 @@ static void h_apply_changes(struct rpc *r)
     garena_init(&a);
     struct st_err err = {0};
     struct engine_idem ib;
-    const struct engine_idem *idem;
+    const char *key;
     Strike__V1__ApplyChangesRequest *q =
         unpack(r, &strike__v1__apply_changes_request__descriptor, &a);
-    if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
+    if (q == NULL || !idem_key_of(r, &key))
         goto out;
     struct svc_changes_req cq = {
         .table = q->table,
@@ -225,12 +218,12 @@ static void h_apply_changes(struct rpc *r)
             count_of(q->expected_seq_present_case ==
                          STRIKE__V1__APPLY_CHANGES_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ,
                      q->expected_seq),
-        .idem = idem,
     };
     struct wire_change *w;
     if (failed(r, gconv_changes(q, &a, &w, &err), &err))
         goto out;
     cq.changes = w;
+    cq.idem = svc_idem_changes(&cq, key, &ib);
     struct engine_change_res res;
     if (failed(r, svc_apply_changes(engine_of(r), &cq, &res, &err), &err))
         goto out;
@@ -308,10 +301,10 @@ static void h_delete_where(struct rpc *r)
     garena_init(&a);
     struct st_err err = {0};
     struct engine_idem ib;
-    const struct engine_idem *idem;
+    const char *key;
     Strike__V1__DeleteWhereRequest *q =
         unpack(r, &strike__v1__delete_where_request__descriptor, &a);
-    if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
+    if (q == NULL || !idem_key_of(r, &key))
         goto out;
     struct svc_delete_req dq = {
         .table = q->table,
@@ -320,8 +313,8 @@ static void h_delete_where(struct rpc *r)
             count_of(q->expected_seq_present_case ==
                          STRIKE__V1__DELETE_WHERE_REQUEST__EXPECTED_SEQ_PRESENT_EXPECTED_SEQ,
                      q->expected_seq),
-        .idem = idem,
     };
+    dq.idem = svc_idem_delete(&dq, key, &ib);
     struct engine_delete_res res;
     if (failed(r, svc_delete_where(engine_of(r), &dq, &res, &err), &err))
         goto out;
@@ -399,10 +392,10 @@ static void h_erase(struct rpc *r)
     garena_init(&a);
     struct st_err err = {0};
     struct engine_idem ib;
-    const struct engine_idem *idem = NULL;
+    const char *key;
     struct engine_erasure er = {0};
     Strike__V1__EraseRequest *q = unpack(r, &strike__v1__erase_request__descriptor, &a);
-    if (q == NULL || !idem_of(r, &q->base, &ib, &idem))
+    if (q == NULL || !idem_key_of(r, &key))
         goto out;
     struct wire_obj *keys = NULL;
     if (failed(r, gconv_erase_keys(q, &a, &keys, &err), &err))
@@ -413,8 +406,8 @@ static void h_erase(struct rpc *r)
         .keys = keys,
         .nkeys = q->n_keys,
         .filter.text = q->filter,
-        .idem = idem,
     };
+    eq.idem = svc_idem_erase(&eq, key, &ib);
     if (failed(r, svc_erase(engine_of(r), &eq, &er, &err), &err))
         goto out;
     rpc_audit_receipt(r, er.id);
@@ -576,16 +569,25 @@ static void h_plan_scan(struct rpc *r)
                                  STRIKE__V1__PLAN_SCAN_REQUEST__SNAPSHOT_PRESENT_SNAPSHOT,
                              q->snapshot),
         .filter.text = q->filter,
+        /* POST /plan's "presign" and "expires_in": svc_plan checks them for both wires */
+        .presign = q->presign,
+        .expires_in = count_of(q->expires_in_present_case ==
+                                   STRIKE__V1__PLAN_SCAN_REQUEST__EXPIRES_IN_PRESENT_EXPIRES_IN,
+                               q->expires_in),
     };
     if (failed(r, svc_plan(engine_of(r), &pq, &res, &err), &err))
         goto out;
+    char expires_at[ST_RFC3339_MAX];
+    if (res.expires_at_s > 0)
+        st_format_rfc3339(res.expires_at_s * 1000000, expires_at);
     size_t n = res.nfiles;
     Strike__V1__PlanScanResponse msg = STRIKE__V1__PLAN_SCAN_RESPONSE__INIT;
     msg.seq = res.seq;
     msg.n_files = n;
     msg.files = garena_alloc(&a, (n ? n : 1) * sizeof *msg.files);
     for (size_t i = 0; i < n; i++)
-        msg.files[i] = gconv_planned_file(&a, res.table->name, res.seq, &res.files[i]);
+        msg.files[i] = gconv_planned_file(&a, res.table->name, res.seq, &res.files[i],
+                                          res.expires_at_s > 0 ? expires_at : NULL);
     rpc_reply(r, &msg.base);
 out:
     svc_plan_res_clear(&res);

@@ -165,6 +165,7 @@ struct http_server {
     char rid_prefix[12];
     atomic_uint_fast64_t rid_seq;
     struct http_metrics *m;
+    struct http_conns *conns; /* open connections and the header deadline (http_server.c) */
 };
 
 struct hreq {
@@ -212,7 +213,7 @@ struct hreq {
     char *early_detail; /* owned */
 
     /* inputs copied on the event thread for the worker */
-    char *idem_key; /* Idempotency-Key, NULL: none */
+    char *idem_key; /* Idempotency-Key, NULL: none (jobs hash their request: svc_idem_*) */
     char *if_none_match;
     char *range; /* the Range header */
     /* the path's captures other than {t} and a file's {id}, and the query
@@ -308,11 +309,6 @@ const char *http__query(const struct hreq *r, const char *name);
 bool http__query_count(struct hreq *r, const char *name, struct svc_count *out);
 /* The path capture {name} (NULL: none). */
 const char *http__capture(const struct hreq *r, const char *name);
-/*
- * The request's Idempotency-Key (NULL: none) with the hash of what it
- * asks (method, path, body), for the service.
- */
-const struct engine_idem *http__idem(const struct hreq *r, struct engine_idem *idem);
 
 /* ---- the routes' answers (each row of http_table.c names one) ---- */
 

@@ -3,15 +3,14 @@
  * references and its hand-off to a worker (suspend, publish, resume), its
  * reply (status, headers, problem+json or the Iceberg REST error model),
  * and the helpers every job reads its request with (the JSON body, query
- * arguments, path captures, the Idempotency-Key's hash). Nothing here knows
- * a route: http_table.c declares them, http_server.c runs them.
+ * arguments, path captures). Nothing here knows a route: http_table.c declares them, http_server.c
+ * runs them.
  */
 #include "http_int.h"
 
 #include "status.h"
 
 #include "common/log.h"
-#include "common/sha256.h"
 #include "common/xalloc.h"
 #include "expr/literal.h"
 #include "workers.h"
@@ -458,23 +457,6 @@ bool http__opt_string(struct hreq *r, const struct jdoc_val *o, const char *name
     }
     *out = j->u.s;
     return true;
-}
-
-const struct engine_idem *http__idem(const struct hreq *r, struct engine_idem *idem)
-{
-    if (r->idem_key == NULL)
-        return NULL;
-    struct st_sha256 h;
-    st_sha256_init(&h);
-    const char *m = http__method_name(r->method);
-    st_sha256_update(&h, m, strlen(m));
-    st_sha256_update(&h, "\n", 1);
-    st_sha256_update(&h, r->path, strlen(r->path));
-    st_sha256_update(&h, "\n", 1);
-    st_sha256_update(&h, r->body.data, r->body.len);
-    st_sha256_final(&h, idem->hash);
-    idem->key = r->idem_key;
-    return idem;
 }
 
 const char *http__query(const struct hreq *r, const char *name)

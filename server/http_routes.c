@@ -125,7 +125,8 @@ void http__job_drop_table(struct hreq *r)
     struct engine_idem idem;
     bool replayed;
     struct st_err err = {0};
-    int rc = svc_drop_table(r->srv->app->engine, r->table, http__idem(r, &idem), &replayed, &err);
+    int rc = svc_drop_table(r->srv->app->engine, r->table,
+                            svc_idem_drop(r->table, r->idem_key, &idem), &replayed, &err);
     if (rc != ST_OK) {
         http__reply_err(r, rc, &err);
         return;
@@ -216,8 +217,9 @@ void http__job_create_table(struct hreq *r)
     if (d == NULL)
         return;
     struct engine_idem idem;
-    struct svc_create_req q = {.idem = http__idem(r, &idem)};
+    struct svc_create_req q = {0};
     if (create_req_of(r, d, &q)) {
+        q.idem = svc_idem_create(&q, r->idem_key, &idem);
         struct svc_table_res res = {0};
         struct st_err err = {0};
         /* The table is known only now: the admin scope on it, before the catalog. */
@@ -325,7 +327,7 @@ void http__job_changes(struct hreq *r)
         return;
     const struct jdoc_val *j = jdoc_root(d);
     struct engine_idem idem;
-    struct svc_changes_req q = {.table = r->table, .idem = http__idem(r, &idem)};
+    struct svc_changes_req q = {.table = r->table};
     static const char *const top[] = {"changes", "producer", "offset", "expected_seq", NULL};
     if (!http__check_fields(r, j, top, NULL))
         goto out;
@@ -353,6 +355,7 @@ void http__job_changes(struct hreq *r)
     }
     q.changes = wire;
     q.nchanges = n;
+    q.idem = svc_idem_changes(&q, r->idem_key, &idem);
     struct engine_change_res res;
     struct st_err err = {0};
     int rc = svc_apply_changes(r->srv->app->engine, &q, &res, &err);
@@ -379,11 +382,11 @@ void http__job_delete(struct hreq *r)
     struct svc_delete_req q = {
         .table = r->table,
         .filter.doc = http__opt_value(j, "filter"),
-        .idem = http__idem(r, &idem),
     };
     static const char *const top[] = {"filter", "expected_seq", NULL};
     if (http__check_fields(r, j, top, NULL) &&
         http__opt_int(r, j, "expected_seq", &q.expected_seq.has, &q.expected_seq.v)) {
+        q.idem = svc_idem_delete(&q, r->idem_key, &idem);
         struct engine_delete_res res;
         struct st_err err = {0};
         int rc = svc_delete_where(r->srv->app->engine, &q, &res, &err);
@@ -451,7 +454,6 @@ void http__job_erase(struct hreq *r)
     struct svc_erase_req q = {
         .table = r->table,
         .filter.doc = http__opt_value(j, "filter"),
-        .idem = http__idem(r, &idem),
     };
     static const char *const top[] = {"keys", "filter", NULL};
     if (!http__check_fields(r, j, top, NULL))
@@ -479,6 +481,7 @@ void http__job_erase(struct hreq *r)
         q.keys = keys;
         q.nkeys = n;
     }
+    q.idem = svc_idem_erase(&q, r->idem_key, &idem);
     struct engine_erasure er;
     struct st_err err = {0};
     int rc = svc_erase(r->srv->app->engine, &q, &er, &err);

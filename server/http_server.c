@@ -26,12 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #define URL_MAX 2048
 #define STREAM_BLOCK (64 * 1024)
 #define CONN_MEMORY_LIMIT (32 * 1024) /* request line + headers + read buffer, per connection */
+#define HTTP_CONNECTION_LIMIT 4096    /* connections at once on the listener */
 #define DRAIN_SLACK (64ull << 20)
 #define BUDGET_STEP (1ull << 20) /* a chunked body is charged by this many bytes at a time */
 
@@ -141,6 +143,200 @@ static void set_rid(struct hreq *r)
     while (k > 0)
         r->rid[len++] = tmp[--k];
     r->rid[len] = '\0';
+}
+
+/* ---- connections: the header deadline ----------------------------------------- */
+
+/*
+ * libmicrohttpd 0.9.75 calls us only once a request's headers are complete,
+ * and its only clock is the time without traffic (MHD_OPTION_CONNECTION_TIMEOUT),
+ * which a client that sends one header line every few seconds never reaches.
+ * So we keep our own record of every open connection (MHD_OPTION_NOTIFY_CONNECTION:
+ * started, closed) with the moment it began to wait for a request's line and
+ * headers: its start, or the end of its previous response (on_completed). A
+ * sweeper thread closes every connection still waiting past --header-timeout:
+ * shutdown(2) of its socket, which MHD's event loop then reads as the client's
+ * close (nothing is answered: MHD cannot queue a response before the headers).
+ * An idle keep-alive connection waits for its next request's headers: it is
+ * closed after the same deadline.
+ *
+ * Races: a connection's state and the moment it began to wait are one word,
+ * changed only by compare-and-swap. The request's first call (headers
+ * complete) and the sweeper each try to move it out of HC_WAITING; the loser
+ * yields (first_call closes the connection, or the sweeper leaves a busy one
+ * alone), and a sweeper that read the word before a whole request came and
+ * went finds another moment in it and leaves it alone. The sweeper shuts a
+ * socket down only under its shard's lock, and the connection leaves the
+ * record under the same lock on MHD's CLOSED notice, which comes before MHD
+ * closes the descriptor (MHD_cleanup_connections): the number is never another's.
+ */
+enum hconn_state { HC_WAITING, HC_BUSY, HC_CLOSING };
+
+/* The word: the monotonic nanoseconds since the wait began, shifted, and the state. */
+#define HC_WORD(since_ns, st) (((uint64_t)(since_ns) << 2) | (uint64_t)(st))
+#define HC_STATE(w) ((int)((w)&3))
+#define HC_SINCE(w) ((w) >> 2)
+
+struct hconn {
+    struct hconn *prev, *next;
+    MHD_socket fd;
+    uint8_t shard;
+    atomic_uint_fast64_t word; /* HC_WORD(when it began to wait, enum hconn_state) */
+};
+
+struct http_conns {
+    struct {
+        pthread_mutex_t mu;
+        struct hconn *head;
+    } shard[HTTP_LIVE_SHARDS];
+    uint64_t timeout_ns;
+    uint64_t period_ns; /* between sweeps */
+    pthread_mutex_t mu; /* stop, and the sweeper's wait */
+    pthread_cond_t cv;
+    bool stop;
+    pthread_t sweeper;
+    atomic_uint_fast64_t closed;  /* past the header deadline, since the last report */
+    atomic_uint_fast64_t refused; /* at a connection limit (MHD's log), since the last report */
+};
+
+#define CONNS_REPORT_NS (60ull * 1000 * 1000 * 1000) /* a summary line at most once a minute */
+
+static struct hconn *conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci != NULL ? ci->socket_context : NULL;
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: a connection starts (before a byte is read) or is closed. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct http_conns *hc = ((struct http_server *)cls)->conns;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct hconn *k = xcalloc(1, sizeof *k);
+        k->fd = ci != NULL ? ci->connect_fd : MHD_INVALID_SOCKET;
+        k->shard = (uint8_t)(((uintptr_t)k >> 6) % HTTP_LIVE_SHARDS);
+        atomic_init(&k->word, HC_WORD(st_mono_ns(), HC_WAITING));
+        pthread_mutex_lock(&hc->shard[k->shard].mu);
+        k->next = hc->shard[k->shard].head;
+        if (k->next != NULL)
+            k->next->prev = k;
+        hc->shard[k->shard].head = k;
+        pthread_mutex_unlock(&hc->shard[k->shard].mu);
+        *socket_context = k;
+        return;
+    }
+    struct hconn *k = *socket_context;
+    if (k == NULL)
+        return;
+    pthread_mutex_lock(&hc->shard[k->shard].mu);
+    if (k->prev != NULL)
+        k->prev->next = k->next;
+    else
+        hc->shard[k->shard].head = k->next;
+    if (k->next != NULL)
+        k->next->prev = k->prev;
+    pthread_mutex_unlock(&hc->shard[k->shard].mu);
+    *socket_context = NULL;
+    free(k);
+}
+
+/* Close every connection that has waited for a request's headers past the deadline. */
+static void sweep(struct http_conns *hc)
+{
+    uint64_t now = st_mono_ns();
+    for (int i = 0; i < HTTP_LIVE_SHARDS; i++) {
+        pthread_mutex_lock(&hc->shard[i].mu);
+        for (struct hconn *k = hc->shard[i].head; k != NULL; k = k->next) {
+            uint_fast64_t w = atomic_load(&k->word);
+            uint64_t since = HC_SINCE(w);
+            if (HC_STATE(w) != HC_WAITING || since >= now || now - since < hc->timeout_ns ||
+                !atomic_compare_exchange_strong(&k->word, &w, HC_WORD(since, HC_CLOSING)))
+                continue;
+            if (k->fd != MHD_INVALID_SOCKET)
+                shutdown(k->fd, SHUT_RDWR); /* MHD reads the end of the stream and closes */
+            atomic_fetch_add(&hc->closed, 1);
+        }
+        pthread_mutex_unlock(&hc->shard[i].mu);
+    }
+}
+
+static void *sweeper_main(void *arg)
+{
+    struct http_conns *hc = arg;
+    uint64_t last_report = st_mono_ns();
+    pthread_mutex_lock(&hc->mu);
+    while (!hc->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t at = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + hc->period_ns;
+        ts.tv_sec = (time_t)(at / 1000000000ull);
+        ts.tv_nsec = (long)(at % 1000000000ull);
+        pthread_cond_timedwait(&hc->cv, &hc->mu, &ts);
+        if (hc->stop)
+            break;
+        pthread_mutex_unlock(&hc->mu);
+        sweep(hc);
+        uint64_t now = st_mono_ns();
+        if (now - last_report >= CONNS_REPORT_NS) {
+            last_report = now;
+            uint64_t closed = atomic_exchange(&hc->closed, 0);
+            uint64_t refused = atomic_exchange(&hc->refused, 0);
+            if (closed > 0 || refused > 0)
+                log_warn("http: in the last minute, %llu connections closed without a request's "
+                         "headers within --header-timeout %llus, %llu refused at "
+                         "--max-conns-per-ip or the connection limit",
+                         (unsigned long long)closed,
+                         (unsigned long long)(hc->timeout_ns / 1000000000ull),
+                         (unsigned long long)refused);
+        }
+        pthread_mutex_lock(&hc->mu);
+    }
+    pthread_mutex_unlock(&hc->mu);
+    return NULL;
+}
+
+static struct http_conns *conns_new(int64_t timeout_s)
+{
+    struct http_conns *hc = xcalloc(1, sizeof *hc);
+    for (int i = 0; i < HTTP_LIVE_SHARDS; i++)
+        pthread_mutex_init(&hc->shard[i].mu, NULL);
+    hc->timeout_ns = (uint64_t)timeout_s * 1000000000ull;
+    /* a quarter of the deadline, from 100 ms to 1 s: a connection goes at most that late */
+    uint64_t p = hc->timeout_ns / 4;
+    hc->period_ns = p < 100000000ull ? 100000000ull : p > 1000000000ull ? 1000000000ull : p;
+    pthread_mutex_init(&hc->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&hc->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return hc;
+}
+
+/* Stop the sweeper (once). The record empties as MHD closes the connections. */
+static void conns_stop(struct http_conns *hc)
+{
+    pthread_mutex_lock(&hc->mu);
+    assert(!hc->stop);
+    hc->stop = true;
+    pthread_cond_signal(&hc->cv);
+    pthread_mutex_unlock(&hc->mu);
+    pthread_join(hc->sweeper, NULL);
+}
+
+static void conns_free(struct http_conns *hc)
+{
+    for (int i = 0; i < HTTP_LIVE_SHARDS; i++) {
+        assert(hc->shard[i].head == NULL); /* MHD_stop_daemon closed every connection */
+        pthread_mutex_destroy(&hc->shard[i].mu);
+    }
+    pthread_mutex_destroy(&hc->mu);
+    pthread_cond_destroy(&hc->cv);
+    free(hc);
 }
 
 /* ---- requests --------------------------------------------------------------- */
@@ -439,6 +635,15 @@ static const char *framing_error(struct MHD_Connection *c, const char *cl, const
 static enum MHD_Result first_call(struct http_server *srv, struct MHD_Connection *c,
                                   const char *url, const char *method, void **req_cls)
 {
+    /* The headers are complete: the deadline no longer applies, unless the sweeper
+       has closed the connection already (then close it: its socket is shut down). */
+    struct hconn *k = conn_of(c);
+    uint_fast64_t w = k != NULL ? atomic_load(&k->word) : 0;
+    while (k != NULL && HC_STATE(w) == HC_WAITING &&
+           !atomic_compare_exchange_weak(&k->word, &w, HC_WORD(HC_SINCE(w), HC_BUSY)))
+        ;
+    if (k != NULL && HC_STATE(w) == HC_CLOSING)
+        return MHD_NO;
     struct hreq *r = req_new(srv, c);
     *req_cls = r;
     atomic_fetch_add(&srv->inflight, 1);
@@ -565,9 +770,14 @@ static const char *route_name(const struct hreq *r)
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     struct http_server *srv = cls;
     struct hreq *r = *req_cls;
+    /* the response is done: the connection waits for the next request's headers */
+    struct hconn *k = conn_of(c);
+    uint_fast64_t w = k != NULL ? atomic_load(&k->word) : 0;
+    while (k != NULL && HC_STATE(w) == HC_BUSY &&
+           !atomic_compare_exchange_weak(&k->word, &w, HC_WORD(st_mono_ns(), HC_WAITING)))
+        ;
     if (r == NULL)
         return;
     *req_cls = NULL;
@@ -632,15 +842,25 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    (void)cls;
+    struct http_server *srv = cls;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n > 0 && msg[n - 1] == '\n')
         msg[--n] = '\0';
-    /* A client that goes away mid-response is routine (the access log records it). */
-    bool routine =
-        strstr(msg, "closed by remote peer") != NULL || strstr(msg, "Connection reset") != NULL;
+    /* A client that goes away mid-response is routine (the access log records it), and so
+       is one that goes away mid-request, or that the header deadline cut off (the
+       sweeper's shutdown reads as the client's close). */
+    bool routine = strstr(msg, "closed by remote peer") != NULL ||
+                   strstr(msg, "Connection reset") != NULL ||
+                   strstr(msg, "detected connection closure") != NULL ||
+                   strstr(msg, "with incomplete request") != NULL;
+    /* --max-conns-per-ip and the listener's limit: one line a minute (sweeper_main), not one
+       per refused connection, which a flood would turn into a flood of the log */
+    if (strstr(msg, "connection limit") != NULL && srv != NULL && srv->conns != NULL) {
+        atomic_fetch_add(&srv->conns->refused, 1);
+        routine = true;
+    }
     st_log(routine ? ST_LOG_DEBUG : ST_LOG_WARN, "http: %s", msg);
 }
 
@@ -702,18 +922,29 @@ int http_start(struct app *app, struct http_server **out, int *port, struct st_e
     int npatterns;
     const char *const *patterns = http__pattern_names(&npatterns);
     srv->m = http__metrics_new(patterns, npatterns);
+    srv->conns = conns_new(app->cfg->header_timeout_s);
     srv->d = MHD_start_daemon(
         flags, (uint16_t)la->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-        NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR,
+        srv, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)4096, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        (unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)app->cfg->max_conns_per_ip, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, srv, MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
+        on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_ARRAY,
+        tls_opts, MHD_OPTION_END);
+    bool listening = srv->d != NULL;
+    if (listening && pthread_create(&srv->conns->sweeper, NULL, sweeper_main, srv->conns) != 0) {
+        MHD_stop_daemon(srv->d);
+        srv->d = NULL;
+    }
     if (srv->d == NULL) {
+        conns_free(srv->conns);
         http__metrics_free(srv->m);
         for (int i = 0; i < HTTP_LIVE_SHARDS; i++)
             pthread_mutex_destroy(&srv->shard[i].mu);
         free(srv);
+        if (listening)
+            return st_errf(err, ST_EIO, "http: cannot start the connection sweeper thread");
         return st_errf(err, ST_EIO, "http: cannot listen on %s:%d (in use, or not permitted)",
                        la->host, la->port);
     }
@@ -775,6 +1006,7 @@ void http_stop(struct http_server *h, int grace_ms)
         log_warn("http: %d requests still in flight after %d ms: cutting them",
                  atomic_load(&h->inflight), grace_ms);
     cut_all(h);
+    conns_stop(h->conns);
     MHD_stop_daemon(h->d);
     /* Jobs still running hold references to their requests and to h. */
     for (int i = 0; atomic_load(&h->jobs) > 0; i++) {
@@ -785,6 +1017,7 @@ void http_stop(struct http_server *h, int grace_ms)
     if (h->quiesced != MHD_INVALID_SOCKET)
         close(h->quiesced); /* ours once the daemon no longer uses it */
     http__metrics_free(h->m);
+    conns_free(h->conns);
     for (int i = 0; i < HTTP_LIVE_SHARDS; i++)
         pthread_mutex_destroy(&h->shard[i].mu);
     free(h);

@@ -9,6 +9,8 @@
 #include "service.h"
 
 #include "blob/blob.h"
+#include "common/jdoc.h"
+#include "common/sha256.h"
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "expr/filter.h"
@@ -407,7 +409,8 @@ int svc_plan(struct engine *e, const struct svc_plan_req *q, struct svc_plan_res
     if (rc == ST_OK && q->presign) {
         int64_t now = (int64_t)time(NULL);
         out->expires_at_s = now + expires;
-        rc = engine_plan_presign(e, out->files, out->nfiles, now, expires, err);
+        rc = engine_plan_presign(e, out->table, out->seq, out->files, out->nfiles, now, expires,
+                                 err);
     }
     if (rc != ST_OK)
         svc_plan_res_clear(out);
@@ -560,4 +563,330 @@ int svc_table_health(struct engine *e, const struct svc_health_req *q, struct en
         rc = engine_table_health(e, t, q->after.has ? q->after.v : 0, limit, q->retain_s, out, err);
     engine_table_unref(t);
     return rc;
+}
+
+/* ---- Idempotency-Key: the request hash ------------------------------------------- */
+
+/*
+ * The hash is SHA-256 over a canonical encoding of the request struct, so
+ * that it depends on what the request means and on nothing of the wire it
+ * came by: a tag and the operation's name, then each field in a fixed order.
+ * Strings are a presence byte, a length and the bytes; integers 8 bytes big
+ * endian; doubles their IEEE 754 bits; a literal its kind and its value; an
+ * object of a change (row, key, before, after) its presence, its member
+ * count and its members sorted by name (JSON key order and protobuf map
+ * order carry no meaning); a filter its JSON value with every object's
+ * members sorted by key (a gRPC filter's text is parsed first, as the
+ * filter compiler parses it). The encoding is streamed through a small
+ * buffer (on the stack) into the digest: nothing the size of the request is
+ * copied.
+ */
+
+#define IDEM_TAG "strike-idem-2"
+
+struct idem_enc {
+    struct st_sha256 h;
+    size_t n;
+    uint8_t buf[4096];
+};
+
+static void enc_bytes(struct idem_enc *e, const void *p, size_t n)
+{
+    if (e->n + n > sizeof e->buf) {
+        st_sha256_update(&e->h, e->buf, e->n);
+        e->n = 0;
+        if (n > sizeof e->buf) {
+            st_sha256_update(&e->h, p, n);
+            return;
+        }
+    }
+    memcpy(e->buf + e->n, p, n);
+    e->n += n;
+}
+
+static void enc_u8(struct idem_enc *e, uint8_t v)
+{
+    enc_bytes(e, &v, 1);
+}
+
+static void enc_u64(struct idem_enc *e, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (56 - 8 * i));
+    enc_bytes(e, b, sizeof b);
+}
+
+static void enc_i64(struct idem_enc *e, int64_t v)
+{
+    enc_u64(e, (uint64_t)v);
+}
+
+static void enc_double(struct idem_enc *e, double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    enc_u64(e, bits);
+}
+
+static void enc_strn(struct idem_enc *e, const char *s, size_t n)
+{
+    enc_u8(e, 1);
+    enc_u64(e, n);
+    enc_bytes(e, s, n);
+}
+
+/* A string that may be absent (NULL): absent and "" differ. */
+static void enc_str(struct idem_enc *e, const char *s)
+{
+    if (s == NULL)
+        enc_u8(e, 0);
+    else
+        enc_strn(e, s, strlen(s));
+}
+
+static void enc_count(struct idem_enc *e, struct svc_count c)
+{
+    enc_u8(e, c.has);
+    enc_i64(e, c.has ? c.v : 0);
+}
+
+static void enc_lit(struct idem_enc *e, const struct st_literal *l)
+{
+    enc_u8(e, (uint8_t)l->kind);
+    switch (l->kind) {
+    case LIT_NULL:
+        break;
+    case LIT_BOOL:
+        enc_u8(e, l->b);
+        break;
+    case LIT_INT:
+        enc_i64(e, l->i);
+        break;
+    case LIT_DOUBLE:
+        enc_double(e, l->d);
+        break;
+    case LIT_STRING:
+        enc_strn(e, l->s, l->slen);
+        break;
+    }
+}
+
+/* Order of members by name, ties (a protobuf map may repeat a key) by position. */
+struct idem_order {
+    const char *const *names;
+};
+
+static int cmp_by_name(const void *a, const void *b, void *arg)
+{
+    const struct idem_order *o = arg;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = strcmp(o->names[x], o->names[y]);
+    return c != 0 ? c : (x > y) - (x < y);
+}
+
+/* idx[0..n) sorted so that names[idx[i]] ascend (idx from the caller). */
+static void sort_names(const char *const *names, size_t n, size_t *idx)
+{
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    struct idem_order o = {names};
+    if (n <= 16) { /* the common row: a few columns, no call per comparison */
+        for (size_t i = 1; i < n; i++)
+            for (size_t k = i; k > 0 && cmp_by_name(&idx[k - 1], &idx[k], &o) > 0; k--) {
+                size_t t = idx[k];
+                idx[k] = idx[k - 1];
+                idx[k - 1] = t;
+            }
+        return;
+    }
+    qsort_r(idx, n, sizeof *idx, cmp_by_name, &o);
+}
+
+static void enc_obj(struct idem_enc *e, const struct wire_obj *o)
+{
+    enc_u8(e, o->present);
+    if (!o->present)
+        return;
+    enc_u64(e, o->n);
+    size_t small[16];
+    size_t *idx = o->n <= 16 ? small : xmalloc(o->n * sizeof *idx);
+    sort_names(o->names, o->n, idx);
+    for (size_t i = 0; i < o->n; i++) {
+        enc_str(e, o->names[idx[i]]);
+        enc_lit(e, &o->lits[idx[i]]);
+    }
+    if (idx != small)
+        free(idx);
+}
+
+/* A JSON value, objects' members sorted by key (jdoc refuses duplicate keys). */
+static void enc_json(struct idem_enc *e, const struct jdoc_val *v)
+{
+    enc_u8(e, v->type);
+    switch ((enum jdoc_type)v->type) {
+    case JDOC_NULL:
+        break;
+    case JDOC_BOOL:
+        enc_u8(e, v->b);
+        break;
+    case JDOC_INT:
+        enc_i64(e, v->u.i);
+        break;
+    case JDOC_REAL:
+        enc_double(e, v->u.d);
+        break;
+    case JDOC_STRING:
+        enc_strn(e, v->u.s, v->n);
+        break;
+    case JDOC_ARRAY:
+        enc_u64(e, v->n);
+        for (uint32_t i = 0; i < v->n; i++)
+            enc_json(e, &v->u.elems[i]);
+        break;
+    case JDOC_OBJECT: {
+        enc_u64(e, v->n);
+        const char *small_names[16];
+        size_t small[16];
+        const char **names = v->n <= 16 ? small_names : xmalloc(v->n * sizeof *names);
+        size_t *idx = v->n <= 16 ? small : xmalloc(v->n * sizeof *idx);
+        for (uint32_t i = 0; i < v->n; i++)
+            names[i] = v->u.mems[i].key.u.s;
+        sort_names(names, v->n, idx);
+        for (uint32_t i = 0; i < v->n; i++) {
+            const struct jdoc_member *m = &v->u.mems[idx[i]];
+            enc_strn(e, m->key.u.s, m->key.n);
+            enc_json(e, &m->val);
+        }
+        if (idx != small) {
+            free(idx);
+            free(names);
+        }
+        break;
+    }
+    }
+}
+
+/* A filter: none, a JSON value, or (text that does not parse: refused later) its bytes. */
+static void enc_filter(struct idem_enc *e, const struct svc_filter *f)
+{
+    if (f->doc != NULL) {
+        enc_u8(e, 1);
+        enc_json(e, f->doc);
+        return;
+    }
+    if (missing(f->text)) {
+        enc_u8(e, 0);
+        return;
+    }
+    struct jdoc_opts opts = {.max_depth = FILTER_JSON_DEPTH, .flags = JDOC_ANY_ROOT};
+    struct jdoc *d = jdoc_parse(f->text, strlen(f->text), &opts, NULL);
+    if (d == NULL) {
+        enc_u8(e, 2);
+        enc_str(e, f->text);
+        return;
+    }
+    enc_u8(e, 1);
+    enc_json(e, jdoc_root(d));
+    jdoc_free(d);
+}
+
+static void enc_begin(struct idem_enc *e, const char *op)
+{
+    st_sha256_init(&e->h);
+    e->n = 0;
+    enc_bytes(e, IDEM_TAG, sizeof IDEM_TAG); /* with its NUL */
+    enc_str(e, op);
+}
+
+static const struct engine_idem *enc_end(struct idem_enc *e, const char *key,
+                                         struct engine_idem *out)
+{
+    st_sha256_update(&e->h, e->buf, e->n);
+    st_sha256_final(&e->h, out->hash);
+    out->key = key;
+    return out;
+}
+
+const struct engine_idem *svc_idem_create(const struct svc_create_req *q, const char *key,
+                                          struct engine_idem *out)
+{
+    if (key == NULL)
+        return NULL;
+    struct idem_enc enc, *e = &enc;
+    enc_begin(e, "create");
+    enc_str(e, q->name);
+    enc_u64(e, q->ncols);
+    for (size_t i = 0; i < q->ncols; i++) {
+        enc_str(e, q->cols[i].name);
+        enc_str(e, q->cols[i].type);
+        enc_u8(e, q->cols[i].required);
+    }
+    enc_u64(e, q->npk);
+    for (size_t i = 0; i < q->npk; i++)
+        enc_str(e, q->pk[i]);
+    enc_str(e, q->version_column);
+    return enc_end(e, key, out);
+}
+
+const struct engine_idem *svc_idem_drop(const char *table, const char *key, struct engine_idem *out)
+{
+    if (key == NULL)
+        return NULL;
+    struct idem_enc enc, *e = &enc;
+    enc_begin(e, "drop");
+    enc_str(e, table);
+    return enc_end(e, key, out);
+}
+
+const struct engine_idem *svc_idem_changes(const struct svc_changes_req *q, const char *key,
+                                           struct engine_idem *out)
+{
+    if (key == NULL)
+        return NULL;
+    struct idem_enc enc, *e = &enc;
+    enc_begin(e, "changes");
+    enc_str(e, q->table);
+    enc_str(e, q->producer);
+    enc_count(e, q->offset);
+    enc_count(e, q->expected_seq);
+    enc_u64(e, q->nchanges);
+    for (size_t i = 0; i < q->nchanges; i++) {
+        const struct wire_change *c = &q->changes[i];
+        enc_str(e, c->op);
+        enc_obj(e, &c->row);
+        enc_obj(e, &c->key);
+        enc_obj(e, &c->before);
+        enc_obj(e, &c->after);
+    }
+    return enc_end(e, key, out);
+}
+
+const struct engine_idem *svc_idem_delete(const struct svc_delete_req *q, const char *key,
+                                          struct engine_idem *out)
+{
+    if (key == NULL)
+        return NULL;
+    struct idem_enc enc, *e = &enc;
+    enc_begin(e, "delete");
+    enc_str(e, q->table);
+    enc_filter(e, &q->filter);
+    enc_count(e, q->expected_seq);
+    return enc_end(e, key, out);
+}
+
+const struct engine_idem *svc_idem_erase(const struct svc_erase_req *q, const char *key,
+                                         struct engine_idem *out)
+{
+    if (key == NULL)
+        return NULL;
+    struct idem_enc enc, *e = &enc;
+    enc_begin(e, "erase");
+    enc_str(e, q->table);
+    enc_u8(e, q->has_keys);
+    enc_u64(e, q->has_keys ? q->nkeys : 0);
+    for (size_t i = 0; q->has_keys && i < q->nkeys; i++)
+        enc_obj(e, &q->keys[i]);
+    enc_filter(e, &q->filter);
+    return enc_end(e, key, out);
 }

@@ -176,7 +176,9 @@ struct svc_cdc_res {
 
 /*
  * Decode, route, check and convert every event before anything commits
- * (a refused body changes nothing), then commit per table, each run of
+ * (q->auth's write scope on each routed table is checked as the event is
+ * routed, before the table is looked up: 403 whether it exists or not;
+ * a refused body changes nothing), then commit per table, each run of
  * events of one producer as one change request whose offset is its highest
  * position, after dropping the events at or before the stored position
  * (counted as duplicates). Returns after everything is durable.
@@ -313,6 +315,31 @@ int svc_table_def(const struct svc_create_req *q, struct st_column *cols,
 /* A scan's columns as indexes of t (*out NULL: all; else caller frees): distinct, known. */
 int svc_scan_columns(const struct engine_table *t, const struct svc_scan_req *q, int **out,
                      struct st_err *err);
+
+/* ---- Idempotency-Key ---------------------------------------------------------------- */
+
+/*
+ * The Idempotency-Key record of a mutating request (engine_idem): `key` and
+ * the hash of the request as decoded, the same on both wires. NULL when
+ * `key` is NULL (no key); else `out`, filled. The hash is SHA-256 of a
+ * canonical encoding of the request struct (service.c): the operation's
+ * name and every field in a fixed order, the members of a change's objects
+ * and of a filter's JSON objects sorted by name, so that the same request
+ * hashes the same whatever the wire (HTTP or gRPC), JSON's key order or
+ * whitespace, and protobuf's map order, and a different request differently.
+ * q->idem is not part of it. `key` is borrowed (it must outlive the call the
+ * result is passed to) and checked by the caller (engine_idem_key_valid).
+ */
+const struct engine_idem *svc_idem_create(const struct svc_create_req *q, const char *key,
+                                          struct engine_idem *out);
+const struct engine_idem *svc_idem_drop(const char *table, const char *key,
+                                        struct engine_idem *out);
+const struct engine_idem *svc_idem_changes(const struct svc_changes_req *q, const char *key,
+                                           struct engine_idem *out);
+const struct engine_idem *svc_idem_delete(const struct svc_delete_req *q, const char *key,
+                                          struct engine_idem *out);
+const struct engine_idem *svc_idem_erase(const struct svc_erase_req *q, const char *key,
+                                         struct engine_idem *out);
 
 /* ---- shared rules ----------------------------------------------------------------- */
 

@@ -4,8 +4,8 @@
  * once by their source position.
  *
  * Two phases. Check: decode the body (cdc.c), route every event to a
- * table, look each table up, convert every value to its column's type and
- * build every change; any refusal here answers 4xx with nothing committed.
+ * table, check the token's write scope on it, look each table up, convert every value to its
+ * column's type and build every change; any refusal here answers 4xx with nothing committed.
  * Commit: per table, in the order the body first names the tables, the
  * table's events cut into segments: a run of events of one producer (or of
  * none: no position) and each truncate alone. A segment with a producer
@@ -356,8 +356,16 @@ static int commit_truncate(struct engine *e, struct group *g, struct seg *s, str
 
 /* ---- check ------------------------------------------------------------------------- */
 
-static struct group *group_for(struct engine *e, struct group *gs, size_t *ng, const char *name,
-                               const struct cdc_event *ev, int *rc, struct st_err *err)
+/*
+ * The group of the table `name`, looked up on its first event. The token's
+ * write scope on the table is checked before the lookup: a table the token
+ * may not write is 403 whether it exists or not, and its columns are never
+ * compared with the event (docs/API.md "Auth": nothing is read from the
+ * catalog before the check).
+ */
+static struct group *group_for(struct engine *e, const struct svc_cdc_req *q, struct group *gs,
+                               size_t *ng, const char *name, const struct cdc_event *ev, int *rc,
+                               struct st_err *err)
 {
     for (size_t i = 0; i < *ng; i++)
         if (strcmp(gs[i].t->name, name) == 0)
@@ -375,6 +383,8 @@ static struct group *group_for(struct engine *e, struct group *gs, size_t *ng, c
                       ev->index, src_of(ev), name);
         return NULL;
     }
+    if (q->auth != NULL && (*rc = auth_check_table(q->auth, name, AUTH_WRITE, err)) != ST_OK)
+        return NULL;
     struct engine_table *t = NULL;
     struct st_err te = {0};
     *rc = engine_get_table_cached(e, name, &t, &te);
@@ -481,7 +491,7 @@ int svc_cdc_apply(struct engine *e, const struct svc_cdc_req *q, struct svc_cdc_
                          ev->index);
             break;
         }
-        struct group *g = group_for(e, gs, &ng, name, ev, &rc, err);
+        struct group *g = group_for(e, q, gs, &ng, name, ev, &rc, err);
         if (g == NULL)
             break;
         push_cevent(g, ev);
@@ -508,9 +518,6 @@ int svc_cdc_apply(struct engine *e, const struct svc_cdc_req *q, struct svc_cdc_
             gs[i].res->seq = gs[i].t->seq;
         }
     }
-    /* the token may write to every routed table, or nothing commits */
-    for (size_t i = 0; i < ng && rc == ST_OK && q->auth != NULL; i++)
-        rc = auth_check_table(q->auth, gs[i].t->name, AUTH_WRITE, err);
     /* commit: per table; a failure leaves the tables before it committed (a resend finds
        their events at or before their positions: duplicates) */
     for (size_t i = 0; i < ng && rc == ST_OK; i++) {

@@ -37,3 +37,6 @@ strike_py_test(test_erasure test_erasure.py TIMEOUT 600)
 set_tests_properties(test_erasure PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")
 # 8 writers on 2 servers while both compact in a loop (issue 14).
 strike_py_test(test_compact_concurrency test_compact_concurrency.py TIMEOUT 300)
+# grpc_s3: the same program on the S3 blob store (the s3 fixture's moto_server): every RPC,
+# and PlanScan's presigned URLs fetched from the store, an expired one refused (PlanPresign)
+strike_on_s3(test_grpc grpc_s3 ${STRIKE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_grpc.py)

@@ -22,3 +22,7 @@ strike_on_s3(http_readme http_readme_s3 ${STRIKE_PYTHON}
 add_test(NAME test_s3 COMMAND ${STRIKE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_s3.py)
 set_tests_properties(test_s3 PROPERTIES LABELS "integration;s3" FIXTURES_REQUIRED "pg;s3" TIMEOUT 600
   ENVIRONMENT "${STRIKE_TEST_ENV};PYTHONPATH=${CMAKE_CURRENT_SOURCE_DIR}/integration;PYTHONDONTWRITEBYTECODE=1;${STRIKE_TEST_S3_ENV}")
+# http_duckdb_s3: the remote-engine flow on S3: files and Puffin DV blobs read through
+# presigned URLs straight from the store (the s3 fixture's moto_server)
+strike_on_s3(http_duckdb http_duckdb_s3 ${STRIKE_PYTHON}
+             ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_http_duckdb.py)

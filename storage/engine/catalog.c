@@ -296,12 +296,15 @@ static PGconn *connect_one(struct cat_pool *p, struct st_err *err)
         PQfinish(c);
         return NULL;
     }
-    char setup[256];
+    char setup[320], check[64] = "";
+    if (PQserverVersion(c) >= 140000) /* catalog.h CAT_CLIENT_CHECK_MS */
+        snprintf(check, sizeof check, "; SET client_connection_check_interval = %d",
+                 CAT_CLIENT_CHECK_MS);
     snprintf(setup, sizeof setup,
              "SET application_name = 'striked'; SET search_path = strike, pg_catalog; SET "
              "lock_timeout = %d; SET statement_timeout = %d; SET "
-             "idle_in_transaction_session_timeout = %d",
-             CAT_LOCK_TIMEOUT_MS, CAT_STATEMENT_TIMEOUT_MS, CAT_IDLE_IN_TX_TIMEOUT_MS);
+             "idle_in_transaction_session_timeout = %d%s",
+             CAT_LOCK_TIMEOUT_MS, CAT_STATEMENT_TIMEOUT_MS, CAT_IDLE_IN_TX_TIMEOUT_MS, check);
     PGresult *r = cat_pq_exec(c, setup);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         cat_fail(c, r, "session setup", err);

@@ -30,6 +30,18 @@ struct cat_pool;
 #define CAT_LOCK_TIMEOUT_MS 10000
 #define CAT_STATEMENT_TIMEOUT_MS 60000
 #define CAT_IDLE_IN_TX_TIMEOUT_MS 60000
+/* client_connection_check_interval of every session (PostgreSQL 14+): while a
+   statement runs, its backend looks this often whether the client's socket was
+   closed, and if so ends the statement and the session. A striked killed in the
+   middle of a long statement (a lock wait, a big commit) then holds no lock for
+   more than about this long: its table's rewrite lock (409 to a retried
+   compaction or erasure), its table's row. Without it the backend notices only
+   when the statement ends, up to CAT_STATEMENT_TIMEOUT_MS later. One second: a
+   retry after a crash waits about that long, and the check (a timer and a
+   poll() per second) only ever runs in statements longer than that. It sees a
+   closed socket, not a silent one: a partitioned client is noticed only by TCP
+   keepalives (docs/OPERATIONS.md). */
+#define CAT_CLIENT_CHECK_MS 1000
 /* A commit whose transaction waited lock_timeout for a lock (SQLSTATE 55P03:
    another server's long commit holds the table's row) or was chosen as a
    deadlock's victim (40P01) lost to contention: it is retried like a lost

@@ -415,10 +415,22 @@ int engine_plan(struct engine *e, struct engine_table *t, bool has_snapshot, int
                 const struct filter *f, struct engine_plan_file **files, size_t *nfiles,
                 int64_t *seq, struct st_err *err);
 void engine_plan_free(struct engine_plan_file *files, size_t n);
-/* Presigned GET URLs of each file and DV blob (blob_presign_get), valid for
-   expires_s seconds from now_s; ST_EUNSUPPORTED on a local blob store. */
-int engine_plan_presign(struct engine *e, struct engine_plan_file *files, size_t n, int64_t now_s,
-                        int64_t expires_s, struct st_err *err);
+/*
+ * Presigned GET URLs of each file and DV blob (blob_presign_get) of a plan of
+ * t at snapshot seq, valid for expires_s seconds from now_s; ST_EUNSUPPORTED on
+ * a local blob store. First records in the catalog that t's blobs must stay
+ * until then (engine_expire keeps what it frees at least that long); a plan
+ * whose snapshot expired meanwhile is ST_ENOTFOUND, as for engine_plan.
+ */
+int engine_plan_presign(struct engine *e, struct engine_table *t, int64_t seq,
+                        struct engine_plan_file *files, size_t n, int64_t now_s, int64_t expires_s,
+                        struct st_err *err);
+/*
+ * The longest a front end hands out a plan without presigned URLs for (the
+ * Iceberg REST catalog's plan id lives an hour): the blobs an expiry frees stay
+ * at least this long, whatever gc_grace_s says (engine_expire).
+ */
+#define ENGINE_PLAN_TTL_S 3600
 
 struct engine_snapshot_info {
     int64_t seq;
@@ -501,6 +513,7 @@ struct engine_gc_report {
     int64_t referenced; /* blobs the catalog references (gc: of those in the blob store) */
     int64_t orphans;    /* blobs (and temp files) nothing references */
     int64_t deleted;    /* orphans deleted (older than the grace period) */
+    int64_t expired;    /* gc: expired snapshots' blobs deleted once past their grace */
     int64_t missing;    /* referenced but absent (fsck) */
     int64_t corrupt;    /* referenced but unreadable or inconsistent (fsck) */
 };
@@ -521,7 +534,9 @@ struct engine_gc_report {
 
 /*
  * Delete blobs no catalog row references and older than grace_s (dry_run:
- * only count), and idempotency keys older than 48 hours. A blob younger
+ * only count), idempotency keys older than 48 hours, and the blobs of
+ * expired snapshots whose own grace passed (engine_expire; not on dry_run). A
+ * blob an expiry queued is not an orphan while it waits. A blob younger
  * than the grace period may belong to a commit in flight: it is kept. Each
  * candidate is looked up in the catalog once more just before it is
  * deleted. grace_s below ENGINE_GC_GRACE_MIN_S is ST_EINVAL.
@@ -546,7 +561,14 @@ int engine_fsck(struct engine *e, engine_fsck_report_fn fn, void *ctx, struct en
  * older_than_us (microseconds before now, on the catalog's clock) and not
  * among the retain_last newest; one of the two alone is the whole rule. The
  * current snapshot is always kept. Deletes the catalog rows only expired
- * snapshots needed, then every blob no remaining row references.
+ * snapshots needed; the blobs no remaining row references stay for a grace,
+ * for the readers of a plan handed out before: they are queued in the catalog
+ * (strike.expired_blobs) as deletable after max(engine_opts.gc_grace_s, ENGINE_PLAN_TTL_S)
+ * from now, or after the last presigned URL handed out for the table expires
+ * (engine_plan_presign), whichever is later, all on the catalog's clock. Then
+ * it deletes the table's queued blobs whose time has come (the collector,
+ * engine_gc, does so for every table), each looked up once more: a blob a
+ * catalog row references is never deleted.
  * ST_EINVAL: no rule given, retain_last < 1, older_than_us < 0, before_seq < 0.
  * ST_ECONFLICT: a commit held the table for longer than the lock timeout.
  * oldest_seq: the oldest snapshot retained afterwards.
@@ -561,9 +583,17 @@ struct engine_expire_req {
        With the others, a snapshot expires only when every rule given says so. */
     bool has_before_seq;
     int64_t before_seq;
+    /* For erasure: no grace. The blobs it frees, and every blob of the table an
+       earlier expiry queued, are deleted now (an erasure's point is that no file
+       holds the erased rows any more, whoever was reading them). */
+    bool delete_now;
 };
 struct engine_expire_res {
+    /* deleted_files, deleted_bytes: blobs deleted by this call (delete_now: those it freed
+       and the table's queued ones; otherwise the table's queued blobs whose grace passed) */
     int64_t expired_snapshots, deleted_files, deleted_bytes, oldest_seq;
+    int64_t queued_files;       /* blobs it freed and queued for their grace */
+    int64_t deletable_after_us; /* when those may go (catalog clock, Unix µs); 0: none queued */
 };
 int engine_expire(struct engine *e, struct engine_table *t, const struct engine_expire_req *q,
                   struct engine_expire_res *res, struct st_err *err);
@@ -647,7 +677,7 @@ int engine_blob_size(struct engine *e, const char *rel, int64_t *size, struct st
  * characters). get: ST_ENOTFOUND when t has no such plan (never made,
  * cancelled or too old). drop: ST_ENOTFOUND likewise.
  */
-#define ENGINE_ICEBERG_PLAN_TTL_S 3600
+#define ENGINE_ICEBERG_PLAN_TTL_S ENGINE_PLAN_TTL_S /* the files' grace covers it (expire.c) */
 #define ENGINE_ICEBERG_PLAN_ID_LEN 36
 int engine_iceberg_plan_put(struct engine *e, const struct engine_table *t, int64_t seq,
                             const char *request, char id[ENGINE_ICEBERG_PLAN_ID_LEN + 1],

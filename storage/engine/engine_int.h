@@ -95,6 +95,7 @@ struct engine {
     void (*test_gc_hook)(void *ctx);
     void *test_gc_hook_ctx;
     bool test_expire_keep_blobs;
+    _Atomic int64_t test_expiry_ahead_s; /* the expired-blob collector's clock moved on */
     void (*test_delete_hook)(void *ctx);
     void *test_delete_hook_ctx;
     int test_delete_key_pages; /* > 0: the delete's key statements' size (delete_where.c) */
@@ -288,6 +289,26 @@ extern const char *const eng__sql_gc_plans;
    statement, index probes): into `out` (path -> NULL). */
 int eng__gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, struct st_err *err);
 int eng__gc_start(struct engine *e);
+/* ---- expire.c: the blobs of expired snapshots, kept for their grace ---- */
+/*
+ * Delete the queued blobs of expired snapshots (strike.expired_blobs) whose
+ * deletable_after passed on the catalog's clock: of table `table_id`, or of
+ * every table (0); c is idle (no transaction). Each one's queue row goes first
+ * (FOR UPDATE SKIP LOCKED: two collectors take disjoint rows), then the blobs;
+ * one a catalog row references again is not deleted. A crash in between
+ * leaves orphans that gc deletes by age. Adds what it deleted to *files and
+ * *bytes, and to the engine's expiry metrics.
+ */
+int eng__expired_collect(struct engine *e, PGconn *c, int64_t table_id, int64_t *files,
+                         int64_t *bytes, struct st_err *err);
+/*
+ * Before presigned URLs of t's plan at snapshot seq are handed out, valid for
+ * expires_s from now_s (striked's clock): raise t's presign horizon in the
+ * catalog to their end, so that an expiry keeps what it frees until then.
+ * ST_ENOTFOUND when seq expired meanwhile (or t was dropped).
+ */
+int eng__presign_horizon(struct engine *e, const struct engine_table *t, int64_t seq, int64_t now_s,
+                         int64_t expires_s, struct st_err *err);
 void eng__gc_stop(struct engine *e);
 
 /* ---- iceberg.c: the Iceberg export's state and background task ---- */

@@ -6,6 +6,7 @@
 #define STRIKE_ENGINE_TEST_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct engine_change_req;
 struct engine;
@@ -100,8 +101,15 @@ void engine_test_rewrite_hook(struct engine *e, void (*fn)(void *ctx), void *ctx
 /*
  * Expiry commits its catalog changes but leaves the blobs in place (true), as
  * a crash between its COMMIT and its unlinks would: they are then orphans.
+ * The same for the collector of blobs past their grace (their queue rows go).
  */
 void engine_test_expire_keep_blobs(struct engine *e, bool keep);
+/*
+ * The collector of expired snapshots' blobs (eng__expired_collect: each expiry
+ * of a table, engine_gc) sees the catalog's clock `ahead_s` seconds ahead (0:
+ * as it is), so that a test moves past their grace without waiting.
+ */
+void engine_test_expiry_clock(struct engine *e, int64_t ahead_s);
 
 /* The advisory lock key the maintenance task takes for a table (maintain.c). */
 long long engine_test_maint_lock_key(long long table_id);

@@ -353,7 +353,8 @@ static int expire_before(struct erasure *w, struct st_err *err)
     int64_t before = w->rewrite_seq > 0              ? w->rewrite_seq
                      : w->purge_base > w->delete_seq ? w->purge_base
                                                      : w->delete_seq;
-    struct engine_expire_req q = {.has_before_seq = true, .before_seq = before};
+    /* no grace: the old blobs hold the erased rows (and the table's queued ones may) */
+    struct engine_expire_req q = {.has_before_seq = true, .before_seq = before, .delete_now = true};
     struct engine_expire_res r;
     int rc = engine_expire(w->e, w->t, &q, &r, err);
     if (rc == ST_OK) {

@@ -6,6 +6,11 @@
  * files of a dropped table, or a temp file left by a crash mid-write. It is
  * deleted only once older than the grace period, because a commit in
  * flight has written its blobs but not yet committed them.
+ *
+ * A blob that snapshot expiry freed is not an orphan while it waits out its
+ * grace in strike.expired_blobs (expire.c): the lookups below count it as
+ * referenced, and the collector deletes it once its deletable_after passed
+ * (eng__expired_collect), not by its age.
  */
 #include "engine_int.h"
 #include "engine_test.h"
@@ -45,10 +50,11 @@
  */
 static int referenced_set(PGconn *c, struct hmap *refs, int64_t *n, struct st_err *err)
 {
-    /* an inline DV's row has no path: not a reference to any blob */
-    PGresult *r =
-        cat_pq_exec(c, "SELECT path FROM strike.data_files UNION SELECT puffin_path FROM "
-                       "strike.deletion_vectors WHERE puffin_path IS NOT NULL UNION " ICEBERG_REFS);
+    /* an inline DV's row has no path: not a reference to any blob; an expired snapshot's blob
+       waiting out its grace is not an orphan */
+    PGresult *r = cat_pq_exec(c, "SELECT path FROM strike.data_files UNION SELECT puffin_path FROM "
+                                 "strike.deletion_vectors WHERE puffin_path IS NOT NULL UNION "
+                                 "SELECT path FROM strike.expired_blobs UNION " ICEBERG_REFS);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "listing referenced blobs", err);
         PQclear(r);
@@ -100,8 +106,9 @@ static int walk_blobs(struct engine *e, blob_fn fn, void *ctx, struct st_err *er
 #define GC_BATCH 500
 
 /*
- * The paths of $1 (text[]) that no catalog row references: two index
- * probes per path (data_files_by_path, deletion_vectors_by_path), run under
+ * The paths of $1 (text[]) that no catalog row references, nor the queue of
+ * expired blobs waiting out their grace: three index probes per path
+ * (data_files_by_path, deletion_vectors_by_path, expired_blobs_pkey), run under
  * eng__sql_gc_plans so that no plan reads a whole table (a hashed anti-join
  * would read every path of the catalog for each batch).
  */
@@ -109,6 +116,7 @@ const char *const eng__sql_gc_unreferenced =
     "SELECT u.p FROM unnest($1::text[]) AS u(p) WHERE NOT EXISTS (SELECT 1 FROM "
     "strike.data_files f WHERE f.path = u.p) AND NOT EXISTS (SELECT 1 FROM "
     "strike.deletion_vectors d WHERE d.puffin_path = u.p AND d.puffin_path IS NOT NULL) AND "
+    "NOT EXISTS (SELECT 1 FROM strike.expired_blobs x WHERE x.path = u.p) AND "
     "NOT EXISTS (SELECT 1 FROM strike.iceberg_manifests m WHERE m.path = u.p) AND NOT EXISTS "
     "(SELECT 1 FROM strike.iceberg_snapshots s WHERE s.manifest_list = u.p) AND NOT EXISTS "
     "(SELECT 1 FROM strike.iceberg_metadata_files f WHERE f.path = u.p) AND NOT EXISTS (SELECT 1 "
@@ -329,6 +337,9 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct engine_gc_
     buf_free(&g.cand);
     if (rc == ST_OK && !dry_run)
         rc = eng__idem_expire(c, err);
+    int64_t bytes = 0;
+    if (rc == ST_OK && !dry_run)
+        rc = eng__expired_collect(e, c, 0, &out->expired, &bytes, err);
     cat_release(e->pool, c, rc == ST_EUNAVAIL);
     return rc;
 }
@@ -497,9 +508,10 @@ static void *gc_main(void *p)
         struct st_err err = {0};
         if (engine_gc(e, e->o.gc_grace_s, false, &rep, &err) != ST_OK)
             log_warn("gc: %s", err.msg);
-        else if (rep.deleted > 0)
-            log_info("gc: deleted %lld of %lld orphans", (long long)rep.deleted,
-                     (long long)rep.orphans);
+        else if (rep.deleted > 0 || rep.expired > 0)
+            log_info("gc: deleted %lld of %lld orphans, %lld blobs of expired snapshots past "
+                     "their grace",
+                     (long long)rep.deleted, (long long)rep.orphans, (long long)rep.expired);
         pthread_mutex_lock(&e->gc_mu);
     }
     pthread_mutex_unlock(&e->gc_mu);

@@ -527,12 +527,17 @@ void engine_plan_free(struct engine_plan_file *files, size_t n)
     free(files);
 }
 
-int engine_plan_presign(struct engine *e, struct engine_plan_file *files, size_t n, int64_t now_s,
-                        int64_t expires_s, struct st_err *err)
+int engine_plan_presign(struct engine *e, struct engine_table *t, int64_t seq,
+                        struct engine_plan_file *files, size_t n, int64_t now_s, int64_t expires_s,
+                        struct st_err *err)
 {
     if (blob_local_root(e->blobs) != NULL)
         return st_errf(err, ST_EUNSUPPORTED,
                        "presign: the blob store is a local directory, not an object store");
+    /* before any URL exists: expiry keeps the table's blobs until they end (expire.c) */
+    int hrc = eng__presign_horizon(e, t, seq, now_s, expires_s, err);
+    if (hrc != ST_OK)
+        return hrc;
     for (size_t i = 0; i < n; i++) {
         int rc = blob_presign_get(e->blobs, files[i].path, now_s, expires_s,
                                   &files[i].presigned_url, err);

@@ -213,6 +213,24 @@ const struct migration cat__migrations[] = {
      "  AS $$ SELECT CASE WHEN substring(dv FROM 1 FOR 4) = 'SPL1'::bytea"
      "  THEN substring(dv FROM 13) END $$;"},
 
+    /* The blobs snapshot expiry freed, kept until deletable_after (catalog
+       clock) for readers of a plan handed out before (expire.c): no catalog
+       row references them, so the collector takes them for referenced
+       while they wait here (gc.c), and deletes them after. No foreign key:
+       a dropped table's blobs keep their grace. presign_horizons holds, per
+       table, the latest moment a presigned URL handed out for one of its
+       plans is valid: expiry keeps what it frees at least that long. */
+    {12, "expired blobs kept for their grace; the horizon of presigned URLs per table",
+     "CREATE TABLE strike.expired_blobs ("
+     "  path text PRIMARY KEY,"
+     "  table_id bigint NOT NULL,"
+     "  deletable_after timestamptz NOT NULL);"
+     "CREATE INDEX expired_blobs_due ON strike.expired_blobs (deletable_after);"
+     "CREATE INDEX expired_blobs_by_table ON strike.expired_blobs (table_id, deletable_after);"
+     "CREATE TABLE strike.presign_horizons ("
+     "  table_id bigint PRIMARY KEY REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  valid_until timestamptz NOT NULL);"},
+
     /* Every table is an Iceberg v3 table (iceberg.c, docs/DESIGN.md "Iceberg"): what the
        export reached per table, each manifest with the snapshots that list it (added_seq,
        removed_seq, as data files have) and the data files of its live entries, each
@@ -222,7 +240,7 @@ const struct migration cat__migrations[] = {
        it is exported); rows written from now on are not (the column's default). The live-DV index
        takes added_seq, so that the DVs a range of seqs added are one index range (no more entries
        than before: it replaces the old one). */
-    {12, "iceberg: export state, manifests, snapshots and metadata files; DVs by URI",
+    {13, "iceberg: export state, manifests, snapshots and metadata files; DVs by URI",
      "ALTER TABLE strike.deletion_vectors ADD COLUMN legacy_ref boolean NOT NULL DEFAULT true;"
      "ALTER TABLE strike.deletion_vectors ALTER COLUMN legacy_ref SET DEFAULT false;"
      "CREATE TABLE strike.iceberg_tables ("

@@ -14,7 +14,9 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 import uuid
 
 BIN_DIR = os.environ.get("STRIKE_BIN_DIR", "")
@@ -121,6 +123,73 @@ def s3_endpoint():
         return f.read().strip()
 
 
+def cli_env(data_dir, endpoint=None):
+    """The environment of `strike fsck|gc --data data_dir`: for an s3:// store, the s3
+    fixture's endpoint (or `endpoint`) in STRIKE_S3_ENDPOINT, as striked gets --s3-endpoint."""
+    e = dict(os.environ)
+    if data_dir.startswith("s3://"):
+        e["STRIKE_S3_ENDPOINT"] = endpoint or s3_endpoint()
+        e["STRIKE_S3_PATH_STYLE"] = "1"
+    return e
+
+
+def blob_url(data_dir, rel):
+    """An s3:// store's object `rel` as a URL of the s3 fixture's endpoint (path style)."""
+    assert data_dir.startswith("s3://"), data_dir
+    return f"{s3_endpoint()}/{data_dir[len('s3://'):].rstrip('/')}/{urllib.parse.quote(rel)}"
+
+
+def s3_presign(method, url, expires=300, region="us-east-1"):
+    """`url` (path style, already %-encoded) presigned for `method` with the test credentials
+    (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): SigV4 query signing, host signed, payload
+    unsigned. moto serves a private object to a signed request only."""
+    import datetime
+    import hashlib
+    import hmac
+    u = urllib.parse.urlsplit(url)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    stamp, date = now.strftime("%Y%m%dT%H%M%SZ"), now.strftime("%Y%m%d")
+    scope = f"{date}/{region}/s3/aws4_request"
+    q = sorted(urllib.parse.parse_qsl(u.query, keep_blank_values=True) + [
+        ("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
+        ("X-Amz-Credential", f"{os.environ['AWS_ACCESS_KEY_ID']}/{scope}"),
+        ("X-Amz-Date", stamp), ("X-Amz-Expires", str(expires)), ("X-Amz-SignedHeaders", "host")])
+    query = "&".join(f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
+                     for k, v in q)
+    creq = "\n".join([method, u.path, query, f"host:{u.netloc}", "", "host", "UNSIGNED-PAYLOAD"])
+    sts = "\n".join(["AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(creq.encode()).hexdigest()])
+    k = ("AWS4" + os.environ["AWS_SECRET_ACCESS_KEY"]).encode()
+    for m in (date, region, "s3", "aws4_request"):
+        k = hmac.new(k, m.encode(), hashlib.sha256).digest()
+    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+    return f"{u.scheme}://{u.netloc}{u.path}?{query}&X-Amz-Signature={sig}"
+
+
+def s3_request(method, data_dir, rel, data=None, headers=None):
+    """A signed request for the object rel of an s3:// store on the s3 fixture; returns
+    (status, body); a 4xx or 5xx answer is returned, not raised."""
+    hdrs = dict(headers or {})
+    if data is not None:  # not urllib's default, form-urlencoded, which moto would parse
+        hdrs.setdefault("Content-Type", "application/octet-stream")
+    rq = urllib.request.Request(s3_presign(method, blob_url(data_dir, rel)), data=data,
+                                method=method, headers=hdrs)
+    try:
+        with urllib.request.urlopen(rq, timeout=30) as f:
+            return f.status, f.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def blob_exists(data_dir, rel):
+    """Whether the blob store at data_dir (a directory or s3:// on the s3 fixture) holds rel."""
+    if not data_dir.startswith("s3://"):
+        return os.path.exists(os.path.join(data_dir, rel))
+    status, body = s3_request("HEAD", data_dir, rel)
+    if status not in (200, 404):
+        raise AssertionError(f"HEAD {rel}: {status} {body[:300]!r}")
+    return status == 200
+
+
 def s3_data_url():
     """A fresh s3:// --data of the fixture's bucket."""
     return f"s3://strike-test/t-{os.getpid()}-{uuid.uuid4().hex[:12]}"
@@ -136,6 +205,9 @@ class Striked:
         if data_dir is None and catalog and s3_endpoint():
             # under the s3 fixture (STRIKE_TEST_S3): a fresh prefix of its bucket
             data_dir = s3_data_url()
+        if data_dir is not None and data_dir.startswith("s3://") and s3_endpoint() \
+                and "--s3-endpoint" not in extra_args:
+            # the fixture's bucket (a restart on the prefix of an earlier striked, too)
             extra_args += ["--s3-endpoint", s3_endpoint(), "--s3-path-style"]
         if data_dir is None:
             self.owned_dir = tmpdir()

@@ -73,7 +73,8 @@ def setUpModule():
         TOKENS[name], LINES[name] = new_token(scope, glob)
     write_tokens(["root", "read", "write", "admin"])
     S = h.Striked(catalog=h.create_db("auth_main"),
-                  extra_args=["--tokens", os.path.join(DIR, "tokens")])
+                  extra_args=["--tokens", os.path.join(DIR, "tokens"),
+                              "--cdc-route", "inv.hidden=users", "--cdc-route", "inv.gone=nosuch"])
     C = gc.Client(S.grpc_port)
     for t in ("orders", "users"):
         r = S.req("POST", "/v1/tables", {"name": t, "columns": [
@@ -241,6 +242,81 @@ class TestHttpRoutes(unittest.TestCase):
         r = S.req("POST", "/v1/tables/orders/scan", {}, headers={"Authorization": "Bearer: " + TOKENS["read"]})
         self.assertEqual(r.status, 200, r)
         self.assertIn({"id": 1}, r.ndjson())
+
+
+def cdc_event(after, table="x", db="d"):
+    return {"op": "c", "after": after, "source": {"name": "auth", "db": db, "table": table}}
+
+
+class TestCdcScopeFirst(unittest.TestCase):
+    """Issue 28 item 6: the CDC endpoint checks the token's write scope on each routed
+    table before it reads the catalog, so a table the token may not write answers 403
+    whether it exists or not, on both wires, and nothing names its columns."""
+
+    # (how the event is routed, the request's query, the event's source) -> the routed table
+    CASES = [
+        ("?table", "?table=nosuch", ("d", "x"), "nosuch"),
+        ("?table", "?table=users", ("d", "x"), "users"),
+        ("source", "", ("d", "nosuch"), "nosuch"),
+        ("source", "", ("d", "users"), "users"),
+        ("--cdc-route", "", ("inv", "gone"), "nosuch"),
+        ("--cdc-route", "", ("inv", "hidden"), "users"),
+    ]
+    # a value `users` would refuse naming its column and type, and a column it does not have
+    BAD = ({"id": "not-a-number"}, {"id": 1, "secret_col": 2})
+
+    def check_forbidden(self, detail, table):
+        self.assertIn(f'lacks the write scope on table "{table}"', detail)
+        for leak in ("does not exist", "long", "secret_col", "column", "not-a-number"):
+            self.assertNotIn(leak, detail)
+
+    def test_http(self):
+        details = {}
+        for how, query, (db, src), table in self.CASES:
+            for after in self.BAD + ({"id": 3},):
+                with self.subTest(how=how, table=table, after=after):
+                    r = S.req("POST", "/v1/cdc/debezium" + query, cdc_event(after, src, db),
+                              headers=bearer("write"))
+                    self.assertEqual(r.status, 403, r)
+                    detail = r.json()["detail"]
+                    self.check_forbidden(detail, table)
+                    details.setdefault(how, set()).add(detail.replace(table, "T"))
+        # a table that exists and one that does not: the same answer, but for the name
+        for how, ds in details.items():
+            self.assertEqual(len(ds), 1, (how, ds))
+        # the same events on tables the token may write still answer by the catalog
+        r = S.req("POST", "/v1/cdc/debezium?table=orders_nosuch", cdc_event({"id": 3}),
+                  headers=bearer("write"))
+        self.assertEqual(r.status, 404, r)
+        self.assertIn("does not exist", r.json()["detail"])
+        r = S.req("POST", "/v1/cdc/debezium?table=orders", cdc_event(self.BAD[0]),
+                  headers=bearer("write"))
+        self.assertEqual(r.status, 400, r)
+        self.assertIn('column "id": expected long', r.json()["detail"])
+        # nothing was written to users
+        rows = S.req("POST", "/v1/tables/users/scan", {}, headers=bearer("root")).ndjson()
+        self.assertNotIn({"id": 3}, rows)
+
+    def test_grpc(self):
+        details = {}
+        for how, query, (db, src), table in self.CASES:
+            for after in self.BAD + ({"id": 3},):
+                with self.subTest(how=how, table=table, after=after):
+                    req = pb.ApplyDebeziumRequest(
+                        body=json.dumps(cdc_event(after, src, db)).encode(),
+                        table=query.partition("=")[2])
+                    with self.assertRaises(grpc.RpcError) as cm:
+                        C.call("ApplyDebezium", req, metadata=md("write"))
+                    self.assertEqual(cm.exception.code(), grpc.StatusCode.PERMISSION_DENIED)
+                    self.check_forbidden(cm.exception.details(), table)
+                    details.setdefault(how, set()).add(cm.exception.details().replace(table, "T"))
+        for how, ds in details.items():
+            self.assertEqual(len(ds), 1, (how, ds))
+        with self.assertRaises(grpc.RpcError) as cm:
+            C.call("ApplyDebezium", pb.ApplyDebeziumRequest(
+                body=json.dumps(cdc_event({"id": 3})).encode(), table="orders_nosuch"),
+                metadata=md("write"))
+        self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND)
 
 
 def rpc_request(name, table):

@@ -20,6 +20,23 @@ fixture must not be killed) and its own striked with --catalog pointing at it.
   ENOSPC is not a 500), reads keep working, nothing acknowledged is lost, and
   writes succeed again once the filler file is removed. Mounting needs root:
   if mount is refused the test fails, it does not skip.
+- kill -9 of striked itself during a CDC ingest (4 threads, producer/offset,
+  each retrying a refused offset), restarted on the same catalog and blob
+  store: only the killed process's requests fail (refused or cut), every
+  answer is a 200; every acknowledged batch is in the table exactly once, a
+  batch committed just before the kill is answered `duplicate` on its retry,
+  and `strike fsck` exits 0 (the killed commits' blobs are orphans, not
+  damage). This one needs no private PostgreSQL (the ctest fixture's, which
+  it does not touch).
+- kill -9 of striked while its compaction's commit runs a long statement (a
+  trigger makes the first compaction's snapshot insert sleep 30 s): the
+  catalog session it leaves behind holds the table's rewrite lock only until
+  PostgreSQL notices the client is gone (client_connection_check_interval,
+  1 s), so a compaction retried on another striked is taken within
+  RETRY_BOUND of the kill instead of answering 409 for the statement's 30 s.
+
+faults_s3 runs the two kill -9 tests once more with the blob store on S3 (the
+s3 fixture's moto_server; the restart takes the same bucket prefix).
 
 Bounds (the ASan striked on a loaded 2-core machine): REQ_BOUND is the most
 any one request may take during a fault; STALL_BOUND (12 s) the most any
@@ -45,6 +62,8 @@ STALL_BOUND = 12.0      # s: during a 15 s SIGSTOP every request is answered wit
 RECOVERY_BOUND = 30.0   # s: from PostgreSQL's return to the first 200 of every client
 KILL_DOWNTIME = 10.0
 STOP_DOWNTIME = 15.0
+RETRY_BOUND = 5.0       # s: from a kill -9 of striked to a retried compaction taken (not 409)
+SLOW_COMMIT = 30        # s: the killed compaction's commit statement (its snapshot insert)
 
 TABLE = {
     "name": "t",
@@ -98,7 +117,7 @@ def all_ids(tc, s):
 
 def fsck(tc, url, data_dir):
     p = subprocess.run([os.path.join(h.BIN_DIR, "strike"), "fsck", "--catalog", url, "--data", data_dir],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, env=h.cli_env(data_dir))
     tc.assertEqual(p.returncode, 0, f"strike fsck: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
 
 
@@ -180,7 +199,8 @@ class CatalogKilled(FaultCase):
             self.assertFalse(any(t.is_alive() for t in threads), "a client is still waiting")
             every = [r for rs in recs for r in rs]
             failed = [r for r in every if r.status != 200]
-            print(f"kill -9: {len(every)} requests, {sum(len(a) for a in acked)} acknowledged, "
+            print(f"kill -9 ({'S3' if s.data_dir.startswith('s3://') else 'local'} blob store): "
+                  f"{len(every)} requests, {sum(len(a) for a in acked)} acknowledged, "
                   f"{len(failed)} refused; first 200 after restart per client (s): {recovered}; "
                   f"slowest answer {max(r.took for r in every):.1f}s; "
                   f"{sum(res['duplicate'] for a in acked for _, res in a)} retries answered duplicate, "
@@ -226,6 +246,104 @@ class CatalogKilled(FaultCase):
             if s is not None:
                 s.close()
             pg.close()
+
+
+class StrikedKilled(FaultCase):
+    THREADS = 4
+
+    def test_striked_kill9_during_cdc_ingest(self):
+        t_start = time.monotonic()
+        url = h.create_db("faults_striked_kill")
+        s = h.Striked(catalog=url)
+        servers = [s]
+        cur = {"s": s}  # the server the clients post to: the restarted one after the kill
+        stop = threading.Event()
+        threads = []
+        try:
+            self.assertEqual(s.req("POST", "/v1/tables", TABLE).status, 201)
+            recs = [[] for _ in range(self.THREADS)]
+            acked = [[] for _ in range(self.THREADS)]  # (offset, answer) of each 200, in order
+            hard_deadline = time.monotonic() + 120
+
+            def client(c):
+                offset = 1
+                while time.monotonic() < hard_deadline:
+                    srv = cur["s"]
+                    body = {"changes": [{"op": "upsert", "row": r} for r in batch_rows(c, offset)],
+                            "producer": f"cdc-{c}", "offset": offset}
+                    rec = post(srv, "/v1/tables/t/changes", body, c, offset)
+                    rec.server = srv
+                    recs[c].append(rec)
+                    if rec.status == 200:
+                        acked[c].append((offset, rec.resp.json()))
+                        offset += 1
+                        if stop.is_set():
+                            return  # only right after an acknowledgement: no batch is left pending
+                    else:
+                        time.sleep(0.05)  # a CDC client retries the same offset
+
+            threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in range(self.THREADS)]
+            for t in threads:
+                t.start()
+            deadline = time.monotonic() + 30
+            while sum(len(a) for a in acked) < 20 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            self.assertGreaterEqual(sum(len(a) for a in acked), 20, "the ingest did not start")
+
+            s.stop(signal.SIGKILL)
+            t_kill = time.monotonic()
+            before = sum(len(a) for a in acked)
+            s2 = h.Striked(data_dir=s.data_dir, catalog=url)  # the same catalog and blob store
+            s2.owned_dir, s.owned_dir = s.owned_dir, None
+            servers.append(s2)
+            cur["s"] = s2
+            t_up = time.monotonic()
+            while time.monotonic() < t_up + RECOVERY_BOUND:
+                if all(any(r.status == 200 and r.server is s2 for r in recs[c]) for c in range(self.THREADS)):
+                    break
+                time.sleep(0.05)
+            stop.set()
+            for t in threads:
+                t.join(REQ_BOUND + 5)
+            self.assertFalse(any(t.is_alive() for t in threads), "a client is still waiting")
+            every = [r for rs in recs for r in rs]
+            failed = [r for r in every if r.status != 200]
+            dups = [(c, o) for c in range(self.THREADS) for o, res in acked[c] if res["duplicate"]]
+            print(f"striked kill -9 ({'S3' if s.data_dir.startswith('s3://') else 'local'} blob store): "
+                  f"{len(every)} requests, {before} acknowledged before the kill, "
+                  f"{sum(len(a) for a in acked)} in all, {len(failed)} refused or cut; restart took "
+                  f"{t_up - t_kill:.1f}s; retries answered duplicate (committed before the kill): {dups}")
+
+            # only the killed server failed requests, and only by not answering (refused or
+            # cut): every answer is a 200, the restarted server's included
+            for r in every:
+                if r.status != 200:
+                    self.assertIs(r.server, s, f"the restarted striked failed a request: {r}")
+                    self.assertIsNotNone(r.exc, f"the killed striked answered something else than 200: {r}")
+            self.assertTrue(all(any(r.server is s2 and r.status == 200 for r in recs[c])
+                                for c in range(self.THREADS)),
+                            f"not every client reached the restarted striked in {RECOVERY_BOUND}s\n"
+                            f"{s2.logs()[-3000:]}")
+            # every acknowledged batch is there, once; nothing else is
+            want = set()
+            for c in range(self.THREADS):
+                self.assertEqual([o for o, _ in acked[c]], list(range(1, len(acked[c]) + 1)))
+                for o, res in acked[c]:
+                    want |= {r["id"] for r in batch_rows(c, o)}
+                    if res["duplicate"]:  # its commit landed before the kill cut the answer
+                        self.assertEqual((res["inserted"], res["updated"]), (0, 0), res)
+                    else:
+                        self.assertEqual(res["inserted"], 20, res)
+            self.assertEqual(all_ids(self, s2), want)
+            self.assertEqual(s2.req("GET", "/v1/tables/t").json()["stats"]["live_rows"], len(want))
+            fsck(self, url, s2.data_dir)
+            s2.close_clean()
+            servers.remove(s2)
+            print(f"striked kill -9 test: {time.monotonic() - t_start:.1f}s")
+        finally:
+            stop.set()
+            for x in servers:
+                x.close()
 
 
 class CatalogStopped(FaultCase):
@@ -371,6 +489,86 @@ class CatalogStopped(FaultCase):
             if s is not None:
                 s.close()
             pg.close()
+
+
+class StrikedKilledMidStatement(FaultCase):
+    def test_kill9_during_compaction_frees_the_rewrite_lock(self):
+        t_start = time.monotonic()
+        pg = PgCluster()
+        a = b = None
+        root = h.tmpdir("strike-faults-compact-")
+        data = os.path.join(root, "data")
+        try:
+            url = pg.create_db("faults_compact")
+            # two servers on one catalog and blob store: the client retries on the other one
+            a = h.Striked(data_dir=data, catalog=url)
+            b = h.Striked(data_dir=data, catalog=url)
+            self.assertEqual(a.req("POST", "/v1/tables", TABLE).status, 201)
+            for k in range(10):  # ten small files: the default policy rewrites them
+                r = post(a, "/v1/tables/t/changes",
+                         {"changes": [{"op": "upsert", "row": x} for x in batch_rows(0, k, 5)]}, 0, k)
+                self.assertEqual(r.status, 200, r)
+            want = all_ids(self, a)
+            seq = a.req("GET", "/v1/tables/t").json()["seq"]
+            # the first compaction's commit takes long: its snapshot insert sleeps (nextval is
+            # not transactional: a later compaction's insert does not)
+            pg.psql("faults_compact",
+                    "CREATE SEQUENCE test_slow_commit; CREATE FUNCTION test_slow_commit() RETURNS "
+                    "trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.operation = 'compact' AND "
+                    f"nextval('public.test_slow_commit') = 1 THEN PERFORM pg_sleep({SLOW_COMMIT}); END IF; "
+                    "RETURN NEW; END $$; CREATE TRIGGER test_slow_commit BEFORE INSERT ON "
+                    "strike.snapshots FOR EACH ROW EXECUTE FUNCTION test_slow_commit()")
+            first = []
+            th = threading.Thread(target=lambda: first.append(post(a, "/v1/tables/t/compact", {}, 0, 0)),
+                                  daemon=True)
+            th.start()
+            sleeping = "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'"
+            deadline = time.monotonic() + 60
+            while pg.psql("faults_compact", sleeping)[0][0] != "1" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertEqual(pg.psql("faults_compact", sleeping)[0][0], "1", "the compaction never committed")
+            # it holds the table's rewrite lock: another compaction is refused
+            u.assert_problem(self, b.req("POST", "/v1/tables/t/compact", {}), 409, "is running")
+
+            a.proc.kill()
+            a.proc.wait()
+            t_kill = time.monotonic()
+            th.join(REQ_BOUND)
+            self.assertIsNotNone(first[0].exc, f"the killed server answered: {first[0]}")
+            # the client retries on the other server until it is taken (or the bound passes)
+            tries = []
+            while True:
+                rec = post(b, "/v1/tables/t/compact", {}, 1, len(tries), timeout=60)
+                tries.append(rec)
+                if rec.status != 409 or time.monotonic() > t_kill + RETRY_BOUND + 1:
+                    break
+                time.sleep(0.2)
+            taken = tries[-1]
+            print(f"kill -9 during a compaction: {len(tries) - 1} retries answered 409; the last "
+                  f"retry was sent {taken.t0 - t_kill:.2f}s after the kill: {taken.status}")
+            self.assertEqual(taken.status, 200,
+                             f"a compaction retried for {taken.t0 - t_kill:.1f}s after the kill is "
+                             f"still refused (the killed server's session holds the rewrite lock): "
+                             f"{taken}")
+            self.assertLess(taken.t0 - t_kill, RETRY_BOUND)
+            for r in tries[:-1]:
+                u.assert_problem(self, r.resp, 409, "is running")
+            # the killed compaction did not commit; the retry did, once
+            res = taken.resp.json()
+            self.assertEqual(res["seq"], seq + 1, res)
+            self.assertEqual(res["rewritten_files"], 10, res)
+            self.assertEqual(pg.psql("faults_compact", sleeping)[0][0], "0")
+            self.assertEqual(all_ids(self, b), want)
+            fsck(self, url, data)
+            b.close_clean()
+            b = None
+            print(f"kill -9 during a compaction test: {time.monotonic() - t_start:.1f}s")
+        finally:
+            for s in (a, b):
+                if s is not None:
+                    s.close()
+            pg.close()
+            subprocess.run(["rm", "-rf", root])
 
 
 class BlobStoreFull(FaultCase):

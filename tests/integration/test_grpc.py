@@ -19,13 +19,17 @@ import subprocess
 import threading
 import time
 import unittest
+import urllib.error
+import urllib.request
 import zlib
 
 import grpc
 
 import harness as h
 import grpc_client as gc
+import http_roaring as hr
 from grpc_client import pb
+from s3_front import S3Front
 
 S = None   # the shared striked
 C = None   # its gRPC client
@@ -329,41 +333,6 @@ class Changes(unittest.TestCase):
         C.call("DropTable", name=name, metadata=md)
         C.call("DropTable", name=name, metadata=md)
 
-    def test_idempotency_key_across_protocols(self):
-        """The engine stores a neutral result, but a key stays tied to its first
-        request as received: HTTP hashes the method, path and body bytes, gRPC the
-        method and the canonical message. The same change sent with the same key
-        over the other protocol is another request (422 / FAILED_PRECONDITION) and
-        commits nothing; each protocol's retry replays the stored result."""
-        row = {"id": 7, "user_id": 1, "amount": 1.5, "status": "s", "at": None}
-        body = {"changes": [{"op": "upsert", "row": row}]}
-        grow = [gc.change("upsert", row=row)]
-        # first used over HTTP
-        hk = {"Idempotency-Key": "cross-http"}
-        h1 = S.req("POST", f"/v1/tables/{self.t}/changes", body, hk)
-        self.assertEqual(h1.status, 200)
-        self.assertIsNone(h1.header("Idempotent-Replayed"))
-        h2 = S.req("POST", f"/v1/tables/{self.t}/changes", body, hk)
-        self.assertEqual((h2.status, h2.json(), h2.header("Idempotent-Replayed")), (200, h1.json(), "true"))
-        d = rpc_error(self, grpc.StatusCode.FAILED_PRECONDITION, C.apply, self.t, grow,
-                      metadata=[("idempotency-key", "cross-http")])
-        self.assertEqual(d, 'Idempotency-Key "cross-http" was already used with a different request')
-        self.assertEqual(C.call("GetTable", name=self.t).seq, h1.json()["seq"])
-        # first used over gRPC
-        gk = [("idempotency-key", "cross-grpc")]
-        g1 = C.apply(self.t, grow, metadata=gk)
-        self.assertEqual((g1.seq, g1.updated), (h1.json()["seq"] + 1, 1))
-        r = S.req("POST", f"/v1/tables/{self.t}/changes", body, {"Idempotency-Key": "cross-grpc"})
-        self.assertEqual(r.status, 422, r.body)
-        self.assertIn('"cross-grpc" was already used with a different request', r.json()["detail"])
-        self.assertEqual(C.apply(self.t, grow, metadata=gk), g1)
-        self.assertEqual(C.call("GetTable", name=self.t).seq, g1.seq)
-        # both render a replayed result field for field like a fresh one
-        fresh_json = {"seq": g1.seq, "inserted": g1.inserted, "updated": g1.updated,
-                      "deleted": g1.deleted, "missing": g1.missing, "stale": g1.stale,
-                      "duplicate": g1.duplicate}
-        self.assertEqual(set(fresh_json), set(h2.json()))
-
     def test_delete_where(self):
         C.apply(self.t, rows_of(self.t, 10))
         r = C.call("DeleteWhere", table=self.t,
@@ -382,6 +351,171 @@ class Changes(unittest.TestCase):
         r = C.call("DeleteWhere", table=self.t, filter="true")
         self.assertEqual(r.deleted, 4)
         self.assertEqual(self.scan(), [])
+
+
+def post_raw(path, text, key):
+    """POST a JSON text as it is (key order, whitespace) with an Idempotency-Key."""
+    return S.req("POST", path, text.encode(), {"Idempotency-Key": key,
+                                               "Content-Type": "application/json"})
+
+
+class IdempotencyAcrossWires(unittest.TestCase):
+    """Issue 28 item 10: the request hash is the service's, over the decoded request
+    (svc_idem_*), so a key first used over HTTP replays over gRPC and the reverse, for
+    every operation that takes one; a different request under the key is refused on both
+    wires, and the same JSON with its keys in another order (and other whitespace) is
+    the same request."""
+
+    def setUp(self):
+        self.t = fresh("xwire")
+        C.create(self.t, ORDERS, ["id"])
+        C.apply(self.t, rows_of(self.t, 10))
+
+    def seq(self):
+        return C.call("GetTable", name=self.t).seq
+
+    def refused_both(self, key, http_call, grpc_call):
+        seq = self.seq()
+        r = http_call()
+        self.assertEqual(r.status, 422, r)
+        self.assertRegex(r.json()["detail"],
+                         f'^Idempotency-Key "{key}" was (already used with a different|used for '
+                         'another erasure) request$')
+        d = rpc_error(self, grpc.StatusCode.FAILED_PRECONDITION, grpc_call)
+        self.assertEqual(d, r.json()["detail"])
+        self.assertEqual(self.seq(), seq)
+
+    def test_changes(self):
+        path = f"/v1/tables/{self.t}/changes"
+        row = {"id": 70, "user_id": 1, "amount": 1.5, "status": "s", "at": 1_700_000_000_000_000}
+        grow = [gc.change("upsert", row={**row, "at": gc.value(row["at"], ts=True)}),
+                gc.change("delete", key={"id": 3})]
+        text = json.dumps({"changes": [{"op": "upsert", "row": row},
+                                       {"op": "delete", "key": {"id": 3}}],
+                           "expected_seq": self.seq()})
+        # the same members in reverse order, other whitespace
+        rev = dict(reversed(list(row.items())))
+        text2 = json.dumps({"expected_seq": self.seq(),
+                            "changes": [{"row": rev, "op": "upsert"},
+                                        {"key": {"id": 3}, "op": "delete"}]}, indent=3)
+        self.assertNotEqual(text, text2)
+        # HTTP first, then a retry over gRPC, and over HTTP in another key order
+        h1 = post_raw(path, text, "xc-1")
+        self.assertEqual((h1.status, h1.header("Idempotent-Replayed")), (200, None), h1)
+        seq = self.seq()
+        g = C.apply(self.t, grow, metadata=[("idempotency-key", "xc-1")],
+                    expected_seq=h1.json()["seq"] - 1)
+        self.assertEqual({k: getattr(g, k) for k in h1.json()}, h1.json())
+        h2 = post_raw(path, text2, "xc-1")
+        self.assertEqual((h2.status, h2.json(), h2.header("Idempotent-Replayed")),
+                         (200, h1.json(), "true"))
+        self.assertEqual(self.seq(), seq)
+        # another request under the key: refused on both wires
+        self.refused_both("xc-1", lambda: post_raw(path, text.replace("1.5", "2.5"), "xc-1"),
+                          lambda: C.apply(self.t, grow[:1], metadata=[("idempotency-key", "xc-1")],
+                                          expected_seq=h1.json()["seq"] - 1))
+        # gRPC first, then HTTP
+        row2 = {**row, "id": 71}
+        g1 = C.apply(self.t, [gc.change("upsert", row={**row2, "at": gc.value(row["at"])})],
+                     metadata=[("idempotency-key", "xc-2")], producer="p", offset=9)
+        h3 = post_raw(path, json.dumps({"offset": 9, "producer": "p",
+                                        "changes": [{"row": row2, "op": "upsert"}]}), "xc-2")
+        self.assertEqual((h3.status, h3.header("Idempotent-Replayed")), (200, "true"), h3)
+        self.assertEqual(h3.json(), {k: getattr(g1, k) for k in h3.json()})
+        self.assertEqual(self.seq(), g1.seq)
+        self.refused_both(
+            "xc-2", lambda: post_raw(path, json.dumps({"offset": 10, "producer": "p",
+                                                       "changes": [{"op": "upsert", "row": row2}]}),
+                                     "xc-2"),
+            lambda: C.apply(self.t, [gc.change("upsert", row=row2)],
+                            metadata=[("idempotency-key", "xc-2")], producer="q", offset=9))
+
+    def test_delete(self):
+        path = f"/v1/tables/{self.t}/delete"
+        h1 = post_raw(path, '{"filter":{"type":"lt","term":"id","value":2}}', "xd-1")
+        self.assertEqual((h1.status, h1.json()["deleted"]), (200, 2), h1)
+        g = C.call("DeleteWhere", table=self.t, filter='{"value": 2, "term": "id", "type": "lt"}',
+                   metadata=[("idempotency-key", "xd-1")])
+        self.assertEqual((g.seq, g.deleted), (h1.json()["seq"], 2))
+        h2 = post_raw(path, '{ "filter" : { "term":"id", "value":2, "type":"lt" } }', "xd-1")
+        self.assertEqual((h2.status, h2.json(), h2.header("Idempotent-Replayed")),
+                         (200, h1.json(), "true"))
+        self.refused_both("xd-1",
+                          lambda: post_raw(path, '{"filter":{"type":"lt","term":"id","value":3}}',
+                                           "xd-1"),
+                          lambda: C.call("DeleteWhere", table=self.t,
+                                         filter='{"type":"lt","term":"id","value":5}',
+                                         metadata=[("idempotency-key", "xd-1")]))
+        g1 = C.call("DeleteWhere", table=self.t,
+                    filter='{"type":"and","left":{"type":"gt","term":"id","value":7},'
+                           '"right":{"type":"not-null","term":"status"}}',
+                    metadata=[("idempotency-key", "xd-2")])
+        self.assertEqual(g1.deleted, 2)
+        h3 = post_raw(path, '{"filter":{"right":{"term":"status","type":"not-null"},"type":"and",'
+                            '"left":{"value":7,"term":"id","type":"gt"}}}', "xd-2")
+        self.assertEqual((h3.status, h3.json(), h3.header("Idempotent-Replayed")),
+                         (200, {"seq": g1.seq, "deleted": 2}, "true"), h3)
+        self.assertEqual(self.seq(), g1.seq)
+
+    def test_create_and_drop(self):
+        cols = [{"name": "id", "type": "long", "required": True}, {"name": "v", "type": "string"}]
+        name = fresh("xcreate")
+        text = json.dumps({"name": name, "columns": cols, "primary_key": ["id"]})
+        h1 = post_raw("/v1/tables", text, "xt-1")
+        self.assertEqual(h1.status, 201, h1)
+        g = C.create(name, [("id", "long", True), ("v", "string")], ["id"],
+                     metadata=[("idempotency-key", "xt-1")])  # a replay, not ALREADY_EXISTS
+        self.assertEqual((g.name, g.uuid), (name, h1.json()["uuid"]))
+        text2 = json.dumps({"primary_key": ["id"],
+                            "columns": [{"type": "long", "required": True, "name": "id"},
+                                        {"type": "string", "name": "v", "required": False}],
+                            "name": name})
+        h2 = post_raw("/v1/tables", text2, "xt-1")
+        self.assertEqual((h2.status, h2.json()["uuid"], h2.header("Idempotent-Replayed")),
+                         (201, h1.json()["uuid"], "true"))
+        seq = C.call("GetTable", name=name).seq
+        r = post_raw("/v1/tables", text.replace('"string"', '"long"'), "xt-1")
+        self.assertEqual(r.status, 422, r)
+        rpc_error(self, grpc.StatusCode.FAILED_PRECONDITION, C.create, name,
+                  [("id", "long", True)], ["id"], metadata=[("idempotency-key", "xt-1")])
+        self.assertEqual(C.call("GetTable", name=name).seq, seq)
+        # gRPC first, then HTTP
+        name2 = fresh("xcreate")
+        g2 = C.create(name2, [("id", "long", True)], ["id"], metadata=[("idempotency-key", "xt-2")])
+        h3 = post_raw("/v1/tables", json.dumps({"columns": [{"name": "id", "type": "long",
+                                                             "required": True}],
+                                                "name": name2, "primary_key": ["id"]}), "xt-2")
+        self.assertEqual((h3.status, h3.json()["uuid"], h3.header("Idempotent-Replayed")),
+                         (201, g2.uuid, "true"))
+        # drop over HTTP, retried over gRPC (the table is gone: a replay, not NOT_FOUND)
+        x1 = S.req("DELETE", f"/v1/tables/{name}", headers={"Idempotency-Key": "xx-1"})
+        self.assertEqual(x1.status, 204)
+        C.call("DropTable", name=name, metadata=[("idempotency-key", "xx-1")])
+        rpc_error(self, grpc.StatusCode.NOT_FOUND, C.call, "DropTable", name=name)
+        # drop over gRPC, retried over HTTP
+        C.call("DropTable", name=name2, metadata=[("idempotency-key", "xx-2")])
+        x2 = S.req("DELETE", f"/v1/tables/{name2}", headers={"Idempotency-Key": "xx-2"})
+        self.assertEqual((x2.status, x2.header("Idempotent-Replayed")), (204, "true"))
+        self.assertEqual(S.req("DELETE", f"/v1/tables/{name2}").status, 404)
+
+    def test_erase(self):
+        path = f"/v1/tables/{self.t}/erasures"
+        key = lambda i: pb.KeyValues(key={"id": gc.value(i)})
+        h1 = post_raw(path, '{"keys":[{"id":1},{"id":3}]}', "xe-1")
+        self.assertEqual(h1.status, 201, h1)
+        g = C.call("Erase", table=self.t, keys=[key(1), key(3)],
+                   metadata=[("idempotency-key", "xe-1")])
+        self.assertEqual((g.id, json.loads(g.receipt_json)), (h1.json()["id"], h1.json()))
+        self.refused_both("xe-1", lambda: post_raw(path, '{"keys":[{"id":1},{"id":4}]}', "xe-1"),
+                          lambda: C.call("Erase", table=self.t, keys=[key(1)],
+                                         metadata=[("idempotency-key", "xe-1")]))
+        g1 = C.call("Erase", table=self.t, filter='{"type":"eq","term":"status","value":"s5"}',
+                    metadata=[("idempotency-key", "xe-2")])
+        h2 = post_raw(path, '{"filter": {"value": "s5", "type": "eq", "term": "status"}}', "xe-2")
+        self.assertEqual((h2.status, h2.json()["id"], h2.header("Idempotent-Replayed")),
+                         (201, g1.id, "true"), h2)
+        self.assertEqual(h2.json(), json.loads(g1.receipt_json))
+        self.assertEqual(len(S.req("GET", path).json()["erasures"]), 2)
 
 
 class Scans(unittest.TestCase):
@@ -543,7 +677,7 @@ class PlansAndDVs(unittest.TestCase):
             self.assertEqual(f.format, "parquet")
             self.assertEqual(f.url, f"/v1/tables/{self.t}/files/{f.id}")
             self.assertTrue(f.path.startswith("tables/") and f.path.endswith(".parquet"), f.path)
-            self.assertTrue(os.path.exists(os.path.join(S.data_dir, f.path)))
+            self.assertTrue(h.blob_exists(S.data_dir, f.path))
             self.assertGreater(f.file_size, 0)
         a, b, c = p.files
         self.assertFalse(c.HasField("dv"))
@@ -630,6 +764,143 @@ class PlansAndDVs(unittest.TestCase):
             self.assertTrue(x.committed_at.endswith("Z"))
             self.assertIsInstance(json.loads(x.summary), dict)
         rpc_error(self, grpc.StatusCode.NOT_FOUND, C.call, "ListSnapshots", table="ghost_table")
+
+
+class PlanPresign(unittest.TestCase):
+    """PlanScan's presign and expires_in, the fields of POST /plan (docs/API.md "Plan"), by
+    store: on S3 every file and DV carries a presigned GET URL that plain HTTP fetches (the
+    file's bytes; the DV's Puffin blob by Range), valid for expires_in, and an expired one is
+    refused by the store; on a local store presign is refused exactly as HTTP refuses it. The
+    S3 run's striked signs for an S3Front (s3_front.py) before moto: moto itself takes an
+    expired URL, S3 and the front do not."""
+
+    def plan_both(self, s, c, table, grpc_kw, http_body):
+        """The same plan request over gRPC (c) and HTTP (s): (PlanScanResponse or RpcError,
+        HTTP response)."""
+        try:
+            g = c.call("PlanScan", table=table, **grpc_kw)
+        except grpc.RpcError as e:
+            g = e
+        return g, s.req("POST", f"/v1/tables/{table}/plan", http_body)
+
+    def assert_refused_alike(self, s, c, table, grpc_kw, http_body, needle):
+        g, r = self.plan_both(s, c, table, grpc_kw, http_body)
+        self.assertIsInstance(g, grpc.RpcError, (grpc_kw, g))
+        self.assertEqual(g.code(), grpc.StatusCode.INVALID_ARGUMENT, g.details())
+        self.assertEqual(r.status, 400, r)
+        self.assertEqual(g.details(), r.json()["detail"], grpc_kw)
+        self.assertIn(needle, g.details())
+
+    def fill(self, s, c, table):
+        c.create(table, ORDERS, ["id"])
+        c.apply(table, rows_of(table, 60))                                       # file 1
+        c.apply(table, rows_of(table, 20, 100))                                  # file 2
+        c.apply(table, [gc.change("delete", key={"id": i}) for i in (1, 2, 3, 59, 100)])
+
+    def test_presign(self):
+        if h.s3_endpoint() is None:
+            self.local_store()
+        else:
+            self.object_store()
+
+    def local_store(self):
+        t = fresh("presign_local")
+        self.fill(S, C, t)
+        for kw in ({"presign": True}, {"presign": True, "expires_in": 60}):
+            self.assert_refused_alike(S, C, t, kw, kw, "presign: the blob store is a local directory")
+        for kw, needle in (({"expires_in": 60}, "expires_in: only with"),
+                           ({"presign": True, "expires_in": 0}, "expires_in: from 1 to 604800"),
+                           ({"presign": True, "expires_in": 604801}, "expires_in: from 1 to 604800")):
+            self.assert_refused_alike(S, C, t, kw, kw, needle)
+        # presign false is a plain plan, over both wires: no URL, no expiry
+        g, r = self.plan_both(S, C, t, {"presign": False}, {"presign": False})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([f.id for f in g.files], [f["id"] for f in r.json()["files"]])
+        self.assertTrue(any(f.HasField("dv") for f in g.files))
+        for f in g.files:
+            self.assertEqual((f.presigned_url, f.expires_at), ("", ""))
+            self.assertEqual((f.dv.presigned_url, f.dv.expires_at), ("", ""))
+        for f in r.json()["files"]:
+            self.assertNotIn("presigned_url", f)
+
+    def object_store(self):
+        front = S3Front(h.s3_endpoint(), os.environ["AWS_SECRET_ACCESS_KEY"])
+        s = h.Striked(data_dir=h.s3_data_url(), catalog=h.create_db("grpc_presign"),
+                      extra_args=["--s3-endpoint", front.endpoint, "--s3-path-style"])
+        c = gc.Client(s.grpc_port)
+        try:
+            t = fresh("presign_s3")
+            self.fill(s, c, t)
+            t0 = int(time.time())
+            p = c.call("PlanScan", table=t, presign=True, expires_in=600)
+            t1 = int(time.time())
+            self.assertEqual(len(p.files), 2)
+            self.assertTrue(any(f.HasField("dv") for f in p.files))
+            for f in p.files:
+                self.assertIn("X-Amz-Signature=", f.presigned_url)
+                self.assertIn("X-Amz-Expires=600&", f.presigned_url)
+                self.assertTrue(f.presigned_url.startswith(front.endpoint + "/strike-test/"), f.presigned_url)
+                exp = datetime.datetime.fromisoformat(f.expires_at.replace("Z", "+00:00")).timestamp()
+                self.assertTrue(t0 + 600 <= exp <= t1 + 600, (f.expires_at, t0, t1))
+                # the file's bytes, straight from the store, as the plan's HTTP url serves them
+                with urllib.request.urlopen(f.presigned_url, timeout=30) as g:
+                    got = g.read()
+                self.assertEqual(len(got), f.file_size)
+                self.assertEqual(got, s.req("GET", f.url).body)
+                if not f.HasField("dv"):
+                    self.assertEqual(f.deleted_count, 0)
+                    continue
+                self.assertEqual(f.dv.expires_at, f.expires_at)
+                self.assertIn("X-Amz-Expires=600&", f.dv.presigned_url)
+                rq = urllib.request.Request(f.dv.presigned_url, headers={
+                    "Range": f"bytes={f.dv.offset}-{f.dv.offset + f.dv.length - 1}"})
+                with urllib.request.urlopen(rq, timeout=30) as g:
+                    self.assertEqual(g.status, 206)
+                    blob = g.read()
+                positions = hr.decode_iceberg_dv(blob)
+                self.assertEqual(len(positions), f.deleted_count)
+                r64 = c.call("GetDeletionVector", table=t, file_id=f.id, snapshot=p.seq)
+                self.assertEqual(positions, hr.decode_roaring64(r64.data))
+            self.assertGreaterEqual(front.presigned_ok, 3)
+            self.assertEqual(front.refused, [])
+            # the same plan over HTTP: the same files and objects, URLs signed alike
+            hp = s.req("POST", f"/v1/tables/{t}/plan", {"presign": True, "expires_in": 600}).json()
+            self.assertEqual([(f["id"], f["path"]) for f in hp["files"]], [(f.id, f.path) for f in p.files])
+            for hf, gf in zip(hp["files"], p.files):
+                self.assertEqual(hf["presigned_url"].split("?")[0], gf.presigned_url.split("?")[0])
+                self.assertEqual(hf["dv"] is None, not gf.HasField("dv"))
+            # the default validity: an hour
+            d = c.call("PlanScan", table=t, presign=True)
+            self.assertTrue(all("X-Amz-Expires=3600&" in f.presigned_url for f in d.files))
+            # a URL past its expires_in is refused by the store, and so is a forged one
+            short = c.call("PlanScan", table=t, presign=True, expires_in=1)
+            url = short.files[0].presigned_url
+            with urllib.request.urlopen(url, timeout=30) as g:
+                self.assertEqual(g.status, 200)  # within its second (or two: the date is whole seconds)
+            exp = datetime.datetime.fromisoformat(short.files[0].expires_at.replace("Z", "+00:00")).timestamp()
+            time.sleep(max(0.0, exp - time.time()) + 1.1)
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                urllib.request.urlopen(url, timeout=30)
+            self.assertEqual(cm.exception.code, 403)
+            self.assertIn(b"Request has expired", cm.exception.read())
+            forged = d.files[0].presigned_url.replace("X-Amz-Expires=3600", "X-Amz-Expires=7200")
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                urllib.request.urlopen(forged, timeout=30)
+            self.assertEqual(cm.exception.code, 403)
+            self.assertIn(b"SignatureDoesNotMatch", cm.exception.read())
+            # the refusals of HTTP, with HTTP's details
+            for kw, needle in (({"expires_in": 60}, "expires_in: only with"),
+                               ({"presign": True, "expires_in": 0}, "expires_in: from 1 to 604800"),
+                               ({"presign": True, "expires_in": 604801}, "expires_in: from 1 to 604800")):
+                self.assert_refused_alike(s, c, t, kw, kw, needle)
+            c.close()
+            c = None
+            s.close_clean()
+        finally:
+            if c is not None:
+                c.close()
+            s.close()
+            front.close()
 
 
 class Service(unittest.TestCase):

@@ -12,7 +12,12 @@
 - the catalog goes away: 503 problem with Retry-After (and /readyz 503),
   then recovery by itself when it returns;
 - SIGTERM with a scan streaming and requests in flight: they finish, or are
-  cut after the grace; exit 0 (no leak under LSan).
+  cut after the grace; exit 0 (no leak under LSan);
+- slow clients (issue 28 item 7): connections that trickle their headers, or
+  send nothing, or idle after a response, are closed once --header-timeout
+  has passed since they began to wait, while a normal client is served; a
+  body that trickles is not cut by it; --max-conns-per-ip closes the
+  connections an address opens past the cap while another address is served.
 """
 import http.client
 import json
@@ -147,6 +152,210 @@ def changes_body(n, size):
     b = ('{"changes":[%s]}' % rows).encode()
     assert len(b) <= size
     return b + b" " * (size - len(b))
+
+
+def closed_after(c, t0, limit, trickle=None):
+    """Seconds from t0 until the server closes socket c (EOF or a reset), sending
+    `trickle` every 0.2 s meanwhile; None if it is still open after `limit` seconds."""
+    c.settimeout(0.2)
+    while time.monotonic() - t0 < limit:
+        try:
+            d = c.recv(4096)
+            if not d:
+                return time.monotonic() - t0
+            raise AssertionError(f"an answer on a connection that sent no request: {d!r}")
+        except socket.timeout:
+            if trickle is not None:
+                try:
+                    c.sendall(trickle)
+                except OSError:
+                    return time.monotonic() - t0
+        except (ConnectionResetError, BrokenPipeError):
+            return time.monotonic() - t0
+    return None
+
+
+def connect_from(addr, port):
+    """A connection to the server from the loopback address `addr` (127.0.0.0/8: each is
+    another client address on Linux)."""
+    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    c.bind((addr, 0))
+    c.connect(("127.0.0.1", port))
+    return c
+
+
+def get_healthz(c):
+    """Send GET /healthz on c; the status of the answer, or None if the server closed it."""
+    c.settimeout(10)
+    try:
+        c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = c.recv(4096)
+            if not d:
+                return None
+            head += d
+    except (ConnectionResetError, BrokenPipeError):
+        return None
+    return int(head.split()[1])
+
+
+class SlowClients(unittest.TestCase):
+    """--header-timeout 2s and --max-conns-per-ip 40 (short, for the test's run time)."""
+    DEADLINE = 2.0
+    CAP = 40
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = h.Striked(catalog=h.create_db("strike_http_slow"), env={"STRIKE_LOG_LEVEL": "debug"},
+                          extra_args=["--header-timeout", "2s", "--max-conns-per-ip", str(cls.CAP)])
+        r = cls.s.req("POST", "/v1/tables", u.table_def("slow"))
+        assert r.status == 201, r
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.close_clean()
+
+    def test_slow_headers_are_closed_at_the_deadline(self):
+        port = self.s.http_port
+        results = {}
+
+        def client(name, addr, first, trickle):
+            try:
+                c = connect_from(addr, port)
+            except OSError as e:
+                results[name] = e
+                return
+            try:
+                if first == b"idle":  # a kept-alive connection, idle after its answer
+                    status = get_healthz(c)
+                    if status != 200:
+                        results[name] = f"status {status}"
+                        return
+                    first = None
+                t0 = time.monotonic()
+                if first:
+                    c.sendall(first)
+                results[name] = closed_after(c, t0, self.DEADLINE + 6, trickle)
+            finally:
+                c.close()
+
+        kinds = {
+            # a request line, then one header line every 0.2 s, never the blank line
+            "trickle": (b"GET /healthz HTTP/1.1\r\nHost: x\r\n", b"X-Slow: 1\r\n"),
+            # the request line itself, a byte at a time
+            "line": (b"G", b"E"),
+            # nothing at all
+            "silent": (None, None),
+            # one request, then nothing: it waits for the next request's headers
+            "idle": (b"idle", None),
+        }
+        threads = []
+        for i in range(96):
+            kind = list(kinds)[i % 4]
+            first, trickle = kinds[kind]
+            t = threading.Thread(target=client, args=((kind, i), f"127.0.0.{2 + i % 3}", first, trickle))
+            threads.append(t)
+            t.start()
+        # a body that trickles is past the headers: the deadline does not cut it
+        body = json.dumps({"changes": [{"op": "upsert", "row": {"order_id": 1, "user_id": 2}}]}).encode()
+        slow_body = socket.create_connection(("127.0.0.1", port))
+        slow_body.sendall(b"POST /v1/tables/slow/changes HTTP/1.1\r\nHost: x\r\n"
+                          b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body))
+        body_t0 = time.monotonic()
+        # headers that trickle but end within the deadline are served
+        ok = socket.create_connection(("127.0.0.1", port))
+        for line in (b"GET /healthz HTTP/1.1\r\n", b"Host: x\r\n", b"X-A: 1\r\n"):
+            ok.sendall(line)
+            time.sleep(0.3)
+        self.assertEqual(get_healthz_tail(ok), 200)
+        ok.close()
+        # while the slow ones hang, other clients are served
+        for _ in range(5):
+            self.assertEqual(self.s.req("GET", "/v1/tables/slow").status, 200)
+        sent = 0
+        while time.monotonic() - body_t0 < self.DEADLINE + 1.5:
+            slow_body.sendall(body[sent:sent + 1])
+            sent += 1
+            time.sleep(0.25)
+        slow_body.sendall(body[sent:])
+        slow_body.settimeout(10)
+        status, _, rbody = u.parse_raw(slow_body.recv(65536))
+        self.assertEqual(status, 200, rbody)
+        slow_body.close()
+        for t in threads:
+            t.join()
+        self.assertEqual(len(results), 96)
+        for name, took in results.items():
+            with self.subTest(client=name):
+                self.assertIsInstance(took, float, f"{name}: {took}")
+                # closed at the deadline: not before it, and not much after (the sweep, load)
+                self.assertGreater(took, self.DEADLINE - 0.1)
+                self.assertLess(took, self.DEADLINE + 3)
+        self.assertEqual(self.s.req("GET", "/healthz").status, 200)
+
+    def test_connections_per_address_are_capped(self):
+        port = self.s.http_port
+        # CAP connections from one address, each past its headers (its body held back):
+        # open, and not subject to the header deadline. Each waits for the server's
+        # "100 Continue", so that the server has read its headers before anything else
+        # happens on it (libmicrohttpd, edge-triggered, may not see a close that arrives
+        # with the headers it has not read yet).
+        held = []
+        for _ in range(self.CAP):
+            c = connect_from("127.0.0.9", port)
+            c.sendall(b"POST /v1/tables/slow/changes HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: 20\r\n"
+                      b"Expect: 100-continue\r\n\r\n")
+            held.append(c)
+        for c in held:
+            c.settimeout(10)
+            got = b""
+            while b"\r\n\r\n" not in got:
+                d = c.recv(100)
+                self.assertTrue(d, "a held connection was closed")
+                got += d
+            self.assertTrue(got.startswith(b"HTTP/1.1 100"), got)
+        try:
+            # one more from the same address: closed without an answer
+            for _ in range(3):
+                extra = connect_from("127.0.0.9", port)
+                self.assertIsNone(get_healthz(extra))
+                extra.close()
+            # another address is served meanwhile
+            other = connect_from("127.0.0.10", port)
+            self.assertEqual(get_healthz(other), 200)
+            other.close()
+            # one of the held connections goes: the address is served again
+            held.pop().close()
+            deadline = time.monotonic() + 10
+            while True:
+                again = connect_from("127.0.0.9", port)
+                status = get_healthz(again)
+                again.close()
+                if status == 200 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(status, 200)
+        finally:
+            for c in held:
+                c.close()
+        refused = [r for r in self.s.log_records() if "connection limit" in r.get("msg", "")]
+        self.assertTrue(refused, "MHD's refusals are not in the log")
+        self.assertTrue(all(r["level"] == "debug" for r in refused), refused[:3])
+
+
+def get_healthz_tail(c):
+    """The status of the answer to a request whose headers were sent but for the blank line."""
+    c.settimeout(10)
+    c.sendall(b"\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        d = c.recv(4096)
+        if not d:
+            return None
+        head += d
+    return int(head.split()[1])
 
 
 class Held:

@@ -1,5 +1,7 @@
 """Maintenance (issue 14, docs/API.md "Maintenance"): snapshot expiry over HTTP
-and gRPC, reads of expired snapshots (scan, plan, DV: 404 / NOT_FOUND), the
+and gRPC, the grace of the blobs it frees (a plan handed out before expiry
+still finds its files; the collector deletes them once the grace passed),
+reads of expired snapshots (scan, plan, DV: 404 / NOT_FOUND), the
 400s of bad bodies, table health (shape and numbers after deletes, over both
 protocols), the background maintenance task (expiry with a 1 s interval and
 retention, one server at a time per table with two servers on one catalog),
@@ -9,6 +11,7 @@ The real striked, a real PostgreSQL, Python's http.client and grpcio.
 """
 import os
 import re
+import subprocess
 import time
 import unittest
 
@@ -21,11 +24,13 @@ import http_util as u
 DB = "strike_maintenance"
 S = None  # striked with the background task off: every expiry here is a request's
 C = None
+URL = None  # S's catalog
 
 
 def setUpModule():
-    global S, C
-    S = h.Striked(catalog=h.create_db(DB), extra_args=["--compact-interval", "0"])
+    global S, C, URL
+    URL = h.create_db(DB)
+    S = h.Striked(catalog=URL, extra_args=["--compact-interval", "0"])
     C = gc.Client(S.grpc_port)
 
 
@@ -79,6 +84,20 @@ def blobs_in_catalog_of(db, uuid):
     return {r[0] for r in rows}
 
 
+def queued_of(db, uuid):
+    """The table's blobs that expiry freed, waiting out their grace (strike.expired_blobs)."""
+    rows = h.sql(db, f"SELECT x.path FROM strike.expired_blobs x JOIN strike.tables t ON t.id = x.table_id "
+                     f"WHERE t.uuid = '{uuid}'")
+    return {r[0] for r in rows}
+
+
+def pass_grace(db, uuid):
+    """As if the grace of the table's queued blobs had passed (the catalog's clock is not ours
+    to move: their deletable_after is)."""
+    h.sql(db, f"UPDATE strike.expired_blobs x SET deletable_after = now() - interval '1 second' FROM "
+              f"strike.tables t WHERE t.id = x.table_id AND t.uuid = '{uuid}'")
+
+
 def count(sql):
     return int(h.sql(DB, sql)[0][0])
 
@@ -119,16 +138,29 @@ class Expire(unittest.TestCase):
         self.assertEqual(set(res), {"expired_snapshots", "deleted_files", "deleted_bytes", "oldest_seq"})
         self.assertEqual(res["expired_snapshots"], 10)  # 0..9 of 0..12
         self.assertEqual(res["oldest_seq"], 10)
-        after = blobs_on_disk(S, t["uuid"])
-        self.assertEqual(res["deleted_files"], len(before - after))
-        self.assertGreater(res["deleted_files"], 0)
-        self.assertGreater(res["deleted_bytes"], 0)
-        self.assertTrue(after < before)
-        self.assertEqual(after, blobs_in_catalog(t["uuid"]))  # every blob referenced, every reference there
+        # the blobs only expired snapshots needed stay for their grace: none deleted yet
+        self.assertEqual((res["deleted_files"], res["deleted_bytes"]), (0, 0))
+        self.assertEqual(blobs_on_disk(S, t["uuid"]), before)
+        queued = queued_of(DB, t["uuid"])
+        self.assertTrue(queued)
+        self.assertEqual(queued, before - blobs_in_catalog(t["uuid"]))
         self.assertEqual(count(f"SELECT count(*) FROM strike.snapshots s JOIN strike.tables t ON t.id = "
                                f"s.table_id WHERE t.name = 'ex_http'"), 3)
         self.assertEqual(metric(S, "strike_expired_snapshots_total"), expired_before + 10)
-        self.assertGreaterEqual(metric(S, "strike_expire_deleted_files_total"), res["deleted_files"])
+        # past their grace, the table's next expiry deletes them (it has nothing more to expire)
+        deleted_before = metric(S, "strike_expire_deleted_files_total")
+        pass_grace(DB, t["uuid"])
+        r = S.req("POST", "/v1/tables/ex_http/expire", {"retain_last": 3})
+        self.assertEqual(r.status, 200, r)
+        res = r.json()
+        self.assertEqual(res["expired_snapshots"], 0)
+        after = blobs_on_disk(S, t["uuid"])
+        self.assertEqual(res["deleted_files"], len(queued))
+        self.assertGreater(res["deleted_bytes"], 0)
+        self.assertEqual(after, before - queued)
+        self.assertEqual(after, blobs_in_catalog(t["uuid"]))  # every blob referenced, every reference there
+        self.assertEqual(queued_of(DB, t["uuid"]), set())
+        self.assertEqual(metric(S, "strike_expire_deleted_files_total"), deleted_before + len(queued))
         self.assertGreaterEqual(metric(S, "strike_expire_deleted_bytes_total"), res["deleted_bytes"])
 
         # retained snapshots read what they read before
@@ -172,7 +204,15 @@ class Expire(unittest.TestCase):
         before = blobs_on_disk(S, t["uuid"])
         res = C.call("Expire", table="ex_grpc", retain_last=2)
         self.assertEqual((res.expired_snapshots, res.oldest_seq), (5, 5))
-        self.assertEqual(res.deleted_files, len(before - blobs_on_disk(S, t["uuid"])))
+        self.assertEqual((res.deleted_files, res.deleted_bytes), (0, 0))  # kept for their grace
+        self.assertEqual(blobs_on_disk(S, t["uuid"]), before)
+        queued = queued_of(DB, t["uuid"])
+        self.assertTrue(queued)
+        pass_grace(DB, t["uuid"])
+        res = C.call("Expire", table="ex_grpc", retain_last=2)
+        self.assertEqual((res.expired_snapshots, res.oldest_seq), (0, 5))
+        self.assertEqual(res.deleted_files, len(queued))
+        self.assertEqual(blobs_on_disk(S, t["uuid"]), before - queued)
         self.assertGreater(res.deleted_bytes, 0)
         want = 'snapshot 3 of table "ex_grpc" expired (the oldest retained snapshot is 5)'
         self.assertIn(want, rpc_error(self, grpc.StatusCode.NOT_FOUND, C.scan, "ex_grpc", snapshot=3))
@@ -215,6 +255,69 @@ class Expire(unittest.TestCase):
         u.assert_problem(self, S.req("GET", "/v1/tables/ex_bad/expire"), 405)
         # nothing changed
         self.assertEqual(len(S.req("GET", "/v1/tables/ex_bad/snapshots").json()["snapshots"]), 5)
+
+
+class Grace(unittest.TestCase):
+    def test_plan_outlives_expiry(self):
+        """A plan handed out a moment before its snapshot expires: every file and DV blob it
+        names stays in the blob store for the grace (docs/API.md "Plan"), byte for byte, however
+        old the files are (the collector does not take them for orphans); once the grace passed,
+        the collector deletes them and fsck finds the store clean."""
+        t = create(self, "gr_plan")
+        history(self, "gr_plan", 6)
+        plan = S.req("POST", "/v1/tables/gr_plan/plan", {"snapshot": 3}).json()
+        self.assertEqual(plan["seq"], 3)
+        blobs = {}  # path -> the bytes the plan's URLs served
+        for f in plan["files"]:
+            r = S.req("GET", f["url"])
+            self.assertEqual(r.status, 200, r)
+            blobs[f["path"]] = r.body
+            if f["dv"]:
+                with open(os.path.join(S.data_dir, f["dv"]["path"]), "rb") as g:
+                    blobs[f["dv"]["path"]] = g.read()
+        self.assertTrue(any(f["dv"] for f in plan["files"]))
+        r = S.req("POST", "/v1/tables/gr_plan/expire", {"retain_last": 1})
+        self.assertEqual(r.json()["expired_snapshots"], 6, r)
+        t_expired = time.time()
+        freed = set(blobs) - blobs_in_catalog(t["uuid"])
+        self.assertTrue(len(freed) >= 2, freed)  # the hot row's file of 3, the DVs of 3
+        for path, body in blobs.items():
+            p = os.path.join(S.data_dir, path)
+            self.assertTrue(os.path.exists(p), f"{path} of a plan handed out before expiry was deleted")
+            with open(p, "rb") as g:
+                self.assertEqual(g.read(), body, path)
+        self.assertLessEqual(freed, queued_of(DB, t["uuid"]))
+        # deletable after the grace: --gc-grace (1h, the default) and at least a plan's hour
+        left = h.sql(DB, "SELECT min(extract(epoch FROM x.deletable_after - now())), "
+                         "max(extract(epoch FROM x.deletable_after - now())) FROM strike.expired_blobs x "
+                         f"JOIN strike.tables t ON t.id = x.table_id WHERE t.uuid = '{t['uuid']}'")[0]
+        self.assertGreater(float(left[0]), 3600 - 60 - (time.time() - t_expired))
+        self.assertLessEqual(float(left[1]), 3600)
+        # the collector, however old the files: not orphans while they wait
+        for path in freed:
+            old = time.time() - 7200
+            os.utime(os.path.join(S.data_dir, path), (old, old))
+        gc = self.strike("gc", "--grace", "5m")
+        self.assertIn("0 deleted", gc.stderr)
+        for path in freed:
+            self.assertTrue(os.path.exists(os.path.join(S.data_dir, path)), path)
+        fsck = self.strike("fsck")
+        self.assertEqual(fsck.stdout, "", "a blob waiting out its grace is no orphan")
+        # past the grace: the collector deletes them, and only them
+        pass_grace(DB, t["uuid"])
+        self.strike("gc", "--grace", "1h")
+        for path in freed:
+            self.assertFalse(os.path.exists(os.path.join(S.data_dir, path)), path)
+        self.assertEqual(queued_of(DB, t["uuid"]), set())
+        self.assertEqual(blobs_on_disk(S, t["uuid"]), blobs_in_catalog(t["uuid"]))
+        self.assertEqual(self.strike("fsck").stdout, "")
+        self.assertEqual(len(u.scan_rows(self, S, "gr_plan")), 50 - 5 + 1)
+
+    def strike(self, cmd, *args):
+        p = subprocess.run([os.path.join(h.BIN_DIR, "strike"), cmd, "--catalog", URL, "--data",
+                            S.data_dir] + list(args), capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, f"strike {cmd}: {p.stdout}\n{p.stderr}")
+        return p
 
 
 class Health(unittest.TestCase):
@@ -350,7 +453,10 @@ class Background(unittest.TestCase):
                 time.sleep(0.1)
             self.assertEqual(expired, cur)  # 0..cur-1, each by one server
             self.assertEqual(gone, deleted)
-            self.assertEqual(blobs_on_disk(a, t["uuid"]), blobs_in_catalog_of(db, t["uuid"]))
+            # what expiry freed waits out its grace (an hour): on disk, not referenced, queued
+            queued = queued_of(db, t["uuid"])
+            self.assertTrue(queued)
+            self.assertEqual(blobs_on_disk(a, t["uuid"]), blobs_in_catalog_of(db, t["uuid"]) | queued)
             self.assertEqual(sorted(r["order_id"] for r in u.scan_rows(self, a, "bg")),
                              list(range(6)) + [1000])
             u.assert_problem(self, u.scan(b, "bg", {"snapshot": 2}), 404, "expired")

@@ -12,6 +12,9 @@
   (S3's throttling) for a while: a few are absorbed by the retries, a longer
   stretch is a 503 to the client. The credentials never reach the log.
 - Every object striked wrote is a key of the bucket under its prefix.
+- A plan presigned for two hours, then its snapshot expired and its files
+  compacted away: its presigned URLs still read the files and DVs (expiry
+  keeps what it frees until the last presigned URL of the table expires).
 """
 import hashlib
 import hmac
@@ -22,6 +25,7 @@ import socket
 import subprocess
 import threading
 import unittest
+import urllib.error
 import urllib.request
 
 import harness as h
@@ -224,6 +228,57 @@ class S3(unittest.TestCase):
         finally:
             a.close()
             b.close()
+
+    def test_presigned_plan_outlives_expiry(self):
+        catalog = h.create_db("strike_s3_presign_grace")
+        db = catalog.split("/")[-1].split("?")[0]
+        data = h.s3_data_url()
+        a = h.Striked(data_dir=data, catalog=catalog,
+                      extra_args=["--s3-endpoint", self.endpoint, "--s3-path-style"])
+        try:
+            self.assertEqual(a.req("POST", "/v1/tables", TABLE).status, 201)
+            for k in range(3):  # three files, a DV on the first
+                rows = [{"op": "upsert", "row": {"k": k * 10 + i, "v": f"v{k}{i}"}} for i in range(10)]
+                self.assertEqual(a.req("POST", "/v1/tables/kv/changes", {"changes": rows}).status, 200)
+            r = a.req("POST", "/v1/tables/kv/changes", {"changes": [{"op": "delete", "key": {"k": 3}}]})
+            self.assertEqual(r.status, 200, r)
+            r = a.req("POST", "/v1/tables/kv/plan", {"presign": True, "expires_in": 7200})
+            self.assertEqual(r.status, 200, r)
+            plan = json.loads(r.body)
+            self.assertEqual(len(plan["files"]), 3)
+            before = {}
+            for f in plan["files"]:
+                with urllib.request.urlopen(f["presigned_url"], timeout=30) as g:
+                    before[f["presigned_url"]] = g.read()
+                if f["dv"]:
+                    with urllib.request.urlopen(f["dv"]["presigned_url"], timeout=30) as g:
+                        before[f["dv"]["presigned_url"]] = g.read()
+            self.assertEqual(len(before), 4)
+            # a shorter presign later does not shorten the table's horizon
+            self.assertEqual(a.req("POST", "/v1/tables/kv/plan", {"presign": True, "expires_in": 60}).status, 200)
+            # every file of the plan rewritten, then every older snapshot expired
+            r = a.req("POST", "/v1/tables/kv/compact", {"min_deleted_fraction": 0})
+            self.assertEqual(json.loads(r.body)["rewritten_files"], 3, r)
+            r = a.req("POST", "/v1/tables/kv/expire", {"retain_last": 1})
+            self.assertEqual(r.status, 200, r)
+            res = json.loads(r.body)
+            self.assertGreater(res["expired_snapshots"], 0, res)
+            # the plan's presigned URLs still read what they read
+            for url, body in before.items():
+                try:
+                    with urllib.request.urlopen(url, timeout=30) as g:
+                        self.assertEqual(g.read(), body)
+                except urllib.error.HTTPError as e:
+                    self.fail(f"a presigned URL of a plan handed out before expiry: {e.code}: {url}")
+            self.assertEqual(res["deleted_files"], 0, res)
+            # kept until the URLs expire (two hours), longer than the default grace (one hour)
+            left = h.sql(db, "SELECT count(*), min(extract(epoch FROM deletable_after - now())) "
+                             "FROM strike.expired_blobs")[0]
+            self.assertEqual(int(left[0]), 4)
+            self.assertGreater(float(left[1]), 7200 - 120)
+            self.assertEqual(a.stop()[0], 0)
+        finally:
+            a.close()
 
     def test_requests_are_signed_as_s3_checks(self):
         """moto does not check signatures: a listener that does (SigV4 by hand

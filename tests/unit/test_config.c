@@ -11,11 +11,23 @@
 
 #include "config.h"
 
-static const char *const ENV_VARS[] = {
-    "STRIKE_HTTP",         "STRIKE_GRPC",     "STRIKE_DATA",         "STRIKE_CATALOG",
-    "STRIKE_TOKENS",       "STRIKE_MAX_BODY", "STRIKE_HTTP_THREADS", "STRIKE_GRPC_THREADS",
-    "STRIKE_WORKERS",      "STRIKE_GC_GRACE", "STRIKE_GC_INTERVAL",  "STRIKE_LOG_LEVEL",
-    "STRIKE_MAX_INFLIGHT", "STRIKE_TLS_CERT", "STRIKE_TLS_KEY"};
+static const char *const ENV_VARS[] = {"STRIKE_HTTP",
+                                       "STRIKE_GRPC",
+                                       "STRIKE_DATA",
+                                       "STRIKE_CATALOG",
+                                       "STRIKE_TOKENS",
+                                       "STRIKE_MAX_BODY",
+                                       "STRIKE_HTTP_THREADS",
+                                       "STRIKE_GRPC_THREADS",
+                                       "STRIKE_WORKERS",
+                                       "STRIKE_GC_GRACE",
+                                       "STRIKE_GC_INTERVAL",
+                                       "STRIKE_LOG_LEVEL",
+                                       "STRIKE_MAX_INFLIGHT",
+                                       "STRIKE_TLS_CERT",
+                                       "STRIKE_TLS_KEY",
+                                       "STRIKE_HEADER_TIMEOUT",
+                                       "STRIKE_MAX_CONNS_PER_IP"};
 
 static int clear_env(void **state)
 {
@@ -61,7 +73,58 @@ static void test_defaults(void **state)
     assert_int_equal(c.max_body, 64u << 20);
     assert_int_equal(c.max_inflight, 1ull << 30);
     assert_int_equal(c.gc_grace_s, 3600);
+    assert_int_equal(c.header_timeout_s, 60);
+    assert_int_equal(c.max_conns_per_ip, 256);
     config_free(&c);
+}
+
+/* The HTTP front end's bounds on slow and numerous clients (issue 28 item 7). */
+static void test_connection_limits(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[256] = "";
+    assert_int_equal(load(&c, err, 5, "--header-timeout", "2s", "--max-conns-per-ip", "0"),
+                     CONFIG_OK);
+    assert_int_equal(c.header_timeout_s, 2);
+    assert_int_equal(c.max_conns_per_ip, 0);
+    config_free(&c);
+    setenv("STRIKE_HEADER_TIMEOUT", "1m", 1);
+    setenv("STRIKE_MAX_CONNS_PER_IP", "16", 1);
+    assert_int_equal(load(&c, err, 1), CONFIG_OK);
+    assert_int_equal(c.header_timeout_s, 60);
+    assert_int_equal(c.max_conns_per_ip, 16);
+    config_free(&c);
+    clear_env(NULL);
+}
+
+/* striked --help, as printed (issue 28 item 13: what --compact-interval's task does). */
+static void test_help(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    struct config c;
+    char err[256] = "";
+    char *argv[] = {"striked", "--help", NULL};
+    assert_int_equal(config_load(&c, 2, argv, err, sizeof err, f), CONFIG_EXIT_OK);
+    config_free(&c);
+    fclose(f);
+    const char *ci = strstr(text, "--compact-interval");
+    assert_non_null(ci);
+    const char *eol = strchr(ci, '\n');
+    assert_non_null(eol);
+    char line[1024];
+    snprintf(line, sizeof line, "%.*s", (int)(eol - ci), ci);
+    static const char *const says[] = {"inline DVs", "compaction", "--retain"};
+    for (size_t i = 0; i < sizeof says / sizeof says[0]; i++)
+        if (strstr(line, says[i]) == NULL)
+            fail_msg("--compact-interval's help does not mention \"%s\": %s", says[i], line);
+    assert_non_null(strstr(text, "--header-timeout VALUE"));
+    assert_non_null(strstr(text, "--max-conns-per-ip VALUE"));
+    free(text);
 }
 
 static void test_every_option(void **state)
@@ -160,6 +223,10 @@ static void test_bad_values(void **state)
     expect_error("--workers", 3, "--workers", "-1");
     expect_error("--maintenance-workers: at most 16, got 17", 3, "--maintenance-workers", "17");
     expect_error("--log-level", 3, "--log-level", "loud");
+    expect_error("below the least value, 1s", 3, "--header-timeout", "0");
+    expect_error("--header-timeout: at most 1d", 3, "--header-timeout", "2d");
+    expect_error("--max-conns-per-ip", 3, "--max-conns-per-ip", "-1");
+    expect_error("--max-conns-per-ip", 3, "--max-conns-per-ip", "5000");
     expect_error("needs a value", 2, "--catalog", NULL);
     expect_error("takes no value", 2, "--insecure=yes", NULL);
 
@@ -238,6 +305,8 @@ int main(void)
         cmocka_unit_test_setup(test_bad_values, clear_env),
         cmocka_unit_test_setup(test_parsers, clear_env),
         cmocka_unit_test_setup(test_cdc_route, clear_env),
+        cmocka_unit_test_setup(test_connection_limits, clear_env),
+        cmocka_unit_test_setup(test_help, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /*
  * test_engine_expire.c - snapshot expiry (engine_expire): the catalog rows
- * and blobs it deletes, what it keeps, reads of expired snapshots, a crash
- * between its COMMIT and its unlinks, and expiry while writers commit.
+ * it deletes, the blobs it frees (kept for their grace, then deleted; at once
+ * for an erasure), what it keeps, reads of expired snapshots, a crash between
+ * the queue and the unlinks, and expiry while writers commit.
  *
  * The table has an anchor file whose DV grows by one position per commit
  * (a closed DV row per commit) and a hot key rewritten by every commit (a
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -143,6 +145,22 @@ static bool blob_exists(const char *rel)
     return access(abs, F_OK) == 0;
 }
 
+/* The blobs of table tid waiting out their grace (strike.expired_blobs). */
+static int64_t queued_of(int64_t tid)
+{
+    return sql_i64("SELECT count(*) FROM strike.expired_blobs WHERE table_id = %lld",
+                   (long long)tid);
+}
+
+/* Set the modification time of a blob `seconds` back. */
+static void age_blob(const char *rel, int seconds)
+{
+    char abs[1024];
+    snprintf(abs, sizeof abs, "%s/%s", T.data_dir, rel);
+    struct timeval tv[2] = {{time(NULL) - seconds, 0}, {time(NULL) - seconds, 0}};
+    assert_int_equal(utimes(abs, tv), 0);
+}
+
 struct fsck_count {
     int missing, corrupt, orphans;
 };
@@ -232,8 +250,10 @@ static void test_expire_retain_last(void **state)
         fail_msg("expire: %s", err.msg);
     assert_int_equal(res.expired_snapshots, keep_from);
     assert_int_equal(res.oldest_seq, keep_from);
-    assert_int_equal(res.deleted_files, doomed.n);
-    assert_true(res.deleted_bytes > 0);
+    /* the freed blobs wait out their grace (test_expire_grace): none deleted yet */
+    assert_int_equal(res.queued_files, doomed.n);
+    assert_int_equal(res.deleted_files, 0);
+    assert_int_equal(queued_of(tid), doomed.n);
 
     /* catalog rows: exactly what the retained snapshots need */
     assert_int_equal(
@@ -247,11 +267,10 @@ static void test_expire_retain_last(void **state)
     assert_int_equal(sql_i64("SELECT count(*) FROM strike.deletion_vectors WHERE table_id = %lld",
                              (long long)tid),
                      dvs_kept);
-    /* expired blobs are gone; every referenced blob exists; nothing is left over */
+    /* the freed blobs are still there, and not orphans; every referenced blob exists */
     for (int i = 0; i < doomed.n; i++)
-        if (blob_exists(doomed.p[i]))
-            fail_msg("%s survived expiry", doomed.p[i]);
-    paths_free(&doomed);
+        if (!blob_exists(doomed.p[i]))
+            fail_msg("%s was deleted at expiry, before its grace", doomed.p[i]);
     struct fsck_count f = fsck();
     assert_int_equal(f.missing, 0);
     assert_int_equal(f.corrupt, 0);
@@ -303,7 +322,22 @@ static void test_expire_retain_last(void **state)
     assert_int_equal(engine_expire(T.e, t, &q, &res, &err), ST_OK);
     assert_int_equal(res.expired_snapshots, 0);
     assert_int_equal(res.deleted_files, 0);
+    assert_int_equal(res.queued_files, 0);
     assert_int_equal(res.oldest_seq, keep_from);
+    /* past their grace: the next expiry of the table deletes them, and only them */
+    engine_test_expiry_clock(T.e, ENGINE_PLAN_TTL_S + 1);
+    assert_int_equal(engine_expire(T.e, t, &q, &res, &err), ST_OK);
+    engine_test_expiry_clock(T.e, 0);
+    assert_int_equal(res.expired_snapshots, 0);
+    assert_int_equal(res.deleted_files, doomed.n);
+    assert_true(res.deleted_bytes > 0);
+    for (int i = 0; i < doomed.n; i++)
+        if (blob_exists(doomed.p[i]))
+            fail_msg("%s survived its grace", doomed.p[i]);
+    assert_int_equal(queued_of(tid), 0);
+    paths_free(&doomed);
+    f = fsck();
+    assert_int_equal(f.missing + f.corrupt + f.orphans, 0);
 
     /* and commits go on as before */
     commit_once(t, COMMITS + 1);
@@ -382,7 +416,10 @@ static void test_expire_older_than(void **state)
     engine_table_unref(t);
 }
 
-/* A crash between expiry's COMMIT and its unlinks leaves orphans, which gc deletes. */
+/*
+ * A crash between the collector's take of the queue and its unlinks leaves
+ * orphans, which gc deletes.
+ */
 static void test_expire_crash_leaves_orphans(void **state)
 {
     (void)state;
@@ -390,14 +427,20 @@ static void test_expire_crash_leaves_orphans(void **state)
     struct paths doomed;
     doomed_blobs(t->id, 6, &doomed);
     assert_true(doomed.n > 0);
-    engine_test_expire_keep_blobs(T.e, true);
     struct engine_expire_req q = {.has_retain_last = true, .retain_last = 1};
     struct engine_expire_res res;
     struct st_err err = {0};
     assert_int_equal(engine_expire(T.e, t, &q, &res, &err), ST_OK);
-    engine_test_expire_keep_blobs(T.e, false);
     assert_int_equal(res.expired_snapshots, 6);
+    assert_int_equal(res.queued_files, doomed.n);
+    /* past the grace, the queue rows go but the blobs stay, as after a crash */
+    engine_test_expire_keep_blobs(T.e, true);
+    engine_test_expiry_clock(T.e, ENGINE_PLAN_TTL_S + 1);
+    assert_int_equal(engine_expire(T.e, t, &q, &res, &err), ST_OK);
+    engine_test_expiry_clock(T.e, 0);
+    engine_test_expire_keep_blobs(T.e, false);
     assert_int_equal(res.deleted_files, 0);
+    assert_int_equal(queued_of(t->id), 0);
     struct fsck_count f = fsck();
     assert_int_equal(f.missing, 0);
     assert_int_equal(f.orphans, doomed.n);
@@ -406,12 +449,8 @@ static void test_expire_crash_leaves_orphans(void **state)
     assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
     assert_int_equal(rep.deleted, 0);
     /* once past the grace, gc deletes them */
-    for (int i = 0; i < doomed.n; i++) {
-        char abs[1024];
-        snprintf(abs, sizeof abs, "%s/%s", T.data_dir, doomed.p[i]);
-        struct timeval tv[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
-        assert_int_equal(utimes(abs, tv), 0);
-    }
+    for (int i = 0; i < doomed.n; i++)
+        age_blob(doomed.p[i], 7200);
     assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
     assert_int_equal(rep.deleted, doomed.n);
     for (int i = 0; i < doomed.n; i++)
@@ -424,6 +463,177 @@ static void test_expire_crash_leaves_orphans(void **state)
     assert_int_equal(rows.n, ANCHOR_KEYS - 5 + 1);
     et_rows_free(&rows);
     engine_table_unref(t);
+}
+
+/* The latest deletable_after of table tid's queued blobs, in seconds after the catalog's now. */
+static int64_t queued_for_s(int64_t tid)
+{
+    return sql_i64("SELECT extract(epoch FROM max(deletable_after) - now())::bigint FROM "
+                   "strike.expired_blobs WHERE table_id = %lld",
+                   (long long)tid);
+}
+
+/* Every blob of the list exists (want) or none does (!want). */
+static void assert_blobs(const struct paths *p, bool want, const char *when)
+{
+    for (int i = 0; i < p->n; i++)
+        if (blob_exists(p->p[i]) != want)
+            fail_msg("%s: %s %s", when, p->p[i], want ? "is gone" : "is still there");
+}
+
+/*
+ * A reader may hold a plan of a snapshot that expires a second later: the
+ * blobs expiry frees stay for max(gc_grace_s, ENGINE_PLAN_TTL_S) on the
+ * catalog's clock, whatever their age (gc does not take them for orphans),
+ * and are deleted once that passed; a presigned URL handed out for the table
+ * (its horizon) keeps them until it expires.
+ */
+static void test_expire_grace(void **state)
+{
+    (void)state;
+    /* the earlier tests' queues first, so that the counts below are this table's */
+    struct engine_gc_report rep;
+    struct st_err err = {0};
+    engine_test_expiry_clock(T.e, 30 * 86400);
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
+    engine_test_expiry_clock(T.e, 0);
+    assert_int_equal(sql_i64("SELECT count(*) FROM strike.expired_blobs"), 0);
+
+    struct engine_table *t = make_table("grace", 8);
+    const int64_t tid = t->id;
+    struct paths doomed;
+    doomed_blobs(tid, 8, &doomed);
+    assert_true(doomed.n >= 7);
+    /* what a reader holds: the plan of snapshot 3 */
+    struct engine_plan_file *pf;
+    size_t npf;
+    int64_t seq;
+    assert_int_equal(engine_plan(T.e, t, true, 3, NULL, &pf, &npf, &seq, &err), ST_OK);
+    assert_true(npf >= 2);
+    struct engine_expire_req q = {.has_retain_last = true, .retain_last = 1};
+    struct engine_expire_res res;
+    assert_int_equal(engine_expire(T.e, t, &q, &res, &err), ST_OK);
+    /* every file and DV blob of the plan is still there */
+    for (size_t i = 0; i < npf; i++) {
+        if (!blob_exists(pf[i].path) || (pf[i].has_dv && !blob_exists(pf[i].dv_path)))
+            fail_msg("a blob of the plan of snapshot 3 was deleted at expiry: %s (DV %s)",
+                     pf[i].path, pf[i].has_dv ? pf[i].dv_path : "none");
+    }
+    assert_blobs(&doomed, true, "after expiry");
+    assert_int_equal(res.expired_snapshots, 8);
+    assert_int_equal(res.queued_files, doomed.n);
+    assert_int_equal(res.deleted_files, 0);
+    /* deletable after the grace (the default gc_grace_s, 3600 s), on the catalog's clock */
+    int64_t left = queued_for_s(tid);
+    assert_true(left > ENGINE_PLAN_TTL_S - 60 && left <= ENGINE_PLAN_TTL_S);
+    int64_t now_us = sql_i64("SELECT (extract(epoch FROM now()) * 1000000)::bigint");
+    assert_true(res.deletable_after_us > now_us + (ENGINE_PLAN_TTL_S - 60) * 1000000ll);
+
+    /* old as they are (two hours), gc does not take them for orphans */
+    for (int i = 0; i < doomed.n; i++)
+        age_blob(doomed.p[i], 7200);
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
+    assert_int_equal(rep.deleted, 0);
+    assert_int_equal(rep.expired, 0);
+    assert_blobs(&doomed, true, "after gc");
+    struct fsck_count f = fsck();
+    assert_int_equal(f.missing + f.corrupt + f.orphans, 0);
+
+    /* a minute before the grace ends: still there */
+    engine_test_expiry_clock(T.e, ENGINE_PLAN_TTL_S - 60);
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
+    assert_int_equal(rep.expired, 0);
+    assert_int_equal(engine_expire(T.e, t, &q, &res, &err), ST_OK);
+    assert_int_equal(res.deleted_files, 0);
+    assert_blobs(&doomed, true, "a minute before the grace ends");
+    /* past it: the collector deletes them, and the queue is empty */
+    engine_test_expiry_clock(T.e, ENGINE_PLAN_TTL_S + 1);
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
+    engine_test_expiry_clock(T.e, 0);
+    assert_int_equal(rep.expired, doomed.n);
+    assert_blobs(&doomed, false, "past the grace");
+    assert_int_equal(queued_of(tid), 0);
+    f = fsck();
+    assert_int_equal(f.missing + f.corrupt + f.orphans, 0);
+    engine_plan_free(pf, npf);
+    paths_free(&doomed);
+
+    /* a presigned URL of the table valid for two days: what the next expiry frees stays that
+       long (engine_plan_presign raises the horizon; here the catalog row is written as it
+       would on an object store) */
+    for (int k = 9; k <= 12; k++)
+        commit_once(t, k);
+    doomed_blobs(tid, 12, &doomed);
+    assert_true(doomed.n >= 4);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO strike.presign_horizons (table_id, valid_until) VALUES (%lld, now() + "
+             "interval '2 days')",
+             (long long)tid);
+    et_sql(&T, sql);
+    assert_int_equal(engine_expire(T.e, t, &q, &res, &err), ST_OK);
+    assert_int_equal(res.queued_files, doomed.n);
+    left = queued_for_s(tid);
+    assert_true(left > 2 * 86400 - 60 && left <= 2 * 86400);
+    engine_test_expiry_clock(T.e, ENGINE_PLAN_TTL_S + 1);
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
+    assert_int_equal(rep.expired, 0);
+    assert_blobs(&doomed, true, "past the grace, within the presigned URLs' lifetime");
+    engine_test_expiry_clock(T.e, 2 * 86400 + 1);
+    assert_int_equal(engine_gc(T.e, ENGINE_GC_GRACE_MIN_S, false, &rep, &err), ST_OK);
+    engine_test_expiry_clock(T.e, 0);
+    assert_int_equal(rep.expired, doomed.n);
+    assert_blobs(&doomed, false, "past the presigned URLs' lifetime");
+    paths_free(&doomed);
+    et_sql(&T, "DELETE FROM strike.presign_horizons");
+    engine_table_unref(t);
+}
+
+/*
+ * An erasure's expiry (delete_now) has no grace: the blobs it frees go at
+ * once, and so do the table's blobs an earlier expiry queued (they may hold
+ * the erased rows). Another table's queue is left alone.
+ */
+static void test_expire_now(void **state)
+{
+    (void)state;
+    struct engine_table *t = make_table("now", 8);
+    struct engine_table *other = make_table("now_other", 4);
+    struct paths early, late, others;
+    doomed_blobs(t->id, 4, &early);
+    doomed_blobs(other->id, 4, &others);
+    struct engine_expire_req q = {.has_before_seq = true, .before_seq = 4};
+    struct engine_expire_res res;
+    struct st_err err = {0};
+    assert_int_equal(engine_expire(T.e, t, &q, &res, &err), ST_OK);
+    assert_int_equal(res.queued_files, early.n);
+    assert_int_equal(engine_expire(T.e, other, &q, &res, &err), ST_OK);
+    assert_int_equal(res.queued_files, others.n);
+    doomed_blobs(t->id, 8, &late);
+    assert_blobs(&early, true, "queued");
+    assert_blobs(&late, true, "live before the erasure's expiry");
+    /* the erasure's: below 8, now */
+    struct engine_expire_req now = {.has_before_seq = true, .before_seq = 8, .delete_now = true};
+    assert_int_equal(engine_expire(T.e, t, &now, &res, &err), ST_OK);
+    assert_int_equal(res.expired_snapshots, 4);
+    assert_int_equal(res.queued_files, 0);
+    assert_int_equal(res.deleted_files, early.n + late.n);
+    assert_blobs(&early, false, "queued, after an erasure's expiry");
+    assert_blobs(&late, false, "freed by an erasure's expiry");
+    assert_int_equal(queued_of(t->id), 0);
+    assert_blobs(&others, true, "another table's queue, after this table's erasure");
+    /* nothing left to expire: the queue still goes at once */
+    assert_int_equal(engine_expire(T.e, other, &now, &res, &err), ST_OK);
+    assert_int_equal(res.expired_snapshots, 0);
+    assert_int_equal(res.deleted_files, others.n);
+    assert_blobs(&others, false, "another table's queue, after its erasure's expiry");
+    struct fsck_count f = fsck();
+    assert_int_equal(f.missing + f.corrupt + f.orphans, 0);
+    paths_free(&early);
+    paths_free(&late);
+    paths_free(&others);
+    engine_table_unref(t);
+    engine_table_unref(other);
 }
 
 /* ---- expiry while writers commit ------------------------------------------------ */
@@ -708,6 +918,8 @@ int main(void)
         cmocka_unit_test(test_expire_retain_last),
         cmocka_unit_test(test_expire_older_than),
         cmocka_unit_test(test_expire_crash_leaves_orphans),
+        cmocka_unit_test(test_expire_grace),
+        cmocka_unit_test(test_expire_now),
         cmocka_unit_test(test_expire_concurrent_commits),
         cmocka_unit_test(test_health),
         cmocka_unit_test(test_maintenance_task),

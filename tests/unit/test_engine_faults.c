@@ -7,14 +7,15 @@
  *   - the connection dies right after COMMIT is sent: the outcome is decided
  *     by the commit id, never committed twice;
  *   - ... and the catalog stays unreachable for the resolver's patience, or
- *     the old backend cannot be ended: ST_EUNKNOWN naming the commit, its
+ *     the old backend cannot be ended (a partition: it cannot tell its client
+ *     is gone): ST_EUNKNOWN naming the commit, its
  *     blobs kept, the data intact once the commit lands, and a retry with
  *     the same Idempotency-Key applies it once;
  *   - a commit whose blobs are older than ENGINE_COMMIT_MAX_AGE_S gives up
  *     before COMMIT (checked before sending, and on the catalog's clock by
  *     the statement before COMMIT): nothing committed, its blobs deleted;
  *   - every catalog session bounds lock waits, statements and idle
- *     transactions;
+ *     transactions, and checks for a vanished client while a statement runs;
  *   - a catalog that stops answering (a proxy that freezes, as a SIGSTOPped
  *     PostgreSQL does) fails every call within a few seconds, a statement,
  *     a big send, a pipeline, a connection, readiness, while a live
@@ -489,6 +490,131 @@ static void test_unknown_outcome_keeps_blobs(void **state)
 }
 
 /*
+ * A unix-socket proxy to the fixture that can freeze: it then neither
+ * accepts nor forwards a byte, as a SIGSTOPped PostgreSQL (the kernel
+ * still queues connections and takes writes until the buffers fill).
+ * Partitioned, it keeps the server's side of a connection whose client
+ * went away open and silent, as a network partition would: the backend
+ * cannot tell that its client is gone (until the proxy stops).
+ */
+#define PROXY_PAIRS 32
+struct stall_proxy {
+    char dir[64];
+    char upstream[100]; /* fits a sockaddr_un's sun_path */
+    int lfd;
+    atomic_bool frozen, partitioned, stop;
+    pthread_t th;
+};
+
+static int unix_connect(const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void *proxy_main(void *arg)
+{
+    struct stall_proxy *x = arg;
+    int fds[2 * PROXY_PAIRS]; /* pairs: client, upstream */
+    int n = 0;
+    int held[PROXY_PAIRS]; /* upstreams of clients gone while partitioned */
+    int nheld = 0;
+    static char buf[1 << 16];
+    while (!atomic_load(&x->stop)) {
+        if (atomic_load(&x->frozen)) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        struct pollfd pf[1 + 2 * PROXY_PAIRS];
+        pf[0] = (struct pollfd){.fd = x->lfd, .events = POLLIN};
+        for (int i = 0; i < 2 * n; i++)
+            pf[1 + i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+        if (poll(pf, (nfds_t)(1 + 2 * n), 10) <= 0)
+            continue;
+        for (int i = 2 * n - 1; i >= 0; i--) {
+            if (!(pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            int pair = i / 2, from = fds[i], to = fds[i ^ 1];
+            ssize_t got = read(from, buf, sizeof buf);
+            bool ok = got > 0;
+            for (ssize_t off = 0; ok && off < got;) {
+                ssize_t w = send(to, buf + off, (size_t)(got - off), MSG_NOSIGNAL);
+                ok = w > 0;
+                off += ok ? w : 0;
+            }
+            if (!ok && 2 * pair < 2 * n) {
+                /* the client's end went away: partitioned, the server is not told */
+                bool hold = got <= 0 && from == fds[2 * pair] && atomic_load(&x->partitioned) &&
+                            nheld < PROXY_PAIRS;
+                close(fds[2 * pair]);
+                if (hold)
+                    held[nheld++] = fds[2 * pair + 1];
+                else
+                    close(fds[2 * pair + 1]);
+                n--;
+                fds[2 * pair] = fds[2 * n];
+                fds[2 * pair + 1] = fds[2 * n + 1];
+                i = 2 * pair; /* its partner, below, is gone too: skip it */
+            }
+        }
+        if ((pf[0].revents & POLLIN) && n < PROXY_PAIRS) {
+            int a = accept(x->lfd, NULL, NULL);
+            int u = a >= 0 ? unix_connect(x->upstream) : -1;
+            if (u >= 0) {
+                fds[2 * n] = a;
+                fds[2 * n + 1] = u;
+                n++;
+            } else if (a >= 0) {
+                close(a);
+            }
+        }
+    }
+    for (int i = 0; i < 2 * n; i++)
+        close(fds[i]);
+    for (int i = 0; i < nheld; i++)
+        close(held[i]);
+    return NULL;
+}
+
+static void proxy_start(struct stall_proxy *x)
+{
+    memset(x, 0, sizeof *x);
+    snprintf(x->dir, sizeof x->dir, "/tmp/strike-stall-XXXXXX");
+    assert_non_null(mkdtemp(x->dir));
+    int len = snprintf(x->upstream, sizeof x->upstream, "%s/.s.PGSQL.5432",
+                       getenv("STRIKE_TEST_PG_HOST"));
+    assert_true(len > 0 && (size_t)len < sizeof x->upstream);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s/.s.PGSQL.5432", x->dir);
+    x->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(x->lfd >= 0);
+    assert_int_equal(bind(x->lfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(x->lfd, 64), 0);
+    atomic_init(&x->frozen, false);
+    atomic_init(&x->partitioned, false);
+    atomic_init(&x->stop, false);
+    assert_int_equal(pthread_create(&x->th, NULL, proxy_main, x), 0);
+}
+
+static void proxy_stop(struct stall_proxy *x)
+{
+    atomic_store(&x->stop, true);
+    pthread_join(x->th, NULL);
+    close(x->lfd);
+    char path[128];
+    snprintf(path, sizeof path, "%s/.s.PGSQL.5432", x->dir);
+    unlink(path);
+    rmdir(x->dir);
+}
+
+/*
  * A session that holds what the commit of snapshot `seq` will write (its
  * snapshot row, inserted and not committed), so that a commit pipeline
  * waits inside its transaction, after its base read and its blobs, until
@@ -510,15 +636,28 @@ static PGconn *hold_snapshot_row(const struct engine_table *t, int64_t seq)
 }
 
 /*
- * The connection dies at COMMIT while the commit waits for a row lock
- * another session holds, and the resolver cannot end the old backend
- * (its pg_terminate_backend refused). The commit id is absent, but the
- * backend may still COMMIT: the outcome is unknown, not "did not commit".
- * Once the lock is free the old backend does commit, and its blobs are there.
+ * A partition right after COMMIT was sent, while the commit waits for a row
+ * lock another session holds: the client gives up on its connection, but the
+ * backend cannot tell (the proxy keeps the server's side open and silent, so
+ * client_connection_check_interval sees nothing), and the resolver cannot
+ * end it (its pg_terminate_backend refused). The commit id is absent, but
+ * the backend may still COMMIT: the outcome is unknown, not "did not
+ * commit". Once the lock is free the old backend does commit, and its blobs
+ * are there. (A client whose socket closes is another case: its backend ends
+ * its statement within CAT_CLIENT_CHECK_MS and the outcome is definite.)
  */
 static void test_unknown_outcome_when_backend_stays(void **state)
 {
     (void)state;
+    /* the engine's catalog sessions through the proxy */
+    struct stall_proxy x;
+    proxy_start(&x);
+    char *direct = T.conninfo;
+    char ci[256];
+    snprintf(ci, sizeof ci, "host=%s port=5432 user=postgres dbname=strike_test_faults", x.dir);
+    T.conninfo = ci;
+    et_reopen(&T);
+    T.conninfo = direct; /* the test's own sessions (the holder, its checks) go direct */
     struct engine_change_res res;
     struct engine_table *t = seeded_table("stays", &res);
     int blobs = count_blobs(t);
@@ -534,8 +673,10 @@ static void test_unknown_outcome_when_backend_stays(void **state)
        sessions' lock_timeout (10 s) it would give up while a slow resolver
        (TSan) still polls for it, and the outcome would be definite */
     engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 600000);
+    atomic_store(&x.partitioned, true);
     struct st_err err = {0};
     assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_EUNKNOWN);
+    atomic_store(&x.partitioned, false);
     engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 0);
     engine_test_fault(T.e, FAULT_TERMINATE_REFUSED, 0);
     assert_non_null(strstr(err.msg, "could not be ended"));
@@ -556,6 +697,9 @@ static void test_unknown_outcome_when_backend_stays(void **state)
     struct findings fi = fsck();
     assert_int_equal(fi.missing + fi.corrupt + fi.orphans, 0);
     engine_table_unref(t);
+    /* the engine on the fixture again; the held backends go with the proxy */
+    et_reopen(&T);
+    proxy_stop(&x);
 }
 
 /* An upsert on a thread of its own (the test holds a lock meanwhile). */
@@ -697,6 +841,8 @@ static void test_catalog_session_limits(void **state)
     assert_setting(c, "lock_timeout", "10s");
     assert_setting(c, "statement_timeout", "1min");
     assert_setting(c, "idle_in_transaction_session_timeout", "1min");
+    /* a vanished client's backend ends its statement (and frees its locks) within a second */
+    assert_setting(c, "client_connection_check_interval", "1s");
     /* and a statement over the limit fails as "retry later", not as an internal error */
     et_exec(c, "SET statement_timeout = 50");
     assert_int_equal(cat_exec(c, "SELECT pg_sleep(1)", "sleeping", &err), ST_EUNAVAIL);
@@ -974,117 +1120,6 @@ static void test_commit_statements_scan_by_index(void **state)
     assert_true(after[0].idx - before[0].idx >= 12);
     assert_true(after[3].idx - before[3].idx >= 12);
     engine_table_unref(t);
-}
-
-/*
- * A unix-socket proxy to the fixture that can freeze: it then neither
- * accepts nor forwards a byte, as a SIGSTOPped PostgreSQL (the kernel
- * still queues connections and takes writes until the buffers fill).
- */
-#define PROXY_PAIRS 32
-struct stall_proxy {
-    char dir[64];
-    char upstream[100]; /* fits a sockaddr_un's sun_path */
-    int lfd;
-    atomic_bool frozen, stop;
-    pthread_t th;
-};
-
-static int unix_connect(const char *path)
-{
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
-}
-
-static void *proxy_main(void *arg)
-{
-    struct stall_proxy *x = arg;
-    int fds[2 * PROXY_PAIRS]; /* pairs: client, upstream */
-    int n = 0;
-    static char buf[1 << 16];
-    while (!atomic_load(&x->stop)) {
-        if (atomic_load(&x->frozen)) {
-            struct timespec ts = {0, 10 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        struct pollfd pf[1 + 2 * PROXY_PAIRS];
-        pf[0] = (struct pollfd){.fd = x->lfd, .events = POLLIN};
-        for (int i = 0; i < 2 * n; i++)
-            pf[1 + i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
-        if (poll(pf, (nfds_t)(1 + 2 * n), 10) <= 0)
-            continue;
-        for (int i = 2 * n - 1; i >= 0; i--) {
-            if (!(pf[1 + i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            int pair = i / 2, from = fds[i], to = fds[i ^ 1];
-            ssize_t got = read(from, buf, sizeof buf);
-            bool ok = got > 0;
-            for (ssize_t off = 0; ok && off < got;) {
-                ssize_t w = send(to, buf + off, (size_t)(got - off), MSG_NOSIGNAL);
-                ok = w > 0;
-                off += ok ? w : 0;
-            }
-            if (!ok && 2 * pair < 2 * n) {
-                close(fds[2 * pair]);
-                close(fds[2 * pair + 1]);
-                n--;
-                fds[2 * pair] = fds[2 * n];
-                fds[2 * pair + 1] = fds[2 * n + 1];
-                i = 2 * pair; /* its partner, below, is gone too: skip it */
-            }
-        }
-        if ((pf[0].revents & POLLIN) && n < PROXY_PAIRS) {
-            int a = accept(x->lfd, NULL, NULL);
-            int u = a >= 0 ? unix_connect(x->upstream) : -1;
-            if (u >= 0) {
-                fds[2 * n] = a;
-                fds[2 * n + 1] = u;
-                n++;
-            } else if (a >= 0) {
-                close(a);
-            }
-        }
-    }
-    for (int i = 0; i < 2 * n; i++)
-        close(fds[i]);
-    return NULL;
-}
-
-static void proxy_start(struct stall_proxy *x)
-{
-    memset(x, 0, sizeof *x);
-    snprintf(x->dir, sizeof x->dir, "/tmp/strike-stall-XXXXXX");
-    assert_non_null(mkdtemp(x->dir));
-    int len = snprintf(x->upstream, sizeof x->upstream, "%s/.s.PGSQL.5432",
-                       getenv("STRIKE_TEST_PG_HOST"));
-    assert_true(len > 0 && (size_t)len < sizeof x->upstream);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s/.s.PGSQL.5432", x->dir);
-    x->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
-    assert_true(x->lfd >= 0);
-    assert_int_equal(bind(x->lfd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(x->lfd, 64), 0);
-    atomic_init(&x->frozen, false);
-    atomic_init(&x->stop, false);
-    assert_int_equal(pthread_create(&x->th, NULL, proxy_main, x), 0);
-}
-
-static void proxy_stop(struct stall_proxy *x)
-{
-    atomic_store(&x->stop, true);
-    pthread_join(x->th, NULL);
-    close(x->lfd);
-    char path[128];
-    snprintf(path, sizeof path, "%s/.s.PGSQL.5432", x->dir);
-    unlink(path);
-    rmdir(x->dir);
 }
 
 static double secs_since(uint64_t t0)
