@@ -107,8 +107,9 @@ static int walk_blobs(struct engine *e, blob_fn fn, void *ctx, struct st_err *er
 
 /*
  * The paths of $1 (text[]) that no catalog row references, nor the queue of
- * expired blobs waiting out their grace: three index probes per path
- * (data_files_by_path, deletion_vectors_by_path, expired_blobs_pkey), run under
+ * expired blobs waiting out their grace, nor the Iceberg export: an index
+ * probe per path of each (data_files_by_path, deletion_vectors_by_path,
+ * expired_blobs_pkey, and iceberg_*_by_path/_by_list/_by_hint), run under
  * eng__sql_gc_plans so that no plan reads a whole table (a hashed anti-join
  * would read every path of the catalog for each batch).
  */
@@ -117,13 +118,11 @@ const char *const eng__sql_gc_unreferenced =
     "strike.data_files f WHERE f.path = u.p) AND NOT EXISTS (SELECT 1 FROM "
     "strike.deletion_vectors d WHERE d.puffin_path = u.p AND d.puffin_path IS NOT NULL) AND "
     "NOT EXISTS (SELECT 1 FROM strike.expired_blobs x WHERE x.path = u.p) AND "
+    /* the Iceberg export's files (paths under a metadata/ folder) */
     "NOT EXISTS (SELECT 1 FROM strike.iceberg_manifests m WHERE m.path = u.p) AND NOT EXISTS "
     "(SELECT 1 FROM strike.iceberg_snapshots s WHERE s.manifest_list = u.p) AND NOT EXISTS "
     "(SELECT 1 FROM strike.iceberg_metadata_files f WHERE f.path = u.p) AND NOT EXISTS (SELECT 1 "
-    "FROM strike.tables t JOIN strike.iceberg_tables i ON i.table_id = t.id WHERE u.p LIKE "
-    "'tables/%/metadata/version-hint.text' AND t.uuid = (CASE WHEN split_part(u.p, '/', 2) ~ "
-    "'^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN split_part(u.p, '/', "
-    "2)::uuid END))";
+    "FROM strike.iceberg_tables i WHERE i.hint_path = u.p)";
 const char *const eng__sql_gc_plans =
     "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', "
     "true), set_config('enable_mergejoin', 'off', true)";

@@ -132,7 +132,8 @@ static const char *const SQL_METADATA_ADD =
 static const char *const SQL_STATE_SET =
     "UPDATE strike.iceberg_tables SET exported_seq = $2, version = $3, next_row_id = $4, "
     "metadata_path = coalesce($5, metadata_path), last_snapshot = $6, totals = $7::jsonb, "
-    "updated_at = now() WHERE table_id = $1";
+    "hint_path = 'tables/' || (SELECT uuid FROM strike.tables WHERE id = $1) || "
+    "'/metadata/version-hint.text', updated_at = now() WHERE table_id = $1";
 static const char *const SQL_FLOOR =
     "SELECT coalesce(min(seq), (SELECT seq FROM strike.tables WHERE id = $1)) FROM "
     "strike.snapshots WHERE table_id = $1";
@@ -2103,9 +2104,8 @@ int eng__ice_verify(struct engine *e, PGconn *c, const struct engine_table *t, i
                 continue;
             struct buf b = BUF_INIT;
             rc = blob_read_all(e->blobs, PQgetvalue(r, i, 0), 256u << 20, &b, err);
-            struct ice_manifest_file mf = {.sequence_number = 0};
-            if (rc == ST_OK)
-                rc = ice_manifest_read(b.data, b.len, &mf, check_entry, &ac, err);
+            if (rc == ST_OK) /* paths only: nothing to inherit */
+                rc = ice_manifest_read(b.data, b.len, NULL, check_entry, &ac, err);
             buf_free(&b);
         }
         *stale = ac.stale;

@@ -249,9 +249,11 @@ const struct migration cat__migrations[] = {
      "  last_snapshot bigint NOT NULL DEFAULT 0,"
      "  version int NOT NULL DEFAULT 0,"
      "  metadata_path text,"
+     "  hint_path text," /* its version-hint.text, once written */
      "  next_row_id bigint NOT NULL DEFAULT 0,"
      "  totals jsonb NOT NULL DEFAULT '{}',"
      "  updated_at timestamptz NOT NULL DEFAULT now());"
+     "CREATE INDEX iceberg_tables_by_hint ON strike.iceberg_tables (hint_path);"
      "CREATE TABLE strike.iceberg_manifests ("
      "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
      "  path text NOT NULL,"
