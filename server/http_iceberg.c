@@ -453,11 +453,16 @@ static int completed(struct hreq *r, const char *plan_id, const struct svc_plan_
     return ST_OK;
 }
 
+/*
+ * A planning error. The table was found before planning: a not-found now is
+ * its snapshot (unknown or expired), which the engine's message names, never
+ * NoSuchTableException (that would tell a client to forget the table); a
+ * table dropped meanwhile says so in the message.
+ */
 static void reply_plan_err(struct hreq *r, int rc, const struct st_err *err)
 {
-    if (rc == ST_ENOTFOUND && strstr(err->msg, "does not exist") != NULL)
-        http__reply_iceberg(r, 404, "NoSuchTableException", "Table does not exist: %s.%s",
-                            NAMESPACE, r->table);
+    if (rc == ST_ENOTFOUND)
+        http__reply_iceberg(r, 404, "NotFoundException", "%s", err->msg);
     else
         http__reply_err(r, rc, err);
 }

@@ -275,6 +275,14 @@ bool eng__file_may_match(const struct engine_table *t, const struct snap_file *s
 bool eng__row_group_may_match(const struct engine_table *t, struct pq_reader *r, int rg,
                               const int *file_col, const struct filter *f, struct col_range *ranges,
                               const struct col_range **rp, uint64_t nrows);
+/*
+ * Column ranges of a file from its catalog statistics JSON (min, max and
+ * null count per column name, as eng__stats_json writes them): ranges[k]
+ * for table column k, rp[k] pointing at it, or NULL when nothing is known.
+ * Strings point into the returned JSON, which the caller decrefs.
+ */
+json_t *eng__stats_ranges(const struct engine_table *t, const char *stats_json,
+                          struct col_range *ranges, const struct col_range **rp);
 /* sel[i] = 1 when position first + i is live (not in dv; dv NULL: all live). */
 void eng__live_mask(const struct dv *dv, uint64_t first, size_t n, uint8_t *sel);
 

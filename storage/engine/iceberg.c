@@ -53,6 +53,7 @@
 #include "common/xalloc.h"
 #include "dv/dv.h"
 #include "dv/puffin.h"
+#include "expr/filter.h"
 #include "iceberg/iceberg.h"
 
 #include <inttypes.h>
@@ -412,76 +413,52 @@ static void xstats_free(struct xstats *s)
     buf_free(&s->bounds);
 }
 
-/* The catalog's {"col":{"min","max","nulls"}} of a file into Iceberg's per field id. */
+/* The catalog's statistics of a file (eng__stats_ranges) as Iceberg's, per field id. */
 static void stats_of(const struct engine_table *t, const struct xfile *f, struct xstats *out)
 {
     memset(out, 0, sizeof *out);
     out->cols = xcalloc((size_t)t->ncols, sizeof *out->cols);
-    json_t *o = f->stats != NULL ? json_loads(f->stats, 0, NULL) : NULL;
-    /* two passes: the bounds' bytes first (the buffer may move), then the pointers */
-    size_t *lo_off = xcalloc((size_t)t->ncols * 4, sizeof *lo_off);
+    struct col_range *ranges = xcalloc((size_t)t->ncols, sizeof *ranges);
+    const struct col_range **rp = xcalloc((size_t)t->ncols, sizeof *rp);
+    json_t *o = eng__stats_ranges(t, f->stats, ranges, rp);
+    /* the bounds' bytes first (the buffer may move), their offsets kept, pointers after */
+    size_t *off = xcalloc((size_t)t->ncols * 4, sizeof *off);
+    bool *has = xcalloc((size_t)t->ncols, sizeof *has);
     for (int k = 0; k < t->ncols; k++) {
         struct ice_col_stats *cs = &out->cols[out->n++];
         cs->field_id = t->cols[k].field_id;
         cs->has_value_count = true;
         cs->value_count = f->records;
-        json_t *c = json_is_object(o) ? json_object_get(o, t->cols[k].name) : NULL;
-        json_t *nulls = json_object_get(c, "nulls");
-        if (json_is_integer(nulls)) {
-            cs->has_null_count = true;
-            cs->null_count = json_integer_value(nulls);
-        }
-        json_t *mn = json_object_get(c, "min"), *mx = json_object_get(c, "max");
-        struct st_value v[2];
-        memset(v, 0, sizeof v);
-        bool ok = mn != NULL && mx != NULL;
-        json_t *js[2] = {mn, mx};
-        for (int i = 0; ok && i < 2; i++) {
-            switch (t->cols[k].type) {
-            case ST_T_BOOLEAN:
-                ok = json_is_boolean(js[i]);
-                v[i].v.b = json_is_true(js[i]);
-                break;
-            case ST_T_INT:
-                ok = json_is_integer(js[i]);
-                v[i].v.i = (int32_t)json_integer_value(js[i]);
-                break;
-            case ST_T_LONG:
-            case ST_T_TIMESTAMP:
-                ok = json_is_integer(js[i]);
-                v[i].v.l = json_integer_value(js[i]);
-                break;
-            case ST_T_DOUBLE:
-                ok = json_is_number(js[i]);
-                v[i].v.d = json_number_value(js[i]);
-                break;
-            case ST_T_STRING:
-                ok = json_is_string(js[i]);
-                v[i].v.s.p = json_string_value(js[i]);
-                v[i].v.s.len = (uint32_t)json_string_length(js[i]);
-                break;
-            }
-        }
-        if (!ok)
+        if (rp[k] == NULL)
+            continue;
+        cs->has_null_count = rp[k]->has_null_count;
+        cs->null_count = (int64_t)rp[k]->null_count;
+        const struct st_value *v[2] = {&rp[k]->min, &rp[k]->max};
+        /* a NaN is no bound (the spec): a double column keeps its counts only */
+        bool nan = t->cols[k].type == ST_T_DOUBLE && (v[0]->v.d != v[0]->v.d || v[1]->v.d != v[1]->v.d);
+        if (!rp[k]->has_minmax || nan)
             continue;
         for (int i = 0; i < 2; i++) {
-            lo_off[k * 4 + i * 2] = out->bounds.len;
-            ice_value_bytes(t->cols[k].type, &v[i], &out->bounds);
-            lo_off[k * 4 + i * 2 + 1] = out->bounds.len;
+            off[k * 4 + i * 2] = out->bounds.len;
+            ice_value_bytes(t->cols[k].type, v[i], &out->bounds);
+            off[k * 4 + i * 2 + 1] = out->bounds.len;
         }
-        cs->lower = (const uint8_t *)1; /* set below */
+        has[k] = true;
     }
     for (int k = 0; k < out->n; k++) {
-        struct ice_col_stats *cs = &out->cols[k];
-        if (cs->lower == NULL)
+        if (!has[k])
             continue;
+        struct ice_col_stats *cs = &out->cols[k];
         const uint8_t *base = out->bounds.data;
-        cs->lower = base + lo_off[k * 4];
-        cs->lower_len = lo_off[k * 4 + 1] - lo_off[k * 4];
-        cs->upper = base + lo_off[k * 4 + 2];
-        cs->upper_len = lo_off[k * 4 + 3] - lo_off[k * 4 + 2];
+        cs->lower = base + off[k * 4];
+        cs->lower_len = off[k * 4 + 1] - off[k * 4];
+        cs->upper = base + off[k * 4 + 2];
+        cs->upper_len = off[k * 4 + 3] - off[k * 4 + 2];
     }
-    free(lo_off);
+    free(off);
+    free(has);
+    free(rp);
+    free(ranges);
     json_decref(o);
 }
 

@@ -161,16 +161,20 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct engine_table *
     return ST_OK;
 }
 
-/* Column ranges of a file from its catalog stats, for pruning. The strings
-   in `ranges` point into the returned JSON, which the caller decrefs. */
-static json_t *file_ranges(const struct engine_table *t, const char *stats_json,
-                           struct col_range *ranges, const struct col_range **rp)
+json_t *eng__stats_ranges(const struct engine_table *t, const char *stats_json,
+                          struct col_range *ranges, const struct col_range **rp)
 {
     for (int k = 0; k < t->ncols; k++)
         rp[k] = NULL;
     if (stats_json == NULL)
         return NULL;
     json_t *o = json_loads(stats_json, 0, NULL);
+    if (o == NULL) {
+        /* jsonb writes a double such as 1e300 with all its integer digits, past what an
+           integer holds: read every number as a real then; integer columns lose their
+           bounds (json_is_integer is false), never get wrong ones */
+        o = json_loads(stats_json, JSON_DECODE_INT_AS_REAL, NULL);
+    }
     if (!json_is_object(o)) {
         json_decref(o);
         return NULL;
@@ -185,6 +189,10 @@ static json_t *file_ranges(const struct engine_table *t, const char *stats_json,
         if (json_is_integer(nulls)) {
             cr->has_null_count = true;
             cr->null_count = (uint64_t)json_integer_value(nulls);
+        } else if (json_is_real(nulls) && json_real_value(nulls) >= 0 &&
+                   json_real_value(nulls) < 9007199254740992.0) { /* read as a real, exact */
+            cr->has_null_count = true;
+            cr->null_count = (uint64_t)json_real_value(nulls);
         }
         json_t *mn = json_object_get(c, "min"), *mx = json_object_get(c, "max");
         bool ok = mn != NULL && mx != NULL;
@@ -230,7 +238,7 @@ bool eng__file_may_match(const struct engine_table *t, const struct snap_file *s
                          const struct filter *f, struct col_range *ranges,
                          const struct col_range **rp)
 {
-    json_t *j = file_ranges(t, sf->stats_json, ranges, rp);
+    json_t *j = eng__stats_ranges(t, sf->stats_json, ranges, rp);
     bool may = filter_may_match(f, rp, (uint64_t)sf->record_count);
     json_decref(j);
     return may;
