@@ -49,9 +49,11 @@ strike_py_test(test_iceberg_writer test_iceberg_writer.py LABELS iceberg)
 #                              (legacy_ref, Puffin blobs naming relative paths) moved to URI-named
 #                              blobs, the DV endpoint's bytes and ETag unchanged (Legacy)
 #   test_iceberg_export_stats  a file holding a double beyond 2^63 keeps its column statistics
+#   test_iceberg_export_expiry a compaction then an expiry with no export between them
 #   test_iceberg_export_s3     History on the s3 fixture (moto), read through a boto3 download
 strike_py_test(test_iceberg_export test_iceberg_export.py LABELS iceberg ARGS History Background Legacy)
 strike_py_test(test_iceberg_export_stats test_iceberg_export.py LABELS iceberg ARGS Statistics)
+strike_py_test(test_iceberg_export_expiry test_iceberg_export.py LABELS iceberg ARGS ExpiryBetweenExports)
 strike_on_s3(test_iceberg_export test_iceberg_export_s3 ${STRIKE_PYTHON}
              ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_iceberg_export.py History)
 set_tests_properties(test_iceberg_export_s3 PROPERTIES LABELS "integration;s3;iceberg")

@@ -20,6 +20,10 @@ decoding), which shares no code with strike.
   some manifest did: the control). On S3 (moto) the same, through a boto3
   download of the server's prefix and --map s3://BUCKET/=DIR/; loadTable's
   config there carries s3.endpoint, s3.region and s3.path-style-access.
+- ExpiryBetweenExports: a compaction then an expiry with no export between them: the
+  next export lists none of the files they deleted (the same checks as History).
+- Statistics: a file holding a double beyond 2^63 has its column bounds and null
+  counts in its manifest entry, as every file does.
 - Background: with the default --iceberg-interval and no catalog request at all,
   version-hint.text comes to name a metadata file whose current snapshot is the
   table's, and the rows read through it equal /scan at every snapshot; loadTable
@@ -337,6 +341,30 @@ class Background(unittest.TestCase):
         for q in rows:
             self.assertEqual(iu.norm_reader(rows[q]), iu.norm_scan(iu.scan_at(self, s, "bg", q)), f"snapshot {q}")
         return hint, meta
+
+
+class ExpiryBetweenExports(unittest.TestCase):
+    """A compaction and an expiry between two exports: the expiry deletes the catalog rows of
+    the files the compaction replaced before any export saw them go; the next export must
+    still leave them out of every manifest (they are deleted from the store)."""
+
+    def test_compaction_then_expiry_before_the_export(self):
+        table = "compact_expire"
+        r = S.req("POST", "/v1/tables", iu.table_def(table))
+        self.assertEqual(r.status, 201, r)
+        upsert(self, S, table, [iu.mkrow(k) for k in range(10)])
+        upsert(self, S, table, [iu.mkrow(k) for k in range(10, 20)])
+        delete_keys(self, S, table, [2, 3, 12])
+        load(self, S, table)  # exported up to here
+        r = S.req("POST", f"/v1/tables/{table}/compact", {"min_deleted_fraction": 0.01})
+        self.assertEqual(r.status, 200, r)
+        self.assertGreater(r.json()["rewritten_files"], 0)
+        r = S.req("POST", f"/v1/tables/{table}/expire", {"retain_last": 1})
+        self.assertEqual(r.status, 200, r)
+        self.assertGreater(r.json()["deleted_files"], 0)
+        x = Exported(self, S, iu.Store(S), table, S.req("GET", f"/v1/tables/{table}").json()["uuid"])
+        x.verify("compaction and expiry between two exports")
+        self.assertEqual(len(x.meta["snapshots"]), 1)
 
 
 class Statistics(unittest.TestCase):
