@@ -212,8 +212,10 @@ class Routes(Base):
             ("POST", f"/iceberg/v1/namespaces/{ns}/tables/{t}/tasks"): None,  # Tasks: a plan of plan tasks
         }
         writes = {("POST", "/iceberg/v1/namespaces"), ("DELETE", f"/iceberg/v1/namespaces/{ns}"),
-                  ("POST", f"/iceberg/v1/namespaces/{ns}/properties"), ("POST", f"/iceberg/v1/namespaces/{ns}/tables"),
-                  ("POST", f"/iceberg/v1/namespaces/{ns}/register"), ("POST", f"/iceberg/v1/namespaces/{ns}/tables/{t}"),
+                  ("POST", f"/iceberg/v1/namespaces/{ns}/properties"),
+                  ("POST", f"/iceberg/v1/namespaces/{ns}/tables"),
+                  ("POST", f"/iceberg/v1/namespaces/{ns}/register"),
+                  ("POST", f"/iceberg/v1/namespaces/{ns}/tables/{t}"),
                   ("DELETE", f"/iceberg/v1/namespaces/{ns}/tables/{t}"), ("POST", "/iceberg/v1/tables/rename"),
                   ("POST", "/iceberg/v1/transactions/commit")}
         for method, pattern in routes:
