@@ -149,7 +149,8 @@ class Erasure(unittest.TestCase):
         self.assertGreater(rec["bytes_deleted"], 0)
         self.assertRegex(rec["verified_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
         self.assertEqual({c["check"] for c in rec["checks"]},
-                         {"data_files", "key_index", "column_statistics", "orphan_blobs"})
+                         {"data_files", "key_index", "column_statistics", "orphan_blobs",
+                          "iceberg_metadata"})
         self.assertTrue(all(c["passed"] for c in rec["checks"]), rec["checks"])
         self.assertNotIn(MARKER, r.body.decode())
         self.assertNotIn("1234", json.dumps({k: v for k, v in rec.items() if k not in ("id", "key_digest")}))
