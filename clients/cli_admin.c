@@ -149,8 +149,12 @@ int cli_gc(int argc, char **argv)
         fprintf(stderr, "strike gc: %s\n", err.msg);
         return 1;
     }
-    fprintf(stderr, "gc: %lld orphans, %lld %s (grace %llds)\n", (long long)rep.orphans,
+    fprintf(stderr, "gc: %lld orphans, %lld %s (grace %llds)", (long long)rep.orphans,
             (long long)(a.dry_run ? 0 : rep.deleted), a.dry_run ? "deleted (dry run)" : "deleted",
             (long long)a.grace_s);
+    if (rep.uploads > 0) /* S3: multipart uploads never completed */
+        fprintf(stderr, "; %lld unfinished uploads, %lld aborted", (long long)rep.uploads,
+                (long long)rep.uploads_aborted);
+    fputc('\n', stderr);
     return 0;
 }

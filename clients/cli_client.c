@@ -418,9 +418,14 @@ static const struct usage usages[] = {
               "example:\n"
               "  strike erase orders --key '{\"order_id\":7}' --key '{\"order_id\":9}'\n"},
     {"erasures", "usage: strike erasures TABLE [ID]\n"
-                 "  the erasure receipts of a table, or one of them\n"
+                 "       strike erasures check TABLE ID --key JSON [--key JSON ...]\n"
+                 "  the erasure receipts of a table, or one of them; check (admin): does\n"
+                 "  receipt ID's key digest cover exactly these keys? Prints {\"match\":...};\n"
+                 "  exit 0 when it does, 1 when it does not\n"
                  "example:\n"
-                 "  strike erasures orders\n"},
+                 "  strike erasures orders\n"
+                 "  strike erasures check orders 01a23d1d-29b5-741e-9552-5a6581d3e324 --key "
+                 "'{\"order_id\":7}'\n"},
     {"health", "usage: strike health TABLE\n"
                "  totals, maintenance advice and every live file's deleted fraction\n"
                "example:\n"
@@ -1227,8 +1232,56 @@ int cli_erase(int argc, char **argv)
     return finish(&x, rc, &e, req, ans);
 }
 
+static bool check_opt(const char *o, const char *v, json_t *req, const char *cmd, int *code)
+{
+    return strcmp(o, "--key") == 0 && erase_opt(o, v, req, cmd, code);
+}
+
+/* strike erasures check TABLE ID --key JSON ...: argv[1] is "check". */
+static int erasures_check(int argc, char **argv)
+{
+    struct cli_ctx x;
+    const char *table, *id;
+    json_t *req, *ans = NULL;
+    int code = table_command("erasures", argc - 1, argv + 1, check_opt, &table, &id, &req, &x);
+    if (code)
+        return code < 0 ? 0 : code;
+    if (id == NULL || json_object_get(req, "keys") == NULL) {
+        cli_ctx_free(&x);
+        json_decref(req);
+        return usage_error("erasures", "check needs TABLE, ID and --key JSON ...%s", "");
+    }
+    struct strike_error e = {0};
+    int rc = strike_erasure_check(x.client, table, id, req, &ans, &e);
+    bool match = rc == 0 && json_is_true(json_object_get(ans, "match"));
+    if (rc == 0)
+        print_object(&x, ans);
+    code = finish(&x, rc, &e, req, ans);
+    return code != 0 ? code : match ? 0 : 1;
+}
+
+/* "check" first, then a --key or TABLE and ID: the check (else "check" is a table's name). */
+static bool is_check(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "check") != 0)
+        return false;
+    int words = 0;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--key") == 0)
+            return true;
+        if (argv[i][0] != '-')
+            words++;
+        else if (strcmp(argv[i], "-q") != 0 && strcmp(argv[i], "--quiet") != 0 &&
+                 strcmp(argv[i], "--help") != 0 && strcmp(argv[i], "-h") != 0)
+            i++; /* an option's value */
+    }
+    return words >= 2;
+}
+
 int cli_erasures(int argc, char **argv)
 {
+    if (is_check(argc, argv))
+        return erasures_check(argc, argv);
     struct cli_ctx x;
     const char *table, *id;
     json_t *req, *ans = NULL;

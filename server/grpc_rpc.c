@@ -381,6 +381,7 @@ static void reply_erasure(struct rpc *r, const struct engine_erasure *er)
     msg.files_deleted = er->files_deleted;
     msg.rows_erased = er->rows_erased;
     msg.bytes_deleted = er->bytes_deleted;
+    msg.row_versions_purged = er->row_versions_purged;
     msg.receipt_json = json;
     rpc_reply(r, &msg.base);
     free(json);
@@ -414,6 +415,34 @@ static void h_erase(struct rpc *r)
     reply_erasure(r, &er);
 out:
     engine_erasure_free(&er);
+    garena_free(&a);
+}
+
+static void h_check_erasure(struct rpc *r)
+{
+    struct garena a;
+    garena_init(&a);
+    struct st_err err = {0};
+    Strike__V1__CheckErasureRequest *q =
+        unpack(r, &strike__v1__check_erasure_request__descriptor, &a);
+    if (q == NULL)
+        goto out;
+    /* the keys of a check are an erasure's keys: the same conversion */
+    Strike__V1__EraseRequest keys_of = STRIKE__V1__ERASE_REQUEST__INIT;
+    keys_of.n_keys = q->n_keys;
+    keys_of.keys = q->keys;
+    struct wire_obj *keys = NULL;
+    if (failed(r, gconv_erase_keys(&keys_of, &a, &keys, &err), &err))
+        goto out;
+    struct svc_check_erasure_req cq = {
+        .table = q->table, .id = q->id, .keys = keys, .nkeys = q->n_keys};
+    bool match = false;
+    if (failed(r, svc_check_erasure(engine_of(r), &cq, &match, &err), &err))
+        goto out;
+    Strike__V1__CheckErasureResponse msg = STRIKE__V1__CHECK_ERASURE_RESPONSE__INIT;
+    msg.match = match;
+    rpc_reply(r, &msg.base);
+out:
     garena_free(&a);
 }
 
@@ -919,6 +948,11 @@ static const struct rpc_method methods[] = {
      .kind = RPC_UNARY,
      .run = h_get_erasure,
      .scope = AUTH_READ,
+     .table_field = "table"},
+    {.name = "CheckErasure",
+     .kind = RPC_UNARY,
+     .run = h_check_erasure,
+     .scope = AUTH_ADMIN,
      .table_field = "table"},
 };
 

@@ -326,6 +326,7 @@ void http__job_compact(struct hreq *r);
 void http__job_erase(struct hreq *r);
 void http__job_erasures(struct hreq *r);
 void http__job_erasure(struct hreq *r);
+void http__job_erasure_check(struct hreq *r); /* POST .../erasures/{id}/check: {"match":bool} */
 void http__job_plan(struct hreq *r);
 void http__job_snapshots(struct hreq *r);
 void http__job_cdc(struct hreq *r); /* POST /v1/cdc/debezium (?table=) */

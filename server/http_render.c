@@ -151,6 +151,9 @@ char *http__erasure_json(const struct engine_erasure *r)
     json_object_set_new(o, "key_digest", json_string(r->key_digest));
     json_object_set_new(o, "keys", json_integer(r->keys));
     json_object_set_new(o, "rows_erased", json_integer(r->rows_erased));
+    json_object_set_new(o, "row_versions_purged",
+                        r->has_row_versions_purged ? json_integer(r->row_versions_purged)
+                                                   : json_null());
     json_object_set_new(o, "delete_seq", json_integer(r->delete_seq));
     json_object_set_new(o, "rewrite_seq",
                         r->has_rewrite_seq ? json_integer(r->rewrite_seq) : json_null());

@@ -436,6 +436,30 @@ out:
     jdoc_free(d);
 }
 
+/* The key objects of a body's "keys" into *keys (allocated in d); false: answered (400). */
+static bool key_objs(struct hreq *r, struct jdoc *d, const struct jdoc_val *jk,
+                     struct wire_obj **keys, size_t *n)
+{
+    if (!jdoc_is(jk, JDOC_ARRAY)) {
+        http__reply_problem(r, 400, "keys: expected an array of key objects, got %s",
+                            lit_jdoc_kind(jk));
+        return false;
+    }
+    *n = jdoc_size(jk);
+    *keys = jdoc_alloc(d, (*n ? *n : 1) * sizeof **keys);
+    for (size_t i = 0; i < *n; i++) {
+        const struct jdoc_val *k = jdoc_at(jk, i);
+        if (!jdoc_is(k, JDOC_OBJECT)) {
+            http__reply_problem(r, 400, "keys[%zu]: expected an object of key columns, got %s", i,
+                                lit_jdoc_kind(k));
+            return false;
+        }
+        if (!wire_obj_of(r, d, k, "key", i, &(*keys)[i]))
+            return false;
+    }
+    return true;
+}
+
 /* The receipt, with its Location. */
 static void reply_receipt(struct hreq *r, int status, const struct engine_erasure *er)
 {
@@ -460,26 +484,11 @@ void http__job_erase(struct hreq *r)
         goto out;
     const struct jdoc_val *jk = http__opt_value(j, "keys");
     if (jk != NULL) {
-        if (!jdoc_is(jk, JDOC_ARRAY)) {
-            http__reply_problem(r, 400, "keys: expected an array of key objects, got %s",
-                                lit_jdoc_kind(jk));
+        struct wire_obj *keys = NULL;
+        if (!key_objs(r, d, jk, &keys, &q.nkeys))
             goto out;
-        }
-        size_t n = jdoc_size(jk);
-        struct wire_obj *keys = jdoc_alloc(d, (n ? n : 1) * sizeof *keys);
-        for (size_t i = 0; i < n; i++) {
-            const struct jdoc_val *k = jdoc_at(jk, i);
-            if (!jdoc_is(k, JDOC_OBJECT)) {
-                http__reply_problem(r, 400, "keys[%zu]: expected an object of key columns, got %s",
-                                    i, lit_jdoc_kind(k));
-                goto out;
-            }
-            if (!wire_obj_of(r, d, k, "key", i, &keys[i]))
-                goto out;
-        }
         q.has_keys = true;
         q.keys = keys;
-        q.nkeys = n;
     }
     q.idem = svc_idem_erase(&q, r->idem_key, &idem);
     struct engine_erasure er;
@@ -493,6 +502,35 @@ void http__job_erase(struct hreq *r)
             http__reply_replayed(r);
     }
     engine_erasure_free(&er);
+out:
+    jdoc_free(d);
+}
+
+/* POST /v1/tables/{t}/erasures/{id}/check {"keys":[{...}]} -> {"match":bool} */
+void http__job_erasure_check(struct hreq *r)
+{
+    struct jdoc *d = http__body_jdoc(r, false, FILTER_JSON_DEPTH);
+    if (d == NULL)
+        return;
+    const struct jdoc_val *j = jdoc_root(d);
+    static const char *const top[] = {"keys", NULL};
+    struct svc_check_erasure_req q = {.table = r->table, .id = http__capture(r, "id")};
+    if (!http__check_fields(r, j, top, NULL))
+        goto out;
+    const struct jdoc_val *jk = http__opt_value(j, "keys");
+    if (jk != NULL) {
+        struct wire_obj *keys = NULL;
+        if (!key_objs(r, d, jk, &keys, &q.nkeys))
+            goto out;
+        q.keys = keys;
+    }
+    bool match = false;
+    struct st_err err = {0};
+    int rc = svc_check_erasure(r->srv->app->engine, &q, &match, &err);
+    if (rc != ST_OK)
+        http__reply_err(r, rc, &err);
+    else
+        http__reply_json(r, 200, xstrdup(match ? "{\"match\":true}" : "{\"match\":false}"));
 out:
     jdoc_free(d);
 }

@@ -60,10 +60,11 @@ static const struct http_route routes[] = {
     {HM_POST,   "/v1/tables/{t}/compact",          ON_PATH(AUTH_ADMIN),     NULL,           HTTP_JSON_BODY,                    http__job_compact,      NULL},
     {HM_POST,   "/v1/tables/{t}/expire",           ON_PATH(AUTH_ADMIN),     NULL,           HTTP_JSON_BODY,                    http__job_expire,       NULL},
     {HM_GET,    "/v1/tables/{t}/health",           ON_PATH(AUTH_READ),      q_page,         0,                                 http__job_table_health, NULL},
-    /* erasure: the receipts are read with read; an erasure needs admin */
+    /* erasure: the receipts are read with read; an erasure, and a check of keys against a receipt, need admin */
     {HM_GET,    "/v1/tables/{t}/erasures",         ON_PATH(AUTH_READ),      q_page,         0,                                 http__job_erasures,     NULL},
     {HM_POST,   "/v1/tables/{t}/erasures",         ON_PATH(AUTH_ADMIN),     NULL,           HTTP_JSON_BODY | HTTP_MUTATES,     http__job_erase,        NULL},
     {HM_GET,    "/v1/tables/{t}/erasures/{id}",    ON_PATH(AUTH_READ),      NULL,           0,                                 http__job_erasure,      NULL},
+    {HM_POST,   "/v1/tables/{t}/erasures/{id}/check", ON_PATH(AUTH_ADMIN),  NULL,           HTTP_JSON_BODY,                    http__job_erasure_check, NULL},
     /* CDC: the tables are in the body: write on each routed table (svc_cdc_apply) */
     {HM_POST,   "/v1/cdc/debezium",                AUTH_WRITE, AUTH_TABLE_PARSED, q_cdc,    HTTP_CDC_BODY,                     http__job_cdc,          NULL},
     /* the Iceberg REST catalog (http_iceberg.c): read on the table (listings: those the token

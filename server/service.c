@@ -226,6 +226,43 @@ int svc_compact(struct engine *e, const struct svc_compact_req *q, struct engine
     return rc;
 }
 
+/*
+ * Key objects of t into *out: nkeys keys of t->npk values, back to back
+ * (caller frees; strings stay borrowed from the objects). Errors name the
+ * key: keys[3]: ...
+ */
+static int key_values(const struct engine_table *t, const struct wire_obj *objs, size_t n,
+                      struct st_value **out, struct st_err *err)
+{
+    *out = NULL;
+    struct wire_change *wc = xcalloc(n ? n : 1, sizeof *wc);
+    for (size_t i = 0; i < n; i++) {
+        wc[i].op = "delete";
+        wc[i].key = objs[i];
+        wc[i].key.present = true;
+    }
+    struct changeset cs = {0};
+    struct st_err e2 = {0};
+    int rc = changeset_build(t, wc, n, &cs, &e2);
+    free(wc);
+    if (rc != ST_OK) {
+        /* the changeset names "row N": here it is the N-th key */
+        size_t row;
+        int used = 0;
+        if (sscanf(e2.msg, "row %zu: %n", &row, &used) == 1 && used > 0)
+            st_errf(err, rc, "keys[%zu]: %s", row, e2.msg + used);
+        else
+            st_errf(err, rc, "keys: %s", e2.msg);
+    } else {
+        struct st_value *keys = xcalloc(n ? n * (size_t)t->npk : 1, sizeof *keys);
+        for (size_t i = 0; i < cs.n; i++)
+            memcpy(&keys[i * (size_t)t->npk], cs.changes[i].vals, (size_t)t->npk * sizeof *keys);
+        *out = keys;
+    }
+    changeset_free(&cs);
+    return rc;
+}
+
 int svc_erase(struct engine *e, const struct svc_erase_req *q, struct engine_erasure *out,
               struct st_err *err)
 {
@@ -242,7 +279,6 @@ int svc_erase(struct engine *e, const struct svc_erase_req *q, struct engine_era
         return rc;
     struct engine_erase_req er = {.table = t, .idem = q->idem};
     struct filter *f = NULL;
-    struct changeset cs = {0};
     struct st_value *keys = NULL;
     if (has_filter) {
         if ((rc = filter_of(t, &q->filter, &f, err)) == ST_OK)
@@ -250,37 +286,13 @@ int svc_erase(struct engine *e, const struct svc_erase_req *q, struct engine_era
     } else if (t->npk == 0) {
         rc = st_errf(err, ST_EINVAL, "keys: table \"%s\" has no primary key; erase by filter",
                      t->name);
-    } else {
-        struct wire_change *wc = xcalloc(q->nkeys, sizeof *wc);
-        for (size_t i = 0; i < q->nkeys; i++) {
-            wc[i].op = "delete";
-            wc[i].key = q->keys[i];
-            wc[i].key.present = true;
-        }
-        struct st_err e2 = {0};
-        rc = changeset_build(t, wc, q->nkeys, &cs, &e2);
-        free(wc);
-        if (rc != ST_OK) {
-            /* the changeset names "row N": here it is the N-th key */
-            size_t row;
-            int used = 0;
-            if (sscanf(e2.msg, "row %zu: %n", &row, &used) == 1 && used > 0)
-                st_errf(err, rc, "keys[%zu]: %s", row, e2.msg + used);
-            else
-                st_errf(err, rc, "keys: %s", e2.msg);
-        } else {
-            keys = xcalloc(q->nkeys * (size_t)t->npk, sizeof *keys);
-            for (size_t i = 0; i < cs.n; i++)
-                memcpy(&keys[i * (size_t)t->npk], cs.changes[i].vals,
-                       (size_t)t->npk * sizeof *keys);
-            er.keys = keys;
-            er.nkeys = cs.n;
-        }
+    } else if ((rc = key_values(t, q->keys, q->nkeys, &keys, err)) == ST_OK) {
+        er.keys = keys;
+        er.nkeys = q->nkeys;
     }
     if (rc == ST_OK)
         rc = engine_erase(e, &er, out, err);
     free(keys);
-    changeset_free(&cs);
     filter_free(f);
     engine_table_unref(t);
     return rc;
@@ -293,6 +305,34 @@ int svc_get_erasure(struct engine *e, const char *table, const char *id, struct 
     int rc = table_of(e, table, &t, err);
     if (rc == ST_OK)
         rc = engine_get_erasure(e, t, id, out, err);
+    engine_table_unref(t);
+    return rc;
+}
+
+int svc_check_erasure(struct engine *e, const struct svc_check_erasure_req *q, bool *match,
+                      struct st_err *err)
+{
+    *match = false;
+    if (q->keys == NULL || q->nkeys == 0)
+        return st_errf(err, ST_EINVAL, "keys: required, a non-empty list of key objects");
+    struct engine_table *t = NULL;
+    int rc = table_of(e, q->table, &t, err);
+    if (rc != ST_OK)
+        return rc;
+    struct st_value *keys = NULL;
+    if (t->npk == 0)
+        rc = st_errf(err, ST_EINVAL,
+                     "keys: table \"%s\" has no primary key: the digests of its erasures cover "
+                     "whole rows, which a check does not name",
+                     t->name);
+    else
+        rc = key_values(t, q->keys, q->nkeys, &keys, err);
+    if (rc == ST_OK) {
+        struct engine_erasure_check_req cq = {
+            .table = t, .id = q->id, .keys = keys, .nkeys = q->nkeys};
+        rc = engine_check_erasure(e, &cq, match, err);
+    }
+    free(keys);
     engine_table_unref(t);
     return rc;
 }

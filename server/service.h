@@ -136,6 +136,16 @@ int svc_erase(struct engine *e, const struct svc_erase_req *q, struct engine_era
               struct st_err *err);
 int svc_get_erasure(struct engine *e, const char *table, const char *id, struct engine_erasure *out,
                     struct st_err *err);
+/* Does receipt `id`'s digest cover exactly these keys (objects of the key columns)? An admin's
+   check (engine_check_erasure); the answer is the match alone. */
+struct svc_check_erasure_req {
+    const char *table;
+    const char *id;
+    const struct wire_obj *keys;
+    size_t nkeys;
+};
+int svc_check_erasure(struct engine *e, const struct svc_check_erasure_req *q, bool *match,
+                      struct st_err *err);
 /* A page of receipts, oldest first (limit: default and largest SVC_SNAPSHOTS_PAGE). */
 struct svc_erasures_res {
     struct engine_erasure *receipts; /* n of them, oldest first (caller frees, free()) */

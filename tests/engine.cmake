@@ -27,7 +27,10 @@ strike_unit_test(test_engine_compact PG SOURCES unit/test_engine_compact.c LIBS 
 strike_unit_test(test_engine_expire PG SOURCES unit/test_engine_expire.c LIBS strike_enginetest
                  LABELS tsan)
 # Erasure: the marker gone from every file, the receipt's checks, Idempotency-Key (issue 14).
-strike_unit_test(test_engine_erase PG SOURCES unit/test_engine_erase.c LIBS strike_enginetest)
+strike_unit_test(test_engine_erase PG SOURCES unit/test_engine_erase.c
+                 LIBS strike_enginetest strike_s3raw)
+# test_engine_erase_s3: the same on the S3 blob store: unfinished uploads, a versioned bucket
+strike_on_s3(test_engine_erase test_engine_erase_s3 test_engine_erase)
 # Small DVs inline in the catalog: every reader takes either location, plans flush (issue 19).
 strike_unit_test(test_engine_inline PG SOURCES unit/test_engine_inline.c LIBS strike_enginetest)
 # test_engine_s3: the engine model test once more, on the S3 blob store (s3 fixture)

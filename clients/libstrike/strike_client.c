@@ -879,13 +879,35 @@ int strike_erase(struct strike_client *c, const char *table, const json_t *reque
     return post_maint(c, table, "/erasures", request, opts, out, err);
 }
 
+/* An erasure id as it may go into a path: hex digits and dashes. */
+static int erasure_id_ok(const char *id, struct strike_error *err)
+{
+    if (id == NULL || id[0] == 0 || strlen(id) > 64 ||
+        strspn(id, "0123456789abcdefABCDEF-") != strlen(id))
+        return fail(err, STRIKE_EINVAL, 0, "erasure id \"%.64s\": not an id", id ? id : "");
+    return STRIKE_OK;
+}
+
+int strike_erasure_check(struct strike_client *c, const char *table, const char *id,
+                         const json_t *request, json_t **out, struct strike_error *err)
+{
+    if (request == NULL)
+        return fail(err, STRIKE_EINVAL, 0, "a check needs keys");
+    int rc = erasure_id_ok(id, err);
+    if (rc)
+        return rc;
+    char suffix[128];
+    snprintf(suffix, sizeof suffix, "/erasures/%s/check", id);
+    return post_maint(c, table, suffix, request, NULL, out, err);
+}
+
 int strike_erasures(struct strike_client *c, const char *table, const char *id, json_t **out,
                     struct strike_error *err)
 {
     char p[PATH_MAX_LEN];
     if (id != NULL) {
-        if (strlen(id) > 64 || strspn(id, "0123456789abcdefABCDEF-") != strlen(id))
-            return fail(err, STRIKE_EINVAL, 0, "erasure id \"%.64s\": not an id", id);
+        if (erasure_id_ok(id, err))
+            return STRIKE_EINVAL;
         char suffix[128];
         snprintf(suffix, sizeof suffix, "/erasures/%s", id);
         int rc = table_path(p, sizeof p, table, suffix, err);

@@ -157,6 +157,9 @@ int strike_erase(struct strike_client *c, const char *table, const json_t *reque
 /* GET .../erasures/{id} (id non-NULL) or the whole list (id NULL). */
 int strike_erasures(struct strike_client *c, const char *table, const char *id, json_t **out,
                     struct strike_error *err);
+/* POST .../erasures/{id}/check ({"keys":[...]}, admin): *out {"match":bool}. */
+int strike_erasure_check(struct strike_client *c, const char *table, const char *id,
+                         const json_t *request, json_t **out, struct strike_error *err);
 /* GET .../health, every page: *out the first page's totals with all files. */
 int strike_health(struct strike_client *c, const char *table, json_t **out,
                   struct strike_error *err);

@@ -222,3 +222,26 @@ int blob_touch(struct blob_store *s, const char *key, struct st_err *err)
     CHECK_KEY(key);
     return s->ops->touch(s, key, err);
 }
+
+int blob_list_uploads(struct blob_store *s, const char *prefix, blob_upload_fn fn, void *ctx,
+                      struct st_err *err)
+{
+    return s->ops->list_uploads == NULL ? ST_OK : s->ops->list_uploads(s, prefix, fn, ctx, err);
+}
+
+int blob_abort_upload(struct blob_store *s, const char *key, const char *upload_id,
+                      struct st_err *err)
+{
+    CHECK_KEY(key);
+    if (upload_id == NULL || upload_id[0] == '\0')
+        return st_errf(err, ST_EINVAL, "abort of %s: no upload id", key);
+    if (s->ops->abort_upload == NULL)
+        return st_errf(err, ST_EUNSUPPORTED, "the blob store keeps no unfinished uploads");
+    return s->ops->abort_upload(s, key, upload_id, err);
+}
+
+int blob_versioning(struct blob_store *s, enum blob_versioning *out, struct st_err *err)
+{
+    *out = BLOB_UNVERSIONED;
+    return s->ops->versioning == NULL ? ST_OK : s->ops->versioning(s, out, err);
+}

@@ -134,4 +134,35 @@ int blob_presign_get(struct blob_store *s, const char *key, int64_t now_s, int64
 /* Make the object young again (mtime now) so that gc's grace counts from now. */
 int blob_touch(struct blob_store *s, const char *key, struct st_err *err);
 
+/* ---- what a store keeps besides its objects ------------------------------ */
+
+/*
+ * An upload begun and never completed (an S3 multipart upload whose writer
+ * died or gave up without aborting it): the store keeps its parts, bytes
+ * that no read or listing of objects shows, until it is completed or
+ * aborted. A local store has none (a put is a temporary file, which
+ * blob_list lists).
+ */
+struct blob_upload {
+    const char *key;       /* the object it would create, relative to the store's root */
+    const char *upload_id; /* the store's id of the upload */
+    int64_t initiated_us;  /* when it began, on the store's clock (0: unknown) */
+};
+typedef int (*blob_upload_fn)(void *ctx, const struct blob_upload *u);
+/* Every unfinished upload whose key starts with `prefix` (as blob_list); strings borrowed for
+   the call of fn. A local store lists none. */
+int blob_list_uploads(struct blob_store *s, const char *prefix, blob_upload_fn fn, void *ctx,
+                      struct st_err *err);
+/* Abort an unfinished upload: its parts are deleted. One already gone is not an error. */
+int blob_abort_upload(struct blob_store *s, const char *key, const char *upload_id,
+                      struct st_err *err);
+
+/* Does the store keep older versions of what it overwrites or deletes? */
+enum blob_versioning {
+    BLOB_UNVERSIONED,          /* a local store, a bucket that never had versioning */
+    BLOB_VERSIONING_ENABLED,   /* S3: every delete leaves the object as a noncurrent version */
+    BLOB_VERSIONING_SUSPENDED, /* S3: versions made while it was enabled stay */
+};
+int blob_versioning(struct blob_store *s, enum blob_versioning *out, struct st_err *err);
+
 #endif

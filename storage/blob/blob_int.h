@@ -26,6 +26,12 @@ struct blob_ops {
     /* NULL: not an object store */
     int (*presign)(struct blob_store *s, const char *key, int64_t now_s, int64_t expires_s,
                    char **url, struct st_err *err);
+    /* NULL: the store keeps no unfinished uploads and no object versions (a local directory) */
+    int (*list_uploads)(struct blob_store *s, const char *prefix, blob_upload_fn fn, void *ctx,
+                        struct st_err *err);
+    int (*abort_upload)(struct blob_store *s, const char *key, const char *upload_id,
+                        struct st_err *err);
+    int (*versioning)(struct blob_store *s, enum blob_versioning *out, struct st_err *err);
 };
 
 /* The head of every store. */

@@ -10,6 +10,11 @@
  *   multipart upload is aborted. A PUT that succeeded is durable: no fsync.
  * - Reads are range GETs; a response shorter than asked is ST_ECORRUPT.
  * - Deletes are DeleteObjects requests of up to 1000 keys.
+ * - Unfinished multipart uploads are listed (ListMultipartUploads) and
+ *   aborted (AbortMultipartUpload) for the collector and erasures; the
+ *   bucket's versioning is read (GetBucketVersioning) for erasures. Their
+ *   query strings are written in SigV4's canonical form (names sorted, each
+ *   with '=').
  * - Touch copies the object onto itself (server side, same bytes, new
  *   LastModified): gc judges an object's age by LastModified (docs/DESIGN.md).
  * - Every request has a connect and a total timeout; 5xx, 429 and transport
@@ -995,6 +1000,138 @@ static int s3_list(struct blob_store *bs, const char *prefix, blob_list_fn fn, v
     return rc;
 }
 
+/* ListMultipartUploads of the keys under prefix, page after page. */
+static int s3_list_uploads(struct blob_store *bs, const char *prefix, blob_upload_fn fn, void *ctx,
+                           struct st_err *err)
+{
+    struct s3_store *s = (struct s3_store *)bs;
+    size_t pl = strlen(prefix);
+    if (pl > 0) {
+        char *dir_key = xstrndup(prefix, pl - 1);
+        bool ok = prefix[pl - 1] == '/' && blob__key_ok(dir_key);
+        free(dir_key);
+        if (!ok)
+            return st_errf(err, ST_EINVAL, "not a blob prefix: \"%s\"", prefix);
+    }
+    char *full = xasprintf("%s%s", s->prefix, prefix);
+    char *key_marker = NULL, *id_marker = NULL;
+    int rc = ST_OK;
+    do {
+        struct buf qs = BUF_INIT; /* canonical: names in order, each with '=' */
+        if (key_marker != NULL) {
+            buf_append_str(&qs, "key-marker=");
+            url_encode(&qs, key_marker, false);
+            buf_append_str(&qs, "&");
+        }
+        buf_append_str(&qs, "prefix=");
+        url_encode(&qs, full, false);
+        if (id_marker != NULL) {
+            buf_append_str(&qs, "&upload-id-marker=");
+            url_encode(&qs, id_marker, false);
+        }
+        buf_append_str(&qs, "&uploads=");
+        buf_append(&qs, "", 1);
+        free(key_marker);
+        free(id_marker);
+        key_marker = id_marker = NULL;
+        struct s3_req q = {.method = "GET",
+                           .key = NULL,
+                           .query = (const char *)qs.data,
+                           .resp_max = BLOB_S3_LIST_MAX};
+        rc = s3_do(s, &q, err);
+        if (rc == ST_OK && q.status != 200)
+            rc = s3_fail(s, &q, "listing unfinished uploads", err);
+        const char *body = buf_cstr(&q.resp);
+        const char *pos = body;
+        char *up;
+        while (rc == ST_OK && (up = xml_next(NULL, &pos, "Upload")) != NULL) {
+            const char *p = up;
+            char *k = xml_next(NULL, &p, "Key");
+            p = up;
+            char *id = xml_next(NULL, &p, "UploadId");
+            p = up;
+            char *at = xml_next(NULL, &p, "Initiated");
+            if (k != NULL && id != NULL) {
+                xml_unescape(k);
+                xml_unescape(id);
+                size_t fl = strlen(s->prefix);
+                /* an upload of a key the engine could not name is not one of its own */
+                if (strncmp(k, s->prefix, fl) == 0 && blob__key_ok(k + fl)) {
+                    struct blob_upload u = {.key = k + fl,
+                                            .upload_id = id,
+                                            .initiated_us = at != NULL ? iso8601_us(at) : 0};
+                    int r = fn(ctx, &u);
+                    if (r != 0)
+                        rc = r;
+                }
+            }
+            free(k);
+            free(id);
+            free(at);
+            free(up);
+        }
+        if (rc == ST_OK && strstr(body, "<IsTruncated>true</IsTruncated>") != NULL) {
+            pos = body;
+            key_marker = xml_next(NULL, &pos, "NextKeyMarker");
+            pos = body;
+            id_marker = xml_next(NULL, &pos, "NextUploadIdMarker");
+            if (key_marker == NULL || id_marker == NULL) {
+                rc = st_errf(err, ST_EIO,
+                             "object store %s: a truncated list of uploads without its markers",
+                             s->h.desc);
+            } else {
+                xml_unescape(key_marker);
+                xml_unescape(id_marker);
+            }
+        }
+        buf_free(&q.resp);
+        buf_free(&qs);
+    } while (rc == ST_OK && key_marker != NULL);
+    free(key_marker);
+    free(id_marker);
+    free(full);
+    return rc;
+}
+
+/* AbortMultipartUpload: 204; an upload already gone (404 NoSuchUpload) is fine too. */
+static int s3_abort_upload(struct blob_store *bs, const char *key, const char *upload_id,
+                           struct st_err *err)
+{
+    struct s3_store *s = (struct s3_store *)bs;
+    struct buf qs = BUF_INIT;
+    buf_append_str(&qs, "uploadId=");
+    url_encode(&qs, upload_id, false);
+    buf_append(&qs, "", 1);
+    struct s3_req q = {.method = "DELETE", .key = key, .query = (const char *)qs.data};
+    int rc = s3_do(s, &q, err);
+    if (rc == ST_OK && q.status != 204 && q.status != 200 && q.status != 404)
+        rc = s3_fail(s, &q, "aborting an unfinished upload", err);
+    buf_free(&q.resp);
+    buf_free(&qs);
+    return rc;
+}
+
+/* GetBucketVersioning: <Status> Enabled or Suspended; none when it never was enabled. */
+static int s3_versioning(struct blob_store *bs, enum blob_versioning *out, struct st_err *err)
+{
+    struct s3_store *s = (struct s3_store *)bs;
+    struct s3_req q = {.method = "GET", .key = NULL, .query = "versioning="};
+    int rc = s3_do(s, &q, err);
+    if (rc == ST_OK && q.status != 200)
+        rc = s3_fail(s, &q, "reading the bucket's versioning", err);
+    if (rc == ST_OK) {
+        const char *pos = buf_cstr(&q.resp);
+        char *st = xml_next(NULL, &pos, "Status");
+        *out = st == NULL                     ? BLOB_UNVERSIONED
+               : strcmp(st, "Enabled") == 0   ? BLOB_VERSIONING_ENABLED
+               : strcmp(st, "Suspended") == 0 ? BLOB_VERSIONING_SUSPENDED
+                                              : BLOB_VERSIONING_ENABLED; /* unknown: the worst */
+        free(st);
+    }
+    buf_free(&q.resp);
+    return rc;
+}
+
 /* A server-side copy onto itself: same bytes, LastModified now. */
 static int s3_touch(struct blob_store *bs, const char *key, struct st_err *err)
 {
@@ -1124,6 +1261,9 @@ static const struct blob_ops s3_ops = {
     .list = s3_list,
     .touch = s3_touch,
     .presign = s3_presign,
+    .list_uploads = s3_list_uploads,
+    .abort_upload = s3_abort_upload,
+    .versioning = s3_versioning,
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;

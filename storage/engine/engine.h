@@ -293,9 +293,9 @@ struct engine_erase_req {
  * Each front end renders it (HTTP: server/http_render.c; gRPC: an
  * EraseResponse). Plain values, nothing to free.
  */
-#define ENGINE_ERASURE_CHECKS_MAX                                                                  \
-    8                                /* data_files, key_index, column_statistics, orphan_blobs,    \
-                                        iceberg_metadata, and room for more */
+/* data_files, key_index, column_statistics, orphan_blobs, bucket_versioning, iceberg_metadata
+   (receipts stored before the last two have fewer) */
+#define ENGINE_ERASURE_CHECKS_MAX 6
 #define ENGINE_ERASURE_FIGURES_MAX 3 /* what one check counted */
 struct engine_erasure_figure {
     char name[32]; /* "files_decoded", "keys_checked", ..., or "note" */
@@ -304,7 +304,7 @@ struct engine_erasure_figure {
     char text[96];
 };
 struct engine_erasure_check {
-    char name[32]; /* "data_files", "key_index", "column_statistics", "orphan_blobs" */
+    char name[32]; /* "data_files", "key_index", ..., "bucket_versioning" */
     bool passed;
     struct engine_erasure_figure figures[ENGINE_ERASURE_FIGURES_MAX]; /* in their order */
     int nfigures;
@@ -315,10 +315,17 @@ struct engine_erasure {
        replayed is empty; its receipt is rendered as an empty object) */
     bool recorded;
     char table[ST_NAME_MAX + 1];
-    char status[16];     /* "running", "verified" or "failed" */
-    char key_digest[72]; /* "sha256:" and 64 hex digits */
-    int64_t keys;        /* distinct keys the digest covers */
+    char status[16]; /* "running", "verified" or "failed" */
+    /* "hmac-sha256:" and 64 hex digits (keyed with the catalog's secret), or, in receipts stored
+       before that, "sha256:" and 64 hex digits (unkeyed) */
+    char key_digest[80];
+    int64_t keys; /* distinct keys the digest covers */
     int64_t rows_erased, delete_seq;
+    /* erased row versions the erasure removed from the table's files (its rewrite and the files
+       of the snapshots it expired): a key's older versions, deleted before, count too. false: a
+       receipt stored before the count existed (null) */
+    bool has_row_versions_purged;
+    int64_t row_versions_purged;
     bool has_rewrite_seq; /* false: nothing needed a rewrite (rewrite_seq null) */
     int64_t rewrite_seq;
     int64_t expired_snapshots, files_rewritten, files_deleted, bytes_deleted;
@@ -335,7 +342,8 @@ void engine_erasure_free(struct engine_erasure *r);
  * Erase rows for good: delete them, rewrite every live file that still
  * holds one physically, expire every snapshot from before that rewrite,
  * delete the old blobs, and verify (every remaining data file decoded, the
- * key index, the key's column statistics, leftover blobs) before returning
+ * key index, the key's column statistics, leftovers of writes, the store's
+ * versioning) before returning
  * the receipt. Waits (up to a minute) for a running compaction of the
  * table. A call with the Idempotency-Key of a finished erasure returns its
  * receipt (replayed); of an interrupted one, resumes it. ST_EINTERNAL when
@@ -343,6 +351,24 @@ void engine_erasure_free(struct engine_erasure *r);
  */
 int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engine_erasure *out,
                  struct st_err *err);
+/*
+ * Does the digest of receipt `id` cover exactly these keys (the distinct
+ * keys, in any order and with repeats)? An admin's check of a data
+ * subject's key against a receipt: the digest is keyed with the catalog's
+ * secret, which no call returns, so a reader of receipts cannot try keys
+ * against it. Receipts stored with an unkeyed "sha256:" digest are checked
+ * the same way. ST_ENOTFOUND: no such receipt; ST_ECONFLICT: it has no
+ * digest yet (just begun); ST_EINVAL: no keys, a null key column, or a
+ * table without a primary key (its digests cover whole rows).
+ */
+struct engine_erasure_check_req {
+    const struct engine_table *table;
+    const char *id;
+    const struct st_value *keys; /* nkeys keys of table->npk values each, in key order */
+    size_t nkeys;
+};
+int engine_check_erasure(struct engine *e, const struct engine_erasure_check_req *q, bool *match,
+                         struct st_err *err);
 /* A receipt by id: ST_ENOTFOUND when the table has none with that id. */
 int engine_get_erasure(struct engine *e, const struct engine_table *t, const char *id,
                        struct engine_erasure *out, struct st_err *err);
@@ -516,6 +542,10 @@ struct engine_gc_report {
     int64_t expired;    /* gc: expired snapshots' blobs deleted once past their grace */
     int64_t missing;    /* referenced but absent (fsck) */
     int64_t corrupt;    /* referenced but unreadable or inconsistent (fsck) */
+    /* gc: unfinished uploads under tables/ (S3 multipart uploads a writer never completed nor
+       aborted: their parts hold bytes no listing shows), and those aborted (older than the
+       grace period) */
+    int64_t uploads, uploads_aborted;
 };
 /*
  * The longest a commit may take from writing its first blob to COMMIT. An
@@ -539,7 +569,11 @@ struct engine_gc_report {
  * blob an expiry queued is not an orphan while it waits. A blob younger
  * than the grace period may belong to a commit in flight: it is kept. Each
  * candidate is looked up in the catalog once more just before it is
- * deleted. grace_s below ENGINE_GC_GRACE_MIN_S is ST_EINVAL.
+ * deleted. Temporary files of writes (a crash mid-write leaves one) are
+ * blobs no row references, collected the same way. Unfinished uploads of
+ * the blob store (S3 multipart) under tables/ that began before the grace
+ * period are aborted (a store that cannot list them is logged, not an
+ * error). grace_s below ENGINE_GC_GRACE_MIN_S is ST_EINVAL.
  */
 int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct engine_gc_report *out,
               struct st_err *err);

@@ -101,6 +101,7 @@ struct engine {
     int test_delete_key_pages; /* > 0: the delete's key statements' size (delete_where.c) */
     void (*test_rewrite_hook)(void *ctx);
     void *test_rewrite_hook_ctx;
+    atomic_int test_erase_orphan_wait_ms; /* > 0: an erasure's wait for young leftovers */
 };
 
 /* ---- table definitions: the struct (table.c), the cache (engine.c) ---- */

@@ -95,6 +95,13 @@ void engine_test_delete_key_pages(struct engine *e, int pages);
 const char *engine_test_delete_keys_sql(bool i8);
 /* The settings the delete's transaction adds for those statements (after the key plans'). */
 const char *engine_test_delete_keys_plan_settings(void);
+/*
+ * An erasure waits at most `ms` (0: its default, a little more than the age
+ * at which it may delete a leftover) for the leftovers holding erased rows
+ * that are too young to delete: then it keeps them and its orphan_blobs
+ * check fails. For tests of what it keeps.
+ */
+void engine_test_erase_orphan_wait(struct engine *e, int ms);
 /* Called once a rewrite (compaction, erasure) has written its files, before it queues to commit. */
 void engine_test_rewrite_hook(struct engine *e, void (*fn)(void *ctx), void *ctx);
 

@@ -9,20 +9,42 @@
  *   data_files     every data file the catalog still lists is decoded: no
  *                  erased row in it, but a row written after the erasure's
  *                  delete (a CDC upsert of the same key is a new row);
- *   key_index      no erased key points at a row from before the delete;
+ *   key_index      no erased key points at a row from before the delete
+ *                  (filter form: a key of an erased row version may point
+ *                  at another version, one the filter does not match, that
+ *                  is live in a listed file: its current row stays);
  *   statistics     no file's min/max of a one-column key is an erased key
- *                  (statistics of rewritten files come from their rows);
- *   orphan_blobs   no Parquet file that the catalog does not list (a failed
- *                  commit's leftovers) holds an erased row: such a file is
- *                  deleted once it is older than ENGINE_COMMIT_MAX_AGE_S,
- *                  the age past which no commit may take it (the check
- *                  waits for a younger one, at most that long).
+ *                  (statistics of rewritten files come from their rows;
+ *                  filter form: unless the file holds another version);
+ *   orphan_blobs   no leftover of a write in the table's data directory
+ *                  that the catalog does not list (a failed commit's
+ *                  Parquet file, a temporary file, an unfinished upload)
+ *                  holds an erased row: such a leftover, or one that cannot
+ *                  be read, is removed once no commit can take it, by its
+ *                  age on the catalog's clock with a margin (the check
+ *                  waits for a younger one; "leftovers" below);
+ *   bucket_versioning  the blob store keeps no versions of what was
+ *                  deleted (an S3 bucket with versioning enabled or
+ *                  suspended fails it: the erasure is not verified there);
+ *   iceberg_metadata   the table's Iceberg metadata, written again after the
+ *                  expiry, names no file of an expired snapshot, and its
+ *                  metadata/ holds nothing the catalog does not list.
  *
- * The erased rows are named by their keys, or by a filter (the rows it
- * matches, live or already deleted). The receipt holds no erased value:
- * `key_digest` is the SHA-256 of the sorted, distinct canonical key
- * encodings (keyenc.c; every column's encoding for a table without a key),
- * each preceded by its length (4 bytes, big-endian).
+ * The erased rows are named by their keys (every version of each), or by a
+ * filter (the row versions it matches, live or already deleted: an older
+ * version of a key, not the key). An erased row version is a matching row of
+ * a file from before the delete, or a deleted matching row of any live file;
+ * the receipt counts those it removed from the table's files
+ * (row_versions_purged: found by the purge's scan of every file the catalog
+ * lists, less those verification still finds). The receipt holds no erased value:
+ * `key_digest` is the HMAC-SHA256, keyed with the catalog's secret
+ * (strike.secrets "erasure_digest", migration 13; never returned or logged),
+ * of the sorted, distinct canonical key encodings (keyenc.c; every column's
+ * encoding for a table without a key), each preceded by its length (4 bytes,
+ * big-endian): "hmac-sha256:<hex>". Receipts stored before it hold the
+ * unkeyed SHA-256 of the same bytes ("sha256:<hex>"), which anyone could
+ * recompute from a guessed key; engine_check_erasure checks keys against
+ * either form.
  *
  * Every erasure is a row of strike.erasures from its start (status
  * "running") to its verified receipt (struct engine_erasure, stored in the
@@ -61,6 +83,10 @@
 #define ERASE_KEYS_MAX 100000
 /* Keys per delete request sent to the commit path. */
 #define ERASE_DELETE_CHUNK 10000
+/* The catalog's secret that keys the receipts' digests (strike.secrets). */
+#define ERASE_SECRET_LEN 32
+#define ERASE_DIGEST_HMAC "hmac-sha256:"
+#define ERASE_DIGEST_PLAIN "sha256:" /* receipts stored before the secret existed */
 
 struct erasure {
     struct engine *e;
@@ -73,11 +99,19 @@ struct erasure {
     struct hmap keys; /* encoded key -> (void *)1 */
     const struct filter *f;
     struct buf kb;
+    /* filter form, found by verify_files: the rows of an erased key that the filter does not
+       match (an older or newer version of the key is not erased): file id and position of the
+       live ones (kept_pos), file id and key of all of them (kept_keys) */
+    struct hmap kept_pos, kept_keys;
     /* the receipt's numbers */
+    uint8_t secret[ERASE_SECRET_LEN]; /* the catalog's key of the digest */
     uint8_t digest[32];
     int64_t purge_base; /* the seq the purge listed the files at */
     int64_t rows_erased, delete_seq, rewrite_seq, expired, files_rewritten, files_deleted,
         bytes_deleted;
+    /* erased row versions in the table's files: earlier attempts' count (a resumed erasure),
+       those the purge found, those verification found left */
+    int64_t purged_before, versions_found, versions_left;
     struct engine_erasure_check checks[ENGINE_ERASURE_CHECKS_MAX];
     int nchecks;
     bool failed; /* a check did not pass */
@@ -93,8 +127,44 @@ static int cmp_key(const void *a, const void *b)
     return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* SHA-256 of the sorted, distinct encodings in `set`, each with its length. */
-static void digest_of(const struct hmap *set, uint8_t out[32])
+/* HMAC-SHA256 (RFC 2104) over a message given in pieces; the key is at most a block. */
+struct hmac {
+    struct st_sha256 inner;
+    uint8_t opad[64];
+};
+
+static void hmac_init(struct hmac *h, const uint8_t *key, size_t klen)
+{
+    assert(klen <= 64);
+    uint8_t ipad[64];
+    memset(ipad, 0x36, sizeof ipad);
+    memset(h->opad, 0x5c, sizeof h->opad);
+    for (size_t i = 0; i < klen; i++) {
+        ipad[i] ^= key[i];
+        h->opad[i] ^= key[i];
+    }
+    st_sha256_init(&h->inner);
+    st_sha256_update(&h->inner, ipad, sizeof ipad);
+}
+
+static void hmac_final(struct hmac *h, uint8_t out[32])
+{
+    uint8_t in[32];
+    st_sha256_final(&h->inner, in);
+    struct st_sha256 o;
+    st_sha256_init(&o);
+    st_sha256_update(&o, h->opad, sizeof h->opad);
+    st_sha256_update(&o, in, sizeof in);
+    st_sha256_final(&o, out);
+    memset(h, 0, sizeof *h);
+}
+
+/*
+ * The digest of the sorted, distinct encodings in `set`, each with its
+ * length: the HMAC-SHA256 keyed with `secret`, or (NULL) the plain SHA-256
+ * of receipts stored before the secret existed.
+ */
+static void digest_of(const struct hmap *set, const uint8_t *secret, uint8_t out[32])
 {
     size_t n = 0, i = 0;
     const uint8_t *k;
@@ -111,16 +181,49 @@ static void digest_of(const struct hmap *set, uint8_t out[32])
         j++;
     }
     qsort(all, n, sizeof *all, cmp_key);
-    struct st_sha256 h;
-    st_sha256_init(&h);
+    struct hmac h;
+    if (secret != NULL)
+        hmac_init(&h, secret, ERASE_SECRET_LEN);
+    else
+        st_sha256_init(&h.inner);
     for (j = 0; j < n; j++) {
         uint8_t len[4];
         st_u32be(len, (uint32_t)all[j].len);
-        st_sha256_update(&h, len, 4);
-        st_sha256_update(&h, all[j].data, all[j].len);
+        st_sha256_update(&h.inner, len, 4);
+        st_sha256_update(&h.inner, all[j].data, all[j].len);
     }
-    st_sha256_final(&h, out);
+    if (secret != NULL)
+        hmac_final(&h, out);
+    else
+        st_sha256_final(&h.inner, out);
     free(all);
+}
+
+/*
+ * The catalog's secret of the digests (created by migration 13; made here
+ * when missing, in the same statement). It never leaves the engine: no call
+ * returns it, nothing logs it.
+ */
+static int read_secret(PGconn *c, uint8_t out[ERASE_SECRET_LEN], struct st_err *err)
+{
+    PGresult *r = cat_pq_exec_params(
+        c,
+        "WITH made AS (INSERT INTO strike.secrets (name, secret) VALUES ('erasure_digest', "
+        "sha256((gen_random_uuid()::text || gen_random_uuid()::text || "
+        "gen_random_uuid()::text)::bytea)) ON CONFLICT (name) DO NOTHING RETURNING secret) "
+        "SELECT secret FROM made UNION ALL SELECT secret FROM strike.secrets WHERE name = "
+        "'erasure_digest'",
+        0, NULL, NULL, NULL, NULL, 1);
+    int rc = ST_OK;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        rc = cat_fail(c, r, "reading the catalog's erasure secret", err);
+    else if (PQntuples(r) != 1 || PQgetlength(r, 0, 0) != ERASE_SECRET_LEN)
+        rc = st_errf(err, ST_EINTERNAL, "the catalog's erasure secret is not %d bytes",
+                     ERASE_SECRET_LEN);
+    else
+        memcpy(out, PQgetvalue(r, 0, 0), ERASE_SECRET_LEN);
+    PQclear(r);
+    return rc;
 }
 
 /* The canonical encoding of row i of a batch: its key, or every column without one. */
@@ -143,13 +246,33 @@ struct found {
     int64_t live;    /* matching rows live now (written after the delete) */
 };
 
+/* Which matching rows of a scanned file are erased versions whose keys the filter form adds to
+   w->keys (the digest, and the keys the other checks look at). */
+enum collect {
+    COLLECT_NONE,
+    COLLECT_DEAD, /* the deleted ones (a live file) */
+    COLLECT_ALL,  /* all of them (a file of an older snapshot, from before the delete) */
+};
+
+/* A (file id, 8 bytes big-endian) prefix and what follows, as a key of kept_pos / kept_keys. */
+static void file_key(struct buf *b, int64_t file_id, const void *tail, size_t n)
+{
+    uint8_t id[8];
+    st_u64be(id, (uint64_t)file_id);
+    buf_reset(b);
+    buf_append(b, id, 8);
+    buf_append(b, tail, n);
+}
+
 /*
  * Scan one data file for the erased rows: every row, deleted or not. `dv`:
- * its DV now (NULL: none). Filter form: matching keys join w->keys (for the
- * digest) when `collect`.
+ * its DV now (NULL: none). Filter form: the keys of the matching rows
+ * `collect` says join w->keys; with `kept`, the rows of keys in w->keys
+ * that the filter does not match join w->kept_pos (live ones) and
+ * w->kept_keys, under `file_id`.
  */
-static int scan_file(struct erasure *w, const char *path, const struct dv *dv, bool collect,
-                     struct found *out, struct st_err *err)
+static int scan_file(struct erasure *w, int64_t file_id, const char *path, const struct dv *dv,
+                     enum collect collect, bool kept, struct found *out, struct st_err *err)
 {
     const struct engine_table *t = w->t;
     memset(out, 0, sizeof *out);
@@ -180,6 +303,8 @@ static int scan_file(struct erasure *w, const char *path, const struct dv *dv, b
     struct pq_batch b = {0};
     uint8_t *sel = NULL;
     size_t selcap = 0;
+    struct buf fk = BUF_INIT;
+    kept = kept && w->f != NULL;
     for (int rg = 0; rc == ST_OK && rg < pq_num_row_groups(r); rg++) {
         uint64_t first, nr;
         pq_row_group(r, rg, &first, &nr);
@@ -195,23 +320,35 @@ static int scan_file(struct erasure *w, const char *path, const struct dv *dv, b
         if (w->f != NULL)
             filter_eval(w->f, vecs, b.nrows, sel);
         for (size_t i = 0; i < b.nrows; i++) {
-            if (!sel[i])
+            if (!sel[i] && !kept)
                 continue;
             row_key(t, vecs, i, &w->kb);
+            bool dead = dv != NULL && dv_contains(dv, first + i);
+            if (!sel[i]) { /* filter form: another version of an erased key is not erased */
+                if (hmap_get(&w->keys, w->kb.data, w->kb.len) == NULL)
+                    continue;
+                file_key(&fk, file_id, w->kb.data, w->kb.len);
+                hmap_put(&w->kept_keys, fk.data, fk.len, NULL);
+                if (!dead) {
+                    uint8_t pos[8];
+                    st_u64be(pos, first + i);
+                    file_key(&fk, file_id, pos, 8);
+                    hmap_put(&w->kept_pos, fk.data, fk.len, NULL);
+                }
+                continue;
+            }
             if (w->f == NULL && hmap_get(&w->keys, w->kb.data, w->kb.len) == NULL)
                 continue;
-            bool dead = dv != NULL && dv_contains(dv, first + i);
             if (dead)
                 out->deleted++;
             else
                 out->live++;
-            if (dead && collect && w->f != NULL) {
-                bool created;
-                hmap_put(&w->keys, w->kb.data, w->kb.len, &created);
-            }
+            if (w->f != NULL && (collect == COLLECT_ALL || (collect == COLLECT_DEAD && dead)))
+                hmap_put(&w->keys, w->kb.data, w->kb.len, NULL);
         }
     }
     free(sel);
+    buf_free(&fk);
     pq_batch_free(&b);
     free(vecs);
     free(pos_of);
@@ -305,7 +442,42 @@ static void note(struct engine_erasure_check *c, const char *text)
     memcpy(f->text, text, strlen(text) + 1);
 }
 
-/* Rewrite every live file holding an erased row (deleted); the digest's keys, filter form. */
+/*
+ * Erased row versions in a file, as verification counts them: in a live file
+ * the deleted matches, and the live ones when the file is from before the
+ * delete; in a file only older snapshots list (no DV: every match is "live"),
+ * the matches when it is from before the delete.
+ */
+static int64_t erased_in(const struct erasure *w, const struct found *f, int64_t data_seq)
+{
+    return f->deleted + (data_seq <= w->delete_seq ? f->live : 0);
+}
+
+/* The table's data files that no current snapshot lists but a retained older one may: id,
+   path, data_seq (caller PQclears). */
+static int history_files(struct erasure *w, PGresult **out, struct st_err *err)
+{
+    PGconn *c = eng__rewrite_conn(w->rw);
+    struct pgu_num tid;
+    const char *v[1] = {pgu_i64(&tid, w->t->id)};
+    PGresult *r = cat_pq_exec_params(c,
+                                     "SELECT id, path, data_seq FROM strike.data_files WHERE "
+                                     "table_id = $1 AND removed_seq IS NOT NULL",
+                                     1, NULL, v, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        int rc = cat_fail(c, r, "listing the table's data files", err);
+        PQclear(r);
+        return rc;
+    }
+    *out = r;
+    return ST_OK;
+}
+
+/*
+ * Rewrite every live file holding an erased row (deleted); the digest's keys,
+ * filter form (from older snapshots' files too); and count the erased row
+ * versions the table's files hold before the purge and the expiry.
+ */
 static int purge(struct erasure *w, struct st_err *err)
 {
     PGconn *c = eng__rewrite_conn(w->rw);
@@ -322,12 +494,28 @@ static int purge(struct erasure *w, struct st_err *err)
         struct dv *dv = NULL;
         struct found f;
         if ((rc = file_dv(w, &lst[i], &dv, err)) == ST_OK &&
-            (rc = scan_file(w, lst[i].path, dv, true, &f, err)) == ST_OK && f.deleted > 0) {
-            pick[i] = true;
-            npick++;
+            (rc = scan_file(w, lst[i].id, lst[i].path, dv, COLLECT_DEAD, false, &f, err)) ==
+                ST_OK) {
+            w->versions_found += erased_in(w, &f, lst[i].data_seq);
+            if (f.deleted > 0) {
+                pick[i] = true;
+                npick++;
+            }
         }
         dv_free(dv);
     }
+    PGresult *hist = NULL;
+    if (rc == ST_OK)
+        rc = history_files(w, &hist, err);
+    for (int i = 0; rc == ST_OK && i < PQntuples(hist); i++) {
+        int64_t ds = pgu_get_i64(hist, i, 2);
+        struct found f;
+        if (ds <= w->delete_seq &&
+            (rc = scan_file(w, pgu_get_i64(hist, i, 0), PQgetvalue(hist, i, 1), NULL, COLLECT_ALL,
+                            false, &f, err)) == ST_OK)
+            w->versions_found += erased_in(w, &f, ds);
+    }
+    PQclear(hist);
     if (rc == ST_OK && npick > 0) {
         struct eng__rewrite_res res;
         rc = eng__rewrite_files(w->rw, base, lst, n, pick, "erase", &res, err);
@@ -365,7 +553,12 @@ static int expire_before(struct erasure *w, struct st_err *err)
     return rc;
 }
 
-/* Every data file the catalog lists for the table: path, data_seq, and its DV now. */
+/*
+ * Every data file the catalog lists for the table (those of the current
+ * snapshot with their DV now, those only older retained snapshots list): no
+ * erased row version in any of them. Filter form: the other versions of the
+ * erased keys, for the key index and statistics checks.
+ */
 static int verify_files(struct erasure *w, struct st_err *err)
 {
     PGconn *c = eng__rewrite_conn(w->rw);
@@ -375,17 +568,8 @@ static int verify_files(struct erasure *w, struct st_err *err)
     int rc = eng__snapshot_files(w->e, c, w->t, false, 0, &seq, &lst, &n, err);
     if (rc != ST_OK)
         return rc;
-    /* files no current snapshot lists but a retained older one does */
-    struct pgu_num tid;
-    const char *v[1] = {pgu_i64(&tid, w->t->id)};
-    PGresult *r = cat_pq_exec_params(
-        c,
-        "SELECT path, data_seq FROM strike.data_files WHERE table_id = $1 AND removed_seq IS NOT "
-        "NULL",
-        1, NULL, v, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rc = cat_fail(c, r, "listing the table's data files", err);
-        PQclear(r);
+    PGresult *r = NULL;
+    if ((rc = history_files(w, &r, err)) != ST_OK) {
         eng__snap_files_free(lst, n);
         return rc;
     }
@@ -394,20 +578,25 @@ static int verify_files(struct erasure *w, struct st_err *err)
         struct dv *dv = NULL;
         struct found f;
         if ((rc = file_dv(w, &lst[i], &dv, err)) == ST_OK &&
-            (rc = scan_file(w, lst[i].path, dv, false, &f, err)) == ST_OK) {
+            (rc = scan_file(w, lst[i].id, lst[i].path, dv, COLLECT_NONE, true, &f, err)) == ST_OK) {
             files++;
             /* a live match is a row written after the delete (its file is younger) */
-            bool bad = f.deleted > 0 || (f.live > 0 && lst[i].data_seq <= w->delete_seq);
-            bad_files += bad;
-            reinserted += bad ? 0 : f.live;
+            int64_t left = erased_in(w, &f, lst[i].data_seq);
+            bad_files += left > 0;
+            w->versions_left += left;
+            reinserted += left > 0 ? 0 : f.live;
         }
         dv_free(dv);
     }
     for (int i = 0; i < PQntuples(r) && rc == ST_OK; i++) {
         struct found f;
-        if ((rc = scan_file(w, PQgetvalue(r, i, 0), NULL, false, &f, err)) == ST_OK) {
+        int64_t ds = pgu_get_i64(r, i, 2);
+        if ((rc = scan_file(w, pgu_get_i64(r, i, 0), PQgetvalue(r, i, 1), NULL, COLLECT_NONE, true,
+                            &f, err)) == ST_OK) {
             files++;
-            bad_files += f.deleted + f.live > 0 && pgu_get_i64(r, i, 1) <= w->delete_seq;
+            int64_t left = ds <= w->delete_seq ? erased_in(w, &f, ds) : 0;
+            bad_files += left > 0;
+            w->versions_left += left;
         }
     }
     PQclear(r);
@@ -421,7 +610,12 @@ static int verify_files(struct erasure *w, struct st_err *err)
     return ST_OK;
 }
 
-/* No erased key in the key index but one written after the delete. */
+/*
+ * No erased key in the key index but one written after the delete. Filter
+ * form: the filter erased some versions of a key, not the key; a key written
+ * before the delete must point at a live row of a listed file that the filter
+ * does not match (its current version, which stays: nothing else was lost).
+ */
 static int verify_key_index(struct erasure *w, struct st_err *err)
 {
     const struct engine_table *t = w->t;
@@ -447,25 +641,50 @@ static int verify_key_index(struct erasure *w, struct st_err *err)
     const int f[3] = {0, 1, 0};
     char sql[256];
     snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM %s WHERE table_id = $1 AND key = ANY($2::%s[]) AND seq <= $3",
+             "SELECT %s FROM %s WHERE table_id = $1 AND key = ANY($2::%s[]) AND seq <= $3",
+             w->f != NULL ? "file_id, pos" : "count(*)",
              i8 ? "strike.key_index_i8" : "strike.key_index", i8 ? "bigint" : "bytea");
     PGconn *c = eng__rewrite_conn(w->rw);
     PGresult *r = cat_pq_exec_params(c, sql, 3, NULL, v, l, f, 0);
     buf_free(&arr);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || (w->f == NULL && PQntuples(r) != 1)) {
         int rc = cat_fail(c, r, "checking the key index", err);
         PQclear(r);
         return rc;
     }
-    int64_t left = pgu_get_i64(r, 0, 0);
+    if (w->f == NULL) {
+        int64_t left = pgu_get_i64(r, 0, 0);
+        PQclear(r);
+        struct engine_erasure_check *ck = check(w, "key_index", left == 0);
+        count(ck, "keys_checked", (int64_t)nk);
+        count(ck, "keys_from_before_delete", left);
+        return ST_OK;
+    }
+    int64_t kept = 0, erased = 0;
+    struct buf fk = BUF_INIT;
+    for (int row = 0; row < PQntuples(r); row++) {
+        uint8_t pos[8];
+        st_u64be(pos, (uint64_t)pgu_get_i64(r, row, 1));
+        file_key(&fk, pgu_get_i64(r, row, 0), pos, 8);
+        if (hmap_get(&w->kept_pos, fk.data, fk.len) != NULL)
+            kept++;
+        else
+            erased++;
+    }
+    buf_free(&fk);
     PQclear(r);
-    struct engine_erasure_check *ck = check(w, "key_index", left == 0);
+    struct engine_erasure_check *ck = check(w, "key_index", erased == 0);
     count(ck, "keys_checked", (int64_t)nk);
-    count(ck, "keys_from_before_delete", left);
+    count(ck, "keys_at_erased_rows", erased);
+    count(ck, "keys_at_other_versions", kept);
     return ST_OK;
 }
 
-/* A one-column key's min/max in the catalog's file statistics is never an erased key. */
+/*
+ * A one-column key's min/max in the catalog's file statistics is never an
+ * erased key (filter form: unless the file holds another version of that
+ * key, which the filter does not match).
+ */
 static int verify_statistics(struct erasure *w, struct st_err *err)
 {
     const struct engine_table *t = w->t;
@@ -481,8 +700,8 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
     PGconn *c = eng__rewrite_conn(w->rw);
     PGresult *r = cat_pq_exec_params(
         c,
-        "SELECT stats->$2->>'min', stats->$2->>'max', data_seq FROM strike.data_files WHERE "
-        "table_id = $1",
+        "SELECT stats->$2->>'min', stats->$2->>'max', data_seq, id FROM strike.data_files "
+        "WHERE table_id = $1",
         2, NULL, v, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "checking the column statistics", err);
@@ -490,6 +709,7 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
         return rc;
     }
     int64_t bad = 0, checked = 0;
+    struct buf fk = BUF_INIT;
     for (int i = 0; i < PQntuples(r); i++) {
         if (pgu_get_i64(r, i, 2) > w->delete_seq)
             continue; /* may hold a row written after the delete */
@@ -512,9 +732,13 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
             buf_reset(&w->kb);
             key_encode_value(ty, &val, &w->kb);
             checked++;
-            bad += hmap_get(&w->keys, w->kb.data, w->kb.len) != NULL;
+            if (hmap_get(&w->keys, w->kb.data, w->kb.len) == NULL)
+                continue;
+            file_key(&fk, pgu_get_i64(r, i, 3), w->kb.data, w->kb.len);
+            bad += hmap_get(&w->kept_keys, fk.data, fk.len) == NULL;
         }
     }
+    buf_free(&fk);
     PQclear(r);
     struct engine_erasure_check *ck = check(w, "column_statistics", bad == 0);
     count(ck, "bounds_checked", checked);
@@ -522,83 +746,332 @@ static int verify_statistics(struct erasure *w, struct st_err *err)
     return ST_OK;
 }
 
-struct listing {
-    struct buf keys; /* NUL-terminated, back to back */
-    size_t n;
+/* ---- leftovers: files of failed commits, temp files, unfinished uploads ------------------ */
+
+/*
+ * Leftovers in the table's data directory that no catalog row references
+ * hold rows no scan shows: the Parquet file of a commit that failed (it lost
+ * its race or crashed before COMMIT), the temporary file of a write that
+ * crashed before its rename ("<name>.parquet.tmp.<hex>": possibly a full
+ * copy of a compaction's file), and on S3 a multipart upload begun and never
+ * completed (its parts). Each is examined once: a file that decodes and holds
+ * no erased row is left to gc; one that holds an erased row, a file that does
+ * not decode (a torn write: what it holds cannot be told) and an upload
+ * (its parts cannot be read) must go.
+ *
+ * When, on the catalog's clock (the one a commit's deadline is checked on,
+ * SQL_DEADLINE), with a margin: a Parquet file may still be committed by a
+ * commit in flight until ENGINE_COMMIT_MAX_AGE_S after it was written (its
+ * deadline counts from striked's clock, which may run ahead of the
+ * catalog's, and its COMMIT lands after its last check), so it is deleted
+ * only once ERASE_ORPHAN_AGE_S old, the collector's shortest grace. Its age
+ * is read in the transaction of the last look at the catalog, right before
+ * the delete: a commit that had not taken it by then cannot any more. A
+ * temporary file or an upload is never committed by its name (a write whose
+ * temporary file is gone fails its rename; a multipart upload that is
+ * aborted fails its completion): it goes once ENGINE_COMMIT_MAX_AGE_S old, no
+ * write that old could still commit. Younger ones are waited for (a write in
+ * flight renames or removes its own), at most ERASE_ORPHAN_WAIT_MS; what is
+ * still too young then is kept, and the check fails.
+ */
+#define ERASE_ORPHAN_AGE_S ENGINE_GC_GRACE_MIN_S
+#define ERASE_ORPHAN_WAIT_MS ((int64_t)(ERASE_ORPHAN_AGE_S + 10) * 1000)
+_Static_assert(ERASE_ORPHAN_AGE_S > ENGINE_COMMIT_MAX_AGE_S,
+               "a leftover Parquet file is deleted only with a margin past a commit's deadline");
+
+enum left_kind {
+    LEFT_FILE,   /* a Parquet file (complete: a commit could still take it) */
+    LEFT_TEMP,   /* a temporary file of a write */
+    LEFT_UPLOAD, /* an unfinished upload */
 };
 
-static int list_parquet(void *ctx, const char *key, const struct blob_info *info)
+enum left_verdict {
+    VERDICT_NEW = 0, /* not examined yet */
+    VERDICT_CLEAN,   /* referenced by the catalog, or decoded and holds no erased row */
+    VERDICT_ERASED,  /* holds an erased row, or cannot be read: must go */
+};
+
+struct leftover {
+    char *key;       /* relative to the store's root */
+    char *upload_id; /* LEFT_UPLOAD */
+    enum left_kind kind;
+    int64_t at_us; /* modified (files) or begun (uploads), on the store's clock; 0: unknown */
+};
+
+/* One look at the data directory: its files and its unfinished uploads. */
+struct left_list {
+    const char *prefix;
+    struct leftover *v;
+    size_t n, cap;
+};
+
+static void left_add(struct left_list *l, const char *key, const char *upload_id,
+                     enum left_kind kind, int64_t at_us)
 {
-    (void)info;
-    struct listing *l = ctx;
-    size_t len = strlen(key);
-    if (len < 9 || strcmp(key + len - 8, ".parquet") != 0)
-        return 0;
-    buf_append(&l->keys, key, len + 1);
-    l->n++;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 16;
+        l->v = xreallocarray(l->v, l->cap, sizeof *l->v);
+    }
+    l->v[l->n++] =
+        (struct leftover){xstrdup(key), upload_id ? xstrdup(upload_id) : NULL, kind, at_us};
+}
+
+static void left_list_free(struct left_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].key);
+        free(l->v[i].upload_id);
+    }
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
+static int list_left_file(void *ctx, const char *key, const struct blob_info *info)
+{
+    struct left_list *l = ctx;
+    const char *name = key + strlen(l->prefix);
+    size_t len = strlen(name);
+    if (strchr(name, '/') != NULL)
+        return 0; /* not a file of the data "directory" itself */
+    if (len > 8 && strcmp(name + len - 8, ".parquet") == 0)
+        left_add(l, key, NULL, LEFT_FILE, info->mtime_us);
+    else if (strstr(name, ".parquet.tmp.") != NULL) /* st_afile's temporary name */
+        left_add(l, key, NULL, LEFT_TEMP, info->mtime_us);
     return 0;
 }
 
-/* Leftover Parquet files of failed commits: none may hold an erased row. */
+static int list_left_upload(void *ctx, const struct blob_upload *u)
+{
+    struct left_list *l = ctx;
+    if (strchr(u->key + strlen(l->prefix), '/') == NULL)
+        left_add(l, u->key, u->upload_id, LEFT_UPLOAD, u->initiated_us);
+    return 0;
+}
+
+/* The judged key of a leftover: its key, and an upload's id after a NUL. */
+static void left_id(const struct leftover *x, struct buf *b)
+{
+    buf_reset(b);
+    buf_append(b, x->key, strlen(x->key) + 1);
+    if (x->upload_id != NULL)
+        buf_append(b, x->upload_id, strlen(x->upload_id));
+}
+
+static enum left_verdict verdict(struct hmap *judged, const struct leftover *x, struct buf *b)
+{
+    left_id(x, b);
+    void **v = hmap_get(judged, b->data, b->len);
+    return v == NULL ? VERDICT_NEW : (enum left_verdict)(uintptr_t)*v;
+}
+
+static void set_verdict(struct hmap *judged, const struct leftover *x, enum left_verdict to,
+                        struct buf *b)
+{
+    left_id(x, b);
+    *hmap_put(judged, b->data, b->len, NULL) = (void *)(uintptr_t)to;
+}
+
+/*
+ * The last look: the catalog's clock (microseconds since the epoch) and,
+ * of the n paths at `paths`, those no catalog row references, in one read
+ * transaction: now() is taken at its start, before the lookup's snapshot.
+ */
+static int last_look(PGconn *c, const char *paths, size_t n, int64_t *now_us, struct hmap *unref,
+                     struct st_err *err)
+{
+    struct buf arr = BUF_INIT;
+    pgu_array_begin(&arr, PG_OID_TEXT, (uint32_t)n);
+    for (const char *p = paths; n > 0; n--, p += strlen(p) + 1)
+        pgu_array_bytes(&arr, p, strlen(p));
+    const char *v[1] = {(const char *)arr.data};
+    const int l[1] = {(int)arr.len}, f[1] = {1};
+    struct pgu_pipe pp;
+    int rc = pgu_pipe_begin(&pp, c, err);
+    if (rc == ST_OK) {
+        rc = pgu_pipe_send(&pp, "BEGIN READ ONLY", 0, NULL, NULL, NULL, 0, err);
+        if (rc == ST_OK)
+            rc = pgu_pipe_send(&pp, "SELECT (extract(epoch FROM now()) * 1000000)::bigint", 0, NULL,
+                               NULL, NULL, 0, err);
+        if (rc == ST_OK)
+            rc = pgu_pipe_send(&pp, eng__sql_gc_plans, 0, NULL, NULL, NULL, 0, err);
+        if (rc == ST_OK)
+            rc = pgu_pipe_send(&pp, eng__sql_gc_unreferenced, 1, v, l, f, 0, err);
+        rc = pgu_pipe_finish(&pp, rc, "COMMIT", "the last look at the leftovers", err);
+    }
+    buf_free(&arr);
+    if (rc != ST_OK)
+        return rc;
+    *now_us = pgu_get_i64(pp.res[1], 0, 0);
+    const PGresult *r = pp.res[3];
+    for (int i = 0; i < PQntuples(r); i++)
+        hmap_put(unref, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), NULL);
+    pgu_pipe_clear(&pp);
+    return ST_OK;
+}
+
+/* Examine the leftovers of this look not judged yet; *examined counts the unreferenced ones. */
+static int judge(struct erasure *w, struct left_list *l, struct hmap *judged, int64_t *examined,
+                 struct st_err *err)
+{
+    struct buf b = BUF_INIT, paths = BUF_INIT;
+    size_t npaths = 0;
+    for (size_t i = 0; i < l->n; i++) /* new Parquet files: referenced by the catalog? */
+        if (l->v[i].kind == LEFT_FILE && verdict(judged, &l->v[i], &b) == VERDICT_NEW) {
+            buf_append(&paths, l->v[i].key, strlen(l->v[i].key) + 1);
+            npaths++;
+        }
+    struct hmap unref;
+    hmap_init(&unref);
+    int rc = npaths == 0 ? ST_OK
+                         : eng__gc_lookup(eng__rewrite_conn(w->rw), (const char *)paths.data,
+                                          npaths, &unref, err);
+    for (size_t i = 0; rc == ST_OK && i < l->n; i++) {
+        const struct leftover *x = &l->v[i];
+        if (verdict(judged, x, &b) != VERDICT_NEW)
+            continue;
+        if (x->kind == LEFT_FILE && hmap_get(&unref, x->key, strlen(x->key)) == NULL) {
+            set_verdict(judged, x, VERDICT_CLEAN, &b); /* a file of the table: verify_files' */
+            continue;
+        }
+        (*examined)++;
+        struct found f = {0};
+        struct st_err e2 = {0};
+        enum left_verdict v;
+        if (x->kind == LEFT_UPLOAD) /* its parts cannot be read */
+            v = VERDICT_ERASED;
+        else if (scan_file(w, 0, x->key, NULL, COLLECT_NONE, false, &f, &e2) != ST_OK)
+            v = VERDICT_ERASED; /* torn, or being written: what it holds cannot be told */
+        else
+            v = f.deleted + f.live > 0 ? VERDICT_ERASED : VERDICT_CLEAN;
+        set_verdict(judged, x, v, &b);
+    }
+    hmap_free(&unref);
+    buf_free(&paths);
+    buf_free(&b);
+    return rc;
+}
+
+/*
+ * Remove the leftovers of this look that must go and are old enough on the
+ * catalog's clock (see above); *young counts those that are not yet.
+ */
+static int remove_old(struct erasure *w, struct left_list *l, struct hmap *judged, int64_t *removed,
+                      int64_t *young, struct st_err *err)
+{
+    struct buf b = BUF_INIT, paths = BUF_INIT;
+    size_t npaths = 0, ndoomed = 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (verdict(judged, &l->v[i], &b) == VERDICT_ERASED) {
+            ndoomed++;
+            if (l->v[i].kind == LEFT_FILE) {
+                buf_append(&paths, l->v[i].key, strlen(l->v[i].key) + 1);
+                npaths++;
+            }
+        }
+    *young = 0;
+    if (ndoomed == 0) {
+        buf_free(&b);
+        buf_free(&paths);
+        return ST_OK;
+    }
+    struct hmap unref;
+    hmap_init(&unref);
+    int64_t now_us = 0;
+    int rc =
+        last_look(eng__rewrite_conn(w->rw), (const char *)paths.data, npaths, &now_us, &unref, err);
+    for (size_t i = 0; rc == ST_OK && i < l->n; i++) {
+        const struct leftover *x = &l->v[i];
+        if (verdict(judged, x, &b) != VERDICT_ERASED)
+            continue;
+        if (x->kind == LEFT_FILE && hmap_get(&unref, x->key, strlen(x->key)) == NULL) {
+            /* committed since: rows written after the delete, in a file of the table */
+            set_verdict(judged, x, VERDICT_CLEAN, &b);
+            continue;
+        }
+        int64_t limit_s = x->kind == LEFT_FILE ? ERASE_ORPHAN_AGE_S : ENGINE_COMMIT_MAX_AGE_S;
+        if (x->at_us <= 0 || now_us - x->at_us <= limit_s * 1000000) {
+            (*young)++;
+            continue;
+        }
+        struct st_err e2 = {0};
+        bool gone = false;
+        int drc = x->kind == LEFT_UPLOAD
+                      ? blob_abort_upload(w->e->blobs, x->key, x->upload_id, &e2)
+                      : blob_delete(w->e->blobs, (const char *const *)&x->key, 1, &gone, &e2);
+        if (drc != ST_OK) {
+            log_warn("erasure %s: %s", w->id, e2.msg);
+            (*young)++; /* still there: kept, unless a later look removes it */
+            continue;
+        }
+        set_verdict(judged, x, VERDICT_CLEAN, &b);
+        (*removed)++;
+        log_info("erasure %s: %s the %s %s, which held erased rows or could not be read", w->id,
+                 x->kind == LEFT_UPLOAD ? "aborted" : "deleted",
+                 x->kind == LEFT_FILE   ? "leftover file"
+                 : x->kind == LEFT_TEMP ? "temporary file"
+                                        : "unfinished upload of",
+                 x->key);
+    }
+    hmap_free(&unref);
+    buf_free(&paths);
+    buf_free(&b);
+    return rc;
+}
+
+/* Leftovers of writes in the table's data directory: none may hold an erased row. */
 static int verify_orphans(struct erasure *w, struct st_err *err)
 {
     char *prefix = xasprintf("tables/%s/data/", w->t->uuid);
-    int64_t seen = 0, deleted = 0, kept = 0;
+    int64_t examined = 0, removed = 0, young = 0;
+    struct hmap judged; /* leftover -> enum left_verdict, across looks */
+    hmap_init(&judged);
+    int64_t wait_ms = atomic_load(&w->e->test_erase_orphan_wait_ms);
+    uint64_t until =
+        st_mono_ns() + (uint64_t)(wait_ms > 0 ? wait_ms : ERASE_ORPHAN_WAIT_MS) * 1000000u;
     int rc = ST_OK;
-    uint64_t until = st_mono_ns() + (uint64_t)(ENGINE_COMMIT_MAX_AGE_S + 10) * 1000000000u;
-    for (bool again = true; again && rc == ST_OK;) {
-        again = false;
-        struct listing l = {.keys = BUF_INIT};
-        struct hmap unref; /* the listed files no catalog row references: one statement */
-        hmap_init(&unref);
-        rc = blob_list(w->e->blobs, prefix, list_parquet, &l, err);
-        if (rc == ST_OK && l.n > 0)
-            rc = eng__gc_lookup(eng__rewrite_conn(w->rw), (const char *)l.keys.data, l.n, &unref,
-                                err);
-        const char *rel = (const char *)l.keys.data;
-        for (size_t i = 0; rc == ST_OK && i < l.n; i++, rel += strlen(rel) + 1) {
-            if (strchr(rel + strlen(prefix), '/') != NULL)
-                continue; /* not a file of the data "directory" itself */
-            bool yes = hmap_get(&unref, rel, strlen(rel)) == NULL;
-            struct found f = {0};
-            if (!yes) {
-                seen++;
-                struct st_err e2 = {0};
-                if (scan_file(w, rel, NULL, false, &f, &e2) != ST_OK)
-                    f.live = 0; /* a torn leftover: not a table file; gc takes it */
-            }
-            if (rc == ST_OK && !yes && f.deleted + f.live > 0) {
-                struct blob_info bi;
-                struct st_err e2 = {0};
-                int hrc = blob_head(w->e->blobs, rel, &bi, &e2);
-                /* its age now (a rewrite may have made it young again), in whole seconds */
-                bool old = hrc == ST_OK && st_now_us() - bi.mtime_us / 1000000 * 1000000 >
-                                               (int64_t)ENGINE_COMMIT_MAX_AGE_S * 1000000;
-                if (old || hrc == ST_ENOTFOUND) {
-                    bool gone = false;
-                    if (blob_delete(w->e->blobs, &rel, 1, &gone, &e2) == ST_OK && gone)
-                        deleted++;
-                } else if (st_mono_ns() < until) {
-                    again = true; /* a commit may still take it: look again later */
-                } else {
-                    kept++;
-                }
-            }
-        }
-        hmap_free(&unref);
-        buf_free(&l.keys);
-        if (again) {
-            struct timespec ts = {1, 0};
-            nanosleep(&ts, NULL);
-        }
+    for (;;) {
+        struct left_list l = {.prefix = prefix};
+        if ((rc = blob_list(w->e->blobs, prefix, list_left_file, &l, err)) == ST_OK &&
+            (rc = blob_list_uploads(w->e->blobs, prefix, list_left_upload, &l, err)) == ST_OK &&
+            (rc = judge(w, &l, &judged, &examined, err)) == ST_OK)
+            rc = remove_old(w, &l, &judged, &removed, &young, err);
+        left_list_free(&l);
+        if (rc != ST_OK || young == 0 || st_mono_ns() >= until)
+            break;
+        struct timespec ts = {1, 0}; /* a write in flight may rename or remove its own */
+        nanosleep(&ts, NULL);
     }
+    hmap_free(&judged);
     free(prefix);
     if (rc != ST_OK)
         return rc;
-    w->files_deleted += deleted;
-    struct engine_erasure_check *ck = check(w, "orphan_blobs", kept == 0);
-    count(ck, "orphans_examined", seen);
-    count(ck, "orphans_deleted", deleted);
+    w->files_deleted += removed;
+    struct engine_erasure_check *ck = check(w, "orphan_blobs", young == 0);
+    count(ck, "orphans_examined", examined);
+    count(ck, "orphans_deleted", removed);
+    count(ck, "orphans_kept", young);
+    return ST_OK;
+}
+
+/* A bucket that keeps versions keeps what the erasure deleted: it is not verified there. */
+static int verify_versioning(struct erasure *w, struct st_err *err)
+{
+    (void)err;
+    enum blob_versioning v = BLOB_UNVERSIONED;
+    struct st_err e2 = {0};
+    int rc = blob_versioning(w->e->blobs, &v, &e2);
+    if (rc != ST_OK)
+        log_warn("erasure %s: %s", w->id, e2.msg);
+    struct engine_erasure_check *ck =
+        check(w, "bucket_versioning", rc == ST_OK && v == BLOB_UNVERSIONED);
+    note(ck, rc != ST_OK                            ? "the bucket's versioning could not be read"
+             : v == BLOB_VERSIONING_ENABLED         ? "versioning is enabled on the bucket: every "
+                                                      "deleted file stays as a noncurrent version"
+             : v == BLOB_VERSIONING_SUSPENDED       ? "versioning is suspended on the bucket: the "
+                                                      "versions it kept while enabled stay"
+             : blob_local_root(w->e->blobs) != NULL ? "a local directory keeps no versions"
+                                                    : "the bucket keeps no versions");
     return ST_OK;
 }
 
@@ -638,9 +1111,13 @@ static void receipt_of(const struct erasure *w, const char *status, int64_t veri
     snprintf(out->status, sizeof out->status, "%s", status);
     char hex[65];
     st_sha256_hex(w->digest, hex);
-    snprintf(out->key_digest, sizeof out->key_digest, "sha256:%s", hex);
+    snprintf(out->key_digest, sizeof out->key_digest, ERASE_DIGEST_HMAC "%s", hex);
     out->keys = (int64_t)w->keys.count;
     out->rows_erased = w->rows_erased;
+    out->has_row_versions_purged = true;
+    out->row_versions_purged =
+        w->purged_before +
+        (w->versions_found > w->versions_left ? w->versions_found - w->versions_left : 0);
     out->delete_seq = w->delete_seq;
     out->has_rewrite_seq = w->rewrite_seq > 0;
     out->rewrite_seq = w->rewrite_seq;
@@ -717,6 +1194,7 @@ static int begin_row(struct erasure *w, bool *done, struct engine_erasure *out, 
                     was.recorded && was.delete_seq > 0) {
                     w->delete_seq = was.delete_seq;
                     w->rows_erased = was.rows_erased;
+                    w->purged_before = was.row_versions_purged;
                 }
                 w->resumed = true;
             }
@@ -762,6 +1240,9 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
         return ST_OK;
     }
     snprintf(out->id, sizeof out->id, "%s", w->id);
+    if ((rc = read_secret(eng__rewrite_conn(w->rw), w->secret, err)) != ST_OK)
+        return rc;
+    digest_of(&w->keys, w->secret, w->digest); /* keys form: the keys given */
     if (!(w->resumed && w->delete_seq > 0)) {
         if ((rc = delete_rows(w, err)) != ST_OK)
             return rc;
@@ -769,14 +1250,15 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
             return rc;
     }
     eng__crash_point(w->e); /* fault injection (tests): a crash between the steps */
+    /* the count of purged row versions survives a crash from here on (a resumed erasure adds
+       what it purges itself) */
     if ((rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK ||
-        (rc = iceberg_after(w, err)) != ST_OK)
+        (rc = store(w, "running", 0, err)) != ST_OK || (rc = iceberg_after(w, err)) != ST_OK)
         return rc;
-    if (w->f != NULL || w->t->npk == 0)
-        digest_of(&w->keys, w->digest); /* filter form: the keys found */
+    digest_of(&w->keys, w->secret, w->digest); /* filter form: the keys found */
     if ((rc = verify_files(w, err)) != ST_OK || (rc = verify_key_index(w, err)) != ST_OK ||
         (rc = verify_statistics(w, err)) != ST_OK || (rc = verify_orphans(w, err)) != ST_OK ||
-        (rc = verify_iceberg(w, err)) != ST_OK)
+        (rc = verify_versioning(w, err)) != ST_OK || (rc = verify_iceberg(w, err)) != ST_OK)
         return rc;
     int64_t now = st_now_us();
     const char *status = w->failed ? "failed" : "verified";
@@ -816,12 +1298,16 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
     w.f = q->filter;
     w.kb = (struct buf)BUF_INIT;
     hmap_init(&w.keys);
+    hmap_init(&w.kept_pos);
+    hmap_init(&w.kept_keys);
     for (size_t i = 0; i < q->nkeys; i++) {
         const struct st_value *k = &q->keys[i * (size_t)t->npk];
         buf_reset(&w.kb);
         for (int c = 0; c < t->npk; c++) {
             if (k[c].null) {
                 hmap_free(&w.keys);
+                hmap_free(&w.kept_pos);
+                hmap_free(&w.kept_keys);
                 buf_free(&w.kb);
                 return st_errf(err, ST_EINVAL, "keys[%zu]: key column \"%s\" is null", i,
                                t->cols[t->pk[c]].name);
@@ -831,14 +1317,88 @@ int engine_erase(struct engine *e, const struct engine_erase_req *q, struct engi
         bool created;
         hmap_put(&w.keys, w.kb.data, w.kb.len, &created);
     }
-    digest_of(&w.keys, w.digest);
     int rc = eng__rewrite_begin(e, t, true, &w.rw, err);
     if (rc == ST_OK)
         rc = erase_run(&w, out, err);
     eng__rewrite_end(w.rw, rc);
+    memset(w.secret, 0, sizeof w.secret);
     hmap_free(&w.keys);
+    hmap_free(&w.kept_pos);
+    hmap_free(&w.kept_keys);
     buf_free(&w.kb);
     if (rc != ST_OK && rc != ST_EINTERNAL)
         engine_erasure_free(out);
     return rc;
+}
+
+int engine_check_erasure(struct engine *e, const struct engine_erasure_check_req *q, bool *match,
+                         struct st_err *err)
+{
+    *match = false;
+    const struct engine_table *t = q->table;
+    if (t->npk == 0)
+        return st_errf(err, ST_EINVAL,
+                       "table \"%s\" has no primary key: the digests of its erasures cover whole "
+                       "rows, which a check does not name",
+                       t->name);
+    if (q->nkeys == 0)
+        return st_errf(err, ST_EINVAL, "keys: give at least one key");
+    if (q->nkeys > ERASE_KEYS_MAX)
+        return st_errf(err, ST_EINVAL, "keys: %zu keys, at most %d per check", q->nkeys,
+                       ERASE_KEYS_MAX);
+    struct engine_erasure r;
+    int rc = engine_get_erasure(e, t, q->id, &r, err);
+    if (rc != ST_OK)
+        return rc;
+    bool keyed = strncmp(r.key_digest, ERASE_DIGEST_HMAC, strlen(ERASE_DIGEST_HMAC)) == 0;
+    const char *hex =
+        r.key_digest + (keyed ? strlen(ERASE_DIGEST_HMAC) : strlen(ERASE_DIGEST_PLAIN));
+    if (!r.recorded)
+        return st_errf(err, ST_ECONFLICT, "erasure %s has no digest yet (it has just begun)", r.id);
+    if (!keyed && strncmp(r.key_digest, ERASE_DIGEST_PLAIN, strlen(ERASE_DIGEST_PLAIN)) != 0)
+        return st_errf(err, ST_EINTERNAL, "erasure %s: its digest has an unknown form", r.id);
+    if (strlen(hex) != 64)
+        return st_errf(err, ST_EINTERNAL, "erasure %s: its digest is not 64 hex digits", r.id);
+    struct hmap keys;
+    hmap_init(&keys);
+    struct buf kb = BUF_INIT;
+    for (size_t i = 0; i < q->nkeys && rc == ST_OK; i++) {
+        const struct st_value *k = &q->keys[i * (size_t)t->npk];
+        buf_reset(&kb);
+        for (int c = 0; c < t->npk && rc == ST_OK; c++) {
+            if (k[c].null)
+                rc = st_errf(err, ST_EINVAL, "keys[%zu]: key column \"%s\" is null", i,
+                             t->cols[t->pk[c]].name);
+            else
+                key_encode_value(t->cols[t->pk[c]].type, &k[c], &kb);
+        }
+        if (rc == ST_OK)
+            hmap_put(&keys, kb.data, kb.len, NULL);
+    }
+    buf_free(&kb);
+    uint8_t secret[ERASE_SECRET_LEN];
+    PGconn *c = NULL;
+    if (rc == ST_OK && keyed &&
+        (rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err)) == ST_OK) {
+        rc = read_secret(c, secret, err);
+        cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    }
+    if (rc == ST_OK) {
+        uint8_t d[32];
+        char mine[65];
+        digest_of(&keys, keyed ? secret : NULL, d);
+        st_sha256_hex(d, mine);
+        unsigned diff = 0; /* in constant time: nothing learnt from how long it took */
+        for (int i = 0; i < 64; i++)
+            diff |= (unsigned)(mine[i] ^ hex[i]);
+        *match = diff == 0;
+    }
+    memset(secret, 0, sizeof secret);
+    hmap_free(&keys);
+    return rc;
+}
+
+void engine_test_erase_orphan_wait(struct engine *e, int ms)
+{
+    atomic_store(&e->test_erase_orphan_wait_ms, ms);
 }

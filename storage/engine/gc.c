@@ -3,9 +3,14 @@
  *
  * A blob is an orphan when no catalog row references it: the Parquet or
  * Puffin file of a commit that lost its race or crashed before COMMIT, the
- * files of a dropped table, or a temp file left by a crash mid-write. It is
- * deleted only once older than the grace period, because a commit in
- * flight has written its blobs but not yet committed them.
+ * files of a dropped table, or a temp file left by a crash mid-write
+ * ("<name>.tmp.<hex>", which the walk lists like any file of the
+ * directory). It is deleted only once older than the grace period, because
+ * a commit in flight has written its blobs but not yet committed them. On
+ * S3, an upload that was begun and never completed nor aborted (a crash in
+ * the middle of a multipart upload) holds its parts' bytes outside any
+ * listing of objects: those under tables/ that began before the grace
+ * period are aborted (gc_uploads).
  *
  * A blob that snapshot expiry freed is not an orphan while it waits out its
  * grace in strike.expired_blobs (expire.c): the lookups below count it as
@@ -298,6 +303,55 @@ static int gc_delete(PGconn *c, struct gc_ctx *g, struct st_err *err)
     return ST_OK;
 }
 
+/* ---- unfinished uploads (S3 multipart) ------------------------------------------------ */
+
+struct gc_uploads {
+    time_t cutoff;
+    struct engine_gc_report *rep;
+    struct buf doomed; /* key, NUL, upload id, NUL, ... */
+    size_t n;
+};
+
+static int gc_upload(void *ctx, const struct blob_upload *u)
+{
+    struct gc_uploads *g = ctx;
+    g->rep->uploads++;
+    /* an upload whose start the store does not say is kept: it may be in flight */
+    if (u->initiated_us <= 0 || (time_t)(u->initiated_us / 1000000) > g->cutoff)
+        return 0;
+    buf_append(&g->doomed, u->key, strlen(u->key) + 1);
+    buf_append(&g->doomed, u->upload_id, strlen(u->upload_id) + 1);
+    g->n++;
+    return 0;
+}
+
+/*
+ * Abort the unfinished uploads under tables/ that began before the cutoff
+ * (dry_run: only count them). A write in flight that old could no longer be
+ * committed (ENGINE_COMMIT_MAX_AGE_S is well under the grace). A store that
+ * cannot list them (no such permission) is logged: the rest of gc stands.
+ */
+static void gc_uploads(struct engine *e, time_t cutoff, bool dry_run, struct engine_gc_report *rep)
+{
+    struct gc_uploads g = {.cutoff = cutoff, .rep = rep, .doomed = BUF_INIT};
+    struct st_err e2 = {0};
+    if (blob_list_uploads(e->blobs, "tables/", gc_upload, &g, &e2) != ST_OK)
+        log_warn("gc: listing unfinished uploads: %s", e2.msg);
+    const char *p = (const char *)g.doomed.data;
+    for (size_t i = 0; !dry_run && i < g.n; i++) {
+        const char *key = p, *id = p + strlen(p) + 1;
+        p = id + strlen(id) + 1;
+        memset(&e2, 0, sizeof e2);
+        if (blob_abort_upload(e->blobs, key, id, &e2) != ST_OK) {
+            log_warn("gc: %s", e2.msg);
+            continue;
+        }
+        rep->uploads_aborted++;
+        log_info("gc: aborted the unfinished upload of %s", key);
+    }
+    buf_free(&g.doomed);
+}
+
 int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct engine_gc_report *out,
               struct st_err *err)
 {
@@ -332,6 +386,8 @@ int engine_gc(struct engine *e, int64_t grace_s, bool dry_run, struct engine_gc_
         e->test_gc_hook(e->test_gc_hook_ctx);
     if (rc == ST_OK)
         rc = gc_delete(c, &g, err);
+    if (rc == ST_OK)
+        gc_uploads(e, g.cutoff, dry_run, out);
     buf_free(&g.batch);
     buf_free(&g.cand);
     if (rc == ST_OK && !dry_run)
@@ -507,10 +563,11 @@ static void *gc_main(void *p)
         struct st_err err = {0};
         if (engine_gc(e, e->o.gc_grace_s, false, &rep, &err) != ST_OK)
             log_warn("gc: %s", err.msg);
-        else if (rep.deleted > 0 || rep.expired > 0)
+        else if (rep.deleted > 0 || rep.expired > 0 || rep.uploads_aborted > 0)
             log_info("gc: deleted %lld of %lld orphans, %lld blobs of expired snapshots past "
-                     "their grace",
-                     (long long)rep.deleted, (long long)rep.orphans, (long long)rep.expired);
+                     "their grace, aborted %lld of %lld unfinished uploads",
+                     (long long)rep.deleted, (long long)rep.orphans, (long long)rep.expired,
+                     (long long)rep.uploads_aborted, (long long)rep.uploads);
         pthread_mutex_lock(&e->gc_mu);
     }
     pthread_mutex_unlock(&e->gc_mu);

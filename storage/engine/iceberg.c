@@ -435,7 +435,8 @@ static void stats_of(const struct engine_table *t, const struct xfile *f, struct
         cs->null_count = (int64_t)rp[k]->null_count;
         const struct st_value *v[2] = {&rp[k]->min, &rp[k]->max};
         /* a NaN is no bound (the spec): a double column keeps its counts only */
-        bool nan = t->cols[k].type == ST_T_DOUBLE && (v[0]->v.d != v[0]->v.d || v[1]->v.d != v[1]->v.d);
+        bool nan =
+            t->cols[k].type == ST_T_DOUBLE && (v[0]->v.d != v[0]->v.d || v[1]->v.d != v[1]->v.d);
         if (!rp[k]->has_minmax || nan)
             continue;
         for (int i = 0; i < 2; i++) {
@@ -1201,7 +1202,7 @@ static int load_changes(struct xpass *x, int64_t hi, struct st_err *err)
             memset(f, 0, sizeof *f);
             f->id = pgu_get_i64(r, i, 0);
             f->key = xstrdup("");
-            f->data_seq = 0;                 /* listed at prev: added at or before it */
+            f->data_seq = 0;              /* listed at prev: added at or before it */
             f->removed_seq = x->prev + 1; /* gone by the next snapshot */
         }
         PQclear(r);

@@ -8,10 +8,14 @@
  * it was given):
  *
  *   {"v":1,"id","table","status","key_digest","keys","rows_erased",
- *    "delete_seq","rewrite_seq":n|null,"expired_snapshots","files_rewritten",
- *    "files_deleted","bytes_deleted",
+ *    "row_versions_purged","delete_seq","rewrite_seq":n|null,
+ *    "expired_snapshots","files_rewritten","files_deleted","bytes_deleted",
  *    "checks":[{"check":name,"passed":bool,<figure>:n|"text",...}],
  *    "verified_us":n|null}
+ *
+ * "row_versions_purged" came later (an optional member, so the version stays
+ * 1 and a striked of either side reads the other's records): a record
+ * without it decodes with has_row_versions_purged false.
  *
  * A row written before it holds the receipt as it was answered: no "v",
  * "verified_at" (RFC 3339) instead of "verified_us", each check's figures
@@ -55,6 +59,8 @@ char *eng__receipt_encode(const struct engine_erasure *r)
     json_object_set_new(o, "key_digest", json_string(r->key_digest));
     json_object_set_new(o, "keys", json_integer(r->keys));
     json_object_set_new(o, "rows_erased", json_integer(r->rows_erased));
+    if (r->has_row_versions_purged)
+        json_object_set_new(o, "row_versions_purged", json_integer(r->row_versions_purged));
     json_object_set_new(o, "delete_seq", json_integer(r->delete_seq));
     json_object_set_new(o, "rewrite_seq",
                         r->has_rewrite_seq ? json_integer(r->rewrite_seq) : json_null());
@@ -136,6 +142,11 @@ static bool decode_fields(json_t *o, struct engine_erasure *r)
         !(json_is_null(rw) || json_is_integer(rw)) || !json_is_array(checks) ||
         json_array_size(checks) > ENGINE_ERASURE_CHECKS_MAX)
         return false;
+    json_t *purged = json_object_get(o, "row_versions_purged");
+    if (purged != NULL && !json_is_integer(purged))
+        return false;
+    r->has_row_versions_purged = purged != NULL;
+    r->row_versions_purged = purged != NULL ? (int64_t)json_integer_value(purged) : 0;
     r->has_rewrite_seq = json_is_integer(rw);
     r->rewrite_seq = r->has_rewrite_seq ? (int64_t)json_integer_value(rw) : 0;
     for (size_t i = 0; i < json_array_size(checks); i++)

@@ -231,6 +231,19 @@ const struct migration cat__migrations[] = {
      "  table_id bigint PRIMARY KEY REFERENCES strike.tables(id) ON DELETE CASCADE,"
      "  valid_until timestamptz NOT NULL);"},
 
+    /* The catalog's secrets, made here and never returned by any call:
+       "erasure_digest" keys the HMAC-SHA256 of an erasure receipt's key
+       digest (erase.c), so that whoever may read receipts cannot test
+       guessed keys against them. 32 bytes: the SHA-256 of three random
+       UUIDs (gen_random_uuid: pg_strong_random, 366 random bits). */
+    {13, "the catalog's secrets: the key of erasure receipts' digests",
+     "CREATE TABLE strike.secrets ("
+     "  name text PRIMARY KEY,"
+     "  secret bytea NOT NULL CHECK (octet_length(secret) = 32),"
+     "  created_at timestamptz NOT NULL DEFAULT now());"
+     "INSERT INTO strike.secrets (name, secret) VALUES ('erasure_digest',"
+     "  sha256((gen_random_uuid()::text || gen_random_uuid()::text ||"
+     "  gen_random_uuid()::text)::bytea));"},
     /* Every table is an Iceberg v3 table (iceberg.c, docs/DESIGN.md "Iceberg"): what the
        export reached per table, each manifest with the snapshots that list it (added_seq,
        removed_seq, as data files have) and the data files of its live entries, each
@@ -240,7 +253,7 @@ const struct migration cat__migrations[] = {
        it is exported); rows written from now on are not (the column's default). The live-DV index
        takes added_seq, so that the DVs a range of seqs added are one index range (no more entries
        than before: it replaces the old one). */
-    {13, "iceberg: export state, manifests, snapshots and metadata files; DVs by URI",
+    {14, "iceberg: export state, manifests, snapshots and metadata files; DVs by URI",
      "ALTER TABLE strike.deletion_vectors ADD COLUMN legacy_ref boolean NOT NULL DEFAULT true;"
      "ALTER TABLE strike.deletion_vectors ALTER COLUMN legacy_ref SET DEFAULT false;"
      "CREATE TABLE strike.iceberg_tables ("

@@ -77,7 +77,7 @@ int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char 
         }
         snprintf(t->cols[i].name, sizeof t->cols[i].name, "%s", cname);
         t->cols[i].required = json_is_true(json_object_get(c, "required"));
-        /* Iceberg field ids: stored since catalog schema 13; a table created
+        /* Iceberg field ids: stored since catalog schema 14; a table created
            before has the ids its columns' positions give (1, 2, ...) */
         json_t *id = json_object_get(c, "id");
         t->cols[i].field_id =

@@ -32,6 +32,7 @@ UNARY = {
     "Expire": (pb.ExpireRequest, pb.ExpireResponse),
     "Erase": (pb.EraseRequest, pb.EraseResponse),
     "GetErasure": (pb.GetErasureRequest, pb.EraseResponse),
+    "CheckErasure": (pb.CheckErasureRequest, pb.CheckErasureResponse),
     "TableHealth": (pb.TableHealthRequest, pb.TableHealthResponse),
     "ApplyDebezium": (pb.ApplyDebeziumRequest, pb.ApplyDebeziumResponse),
 }

@@ -488,6 +488,17 @@ class Client(unittest.TestCase):
         one = json.loads(self.ok("erasures", "ops", receipt["id"]).stdout)
         self.assertEqual(one["key_digest"], receipt["key_digest"])
         self.code(3, "erasures", "ops", "00000000-0000-4000-8000-000000000000")
+        # check keys against a receipt (issue 28 item 2): exit 0 on a match, 1 otherwise
+        chk = self.ok("erasures", "check", "ops", receipt["id"], "--key", '{"id":3}', "--key", '{"id":1}')
+        self.assertEqual(json.loads(chk.stdout), {"match": True})
+        chk = self.code(1, "erasures", "check", "ops", receipt["id"], "--key", '{"id":1}')
+        self.assertEqual(json.loads(chk.stdout), {"match": False})
+        self.assertRegex(self.code(1, "erasures", "check", "ops", receipt["id"], "--key", '{"id":2}',
+                                   "--output", "table").stdout, r"(?m)^match\s+false$")
+        self.code(2, "erasures", "check", "ops", receipt["id"])
+        self.code(2, "erasures", "check", "ops", "--key", '{"id":1}')
+        self.code(3, "erasures", "check", "ops", "00000000-0000-4000-8000-000000000000", "--key", '{"id":1}')
+        self.assertIn("erasures check TABLE ID", self.ok("erasures", "--help").stdout)
         self.assertEqual(len(self.rows("ops")), 72)
 
 

@@ -15,11 +15,13 @@
   lost, and the erasure retried with its Idempotency-Key ends in a verified
   receipt.
 """
+import hashlib
 import json
 import os
 import random
 import re
 import signal
+import struct
 import subprocess
 import threading
 import time
@@ -93,7 +95,7 @@ def fsck(tc, url, data_dir):
 
 RECEIPT_KEYS = {"id", "table", "status", "key_digest", "keys", "rows_erased", "delete_seq", "rewrite_seq",
                 "expired_snapshots", "files_rewritten", "files_deleted", "bytes_deleted", "checks",
-                "verified_at"}
+                "verified_at", "row_versions_purged"}
 
 
 class Erasure(unittest.TestCase):
@@ -139,8 +141,9 @@ class Erasure(unittest.TestCase):
         self.assertEqual(r.header("Location"), f"/v1/tables/people/erasures/{rec['id']}")
         self.assertEqual(rec["status"], "verified")
         self.assertEqual(rec["table"], "people")
-        self.assertRegex(rec["key_digest"], r"^sha256:[0-9a-f]{64}$")
+        self.assertRegex(rec["key_digest"], r"^hmac-sha256:[0-9a-f]{64}$")
         self.assertEqual(rec["rows_erased"], 1)
+        self.assertEqual(rec["row_versions_purged"], 3)  # v0 and v2 (deleted before), v3
         self.assertEqual(rec["delete_seq"], seq_before + 1)
         self.assertGreater(rec["rewrite_seq"], rec["delete_seq"])
         self.assertGreaterEqual(rec["files_rewritten"], 1)
@@ -150,7 +153,7 @@ class Erasure(unittest.TestCase):
         self.assertRegex(rec["verified_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
         self.assertEqual({c["check"] for c in rec["checks"]},
                          {"data_files", "key_index", "column_statistics", "orphan_blobs",
-                          "iceberg_metadata"})
+                          "bucket_versioning", "iceberg_metadata"})
         self.assertTrue(all(c["passed"] for c in rec["checks"]), rec["checks"])
         self.assertNotIn(MARKER, r.body.decode())
         self.assertNotIn("1234", json.dumps({k: v for k, v in rec.items() if k not in ("id", "key_digest")}))
@@ -188,6 +191,7 @@ class Erasure(unittest.TestCase):
         self.assertEqual(r2.status, 201, r2)
         self.assertEqual(r2.json()["key_digest"], rec["key_digest"])
         self.assertEqual(r2.json()["rows_erased"], 0)
+        self.assertEqual(r2.json()["row_versions_purged"], 0)
         # an upsert of the key after the erasure is a new row
         self.assertEqual(upsert(self.s, "people", [person(1234)])["inserted"], 1)
         # pages of the list
@@ -196,6 +200,114 @@ class Erasure(unittest.TestCase):
         self.assertEqual(p1["next"], rec["id"])
         p2 = self.s.req("GET", f"/v1/tables/people/erasures?limit=1&after={p1['next']}").json()
         self.assertEqual([x["id"] for x in p2["erasures"]], [r2.json()["id"]])
+
+    def test_old_version_by_filter(self):
+        """Issue 28 item 1: the filter names an old version of a key that has a newer live one."""
+        spec = {"columns": [{"name": "id", "type": "long", "required": True},
+                            {"name": "email", "type": "string"}],
+                "primary_key": ["id"]}
+        create(self.s, "users2", spec)
+        upsert(self.s, "users2", [{"id": 1, "email": "old@x"}, {"id": 2, "email": "two@x"}])
+        upsert(self.s, "users2", [{"id": 1, "email": "new@x"}])
+        self.assertEqual(len(files_holding(self.s.data_dir, "old@x")[1]), 1)
+        r = self.s.req("POST", "/v1/tables/users2/erasures",
+                       {"filter": {"type": "eq", "term": "email", "value": "old@x"}})
+        self.assertEqual(r.status, 201, r)
+        rec = r.json()
+        self.assertEqual(rec["status"], "verified")
+        self.assertTrue(all(c["passed"] for c in rec["checks"]), rec["checks"])
+        self.assertEqual(rec["rows_erased"], 0)  # the old version was no longer live
+        self.assertEqual(rec["row_versions_purged"], 1)
+        self.assertEqual(rec["keys"], 1)
+        self.assertEqual(files_holding(self.s.data_dir, "old@x")[1], [])
+        rows = sorted(u.scan_rows(self, self.s, "users2"), key=lambda x: x["id"])
+        self.assertEqual(rows, [{"id": 1, "email": "new@x"}, {"id": 2, "email": "two@x"}])
+        self.assertEqual(self.s.req("GET", r.header("Location")).json(), rec)
+
+    def test_digest_is_keyed_and_checked(self):
+        """Issue 28 item 2: the key digest is an HMAC keyed per catalog; admins check keys."""
+        create(self.s, "subjects")
+        upsert(self.s, "subjects", [person(i) for i in range(10)])
+        r = self.s.req("POST", "/v1/tables/subjects/erasures", {"keys": [{"id": 5}]})
+        self.assertEqual(r.status, 201, r)
+        rec = r.json()
+        self.assertRegex(rec["key_digest"], r"^hmac-sha256:[0-9a-f]{64}$")
+        # not the SHA-256 anyone could compute from a guessed id (its length, then its encoding)
+        plain = hashlib.sha256(struct.pack(">IQ", 8, 5 ^ (1 << 63))).hexdigest()
+        self.assertNotIn(plain, r.body.decode())
+        # the same erasure on another catalog: another secret, another digest
+        other = h.Striked(catalog=h.create_db("erasure_other_catalog"))
+        try:
+            create(other, "subjects")
+            upsert(other, "subjects", [person(i) for i in range(10)])
+            r2 = other.req("POST", "/v1/tables/subjects/erasures", {"keys": [{"id": 5}]})
+            self.assertEqual(r2.status, 201, r2)
+            self.assertRegex(r2.json()["key_digest"], r"^hmac-sha256:[0-9a-f]{64}$")
+            self.assertNotEqual(r2.json()["key_digest"], rec["key_digest"])
+            self.assertEqual(other.stop()[0], 0)
+        finally:
+            other.close()
+        # the admin's check: exactly the erased keys
+        path = f"/v1/tables/subjects/erasures/{rec['id']}/check"
+        for keys, want in (([{"id": 5}], True), ([{"id": 5}, {"id": 5}], True), ([{"id": 6}], False),
+                           ([{"id": 5}, {"id": 6}], False)):
+            c = self.s.req("POST", path, {"keys": keys})
+            self.assertEqual(c.status, 200, c)
+            self.assertEqual(c.json(), {"match": want}, keys)
+        for body, needle in (({}, "keys"), ({"keys": []}, "keys"), ({"keys": [{"id": "x"}]}, "keys[0]"),
+                             ({"keys": [{"id": 5}], "filter": True}, "filter"), ({"keys": 5}, "keys")):
+            u.assert_problem(self, self.s.req("POST", path, body), 400, needle)
+        u.assert_problem(self, self.s.req(
+            "POST", "/v1/tables/subjects/erasures/01a23000-0000-7000-8000-000000000000/check",
+            {"keys": [{"id": 5}]}), 404)
+        u.assert_problem(self, self.s.req("GET", path), 405)
+        # gRPC CheckErasure
+        m = self.g.call("CheckErasure", table="subjects", id=rec["id"],
+                        keys=[pb.KeyValues(key={"id": gc.value(5)})])
+        self.assertTrue(m.match)
+        m = self.g.call("CheckErasure", table="subjects", id=rec["id"],
+                        keys=[pb.KeyValues(key={"id": gc.value(4)})])
+        self.assertFalse(m.match)
+        rpc_error(self, grpc.StatusCode.INVALID_ARGUMENT, self.g.call, "CheckErasure",
+                  table="subjects", id=rec["id"])
+        # nothing logged the secret: no 64-hex-digit value but the digests and ids of receipts
+        log = open(self.s.log_path, "rb").read().decode()
+        secret = h.sql(self.db, "SELECT encode(secret, 'hex') FROM strike.secrets")[0][0]
+        self.assertNotIn(secret, log)
+        self.assertNotIn(secret, r.body.decode())
+
+    def test_temp_files_are_examined(self):
+        """Issue 28 item 3: a temp file a crash left (a full copy of a data file) holds rows no
+        listing of Parquet files shows: the erasure deletes it, and so does `strike gc`."""
+        create(self.s, "temps")
+        upsert(self.s, "temps", [person(i, marker=(i == 3)) for i in range(10)])
+        uuid = self.s.req("GET", "/v1/tables/temps").json()["uuid"]
+        data = os.path.join(self.s.data_dir, "tables", uuid, "data")
+        (src,) = [os.path.join(data, f) for f in os.listdir(data) if f.endswith(".parquet")]
+        tmp = src + ".tmp.00000000deadbeef"
+        with open(src, "rb") as a, open(tmp, "wb") as b:
+            b.write(a.read())
+        old = time.time() - 180  # past ENGINE_COMMIT_MAX_AGE_S: no write in flight that old
+        os.utime(tmp, (old, old))
+        r = self.s.req("POST", "/v1/tables/temps/erasures", {"keys": [{"id": 3}]})
+        self.assertEqual(r.status, 201, r)
+        orphans = next(c for c in r.json()["checks"] if c["check"] == "orphan_blobs")
+        self.assertEqual((orphans["orphans_examined"], orphans["orphans_deleted"], orphans["passed"]),
+                         (1, 1, True), orphans)
+        self.assertFalse(os.path.exists(tmp))
+        # the collector: temp files older than its grace go, a young one stays
+        (src,) = [os.path.join(data, f) for f in os.listdir(data) if f.endswith(".parquet")]
+        tmp, young = src + ".tmp.00000000000000aa", src + ".tmp.00000000000000bb"
+        for p, age in ((tmp, 7200), (young, 0)):
+            with open(src, "rb") as a, open(p, "wb") as b:
+                b.write(a.read())
+            os.utime(p, (time.time() - age, time.time() - age))
+        g = subprocess.run([os.path.join(h.BIN_DIR, "strike"), "gc", "--catalog", self.url, "--data",
+                            self.s.data_dir, "--grace", "1h"], capture_output=True, text=True)
+        self.assertEqual(g.returncode, 0, g.stderr)
+        self.assertFalse(os.path.exists(tmp))
+        self.assertTrue(os.path.exists(young))
+        os.unlink(young)
 
     def test_grpc(self):
         create(self.s, "grpc_people")
@@ -208,8 +320,9 @@ class Erasure(unittest.TestCase):
         e = self.g.call("Erase", table="grpc_people", keys=[pb.KeyValues(key={"id": gc.value(5)})])
         self.assertEqual(e.status, "verified")
         self.assertEqual(e.rows_erased, 1)
+        self.assertEqual(e.row_versions_purged, 2)  # the compaction copied it: two files
         self.assertEqual(e.table, "grpc_people")
-        self.assertTrue(e.key_digest.startswith("sha256:"))
+        self.assertTrue(e.key_digest.startswith("hmac-sha256:"))
         self.assertEqual(json.loads(e.receipt_json)["id"], e.id)
         got = self.g.call("GetErasure", table="grpc_people", id=e.id)
         self.assertEqual(got.receipt_json, e.receipt_json)

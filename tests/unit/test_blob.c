@@ -28,8 +28,10 @@
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "parquet/parquet.h"
+#include "s3raw.h"
 
 static struct blob_store *S;
+static char Prefix[96]; /* S3: the store's prefix in the bucket strike-test */
 static char Dir[] = "/tmp/strike-blob-XXXXXX";
 
 static char Endpoint[128];
@@ -49,8 +51,8 @@ static int setup(void **state)
         fclose(f);
         Endpoint[strcspn(Endpoint, "\n")] = '\0';
         S3o = (struct blob_s3_opts){.endpoint = Endpoint, .path_style = true};
-        char *url =
-            xasprintf("s3://strike-test/test-blob-%d-%lld", (int)getpid(), (long long)time(NULL));
+        snprintf(Prefix, sizeof Prefix, "test-blob-%d-%lld", (int)getpid(), (long long)time(NULL));
+        char *url = xasprintf("s3://strike-test/%s", Prefix);
         int rc = blob_open_s3(url, &S3o, &S, &err);
         free(url);
         assert_int_equal(rc, ST_OK);
@@ -494,6 +496,86 @@ static void test_presign_vectors(void **state)
     }
 }
 
+struct uploads {
+    int n;
+    char key[128], id[128];
+    int64_t initiated_us;
+};
+
+static int count_upload(void *ctx, const struct blob_upload *u)
+{
+    struct uploads *up = ctx;
+    up->n++;
+    snprintf(up->key, sizeof up->key, "%s", u->key);
+    snprintf(up->id, sizeof up->id, "%s", u->upload_id);
+    up->initiated_us = u->initiated_us;
+    return 0;
+}
+
+/*
+ * What a store keeps besides its objects (issue 28 item 3): an upload begun
+ * and never completed holds bytes no listing of objects shows; a versioned
+ * bucket keeps what is deleted. A local store has neither.
+ */
+static void test_unfinished_uploads_and_versioning(void **state)
+{
+    (void)state;
+    struct st_err err = {0};
+    struct uploads up = {0};
+    enum blob_versioning v = BLOB_VERSIONING_ENABLED;
+    if (blob_local_root(S) != NULL) {
+        assert_int_equal(blob_list_uploads(S, "tables/", count_upload, &up, &err), ST_OK);
+        assert_int_equal(up.n, 0);
+        assert_int_equal(blob_versioning(S, &v, &err), ST_OK);
+        assert_int_equal(v, BLOB_UNVERSIONED);
+        assert_int_equal(blob_abort_upload(S, "tables/t9/data/x.parquet", "id", &err),
+                         ST_EUNSUPPORTED);
+        return;
+    }
+    char key[256], prefix[256];
+    snprintf(key, sizeof key, "%s/tables/t9/data/big.parquet", Prefix);
+    snprintf(prefix, sizeof prefix, "%s/tables/", Prefix);
+    char *id = s3raw_unfinished_upload(Endpoint, "strike-test", key, "PAR1 rows PAR1", 14);
+    /* invisible to a listing of objects, listed as an unfinished upload */
+    struct seen s = {0};
+    assert_int_equal(blob_list(S, "tables/t9/", note, &s, &err), ST_OK);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(blob_list_uploads(S, "tables/", count_upload, &up, &err), ST_OK);
+    assert_int_equal(up.n, 1);
+    assert_string_equal(up.key, "tables/t9/data/big.parquet");
+    assert_string_equal(up.id, id);
+    assert_true(up.initiated_us > 0);
+    memset(&up, 0, sizeof up);
+    assert_int_equal(blob_list_uploads(S, "tables/t8/", count_upload, &up, &err), ST_OK);
+    assert_int_equal(up.n, 0);
+    assert_int_equal(blob_list_uploads(S, "tables", count_upload, &up, &err), ST_EINVAL);
+    /* aborted: gone; aborting again is not an error */
+    assert_int_equal(blob_abort_upload(S, "tables/t9/data/big.parquet", id, &err), ST_OK);
+    assert_int_equal(s3raw_count_uploads(Endpoint, "strike-test", prefix), 0);
+    assert_int_equal(blob_list_uploads(S, "tables/", count_upload, &up, &err), ST_OK);
+    assert_int_equal(up.n, 0);
+    assert_int_equal(blob_abort_upload(S, "tables/t9/data/big.parquet", id, &err), ST_OK);
+    assert_int_equal(blob_abort_upload(S, "../x", id, &err), ST_EINVAL);
+    free(id);
+
+    /* the fixture's bucket keeps no versions; one with versioning does */
+    assert_int_equal(blob_versioning(S, &v, &err), ST_OK);
+    assert_int_equal(v, BLOB_UNVERSIONED);
+    char bucket[64];
+    snprintf(bucket, sizeof bucket, "strike-versioned-%d", (int)getpid());
+    s3raw_versioned_bucket(Endpoint, bucket, "Enabled");
+    char *url = xasprintf("s3://%s/p", bucket);
+    struct blob_store *vs = NULL;
+    assert_int_equal(blob_open_s3(url, &S3o, &vs, &err), ST_OK);
+    assert_int_equal(blob_versioning(vs, &v, &err), ST_OK);
+    assert_int_equal(v, BLOB_VERSIONING_ENABLED);
+    s3raw_versioned_bucket(Endpoint, bucket, "Suspended");
+    assert_int_equal(blob_versioning(vs, &v, &err), ST_OK);
+    assert_int_equal(v, BLOB_VERSIONING_SUSPENDED);
+    blob_close(vs);
+    free(url);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_s3_urls),
         cmocka_unit_test(test_hmac_sha256),
         cmocka_unit_test(test_presign_vectors),
+        cmocka_unit_test(test_unfinished_uploads_and_versioning),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -44,6 +44,8 @@ static void verified(struct engine_erasure *r)
              "sha256:d63db438fcbf1e1342d9dd46da7d5dc00f4c248236009080f556bba049e23c7f");
     r->keys = 1;
     r->rows_erased = 1;
+    r->has_row_versions_purged = true;
+    r->row_versions_purged = 2;
     r->delete_seq = 2;
     r->has_rewrite_seq = true;
     r->rewrite_seq = 3;
@@ -65,7 +67,8 @@ static void verified(struct engine_erasure *r)
 static const char VERIFIED[] =
     "{\"id\":\"01a23d1d-29b5-741e-9552-5a6581d3e324\",\"table\":\"p\",\"status\":\"verified\","
     "\"key_digest\":\"sha256:d63db438fcbf1e1342d9dd46da7d5dc00f4c248236009080f556bba049e23c7f\","
-    "\"keys\":1,\"rows_erased\":1,\"delete_seq\":2,\"rewrite_seq\":3,\"expired_snapshots\":3,"
+    "\"keys\":1,\"rows_erased\":1,\"row_versions_purged\":2,\"delete_seq\":2,\"rewrite_seq\":3,"
+    "\"expired_snapshots\":3,"
     "\"files_rewritten\":1,\"files_deleted\":1,\"bytes_deleted\":412,\"checks\":[{\"files_"
     "decoded\":1,\"files_holding_erased\":0,\"rows_written_after_delete\":0,\"check\":\"data_"
     "files\",\"passed\":true},{\"keys_checked\":1,\"keys_from_before_delete\":0,\"check\":\"key_"
@@ -99,6 +102,13 @@ static void test_running_and_failed(void **state)
     assert_non_null(strstr(s, ",\"rewrite_seq\":null,"));
     assert_non_null(strstr(s, ",\"checks\":[],\"verified_at\":null}"));
     assert_non_null(strstr(s, "\"status\":\"running\""));
+    free(s);
+    /* a receipt stored before the count of purged row versions existed */
+    verified(&r);
+    r.has_row_versions_purged = false;
+    r.row_versions_purged = 0;
+    s = http__erasure_json(&r);
+    assert_non_null(strstr(s, ",\"rows_erased\":1,\"row_versions_purged\":null,"));
     free(s);
     verified(&r);
     snprintf(r.status, sizeof r.status, "failed");
