@@ -19,16 +19,6 @@ strike_py_test(test_avro_avsc test_avro_avsc.py LABELS iceberg)
 # EXISTING and DELETED entries), and what it wrote as JSON. A test helper, not installed.
 add_executable(iceberg_sample integration/iceberg_sample.c)
 target_link_libraries(iceberg_sample PRIVATE strike_iceberg strike_parquet strike_dv m)
-# Parquet field ids come with the `iceberg` branch's struct st_column.field_id; until every
-# checkout has it, the table is read through its schema.name-mapping.default alone.
-include(CheckStructHasMember)
-set(CMAKE_REQUIRED_INCLUDES ${CMAKE_SOURCE_DIR}/storage)
-check_struct_has_member("struct st_column" field_id "common/types.h" STRIKE_COLUMN_HAS_FIELD_ID
-                        LANGUAGE C)
-unset(CMAKE_REQUIRED_INCLUDES)
-if(STRIKE_COLUMN_HAS_FIELD_ID)
-  target_compile_definitions(iceberg_sample PRIVATE STRIKE_COLUMN_HAS_FIELD_ID=1)
-endif()
 #   test_iceberg_writer  the tests' own Iceberg reader (integration/iceberg_read.mjs: avsc,
 #                        DuckDB, its own Puffin and DV decoding) checks that table against the
 #                        spec (`check`: no failure at any metadata version) and reads each

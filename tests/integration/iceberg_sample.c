@@ -22,8 +22,7 @@
  * (m1: 0), S2 9 (m2: 9), S3 12 (m4: 12, its rows already carry ids), and
  * next-row-id 17. The columns: id long required (the identifier field), name
  * string, score double, ok boolean, n int required, at timestamptz; Parquet
- * field ids when struct st_column has them (STRIKE_COLUMN_HAS_FIELD_ID), and
- * the schema.name-mapping.default property either way.
+ * field ids, and the schema.name-mapping.default property too.
  *
  * stdout: what was written, for the test to compute each snapshot's rows
  * from (JSON; values as iceberg_read.mjs prints them: timestamps as
@@ -190,9 +189,7 @@ static void write_parquet(struct data_file *f)
         snprintf(cols[c].name, sizeof cols[c].name, "%s", FIELDS[c].name);
         cols[c].type = FIELDS[c].type;
         cols[c].required = FIELDS[c].required;
-#ifdef STRIKE_COLUMN_HAS_FIELD_ID
         cols[c].field_id = FIELDS[c].id;
-#endif
     }
     struct buf out = BUF_INIT;
     struct pq_writer *w;
