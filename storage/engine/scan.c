@@ -161,6 +161,21 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct engine_table *
     return ST_OK;
 }
 
+/* An integer of the statistics: as jansson read it, or, when the document was read with every
+   number as a real (below), a real that is an integer exactly (|v| <= 2^53) */
+static bool stats_int(const json_t *j, json_int_t *v)
+{
+    if (json_is_integer(j)) {
+        *v = json_integer_value(j);
+        return true;
+    }
+    double d = json_is_real(j) ? json_real_value(j) : 0.5;
+    if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) || d != (double)(int64_t)d)
+        return false; /* NaN fails the first test */
+    *v = (json_int_t)d;
+    return true;
+}
+
 json_t *eng__stats_ranges(const struct engine_table *t, const char *stats_json,
                           struct col_range *ranges, const struct col_range **rp)
 {
@@ -171,8 +186,9 @@ json_t *eng__stats_ranges(const struct engine_table *t, const char *stats_json,
     json_t *o = json_loads(stats_json, 0, NULL);
     if (o == NULL) {
         /* jsonb writes a double such as 1e300 with all its integer digits, past what an
-           integer holds: read every number as a real then; integer columns lose their
-           bounds (json_is_integer is false), never get wrong ones */
+           integer holds: read every number as a real then; an integer column keeps the
+           bounds a double holds exactly (stats_int) and loses the others, never gets wrong
+           ones */
         o = json_loads(stats_json, JSON_DECODE_INT_AS_REAL, NULL);
     }
     if (!json_is_object(o)) {
@@ -185,14 +201,10 @@ json_t *eng__stats_ranges(const struct engine_table *t, const char *stats_json,
             continue;
         struct col_range *cr = &ranges[k];
         memset(cr, 0, sizeof *cr);
-        json_t *nulls = json_object_get(c, "nulls");
-        if (json_is_integer(nulls)) {
+        json_int_t nulls, lo = 0, hi = 0;
+        if (stats_int(json_object_get(c, "nulls"), &nulls) && nulls >= 0) {
             cr->has_null_count = true;
-            cr->null_count = (uint64_t)json_integer_value(nulls);
-        } else if (json_is_real(nulls) && json_real_value(nulls) >= 0 &&
-                   json_real_value(nulls) < 9007199254740992.0) { /* read as a real, exact */
-            cr->has_null_count = true;
-            cr->null_count = (uint64_t)json_real_value(nulls);
+            cr->null_count = (uint64_t)nulls;
         }
         json_t *mn = json_object_get(c, "min"), *mx = json_object_get(c, "max");
         bool ok = mn != NULL && mx != NULL;
@@ -204,15 +216,15 @@ json_t *eng__stats_ranges(const struct engine_table *t, const char *stats_json,
                 cr->max.v.b = json_is_true(mx);
                 break;
             case ST_T_INT:
-                ok = json_is_integer(mn) && json_is_integer(mx);
-                cr->min.v.i = (int32_t)json_integer_value(mn);
-                cr->max.v.i = (int32_t)json_integer_value(mx);
+                ok = stats_int(mn, &lo) && stats_int(mx, &hi) && lo >= INT32_MIN && hi <= INT32_MAX;
+                cr->min.v.i = (int32_t)lo;
+                cr->max.v.i = (int32_t)hi;
                 break;
             case ST_T_LONG:
             case ST_T_TIMESTAMP:
-                ok = json_is_integer(mn) && json_is_integer(mx);
-                cr->min.v.l = json_integer_value(mn);
-                cr->max.v.l = json_integer_value(mx);
+                ok = stats_int(mn, &lo) && stats_int(mx, &hi);
+                cr->min.v.l = lo;
+                cr->max.v.l = hi;
                 break;
             case ST_T_DOUBLE:
                 ok = json_is_number(mn) && json_is_number(mx);
