@@ -108,6 +108,12 @@ static const struct option_def options[] = {
      "largest DV blob a commit keeps inline in the catalog row instead of a Puffin file (0: "
      "never; at most 1M)",
      0},
+    {"iceberg-interval", "STRIKE_ICEBERG_INTERVAL", K_DURATION, "5s", OFF(iceberg_interval_s),
+     "period of the Iceberg export: each table's new snapshots as metadata files in its location "
+     "(0: only when the REST catalog asks)",
+     0},
+    {"iceberg-history", "STRIKE_ICEBERG_HISTORY", K_INT, "500", OFF(iceberg_history),
+     "the newest retained snapshots the Iceberg metadata lists (at least 1)", 1},
     {"log-level", "STRIKE_LOG_LEVEL", K_LEVEL, "info", OFF(log_level), "debug, info, warn or error",
      0},
     {"cdc-route", NULL, K_ROUTE, NULL, OFF(cdc_routes),

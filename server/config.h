@@ -50,6 +50,8 @@ struct config {
     int maintenance_workers;    /* threads of a maintenance pass; 0 = automatic */
     int64_t retain_s;           /* snapshots older than this are expired by maintenance */
     uint64_t dv_inline_max;     /* bytes; 0 = DVs always in Puffin files */
+    int64_t iceberg_interval_s; /* the Iceberg export's period; 0 = on demand */
+    int iceberg_history;        /* snapshots the Iceberg metadata lists */
     char *log_level;            /* debug|info|warn|error */
 
     /* --cdc-route, in the order given */

@@ -78,11 +78,13 @@ struct http_route {
 };
 
 enum {
-    HTTP_MUTATES = 1u << 0,       /* takes an Idempotency-Key */
-    HTTP_JSON_BODY = 1u << 1,     /* its body is read, and must be application/json (415) */
-    HTTP_CDC_BODY = 1u << 2,      /* its body is read: Debezium's media types (cdc.h) */
-    HTTP_FILE_ID = 1u << 3,       /* {id} is a file id */
-    HTTP_WHILE_STOPPING = 1u << 4 /* answered while the server drains (else 503) */
+    HTTP_MUTATES = 1u << 0,        /* takes an Idempotency-Key */
+    HTTP_JSON_BODY = 1u << 1,      /* its body is read, and must be application/json (415) */
+    HTTP_CDC_BODY = 1u << 2,       /* its body is read: Debezium's media types (cdc.h) */
+    HTTP_FILE_ID = 1u << 3,        /* {id} is a file id */
+    HTTP_WHILE_STOPPING = 1u << 4, /* answered while the server drains (else 503) */
+    HTTP_OTHER_QUERY = 1u << 5     /* query names it does not declare are ignored, not refused
+                                      (a protocol of others', which may add some) */
 };
 
 extern const char *const HTTP_ANY_QUERY[];
@@ -330,6 +332,17 @@ void http__job_erasure_check(struct hreq *r); /* POST .../erasures/{id}/check: {
 void http__job_plan(struct hreq *r);
 void http__job_snapshots(struct hreq *r);
 void http__job_cdc(struct hreq *r); /* POST /v1/cdc/debezium (?table=) */
+/* http_iceberg.c: the Iceberg REST catalog under /iceberg */
+void http__job_ice_config(struct hreq *r);
+void http__job_ice_namespaces(struct hreq *r);
+void http__job_ice_namespace(struct hreq *r);
+void http__job_ice_tables(struct hreq *r);
+void http__job_ice_load(struct hreq *r);
+void http__job_ice_plan(struct hreq *r);
+void http__job_ice_plan_get(struct hreq *r);
+void http__job_ice_plan_cancel(struct hreq *r);
+void http__job_ice_tasks(struct hreq *r);
+void http__job_ice_unsupported(struct hreq *r);
 /* http_maint.c */
 void http__job_expire(struct hreq *r);
 void http__job_table_health(struct hreq *r);

@@ -92,6 +92,8 @@ char *http__plan_json(const struct engine_table *t, int64_t seq,
             dv = json_pack("{s:s, s:s, s:I, s:I, s:I}", "url", dvurl, "path", p->dv_path, "offset",
                            (json_int_t)p->dv_offset, "length", (json_int_t)p->dv_length,
                            "cardinality", (json_int_t)p->dv_cardinality);
+            if (p->dv_uri != NULL)
+                json_object_set_new(dv, "uri", json_string(p->dv_uri));
             if (p->dv_presigned_url != NULL) {
                 json_object_set_new(dv, "presigned_url", json_string(p->dv_presigned_url));
                 json_object_set_new(dv, "expires_at", json_string(exp));
@@ -102,6 +104,8 @@ char *http__plan_json(const struct engine_table *t, int64_t seq,
                                "record_count", (json_int_t)p->record_count, "file_size",
                                (json_int_t)p->file_size, "data_seq", (json_int_t)p->data_seq,
                                "deleted_count", (json_int_t)p->deleted_count, "dv", dv);
+        if (p->uri != NULL)
+            json_object_set_new(fo, "uri", json_string(p->uri));
         if (p->presigned_url != NULL) {
             json_object_set_new(fo, "presigned_url", json_string(p->presigned_url));
             json_object_set_new(fo, "expires_at", json_string(exp));

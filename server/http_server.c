@@ -106,7 +106,7 @@ static void classify(struct hreq *r, const char *url, const char *method)
             r->file_id = file_id_of(c->s, c->len);
             bad_id = r->file_id <= 0;
         } else if (!cap_is(c, "*")) {
-            assert(k < HTTP_MAX_ARGS - HTTP_MAX_QUERY); /* http__routes_check */
+            assert(k < HTTP_MAX_ARGS); /* http__routes_check */
             r->args[k].name = c->name;
             r->args[k++].value = xstrndup(c->s, c->len < HTTP_ARG_MAX ? c->len : HTTP_ARG_MAX);
         }
@@ -478,6 +478,8 @@ static enum MHD_Result query_cb(void *cls, enum MHD_ValueKind kind, const char *
     while (a != NULL && *a != NULL && strcmp(*a, key) != 0)
         a++;
     if (a == NULL || *a == NULL) {
+        if (r->rt->flags & HTTP_OTHER_QUERY)
+            return MHD_YES;
         q->bad = key;
         return MHD_NO;
     }

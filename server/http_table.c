@@ -25,6 +25,10 @@ const char *const HTTP_ANY_QUERY[] = {"*", NULL};
 static const char *const q_dv[] = {"snapshot", "format", NULL};
 static const char *const q_page[] = {"limit", "after", NULL};
 static const char *const q_cdc[] = {"table", NULL};
+static const char *const q_ice_config[] = {"warehouse", NULL};
+static const char *const q_ice_ns[] = {"parent", "pageToken", "pageSize", NULL};
+static const char *const q_ice_page[] = {"pageToken", "pageSize", NULL};
+static const char *const q_ice_load[] = {"snapshots", NULL};
 
 #define OPEN AUTH_OPEN, AUTH_TABLE_NONE
 #define ON_PATH(scope) scope, AUTH_TABLE_PATH
@@ -64,6 +68,32 @@ static const struct http_route routes[] = {
     {HM_POST,   "/v1/tables/{t}/erasures/{id}/check", ON_PATH(AUTH_ADMIN),  NULL,           HTTP_JSON_BODY,                    ADMIT_X_ERASE,   http__job_erasure_check, NULL},
     /* CDC: the tables are in the body: write on each routed table (svc_cdc_apply) */
     {HM_POST,   "/v1/cdc/debezium",                AUTH_WRITE, AUTH_TABLE_PARSED, q_cdc,    HTTP_CDC_BODY,                     ADMIT_X_CDC,     http__job_cdc,          NULL},
+    /* the Iceberg REST catalog (http_iceberg.c): read on the table (listings: those the token
+       may read), errors in Iceberg's model; its writes answer 501 */
+#define ICE "/iceberg/v1"
+#define NS ICE "/namespaces/{ns}"
+#define TB NS "/tables/{t}"
+    {HM_GET,    ICE "/config",                     ANY_TABLE(AUTH_READ),    q_ice_config,   HTTP_OTHER_QUERY,                  0,               http__job_ice_config,   NULL},
+    {HM_GET,    ICE "/namespaces",                 ANY_TABLE(AUTH_READ),    q_ice_ns,       HTTP_OTHER_QUERY,                  0,               http__job_ice_namespaces, NULL},
+    {HM_POST,   ICE "/namespaces",                 ANY_TABLE(AUTH_READ),    NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_unsupported, NULL},
+    {HM_GET,    NS,                                ANY_TABLE(AUTH_READ),    NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_namespace, NULL},
+    {HM_DELETE, NS,                                ANY_TABLE(AUTH_READ),    NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_unsupported, NULL},
+    {HM_POST,   NS "/properties",                  ANY_TABLE(AUTH_READ),    NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_unsupported, NULL},
+    {HM_GET,    NS "/tables",                      ANY_TABLE(AUTH_READ),    q_ice_page,     HTTP_OTHER_QUERY,                  0,               http__job_ice_tables,   NULL},
+    {HM_POST,   NS "/tables",                      ANY_TABLE(AUTH_READ),    NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_unsupported, NULL},
+    {HM_POST,   NS "/register",                    ANY_TABLE(AUTH_READ),    NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_unsupported, NULL},
+    {HM_GET,    TB,                                ON_PATH(AUTH_READ),      q_ice_load,     HTTP_OTHER_QUERY,                  0,               http__job_ice_load,     NULL},
+    {HM_POST,   TB,                                ON_PATH(AUTH_READ),      NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_unsupported, NULL},
+    {HM_DELETE, TB,                                ON_PATH(AUTH_READ),      NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_unsupported, NULL},
+    {HM_POST,   TB "/plan",                        ON_PATH(AUTH_READ),      NULL,           HTTP_JSON_BODY | HTTP_OTHER_QUERY, ADMIT_X_JSON,    http__job_ice_plan,     NULL},
+    {HM_GET,    TB "/plan/{plan}",                 ON_PATH(AUTH_READ),      NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_plan_get, NULL},
+    {HM_DELETE, TB "/plan/{plan}",                 ON_PATH(AUTH_READ),      NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_plan_cancel, NULL},
+    {HM_POST,   TB "/tasks",                       ON_PATH(AUTH_READ),      NULL,           HTTP_JSON_BODY | HTTP_OTHER_QUERY, ADMIT_X_JSON,    http__job_ice_tasks,    NULL},
+    {HM_POST,   ICE "/tables/rename",              ANY_TABLE(AUTH_READ),    NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_unsupported, NULL},
+    {HM_POST,   ICE "/transactions/commit",        ANY_TABLE(AUTH_READ),    NULL,           HTTP_OTHER_QUERY,                  0,               http__job_ice_unsupported, NULL},
+#undef TB
+#undef NS
+#undef ICE
 };
 /* clang-format on */
 
@@ -180,9 +210,10 @@ int http__routes_check(struct st_err *err)
         for (const char *c = strchr(rt->pattern, '{'); c != NULL; c = strchr(c + 1, '{'))
             ncap += strncmp(c, "{t}", 3) != 0 && strncmp(c, "{*}", 3) != 0 &&
                     !(strncmp(c, "{id}", 4) == 0 && (rt->flags & HTTP_FILE_ID));
-        if (ncap > HTTP_MAX_ARGS - HTTP_MAX_QUERY)
-            return st_errf(err, ST_EINTERNAL, "http: route %s %s has more than %d captures", mname,
-                           rt->pattern, HTTP_MAX_ARGS - HTTP_MAX_QUERY);
+        if (ncap + nq > HTTP_MAX_ARGS)
+            return st_errf(err, ST_EINTERNAL,
+                           "http: route %s %s keeps more than %d captures and query arguments",
+                           mname, rt->pattern, HTTP_MAX_ARGS);
         if (nq > HTTP_MAX_QUERY)
             return st_errf(err, ST_EINTERNAL, "http: route %s %s declares more than %d query names",
                            mname, rt->pattern, HTTP_MAX_QUERY);

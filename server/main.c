@@ -143,6 +143,8 @@ int main(int argc, char **argv)
         .maint_workers = cfg.maintenance_workers,
         .retain_s = cfg.retain_s,
         .dv_inline_max = cfg.dv_inline_max == 0 ? -1 : (int64_t)cfg.dv_inline_max,
+        .iceberg_interval_s = cfg.iceberg_interval_s,
+        .iceberg_history = cfg.iceberg_history,
     };
     if (engine_open(&eo, &app.engine, &err) != ST_OK)
         goto out_pg;

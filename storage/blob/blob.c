@@ -1,8 +1,10 @@
 /* blob.c - the blob store interface: key checks and dispatch (blob.h). */
 #include "blob_int.h"
 
+#include "common/buf.h"
 #include "common/xalloc.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +51,33 @@ const char *blob_local_root(const struct blob_store *s)
 const char *blob_describe(const struct blob_store *s)
 {
     return s->desc;
+}
+
+const char *blob_uri_root(const struct blob_store *s)
+{
+    return s->uri;
+}
+
+char *blob_uri(const struct blob_store *s, const char *key)
+{
+    return xasprintf("%s%s", s->uri, key);
+}
+
+char *blob__file_uri(const char *abs_dir)
+{
+    struct buf b = BUF_INIT;
+    buf_append_str(&b, "file://");
+    for (const unsigned char *p = (const unsigned char *)abs_dir; *p; p++) {
+        /* RFC 3986 path characters stay; anything else is %-encoded */
+        if (isalnum(*p) || strchr("-._~/!$&'()*+,;=:@", *p) != NULL)
+            buf_append(&b, p, 1);
+        else
+            buf_printf(&b, "%%%02X", *p);
+    }
+    if (b.len == 0 || ((char *)b.data)[b.len - 1] != '/')
+        buf_append_str(&b, "/");
+    size_t len;
+    return (char *)buf_detach(&b, &len);
 }
 
 int blob_put_begin(struct blob_store *s, const char *key, struct blob_put **out, struct st_err *err)

@@ -54,6 +54,15 @@ void blob_close(struct blob_store *s);
 const char *blob_local_root(const struct blob_store *s);
 /* A short description for logs ("/abs/dir"); never holds credentials. */
 const char *blob_describe(const struct blob_store *s);
+/*
+ * The fully qualified URI of `key` (caller frees): file:///abs/dir/key for a
+ * local store (the directory's path %-encoded where a URI needs it),
+ * s3://bucket/prefix/key for S3. What table formats record as a file's
+ * location (Iceberg manifests, Puffin's referenced-data-file).
+ */
+char *blob_uri(const struct blob_store *s, const char *key);
+/* The root's URI, ending in '/' (borrowed). */
+const char *blob_uri_root(const struct blob_store *s);
 
 /* ---- creating an object ------------------------------------------------- */
 

@@ -39,6 +39,7 @@ struct blob_store {
     const struct blob_ops *ops;
     char *desc;       /* for logs */
     char *local_root; /* local stores only */
+    char *uri;        /* the root as a URI ending in '/': file:///abs/dir/, s3://bucket/prefix/ */
 };
 
 /* The head of every open object. */
@@ -58,5 +59,7 @@ int blob__s3_presign(const char *access_key, const char *secret, const char *tok
    the catalog) before a store sees it; the stores assert it where they join
    a key to their root, which only a bug in blob.c could then break. */
 bool blob__key_ok(const char *key);
+/* file:///abs/dir/ for an absolute directory, %-encoded where a URI needs it (caller frees). */
+char *blob__file_uri(const char *abs_dir);
 
 #endif

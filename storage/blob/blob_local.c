@@ -57,6 +57,7 @@ static int io_code(int e)
 static void local_close(struct blob_store *s)
 {
     free(s->desc);
+    free(s->uri);
     free(s->local_root);
     free(s);
 }
@@ -337,6 +338,7 @@ int blob_open_local(const char *dir, struct blob_store **out, struct st_err *err
     s->ops = &local_ops;
     s->local_root = real;
     s->desc = xstrdup(real);
+    s->uri = blob__file_uri(real);
     *out = s;
     return ST_OK;
 }

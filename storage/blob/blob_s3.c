@@ -381,6 +381,7 @@ static void s3_close(struct blob_store *bs)
     free(s->token_hdr);
     free(s->sigv4);
     free(s->h.desc);
+    free(s->h.uri);
     free(s);
 }
 
@@ -1345,6 +1346,7 @@ int blob_open_s3(const char *url, const struct blob_s3_opts *o, struct blob_stor
     pthread_mutex_init(&s->mu, NULL);
     hmap_init(&s->tails);
     s->h.desc = xasprintf("s3://%s/%s", s->bucket, s->prefix);
+    s->h.uri = xasprintf("s3://%s/%s", s->bucket, s->prefix); /* the prefix is "" or ends in '/' */
     *out = &s->h;
     return ST_OK;
 }

@@ -54,6 +54,7 @@ struct st_column {
     char name[ST_NAME_MAX + 1];
     enum st_type type;
     bool required;
+    int32_t field_id; /* Iceberg's field id (> 0; Parquet's SchemaElement.field_id); 0: none */
 };
 
 /*

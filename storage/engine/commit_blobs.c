@@ -259,11 +259,16 @@ int eng__write_dvs(struct engine *e, const struct engine_table *t, struct plan *
                 f->blob_inline = buf_detach(&enc, &n);
                 continue;
             }
-            rc = puffin_writer_add_dv_blob(pw, f->path, enc.data, enc.len,
-                                           dv_cardinality(f->merged), &off, &len, err);
+            /* the data file's URI, as Iceberg readers compare it with the manifest's */
+            char *uri = blob_uri(e->blobs, f->path);
+            rc = puffin_writer_add_dv_blob(pw, uri, enc.data, enc.len, dv_cardinality(f->merged),
+                                           &off, &len, err);
+            free(uri);
             buf_free(&enc);
         } else {
-            rc = puffin_writer_add_dv(pw, f->path, f->merged, &off, &len, err);
+            char *uri = blob_uri(e->blobs, f->path);
+            rc = puffin_writer_add_dv(pw, uri, f->merged, &off, &len, err);
+            free(uri);
         }
         if (rc != ST_OK)
             break;

@@ -117,9 +117,12 @@ static int write_file(struct engine *e, const struct engine_table *t, const PGre
             free(blob);
             blob = buf_detach(&enc, &n);
         }
-        if (rc == ST_OK)
-            rc = puffin_writer_add_dv_blob(pw, PQgetvalue(r, i, 4), blob, n,
-                                           (uint64_t)(card < 0 ? 0 : card), &off, &len, err);
+        if (rc == ST_OK) {
+            char *uri = blob_uri(e->blobs, PQgetvalue(r, i, 4));
+            rc = puffin_writer_add_dv_blob(pw, uri, blob, n, (uint64_t)(card < 0 ? 0 : card), &off,
+                                           &len, err);
+            free(uri);
+        }
         free(blob);
         if (rc != ST_OK) {
             st_err_prefix(err, "inline DV of file %lld at seq %lld",

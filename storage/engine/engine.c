@@ -194,9 +194,9 @@ static char *columns_json(const struct st_column *cols, int n)
 {
     json_t *a = json_array();
     for (int i = 0; i < n; i++)
-        json_array_append_new(a,
-                              json_pack("{s:s, s:s, s:b}", "name", cols[i].name, "type",
-                                        st_type_name(cols[i].type), "required", cols[i].required));
+        json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:b}", "id", i + 1, "name",
+                                           cols[i].name, "type", st_type_name(cols[i].type),
+                                           "required", cols[i].required));
     char *s = json_dumps(a, JSON_COMPACT);
     json_decref(a);
     return s;

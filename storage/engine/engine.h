@@ -46,12 +46,18 @@ struct engine_opts {
        file (docs/DESIGN.md "Where a DV lives"): 0 = ENGINE_DV_INLINE_DEFAULT, < 0 = never,
        at most ENGINE_DV_INLINE_LIMIT */
     int64_t dv_inline_max;
+    /* the Iceberg export (iceberg.c): its background period (0 = off; metadata is then
+       written when the REST catalog asks for it), and how many of the newest retained
+       snapshots the metadata lists (0 = ENGINE_ICEBERG_HISTORY) */
+    int64_t iceberg_interval_s;
+    int64_t iceberg_history;
 };
 
 #define ENGINE_MAINT_WORKERS_DEFAULT 2
 #define ENGINE_MAINT_WORKERS_MAX 16
 #define ENGINE_DV_INLINE_DEFAULT 8192
 #define ENGINE_DV_INLINE_LIMIT (1 << 20)
+#define ENGINE_ICEBERG_HISTORY 500
 
 /* Connect, migrate, start background tasks. */
 int engine_open(const struct engine_opts *o, struct engine **out, struct st_err *err);
@@ -287,9 +293,9 @@ struct engine_erase_req {
  * Each front end renders it (HTTP: server/http_render.c; gRPC: an
  * EraseResponse). Plain values, nothing to free.
  */
-/* data_files, key_index, column_statistics, orphan_blobs, bucket_versioning (receipts stored
-   before the last one have four) */
-#define ENGINE_ERASURE_CHECKS_MAX 5
+/* data_files, key_index, column_statistics, orphan_blobs, bucket_versioning, iceberg_metadata
+   (receipts stored before the last two have fewer) */
+#define ENGINE_ERASURE_CHECKS_MAX 6
 #define ENGINE_ERASURE_FIGURES_MAX 3 /* what one check counted */
 struct engine_erasure_figure {
     char name[32]; /* "files_decoded", "keys_checked", ..., or "note" */
@@ -428,6 +434,7 @@ struct engine_plan_file {
     char *dv_path;
     int64_t dv_offset, dv_length, dv_cardinality;
     char *presigned_url, *dv_presigned_url; /* engine_plan_presign; else NULL */
+    char *uri, *dv_uri; /* fully qualified URIs of path and dv_path (blob_uri) */
 };
 /* Live files at the snapshot whose stats may match `f` (NULL: all). Frees with engine_plan_free. */
 int engine_plan(struct engine *e, struct engine_table *t, bool has_snapshot, int64_t snapshot,
@@ -673,5 +680,45 @@ struct engine_metrics {
     uint64_t erasures, erasure_rows;
 };
 void engine_metrics(struct engine *e, struct engine_metrics *out);
+
+/* ---- Iceberg (iceberg.c; docs/DESIGN.md "Iceberg") ------------------------------- */
+
+/* The table's current Iceberg metadata file. */
+struct engine_iceberg_load {
+    char *metadata_location; /* its URI */
+    char *metadata_json;     /* its bytes (a NUL-terminated JSON text) */
+    int version;             /* N of vN.metadata.json */
+    int64_t seq;             /* the seq the export reached (its current snapshot's or later) */
+};
+/*
+ * The metadata of t's current snapshot: exported first when the table moved
+ * since (waiting for another server's export of it). Caller clears.
+ */
+int engine_iceberg_load(struct engine *e, struct engine_table *t, struct engine_iceberg_load *out,
+                        struct st_err *err);
+void engine_iceberg_load_clear(struct engine_iceberg_load *l);
+/* Bring t's Iceberg metadata up to its current seq (what the background task does). */
+int engine_iceberg_export(struct engine *e, struct engine_table *t, struct st_err *err);
+/* The fully qualified URI of a blob key (engine_plan_file.path, ...); caller frees. */
+char *engine_uri(struct engine *e, const char *rel);
+/* The size of a blob (a DV's Puffin file, for the REST catalog's delete files). */
+int engine_blob_size(struct engine *e, const char *rel, int64_t *size, struct st_err *err);
+
+/*
+ * Scans the REST catalog planned, by id, on any server: a plan of t at seq
+ * with the request that asked for it (its JSON text, to plan again the same
+ * way), kept ENGINE_ICEBERG_PLAN_TTL_S. put: a new id (a UUID, 36
+ * characters). get: ST_ENOTFOUND when t has no such plan (never made,
+ * cancelled or too old). drop: ST_ENOTFOUND likewise.
+ */
+#define ENGINE_ICEBERG_PLAN_TTL_S ENGINE_PLAN_TTL_S /* the files' grace covers it (expire.c) */
+#define ENGINE_ICEBERG_PLAN_ID_LEN 36
+int engine_iceberg_plan_put(struct engine *e, const struct engine_table *t, int64_t seq,
+                            const char *request, char id[ENGINE_ICEBERG_PLAN_ID_LEN + 1],
+                            struct st_err *err);
+int engine_iceberg_plan_get(struct engine *e, const struct engine_table *t, const char *id,
+                            int64_t *seq, char **request, struct st_err *err);
+int engine_iceberg_plan_drop(struct engine *e, const struct engine_table *t, const char *id,
+                             struct st_err *err);
 
 #endif

@@ -44,6 +44,7 @@ struct engine {
     struct gcq *queues; /* one per table id with pending work (commit.c) */
 
     struct dvcache *dvc;
+    struct eng__ice *ice; /* the Iceberg export's cache and task (iceberg.c) */
 
     /* background orphan GC */
     pthread_t gc_thread;
@@ -275,6 +276,14 @@ bool eng__file_may_match(const struct engine_table *t, const struct snap_file *s
 bool eng__row_group_may_match(const struct engine_table *t, struct pq_reader *r, int rg,
                               const int *file_col, const struct filter *f, struct col_range *ranges,
                               const struct col_range **rp, uint64_t nrows);
+/*
+ * Column ranges of a file from its catalog statistics JSON (min, max and
+ * null count per column name, as eng__stats_json writes them): ranges[k]
+ * for table column k, rp[k] pointing at it, or NULL when nothing is known.
+ * Strings point into the returned JSON, which the caller decrefs.
+ */
+json_t *eng__stats_ranges(const struct engine_table *t, const char *stats_json,
+                          struct col_range *ranges, const struct col_range **rp);
 /* sel[i] = 1 when position first + i is live (not in dv; dv NULL: all live). */
 void eng__live_mask(const struct dv *dv, uint64_t first, size_t n, uint8_t *sel);
 
@@ -310,6 +319,19 @@ int eng__expired_collect(struct engine *e, PGconn *c, int64_t table_id, int64_t 
 int eng__presign_horizon(struct engine *e, const struct engine_table *t, int64_t seq, int64_t now_s,
                          int64_t expires_s, struct st_err *err);
 void eng__gc_stop(struct engine *e);
+
+/* ---- iceberg.c: the Iceberg export's state and background task ---- */
+struct eng__ice;
+int eng__ice_start(struct engine *e);
+void eng__ice_stop(struct engine *e);
+/*
+ * What an erasure verifies of t's Iceberg metadata (after an export): *stale
+ * entries of the manifests a retained snapshot lists that name a data file
+ * no retained snapshot has (a purged one), *unreferenced blobs under the
+ * table's metadata/ that the catalog does not reference.
+ */
+int eng__ice_verify(struct engine *e, PGconn *c, const struct engine_table *t, int64_t *stale,
+                    int64_t *unreferenced, struct st_err *err);
 
 /* ---- maintain.c: the background maintenance task (maint_interval_s > 0) ---- */
 int eng__maint_start(struct engine *e);

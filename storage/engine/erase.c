@@ -25,7 +25,10 @@
  *                  waits for a younger one; "leftovers" below);
  *   bucket_versioning  the blob store keeps no versions of what was
  *                  deleted (an S3 bucket with versioning enabled or
- *                  suspended fails it: the erasure is not verified there).
+ *                  suspended fails it: the erasure is not verified there);
+ *   iceberg_metadata   the table's Iceberg metadata, written again after the
+ *                  expiry, names no file of an expired snapshot, and its
+ *                  metadata/ holds nothing the catalog does not list.
  *
  * The erased rows are named by their keys (every version of each), or by a
  * filter (the row versions it matches, live or already deleted: an older
@@ -1544,6 +1547,29 @@ static int verify_versioning(struct erasure *w, struct st_err *err)
     return ST_OK;
 }
 
+/*
+ * The table's Iceberg metadata after the expiry: exported again, so that no
+ * metadata file lists an expired snapshot and no manifest (whose column
+ * bounds hold values) names a purged file; the export deletes what only
+ * expired snapshots needed (iceberg.c).
+ */
+static int iceberg_after(struct erasure *w, struct st_err *err)
+{
+    return engine_iceberg_export(w->e, w->t, err);
+}
+
+static int verify_iceberg(struct erasure *w, struct st_err *err)
+{
+    int64_t stale = 0, unreferenced = 0;
+    int rc = eng__ice_verify(w->e, eng__rewrite_conn(w->rw), w->t, &stale, &unreferenced, err);
+    if (rc != ST_OK)
+        return rc;
+    struct engine_erasure_check *ck = check(w, "iceberg_metadata", stale == 0 && unreferenced == 0);
+    count(ck, "stale_entries", stale);
+    count(ck, "unreferenced_files", unreferenced);
+    return ST_OK;
+}
+
 /* ---- the receipt ----------------------------------------------------------------- */
 
 /* The receipt of erasure w as it stands (status; verified_us 0: not verified). */
@@ -1709,7 +1735,8 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
     /* the count of purged row versions survives a crash from here on (a resumed erasure adds
        what it purges itself) */
     if (rc != ST_OK || (rc = purge(w, err)) != ST_OK || (rc = expire_before(w, err)) != ST_OK ||
-        (rc = store(w, "running", 0, err)) != ST_OK || (rc = sink_finish(&w->sink, err)) != ST_OK)
+        (rc = store(w, "running", 0, err)) != ST_OK || (rc = sink_finish(&w->sink, err)) != ST_OK ||
+        (rc = iceberg_after(w, err)) != ST_OK)
         return rc;
     if (w->f != NULL && (rc = digest_of(w, err)) != ST_OK) /* filter form: the keys found */
         return rc;
@@ -1718,7 +1745,7 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
         return rc;
     if ((rc = verify_files(w, err)) != ST_OK || (rc = verify_key_index(w, err)) != ST_OK ||
         (rc = verify_statistics(w, err)) != ST_OK || (rc = verify_orphans(w, err)) != ST_OK ||
-        (rc = verify_versioning(w, err)) != ST_OK)
+        (rc = verify_versioning(w, err)) != ST_OK || (rc = verify_iceberg(w, err)) != ST_OK)
         return rc;
     int64_t now = st_now_us();
     const char *status = w->failed ? "failed" : "verified";

@@ -38,6 +38,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The Iceberg export's blobs the catalog references (iceberg.c): manifests,
+   manifest lists, metadata files, and each exported table's version-hint.text. */
+#define ICEBERG_REFS                                                                               \
+    "SELECT path FROM strike.iceberg_manifests UNION SELECT manifest_list FROM "                   \
+    "strike.iceberg_snapshots UNION SELECT path FROM strike.iceberg_metadata_files UNION SELECT "  \
+    "'tables/' || t.uuid || '/metadata/version-hint.text' FROM strike.tables t JOIN "              \
+    "strike.iceberg_tables i ON i.table_id = t.id"
+
 /*
  * Every blob path the catalog references, relative to the blob root: for
  * fsck only, which is a full check of the catalog against the blob store by
@@ -51,7 +59,7 @@ static int referenced_set(PGconn *c, struct hmap *refs, int64_t *n, struct st_er
        waiting out its grace is not an orphan */
     PGresult *r = cat_pq_exec(c, "SELECT path FROM strike.data_files UNION SELECT puffin_path FROM "
                                  "strike.deletion_vectors WHERE puffin_path IS NOT NULL UNION "
-                                 "SELECT path FROM strike.expired_blobs");
+                                 "SELECT path FROM strike.expired_blobs UNION " ICEBERG_REFS);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "listing referenced blobs", err);
         PQclear(r);
@@ -73,7 +81,7 @@ struct walk {
     void *ctx;
 };
 
-/* Keys of the form tables/<t>/{data,dv}/<name> go to the walk's function. */
+/* Keys of the form tables/<t>/{data,dv,metadata}/<name> go to the walk's function. */
 static int walk_one(void *ctx, const char *key, const struct blob_info *info)
 {
     struct walk *w = ctx;
@@ -82,16 +90,17 @@ static int walk_one(void *ctx, const char *key, const struct blob_info *info)
     if (kind == NULL || kind == t)
         return 0;
     kind++;
-    const char *name = strncmp(kind, "data/", 5) == 0 ? kind + 5
-                       : strncmp(kind, "dv/", 3) == 0 ? kind + 3
-                                                      : NULL;
+    const char *name = strncmp(kind, "data/", 5) == 0       ? kind + 5
+                       : strncmp(kind, "dv/", 3) == 0       ? kind + 3
+                       : strncmp(kind, "metadata/", 9) == 0 ? kind + 9
+                                                            : NULL;
     if (name == NULL || name[0] == '\0' || strchr(name, '/') != NULL)
         return 0;
     w->fn(w->ctx, key, info);
     return 0;
 }
 
-/* Call fn for every blob under tables/<t>/{data,dv}/. */
+/* Call fn for every blob under tables/<t>/{data,dv,metadata}/. */
 static int walk_blobs(struct engine *e, blob_fn fn, void *ctx, struct st_err *err)
 {
     struct walk w = {fn, ctx};
@@ -103,16 +112,22 @@ static int walk_blobs(struct engine *e, blob_fn fn, void *ctx, struct st_err *er
 
 /*
  * The paths of $1 (text[]) that no catalog row references, nor the queue of
- * expired blobs waiting out their grace: three index probes per path
- * (data_files_by_path, deletion_vectors_by_path, expired_blobs_pkey), run under
+ * expired blobs waiting out their grace, nor the Iceberg export: an index
+ * probe per path of each (data_files_by_path, deletion_vectors_by_path,
+ * expired_blobs_pkey, and iceberg_*_by_path/_by_list/_by_hint), run under
  * eng__sql_gc_plans so that no plan reads a whole table (a hashed anti-join
  * would read every path of the catalog for each batch).
  */
 const char *const eng__sql_gc_unreferenced =
     "SELECT u.p FROM unnest($1::text[]) AS u(p) WHERE NOT EXISTS (SELECT 1 FROM "
     "strike.data_files f WHERE f.path = u.p) AND NOT EXISTS (SELECT 1 FROM "
-    "strike.deletion_vectors d WHERE d.puffin_path = u.p AND d.puffin_path IS NOT NULL) AND NOT "
-    "EXISTS (SELECT 1 FROM strike.expired_blobs x WHERE x.path = u.p)";
+    "strike.deletion_vectors d WHERE d.puffin_path = u.p AND d.puffin_path IS NOT NULL) AND "
+    "NOT EXISTS (SELECT 1 FROM strike.expired_blobs x WHERE x.path = u.p) AND "
+    /* the Iceberg export's files (paths under a metadata/ folder) */
+    "NOT EXISTS (SELECT 1 FROM strike.iceberg_manifests m WHERE m.path = u.p) AND NOT EXISTS "
+    "(SELECT 1 FROM strike.iceberg_snapshots s WHERE s.manifest_list = u.p) AND NOT EXISTS "
+    "(SELECT 1 FROM strike.iceberg_metadata_files f WHERE f.path = u.p) AND NOT EXISTS (SELECT 1 "
+    "FROM strike.iceberg_tables i WHERE i.hint_path = u.p)";
 const char *const eng__sql_gc_plans =
     "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', "
     "true), set_config('enable_mergejoin', 'off', true)";

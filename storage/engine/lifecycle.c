@@ -82,6 +82,13 @@ int engine_open(const struct engine_opts *o, struct engine **out, struct st_err 
         eng__gc_stop(e);
         goto fail_pool;
     }
+    if ((rc = eng__ice_start(e)) != ST_OK) {
+        st_errf(err, rc, "cannot start the iceberg export");
+        eng__ice_stop(e);
+        eng__maint_stop(e);
+        eng__gc_stop(e);
+        goto fail_pool;
+    }
     *out = e;
     return ST_OK;
 fail_pool:
@@ -99,6 +106,7 @@ void engine_close(struct engine *e)
 {
     if (e == NULL)
         return;
+    eng__ice_stop(e);
     eng__maint_stop(e);
     eng__gc_stop(e);
     for (struct table_slot *s = e->tables, *next; s != NULL; s = next) {

@@ -161,16 +161,36 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct engine_table *
     return ST_OK;
 }
 
-/* Column ranges of a file from its catalog stats, for pruning. The strings
-   in `ranges` point into the returned JSON, which the caller decrefs. */
-static json_t *file_ranges(const struct engine_table *t, const char *stats_json,
-                           struct col_range *ranges, const struct col_range **rp)
+/* An integer of the statistics: as jansson read it, or, when the document was read with every
+   number as a real (below), a real that is an integer exactly (|v| <= 2^53) */
+static bool stats_int(const json_t *j, json_int_t *v)
+{
+    if (json_is_integer(j)) {
+        *v = json_integer_value(j);
+        return true;
+    }
+    double d = json_is_real(j) ? json_real_value(j) : 0.5;
+    if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) || d != (double)(int64_t)d)
+        return false; /* NaN fails the first test */
+    *v = (json_int_t)d;
+    return true;
+}
+
+json_t *eng__stats_ranges(const struct engine_table *t, const char *stats_json,
+                          struct col_range *ranges, const struct col_range **rp)
 {
     for (int k = 0; k < t->ncols; k++)
         rp[k] = NULL;
     if (stats_json == NULL)
         return NULL;
     json_t *o = json_loads(stats_json, 0, NULL);
+    if (o == NULL) {
+        /* jsonb writes a double such as 1e300 with all its integer digits, past what an
+           integer holds: read every number as a real then; an integer column keeps the
+           bounds a double holds exactly (stats_int) and loses the others, never gets wrong
+           ones */
+        o = json_loads(stats_json, JSON_DECODE_INT_AS_REAL, NULL);
+    }
     if (!json_is_object(o)) {
         json_decref(o);
         return NULL;
@@ -181,10 +201,10 @@ static json_t *file_ranges(const struct engine_table *t, const char *stats_json,
             continue;
         struct col_range *cr = &ranges[k];
         memset(cr, 0, sizeof *cr);
-        json_t *nulls = json_object_get(c, "nulls");
-        if (json_is_integer(nulls)) {
+        json_int_t nulls, lo = 0, hi = 0;
+        if (stats_int(json_object_get(c, "nulls"), &nulls) && nulls >= 0) {
             cr->has_null_count = true;
-            cr->null_count = (uint64_t)json_integer_value(nulls);
+            cr->null_count = (uint64_t)nulls;
         }
         json_t *mn = json_object_get(c, "min"), *mx = json_object_get(c, "max");
         bool ok = mn != NULL && mx != NULL;
@@ -196,15 +216,15 @@ static json_t *file_ranges(const struct engine_table *t, const char *stats_json,
                 cr->max.v.b = json_is_true(mx);
                 break;
             case ST_T_INT:
-                ok = json_is_integer(mn) && json_is_integer(mx);
-                cr->min.v.i = (int32_t)json_integer_value(mn);
-                cr->max.v.i = (int32_t)json_integer_value(mx);
+                ok = stats_int(mn, &lo) && stats_int(mx, &hi) && lo >= INT32_MIN && hi <= INT32_MAX;
+                cr->min.v.i = (int32_t)lo;
+                cr->max.v.i = (int32_t)hi;
                 break;
             case ST_T_LONG:
             case ST_T_TIMESTAMP:
-                ok = json_is_integer(mn) && json_is_integer(mx);
-                cr->min.v.l = json_integer_value(mn);
-                cr->max.v.l = json_integer_value(mx);
+                ok = stats_int(mn, &lo) && stats_int(mx, &hi);
+                cr->min.v.l = lo;
+                cr->max.v.l = hi;
                 break;
             case ST_T_DOUBLE:
                 ok = json_is_number(mn) && json_is_number(mx);
@@ -230,7 +250,7 @@ bool eng__file_may_match(const struct engine_table *t, const struct snap_file *s
                          const struct filter *f, struct col_range *ranges,
                          const struct col_range **rp)
 {
-    json_t *j = file_ranges(t, sf->stats_json, ranges, rp);
+    json_t *j = eng__stats_ranges(t, sf->stats_json, ranges, rp);
     bool may = filter_may_match(f, rp, (uint64_t)sf->record_count);
     json_decref(j);
     return may;
@@ -521,6 +541,8 @@ void engine_plan_free(struct engine_plan_file *files, size_t n)
         free(files[i].dv_path);
         free(files[i].presigned_url);
         free(files[i].dv_presigned_url);
+        free(files[i].uri);
+        free(files[i].dv_uri);
     }
     free(files);
 }
@@ -653,6 +675,7 @@ int engine_plan(struct engine *e, struct engine_table *t, bool has_snapshot, int
         struct engine_plan_file *p = &out[m++];
         p->id = sf[i].id;
         p->path = xstrdup(sf[i].path);
+        p->uri = blob_uri(e->blobs, sf[i].path);
         p->record_count = sf[i].record_count;
         p->file_size = sf[i].file_size;
         p->data_seq = sf[i].data_seq;
@@ -660,6 +683,7 @@ int engine_plan(struct engine *e, struct engine_table *t, bool has_snapshot, int
         p->deleted_count = sf[i].has_dv ? sf[i].dv_card : 0;
         if (p->has_dv) {
             p->dv_path = xstrdup(sf[i].dv_path);
+            p->dv_uri = blob_uri(e->blobs, sf[i].dv_path);
             p->dv_offset = sf[i].dv_offset;
             p->dv_length = sf[i].dv_length;
             p->dv_cardinality = sf[i].dv_card;

@@ -244,6 +244,75 @@ const struct migration cat__migrations[] = {
      "INSERT INTO strike.secrets (name, secret) VALUES ('erasure_digest',"
      "  sha256((gen_random_uuid()::text || gen_random_uuid()::text ||"
      "  gen_random_uuid()::text)::bytea));"},
+    /* Every table is an Iceberg v3 table (iceberg.c, docs/DESIGN.md "Iceberg"): what the
+       export reached per table, each manifest with the snapshots that list it (added_seq,
+       removed_seq, as data files have) and the data files of its live entries, each
+       exported snapshot and each metadata file, and the scans the REST catalog planned
+       (a plan id works on any server, for ENGINE_ICEBERG_PLAN_TTL_S). A DV row written
+       before blobs named their data files by URI is legacy_ref (moved to a new Puffin file before
+       it is exported); rows written from now on are not (the column's default). The live-DV index
+       takes added_seq, so that the DVs a range of seqs added are one index range (no more entries
+       than before: it replaces the old one). */
+    {14, "iceberg: export state, manifests, snapshots and metadata files; DVs by URI",
+     "ALTER TABLE strike.deletion_vectors ADD COLUMN legacy_ref boolean NOT NULL DEFAULT true;"
+     "ALTER TABLE strike.deletion_vectors ALTER COLUMN legacy_ref SET DEFAULT false;"
+     "CREATE TABLE strike.iceberg_tables ("
+     "  table_id bigint PRIMARY KEY REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  exported_seq bigint NOT NULL DEFAULT 0,"
+     "  last_snapshot bigint NOT NULL DEFAULT 0,"
+     "  version int NOT NULL DEFAULT 0,"
+     "  metadata_path text,"
+     "  hint_path text," /* its version-hint.text, once written */
+     "  next_row_id bigint NOT NULL DEFAULT 0,"
+     "  totals jsonb NOT NULL DEFAULT '{}',"
+     "  updated_at timestamptz NOT NULL DEFAULT now());"
+     "CREATE INDEX iceberg_tables_by_hint ON strike.iceberg_tables (hint_path);"
+     "CREATE TABLE strike.iceberg_manifests ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  path text NOT NULL,"
+     "  content smallint NOT NULL,"
+     "  added_seq bigint NOT NULL,"
+     "  removed_seq bigint,"
+     "  length bigint NOT NULL,"
+     "  sequence_number bigint NOT NULL,"
+     "  min_sequence_number bigint NOT NULL,"
+     "  added_snapshot_id bigint NOT NULL,"
+     "  added_files int NOT NULL, existing_files int NOT NULL, deleted_files int NOT NULL,"
+     "  added_rows bigint NOT NULL, existing_rows bigint NOT NULL, deleted_rows bigint NOT NULL,"
+     "  first_row_id bigint,"
+     "  files bigint[] NOT NULL,"
+     "  PRIMARY KEY (table_id, path));"
+     "CREATE INDEX iceberg_manifests_live ON strike.iceberg_manifests (table_id, added_seq);"
+     /* the collector's look-ups by path (gc.c) */
+     "CREATE INDEX iceberg_manifests_by_path ON strike.iceberg_manifests (path);"
+     "CREATE TABLE strike.iceberg_snapshots ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  seq bigint NOT NULL,"
+     "  parent_seq bigint,"
+     "  manifest_list text NOT NULL,"
+     "  timestamp_ms bigint NOT NULL,"
+     "  operation text NOT NULL,"
+     "  summary jsonb NOT NULL,"
+     "  first_row_id bigint NOT NULL,"
+     "  added_rows bigint NOT NULL,"
+     "  PRIMARY KEY (table_id, seq));"
+     "CREATE INDEX iceberg_snapshots_by_list ON strike.iceberg_snapshots (manifest_list);"
+     "CREATE TABLE strike.iceberg_plans ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  id text NOT NULL,"
+     "  seq bigint NOT NULL,"
+     "  request text NOT NULL,"
+     "  created_at timestamptz NOT NULL DEFAULT now(),"
+     "  PRIMARY KEY (table_id, id));"
+     "CREATE INDEX iceberg_plans_age ON strike.iceberg_plans (created_at);"
+     "CREATE TABLE strike.iceberg_metadata_files ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  version int NOT NULL,"
+     "  path text NOT NULL,"
+     "  written_ms bigint NOT NULL,"
+     "  min_seq bigint NOT NULL,"
+     "  PRIMARY KEY (table_id, version));"
+     "CREATE INDEX iceberg_metadata_files_by_path ON strike.iceberg_metadata_files (path);"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

@@ -77,6 +77,13 @@ int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char 
         }
         snprintf(t->cols[i].name, sizeof t->cols[i].name, "%s", cname);
         t->cols[i].required = json_is_true(json_object_get(c, "required"));
+        /* Iceberg field ids: stored since catalog schema 14; a table created
+           before has the ids its columns' positions give (1, 2, ...) */
+        json_t *id = json_object_get(c, "id");
+        t->cols[i].field_id =
+            json_is_integer(id) && json_integer_value(id) > 0 && json_integer_value(id) <= INT32_MAX
+                ? (int32_t)json_integer_value(id)
+                : i + 1;
     }
     t->npk = (int)json_array_size(pk);
     t->pk = xcalloc((size_t)(t->npk ? t->npk : 1), sizeof *t->pk);

@@ -199,7 +199,8 @@ struct pq__schema_el {
     int32_t num_children; /* -1: absent */
     int32_t converted;    /* -1: absent */
     int32_t scale, precision;
-    int logical; /* LogicalType member, 0: absent */
+    int32_t field_id; /* 0: absent */
+    int logical;      /* LogicalType member, 0: absent */
     bool ts_utc;
     int unit; /* PQ_UNIT_* for TIME/TIMESTAMP */
     int int_bits;

@@ -235,6 +235,9 @@ static int schema_element(struct pq__tr *t, struct pq__schema_el *e)
         case 8:
             rc = pq__tr_i32(t, fty, &e->precision);
             break;
+        case 9:
+            rc = pq__tr_i32(t, fty, &e->field_id);
+            break;
         case 10:
             rc = logical_type(t, fty, e);
             break;

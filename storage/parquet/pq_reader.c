@@ -490,6 +490,7 @@ static int walk_schema(struct walk *w, int depth, const char *prefix, int def, i
     c->path = path;
     snprintf(c->col.name, sizeof c->col.name, "%s", depth == 1 ? name : path);
     c->col.required = def == 0;
+    c->col.field_id = e->field_id > 0 ? e->field_id : 0;
     c->phys = e->type;
     c->type_length = e->type == PQ_FIXED_LEN_BYTE_ARRAY ? e->type_length : -1;
     c->max_def = def;

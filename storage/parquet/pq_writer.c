@@ -1108,12 +1108,16 @@ static void write_schema_column(struct pq__tw *t, const struct st_column *c)
     pq__tw_binary(t, 4, c->name, strlen(c->name));
     if (c->type == ST_T_STRING) {
         pq__tw_i32(t, 6, PQ_CT_UTF8);
+        if (c->field_id > 0)
+            pq__tw_i32(t, 9, c->field_id);    /* field_id: Iceberg's */
         pq__tw_struct_begin(t, 10);           /* LogicalType */
         pq__tw_struct_begin(t, PQ_LT_STRING); /* StringType {} */
         pq__tw_struct_end(t);
         pq__tw_struct_end(t);
     } else if (c->type == ST_T_TIMESTAMP) {
         pq__tw_i32(t, 6, PQ_CT_TIMESTAMP_MICROS);
+        if (c->field_id > 0)
+            pq__tw_i32(t, 9, c->field_id);
         pq__tw_struct_begin(t, 10);              /* LogicalType */
         pq__tw_struct_begin(t, PQ_LT_TIMESTAMP); /* TimestampType */
         pq__tw_bool(t, 1, true);                 /* isAdjustedToUTC */
@@ -1123,6 +1127,8 @@ static void write_schema_column(struct pq__tw *t, const struct st_column *c)
         pq__tw_struct_end(t);
         pq__tw_struct_end(t);
         pq__tw_struct_end(t);
+    } else if (c->field_id > 0) {
+        pq__tw_i32(t, 9, c->field_id);
     }
     pq__tw_struct_end(t);
 }

@@ -59,7 +59,7 @@ SIZES = {
                  cdc_batches=50, cdc_rows=100_000,
                  rss_body_mib=16, rss_wide_mib=4, rss_erase_keys=10_000_000, rss_shapes=None,
                  e13_rows=50_000_000, e13_delete=20_000_000, e13_block=1_000_000, e13_batch=1_000_000,
-                 e13_before_s=20),
+                 e13_before_s=20, ice_files=10_000, ice_plan_files=1_000, ice_loads=300),
     "quick": dict(rounds=2, small=20_000, big=100_000, big_batch=20_000,
                   m1_samples=5, m2_samples=10, m3_batches=2, m3_batch=1_000,
                   m7_seconds=1, m9_rounds=2, m9_batch=1_000,
@@ -70,7 +70,7 @@ SIZES = {
                   rss_body_mib=1, rss_wide_mib=0.25, rss_erase_keys=20_000,
                   rss_shapes=("cdc_null", "changes_del_wide", "json_zeros", "grpc_tiny", "erase_filter"),
                   e13_rows=200_000, e13_delete=80_000, e13_block=20_000, e13_batch=20_000,
-                  e13_before_s=2),
+                  e13_before_s=2, ice_files=200, ice_plan_files=100, ice_loads=30),
 }
 
 
@@ -1242,6 +1242,105 @@ class Bench:
                      "(under `make test` the binaries are ASan+UBSan builds).")
         return n
 
+    # ---- the Iceberg export and REST catalog (issue 29)
+    def _commit_one(self, conn, table, k, amount):
+        body = json.dumps({"changes": [{"op": "upsert", "row": {
+            "id": k, "user_id": k % 1000, "amount": float(amount), "status": "s", "payload": "p"}}]})
+        conn.request("POST", f"/v1/tables/{table}/changes", body, {"Content-Type": "application/json"})
+        r = conn.getresponse()
+        out = r.read()
+        if r.status != 200:
+            raise RuntimeError(f"upsert into {table}: HTTP {r.status} {out[:200]!r}")
+        return json.loads(out)
+
+    def _metric(self, url, name):
+        text = urllib.request.urlopen(f"{url}/metrics").read().decode()
+        m = re.search(rf"^{name} (\d+)", text, re.M)
+        return int(m.group(1)) if m else 0
+
+    def _ice_table(self, url, table, files):
+        """A table of `files` data files (one per 1-row commit), exported once (loadTable)."""
+        self._post(url, "/v1/tables", {"name": table, "primary_key": ["id"], "columns": [
+            {"name": "id", "type": "long", "required": True}, {"name": "user_id", "type": "long"},
+            {"name": "amount", "type": "double"}, {"name": "status", "type": "string"},
+            {"name": "payload", "type": "string"}]})
+        conn = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=60)
+        for i in range(files):
+            self._commit_one(conn, table, i, i)
+        conn.close()
+        t0 = time.monotonic()
+        urllib.request.urlopen(f"{url}/iceberg/v1/namespaces/default/tables/{table}").read()
+        return time.monotonic() - t0
+
+    def e29_iceberg(self):
+        z, R = self.z, self.R
+        n = z["ice_files"]
+        p, url = self.aux_striked(args=["--compact-interval", "0", "--iceberg-interval", "0"])
+        try:
+            first = self._ice_table(url, "ice10k", n)
+            uuid = self.http_get(url, "/v1/tables/ice10k")["uuid"]
+            meta = os.path.join(self.blobs, "tables", uuid, "metadata")
+            conn = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=60)
+            rng = random.Random(29)
+            secs, written, files = [], [], []
+            for r in range(R):
+                # a one-row commit (an update: a DV on an old file and a new data file), then its export
+                self._commit_one(conn, "ice10k", rng.randrange(n), -r)
+                before_b, before_f = self._metric(url, "strike_bytes_written_total"), set(os.listdir(meta))
+                t0 = time.monotonic()
+                urllib.request.urlopen(f"{url}/iceberg/v1/namespaces/default/tables/ice10k").read()
+                secs.append(time.monotonic() - t0)
+                written.append(self._metric(url, "strike_bytes_written_total") - before_b)
+                after_f = set(os.listdir(meta))
+                files.append(len(after_f - before_f))
+            # loadTable of an unchanged table (served from the cache), one kept-alive client
+            lat = []
+            for _ in range(z["ice_loads"]):
+                t0 = time.monotonic()
+                conn.request("GET", "/iceberg/v1/namespaces/default/tables/ice10k")
+                rr = conn.getresponse()
+                rr.read()
+                lat.append((time.monotonic() - t0) * 1000)
+            conn.close()
+            # REST planTableScan against strike's own /plan: a table of m files, a DV on most
+            m = z["ice_plan_files"]
+            self._ice_table(url, "ice1k", m)
+            conn = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=60)
+            for k in range(0, m, 2):  # updates: a DV on every other file, plus new files
+                self._commit_one(conn, "ice1k", k, -1)
+            conn.close()
+            urllib.request.urlopen(f"{url}/iceberg/v1/namespaces/default/tables/ice1k").read()
+            rest, own = [], []
+            for _ in range(max(R, 3)):
+                t0 = time.monotonic()
+                self._post(url, "/v1/tables/ice1k/plan", {})
+                own.append((time.monotonic() - t0) * 1000)
+                t0 = time.monotonic()
+                res = self._post(url, "/iceberg/v1/namespaces/default/tables/ice1k/plan", {})
+                rest.append((time.monotonic() - t0) * 1000)
+                if res.get("status") != "completed":
+                    raise RuntimeError(f"planTableScan: {res}")
+        finally:
+            p.terminate()
+            p.wait()
+            os.remove(os.path.join(self.work, "aux-striked.pid"))
+        self.results["e29"] = {"first_export_s": first, "export_s": secs, "export_bytes": written,
+                               "export_files": files, "load_ms": lat, "rest_plan_ms": rest, "own_plan_ms": own}
+        wb = med(written)
+        self.row("i29a", f"Iceberg export after a one-row commit (an update) on a table of {n:,} data files: "
+                 "bytes and files written, time", "the change's own size", f"first export of the table "
+                 f"{fmt_ms(first * 1000)}", f"{fmt_bytes(wb)} in {med(files):.0f} files, {spread([x * 1000 for x in secs], fmt_ms)}",
+                 fmt_bytes(wb), "O(the change), under 1 MiB", "yes" if wb < (1 << 20) else f"no ({fmt_bytes(wb)})")
+        ratio = med(rest) / med(own)
+        self.row("i29b", f"REST planTableScan of a {m:,}-file table with DVs vs strike's own /plan: time",
+                 "POST /v1/tables/{t}/plan", spread(own, fmt_ms), spread(rest, fmt_ms), fmt_x(ratio), "≤1.5x",
+                 "yes" if ratio <= 1.5 else f"no ({fmt_x(ratio)})")
+        self.row("i29c", "loadTable of an unchanged table (cached), one kept-alive client: p50 (p99)", "–", "–",
+                 f"{fmt_ms(med(lat))} (p99 {fmt_ms(pctl(lat, 99))})", "–", "report", "–")
+
+    def http_get(self, url, path):
+        return json.loads(urllib.request.urlopen(url + path).read())
+
     def e16_cli_load(self):
         """strike load of NDJSON rows (chunks of 10,000) vs curl posting the same chunk bodies from a
         shell loop, each into a fresh keyed table, alternating; the client must not be the bottleneck."""
@@ -1327,6 +1426,7 @@ class Bench:
             ("e15", "i15", "CDC endpoint vs /changes", self.e15_cdc),
             ("e16", "i16", "strike load vs curl", self.e16_cli_load),
             ("e28", "i28", "peak memory per request body, by shape", self.e28_body_rss),
+            ("e29", "i29a", "Iceberg export, REST plan, loadTable", self.e29_iceberg),
             # last: its 50,000,000-row table, 40% deleted, would be the first work of
             # the maintenance task of any striked a later measure starts (i14a's)
             ("e13", "i13", "delete by filter at scale", self.e13_delete_where),
@@ -1340,20 +1440,22 @@ class Bench:
                  "i14b": "DuckDB copy-on-write rewrite",
                  "i14c": "DuckDB copy-on-write delete",
                  "i15": "the same rows through POST /changes", "i16": "curl posting the same chunks",
-                 "i28": "the route's admission charge"}
+                 "i28": "the route's admission charge",
+                 "i29a": "the change's own size"}
         goals = {1: "≥1000x faster; ≥100,000x fewer bytes", 2: "p50 ≤2x PostgreSQL", 3: "≥1.5x PostgreSQL",
                  4: "≥1x nginx req/s, p99 ≤ nginx", 5: "≤1.05x", 6: "≥1.0x DuckDB", 7: "≥0.7x 1 writer, nothing lost",
                  8: "bounded: ≤1.25x the smaller scan's peak", 9: "report (PostgreSQL is the bound)",
                  "i3": "compare", "i4": "compare", "i7": "≥0.9x peer calls/s, p99 ≤1.2x",
                  "i13": "peak ≤512 MiB, no 503s",
                  "i14a": "≤1.2x each", "i14b": "≥1.0x DuckDB", "i14c": "report", "i15": "≥0.8x /changes",
-                 "i16": "≥0.9x curl", "i28": "≤2x the body + 64 MiB"}
+                 "i16": "≥0.9x curl", "i28": "≤2x the body + 64 MiB",
+                 "i29a": "O(the change), under 1 MiB"}
         for key, num, title, fn in plan:
             if only and key not in only:
                 continue
             self.measure(key, num, title, peers[num], goals[num], fn)
         order = {n: i for i, n in enumerate([1, 2, 3, 4, 5, 6, 7, 8, 9, "i3", "i4", "i7", "i13", "i14a", "i14b", "i14c",
-                                             "i15", "i16", "i28"])}
+                                             "i15", "i16", "i28", "i29a", "i29b", "i29c"])}
         self.rows.sort(key=lambda r: order[r["num"]])
         end_load = open("/proc/loadavg").read().split()[:3]
         commit = git_commit()
@@ -1401,7 +1503,7 @@ def main():
     ap.add_argument("--http-port", required=True, type=int)
     ap.add_argument("--striked-pid", required=True, type=int)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="", help="comma-separated measure keys (m1..m9, e3, e4, e7, e14a, e14b, e14c, e15, e16), for development")
+    ap.add_argument("--only", default="", help="comma-separated measure keys (m1..m9, e3, e4, e7, e14a, e14b, e14c, e15, e16, e29), for development")
     sys.exit(Bench(ap.parse_args()).main())
 
 

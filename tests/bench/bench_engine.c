@@ -123,11 +123,11 @@ static struct engine_table *fresh_table(struct engine *e, const char *name)
     bool replayed;
     struct st_err err = {0};
     engine_drop_table(e, name, NULL, &replayed, &err);
-    struct st_column cols[5] = {{"id", ST_T_LONG, true},
-                                {"user_id", ST_T_LONG, true},
-                                {"amount", ST_T_DOUBLE, false},
-                                {"status", ST_T_STRING, false},
-                                {"payload", ST_T_STRING, false}};
+    struct st_column cols[5] = {{"id", ST_T_LONG, true, 0},
+                                {"user_id", ST_T_LONG, true, 0},
+                                {"amount", ST_T_DOUBLE, false, 0},
+                                {"status", ST_T_STRING, false, 0},
+                                {"payload", ST_T_STRING, false, 0}};
     const char *pk[] = {"id"};
     struct engine_table_def d = {name, 5, cols, 1, pk, NULL};
     struct engine_table *t;

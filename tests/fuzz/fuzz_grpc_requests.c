@@ -24,8 +24,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct st_column cols[] = {
-    {"id", ST_T_LONG, true},   {"b", ST_T_BOOLEAN, false}, {"i", ST_T_INT, false},
-    {"d", ST_T_DOUBLE, false}, {"s", ST_T_STRING, false},  {"ts", ST_T_TIMESTAMP, false},
+    {"id", ST_T_LONG, true, 0},   {"b", ST_T_BOOLEAN, false, 0}, {"i", ST_T_INT, false, 0},
+    {"d", ST_T_DOUBLE, false, 0}, {"s", ST_T_STRING, false, 0},  {"ts", ST_T_TIMESTAMP, false, 0},
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 static int pk[] = {0};

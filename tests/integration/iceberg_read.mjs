@@ -31,9 +31,17 @@
 //       where Iceberg Java itself departs from the spec's text (a manifest without
 //       the `schema-id` key, upper-case file_format, ...): --strict makes them
 //       failures.
-//   node iceberg_read.mjs avro-dump FILE        an Avro container file as JSON:
+//   node iceberg_read.mjs tasks METADATA TASKS.json [--map PREFIX=DIR]...
+//       The rows of a scan planned by an Iceberg REST catalog: TASKS.json is a list
+//       of {"file-scan-tasks", "delete-files"} (planTableScan's answer and each
+//       fetchScanTasks'); each task's data file minus the deletion vector it
+//       references (which must name that file and be its only delete file), in
+//       the current schema of METADATA. stdout: {"files", "dvs", "columns",
+//       "types", "rows"} as `rows` encodes them.
+//   node iceberg_read.mjs avro-dump FILE...     an Avro container file as JSON:
 //       {"codec", "sync" (hex), "meta" {key: utf-8 string}, "schema", "records"}
-//       (longs as exact JSON integers, bytes and fixed as hex strings)
+//       (longs as exact JSON integers, bytes and fixed as hex strings); several
+//       files: one such line each, in the order given
 //   node iceberg_read.mjs avro-write FILE < JSON    the inverse (avsc encodes the
 //       records; the header keeps every key and the schema as given) - the tests
 //       edit manifests with these two.
@@ -999,7 +1007,13 @@ function typeName(t) {
 
 async function snapshotRows(table, pq, snap, lineage) {
   const w = table.walk(snap);
-  const schema = table.schemaFor(snap);
+  const r = await entryRows(table, pq, w, table.schemaFor(snap), `snapshot ${snap['snapshot-id']}`, lineage);
+  return { sequence_number: encValue(snap['sequence-number']), ...r };
+}
+
+// The rows of a walk's live data files (w.data) minus the deletes that apply to
+// them (w.deletes), in `schema`'s columns, sorted. `what` names the walk in errors.
+async function entryRows(table, pq, w, schema, what, lineage) {
   const fields = Array.isArray(schema.fields) ? schema.fields : [];
   const dvs = new Map();
   const posFiles = [];
@@ -1029,8 +1043,7 @@ async function snapshotRows(table, pq, snap, lineage) {
   }
   for (const [ref, e] of dvs) {
     if (!live.has(ref)) {
-      const sid = snap['snapshot-id'];
-      throw new TableError(`${e.where}: the DV's referenced_data_file ${ref} is no live data file of snapshot ${sid}`);
+      throw new TableError(`${e.where}: the DV's referenced_data_file ${ref} is no live data file of ${what}`);
     }
   }
   const out = [];
@@ -1122,7 +1135,59 @@ async function snapshotRows(table, pq, snap, lineage) {
     columns.push('_row_id', '_last_updated_sequence_number');
     types.push('long', 'long');
   }
-  return { sequence_number: encValue(snap['sequence-number']), columns, types, rows: out.map((r) => r.map(encValue)) };
+  return { columns, types, rows: out.map((r) => r.map(encValue)) };
+}
+
+// The rows of an Iceberg REST scan plan's file scan tasks (FileScanTask: a
+// data-file and delete-file-references into delete-files; several groups of
+// them, one per answer: planTableScan's and each fetchScanTasks'), read as a
+// snapshot's entries: each data file minus the deletion vector its task
+// references, which must name it (referenced-data-file) and be the only one.
+// The plan applies no sequence-number rule: the server chose the deletes.
+async function tasksRows(table, pq, groups) {
+  const num = (v, where) => {
+    if (typeof v !== 'number' && !isInt(v)) throw new TableError(`${where}: not an integer: ${show(v)}`);
+    return BigInt(v);
+  };
+  const w = { data: [], deletes: [] };
+  const seen = new Map();
+  if (!Array.isArray(groups)) throw new TableError('tasks: expected a list of {file-scan-tasks, delete-files}');
+  for (const [gi, g] of groups.entries()) {
+    const tasks = g['file-scan-tasks'] ?? [];
+    const dels = g['delete-files'] ?? [];
+    for (const [ti, t] of tasks.entries()) {
+      const where = `group ${gi} file-scan-tasks[${ti}]`;
+      const d = t['data-file'];
+      if (!isObj(d) || d.content !== 'data' || !isStr(d['file-path'])) throw new TableError(`${where}: no data-file`);
+      if (seen.has(d['file-path'])) throw new TableError(`${where}: ${d['file-path']} planned twice (${seen.get(d['file-path'])})`);
+      seen.set(d['file-path'], where);
+      const e = { df: { content: 0, file_path: d['file-path'], file_format: d['file-format'],
+        record_count: num(d['record-count'], where), partition: {} }, specId: 0n, dataSeq: 0n, firstRowId: null,
+      where, status: 1 };
+      w.data.push(e);
+      const refs = t['delete-file-references'] ?? [];
+      if (refs.length > 1) throw new TableError(`${where}: ${refs.length} delete files (a DV each at most)`);
+      for (const ri of refs) {
+        const x = dels[Number(ri)];
+        const dw = `group ${gi} delete-files[${ri}] (of ${where})`;
+        if (!isObj(x)) throw new TableError(`${dw}: no such delete file`);
+        if (x.content !== 'position-deletes' || String(x['file-format']).toLowerCase() !== 'puffin') {
+          throw new TableError(`${dw}: content ${show(x.content)}, file-format ${show(x['file-format'])}: not a DV`);
+        }
+        if (x['referenced-data-file'] !== d['file-path']) {
+          throw new TableError(`${dw}: referenced-data-file ${show(x['referenced-data-file'])} is not ${d['file-path']}`);
+        }
+        w.deletes.push({ df: { content: 1, file_path: x['file-path'], file_format: 'puffin',
+          record_count: num(x['record-count'], dw), referenced_data_file: x['referenced-data-file'],
+          content_offset: num(x['content-offset'], dw), content_size_in_bytes: num(x['content-size-in-bytes'], dw),
+          partition: {} }, specId: 0n, dataSeq: 0n, where: dw, status: 1 });
+      }
+    }
+  }
+  const schemas = Array.isArray(table.meta.schemas) ? table.meta.schemas : [];
+  const schema = schemas.find((x) => isObj(x) && x['schema-id'] === table.meta['current-schema-id']);
+  if (!schema) throw new TableError(`${table.metaPath}: no current schema`);
+  return { files: w.data.length, dvs: w.deletes.length, ...await entryRows(table, pq, w, schema, 'the plan', false) };
 }
 
 // ---------------------------------------------------------------------------
@@ -1904,14 +1969,16 @@ function pickSnapshots(table, id) {
 async function main() {
   const o = parseArgs(process.argv.slice(2));
   if (o.mode === 'avro-dump') {
-    if (o.pos.length !== 1) die('usage: avro-dump FILE');
-    const a = readAvro(readLocal(o.pos[0]), o.pos[0]);
-    const meta = {};
-    for (const [k,
-        v] of Object.entries(a.meta)) if (k !== 'avro.schema' && k !== 'avro.codec') meta[k] = v.toString('utf8');
-    const recs = a.records.map((r) => toPlain(a.type, r));
-    process.stdout.write(jsonText({ codec: a.codec, sync: a.sync.toString('hex'), meta, schema: a.schema,
-        records: recs }) + '\n');
+    if (o.pos.length < 1) die('usage: avro-dump FILE...');
+    for (const file of o.pos) {
+      const a = readAvro(readLocal(file), file);
+      const meta = {};
+      for (const [k,
+          v] of Object.entries(a.meta)) if (k !== 'avro.schema' && k !== 'avro.codec') meta[k] = v.toString('utf8');
+      const recs = a.records.map((r) => toPlain(a.type, r));
+      process.stdout.write(jsonText({ codec: a.codec, sync: a.sync.toString('hex'), meta, schema: a.schema,
+          records: recs }) + '\n');
+    }
     return 0;
   }
   if (o.mode === 'avro-write') {
@@ -1924,9 +1991,25 @@ async function main() {
         records: (doc.records ?? []).map((r) => fromPlain(type, r)) });
     return 0;
   }
+  if (o.mode === 'tasks') {
+    if (o.pos.length !== 2) die('usage: tasks METADATA TASKS.json [--map PREFIX=DIR]...');
+    const loc = new Locator(o.maps);
+    const pq = new Parquet();
+    await pq.open();
+    try {
+      const table = new Table(o.pos[0], loc);
+      const groups = parseJson(fs.readFileSync(o.pos[1], 'utf8'), o.pos[1]);
+      process.stdout.write(JSON.stringify(await tasksRows(table, pq, groups)) + '\n');
+    } catch (e) {
+      if (!(e instanceof TableError)) throw e;
+      die(`tasks: ${e.message}`, 1);
+    }
+    return 0;
+  }
   if ((o.mode !== 'rows' && o.mode !== 'check') || o.pos.length !== 1) {
     die('usage: rows|check METADATA [--map PREFIX=DIR]... [--snapshot ID] [--strict] [--lineage]\n' +
-        '       avro-dump FILE | avro-write FILE < JSON');
+        '       tasks METADATA TASKS.json [--map PREFIX=DIR]...\n' +
+        '       avro-dump FILE... | avro-write FILE < JSON');
   }
   const loc = new Locator(o.maps);
   const pq = new Parquet();

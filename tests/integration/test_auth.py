@@ -128,24 +128,46 @@ BODIES = {
 
 
 def http_call(method, pattern, table, headers):
-    """One request to the route on `table` (a fresh one where it would be dropped)."""
-    path = pattern.replace("{t}", table).replace("{id}", "1")
+    """One request to the route on `table` (a fresh one where it would be dropped); the
+    Iceberg catalog's routes in its one namespace, with a plan id no plan has."""
+    path = pattern.replace("{t}", table).replace("{id}", "1").replace("{ns}", "default")
+    path = path.replace("{plan}", "0b7a4e1c-5d6f-4a8b-9c0d-1e2f3a4b5c6d")
     body = None
     hdrs = dict(headers)
     if pattern == "/v1/cdc/debezium":  # one event, routed to `table` by its source
-        return S.req(method, path, {"op": "c", "after": {"id": 7},
-                                    "source": {"name": "auth", "db": "d", "table": table}}, headers=hdrs)
+        r = S.req(method, path, {"op": "c", "after": {"id": 7},
+                                 "source": {"name": "auth", "db": "d", "table": table}}, headers=hdrs)
+        r.method, r.path = method, path
+        return r
     if method == "POST":
         if pattern == "/v1/tables":
             body = {"name": table, "columns": [{"name": "id", "type": "long", "required": True}],
                     "primary_key": ["id"]}
         else:
             body = BODIES.get(pattern, {})
-    return S.req(method, path, body, headers=hdrs)
+    r = S.req(method, path, body, headers=hdrs)
+    r.method, r.path = method, path
+    return r
 
 
 def allowed(status):
     return status not in (401, 403) and (status < 500 or status == 501)
+
+
+def refusal(tc, r, status):
+    """A 401 or 403 body: problem+json on /v1, Iceberg's error model on /iceberg (what
+    Iceberg clients parse: docs/API.md "Iceberg REST catalog"). Returns its message."""
+    iceberg = r.path.startswith("/iceberg/")
+    tc.assertEqual(r.header("Content-Type"), "application/json" if iceberg else "application/problem+json")
+    if r.method == "HEAD":
+        return None
+    doc = r.json()
+    if iceberg:
+        etype = {401: "NotAuthorizedException", 403: "ForbiddenException"}[status]
+        tc.assertEqual((doc["error"]["code"], doc["error"]["type"]), (status, etype), doc)
+        return doc["error"]["message"]
+    tc.assertEqual(doc["status"], status)
+    return doc["detail"]
 
 
 class TestHttpRoutes(unittest.TestCase):
@@ -186,9 +208,7 @@ class TestHttpRoutes(unittest.TestCase):
                         continue
                     self.assertEqual(r.status, 401, r)
                     self.assertEqual(r.header("WWW-Authenticate"), 'Bearer realm="strike"')
-                    self.assertEqual(r.header("Content-Type"), "application/problem+json")
-                    if method != "HEAD":
-                        self.assertEqual(r.json()["status"], 401)
+                    refusal(self, r, 401)
 
     def test_each_scope_on_matching_and_other_tables(self):
         http, _ = routes()
@@ -209,7 +229,7 @@ class TestHttpRoutes(unittest.TestCase):
                     else:
                         self.assertEqual(r.status, 403, r)
                         if method != "HEAD":
-                            self.assertIn(f"lacks the {scope} scope", r.json()["detail"])
+                            self.assertIn(f"lacks the {scope} scope", refusal(self, r, 403))
                     # a table it does not match
                     other = "users" if src != "body" else "users_new"
                     r = http_call(method, pattern, other, bearer(tok))

@@ -153,7 +153,7 @@ class Erasure(unittest.TestCase):
         self.assertRegex(rec["verified_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
         self.assertEqual({c["check"] for c in rec["checks"]},
                          {"data_files", "key_index", "column_statistics", "orphan_blobs",
-                          "bucket_versioning"})
+                          "bucket_versioning", "iceberg_metadata"})
         self.assertTrue(all(c["passed"] for c in rec["checks"]), rec["checks"])
         self.assertNotIn(MARKER, r.body.decode())
         self.assertNotIn("1234", json.dumps({k: v for k, v in rec.items() if k not in ("id", "key_digest")}))

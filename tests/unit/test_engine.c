@@ -120,7 +120,7 @@ static void test_tables(void **state)
     engine_table_unref(again);
 
     /* duplicates and bad definitions */
-    struct st_column c[2] = {{"id", ST_T_LONG, true}, {"id", ST_T_STRING, false}};
+    struct st_column c[2] = {{"id", ST_T_LONG, true, 0}, {"id", ST_T_STRING, false, 0}};
     struct engine_table_def d = {"basic", 1, c, 1, pk, NULL};
     bool replayed;
     st_err_clear(&err);
@@ -130,7 +130,7 @@ static void test_tables(void **state)
     st_err_clear(&err);
     assert_int_equal(engine_create_table(T.e, &d, NULL, &again, &replayed, &err), ST_EINVAL);
     assert_non_null(strstr(err.msg, "duplicate column"));
-    struct st_column c2[1] = {{"id", ST_T_LONG, false}};
+    struct st_column c2[1] = {{"id", ST_T_LONG, false, 0}};
     struct engine_table_def d2 = {"nullable_pk", 1, c2, 1, pk, NULL};
     st_err_clear(&err);
     assert_int_equal(engine_create_table(T.e, &d2, NULL, &again, &replayed, &err), ST_EINVAL);
@@ -395,7 +395,7 @@ static void test_idempotent_create_and_drop(void **state)
 {
     (void)state;
     struct st_column c[3] = {
-        {"k", ST_T_STRING, true}, {"n", ST_T_INT, true}, {"ver", ST_T_TIMESTAMP, false}};
+        {"k", ST_T_STRING, true, 0}, {"n", ST_T_INT, true, 0}, {"ver", ST_T_TIMESTAMP, false, 0}};
     const char *pk[] = {"n", "k"};
     struct engine_table_def d = {"idem_create", 3, c, 2, pk, "ver"};
     struct engine_idem idem = {.key = "create-1"};
@@ -475,7 +475,7 @@ static void test_idempotency_legacy_rows(void **state)
     put_legacy(c, "legacy_t", "drop", 4, 204, "");
     PQfinish(c);
 
-    struct st_column cols[2] = {{"id", ST_T_LONG, true}, {"v", ST_T_STRING, false}};
+    struct st_column cols[2] = {{"id", ST_T_LONG, true, 0}, {"v", ST_T_STRING, false, 0}};
     const char *pk[] = {"id"};
     struct engine_table_def d = {"legacy_t", 2, cols, 1, pk, NULL};
     struct engine_idem idem = {.key = "c"};

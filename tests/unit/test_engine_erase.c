@@ -295,9 +295,14 @@ static void test_erase_by_key(void **state)
     assert_int_equal(strncmp(digest, "hmac-sha256:", 12), 0);
     assert_int_equal(strlen(digest), 12 + 64);
     assert_false(receipt_holds(&er, MARKER));
-    assert_int_equal(er.nchecks, 5);
+    /* data_files, key_index, column_statistics, orphan_blobs, bucket_versioning and
+       iceberg_metadata (the table's Iceberg metadata names no purged file, and metadata/ holds
+       nothing else) */
+    assert_int_equal(er.nchecks, 6);
     for (int i = 0; i < er.nchecks; i++)
         assert_true(er.checks[i].passed);
+    assert_string_equal(er.checks[4].name, "bucket_versioning");
+    assert_string_equal(er.checks[5].name, "iceberg_metadata");
 
     /* no file under the data directory decodes to the marker; the bystander is there */
     files = 0;

@@ -34,9 +34,9 @@
 
 enum { C_B, C_I, C_L, C_D, C_S, C_T, C_RID, NCOLS };
 static const struct st_column COLS[NCOLS] = {
-    {"b", ST_T_BOOLEAN, false}, {"i", ST_T_INT, false},    {"l", ST_T_LONG, false},
-    {"d", ST_T_DOUBLE, false},  {"s", ST_T_STRING, false}, {"t", ST_T_TIMESTAMP, false},
-    {"rid", ST_T_LONG, true},
+    {"b", ST_T_BOOLEAN, false, 0}, {"i", ST_T_INT, false, 0},    {"l", ST_T_LONG, false, 0},
+    {"d", ST_T_DOUBLE, false, 0},  {"s", ST_T_STRING, false, 0}, {"t", ST_T_TIMESTAMP, false, 0},
+    {"rid", ST_T_LONG, true, 0},
 };
 
 /* One row's values, as the reference evaluator sees them. */

@@ -325,10 +325,10 @@ static void test_timestamps(void **state)
 /* ---- rows ----------------------------------------------------------------- */
 
 static const struct st_column COLS[] = {
-    {"order_id", ST_T_LONG, true},         {"user_id", ST_T_LONG, true},
-    {"amount", ST_T_DOUBLE, false},        {"status", ST_T_STRING, false},
-    {"updated_at", ST_T_TIMESTAMP, false}, {"qty", ST_T_INT, false},
-    {"paid", ST_T_BOOLEAN, false},
+    {"order_id", ST_T_LONG, true, 0},         {"user_id", ST_T_LONG, true, 0},
+    {"amount", ST_T_DOUBLE, false, 0},        {"status", ST_T_STRING, false, 0},
+    {"updated_at", ST_T_TIMESTAMP, false, 0}, {"qty", ST_T_INT, false, 0},
+    {"paid", ST_T_BOOLEAN, false, 0},
 };
 #define NCOLS ((int)(sizeof COLS / sizeof COLS[0]))
 static const int PK[] = {0};

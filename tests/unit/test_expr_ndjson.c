@@ -326,9 +326,9 @@ static void test_strings_random(void **state)
 
 enum { R_B, R_I, R_L, R_D, R_S, R_T, RCOLS };
 static const struct st_column COLS[RCOLS] = {
-    {"flag", ST_T_BOOLEAN, false},  {"qty", ST_T_INT, false},
-    {"id", ST_T_LONG, true},        {"amount", ST_T_DOUBLE, false},
-    {"status", ST_T_STRING, false}, {"updated_at", ST_T_TIMESTAMP, false},
+    {"flag", ST_T_BOOLEAN, false, 0},  {"qty", ST_T_INT, false, 0},
+    {"id", ST_T_LONG, true, 0},        {"amount", ST_T_DOUBLE, false, 0},
+    {"status", ST_T_STRING, false, 0}, {"updated_at", ST_T_TIMESTAMP, false, 0},
 };
 
 static void test_row_example(void **state)

@@ -139,10 +139,10 @@ static void test_known_bytes(void **state)
 static void test_encoded_len(void **state)
 {
     (void)state;
-    struct st_column cols[4] = {{"s", ST_T_STRING, true},
-                                {"n", ST_T_INT, true},
-                                {"b", ST_T_BOOLEAN, true},
-                                {"t", ST_T_STRING, true}};
+    struct st_column cols[4] = {{"s", ST_T_STRING, true, 0},
+                                {"n", ST_T_INT, true, 0},
+                                {"b", ST_T_BOOLEAN, true, 0},
+                                {"t", ST_T_STRING, true, 0}};
     int pk[3] = {3, 1, 0}; /* key order differs from column order */
     struct engine_table t = {
         .name = "k", .ncols = 4, .cols = cols, .npk = 3, .pk = pk, .version_col = -1};

@@ -310,10 +310,12 @@ static void test_utf8(void **state)
 
 enum { C_B, C_I, C_L, C_D, C_S, C_LOW, C_TS, NCOLS };
 
+/* Iceberg field ids on all but the first column (0: none written), one of them out of order. */
 static const struct st_column schema[NCOLS] = {
-    {"flag", ST_T_BOOLEAN, false},  {"small", ST_T_INT, false},   {"id", ST_T_LONG, true},
-    {"amount", ST_T_DOUBLE, false}, {"name", ST_T_STRING, false}, {"status", ST_T_STRING, true},
-    {"at", ST_T_TIMESTAMP, false},
+    {"flag", ST_T_BOOLEAN, false, 0}, {"small", ST_T_INT, false, 2},
+    {"id", ST_T_LONG, true, 11},      {"amount", ST_T_DOUBLE, false, 4},
+    {"name", ST_T_STRING, false, 5},  {"status", ST_T_STRING, true, 6},
+    {"at", ST_T_TIMESTAMP, false, 7},
 };
 
 static char *long_string; /* 1 MiB of 'L' ... */
@@ -506,6 +508,7 @@ static void verify_file(const uint8_t *p, size_t n, uint64_t nrows, uint32_t rg_
         assert_string_equal(col->name, schema[c].name);
         assert_int_equal(col->type, schema[c].type);
         assert_int_equal(col->required, schema[c].required);
+        assert_int_equal(col->field_id, schema[c].field_id); /* SchemaElement.field_id */
         assert_null(pq_column_unsupported(r, c));
         assert_int_equal(pq_find_column(r, schema[c].name), c);
     }
@@ -647,7 +650,7 @@ static void test_row_group_bytes(void **state)
     pq_write_opts_default(&o);
     o.row_group_bytes = 200000;
     struct memfile mf = {BUF_INIT, 0, 0};
-    struct st_column c = {"s", ST_T_STRING, true};
+    struct st_column c = {"s", ST_T_STRING, true, 0};
     struct st_err err = {0};
     struct pq_writer *w;
     assert_int_equal(pq_writer_open(&w, &c, 1, &o, memfile_write, &mf, &err), ST_OK);
@@ -685,7 +688,7 @@ static void test_long_strings(void **state)
 {
     (void)state;
     struct memfile mf = {BUF_INIT, 0, 0};
-    struct st_column c = {"s", ST_T_STRING, false};
+    struct st_column c = {"s", ST_T_STRING, false, 0};
     struct st_err err = {0};
     struct pq_writer *w;
     assert_int_equal(pq_writer_open(&w, &c, 1, NULL, memfile_write, &mf, &err), ST_OK);
@@ -765,11 +768,11 @@ static void test_long_strings(void **state)
 static void test_double_stats(void **state)
 {
     (void)state;
-    struct st_column cols[5] = {{"nan_only", ST_T_DOUBLE, false},
-                                {"nulls_only", ST_T_DOUBLE, false},
-                                {"zeros", ST_T_DOUBLE, true},
-                                {"null_bools", ST_T_BOOLEAN, false},
-                                {"null_strings", ST_T_STRING, false}};
+    struct st_column cols[5] = {{"nan_only", ST_T_DOUBLE, false, 0},
+                                {"nulls_only", ST_T_DOUBLE, false, 0},
+                                {"zeros", ST_T_DOUBLE, true, 0},
+                                {"null_bools", ST_T_BOOLEAN, false, 0},
+                                {"null_strings", ST_T_STRING, false, 0}};
     struct memfile mf = {BUF_INIT, 0, 0};
     struct st_err err = {0};
     struct pq_writer *w;
@@ -837,8 +840,9 @@ static bool chunk_has_encoding(struct pq_reader *r, int rg, int col, const char 
 static void test_dictionary_choice(void **state)
 {
     (void)state;
-    struct st_column cols[3] = {
-        {"low", ST_T_STRING, true}, {"unique", ST_T_STRING, false}, {"turns", ST_T_STRING, true}};
+    struct st_column cols[3] = {{"low", ST_T_STRING, true, 0},
+                                {"unique", ST_T_STRING, false, 0},
+                                {"turns", ST_T_STRING, true, 0}};
     struct memfile mf = {BUF_INIT, 0, 0};
     struct st_err err = {0};
     struct pq_writer *w;
@@ -907,11 +911,11 @@ static void test_writer_refuses(void **state)
     struct memfile mf = {BUF_INIT, 0, 0};
     struct st_err err = {0};
     struct pq_writer *w;
-    struct st_column dup[2] = {{"a", ST_T_INT, true}, {"a", ST_T_LONG, false}};
+    struct st_column dup[2] = {{"a", ST_T_INT, true, 0}, {"a", ST_T_LONG, false, 0}};
     assert_int_equal(pq_writer_open(&w, dup, 2, NULL, memfile_write, &mf, &err), ST_EINVAL);
     assert_non_null(strstr(err.msg, "twice"));
     st_err_clear(&err);
-    struct st_column badname = {"1x", ST_T_INT, true};
+    struct st_column badname = {"1x", ST_T_INT, true, 0};
     assert_int_equal(pq_writer_open(&w, &badname, 1, NULL, memfile_write, &mf, &err), ST_EINVAL);
     st_err_clear(&err);
     assert_int_equal(pq_writer_open(&w, dup, 0, NULL, memfile_write, &mf, &err), ST_EINVAL);
@@ -930,7 +934,7 @@ static void test_writer_refuses(void **state)
     st_err_clear(&err);
     assert_int_equal(pq_writer_open(&w, dup, 1, &o, memfile_write, &mf, &err), ST_EINVAL);
 
-    struct st_column cols[2] = {{"k", ST_T_LONG, true}, {"s", ST_T_STRING, false}};
+    struct st_column cols[2] = {{"k", ST_T_LONG, true, 0}, {"s", ST_T_STRING, false, 0}};
     assert_int_equal(pq_writer_open(&w, cols, 2, NULL, memfile_write, &mf, &err), ST_OK);
     struct st_value row[2];
     memset(row, 0, sizeof row);
@@ -966,7 +970,7 @@ static void test_write_failure(void **state)
     struct memfile mf = {BUF_INIT, 1000, 0};
     struct st_err err = {0};
     struct pq_writer *w;
-    struct st_column c = {"k", ST_T_LONG, true};
+    struct st_column c = {"k", ST_T_LONG, true, 0};
     struct pq_write_opts o;
     pq_write_opts_default(&o);
     o.row_group_rows = 500;
