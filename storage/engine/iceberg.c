@@ -688,7 +688,7 @@ static int add_data_entry(struct xpass *x, struct xentries *es, const struct xfi
 static int add_dv_entry(struct xpass *x, struct xentries *es, const struct xdv *d,
                         const char *data_key, struct xsnap *sn, struct st_err *err)
 {
-    int64_t psize;
+    int64_t psize = 0;
     int rc = puffin_size(x, d->puffin, &psize, err);
     if (rc != ST_OK)
         return rc;
