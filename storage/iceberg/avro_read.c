@@ -193,7 +193,7 @@ static int r_long(struct avro_reader *r, const char *what, int64_t *out)
 static int r_len(struct avro_reader *r, const char *what, bool bytes, uint64_t *out)
 {
     size_t at = r->pos;
-    int64_t v;
+    int64_t v = 0;
     int rc = r_long(r, what, &v);
     if (rc != ST_OK)
         return rc;

@@ -340,7 +340,7 @@ static void w_put_bytes(struct avro_writer *w, const void *p, size_t n)
 
 int avro_w_string(struct avro_writer *w, const char *s, size_t n)
 {
-    const struct avro_node *node;
+    const struct avro_node *node = NULL;
     int rc = w_start(w, AVRO_STRING, "string", &node);
     if (rc != ST_OK)
         return rc;
@@ -353,7 +353,7 @@ int avro_w_string(struct avro_writer *w, const char *s, size_t n)
 
 int avro_w_bytes(struct avro_writer *w, const void *p, size_t n)
 {
-    const struct avro_node *node;
+    const struct avro_node *node = NULL;
     int rc = w_start(w, AVRO_BYTES, "bytes", &node);
     if (rc != ST_OK)
         return rc;
@@ -364,7 +364,7 @@ int avro_w_bytes(struct avro_writer *w, const void *p, size_t n)
 
 int avro_w_fixed(struct avro_writer *w, const void *p, size_t n)
 {
-    const struct avro_node *node;
+    const struct avro_node *node = NULL;
     int rc = w_start(w, AVRO_FIXED, "fixed", &node);
     if (rc != ST_OK)
         return rc;
@@ -378,7 +378,7 @@ int avro_w_fixed(struct avro_writer *w, const void *p, size_t n)
 
 int avro_w_enum(struct avro_writer *w, uint32_t symbol)
 {
-    const struct avro_node *node;
+    const struct avro_node *node = NULL;
     int rc = w_start(w, AVRO_ENUM, "enum", &node);
     if (rc != ST_OK)
         return rc;
@@ -392,7 +392,7 @@ int avro_w_enum(struct avro_writer *w, uint32_t symbol)
 
 int avro_w_union(struct avro_writer *w, uint32_t branch)
 {
-    const struct avro_node *node;
+    const struct avro_node *node = NULL;
     int rc = w_start(w, AVRO_UNION, "union", &node);
     if (rc != ST_OK)
         return rc;
@@ -408,7 +408,7 @@ int avro_w_union(struct avro_writer *w, uint32_t branch)
 static int w_container(struct avro_writer *w, int type, uint64_t count)
 {
     const char *what = type == AVRO_ARRAY ? "array" : "map";
-    const struct avro_node *node;
+    const struct avro_node *node = NULL;
     int rc = w_start(w, type, what, &node);
     if (rc != ST_OK)
         return rc;
