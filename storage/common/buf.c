@@ -88,6 +88,44 @@ void buf_printf(struct buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+void buf_append_json_escaped(struct buf *b, const char *s)
+{
+    const char *run = s;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        buf_append(b, run, (size_t)(s - run));
+        run = s + 1;
+        switch (c) {
+        case '"':
+            buf_append_str(b, "\\\"");
+            break;
+        case '\\':
+            buf_append_str(b, "\\\\");
+            break;
+        case '\n':
+            buf_append_str(b, "\\n");
+            break;
+        case '\r':
+            buf_append_str(b, "\\r");
+            break;
+        case '\t':
+            buf_append_str(b, "\\t");
+            break;
+        case '\b':
+            buf_append_str(b, "\\b");
+            break;
+        case '\f':
+            buf_append_str(b, "\\f");
+            break;
+        default:
+            buf_printf(b, "\\u%04x", c);
+        }
+    }
+    buf_append(b, run, (size_t)(s - run));
+}
+
 uint8_t *buf_extend(struct buf *b, size_t n)
 {
     buf_reserve(b, n);

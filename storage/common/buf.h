@@ -33,6 +33,9 @@ void buf_append(struct buf *b, const void *p, size_t n);
 bool buf_append_bounded(struct buf *b, const void *p, size_t n, size_t limit);
 void buf_append_str(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append s escaped as the inside of a JSON string (RFC 8259: `"` and `\\` escaped, control
+   characters as \n, \t, ... or \u00XX; other bytes as they are), without the quotes. */
+void buf_append_json_escaped(struct buf *b, const char *s);
 /* Append n zero bytes and return a pointer to them (valid until the next append). */
 uint8_t *buf_extend(struct buf *b, size_t n);
 /* Take ownership of the bytes (NUL-terminated past len); b becomes empty. */

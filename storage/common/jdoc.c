@@ -35,6 +35,7 @@
 
 #include "common/debug.h"
 #include "common/hex.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 
 _Static_assert(sizeof(struct jdoc_member) == 2 * sizeof(struct jdoc_val),
@@ -305,36 +306,6 @@ static inline bool is_alpha(int c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-/*
- * Length of the well-formed UTF-8 sequence at s[0..n) (s[0] >= 0x80), or 0:
- * RFC 3629, as jansson checks it (no overlongs, surrogates or > U+10FFFF).
- */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp, min;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2, cp = c & 0x1F, min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3, cp = c & 0x0F, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 static size_t utf8_put(char *o, uint32_t cp)
 {
     if (cp < 0x80) {
@@ -375,7 +346,7 @@ static int rd(struct jp *j, size_t q)
     if (q >= j->len)
         return C_EOF;
     unsigned c = j->s[q];
-    if (c >= 0x80 && utf8_len(j->s + q, j->len - q) == 0) {
+    if (c >= 0x80 && st_utf8_seq_len(j->s + q, j->len - q) == 0) {
         fail_utf8(j, q);
         return C_ERR;
     }
@@ -724,7 +695,7 @@ static int lex_string(struct jp *j, size_t p)
             *o++ = (char)c;
             q++;
         } else if (c >= 0x80) {
-            size_t n = utf8_len(s + q, len - q);
+            size_t n = st_utf8_seq_len(s + q, len - q);
             if (n == 0) {
                 fail_utf8(j, q);
                 return T_INVALID;
@@ -845,7 +816,7 @@ static int lex(struct jp *j)
     if (is_alpha(c))
         return j->tok = lex_word(j, p);
     if (c >= 0x80) { /* a character that starts no token, read whole */
-        size_t n = utf8_len(s + p, len - p);
+        size_t n = st_utf8_seq_len(s + p, len - p);
         if (n == 0) {
             fail_utf8(j, p);
             return j->tok = T_INVALID;

@@ -61,34 +61,6 @@ const char *st_log_rid(void)
     return t_rid[0] ? t_rid : NULL;
 }
 
-static void json_escape(struct buf *b, const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"':
-            buf_append_str(b, "\\\"");
-            break;
-        case '\\':
-            buf_append_str(b, "\\\\");
-            break;
-        case '\n':
-            buf_append_str(b, "\\n");
-            break;
-        case '\r':
-            buf_append_str(b, "\\r");
-            break;
-        case '\t':
-            buf_append_str(b, "\\t");
-            break;
-        default:
-            if (*p < 0x20)
-                buf_printf(b, "\\u%04x", *p);
-            else
-                buf_put_u8(b, *p);
-        }
-    }
-}
-
 static const char *level_name(enum st_log_level l)
 {
     switch (l) {
@@ -118,7 +90,7 @@ static void finish(struct buf *b)
 {
     if (t_rid[0]) {
         buf_append_str(b, ",\"rid\":\"");
-        json_escape(b, t_rid);
+        buf_append_json_escaped(b, t_rid);
         buf_append_str(b, "\"");
     }
     buf_append_str(b, "}\n");
@@ -144,7 +116,7 @@ void st_log(enum st_log_level level, const char *fmt, ...)
     struct buf b = BUF_INIT;
     begin(&b, level);
     buf_append_str(&b, "\"msg\":\"");
-    json_escape(&b, msg);
+    buf_append_json_escaped(&b, msg);
     buf_append_str(&b, "\"");
     finish(&b);
 }
@@ -154,7 +126,7 @@ static void log_kv(enum st_log_level level, bool audit, const char *msg, va_list
     struct buf b = BUF_INIT;
     begin(&b, level);
     buf_append_str(&b, "\"msg\":\"");
-    json_escape(&b, msg);
+    buf_append_json_escaped(&b, msg);
     buf_append_str(&b, "\"");
     if (audit)
         buf_append_str(&b, ",\"audit\":true");
@@ -164,9 +136,9 @@ static void log_kv(enum st_log_level level, bool audit, const char *msg, va_list
             break;
         const char *v = va_arg(ap, const char *);
         buf_append_str(&b, ",\"");
-        json_escape(&b, k);
+        buf_append_json_escaped(&b, k);
         buf_append_str(&b, "\":\"");
-        json_escape(&b, v ? v : "");
+        buf_append_json_escaped(&b, v ? v : "");
         buf_append_str(&b, "\"");
     }
     finish(&b);

@@ -41,107 +41,43 @@
 #define KEYS_CHUNK_BYTES (4u << 20)
 
 struct keysink {
-    PGconn *c;
-    bool i8;
-    const char *table; /* the temporary table's name */
-    struct buf buf;    /* a COPY binary stream, header included, not sent yet */
-    size_t nbuf;       /* its rows */
-    int64_t nsent;     /* rows COPYed so far */
+    bool i8;            /* key holds an int8 key's value */
+    const char *table;  /* the temporary table's name */
+    struct pgu_copy cp; /* its rows on their way (cp.nsent: COPYed so far) */
 };
-
-static const uint8_t COPY_HEADER[19] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0};
-
-static int exec_cmd(PGconn *c, const char *sql, const char *what, struct st_err *err)
-{
-    PGresult *r = cat_pq_exec(c, sql);
-    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? ST_OK : cat_fail(c, r, what, err);
-    PQclear(r);
-    return rc;
-}
 
 /* An empty key table on connection c (created once per connection). */
 static int keys_open(struct keysink *k, PGconn *c, bool i8, struct st_err *err)
 {
-    k->c = c;
     k->i8 = i8;
     k->table = i8 ? "strike_delw_keys_i8" : "strike_delw_keys";
-    k->nbuf = 0;
-    k->nsent = 0;
-    buf_reset(&k->buf);
-    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
+    pgu_copy_open(
+        &k->cp, c,
+        i8 ? "COPY pg_temp.strike_delw_keys_i8 (key, file_id, pos) FROM STDIN (FORMAT "
+             "binary)"
+           : "COPY pg_temp.strike_delw_keys (key, file_id, pos) FROM STDIN (FORMAT binary)",
+        "sending the deleted keys");
     char sql[256];
     snprintf(sql, sizeof sql,
              "CREATE TEMP TABLE IF NOT EXISTS %s (key %s NOT NULL, file_id bigint NOT NULL, pos "
              "bigint NOT NULL); TRUNCATE %s",
              k->table, i8 ? "bigint" : "bytea", k->table);
-    return exec_cmd(c, sql, "preparing the delete's key table", err);
+    return cat_exec(c, sql, "preparing the delete's key table", err);
 }
 
-/* COPY the rows buffered so far. */
-static int keys_flush(struct keysink *k, struct st_err *err)
-{
-    if (k->nbuf == 0)
-        return ST_OK;
-    buf_put_u8(&k->buf, 0xff); /* the trailer: a field count of -1 */
-    buf_put_u8(&k->buf, 0xff);
-    char sql[128];
-    snprintf(sql, sizeof sql, "COPY pg_temp.%s (key, file_id, pos) FROM STDIN (FORMAT binary)",
-             k->table);
-    /* Not cat_pq_exec: it collects results until the last, and COPY IN yields
-       PGRES_COPY_IN until the data has been sent. One bounded wait for it. */
-    PGresult *r = PQsendQuery(k->c, sql) == 1 ? cat_pq_get_result(k->c) : NULL;
-    int rc = ST_OK;
-    if (PQresultStatus(r) != PGRES_COPY_IN) {
-        rc = cat_fail(k->c, r, "sending the deleted keys", err);
-        bool answered = r != NULL;
-        PQclear(r);
-        while (answered && (r = cat_pq_get_result(k->c)) != NULL) /* the rest of its results */
-            PQclear(r);
-        return rc;
-    }
-    PQclear(r);
-    if (PQputCopyData(k->c, (const char *)k->buf.data, (int)k->buf.len) != 1 ||
-        PQputCopyEnd(k->c, NULL) != 1)
-        rc = cat_fail(k->c, NULL, "sending the deleted keys", err);
-    /* cat_pq_get_result flushes what PQputCopyData queued (the connection is
-       non-blocking) and waits for the answer, bounded like every catalog call. */
-    while ((r = cat_pq_get_result(k->c)) != NULL) {
-        if (rc == ST_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = cat_fail(k->c, r, "sending the deleted keys", err);
-        PQclear(r);
-    }
-    if (rc == ST_OK && PQstatus(k->c) != CONNECTION_OK)
-        rc = cat_fail(k->c, NULL, "sending the deleted keys", err);
-    k->nsent += (int64_t)k->nbuf;
-    k->nbuf = 0;
-    buf_reset(&k->buf);
-    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
-    return rc;
-}
-
-static void put_i64(struct buf *b, int64_t v)
-{
-    buf_put_u32be(b, 8);
-    st_u64be(buf_extend(b, 8), (uint64_t)v);
-}
-
-/* One matched row: its key's encoding, its file and position. */
+/* One matched row: its key's encoding (an int8 key's value), its file and position. */
 static int keys_add(struct keysink *k, const uint8_t *key, size_t len, int64_t file_id, int64_t pos,
                     struct st_err *err)
 {
-    buf_put_u8(&k->buf, 0);
-    buf_put_u8(&k->buf, 3);
-    if (k->i8) {
-        put_i64(&k->buf, key_i8(key, len));
-    } else {
-        buf_put_u32be(&k->buf, (uint32_t)len);
-        buf_append(&k->buf, key, len);
-    }
-    put_i64(&k->buf, file_id);
-    put_i64(&k->buf, pos);
-    k->nbuf++;
-    if (k->nbuf >= KEYS_CHUNK_ROWS || k->buf.len >= KEYS_CHUNK_BYTES)
-        return keys_flush(k, err);
+    pgu_copy_row(&k->cp, 3);
+    if (k->i8)
+        pgu_copy_i64(&k->cp, key_i8(key, len));
+    else
+        pgu_copy_bytes(&k->cp, key, len);
+    pgu_copy_i64(&k->cp, file_id);
+    pgu_copy_i64(&k->cp, pos);
+    if (k->cp.nbuf >= KEYS_CHUNK_ROWS || k->cp.buf.len >= KEYS_CHUNK_BYTES)
+        return pgu_copy_flush(&k->cp, err);
     return ST_OK;
 }
 
@@ -195,7 +131,7 @@ static void keys_drop(PGconn *c, const char *table)
     char sql[96];
     snprintf(sql, sizeof sql, "TRUNCATE pg_temp.%s", table);
     struct st_err ignored = {0};
-    (void)exec_cmd(c, sql, "emptying the delete's key table", &ignored);
+    (void)cat_exec(c, sql, "emptying the delete's key table", &ignored);
 }
 
 /* What a delete's scan of the table's files needs, sized once per request. */
@@ -244,13 +180,13 @@ static void dscan_init(struct dscan *d, const struct engine_table *t, const stru
     d->ranges = xcalloc((size_t)t->ncols, sizeof *d->ranges);
     d->rp = xcalloc((size_t)t->ncols, sizeof *d->rp);
     d->kb = (struct buf)BUF_INIT;
-    d->keys.buf = (struct buf)BUF_INIT;
+    d->keys.cp.buf = (struct buf)BUF_INIT;
 }
 
 static void dscan_free(struct dscan *d)
 {
     buf_free(&d->kb);
-    buf_free(&d->keys.buf);
+    pgu_copy_free(&d->keys.cp);
     free(d->sel);
     pq_batch_free(&d->batch);
     free(d->cols);
@@ -518,7 +454,7 @@ static int catch_up(struct dwhere *w, struct st_err *err)
     }
     eng__snap_files_free(lst, n);
     if (rc == ST_OK && w->keys)
-        rc = keys_flush(&w->d.keys, err);
+        rc = pgu_copy_flush(&w->d.keys.cp, err);
     dwhere_forget(w);
     w->files = nf;
     w->n = n;
@@ -551,7 +487,7 @@ static int64_t build_plan(struct dwhere *w, struct plan *p)
     }
     if (w->d.all && t->npk > 0 && deleted > 0)
         p->delete_all_keys = true;
-    if (w->keys && w->d.keys.nsent > 0 && deleted > 0)
+    if (w->keys && w->d.keys.cp.nsent > 0 && deleted > 0)
         p->del_keys_table = w->d.keys.table;
     return deleted;
 }

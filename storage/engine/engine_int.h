@@ -295,8 +295,10 @@ extern const char *const eng__sql_dv_location;
 extern const char *const eng__sql_gc_unreferenced;
 extern const char *const eng__sql_gc_plans;
 /* Of n NUL-terminated blob paths back to back, those no catalog row references (one
-   statement, index probes): into `out` (path -> NULL). */
-int eng__gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, struct st_err *err);
+   statement, index probes): into `out` (path -> NULL); now_us (unless NULL): the catalog's
+   clock, read in the same transaction before the lookup's snapshot. */
+int eng__gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, int64_t *now_us,
+                   struct st_err *err);
 int eng__gc_start(struct engine *e);
 /* ---- expire.c: the blobs of expired snapshots, kept for their grace ---- */
 /*

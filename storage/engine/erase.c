@@ -115,11 +115,9 @@
  * files), COPYed (binary) in chunks, as delete_where.c's key sink does.
  */
 struct keysink {
-    PGconn *c;      /* NULL: not open */
-    bool i8;        /* k8 holds the key's value (strike.key_index_i8) */
-    struct buf buf; /* a COPY binary stream, header included, not sent yet */
-    size_t nbuf;    /* its rows */
-    int64_t nrows;  /* rows COPYed so far */
+    PGconn *c;          /* NULL: not open */
+    bool i8;            /* k8 holds the key's value (strike.key_index_i8) */
+    struct pgu_copy cp; /* the rows on their way (cp.nsent: COPYed so far) */
 };
 
 struct erasure {
@@ -267,26 +265,14 @@ static void digest_end(struct digest *d, uint8_t out[32])
         st_sha256_final(&d->h.inner, out);
 }
 
-static const uint8_t COPY_HEADER[19] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0};
-
-static int exec_cmd(PGconn *c, const char *sql, const char *what, struct st_err *err)
-{
-    PGresult *r = cat_pq_exec(c, sql);
-    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? ST_OK : cat_fail(c, r, what, err);
-    PQclear(r);
-    return rc;
-}
-
 /* An empty key table on connection c (created once per connection). */
 static int sink_open(struct keysink *k, PGconn *c, bool i8, struct st_err *err)
 {
     k->c = c;
     k->i8 = i8;
-    k->nbuf = 0;
-    k->nrows = 0;
-    buf_reset(&k->buf);
-    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
-    return exec_cmd(c,
+    pgu_copy_open(&k->cp, c, "COPY pg_temp.strike_erase_keys (key, k8) FROM STDIN (FORMAT binary)",
+                  "sending the erased keys");
+    return cat_exec(c,
                     "CREATE TEMP TABLE IF NOT EXISTS strike_erase_keys (key bytea NOT NULL, k8 "
                     "bigint); TRUNCATE pg_temp.strike_erase_keys",
                     "preparing the erasure's key table", err);
@@ -295,59 +281,20 @@ static int sink_open(struct keysink *k, PGconn *c, bool i8, struct st_err *err)
 /* COPY the rows buffered so far. */
 static int sink_flush(struct keysink *k, struct st_err *err)
 {
-    if (k->nbuf == 0)
-        return ST_OK;
-    buf_put_u8(&k->buf, 0xff); /* the trailer: a field count of -1 */
-    buf_put_u8(&k->buf, 0xff);
-    /* Not cat_pq_exec: COPY IN yields PGRES_COPY_IN until the data has been sent. */
-    PGresult *r =
-        PQsendQuery(k->c, "COPY pg_temp.strike_erase_keys (key, k8) FROM STDIN (FORMAT binary)") ==
-                1
-            ? cat_pq_get_result(k->c)
-            : NULL;
-    int rc = ST_OK;
-    if (PQresultStatus(r) != PGRES_COPY_IN) {
-        rc = cat_fail(k->c, r, "sending the erased keys", err);
-        bool answered = r != NULL;
-        PQclear(r);
-        while (answered && (r = cat_pq_get_result(k->c)) != NULL) /* the rest of its results */
-            PQclear(r);
-        return rc;
-    }
-    PQclear(r);
-    if (PQputCopyData(k->c, (const char *)k->buf.data, (int)k->buf.len) != 1 ||
-        PQputCopyEnd(k->c, NULL) != 1)
-        rc = cat_fail(k->c, NULL, "sending the erased keys", err);
-    while ((r = cat_pq_get_result(k->c)) != NULL) {
-        if (rc == ST_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
-            rc = cat_fail(k->c, r, "sending the erased keys", err);
-        PQclear(r);
-    }
-    if (rc == ST_OK && PQstatus(k->c) != CONNECTION_OK)
-        rc = cat_fail(k->c, NULL, "sending the erased keys", err);
-    k->nrows += (int64_t)k->nbuf;
-    k->nbuf = 0;
-    buf_reset(&k->buf);
-    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
-    return rc;
+    return pgu_copy_flush(&k->cp, err);
 }
 
 /* One key's encoding joins the key table (a COPY when the chunk is full). */
 static int sink_add(struct keysink *k, const uint8_t *key, size_t len, struct st_err *err)
 {
     assert(k->c != NULL && len <= UINT32_MAX);
-    buf_put_u8(&k->buf, 0); /* two fields */
-    buf_put_u8(&k->buf, 2);
-    buf_put_u32be(&k->buf, (uint32_t)len);
-    buf_append(&k->buf, key, len);
-    if (k->i8) {
-        buf_put_u32be(&k->buf, 8);
-        st_u64be(buf_extend(&k->buf, 8), (uint64_t)key_i8(key, len));
-    } else {
-        buf_put_u32be(&k->buf, UINT32_MAX); /* -1: null */
-    }
-    k->nbuf++;
-    if (k->nbuf >= ERASE_SINK_ROWS || k->buf.len >= ERASE_SINK_BYTES)
+    pgu_copy_row(&k->cp, 2);
+    pgu_copy_bytes(&k->cp, key, len);
+    if (k->i8)
+        pgu_copy_i64(&k->cp, key_i8(key, len));
+    else
+        pgu_copy_null(&k->cp);
+    if (k->cp.nbuf >= ERASE_SINK_ROWS || k->cp.buf.len >= ERASE_SINK_BYTES)
         return sink_flush(k, err);
     return ST_OK;
 }
@@ -357,7 +304,7 @@ static int sink_finish(struct keysink *k, struct st_err *err)
 {
     int rc = sink_flush(k, err);
     return rc != ST_OK ? rc
-                       : exec_cmd(k->c, "ANALYZE pg_temp.strike_erase_keys",
+                       : cat_exec(k->c, "ANALYZE pg_temp.strike_erase_keys",
                                   "reading the erased keys", err);
 }
 
@@ -366,10 +313,10 @@ static void sink_close(struct keysink *k)
 {
     if (k->c != NULL && PQstatus(k->c) == CONNECTION_OK) {
         struct st_err ignored = {0};
-        (void)exec_cmd(k->c, "TRUNCATE pg_temp.strike_erase_keys", "emptying the erasure's keys",
+        (void)cat_exec(k->c, "TRUNCATE pg_temp.strike_erase_keys", "emptying the erasure's keys",
                        &ignored);
     }
-    buf_free(&k->buf);
+    pgu_copy_free(&k->cp);
     k->c = NULL;
 }
 
@@ -397,7 +344,7 @@ static int keys_each_found(struct erasure *w, keys_fn fn, void *ctx, struct st_e
     assert(c != NULL && PQtransactionStatus(c) == PQTRANS_IDLE); /* between the steps */
     int rc = sink_flush(&w->sink, err);
     if (rc == ST_OK)
-        rc = exec_cmd(c,
+        rc = cat_exec(c,
                       "BEGIN; DECLARE strike_erase_cur NO SCROLL CURSOR FOR SELECT DISTINCT key "
                       "FROM pg_temp.strike_erase_keys ORDER BY key",
                       "reading the erased keys", err);
@@ -427,7 +374,7 @@ static int keys_each_found(struct erasure *w, keys_fn fn, void *ctx, struct st_e
     }
     free(chunk);
     struct st_err e2 = {0};
-    int erc = exec_cmd(c, rc == ST_OK ? "CLOSE strike_erase_cur; COMMIT" : "ROLLBACK",
+    int erc = cat_exec(c, rc == ST_OK ? "CLOSE strike_erase_cur; COMMIT" : "ROLLBACK",
                        "reading the erased keys", rc == ST_OK ? err : &e2);
     return rc != ST_OK ? rc : erc;
 }
@@ -865,7 +812,7 @@ static int index_entries(struct erasure *w, struct st_err *err)
     if (w->f == NULL || t->npk == 0)
         return ST_OK;
     PGconn *c = eng__rewrite_conn(w->rw);
-    int rc = exec_cmd(c,
+    int rc = cat_exec(c,
                       "CREATE TEMP TABLE IF NOT EXISTS strike_erase_at (file_id bigint NOT NULL, "
                       "pos bigint NOT NULL, key bytea NOT NULL, kept boolean NOT NULL DEFAULT "
                       "false); CREATE INDEX IF NOT EXISTS strike_erase_at_pos ON "
@@ -888,7 +835,7 @@ static int index_entries(struct erasure *w, struct st_err *err)
         rc = cat_fail(c, r, "reading the key index", err);
     PQclear(r);
     if (rc == ST_OK)
-        rc = exec_cmd(c, "ANALYZE pg_temp.strike_erase_at", "reading the key index", err);
+        rc = cat_exec(c, "ANALYZE pg_temp.strike_erase_at", "reading the key index", err);
     if (rc != ST_OK)
         return rc;
     r = cat_pq_exec_params(c, "SELECT DISTINCT file_id FROM pg_temp.strike_erase_at", 0, NULL, NULL,
@@ -1344,44 +1291,6 @@ static void set_verdict(struct hmap *judged, const struct leftover *x, enum left
     *hmap_put(judged, b->data, b->len, NULL) = (void *)(uintptr_t)to;
 }
 
-/*
- * The last look: the catalog's clock (microseconds since the epoch) and,
- * of the n paths at `paths`, those no catalog row references, in one read
- * transaction: now() is taken at its start, before the lookup's snapshot.
- */
-static int last_look(PGconn *c, const char *paths, size_t n, int64_t *now_us, struct hmap *unref,
-                     struct st_err *err)
-{
-    struct buf arr = BUF_INIT;
-    pgu_array_begin(&arr, PG_OID_TEXT, (uint32_t)n);
-    for (const char *p = paths; n > 0; n--, p += strlen(p) + 1)
-        pgu_array_bytes(&arr, p, strlen(p));
-    const char *v[1] = {(const char *)arr.data};
-    const int l[1] = {(int)arr.len}, f[1] = {1};
-    struct pgu_pipe pp;
-    int rc = pgu_pipe_begin(&pp, c, err);
-    if (rc == ST_OK) {
-        rc = pgu_pipe_send(&pp, "BEGIN READ ONLY", 0, NULL, NULL, NULL, 0, err);
-        if (rc == ST_OK)
-            rc = pgu_pipe_send(&pp, "SELECT (extract(epoch FROM now()) * 1000000)::bigint", 0, NULL,
-                               NULL, NULL, 0, err);
-        if (rc == ST_OK)
-            rc = pgu_pipe_send(&pp, eng__sql_gc_plans, 0, NULL, NULL, NULL, 0, err);
-        if (rc == ST_OK)
-            rc = pgu_pipe_send(&pp, eng__sql_gc_unreferenced, 1, v, l, f, 0, err);
-        rc = pgu_pipe_finish(&pp, rc, "COMMIT", "the last look at the leftovers", err);
-    }
-    buf_free(&arr);
-    if (rc != ST_OK)
-        return rc;
-    *now_us = pgu_get_i64(pp.res[1], 0, 0);
-    const PGresult *r = pp.res[3];
-    for (int i = 0; i < PQntuples(r); i++)
-        hmap_put(unref, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), NULL);
-    pgu_pipe_clear(&pp);
-    return ST_OK;
-}
-
 /* Examine the leftovers of this look not judged yet; *examined counts the unreferenced ones. */
 static int judge(struct erasure *w, struct left_list *l, struct hmap *judged, int64_t *examined,
                  struct st_err *err)
@@ -1397,7 +1306,7 @@ static int judge(struct erasure *w, struct left_list *l, struct hmap *judged, in
     hmap_init(&unref);
     int rc = npaths == 0 ? ST_OK
                          : eng__gc_lookup(eng__rewrite_conn(w->rw), (const char *)paths.data,
-                                          npaths, &unref, err);
+                                          npaths, &unref, NULL, err);
     for (size_t i = 0; rc == ST_OK && i < l->n; i++) {
         const struct leftover *x = &l->v[i];
         if (verdict(judged, x, &b) != VERDICT_NEW)
@@ -1450,8 +1359,10 @@ static int remove_old(struct erasure *w, struct left_list *l, struct hmap *judge
     struct hmap unref;
     hmap_init(&unref);
     int64_t now_us = 0;
-    int rc =
-        last_look(eng__rewrite_conn(w->rw), (const char *)paths.data, npaths, &now_us, &unref, err);
+    /* the last look: the catalog's clock and the paths still unreferenced, in one read
+       transaction (now() taken before the lookup's snapshot) */
+    int rc = eng__gc_lookup(eng__rewrite_conn(w->rw), (const char *)paths.data, npaths, &unref,
+                            &now_us, err);
     for (size_t i = 0; rc == ST_OK && i < l->n; i++) {
         const struct leftover *x = &l->v[i];
         if (verdict(judged, x, &b) != VERDICT_ERASED)
@@ -1770,7 +1681,7 @@ static void temps_close(struct erasure *w)
     PGconn *c = w->sink.c;
     if (w->at_made && c != NULL && PQstatus(c) == CONNECTION_OK) {
         struct st_err ignored = {0};
-        (void)exec_cmd(c, "TRUNCATE pg_temp.strike_erase_at",
+        (void)cat_exec(c, "TRUNCATE pg_temp.strike_erase_at",
                        "emptying the erasure's key index entries", &ignored);
     }
     sink_close(&w->sink);

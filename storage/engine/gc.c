@@ -159,8 +159,10 @@ struct gc_ctx {
 };
 
 /* Of the n NUL-terminated paths back to back at `paths`, those no catalog row references, into
- * `out` (path -> NULL). engine_int.h. */
-int eng__gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, struct st_err *err)
+ * `out` (path -> NULL); now_us (unless NULL): the catalog's clock, taken at the start of the same
+ * read transaction, before the lookup's snapshot. engine_int.h. */
+int eng__gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, int64_t *now_us,
+                   struct st_err *err)
 {
     struct buf arr = BUF_INIT;
     pgu_array_begin(&arr, PG_OID_TEXT, (uint32_t)n);
@@ -173,6 +175,9 @@ int eng__gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, str
     if (rc == ST_OK) {
         rc = pgu_pipe_send(&pp, "BEGIN READ ONLY", 0, NULL, NULL, NULL, 0, err);
         if (rc == ST_OK)
+            rc = pgu_pipe_send(&pp, "SELECT (extract(epoch FROM now()) * 1000000)::bigint", 0, NULL,
+                               NULL, NULL, 0, err);
+        if (rc == ST_OK)
             rc = pgu_pipe_send(&pp, eng__sql_gc_plans, 0, NULL, NULL, NULL, 0, err);
         if (rc == ST_OK)
             rc = pgu_pipe_send(&pp, eng__sql_gc_unreferenced, 1, v, l, f, 0, err);
@@ -181,7 +186,9 @@ int eng__gc_lookup(PGconn *c, const char *paths, size_t n, struct hmap *out, str
     buf_free(&arr);
     if (rc != ST_OK)
         return rc;
-    const PGresult *r = pp.res[2];
+    if (now_us != NULL)
+        *now_us = pgu_get_i64(pp.res[1], 0, 0);
+    const PGresult *r = pp.res[3];
     for (int i = 0; i < PQntuples(r); i++)
         hmap_put(out, PQgetvalue(r, i, 0), (size_t)PQgetlength(r, i, 0), NULL);
     pgu_pipe_clear(&pp);
@@ -216,7 +223,7 @@ static void gc_flush(struct gc_ctx *g)
     struct hmap unref;
     hmap_init(&unref);
     if (g->rc == ST_OK)
-        g->rc = eng__gc_lookup(g->c, (const char *)g->batch.data, g->nbatch, &unref, g->err);
+        g->rc = eng__gc_lookup(g->c, (const char *)g->batch.data, g->nbatch, &unref, NULL, g->err);
     for (size_t i = 0; i < g->nbatch && g->rc == ST_OK; i++) {
         const char *rel = (const char *)g->batch.data + g->blobs[i].off;
         if (hmap_get(&unref, rel, strlen(rel)) != NULL)
@@ -270,7 +277,7 @@ static int gc_delete(PGconn *c, struct gc_ctx *g, struct st_err *err)
         size_t n = g->ncand - done < GC_BATCH ? g->ncand - done : GC_BATCH;
         struct hmap unref;
         hmap_init(&unref);
-        int rc = eng__gc_lookup(c, p, n, &unref, err);
+        int rc = eng__gc_lookup(c, p, n, &unref, NULL, err);
         const char **doomed = xcalloc(n, sizeof *doomed);
         size_t nd = 0;
         for (size_t i = 0; i < n && rc == ST_OK; i++, p += strlen(p) + 1) {

@@ -231,6 +231,91 @@ int pgu_get_bytea(const PGresult *r, int row, int col, uint8_t **out, size_t *n,
     return ST_OK;
 }
 
+/* ---- binary COPY ------------------------------------------------------------- */
+
+static const uint8_t COPY_HEADER[19] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0};
+
+void pgu_copy_open(struct pgu_copy *k, PGconn *c, const char *sql, const char *what)
+{
+    k->c = c;
+    k->sql = sql;
+    k->what = what;
+    k->nbuf = 0;
+    k->nsent = 0;
+    buf_reset(&k->buf);
+    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
+}
+
+void pgu_copy_row(struct pgu_copy *k, uint16_t nfields)
+{
+    assert(k->c != NULL);
+    buf_put_u8(&k->buf, (uint8_t)(nfields >> 8));
+    buf_put_u8(&k->buf, (uint8_t)nfields);
+    k->nbuf++;
+}
+
+void pgu_copy_bytes(struct pgu_copy *k, const void *p, size_t len)
+{
+    assert(len <= INT32_MAX);
+    buf_put_u32be(&k->buf, (uint32_t)len);
+    buf_append(&k->buf, p, len);
+}
+
+void pgu_copy_i64(struct pgu_copy *k, int64_t v)
+{
+    buf_put_u32be(&k->buf, 8);
+    st_u64be(buf_extend(&k->buf, 8), (uint64_t)v);
+}
+
+void pgu_copy_null(struct pgu_copy *k)
+{
+    buf_put_u32be(&k->buf, UINT32_MAX); /* a length of -1 */
+}
+
+int pgu_copy_flush(struct pgu_copy *k, struct st_err *err)
+{
+    if (k->nbuf == 0)
+        return ST_OK;
+    buf_put_u8(&k->buf, 0xff); /* the trailer: a field count of -1 */
+    buf_put_u8(&k->buf, 0xff);
+    /* Not cat_pq_exec: it collects results until the last, and COPY IN yields
+       PGRES_COPY_IN until the data has been sent. One bounded wait for it. */
+    PGresult *r = PQsendQuery(k->c, k->sql) == 1 ? cat_pq_get_result(k->c) : NULL;
+    int rc = ST_OK;
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = cat_fail(k->c, r, k->what, err);
+        bool answered = r != NULL;
+        PQclear(r);
+        while (answered && (r = cat_pq_get_result(k->c)) != NULL) /* the rest of its results */
+            PQclear(r);
+        return rc;
+    }
+    PQclear(r);
+    if (PQputCopyData(k->c, (const char *)k->buf.data, (int)k->buf.len) != 1 ||
+        PQputCopyEnd(k->c, NULL) != 1)
+        rc = cat_fail(k->c, NULL, k->what, err);
+    /* cat_pq_get_result flushes what PQputCopyData queued (the connection is
+       non-blocking) and waits for the answer, bounded like every catalog call. */
+    while ((r = cat_pq_get_result(k->c)) != NULL) {
+        if (rc == ST_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = cat_fail(k->c, r, k->what, err);
+        PQclear(r);
+    }
+    if (rc == ST_OK && PQstatus(k->c) != CONNECTION_OK)
+        rc = cat_fail(k->c, NULL, k->what, err);
+    k->nsent += (int64_t)k->nbuf;
+    k->nbuf = 0;
+    buf_reset(&k->buf);
+    buf_append(&k->buf, COPY_HEADER, sizeof COPY_HEADER);
+    return rc;
+}
+
+void pgu_copy_free(struct pgu_copy *k)
+{
+    buf_free(&k->buf);
+    k->c = NULL;
+}
+
 int pgu_begin(PGconn *c, struct st_err *err)
 {
     return cat_exec(c, "BEGIN", "begin", err);

@@ -2,7 +2,8 @@
  * pgutil.h - libpq helpers of the engine: binary array parameters (one
  * `= ANY($1)` round trip for a whole batch of keys), pipelines (a
  * transaction's statements sent together, one network round trip), integer
- * values of parameters and results, BEGIN and ROLLBACK.
+ * values of parameters and results, BEGIN and ROLLBACK, binary COPY in
+ * chunks.
  */
 #ifndef STRIKE_PGUTIL_H
 #define STRIKE_PGUTIL_H
@@ -80,6 +81,29 @@ const char *pgu_pipe_sqlstate(const struct pgu_pipe *p, int i);
 void pgu_pipe_clear(struct pgu_pipe *p);
 
 /* Text <-> integer for libpq parameters and text-format results. */
+/*
+ * Rows COPYed (binary) into a table, in chunks: pgu_copy_open, then per row
+ * pgu_copy_row and its fields, pgu_copy_flush when the chunk is full (and
+ * once at the end: rows still buffered are not sent), pgu_copy_free. One
+ * parameter holding every row would grow with them, and past PostgreSQL's
+ * 1 GB message limit could never be sent; a COPY of a chunk is bounded.
+ */
+struct pgu_copy {
+    PGconn *c;
+    const char *sql;  /* "COPY ... FROM STDIN (FORMAT binary)" (borrowed) */
+    const char *what; /* for errors: "sending the deleted keys" (borrowed) */
+    struct buf buf;   /* the stream, header included, not sent yet */
+    size_t nbuf;      /* its rows */
+    int64_t nsent;    /* rows COPYed so far */
+};
+void pgu_copy_open(struct pgu_copy *k, PGconn *c, const char *sql, const char *what);
+void pgu_copy_row(struct pgu_copy *k, uint16_t nfields);
+void pgu_copy_bytes(struct pgu_copy *k, const void *p, size_t len);
+void pgu_copy_i64(struct pgu_copy *k, int64_t v);
+void pgu_copy_null(struct pgu_copy *k);
+int pgu_copy_flush(struct pgu_copy *k, struct st_err *err);
+void pgu_copy_free(struct pgu_copy *k);
+
 struct pgu_num {
     char s[24];
 };

@@ -18,6 +18,7 @@
 
 #include "common/hmap.h"
 #include "common/jdoc.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 
 /* ------------------------------------------------------------- shared */
@@ -37,36 +38,7 @@ void avro__put_long(struct buf *b, int64_t v)
 
 bool avro__utf8_valid(const uint8_t *p, size_t n)
 {
-    size_t i = 0;
-    while (i < n) {
-        uint8_t c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        uint32_t cp, min;
-        if (c >= 0xC2 && c <= 0xDF) {
-            len = 2, cp = c & 0x1F, min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            len = 3, cp = c & 0x0F, min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            len = 4, cp = c & 0x07, min = 0x10000;
-        } else {
-            return false;
-        }
-        if (n - i < len)
-            return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((p[i + k] & 0xC0) != 0x80)
-                return false;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
-    }
-    return true;
+    return st_utf8_valid(p, n);
 }
 
 static const char *const type_names[] = {

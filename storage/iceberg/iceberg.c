@@ -22,23 +22,11 @@
 
 const char *ice_type_name(enum st_type t)
 {
-    switch (t) {
-    case ST_T_BOOLEAN:
-        return "boolean";
-    case ST_T_INT:
-        return "int";
-    case ST_T_LONG:
-        return "long";
-    case ST_T_DOUBLE:
-        return "double";
-    case ST_T_STRING:
-        return "string";
-    case ST_T_TIMESTAMP:
-        /* microseconds since the epoch, UTC: a point in time, Iceberg's timestamptz */
-        return "timestamptz";
-    }
-    assert(!"ice_type_name: not a strike type");
-    return "unknown";
+    /* microseconds since the epoch, UTC: a point in time, Iceberg's timestamptz; every other
+       type has the same name in both */
+    const char *n = t == ST_T_TIMESTAMP ? "timestamptz" : st_type_name(t);
+    assert(n != NULL && "ice_type_name: not a strike type");
+    return n != NULL ? n : "unknown";
 }
 
 void ice_value_bytes(enum st_type t, const struct st_value *v, struct buf *out)
@@ -92,40 +80,7 @@ void ice__json_str(struct buf *b, const char *s)
 {
     assert(s != NULL && avro__utf8_valid((const uint8_t *)s, strlen(s)));
     buf_put_u8(b, '"');
-    const char *run = s;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        buf_append(b, run, (size_t)(s - run));
-        run = s + 1;
-        switch (c) {
-        case '"':
-            buf_append_str(b, "\\\"");
-            break;
-        case '\\':
-            buf_append_str(b, "\\\\");
-            break;
-        case '\n':
-            buf_append_str(b, "\\n");
-            break;
-        case '\r':
-            buf_append_str(b, "\\r");
-            break;
-        case '\t':
-            buf_append_str(b, "\\t");
-            break;
-        case '\b':
-            buf_append_str(b, "\\b");
-            break;
-        case '\f':
-            buf_append_str(b, "\\f");
-            break;
-        default:
-            buf_printf(b, "\\u%04x", c);
-        }
-    }
-    buf_append(b, run, (size_t)(s - run));
+    buf_append_json_escaped(b, s);
     buf_put_u8(b, '"');
 }
 

@@ -11,6 +11,8 @@
 #include <assert.h>
 #include <string.h>
 
+#include "common/utf8.h"
+
 bool pq__get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 {
     const uint8_t *p = *pp;
@@ -362,30 +364,8 @@ bool pq__utf8_valid(const uint8_t *p, size_t n)
             i++;
             continue;
         }
-        size_t len;
-        uint32_t cp;
-        if (c >= 0xc2 && c <= 0xdf) {
-            len = 2;
-            cp = c & 0x1f;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            len = 3;
-            cp = c & 0x0f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            len = 4;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (n - i < len)
-            return false;
-        for (size_t k = 1; k < len; k++) {
-            uint8_t cc = p[i + k];
-            if ((cc & 0xc0) != 0x80)
-                return false;
-            cp = cp << 6 | (cc & 0x3f);
-        }
-        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp <= 0xdfff))
+        size_t len = st_utf8_seq_len(p + i, n - i);
+        if (len == 0)
             return false;
         i += len;
     }
