@@ -26,8 +26,6 @@ struct http_server;
  * keeps `app` (its engine and workers) alive until http_stop returns.
  */
 int http_start(struct app *app, struct http_server **out, int *port, struct st_err *err);
-/* Stop accepting connections; requests in flight and keep-alive connections continue. */
-void http_quiesce(struct http_server *h);
 /*
  * Wait up to `grace_ms` for requests in flight (streaming scans included),
  * then cut the rest, stop the daemon, wait for worker jobs that still hold

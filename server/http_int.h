@@ -151,7 +151,6 @@ enum hreq_phase {
 struct http_server {
     struct app *app;
     struct MHD_Daemon *d;
-    MHD_socket quiesced; /* listen socket handed back by MHD_quiesce_daemon */
     uint64_t max_body;
     uint64_t drain_cap;  /* bytes read from a refused body before the connection is cut */
     atomic_int inflight; /* requests between first call and completion */

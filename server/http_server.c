@@ -894,7 +894,6 @@ int http_start(struct app *app, struct http_server **out, int *port, struct st_e
                                                   : (unsigned)(ncpu > 0 ? ncpu : 2);
     struct http_server *srv = xcalloc(1, sizeof *srv);
     srv->app = app;
-    srv->quiesced = MHD_INVALID_SOCKET;
     srv->max_body = app->cfg->max_body;
     srv->drain_cap = srv->max_body + DRAIN_SLACK;
     for (int i = 0; i < HTTP_LIVE_SHARDS; i++)
@@ -955,12 +954,6 @@ int http_start(struct app *app, struct http_server **out, int *port, struct st_e
     return ST_OK;
 }
 
-void http_quiesce(struct http_server *h)
-{
-    if (h != NULL && h->d != NULL && h->quiesced == MHD_INVALID_SOCKET)
-        h->quiesced = MHD_quiesce_daemon(h->d);
-}
-
 static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000 * 1000};
@@ -1015,8 +1008,6 @@ void http_stop(struct http_server *h, int grace_ms)
             log_warn("http: waiting for %d worker jobs to finish", atomic_load(&h->jobs));
         sleep_ms(10);
     }
-    if (h->quiesced != MHD_INVALID_SOCKET)
-        close(h->quiesced); /* ours once the daemon no longer uses it */
     http__metrics_free(h->m);
     conns_free(h->conns);
     for (int i = 0; i < HTTP_LIVE_SHARDS; i++)

@@ -192,8 +192,12 @@ int main(int argc, char **argv)
         log_info("%s: draining requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         break;
     }
+    /* From here every new HTTP request is answered 503 with Connection: close (http_server.c)
+       and gRPC accepts no new call. The HTTP listener stays open until http_stop:
+       libmicrohttpd 0.9.75's MHD_quiesce_daemon races its own epoll loop over the listen
+       socket and can abort the process (MHD_PANIC "Failed to remove listen FD from epoll
+       set"), so it is not called. */
     atomic_store(&app.stopping, true);
-    http_quiesce(http);
     grpcs_quiesce(grpc);
     /* One drain deadline for both front ends. */
     uint64_t drain_start = st_mono_ns();
