@@ -613,11 +613,13 @@ void http__job_ice_tasks(struct hreq *r)
     }
     if (!replan(r, t, id, &pd, &res))
         goto out;
-    size_t from = (size_t)chunk * PLAN_CHUNK;
-    if (res.nfiles <= PLAN_CHUNK || from >= res.nfiles) {
+    /* the chunk against the number of chunks, before it is multiplied (no wrap-around) */
+    size_t nchunks = (res.nfiles + PLAN_CHUNK - 1) / PLAN_CHUNK;
+    if (res.nfiles <= PLAN_CHUNK || (uint64_t)chunk >= nchunks) {
         http__reply_iceberg(r, 404, "NoSuchPlanTaskException", "No plan task %.100s", task);
         goto out;
     }
+    size_t from = (size_t)chunk * PLAN_CHUNK;
     size_t to = from + PLAN_CHUNK < res.nfiles ? from + PLAN_CHUNK : res.nfiles;
     json_t *o = json_object();
     struct st_err err = {0};

@@ -564,7 +564,9 @@ class Tasks(Base):
                             ["id", "v"], {"id": "long", "v": "string"})
         self.assertEqual(iu.norm_reader(got, ["id", "v"], {"id": "long", "v": "string"}), want)
         self.assertEqual(len(want), 1008)
-        for bad in (f"{pid}:2", f"{pid}:-1", f"{pid}:1x", "x:0"):
+        # 18446744073709552 x 1,000 files wraps around 2^64 to 384: a chunk is checked against
+        # the number of chunks before it is multiplied (it answered files 384 on)
+        for bad in (f"{pid}:2", f"{pid}:-1", f"{pid}:1x", "x:0", f"{pid}:18446744073709552"):
             self.err(S.req("POST", f"{TB}/many/tasks", {"plan-task": bad}), 404, "NoSuchPlanTaskException")
         # a plan task of another table's plan
         self.err(S.req("POST", f"{TB}/ev/tasks", {"plan-task": f"{pid}:0"}), 404)
