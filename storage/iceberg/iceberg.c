@@ -13,7 +13,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "avro_int.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 #include "ice_int.h"
 #include "iceberg.h"
@@ -78,7 +78,7 @@ bool ice__has_scheme(const char *s)
 
 void ice__json_str(struct buf *b, const char *s)
 {
-    assert(s != NULL && avro__utf8_valid((const uint8_t *)s, strlen(s)));
+    assert(s != NULL && st_utf8_valid((const uint8_t *)s, strlen(s)));
     buf_put_u8(b, '"');
     buf_append_json_escaped(b, s);
     buf_put_u8(b, '"');
