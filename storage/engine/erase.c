@@ -168,38 +168,6 @@ static int cmp_key(const void *a, const void *b)
     return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* HMAC-SHA256 (RFC 2104) over a message given in pieces; the key is at most a block. */
-struct hmac {
-    struct st_sha256 inner;
-    uint8_t opad[64];
-};
-
-static void hmac_init(struct hmac *h, const uint8_t *key, size_t klen)
-{
-    assert(klen <= 64);
-    uint8_t ipad[64];
-    memset(ipad, 0x36, sizeof ipad);
-    memset(h->opad, 0x5c, sizeof h->opad);
-    for (size_t i = 0; i < klen; i++) {
-        ipad[i] ^= key[i];
-        h->opad[i] ^= key[i];
-    }
-    st_sha256_init(&h->inner);
-    st_sha256_update(&h->inner, ipad, sizeof ipad);
-}
-
-static void hmac_final(struct hmac *h, uint8_t out[32])
-{
-    uint8_t in[32];
-    st_sha256_final(&h->inner, in);
-    struct st_sha256 o;
-    st_sha256_init(&o);
-    st_sha256_update(&o, h->opad, sizeof h->opad);
-    st_sha256_update(&o, in, sizeof in);
-    st_sha256_final(&o, out);
-    memset(h, 0, sizeof *h);
-}
-
 /* The keys of `set` in order (cmp_key): *n of them, borrowed from the set (caller frees the
    array). */
 static struct buf *sorted_keys(const struct hmap *set, size_t *n)
@@ -229,9 +197,10 @@ static struct buf *sorted_keys(const struct hmap *set, size_t *n)
  * bytes whatever the chunks.
  */
 struct digest {
-    struct hmac h;
     bool keyed;
-    int64_t n; /* keys so far */
+    struct st_hmac h;   /* keyed */
+    struct st_sha256 s; /* not */
+    int64_t n;          /* keys so far */
 };
 
 /* secret: ERASE_SECRET_LEN bytes, or NULL for the plain SHA-256. */
@@ -240,9 +209,17 @@ static void digest_begin(struct digest *d, const uint8_t *secret)
     d->keyed = secret != NULL;
     d->n = 0;
     if (d->keyed)
-        hmac_init(&d->h, secret, ERASE_SECRET_LEN);
+        st_hmac_init(&d->h, secret, ERASE_SECRET_LEN);
     else
-        st_sha256_init(&d->h.inner);
+        st_sha256_init(&d->s);
+}
+
+static void digest_put(struct digest *d, const void *p, size_t n)
+{
+    if (d->keyed)
+        st_hmac_update(&d->h, p, n);
+    else
+        st_sha256_update(&d->s, p, n);
 }
 
 /* The next n keys, in order after those given before. */
@@ -251,8 +228,8 @@ static void digest_add(struct digest *d, const struct buf *keys, size_t n)
     for (size_t j = 0; j < n; j++) {
         uint8_t len[4];
         st_u32be(len, (uint32_t)keys[j].len);
-        st_sha256_update(&d->h.inner, len, 4);
-        st_sha256_update(&d->h.inner, keys[j].data, keys[j].len);
+        digest_put(d, len, 4);
+        digest_put(d, keys[j].data, keys[j].len);
     }
     d->n += (int64_t)n;
 }
@@ -260,9 +237,9 @@ static void digest_add(struct digest *d, const struct buf *keys, size_t n)
 static void digest_end(struct digest *d, uint8_t out[32])
 {
     if (d->keyed)
-        hmac_final(&d->h, out);
+        st_hmac_final(&d->h, out);
     else
-        st_sha256_final(&d->h.inner, out);
+        st_sha256_final(&d->s, out);
 }
 
 /* An empty key table on connection c (created once per connection). */
