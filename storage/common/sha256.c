@@ -120,26 +120,43 @@ void st_sha256_hex(const uint8_t digest[32], char out[65])
     out[64] = '\0';
 }
 
-void st_hmac_sha256(const void *key, size_t klen, const void *msg, size_t n, uint8_t out[32])
+void st_hmac_init(struct st_hmac *h, const void *key, size_t klen)
 {
     uint8_t k[64] = {0};
     if (klen > sizeof k)
         st_sha256(key, klen, k); /* a long key is hashed first */
     else if (klen > 0)
         memcpy(k, key, klen);
-    uint8_t pad[64];
-    struct st_sha256 s;
-    for (size_t i = 0; i < 64; i++)
-        pad[i] = k[i] ^ 0x36;
-    st_sha256_init(&s);
-    st_sha256_update(&s, pad, 64);
-    st_sha256_update(&s, msg, n);
+    uint8_t ipad[64];
+    for (size_t i = 0; i < 64; i++) {
+        ipad[i] = k[i] ^ 0x36;
+        h->opad[i] = k[i] ^ 0x5c;
+    }
+    st_sha256_init(&h->inner);
+    st_sha256_update(&h->inner, ipad, sizeof ipad);
+}
+
+void st_hmac_update(struct st_hmac *h, const void *p, size_t n)
+{
+    st_sha256_update(&h->inner, p, n);
+}
+
+void st_hmac_final(struct st_hmac *h, uint8_t out[32])
+{
     uint8_t inner[32];
-    st_sha256_final(&s, inner);
-    for (size_t i = 0; i < 64; i++)
-        pad[i] = k[i] ^ 0x5c;
-    st_sha256_init(&s);
-    st_sha256_update(&s, pad, 64);
-    st_sha256_update(&s, inner, 32);
-    st_sha256_final(&s, out);
+    st_sha256_final(&h->inner, inner);
+    struct st_sha256 o;
+    st_sha256_init(&o);
+    st_sha256_update(&o, h->opad, sizeof h->opad);
+    st_sha256_update(&o, inner, sizeof inner);
+    st_sha256_final(&o, out);
+    memset(h, 0, sizeof *h);
+}
+
+void st_hmac_sha256(const void *key, size_t klen, const void *msg, size_t n, uint8_t out[32])
+{
+    struct st_hmac h;
+    st_hmac_init(&h, key, klen); /* reads the key before out is written: they may overlap */
+    st_hmac_update(&h, msg, n);
+    st_hmac_final(&h, out);
 }

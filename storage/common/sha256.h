@@ -23,6 +23,16 @@ void st_sha256_final(struct st_sha256 *s, uint8_t out[32]);
 void st_sha256(const void *p, size_t n, uint8_t out[32]);
 /* HMAC-SHA256 (RFC 2104): the signing chain of SigV4 presigned URLs. */
 void st_hmac_sha256(const void *key, size_t klen, const void *msg, size_t n, uint8_t out[32]);
+/* HMAC-SHA256 over a message given in pieces (an erasure's key digest): init, update per piece,
+   final, which also wipes the key's pads. The same result as st_hmac_sha256 of the pieces joined.
+ */
+struct st_hmac {
+    struct st_sha256 inner;
+    uint8_t opad[64];
+};
+void st_hmac_init(struct st_hmac *h, const void *key, size_t klen);
+void st_hmac_update(struct st_hmac *h, const void *p, size_t n);
+void st_hmac_final(struct st_hmac *h, uint8_t out[32]);
 /* Lower-case hex of a digest (65 bytes with the NUL). */
 void st_sha256_hex(const uint8_t digest[32], char out[65]);
 

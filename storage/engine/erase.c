@@ -135,10 +135,9 @@ struct erasure {
     struct buf kb;
     /* filter form: the rows of an erased key that the filter does not match (an older or newer
        version of the key is not erased), found by verify_files: those the key index points at
-       are marked in the temporary table pg_temp.strike_erase_at (made by index_entries; at_files:
+       are marked in the temporary table pg_temp.strike_erase_at (filled by index_entries; at_files:
        the ids, 8 bytes big-endian, of the files its entries point into); file id and key of
        those in a file a statistics bound of which is that key (kept_keys) */
-    bool at_made;
     struct hmap at_files, kept_keys;
     /* statistics_bounds: the bounds checked, and file id and key -> how many bounds of that file
        are that erased key */
@@ -166,38 +165,6 @@ static int cmp_key(const void *a, const void *b)
     size_t n = x->len < y->len ? x->len : y->len;
     int c = memcmp(x->data, y->data, n);
     return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-/* HMAC-SHA256 (RFC 2104) over a message given in pieces; the key is at most a block. */
-struct hmac {
-    struct st_sha256 inner;
-    uint8_t opad[64];
-};
-
-static void hmac_init(struct hmac *h, const uint8_t *key, size_t klen)
-{
-    assert(klen <= 64);
-    uint8_t ipad[64];
-    memset(ipad, 0x36, sizeof ipad);
-    memset(h->opad, 0x5c, sizeof h->opad);
-    for (size_t i = 0; i < klen; i++) {
-        ipad[i] ^= key[i];
-        h->opad[i] ^= key[i];
-    }
-    st_sha256_init(&h->inner);
-    st_sha256_update(&h->inner, ipad, sizeof ipad);
-}
-
-static void hmac_final(struct hmac *h, uint8_t out[32])
-{
-    uint8_t in[32];
-    st_sha256_final(&h->inner, in);
-    struct st_sha256 o;
-    st_sha256_init(&o);
-    st_sha256_update(&o, h->opad, sizeof h->opad);
-    st_sha256_update(&o, in, sizeof in);
-    st_sha256_final(&o, out);
-    memset(h, 0, sizeof *h);
 }
 
 /* The keys of `set` in order (cmp_key): *n of them, borrowed from the set (caller frees the
@@ -229,9 +196,10 @@ static struct buf *sorted_keys(const struct hmap *set, size_t *n)
  * bytes whatever the chunks.
  */
 struct digest {
-    struct hmac h;
     bool keyed;
-    int64_t n; /* keys so far */
+    struct st_hmac h;   /* keyed */
+    struct st_sha256 s; /* not */
+    int64_t n;          /* keys so far */
 };
 
 /* secret: ERASE_SECRET_LEN bytes, or NULL for the plain SHA-256. */
@@ -240,9 +208,17 @@ static void digest_begin(struct digest *d, const uint8_t *secret)
     d->keyed = secret != NULL;
     d->n = 0;
     if (d->keyed)
-        hmac_init(&d->h, secret, ERASE_SECRET_LEN);
+        st_hmac_init(&d->h, secret, ERASE_SECRET_LEN);
     else
-        st_sha256_init(&d->h.inner);
+        st_sha256_init(&d->s);
+}
+
+static void digest_put(struct digest *d, const void *p, size_t n)
+{
+    if (d->keyed)
+        st_hmac_update(&d->h, p, n);
+    else
+        st_sha256_update(&d->s, p, n);
 }
 
 /* The next n keys, in order after those given before. */
@@ -251,8 +227,8 @@ static void digest_add(struct digest *d, const struct buf *keys, size_t n)
     for (size_t j = 0; j < n; j++) {
         uint8_t len[4];
         st_u32be(len, (uint32_t)keys[j].len);
-        st_sha256_update(&d->h.inner, len, 4);
-        st_sha256_update(&d->h.inner, keys[j].data, keys[j].len);
+        digest_put(d, len, 4);
+        digest_put(d, keys[j].data, keys[j].len);
     }
     d->n += (int64_t)n;
 }
@@ -260,28 +236,44 @@ static void digest_add(struct digest *d, const struct buf *keys, size_t n)
 static void digest_end(struct digest *d, uint8_t out[32])
 {
     if (d->keyed)
-        hmac_final(&d->h, out);
+        st_hmac_final(&d->h, out);
     else
-        st_sha256_final(&d->h.inner, out);
+        st_sha256_final(&d->s, out);
 }
 
-/* An empty key table on connection c (created once per connection). */
-static int sink_open(struct keysink *k, PGconn *c, bool i8, struct st_err *err)
+/*
+ * The erasure's temporary tables on connection c, empty (created once per
+ * connection, emptied again by temps_close): the key table the sink fills,
+ * and the key index's entries of the erased keys (index_entries).
+ */
+static int temps_open(struct erasure *w, PGconn *c, struct st_err *err)
 {
-    k->c = c;
-    k->i8 = i8;
-    pgu_copy_open(&k->cp, c, "COPY pg_temp.strike_erase_keys (key, k8) FROM STDIN (FORMAT binary)",
+    w->sink.c = c;
+    w->sink.i8 = key_is_i8(w->t);
+    pgu_copy_open(&w->sink.cp, c,
+                  "COPY pg_temp.strike_erase_keys (key, k8) FROM STDIN (FORMAT binary)",
                   "sending the erased keys");
     return cat_exec(c,
                     "CREATE TEMP TABLE IF NOT EXISTS strike_erase_keys (key bytea NOT NULL, k8 "
-                    "bigint); TRUNCATE pg_temp.strike_erase_keys",
-                    "preparing the erasure's key table", err);
+                    "bigint); CREATE TEMP TABLE IF NOT EXISTS strike_erase_at (file_id bigint NOT "
+                    "NULL, pos bigint NOT NULL, key bytea NOT NULL, kept boolean NOT NULL DEFAULT "
+                    "false); CREATE INDEX IF NOT EXISTS strike_erase_at_pos ON "
+                    "pg_temp.strike_erase_at (file_id, pos); TRUNCATE pg_temp.strike_erase_keys, "
+                    "pg_temp.strike_erase_at",
+                    "preparing the erasure's temporary tables", err);
 }
 
-/* COPY the rows buffered so far. */
-static int sink_flush(struct keysink *k, struct st_err *err)
+/* Empty the erasure's temporary tables (their disk space goes back) once it is over. */
+static void temps_close(struct erasure *w)
 {
-    return pgu_copy_flush(&k->cp, err);
+    PGconn *c = w->sink.c;
+    if (c != NULL && PQstatus(c) == CONNECTION_OK) {
+        struct st_err ignored = {0};
+        (void)cat_exec(c, "TRUNCATE pg_temp.strike_erase_keys, pg_temp.strike_erase_at",
+                       "emptying the erasure's temporary tables", &ignored);
+    }
+    pgu_copy_free(&w->sink.cp);
+    w->sink.c = NULL;
 }
 
 /* One key's encoding joins the key table (a COPY when the chunk is full). */
@@ -295,29 +287,17 @@ static int sink_add(struct keysink *k, const uint8_t *key, size_t len, struct st
     else
         pgu_copy_null(&k->cp);
     if (k->cp.nbuf >= ERASE_SINK_ROWS || k->cp.buf.len >= ERASE_SINK_BYTES)
-        return sink_flush(k, err);
+        return pgu_copy_flush(&k->cp, err);
     return ST_OK;
 }
 
 /* Every key sent, and the table analyzed for the key index check's join. */
 static int sink_finish(struct keysink *k, struct st_err *err)
 {
-    int rc = sink_flush(k, err);
+    int rc = pgu_copy_flush(&k->cp, err);
     return rc != ST_OK ? rc
                        : cat_exec(k->c, "ANALYZE pg_temp.strike_erase_keys",
                                   "reading the erased keys", err);
-}
-
-/* Empty the key table (its disk space goes back) once the erasure is over. */
-static void sink_close(struct keysink *k)
-{
-    if (k->c != NULL && PQstatus(k->c) == CONNECTION_OK) {
-        struct st_err ignored = {0};
-        (void)cat_exec(k->c, "TRUNCATE pg_temp.strike_erase_keys", "emptying the erasure's keys",
-                       &ignored);
-    }
-    pgu_copy_free(&k->cp);
-    k->c = NULL;
 }
 
 /* What keys_each hands out: n keys (borrowed until the call returns), distinct, in order. */
@@ -342,7 +322,7 @@ static int keys_each_found(struct erasure *w, keys_fn fn, void *ctx, struct st_e
 {
     PGconn *c = w->sink.c;
     assert(c != NULL && PQtransactionStatus(c) == PQTRANS_IDLE); /* between the steps */
-    int rc = sink_flush(&w->sink, err);
+    int rc = pgu_copy_flush(&w->sink.cp, err);
     if (rc == ST_OK)
         rc = cat_exec(c,
                       "BEGIN; DECLARE strike_erase_cur NO SCROLL CURSOR FOR SELECT DISTINCT key "
@@ -812,15 +792,7 @@ static int index_entries(struct erasure *w, struct st_err *err)
     if (w->f == NULL || t->npk == 0)
         return ST_OK;
     PGconn *c = eng__rewrite_conn(w->rw);
-    int rc = cat_exec(c,
-                      "CREATE TEMP TABLE IF NOT EXISTS strike_erase_at (file_id bigint NOT NULL, "
-                      "pos bigint NOT NULL, key bytea NOT NULL, kept boolean NOT NULL DEFAULT "
-                      "false); CREATE INDEX IF NOT EXISTS strike_erase_at_pos ON "
-                      "pg_temp.strike_erase_at (file_id, pos); TRUNCATE pg_temp.strike_erase_at",
-                      "preparing the erasure's key index entries", err);
-    if (rc != ST_OK)
-        return rc;
-    w->at_made = true;
+    int rc = ST_OK;
     bool i8 = key_is_i8(t);
     struct pgu_num tid, ds;
     const char *v[2] = {pgu_i64(&tid, t->id), pgu_i64(&ds, w->delete_seq)};
@@ -1635,7 +1607,7 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
             return rc;
     }
     eng__crash_point(w->e); /* fault injection (tests): a crash between the steps */
-    if ((rc = sink_open(&w->sink, eng__rewrite_conn(w->rw), key_is_i8(w->t), err)) != ST_OK)
+    if ((rc = temps_open(w, eng__rewrite_conn(w->rw), err)) != ST_OK)
         return rc;
     size_t i = 0;
     const uint8_t *k;
@@ -1673,18 +1645,6 @@ static int erase_run(struct erasure *w, struct engine_erasure *out, struct st_er
              w->id, w->t->name, (long long)w->rows_erased, (long long)w->files_rewritten,
              (long long)w->expired, (long long)w->files_deleted);
     return ST_OK;
-}
-
-/* Empty the erasure's temporary tables (their disk space goes back) once it is over. */
-static void temps_close(struct erasure *w)
-{
-    PGconn *c = w->sink.c;
-    if (w->at_made && c != NULL && PQstatus(c) == CONNECTION_OK) {
-        struct st_err ignored = {0};
-        (void)cat_exec(c, "TRUNCATE pg_temp.strike_erase_at",
-                       "emptying the erasure's key index entries", &ignored);
-    }
-    sink_close(&w->sink);
 }
 
 static void erasure_free(struct erasure *w)

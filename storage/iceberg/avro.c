@@ -18,7 +18,6 @@
 
 #include "common/hmap.h"
 #include "common/jdoc.h"
-#include "common/utf8.h"
 #include "common/xalloc.h"
 
 /* ------------------------------------------------------------- shared */
@@ -34,11 +33,6 @@ void avro__put_long(struct buf *b, int64_t v)
     }
     tmp[n++] = (uint8_t)u;
     buf_append(b, tmp, n);
-}
-
-bool avro__utf8_valid(const uint8_t *p, size_t n)
-{
-    return st_utf8_valid(p, n);
 }
 
 static const char *const type_names[] = {

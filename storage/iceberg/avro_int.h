@@ -32,9 +32,6 @@ static inline int64_t avro__unzigzag(uint64_t u)
 /* Append v as a zigzag varint (1 to 10 bytes). */
 void avro__put_long(struct buf *b, int64_t v);
 
-/* Whether p[0..n) is UTF-8 (RFC 3629: no overlongs, surrogates or values past U+10FFFF). */
-bool avro__utf8_valid(const uint8_t *p, size_t n);
-
 /* The shared node of a primitive type (AVRO_NULL .. AVRO_STRING). */
 const struct avro_node *avro__prim(int type);
 

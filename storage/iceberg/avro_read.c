@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "common/xalloc.h"
 
 /* ------------------------------------------------------------- arena */
@@ -360,7 +361,7 @@ static int r_value(struct avro_reader *r, const struct avro_node *n, unsigned de
             return rc;
         if ((rc = r_take(r, (size_t)len, what, &p)) != ST_OK)
             return rc;
-        if (n->type == AVRO_STRING && !avro__utf8_valid(p, (size_t)len))
+        if (n->type == AVRO_STRING && !st_utf8_valid(p, (size_t)len))
             return r_fail(r, at, "a string of %" PRIu64 " bytes is not UTF-8", len);
         v->u.bytes.p = p;
         v->u.bytes.n = (size_t)len;
@@ -463,7 +464,7 @@ static int r_header(struct avro_reader *r)
                 (rc = r_take(r, (size_t)n, "a metadata key", &m->k)) != ST_OK)
                 return rc;
             m->kn = (size_t)n;
-            if (!avro__utf8_valid(m->k, m->kn))
+            if (!st_utf8_valid(m->k, m->kn))
                 return r_fail(r, kat, "a metadata key is not UTF-8");
             for (size_t k = 0; k < r->n_meta; k++)
                 if (r->meta[k].kn == m->kn && memcmp(r->meta[k].k, m->k, m->kn) == 0)

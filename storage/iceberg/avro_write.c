@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "common/sha256.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 
 enum wf_kind { WF_ROOT, WF_RECORD, WF_ARRAY, WF_MAP, WF_UNION };
@@ -344,7 +345,7 @@ int avro_w_string(struct avro_writer *w, const char *s, size_t n)
     int rc = w_start(w, AVRO_STRING, "string", &node);
     if (rc != ST_OK)
         return rc;
-    if (n > 0 && !avro__utf8_valid((const uint8_t *)s, n))
+    if (n > 0 && !st_utf8_valid((const uint8_t *)s, n))
         return w_fail(w, "a string of %zu bytes that is not UTF-8", n);
     w_put_bytes(w, s, n);
     w_complete(w);
@@ -454,7 +455,7 @@ int avro_w_map_key(struct avro_writer *w, const char *key, size_t n)
         return rc;
     if ((rc = w_count(w)) != ST_OK)
         return rc;
-    if (n > 0 && !avro__utf8_valid((const uint8_t *)key, n))
+    if (n > 0 && !st_utf8_valid((const uint8_t *)key, n))
         return w_fail(w, "a map key of %zu bytes that is not UTF-8", n);
     w_put_bytes(w, key, n);
     w->f[w->depth - 1].have_key = true;
@@ -518,7 +519,7 @@ int avro_writer_new(const char *schema_json, size_t len, const struct avro_kv *m
     for (size_t i = 0; i < n_meta; i++) {
         const char *k = meta[i].key;
         size_t kn = strlen(k);
-        if (kn == 0 || !avro__utf8_valid((const uint8_t *)k, kn))
+        if (kn == 0 || !st_utf8_valid((const uint8_t *)k, kn))
             return st_errf(err, ST_EINVAL, "avro writer: metadata key %zu is empty or not UTF-8",
                            i);
         if (key_reserved(k))

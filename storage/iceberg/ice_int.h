@@ -1,5 +1,5 @@
 /*
- * ice_int.h - what iceberg.c (types, values, JSON), ice_manifest.c
+ * ice_int.h - what iceberg.c (types, values, URIs), ice_manifest.c
  * (manifests and manifest lists written) and ice_read.c (manifests read)
  * share.
  */
@@ -9,7 +9,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "common/buf.h"
 #include "iceberg.h"
 
 /* The statistics maps of data_file, in the order they are written. */
@@ -24,10 +23,6 @@ enum ice__stat_kind {
 
 /* "data" or "deletes": the manifest header's word for a content. */
 const char *ice__content_name(enum ice_content c);
-/* Append s (UTF-8, asserted) as a JSON string: quotes, \" \\ and control characters escaped. */
-void ice__json_str(struct buf *b, const char *s);
-/* Append schema s as Appendix C serializes it (what ice_schema_json returns). */
-void ice__schema_json(struct buf *b, const struct ice_schema *s);
 /* Whether s is a full URI of a file system: a scheme (RFC 3986: ALPHA *( ALPHA / DIGIT / "+" /
    "-" / "." )), a colon, a slash ("file:/...", "s3://..."). */
 bool ice__has_scheme(const char *s);

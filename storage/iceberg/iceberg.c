@@ -13,7 +13,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "avro_int.h"
+#include "common/utf8.h"
 #include "common/xalloc.h"
 #include "ice_int.h"
 #include "iceberg.h"
@@ -76,9 +76,10 @@ bool ice__has_scheme(const char *s)
     return s[1] == '/';
 }
 
-void ice__json_str(struct buf *b, const char *s)
+/* Append s (UTF-8, asserted) as a JSON string. */
+static void json_str(struct buf *b, const char *s)
 {
-    assert(s != NULL && avro__utf8_valid((const uint8_t *)s, strlen(s)));
+    assert(s != NULL && st_utf8_valid((const uint8_t *)s, strlen(s)));
     buf_put_u8(b, '"');
     buf_append_json_escaped(b, s);
     buf_put_u8(b, '"');
@@ -114,7 +115,8 @@ static bool identifiers_valid(const struct ice_schema *s)
     return true;
 }
 
-void ice__schema_json(struct buf *b, const struct ice_schema *s)
+/* Append schema s as Appendix C serializes it (what ice_schema_json returns). */
+static void schema_json(struct buf *b, const struct ice_schema *s)
 {
     assert(s != NULL && s->nfields >= 0 && (s->nfields == 0 || s->fields != NULL));
     buf_printf(b, "{\"type\":\"struct\",\"schema-id\":%" PRId32, s->schema_id);
@@ -129,7 +131,7 @@ void ice__schema_json(struct buf *b, const struct ice_schema *s)
         const struct ice_field *f = &s->fields[i];
         assert(f->id > 0 && f->name != NULL);
         buf_printf(b, "%s{\"id\":%" PRId32 ",\"name\":", i ? "," : "", f->id);
-        ice__json_str(b, f->name);
+        json_str(b, f->name);
         buf_printf(b, ",\"required\":%s,\"type\":\"%s\"}", f->required ? "true" : "false",
                    ice_type_name(f->type));
     }
@@ -144,7 +146,7 @@ static char *detach(struct buf *b)
 char *ice_schema_json(const struct ice_schema *s)
 {
     struct buf b = BUF_INIT;
-    ice__schema_json(&b, s);
+    schema_json(&b, s);
     return detach(&b);
 }
 
@@ -155,7 +157,7 @@ char *ice_name_mapping_json(const struct ice_schema *s)
     buf_put_u8(&b, '[');
     for (int i = 0; i < s->nfields; i++) {
         buf_printf(&b, "%s{\"field-id\":%" PRId32 ",\"names\":[", i ? "," : "", s->fields[i].id);
-        ice__json_str(&b, s->fields[i].name);
+        json_str(&b, s->fields[i].name);
         buf_append_str(&b, "]}");
     }
     buf_put_u8(&b, ']');
@@ -168,18 +170,18 @@ static void kv_object(struct buf *b, const char *first_key, const char *first_va
     buf_put_u8(b, '{');
     bool comma = false;
     if (first_key != NULL) {
-        ice__json_str(b, first_key);
+        json_str(b, first_key);
         buf_put_u8(b, ':');
-        ice__json_str(b, first_value);
+        json_str(b, first_value);
         comma = true;
     }
     for (size_t i = 0; i < n; i++) {
         assert(first_key == NULL || strcmp(kv[i].key, first_key) != 0);
         if (comma)
             buf_put_u8(b, ',');
-        ice__json_str(b, kv[i].key);
+        json_str(b, kv[i].key);
         buf_put_u8(b, ':');
-        ice__json_str(b, kv[i].value);
+        json_str(b, kv[i].value);
         comma = true;
     }
     buf_put_u8(b, '}');
@@ -206,7 +208,7 @@ static void snapshot_json(struct buf *b, const struct ice_snapshot *s)
     buf_printf(b, ",\"timestamp-ms\":%" PRId64 ",\"summary\":", s->timestamp_ms);
     kv_object(b, "operation", s->operation, s->summary, s->nsummary);
     buf_append_str(b, ",\"manifest-list\":");
-    ice__json_str(b, s->manifest_list);
+    json_str(b, s->manifest_list);
     buf_printf(
         b, ",\"schema-id\":%" PRId32 ",\"first-row-id\":%" PRId64 ",\"added-rows\":%" PRId64 "}",
         s->schema_id, s->first_row_id, s->added_rows);
@@ -229,9 +231,9 @@ char *ice_metadata_json(const struct ice_table_metadata *m)
 
     struct buf b = BUF_INIT;
     buf_printf(&b, "{\"format-version\":%d,\"table-uuid\":", ICE_FORMAT_VERSION);
-    ice__json_str(&b, m->table_uuid);
+    json_str(&b, m->table_uuid);
     buf_append_str(&b, ",\"location\":");
-    ice__json_str(&b, m->location);
+    json_str(&b, m->location);
     buf_printf(&b,
                ",\"last-sequence-number\":%" PRId64 ",\"last-updated-ms\":%" PRId64
                ",\"last-column-id\":%" PRId32 ",\"current-schema-id\":%" PRId32 ",\"schemas\":[",
@@ -240,7 +242,7 @@ char *ice_metadata_json(const struct ice_table_metadata *m)
     for (int i = 0; i < m->nschemas; i++) {
         if (i)
             buf_put_u8(&b, ',');
-        ice__schema_json(&b, &m->schemas[i]);
+        schema_json(&b, &m->schemas[i]);
     }
     /* one unpartitioned spec; partition field ids start at 1000, so none assigned is 999 */
     buf_append_str(&b,
@@ -270,7 +272,7 @@ char *ice_metadata_json(const struct ice_table_metadata *m)
     for (size_t i = 0; i < m->nmetadata_log; i++) {
         buf_printf(&b, "%s{\"timestamp-ms\":%" PRId64 ",\"metadata-file\":", i ? "," : "",
                    m->metadata_log[i].timestamp_ms);
-        ice__json_str(&b, m->metadata_log[i].metadata_file);
+        json_str(&b, m->metadata_log[i].metadata_file);
         buf_put_u8(&b, '}');
     }
     buf_append_str(&b, "]}");
