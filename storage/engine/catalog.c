@@ -98,6 +98,8 @@ int cat_fail(PGconn *c, const PGresult *r, const char *what, struct st_err *err)
     const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     if (state != NULL && strcmp(state, "57014") == 0) /* statement_timeout, or a cancel */
         return st_errf(err, ST_EUNAVAIL, "catalog too slow during %s: %s", what, clean);
+    if (state != NULL && strcmp(state, "55P03") == 0) /* lock_timeout: another holds the lock */
+        return st_errf(err, ST_EBUSY, "catalog lock not granted during %s: %s", what, clean);
     return st_errf(err, ST_EIO, "catalog error during %s: %s", what, clean);
 }
 

@@ -1714,13 +1714,18 @@ struct eng__ice {
     pthread_cond_t cv;
 };
 
+/* How long a request that needs the export waits for another server's pass. */
+#define ICE_EXPORT_WAIT_MS 60000
+
 static int export_waiting(struct engine *e, PGconn *c, const struct engine_table *t, int *version,
                           struct st_err *err)
 {
-    /* another server's pass, or a DV another flush holds: wait for it, boundedly */
+    /* another server's pass (its lock not granted within lock_timeout), or a DV another flush
+       holds: wait for it, boundedly (ICE_EXPORT_WAIT_MS, then ST_EBUSY: 503, retry later) */
+    int64_t until = st_now_us() + (int64_t)ICE_EXPORT_WAIT_MS * 1000;
     for (int attempt = 0;; attempt++) {
         int rc = export_table(e, c, t, false, version, err);
-        if (rc != ST_EBUSY || attempt == 50)
+        if (rc != ST_EBUSY || attempt == 50 || st_now_us() >= until)
             return rc;
         st_err_clear(err);
         struct timespec ts = {0, 100 * 1000 * 1000};
