@@ -107,14 +107,22 @@ struct engine {
 /* ---- table definitions: the struct (table.c), the cache (engine.c) ---- */
 
 #define ENG__PK_MAX 16 /* key columns of a table at most */
-/* Parse a table row (id, uuid, name, columns, primary_key, version_column, seq, created_us). */
+/* Parse a table row (id, uuid, name, columns, primary_key, version_column, seq, created_us,
+   schema_id: ENG__TABLE_COLS). */
 int eng__table_from_row(PGresult *r, int row, struct engine_table **out, struct st_err *err);
 #define ENG__TABLE_COLS                                                                            \
     "id, uuid::text, name, columns::text, primary_key::text, coalesce(version_column, ''), seq, "  \
-    "(extract(epoch from created_at) * 1000000)::bigint"
+    "(extract(epoch from created_at) * 1000000)::bigint, schema_id"
 /* Replace the cached definition (or drop it when t == NULL). */
 void eng__cache_table(struct engine *e, const char *name, struct engine_table *t);
 
+/*
+ * A column default's JSON text as a value of `type` (the rules of /changes, expr/literal.h; null
+ * is refused): ST_EINVAL with a message starting "default: ". A string's bytes are copied to
+ * *sdata (caller frees; NULL for other types), which out->v.s.p points into.
+ */
+int eng__default_parse(enum st_type type, const char *json, struct st_value *out, char **sdata,
+                       struct st_err *err);
 /* Columns and primary key from their catalog JSON (borrowed); the caller sets the rest. */
 int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char *version_col,
                          struct engine_table **out, struct st_err *err);
@@ -122,13 +130,14 @@ int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char 
 /* ---- idempotency records (idem.c) ---- */
 
 /* The kind of a mutating call, stored with its result. */
-enum eng__op { ENG__OP_CREATE, ENG__OP_DROP, ENG__OP_CHANGES, ENG__OP_DELETE };
-const char *eng__op_name(enum eng__op op); /* "create", "drop", "changes", "delete" */
+enum eng__op { ENG__OP_CREATE, ENG__OP_DROP, ENG__OP_CHANGES, ENG__OP_DELETE, ENG__OP_ALTER };
+const char *eng__op_name(enum eng__op op); /* "create", "drop", "changes", "delete", "alter" */
 
 /* A call's result: what to encode, or where a decoded replay goes (the member of `op`). */
 struct eng__result {
     enum eng__op op;
-    struct engine_table **table; /* ENG__OP_CREATE: a decoded table is the caller's to unref */
+    struct engine_table **table;       /* ENG__OP_CREATE, ENG__OP_ALTER: a decoded table is the
+                                          caller's to unref */
     struct engine_change_res *changes; /* ENG__OP_CHANGES */
     struct engine_delete_res *del;     /* ENG__OP_DELETE */
 };
