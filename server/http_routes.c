@@ -633,10 +633,12 @@ static char *cdc_res_json(const struct svc_cdc_res *res)
     for (size_t i = 0; i < res->n; i++) {
         const struct svc_cdc_table *t = &res->tables[i];
         json_object_set_new(tables, t->name,
-                            json_pack("{sIsIsIsIsI}", "seq", (json_int_t)t->seq, "inserted",
+                            json_pack("{sIsIsIsIsIsIsIsi}", "seq", (json_int_t)t->seq, "inserted",
                                       (json_int_t)t->inserted, "updated", (json_int_t)t->updated,
                                       "deleted", (json_int_t)t->deleted, "duplicates",
-                                      (json_int_t)t->duplicates));
+                                      (json_int_t)t->duplicates, "schema_changes",
+                                      (json_int_t)t->schema_changes, "ignored",
+                                      (json_int_t)t->ignored, "schema_id", (int)t->schema_id));
     }
     json_t *o = json_pack("{so}", "tables", tables);
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -666,6 +668,7 @@ void http__job_cdc(struct hreq *r)
         .routes = routes,
         .nroutes = cfg->ncdc_routes,
         .auth = &r->auth,
+        .schema = svc_cdc_schema_of(cfg->cdc_schema),
     };
     struct svc_cdc_res res;
     struct st_err err = {0};
