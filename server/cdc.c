@@ -445,6 +445,13 @@ static enum st_type stype_of_jdbc(const struct jdoc_val *col)
         case 7: /* REAL */
         case 8: /* DOUBLE */
             return ST_T_DOUBLE;
+        case 92: /* TIME: Debezium's MicroTime, microseconds of the day */
+            return ST_T_LONG;
+        case -2:   /* BINARY */
+        case -3:   /* VARBINARY */
+        case -4:   /* LONGVARBINARY */
+        case 2004: /* BLOB: bytes, base64 */
+            return ST_T_STRING;
         case 91:   /* DATE */
         case 93:   /* TIMESTAMP */
         case 2014: /* TIMESTAMP_WITH_TIMEZONE */

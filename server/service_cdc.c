@@ -617,8 +617,10 @@ static int plan_field(struct group *g, enum svc_cdc_schema pol, const struct cdc
             g->ignored += ev->op != 's' && !is_null;
             return ST_OK;
         }
-        if (st == 0 && is_null && !img->typed) {
-            *drop = true; /* a null of no known type: nothing to store, nothing to learn */
+        if ((st == 0 && is_null && !img->typed) || (st == 0 && ev->op == 's')) {
+            /* a null of no known type, or a schema-change event's column of a type jdbcType
+               does not say: nothing to store yet; the events that carry it will say */
+            *drop = true;
             return ST_OK;
         }
         if (pol == SVC_CDC_REFUSE)
