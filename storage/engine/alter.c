@@ -55,8 +55,8 @@ static int named_col(const struct wschema *s, const struct engine_schema_change 
 {
     const char *w = OP_WORDS[ch->op];
     if (ch->column == NULL || !st_name_valid(ch->column))
-        return st_errf(err, ST_EINVAL, "changes[%zu]: %s: \"%.200s\" is not a valid column name",
-                       i, w, ch->column ? ch->column : "");
+        return st_errf(err, ST_EINVAL, "changes[%zu]: %s: \"%.200s\" is not a valid column name", i,
+                       w, ch->column ? ch->column : "");
     *k = find_col(s, ch->column);
     if (*k < 0)
         return st_errf(err, ST_EINVAL, "changes[%zu]: %s: no column \"%s\"", i, w, ch->column);
@@ -72,16 +72,18 @@ static int apply_change(struct wschema *s, const struct engine_schema_change *ch
     case ENGINE_SCHEMA_ADD: {
         const struct st_column *c = &ch->col;
         if (!st_name_valid(c->name))
-            return st_errf(err, ST_EINVAL, "changes[%zu]: add: \"%.200s\" is not a valid column name",
-                           i, c->name);
+            return st_errf(err, ST_EINVAL,
+                           "changes[%zu]: add: \"%.200s\" is not a valid column name", i, c->name);
         if (st_type_name(c->type) == NULL)
             return st_errf(err, ST_EINVAL, "changes[%zu]: add \"%s\": unknown type", i, c->name);
         if (find_col(s, c->name) >= 0)
-            return st_errf(err, ST_EINVAL, "changes[%zu]: add \"%s\": the table has a column \"%s\"",
-                           i, c->name, c->name);
+            return st_errf(err, ST_EINVAL,
+                           "changes[%zu]: add \"%s\": the table has a column \"%s\"", i, c->name,
+                           c->name);
         if (s->n >= ST_COLUMNS_MAX)
-            return st_errf(err, ST_EINVAL, "changes[%zu]: add \"%s\": a table has at most %d columns",
-                           i, c->name, ST_COLUMNS_MAX);
+            return st_errf(err, ST_EINVAL,
+                           "changes[%zu]: add \"%s\": a table has at most %d columns", i, c->name,
+                           ST_COLUMNS_MAX);
         if (ch->def_json != NULL) {
             struct st_value v;
             char *sdata = NULL;
@@ -310,8 +312,8 @@ static int alter_txn(PGconn *c, const struct engine_alter_req *q, struct engine_
         snprintf(sid, sizeof sid, "%d", (int)t->schema_id);
         snprintf(nsid, sizeof nsid, "%d", (int)t->schema_id + 1);
         snprintf(last, sizeof last, "%d", (int)s.last_id);
-        const char *v[7] = {pgu_i64(&tid, t->id), pgu_i64(&seq, t->seq), cid, sid, nsid, old_cols,
-                            cols};
+        const char *v[7] = {
+            pgu_i64(&tid, t->id), pgu_i64(&seq, t->seq), cid, sid, nsid, old_cols, cols};
         /* the commit's compare-and-swap (the row is ours: it is the table's seq), its one
            snapshot, the schema before (when the list does not have it yet: schema 0 of a
            table that never changed, current since snapshot 0) and the new one */
@@ -447,7 +449,8 @@ int engine_table_at(struct engine *e, struct engine_table *t, int64_t seq,
             json_t *id = json_object_get(col, "id");
             int32_t fid = json_is_integer(id) ? (int32_t)json_integer_value(id) : (int32_t)i + 1;
             if (fid == t->cols[t->pk[k]].field_id)
-                json_array_append_new(pk, json_string(json_string_value(json_object_get(col, "name"))));
+                json_array_append_new(pk,
+                                      json_string(json_string_value(json_object_get(col, "name"))));
         }
     struct engine_table *o = NULL;
     rc = eng__table_from_json(t->name, cols, pk, version, &o, err);

@@ -177,8 +177,9 @@ struct engine_schema_change {
 };
 /* changes in one request at most */
 #define ENGINE_SCHEMA_CHANGES_MAX 256
-/* bytes of one default's JSON text at most */
-#define ENGINE_SCHEMA_DEFAULT_MAX 4096
+/* bytes of one default's JSON text at most (a string default is repeated in every row of an
+   older file's batch: kept small) */
+#define ENGINE_SCHEMA_DEFAULT_MAX 256
 struct engine_alter_req {
     const char *table;
     const struct engine_schema_change *changes;

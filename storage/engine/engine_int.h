@@ -212,6 +212,40 @@ int eng__idem_lookup(PGconn *c, const char *scope, const struct engine_idem *ide
 int eng__idem_store(PGconn *c, const char *scope, const struct engine_idem *idem,
                     const struct eng__result *res, struct st_err *err);
 
+/*
+ * A data file's columns read as the columns of table definition t, by field id (colmap.c,
+ * docs/DESIGN.md "Schemas"): a column the file lacks reads as its default or null, an int
+ * column of the file read as long is widened. init/free around any number of files; open per
+ * file (needed: the table columns to decode, NULL: all; borrowed until the next open); then
+ * per row group, pq_read_row_group(r, rg, m->pq_cols, m->npq, b) and eng__colmap_batch(m, b):
+ * vecs[k] for each needed table column k (NULL for the others), valid until the next batch;
+ * flat[k] the same vectors by value (for pq_writer_add_colvecs).
+ */
+struct pq_reader;
+struct pq_batch;
+struct eng__colmap {
+    const struct engine_table *t;
+    int *file_col; /* table column -> the file's column, or -1 (absent from the file) */
+    bool *widen;   /* the file's int read as long */
+    int *pq_cols;  /* the file's columns to decode, in batch order */
+    int npq;
+    int *slot_of; /* table column -> its batch column, or -1 */
+    const bool *needed;
+    struct st_colvec *made; /* per table column: a vector made for the batch */
+    size_t *made_cap, *made_scap;
+    const struct st_colvec **vecs;
+    struct st_colvec *flat;
+};
+void eng__colmap_init(struct eng__colmap *m, const struct engine_table *t);
+void eng__colmap_free(struct eng__colmap *m); /* a zeroed struct: nothing */
+/* ST_ECORRUPT (prefixed with `what`) when a column's type is neither the schema's nor int under
+   a long. */
+int eng__colmap_open(struct eng__colmap *m, struct pq_reader *r, const bool *needed,
+                     const char *what, struct st_err *err);
+const struct st_colvec *const *eng__colmap_batch(struct eng__colmap *m, const struct pq_batch *b);
+/* The file's column of field id `field_id` (a file without ids: by position), or -1. */
+int eng__colmap_file_column(struct pq_reader *r, int32_t field_id);
+
 /* Open the Parquet file at blob key `rel` for range reads (footer first; commit_blobs.c). */
 struct pq_reader;
 int eng__pq_open(struct engine *e, const char *rel, struct pq_reader **out, struct st_err *err);

@@ -93,27 +93,20 @@ static void put_rows(struct engine_table *t, struct st_value *vals, size_t nrows
     free(ch);
 }
 
-static struct st_value L(int64_t v)
-{
+static struct st_value L(int64_t v) {
     struct st_value x = {.null = false};
     x.v.l = v;
     return x;
-}
-static struct st_value I(int32_t v)
-{
+} static struct st_value I(int32_t v) {
     struct st_value x = {.null = false};
     x.v.i = v;
     return x;
-}
-static struct st_value S(const char *s)
-{
+} static struct st_value S(const char *s) {
     struct st_value x = {.null = false};
     x.v.s.p = s;
     x.v.s.len = (uint32_t)strlen(s);
     return x;
-}
-static const struct st_value NUL = {.null = true};
-#define UNUSED_YET (void)NUL, (void)row_of
+} static const struct st_value NUL = {.null = true};
 
 /* The row of key `id` (column 0, a long) in rows, or NULL. */
 static const struct et_row *row_of(const struct et_rows *rows, int64_t id)
@@ -165,11 +158,11 @@ static void test_changes_and_catalog(void **state)
     assert_false(a->defaults[5].null);
     assert_int_equal(a->defaults[5].v.l, 7);
     assert_int_equal(et_sql_i64(&T, "SELECT count(*) FROM strike.snapshots s JOIN strike.tables t "
-                                     "ON t.id = s.table_id WHERE t.name = 'evo' AND "
-                                     "s.operation = 'schema'"),
+                                    "ON t.id = s.table_id WHERE t.name = 'evo' AND "
+                                    "s.operation = 'schema'"),
                      1);
     assert_int_equal(et_sql_i64(&T, "SELECT count(*) FROM strike.table_schemas s JOIN "
-                                     "strike.tables t ON t.id = s.table_id WHERE t.name = 'evo'"),
+                                    "strike.tables t ON t.id = s.table_id WHERE t.name = 'evo'"),
                      2);
 
     /* a drop, then an add: the new column never takes the dropped one's id */
@@ -222,19 +215,20 @@ static void test_refusals_change_nothing(void **state)
         {named(ENGINE_SCHEMA_WIDEN, "d", NULL, ST_T_INT), ST_EINVAL,
          "widen \"d\": double to int is not a widening"},
         {named(ENGINE_SCHEMA_OPTIONAL, "id", NULL, 0), ST_EINVAL, "optional \"id\""},
-        {named(ENGINE_SCHEMA_RENAME, "n", "s", 0), ST_EINVAL, "rename \"n\": the table has a "
-                                                              "column \"s\""},
+        {named(ENGINE_SCHEMA_RENAME, "n", "s", 0), ST_EINVAL,
+         "rename \"n\": the table has a "
+         "column \"s\""},
         {named(ENGINE_SCHEMA_RENAME, "n", "1bad", 0), ST_EINVAL, "rename \"n\": \"1bad\""},
         {add_col("s", ST_T_LONG, false, NULL), ST_EINVAL, "add \"s\": the table has a column"},
-        {add_col("r", ST_T_LONG, true, NULL), ST_EINVAL, "add \"r\": a required column needs a "
-                                                         "default"},
+        {add_col("r", ST_T_LONG, true, NULL), ST_EINVAL,
+         "add \"r\": a required column needs a "
+         "default"},
         {add_col("r", ST_T_LONG, true, "\"x\""), ST_EINVAL, "add \"r\": default"},
         {add_col("r", ST_T_INT, false, "4294967296"), ST_EINVAL, "add \"r\": default"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         /* each after a valid change in the same request: all or nothing */
-        struct engine_schema_change two[2] = {add_col("fine", ST_T_LONG, false, NULL),
-                                              cases[i].ch};
+        struct engine_schema_change two[2] = {add_col("fine", ST_T_LONG, false, NULL), cases[i].ch};
         struct engine_table *o = NULL;
         struct st_err err;
         int rc = alter("strict", two, 2, -1, &o, &err);
@@ -271,15 +265,14 @@ static void test_refusals_change_nothing(void **state)
 static void test_idempotency_key(void **state)
 {
     (void)state;
-    UNUSED_YET;
     const char *cols[] = {"id:long!", "v:long"};
     const char *pk[] = {"id"};
     struct engine_table *t = et_create(&T, "idem_alter", cols, 2, pk, 1, NULL);
     struct engine_idem idem = {.key = "alter-1"};
     memset(idem.hash, 7, sizeof idem.hash);
     struct engine_schema_change ch = add_col("w", ST_T_STRING, true, "\"dflt\"");
-    struct engine_alter_req q = {.table = "idem_alter", .changes = &ch, .nchanges = 1,
-                                 .idem = &idem};
+    struct engine_alter_req q = {
+        .table = "idem_alter", .changes = &ch, .nchanges = 1, .idem = &idem};
     struct engine_table *a = NULL, *b = NULL;
     bool replayed = true;
     struct st_err err = {0};
@@ -302,12 +295,236 @@ static void test_idempotency_key(void **state)
     engine_table_unref(t);
 }
 
+static struct filter *filter_of(const struct engine_table *t, const char *js)
+{
+    struct filter *f = NULL;
+    struct st_err err = {0};
+    if (filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err) != ST_OK)
+        fail_msg("filter %s: %s", js, err.msg);
+    return f;
+}
+
+/* The ids (column 0) a filtered scan of t returns, sorted, into ids; their count. */
+static size_t scan_ids(struct engine_table *t, int64_t snapshot, const char *js, int64_t *ids,
+                       size_t cap)
+{
+    struct filter *f = js ? filter_of(t, js) : NULL;
+    struct engine_scan_req q = {.has_snapshot = snapshot >= 0, .snapshot = snapshot, .filter = f};
+    struct engine_scan *sc = NULL;
+    struct st_err err = {0};
+    if (engine_scan_open(T.e, t, &q, &sc, &err) != ST_OK)
+        fail_msg("scan: %s", err.msg);
+    size_t n = 0;
+    for (;;) {
+        struct engine_scan_batch b;
+        bool done;
+        if (engine_scan_next(sc, &b, &done, &err) != ST_OK)
+            fail_msg("scan: %s", err.msg);
+        if (done)
+            break;
+        for (size_t i = 0; i < b.nrows; i++) {
+            assert_true(n < cap);
+            ids[n++] = b.vecs[0]->v.l[b.rows[i]];
+        }
+    }
+    engine_scan_close(sc);
+    filter_free(f);
+    for (size_t i = 1; i < n; i++) /* insertion sort: a handful */
+        for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+            int64_t x = ids[j];
+            ids[j] = ids[j - 1];
+            ids[j - 1] = x;
+        }
+    return n;
+}
+
+static void assert_str(const struct et_row *r, int k, const char *want)
+{
+    if (want == NULL) {
+        assert_true(r->v[k].null);
+        return;
+    }
+    assert_false(r->v[k].null);
+    assert_string_equal(r->strs[k], want);
+}
+
+/* Files written at schema 0, read at schema 1 (add, add with a default, widen, rename, drop),
+   filters on the new columns, time travel to schema 0, compaction and deletes after. */
+static void test_old_files_read_at_new_schema(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "n:int", "s:string", "gone:string"};
+    const char *pk[] = {"id"};
+    struct engine_table *t = et_create(&T, "reads", cols, 4, pk, 1, NULL);
+    struct st_value r0[] = {L(1), I(10), S("one"), S("g1"), L(2), I(-20), S("two"), NUL};
+    put_rows(t, r0, 2);
+    engine_table_unref(t);
+    t = get("reads");
+    int64_t seq0 = t->seq;
+
+    struct engine_schema_change ch[] = {
+        add_col("phone", ST_T_STRING, false, NULL),
+        add_col("score", ST_T_LONG, true, "7"),
+        add_col("tag", ST_T_STRING, true, "\"none\""),
+        named(ENGINE_SCHEMA_WIDEN, "n", NULL, ST_T_LONG),
+        named(ENGINE_SCHEMA_RENAME, "s", "label", 0),
+        named(ENGINE_SCHEMA_DROP, "gone", NULL, 0),
+    };
+    struct engine_table *a = NULL;
+    struct st_err err;
+    if (alter("reads", ch, 6, -1, &a, &err) != ST_OK)
+        fail_msg("alter: %s", err.msg);
+    /* id, n, label, phone, score, tag */
+    assert_int_equal(a->ncols, 6);
+    struct st_value r1[] = {L(3), L(5000000000LL), S("three"), S("p3"), L(33), S("t3"), L(4),
+                            NUL,  S("four"),       NUL,        NUL,     NUL};
+    put_rows(a, r1, 2); /* row 4: score and tag null, required: their write-defaults */
+
+    struct et_rows rows;
+    et_scan(&T, a, -1, &rows);
+    assert_int_equal(rows.n, 4);
+    const struct et_row *x = row_of(&rows, 1);
+    assert_non_null(x);
+    assert_int_equal(x->v[1].v.l, 10); /* an int of the old file, read as long */
+    assert_str(x, 2, "one");           /* renamed: its data kept */
+    assert_str(x, 3, NULL);            /* added: null in the old file */
+    assert_false(x->v[4].null);
+    assert_int_equal(x->v[4].v.l, 7); /* added with a default: the default */
+    assert_str(x, 5, "none");
+    x = row_of(&rows, 2);
+    assert_int_equal(x->v[1].v.l, -20);
+    x = row_of(&rows, 3);
+    assert_int_equal(x->v[1].v.l, 5000000000LL);
+    assert_str(x, 3, "p3");
+    assert_int_equal(x->v[4].v.l, 33);
+    x = row_of(&rows, 4);
+    assert_true(x->v[1].null);
+    assert_int_equal(x->v[4].v.l, 7);
+    assert_str(x, 5, "none");
+    et_rows_free(&rows);
+
+    /* filters on columns the old file lacks (null semantics, or the default), on a widened one
+       (statistics of ints compared as longs), on a renamed one */
+    int64_t ids[16];
+    size_t n = scan_ids(a, -1, "{\"type\":\"is-null\",\"term\":\"phone\"}", ids, 16);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[2], 4);
+    n = scan_ids(a, -1, "{\"type\":\"eq\",\"term\":\"phone\",\"value\":\"p3\"}", ids, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 3);
+    n = scan_ids(a, -1, "{\"type\":\"eq\",\"term\":\"score\",\"value\":7}", ids, 16);
+    assert_int_equal(n, 3);
+    n = scan_ids(a, -1, "{\"type\":\"gt\",\"term\":\"n\",\"value\":4294967296}", ids, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 3);
+    n = scan_ids(a, -1, "{\"type\":\"gt\",\"term\":\"n\",\"value\":0}", ids, 16);
+    assert_int_equal(n, 2);
+    n = scan_ids(a, -1, "{\"type\":\"eq\",\"term\":\"label\",\"value\":\"two\"}", ids, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 2);
+
+    /* time travel: the snapshot before the change reads at schema 0 (the dropped column there,
+       the old name, an int) */
+    struct engine_table *old = NULL;
+    assert_int_equal(engine_table_at(T.e, a, seq0, &old, &err), ST_OK);
+    assert_int_equal(old->schema_id, 0);
+    assert_int_equal(old->ncols, 4);
+    assert_string_equal(old->cols[2].name, "s");
+    assert_string_equal(old->cols[3].name, "gone");
+    assert_int_equal(old->cols[1].type, ST_T_INT);
+    et_scan(&T, old, seq0, &rows);
+    assert_int_equal(rows.n, 2);
+    x = row_of(&rows, 1);
+    assert_int_equal(x->v[1].v.i, 10);
+    assert_str(x, 2, "one");
+    assert_str(x, 3, "g1");
+    et_rows_free(&rows);
+    n = scan_ids(old, seq0, "{\"type\":\"eq\",\"term\":\"gone\",\"value\":\"g1\"}", ids, 16);
+    assert_int_equal(n, 1);
+    engine_table_unref(old);
+    /* the current seq's definition is the table's own */
+    assert_int_equal(engine_table_at(T.e, a, a->seq + 1, &old, &err), ST_OK);
+    assert_ptr_equal(old, a);
+    engine_table_unref(old);
+
+    /* compaction rewrites the old file at the current schema: the same rows, now every column
+       in the file (a default materialized) */
+    struct engine_compact_opts co;
+    engine_compact_opts_default(&co);
+    co.min_deleted_fraction = 0;
+    struct engine_compact_res cr;
+    if (engine_compact(T.e, a, &co, &cr, &err) != ST_OK)
+        fail_msg("compact: %s", err.msg);
+    assert_true(cr.rewritten_files >= 1);
+    et_scan(&T, a, -1, &rows);
+    assert_int_equal(rows.n, 4);
+    x = row_of(&rows, 1);
+    assert_int_equal(x->v[1].v.l, 10);
+    assert_str(x, 2, "one");
+    assert_int_equal(x->v[4].v.l, 7);
+    assert_str(x, 5, "none");
+    et_rows_free(&rows);
+    /* dropped after: the default is in the file, not the schema's any more */
+    n = scan_ids(a, -1, "{\"type\":\"eq\",\"term\":\"score\",\"value\":7}", ids, 16);
+    assert_int_equal(n, 3);
+
+    /* a delete by filter on an added column, over files written before it */
+    struct filter *f = filter_of(a, "{\"type\":\"is-null\",\"term\":\"phone\"}");
+    struct engine_delete_res dr;
+    assert_int_equal(engine_delete_where(T.e, a, f, false, 0, NULL, &dr, &err), ST_OK);
+    filter_free(f);
+    assert_int_equal(dr.deleted, 3);
+    n = scan_ids(a, -1, NULL, ids, 16);
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 3);
+    engine_table_unref(a);
+    engine_table_unref(t);
+}
+
+/* A writer with the definition from before a change (a cached one) keeps writing: its file is
+   read by field id at the new schema. */
+static void test_stale_writer(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "n:int", "s:string"};
+    const char *pk[] = {"id"};
+    struct engine_table *t = et_create(&T, "stale", cols, 3, pk, 1, NULL);
+    struct engine_schema_change ch[] = {named(ENGINE_SCHEMA_RENAME, "s", "s2", 0),
+                                        add_col("d", ST_T_DOUBLE, true, "1.5"),
+                                        named(ENGINE_SCHEMA_WIDEN, "n", NULL, ST_T_LONG)};
+    struct engine_table *a = NULL;
+    struct st_err err;
+    assert_int_equal(alter("stale", ch, 3, 0, &a, &err), ST_OK);
+    struct st_value r[] = {L(1), I(4), S("x")};
+    put_rows(t, r, 1); /* at schema 0 */
+    struct et_rows rows;
+    et_scan(&T, a, -1, &rows);
+    assert_int_equal(rows.n, 1);
+    assert_int_equal(rows.rows[0].v[1].v.l, 4);
+    assert_str(&rows.rows[0], 2, "x");
+    assert_true(rows.rows[0].v[3].v.d == 1.5);
+    et_rows_free(&rows);
+    /* the stale definition cannot read what the new one wrote: a precise conflict */
+    struct st_value r2[] = {L(2), L(1LL << 40), S("y"), {.null = true}};
+    put_rows(a, r2, 1);
+    struct st_err e2 = {0};
+    int rc = et_scan_rc(&T, t, -1, &rows, &e2);
+    et_rows_free(&rows); /* the rows read before the file that failed */
+    assert_int_equal(rc, ST_ECONFLICT);
+    assert_non_null(strstr(e2.msg, "\"n\" was widened"));
+    engine_table_unref(a);
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_changes_and_catalog),
         cmocka_unit_test(test_refusals_change_nothing),
         cmocka_unit_test(test_idempotency_key),
+        cmocka_unit_test(test_old_files_read_at_new_schema),
+        cmocka_unit_test(test_stale_writer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
