@@ -234,8 +234,11 @@ struct xschema {
     struct ice_schema s;
     struct ice_field *fields;
     int32_t *pk;
-    json_t *cols; /* the catalog's columns the field names borrow from, or NULL (t's) */
-    int64_t seq;  /* the seq of the snapshot that made it current (0: the table's first) */
+    json_t *cols;          /* the catalog's columns the field names borrow from, or NULL (t's) */
+    int64_t seq;           /* the seq of the snapshot that made it current (0: the table's first) */
+    struct st_value *defs; /* parsed defaults of cols (NULL: t's or none) */
+    char **sdata;          /* their strings' bytes */
+    size_t ndefs;
 };
 
 /* t's current schema (its columns borrowed from t). */
@@ -243,14 +246,20 @@ static void schema_of(const struct engine_table *t, struct xschema *x)
 {
     x->fields = xcalloc((size_t)(t->ncols ? t->ncols : 1), sizeof *x->fields);
     x->pk = xcalloc((size_t)(t->npk ? t->npk : 1), sizeof *x->pk);
-    for (int i = 0; i < t->ncols; i++)
+    for (int i = 0; i < t->ncols; i++) {
+        const struct st_value *def =
+            t->defaults != NULL && !t->defaults[i].null ? &t->defaults[i] : NULL;
         x->fields[i] = (struct ice_field){t->cols[i].field_id, t->cols[i].name, t->cols[i].type,
-                                          t->cols[i].required};
+                                          t->cols[i].required, def};
+    }
     for (int i = 0; i < t->npk; i++)
         x->pk[i] = t->cols[t->pk[i]].field_id;
     x->s = (struct ice_schema){t->schema_id, x->fields, t->ncols, x->pk, t->npk};
     x->cols = NULL;
     x->seq = 0;
+    x->defs = NULL;
+    x->sdata = NULL;
+    x->ndefs = 0;
 }
 
 static void schema_free(struct xschema *x)
@@ -258,6 +267,10 @@ static void schema_free(struct xschema *x)
     free(x->fields);
     free(x->pk);
     json_decref(x->cols);
+    for (size_t i = 0; i < x->ndefs; i++)
+        free(x->sdata[i]);
+    free(x->sdata);
+    free(x->defs);
 }
 
 /*
@@ -275,6 +288,9 @@ static int schema_from_json(const struct engine_table *t, int32_t id, int64_t se
     x->seq = seq;
     x->fields = xcalloc(n ? n : 1, sizeof *x->fields);
     x->pk = xcalloc((size_t)(t->npk ? t->npk : 1), sizeof *x->pk);
+    x->defs = xcalloc(n ? n : 1, sizeof *x->defs);
+    x->sdata = xcalloc(n ? n : 1, sizeof *x->sdata);
+    x->ndefs = n;
     for (size_t i = 0; i < n; i++) {
         json_t *c = json_array_get(cols, i);
         const char *name = json_string_value(json_object_get(c, "name"));
@@ -284,9 +300,23 @@ static int schema_from_json(const struct engine_table *t, int32_t id, int64_t se
         if (name == NULL || type == NULL || !st_type_parse(type, &ty))
             return st_errf(err, ST_EINTERNAL, "catalog: table %s: schema %d is malformed", t->name,
                            (int)id);
-        x->fields[i] = (struct ice_field){json_is_integer(fid) ? (int32_t)json_integer_value(fid)
-                                                               : (int32_t)i + 1,
-                                          name, ty, json_is_true(json_object_get(c, "required"))};
+        const struct st_value *def = NULL;
+        json_t *dj = json_object_get(c, "default");
+        if (dj != NULL && !json_is_null(dj)) {
+            char *text = json_dumps(dj, JSON_COMPACT | JSON_ENCODE_ANY);
+            struct st_err de = {0};
+            int rc = text != NULL ? eng__default_parse(ty, text, &x->defs[i], &x->sdata[i], &de)
+                                  : ST_EINVAL;
+            free(text);
+            if (rc != ST_OK)
+                return st_errf(err, ST_EINTERNAL,
+                               "catalog: table %s: schema %d: column %s has a malformed default",
+                               t->name, (int)id, name);
+            def = &x->defs[i];
+        }
+        x->fields[i] = (struct ice_field){
+            json_is_integer(fid) ? (int32_t)json_integer_value(fid) : (int32_t)i + 1, name, ty,
+            json_is_true(json_object_get(c, "required")), def};
     }
     for (int k = 0; k < t->npk; k++)
         x->pk[k] = t->cols[t->pk[k]].field_id;
