@@ -545,12 +545,16 @@ static int plan(struct group *g, const struct cdc_event *ev, struct engine_schem
 }
 
 /* The body's source schema: a field's type checked against what an earlier event said. */
-static int learn(struct group *g, const struct cdc_event *ev, const char *name, enum st_type type,
-                 bool typed, struct st_err *err)
+static int learn(struct group *g, const struct cdc_event *ev, const char *name, size_t hint,
+                 enum st_type type, bool typed, struct st_err *err)
 {
     if (type == 0 || !typed)
         return ST_OK;
-    for (size_t i = 0; i < g->nlf; i++) {
+    for (size_t k = 0; k <= g->nlf; k++) {
+        /* the field's position first (the source sends its columns in one order) */
+        size_t i = k == 0 ? hint : k - 1;
+        if (i >= g->nlf || (k > 0 && i == hint))
+            continue;
         struct learned *l = &g->lf[i];
         if (strcmp(l->name, name) != 0)
             continue;
@@ -589,7 +593,8 @@ static enum st_type field_type(const struct cdc_image *img, size_t i)
  * the image.
  */
 static int plan_field(struct group *g, enum svc_cdc_schema pol, const struct cdc_event *ev,
-                      const struct cdc_image *img, size_t i, bool *drop, struct st_err *err)
+                      const struct cdc_image *img, size_t i, bool *drop, bool *known,
+                      struct st_err *err)
 {
     const struct engine_table *t = g->t;
     const char *name = img->names[i];
@@ -597,9 +602,11 @@ static int plan_field(struct group *g, enum svc_cdc_schema pol, const struct cdc
     bool is_null = img->lits[i].kind == LIT_NULL;
     int rc;
     *drop = false;
-    if (ev->op != 's' && (rc = learn(g, ev, name, st, img->typed, err)) != ST_OK)
+    *known = false;
+    if (ev->op != 's' && (rc = learn(g, ev, name, i, st, img->typed, err)) != ST_OK)
         return rc;
     int col = column_at(t, name, i);
+    *known = col >= 0;
     if (col < 0) {
         struct engine_schema_change *add = planned(g, ENGINE_SCHEMA_ADD, name);
         if (add != NULL) {
@@ -737,12 +744,13 @@ static int plan_event(struct group *g, enum svc_cdc_schema pol, struct cdc_event
     struct cdc_image *img = &ev->after;
     if (!img->present || ev->op == 'd' || ev->op == 't')
         return ST_OK;
-    size_t kept = 0;
+    size_t kept = 0, known = 0;
     for (size_t i = 0; i < img->n; i++) {
-        bool drop;
-        int rc = plan_field(g, pol, ev, img, i, &drop, err);
+        bool drop, col;
+        int rc = plan_field(g, pol, ev, img, i, &drop, &col, err);
         if (rc != ST_OK)
             return rc;
+        known += col;
         if (drop)
             continue;
         img->names[kept] = img->names[i];
@@ -752,6 +760,9 @@ static int plan_event(struct group *g, enum svc_cdc_schema pol, struct cdc_event
         kept++;
     }
     img->n = kept;
+    /* every column of the table there (the usual case): none is missing */
+    if (known == (size_t)g->t->ncols && (ev->op != 's' || ev->npk == 0))
+        return ST_OK;
     return plan_missing(g, pol, ev, img, err);
 }
 
@@ -963,8 +974,10 @@ int svc_cdc_apply(struct engine *e, const struct svc_cdc_req *q, struct svc_cdc_
     size_t nrows = 0;
     for (size_t i = 0; i < b.n && rc == ST_OK; i++) {
         struct cdc_event *ev = &b.ev[i];
-        if (ev->op == 's' && q->schema != SVC_CDC_EVOLVE)
-            continue; /* only evolve learns from schema-change events */
+        if (ev->op == 's' && (q->schema != SVC_CDC_EVOLVE || q->table != NULL))
+            continue; /* only evolve learns from schema-change events, and only when each
+                         names its own table (?table= does not say which source table is
+                         the table's: the data events will) */
         const char *name = route_of(q, ev);
         if (name == NULL && ev->op == 's')
             continue;
