@@ -328,6 +328,8 @@ void http__job_erase(struct hreq *r);
 void http__job_erasures(struct hreq *r);
 void http__job_erasure(struct hreq *r);
 void http__job_erasure_check(struct hreq *r); /* POST .../erasures/{id}/check: {"match":bool} */
+/* http_schema.c: POST /v1/tables/{t}/schema (schema changes) -> the table as GET shows it */
+void http__job_schema(struct hreq *r);
 void http__job_plan(struct hreq *r);
 void http__job_snapshots(struct hreq *r);
 void http__job_cdc(struct hreq *r); /* POST /v1/cdc/debezium (?table=) */

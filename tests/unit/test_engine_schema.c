@@ -517,6 +517,256 @@ static void test_stale_writer(void **state)
     engine_table_unref(t);
 }
 
+/* ---- the model: schema changes interleaved with data commits, compactions, expiries ----- */
+
+#define M_KEYS 60
+#define M_FIELDS 40 /* field ids a run may use */
+#define M_COLS 12   /* columns at once at most */
+#define M_OPS 300
+#define M_SNAPS (M_OPS * 2 + 8)
+
+struct mcol {
+    int32_t fid;
+    char name[16];
+    enum st_type type; /* int or long (the key: long) */
+    bool required, has_def;
+    int64_t def;
+};
+struct mstate {
+    int ncols;
+    struct mcol cols[M_COLS];
+    bool live[M_KEYS];
+    bool null[M_KEYS][M_FIELDS + 1];
+    int64_t val[M_KEYS][M_FIELDS + 1];
+};
+
+static uint64_t mrng = 0x9E3779B97F4A7C15ull;
+static uint64_t mrnd(void)
+{
+    mrng ^= mrng << 13;
+    mrng ^= mrng >> 7;
+    mrng ^= mrng << 17;
+    return mrng;
+}
+
+/* t's columns are the model's schema, and a scan of t at `snapshot` its rows. */
+static void m_check(struct engine_table *t, const struct mstate *m, int64_t snapshot)
+{
+    assert_int_equal(t->ncols, m->ncols);
+    for (int c = 0; c < m->ncols; c++) {
+        assert_int_equal(t->cols[c].field_id, m->cols[c].fid);
+        assert_string_equal(t->cols[c].name, m->cols[c].name);
+        assert_int_equal(t->cols[c].type, m->cols[c].type);
+        assert_int_equal(t->cols[c].required, m->cols[c].required);
+    }
+    struct et_rows rows;
+    et_scan(&T, t, snapshot, &rows);
+    size_t live = 0;
+    for (int k = 0; k < M_KEYS; k++)
+        live += m->live[k];
+    if (rows.n != live)
+        fail_msg("snapshot %lld: %zu rows, the model %zu", (long long)snapshot, rows.n, live);
+    for (size_t i = 0; i < rows.n; i++) {
+        const struct st_value *v = rows.rows[i].v;
+        int64_t id = v[0].v.l;
+        assert_true(id >= 0 && id < M_KEYS && m->live[id]);
+        for (int c = 1; c < m->ncols; c++) {
+            int32_t f = m->cols[c].fid;
+            bool null = m->null[id][f];
+            if (v[c].null != null)
+                fail_msg("snapshot %lld, key %lld, column %s: null %d, the model %d",
+                         (long long)snapshot, (long long)id, m->cols[c].name, v[c].null, null);
+            int64_t got = m->cols[c].type == ST_T_INT ? v[c].v.i : v[c].v.l;
+            if (!null && got != m->val[id][f])
+                fail_msg("snapshot %lld, key %lld, column %s: %lld, the model %lld",
+                         (long long)snapshot, (long long)id, m->cols[c].name, (long long)got,
+                         (long long)m->val[id][f]);
+        }
+    }
+    et_rows_free(&rows);
+}
+
+/* One random schema change valid for m, applied to the model and the table. */
+static void m_alter(struct engine_table **t, struct mstate *m, int32_t *last_fid, int op)
+{
+    struct engine_schema_change ch;
+    char defj[32], to[16], from[16];
+    int c = 1 + (int)(mrnd() % (uint64_t)(m->ncols > 1 ? m->ncols - 1 : 1));
+    snprintf(from, sizeof from, "%s", m->cols[c].name); /* the model's changes below */
+    uint64_t kind = mrnd() % 5;
+    if (m->ncols <= 2 || m->ncols >= M_COLS - 1 || *last_fid >= M_FIELDS)
+        kind = m->ncols >= M_COLS - 1 || *last_fid >= M_FIELDS ? 1 : 0;
+    if (kind == 0) { /* add */
+        struct mcol *n = &m->cols[m->ncols];
+        memset(n, 0, sizeof *n);
+        n->fid = ++*last_fid;
+        snprintf(n->name, sizeof n->name, "a%d", (int)n->fid);
+        n->type = mrnd() % 2 ? ST_T_INT : ST_T_LONG;
+        n->has_def = mrnd() % 2;
+        n->required = n->has_def && mrnd() % 2;
+        n->def = (int64_t)(mrnd() % 1000) - 500;
+        snprintf(defj, sizeof defj, "%lld", (long long)n->def);
+        ch = add_col(n->name, n->type, n->required, n->has_def ? defj : NULL);
+        for (int k = 0; k < M_KEYS; k++) { /* older rows: its default, or null */
+            m->null[k][n->fid] = !n->has_def;
+            m->val[k][n->fid] = n->def;
+        }
+        m->ncols++;
+    } else if (kind == 1) { /* drop */
+        ch = named(ENGINE_SCHEMA_DROP, from, NULL, 0);
+        memmove(&m->cols[c], &m->cols[c + 1], (size_t)(m->ncols - c - 1) * sizeof *m->cols);
+        m->ncols--;
+    } else if (kind == 2) { /* rename */
+        snprintf(to, sizeof to, "r%d_%d", (int)m->cols[c].fid, op);
+        ch = named(ENGINE_SCHEMA_RENAME, from, to, 0);
+        snprintf(m->cols[c].name, sizeof m->cols[c].name, "%s", to);
+    } else if (kind == 3) { /* widen (a no-op on a long) */
+        ch = named(ENGINE_SCHEMA_WIDEN, from, NULL, ST_T_LONG);
+        m->cols[c].type = ST_T_LONG;
+    } else { /* optional */
+        ch = named(ENGINE_SCHEMA_OPTIONAL, from, NULL, 0);
+        m->cols[c].required = false;
+    }
+    struct engine_table *a = NULL;
+    struct st_err err;
+    if (alter((*t)->name, &ch, 1, (*t)->schema_id, &a, &err) != ST_OK)
+        fail_msg("op %d: alter: %s", op, err.msg);
+    engine_table_unref(*t);
+    *t = a;
+}
+
+static void test_model_with_schema_changes(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "c1:int", "c2:long!", "c3:int"};
+    const char *pk[] = {"id"};
+    struct engine_table *t = et_create(&T, "schema_model", cols, 4, pk, 1, NULL);
+    struct mstate *snaps = calloc(M_SNAPS, sizeof *snaps);
+    struct mstate *cur = calloc(1, sizeof *cur);
+    cur->ncols = 4;
+    const char *nm[] = {"id", "c1", "c2", "c3"};
+    const enum st_type ty[] = {ST_T_LONG, ST_T_INT, ST_T_LONG, ST_T_INT};
+    for (int c = 0; c < 4; c++) {
+        cur->cols[c].fid = c + 1;
+        snprintf(cur->cols[c].name, sizeof cur->cols[c].name, "%s", nm[c]);
+        cur->cols[c].type = ty[c];
+        cur->cols[c].required = c == 0 || c == 2;
+    }
+    int32_t last_fid = 4;
+    int64_t seq = t->seq, oldest = 0;
+    snaps[seq] = *cur;
+    int alters = 0, compactions = 0, expiries = 0, travels = 0;
+    for (int op = 0; op < M_OPS; op++) {
+        uint64_t kind = mrnd() % 100;
+        struct st_err err = {0};
+        if (kind < 8) {
+            m_alter(&t, cur, &last_fid, op);
+            seq++;
+            assert_int_equal(t->seq, seq);
+            alters++;
+        } else if (kind < 12) {
+            struct engine_compact_opts o;
+            engine_compact_opts_default(&o);
+            o.min_deleted_fraction = 0;
+            o.target_file_rows = 10 + (int64_t)(mrnd() % 50);
+            struct engine_compact_res cr;
+            if (engine_compact(T.e, t, &o, &cr, &err) != ST_OK)
+                fail_msg("op %d: compact: %s", op, err.msg);
+            compactions += cr.rewritten_files > 0;
+            while (seq < cr.seq)
+                snaps[++seq] = *cur;
+            continue;
+        } else if (kind < 15) {
+            struct engine_expire_req q = {.has_retain_last = true,
+                                          .retain_last = 1 + (int64_t)(mrnd() % 40)};
+            struct engine_expire_res xr;
+            if (engine_expire(T.e, t, &q, &xr, &err) != ST_OK)
+                fail_msg("op %d: expire: %s", op, err.msg);
+            oldest = xr.oldest_seq;
+            expiries += xr.expired_snapshots > 0;
+            continue;
+        } else {
+            /* 1..6 upserts or deletes at the current schema */
+            size_t n = 1 + mrnd() % 6;
+            struct engine_change ch[6];
+            struct st_value vals[6][M_COLS];
+            bool changed = false;
+            struct mstate *after = malloc(sizeof *after);
+            *after = *cur;
+            for (size_t i = 0; i < n; i++) {
+                int64_t id = (int64_t)(mrnd() % M_KEYS);
+                vals[i][0] = L(id);
+                if (mrnd() % 4 == 0) {
+                    ch[i] = (struct engine_change){ENGINE_CHANGE_DELETE, vals[i]};
+                    changed |= after->live[id] || cur->live[id];
+                    after->live[id] = false;
+                    continue;
+                }
+                for (int c = 1; c < cur->ncols; c++) {
+                    const struct mcol *mc = &cur->cols[c];
+                    bool null = !mc->required && mrnd() % 5 == 0;
+                    bool use_def = mc->required && mc->has_def && mrnd() % 4 == 0;
+                    int64_t v = (int64_t)(mrnd() % 100000) - 50000;
+                    if (mc->type == ST_T_LONG && mrnd() % 3 == 0)
+                        v *= 100000000;
+                    if (null || use_def) {
+                        vals[i][c] = NUL; /* use_def: its write-default */
+                    } else if (mc->type == ST_T_INT) {
+                        vals[i][c] = I((int32_t)v);
+                    } else {
+                        vals[i][c] = L(v);
+                    }
+                    after->null[id][mc->fid] = null;
+                    after->val[id][mc->fid] = use_def ? mc->def : v;
+                }
+                ch[i] = (struct engine_change){ENGINE_CHANGE_UPSERT, vals[i]};
+                after->live[id] = true;
+                changed = true;
+            }
+            struct engine_change_req req = {.table = t, .changes = ch, .nchanges = n};
+            struct engine_change_res res;
+            if (engine_apply_changes(T.e, &req, &res, &err) != ST_OK)
+                fail_msg("op %d: apply: %s", op, err.msg);
+            if (changed)
+                seq++;
+            assert_int_equal(res.seq, seq);
+            *cur = *after;
+            free(after);
+        }
+        assert_true(seq < M_SNAPS);
+        snaps[seq] = *cur;
+        m_check(t, cur, -1);
+        if (op % 10 == 9) {
+            /* time travel: a retained snapshot at its own schema */
+            int64_t old = oldest + (int64_t)(mrnd() % (uint64_t)(seq - oldest + 1));
+            struct engine_table *at = NULL;
+            assert_int_equal(engine_table_at(T.e, t, old, &at, &err), ST_OK);
+            m_check(at, &snaps[old], old);
+            engine_table_unref(at);
+            travels++;
+        }
+    }
+    /* after a restart, every retained snapshot at its schema */
+    et_reopen(&T);
+    engine_table_unref(t);
+    t = get("schema_model");
+    assert_int_equal(t->seq, seq);
+    struct st_err err = {0};
+    for (int64_t sq = oldest; sq <= seq; sq++) {
+        struct engine_table *at = NULL;
+        assert_int_equal(engine_table_at(T.e, t, sq, &at, &err), ST_OK);
+        m_check(at, &snaps[sq], sq);
+        engine_table_unref(at);
+    }
+    print_message("schema model: %d changes, %d compactions, %d expiries, %d time travels, "
+                  "seq %lld\n",
+                  alters, compactions, expiries, travels, (long long)seq);
+    assert_true(alters > 10 && compactions > 3 && expiries > 3);
+    engine_table_unref(t);
+    free(cur);
+    free(snaps);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +775,7 @@ int main(void)
         cmocka_unit_test(test_idempotency_key),
         cmocka_unit_test(test_old_files_read_at_new_schema),
         cmocka_unit_test(test_stale_writer),
+        cmocka_unit_test(test_model_with_schema_changes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
