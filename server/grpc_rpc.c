@@ -22,6 +22,7 @@
 
 #include "app.h"
 #include "cdc.h"
+#include "common/sha256.h"
 
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -259,15 +260,50 @@ static int alter_change_of(const Strike__V1__SchemaChange *m, size_t i,
     return ST_OK;
 }
 
+static void alter_hash_str(struct st_sha256 *h, const char *s)
+{
+    uint8_t present = s != NULL;
+    st_sha256_update(h, &present, 1);
+    if (s != NULL)
+        st_sha256_update(h, s, strlen(s) + 1);
+}
+
+/* The digest of an AlterTable for its idempotency-key: the table and the decoded changes, in
+   the form POST /v1/tables/{t}/schema takes its digest (http_schema.c request_hash). */
+static void alter_hash(const struct engine_alter_req *q, uint8_t out[32])
+{
+    struct st_sha256 h;
+    st_sha256_init(&h);
+    alter_hash_str(&h, "alter");
+    alter_hash_str(&h, q->table);
+    char n[48];
+    snprintf(n, sizeof n, "%d:%d:%zu", q->has_expected_schema_id, (int)q->expected_schema_id,
+             q->nchanges);
+    alter_hash_str(&h, n);
+    for (size_t i = 0; i < q->nchanges; i++) {
+        const struct engine_schema_change *c = &q->changes[i];
+        snprintf(n, sizeof n, "%d:%d:%d:%d", (int)c->op, (int)c->col.type, c->col.required,
+                 (int)c->type);
+        alter_hash_str(&h, n);
+        alter_hash_str(&h, c->op == ENGINE_SCHEMA_ADD ? c->col.name : NULL);
+        alter_hash_str(&h, c->def_json);
+        alter_hash_str(&h, c->column);
+        alter_hash_str(&h, c->to);
+    }
+    st_sha256_final(&h, out);
+}
+
 static void h_alter_table(struct rpc *r)
 {
     struct garena a;
     garena_init(&a);
     struct st_err err = {0};
     struct engine_table *t = NULL;
+    struct engine_idem idem;
+    const char *key;
     bool replayed = false;
     Strike__V1__AlterTableRequest *q = unpack(r, &strike__v1__alter_table_request__descriptor, &a);
-    if (q == NULL)
+    if (q == NULL || !idem_key_of(r, &key))
         goto out;
     if (q->n_changes == 0 || q->n_changes > ENGINE_SCHEMA_CHANGES_MAX) {
         rpc_fail(r, ST_EINVAL,
@@ -288,6 +324,11 @@ static void h_alter_table(struct rpc *r)
             STRIKE__V1__ALTER_TABLE_REQUEST__EXPECTED_SCHEMA_ID_PRESENT_EXPECTED_SCHEMA_ID,
         .expected_schema_id = q->expected_schema_id,
     };
+    if (key != NULL) {
+        idem.key = key;
+        alter_hash(&aq, idem.hash);
+        aq.idem = &idem;
+    }
     if (failed(r, engine_alter_table(engine_of(r), &aq, &t, &replayed, &err), &err))
         goto out;
     Strike__V1__Table msg;

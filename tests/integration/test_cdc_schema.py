@@ -119,16 +119,16 @@ def post(s, body, table=None):
 
 
 def table_of(s, name):
-    """GET /v1/tables/{name}, with the schema id as gRPC GetTable says it (this test's side of
-    the issue: the HTTP field is the engine branch's)."""
+    """GET /v1/tables/{name}; gRPC GetTable's schema_id must be the same."""
     r = s.req("GET", f"/v1/tables/{name}")
     assert r.status == 200, r
     t = r.json()
     c = gc.Client(s.grpc_port)
     try:
-        t["schema_id"] = c.call("GetTable", name=name).schema_id
+        sid = c.call("GetTable", name=name).schema_id
     finally:
         c.close()
+    assert t["schema_id"] == sid, (t, sid)
     return t
 
 
@@ -429,6 +429,19 @@ class GrpcAlter(Base):
                 c.call("AlterTable", pb.AlterTableRequest(
                     table="nosuch", changes=[pb.SchemaChange(drop="x")]))
             self.assertEqual(cm.exception.code(), grpc.StatusCode.NOT_FOUND)
+            # an idempotency-key: the retry gets the first answer, nothing applied twice
+            md = (("idempotency-key", "alter-g-1"),)
+            add_z = pb.AlterTableRequest(table="g", changes=[
+                pb.SchemaChange(add=pb.Column(name="z", type="long", required=True), default_json="7")])
+            t1 = c.call("AlterTable", add_z, metadata=md)
+            t2 = c.call("AlterTable", add_z, metadata=md)
+            self.assertEqual((t1.seq, t1.schema_id), (seq + 2, 3))
+            self.assertEqual((t2.seq, t2.schema_id), (t1.seq, t1.schema_id))
+            self.assertEqual(c.call("GetTable", name="g").seq, t1.seq)
+            with self.assertRaises(grpc.RpcError):  # the same key, another request
+                c.call("AlterTable", pb.AlterTableRequest(
+                    table="g", changes=[pb.SchemaChange(drop="z")]), metadata=md)
+            self.assertEqual(c.call("GetTable", name="g").seq, t1.seq)
         finally:
             c.close()
 
