@@ -696,7 +696,8 @@ static bool has_field(const struct cdc_image *img, const char *name)
  * The table's columns the image no longer has: a primary-key column is an
  * incompatible change (with a schema, or a schema-change event: without one
  * the changeset names it); under evolve a required column the source
- * dropped is made optional (it reads null from then on).
+ * dropped is made optional (it reads null from then on), unless it has a
+ * default (the rows take its write-default).
  */
 static int plan_missing(struct group *g, enum svc_cdc_schema pol, const struct cdc_event *ev,
                         const struct cdc_image *img, struct st_err *err)
@@ -715,7 +716,9 @@ static int plan_missing(struct group *g, enum svc_cdc_schema pol, const struct c
                            "change)",
                            ev->index, src_of(ev), name);
         }
-        if (!t->cols[c].required || pol != SVC_CDC_EVOLVE || c == t->version_col ||
+        /* a required column with a default takes its write-default: nothing to change */
+        bool has_default = t->defaults != NULL && !t->defaults[c].null;
+        if (!t->cols[c].required || has_default || pol != SVC_CDC_EVOLVE || c == t->version_col ||
             planned(g, ENGINE_SCHEMA_OPTIONAL, name) != NULL)
             continue;
         int rc =

@@ -300,6 +300,19 @@ class Evolve(Base):
                          'event 0 (inventory.sc): column "name": the source\'s primary key')
         self.assertEqual(table_of(self.s, "sc")["seq"], seq + 1)
 
+    def test_required_with_default(self):
+        """A required column with a default that the source never sends: its write-default, and
+        the column stays required (nothing to change)."""
+        self.create("dflt")
+        r = self.s.req("POST", "/v1/tables/dflt/schema", {"changes": [
+            {"add": {"name": "tier", "type": "string", "required": True, "default": "std"}}]})
+        self.assertEqual(r.status, 200, r)
+        src = Source("dflt", [("id", "int64"), ("name", "string"), ("qty", "int32"), ("note", "string")])
+        r = self.ok([src.put(1, name="a", qty=1, note="n")], "dflt")
+        self.assertEqual((r["inserted"], r["schema_changes"], r["schema_id"]), (1, 0, 1), r)
+        self.assertEqual(columns(self.s, "dflt")["tier"], ("string", True))
+        self.assertEqual(self.rows("dflt")[1]["tier"], "std")
+
     def test_incompatible(self):
         self.create("inc")
         src = Source("inc", [("id", "int64"), ("name", "string"), ("qty", "int64"), ("note", "string")])
