@@ -32,7 +32,8 @@ static bool name_of(struct hreq *r, const struct jdoc_val *v, const char *where,
         return false;
     }
     if (strlen(v->u.s) > ST_NAME_MAX) {
-        http__reply_problem(r, 400, "%s: \"%.40s...\" is not a valid column name (at most %d "
+        http__reply_problem(r, 400,
+                            "%s: \"%.40s...\" is not a valid column name (at most %d "
                             "characters)",
                             where, v->u.s, ST_NAME_MAX);
         return false;
@@ -41,8 +42,7 @@ static bool name_of(struct hreq *r, const struct jdoc_val *v, const char *where,
     return true;
 }
 
-static bool type_of(struct hreq *r, const struct jdoc_val *v, const char *where,
-                    enum st_type *out)
+static bool type_of(struct hreq *r, const struct jdoc_val *v, const char *where, enum st_type *out)
 {
     if (v == NULL || !jdoc_is(v, JDOC_STRING)) {
         http__reply_problem(r, 400, "%s: %s", where,
