@@ -328,9 +328,15 @@ void http__job_changes(struct hreq *r)
     const struct jdoc_val *j = jdoc_root(d);
     struct engine_idem idem;
     struct svc_changes_req q = {.table = r->table};
-    static const char *const top[] = {"changes", "producer", "offset", "expected_seq", NULL};
+    static const char *const top[] = {"changes",      "producer", "offset",
+                                      "expected_seq", "evolve",   NULL};
     if (!http__check_fields(r, j, top, NULL))
         goto out;
+    const struct jdoc_val *ev = http__opt_value(j, "evolve");
+    if (ev != NULL && !jdoc_is(ev, JDOC_BOOL)) {
+        http__reply_problem(r, 400, "evolve: expected a boolean, got %s", lit_jdoc_kind(ev));
+        goto out;
+    }
     const struct jdoc_val *jc = jdoc_get(j, "changes");
     if (!jdoc_is(jc, JDOC_ARRAY)) {
         http__reply_problem(r, 400, "changes: %s",
@@ -355,6 +361,8 @@ void http__job_changes(struct hreq *r)
     }
     q.changes = wire;
     q.nchanges = n;
+    if (jdoc_true(ev) && !http__evolve(r, wire, n)) /* its columns first (http_schema.c) */
+        goto out;
     q.idem = svc_idem_changes(&q, r->idem_key, &idem);
     struct engine_change_res res;
     struct st_err err = {0};

@@ -11,12 +11,18 @@
  * ENGINE_SCHEMA_CHANGES_MAX changes, names of at most ST_NAME_MAX bytes (a
  * longer one is not a valid name), a default of at most
  * ENGINE_SCHEMA_DEFAULT_MAX bytes as JSON.
+ *
+ * Also the "evolve": true of POST /v1/tables/{t}/changes (http__evolve): the
+ * columns its upserts name that the table lacks are added first, optional,
+ * typed by their first non-null value, as a schema change of their own.
  */
 #include "http_int.h"
 
+#include "changeset.h"
 #include "common/buf.h"
 #include "common/jdoc.h"
 #include "common/sha256.h"
+#include "common/xalloc.h"
 #include "expr/literal.h"
 
 #include <stdio.h>
@@ -32,7 +38,8 @@ static bool name_of(struct hreq *r, const struct jdoc_val *v, const char *where,
         return false;
     }
     if (strlen(v->u.s) > ST_NAME_MAX) {
-        http__reply_problem(r, 400, "%s: \"%.40s...\" is not a valid column name (at most %d "
+        http__reply_problem(r, 400,
+                            "%s: \"%.40s...\" is not a valid column name (at most %d "
                             "characters)",
                             where, v->u.s, ST_NAME_MAX);
         return false;
@@ -41,8 +48,7 @@ static bool name_of(struct hreq *r, const struct jdoc_val *v, const char *where,
     return true;
 }
 
-static bool type_of(struct hreq *r, const struct jdoc_val *v, const char *where,
-                    enum st_type *out)
+static bool type_of(struct hreq *r, const struct jdoc_val *v, const char *where, enum st_type *out)
 {
     if (v == NULL || !jdoc_is(v, JDOC_STRING)) {
         http__reply_problem(r, 400, "%s: %s", where,
@@ -291,4 +297,103 @@ void http__job_schema(struct hreq *r)
     engine_table_unref(t);
 out:
     jdoc_free(d);
+}
+
+/* ---- /changes with "evolve": true ---------------------------------------------------- */
+
+/* The type a column added for value `l` gets (false: a null tells nothing). */
+static bool inferred_type(const struct st_literal *l, enum st_type *out)
+{
+    switch (l->kind) {
+    case LIT_NULL:
+        return false;
+    case LIT_BOOL:
+        *out = ST_T_BOOLEAN;
+        return true;
+    case LIT_INT:
+        *out = ST_T_LONG;
+        return true;
+    case LIT_DOUBLE:
+        *out = ST_T_DOUBLE;
+        return true;
+    case LIT_STRING:
+        *out = ST_T_STRING;
+        return true;
+    }
+    return false;
+}
+
+/* Column `name` of an upsert's object into adds[0..*n) unless t or adds has it. */
+static bool evolve_note(struct hreq *r, const struct engine_table *t, const char *name,
+                        const struct st_literal *l, struct engine_schema_change *adds, size_t *n)
+{
+    enum st_type type;
+    if (!st_name_valid(name) || engine_table_column(t, name) >= 0 || !inferred_type(l, &type))
+        return true; /* an invalid name or an all-null column: /changes words its refusal */
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(adds[i].col.name, name) == 0)
+            return true;
+    if (*n == ENGINE_SCHEMA_CHANGES_MAX) {
+        http__reply_problem(r, 400, "evolve: more than %d new columns in one request",
+                            ENGINE_SCHEMA_CHANGES_MAX);
+        return false;
+    }
+    struct engine_schema_change *c = &adds[(*n)++];
+    memset(c, 0, sizeof *c);
+    c->op = ENGINE_SCHEMA_ADD;
+    snprintf(c->col.name, sizeof c->col.name, "%s", name);
+    c->col.type = type;
+    return true;
+}
+
+bool http__evolve(struct hreq *r, const struct wire_change *w, size_t n)
+{
+    struct st_err err = {0};
+    /* a schema change: the scope schema changes take (admin on the table) */
+    int rc = auth_check_table(&r->auth, r->table, AUTH_ADMIN, &err);
+    if (rc != ST_OK) {
+        http__reply_err(r, rc, &err);
+        return false;
+    }
+    struct engine_schema_change *adds = xcalloc(ENGINE_SCHEMA_CHANGES_MAX, sizeof *adds);
+    bool ok = true;
+    /* a concurrent change moves the schema id: read the table again and retry */
+    for (int attempt = 0; ok && attempt < 4; attempt++) {
+        struct engine_table *t = NULL;
+        if ((rc = engine_get_table(r->srv->app->engine, r->table, &t, &err)) != ST_OK) {
+            http__reply_err(r, rc, &err);
+            ok = false;
+            break;
+        }
+        size_t nadd = 0;
+        for (size_t i = 0; ok && i < n; i++) {
+            const struct wire_obj *objs[2] = {&w[i].row, &w[i].after};
+            for (int o = 0; ok && o < 2; o++)
+                for (size_t k = 0; ok && objs[o]->present && k < objs[o]->n; k++)
+                    ok = evolve_note(r, t, objs[o]->names[k], &objs[o]->lits[k], adds, &nadd);
+        }
+        if (!ok || nadd == 0) {
+            engine_table_unref(t);
+            break;
+        }
+        struct engine_alter_req q = {.table = r->table,
+                                     .changes = adds,
+                                     .nchanges = nadd,
+                                     .has_expected_schema_id = true,
+                                     .expected_schema_id = t->schema_id};
+        struct engine_table *a = NULL;
+        bool replayed = false;
+        rc = engine_alter_table(r->srv->app->engine, &q, &a, &replayed, &err);
+        engine_table_unref(t);
+        engine_table_unref(a);
+        if (rc == ST_OK)
+            break;
+        if (rc != ST_ECONFLICT || attempt == 3) {
+            st_err_prefix(&err, "evolve");
+            http__reply_err(r, rc, &err);
+            ok = false;
+        }
+    }
+    free(adds);
+    return ok;
 }

@@ -260,6 +260,38 @@ class Schema(unittest.TestCase):
         self.assertEqual(self.get("idem")["schema_id"], 1)
         u.assert_problem(self, self.alter("idem", [{"drop": "n"}], headers=hd), 422)
 
+    def test_changes_evolve(self):
+        self.create("ev")
+        row = {"id": 1, "n": 1, "city": "Oslo", "score": 2.5, "vip": True, "visits": 3, "none": None}
+        u.assert_problem(self, u.changes(self.s, "ev", [{"op": "upsert", "row": row}]), 400, "city")
+        self.assertEqual(self.get("ev")["schema_id"], 0)
+        u.assert_problem(self, u.changes(self.s, "ev", [{"op": "upsert", "row": row}], evolve=1), 400,
+                         "evolve")
+        # an all-null column tells no type: not added, and the request refused as before
+        u.assert_problem(self, u.changes(self.s, "ev", [{"op": "upsert", "row": row}], evolve=True),
+                         400, "none")
+        t = self.get("ev")
+        self.assertEqual(t["schema_id"], 1)  # the columns were added first, by a change of their own
+        del row["none"]
+        r = u.ok_changes(self, self.s, "ev", [{"op": "upsert", "row": row},
+                                             {"op": "c", "after": {"id": 2, "extra": "x"}}], evolve=True)
+        t = self.get("ev")
+        self.assertEqual(t["schema_id"], 2)
+        types = {c["name"]: (c["type"], c["required"]) for c in t["columns"]}
+        self.assertEqual(types["city"], ("string", False))
+        self.assertEqual(types["score"], ("double", False))
+        self.assertEqual(types["vip"], ("boolean", False))
+        self.assertEqual(types["visits"], ("long", False))
+        self.assertEqual(types["extra"], ("string", False))
+        rows = self.rows("ev")
+        self.assertEqual(rows[1]["city"], "Oslo")
+        self.assertEqual(rows[2]["extra"], "x")
+        self.assertIsNone(rows[1]["extra"])
+        # a request that needs nothing new changes no schema
+        u.ok_changes(self, self.s, "ev", [{"op": "upsert", "row": {"id": 3, "city": "Rome"}}], evolve=True)
+        self.assertEqual(self.get("ev")["schema_id"], 2)
+        self.assertGreater(r["seq"], 0)
+
 
 if __name__ == "__main__":
     h.require_env()
