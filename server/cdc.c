@@ -49,7 +49,8 @@ bool cdc_media_ndjson(const char *ct)
 struct dctx {
     struct cdc_batch *b;
     size_t cap, capdocs;
-    size_t index; /* the next event's index */
+    size_t index;         /* the next event's index */
+    size_t table_changes; /* op 's' events made */
     struct st_err *err;
 };
 
@@ -552,6 +553,11 @@ static int decode_schema_change(struct dctx *c, struct jdoc *d, size_t index,
         const struct jdoc_val *tab = jdoc_get(ch, "table");
         if (type == NULL || (strcmp(type, "CREATE") != 0 && strcmp(type, "ALTER") != 0))
             continue; /* DROP, TRUNCATE: nothing to learn */
+        if (++c->table_changes > CDC_TABLE_CHANGES_MAX)
+            return st_errf(c->err, ST_ETOOBIG,
+                           "event %zu: the body's schema-change events describe more than %d "
+                           "tables; send fewer at once",
+                           index, CDC_TABLE_CHANGES_MAX);
         struct cdc_event tmp = {.index = index, .op = 's'};
         tmp.name = src_str(s, "name");
         const char *parts[3];

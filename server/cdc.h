@@ -74,6 +74,9 @@
 
 /* Events of one body, at most (the limit of a JSON array or of NDJSON lines). */
 #define CDC_EVENTS_MAX 100000
+/* Tables the schema-change events of one body describe, at most (each entry of tableChanges of
+   type CREATE or ALTER: the service looks each one's table up). */
+#define CDC_TABLE_CHANGES_MAX 4096
 
 /* How a field's value was written, from its schema (CDC_L_NONE: no schema or no logical type). */
 enum cdc_logical {

@@ -834,6 +834,8 @@ static struct group *group_for(struct engine *e, const struct svc_cdc_req *q, st
     for (size_t i = 0; i < *ng; i++)
         if (strcmp(gs[i].t->name, name) == 0)
             return &gs[i];
+    if (*ng == CDC_TABLES_MAX && quiet)
+        return NULL; /* *rc is ST_OK: the data events of a table past the cap are refused */
     if (*ng == CDC_TABLES_MAX) {
         *rc = st_errf(err, ST_EINVAL, "event %zu (%.200s): the body names more than %d tables",
                       ev->index, src_of(ev), CDC_TABLES_MAX);

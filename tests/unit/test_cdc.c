@@ -253,6 +253,18 @@ static void test_schema_change(void **state)
     cdc_batch_free(&b);
     refuse("{\"ddl\":\"x\",\"tableChanges\":{}}", NULL,
            "event 0: tableChanges: expected an array, got object");
+    /* at most CDC_TABLE_CHANGES_MAX tables described by one body (each is looked up) */
+    size_t cap = 64 + (CDC_TABLE_CHANGES_MAX + 1) * 64;
+    char *big = malloc(cap), *p = big;
+    p += sprintf(p, "{\"ddl\":\"x\",\"tableChanges\":[");
+    for (int i = 0; i <= CDC_TABLE_CHANGES_MAX; i++)
+        p += sprintf(p, "%s{\"type\":\"ALTER\",\"id\":\"d.t%d\",\"table\":{\"columns\":[]}}",
+                     i ? "," : "", i);
+    sprintf(p, "]}");
+    struct st_err err = {0};
+    assert_int_equal(cdc_decode(big, strlen(big), NULL, &b, &err), ST_ETOOBIG);
+    assert_non_null(strstr(err.msg, "describe more than 4096 tables"));
+    free(big);
     refuse("{\"ddl\":\"x\",\"tableChanges\":[{\"type\":\"ALTER\",\"id\":\"a.b.c.d\"}]}", NULL,
            "event 0: tableChanges[0].id");
     refuse("{\"ddl\":\"x\",\"tableChanges\":[{\"type\":\"ALTER\",\"id\":\"a.b\"}]}", NULL,
