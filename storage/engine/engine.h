@@ -86,11 +86,14 @@ struct engine_table {
     int32_t schema_id;
     struct st_value *defaults;
     char **default_json; /* NULL, or ncols JSON texts (NULL: none) as the alter gave them */
+    int *fid_order;      /* the column indexes by ascending field id (engine_table_by_field_id) */
 };
 void engine_table_ref(struct engine_table *t);
 void engine_table_unref(struct engine_table *t); /* NULL ok */
 /* Column index by name, or -1. */
 int engine_table_column(const struct engine_table *t, const char *name);
+/* Column index by field id, or -1 (a binary search). */
+int engine_table_by_field_id(const struct engine_table *t, int64_t field_id);
 
 struct engine_table_stats {
     int64_t data_files, rows, deleted_rows, live_rows, dv_files;
