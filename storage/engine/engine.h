@@ -215,6 +215,14 @@ int engine_alter_table(struct engine *e, const struct engine_alter_req *q,
  */
 int engine_table_at(struct engine *e, struct engine_table *t, int64_t seq,
                     struct engine_table **out, struct st_err *err);
+/*
+ * Every schema t had, oldest first (for Iceberg's `schemas`): (*out)[i] the table's definition
+ * at that schema (its schema_id set), (*seqs)[i] the seq of the snapshot that made it current
+ * (0 for schema 0). A table that never changed has one: t itself. Caller unrefs each, frees
+ * both arrays.
+ */
+int engine_table_schemas(struct engine *e, struct engine_table *t, struct engine_table ***out,
+                         int64_t **seqs, size_t *n, struct st_err *err);
 
 /* ---- changes ----------------------------------------------------------- */
 
