@@ -402,6 +402,9 @@ int engine_alter_table(struct engine *e, const struct engine_alter_req *q,
     return rc;
 }
 
+static int table_of_schema(struct engine_table *t, int32_t sid, const char *columns,
+                           struct engine_table **out, struct st_err *err);
+
 int engine_table_at(struct engine *e, struct engine_table *t, int64_t seq,
                     struct engine_table **out, struct st_err *err)
 {
@@ -429,9 +432,17 @@ int engine_table_at(struct engine *e, struct engine_table *t, int64_t seq,
         *out = t;
         return ST_OK;
     }
-    json_t *cols = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
     int32_t sid = (int32_t)pgu_get_i64(r, 0, 0);
+    rc = table_of_schema(t, sid, PQgetvalue(r, 0, 1), out, err);
     PQclear(r);
+    return rc;
+}
+
+/* t at schema sid, whose columns are the JSON text `columns` (a table_schemas row). */
+static int table_of_schema(struct engine_table *t, int32_t sid, const char *columns,
+                           struct engine_table **out, struct st_err *err)
+{
+    json_t *cols = json_loads(columns, 0, NULL);
     /* the key and version columns by field id (they are in every schema) */
     json_t *pk = json_array();
     const char *version = NULL;
@@ -453,7 +464,7 @@ int engine_table_at(struct engine *e, struct engine_table *t, int64_t seq,
                                       json_string(json_string_value(json_object_get(col, "name"))));
         }
     struct engine_table *o = NULL;
-    rc = eng__table_from_json(t->name, cols, pk, version, &o, err);
+    int rc = eng__table_from_json(t->name, cols, pk, version, &o, err);
     json_decref(cols);
     json_decref(pk);
     if (rc != ST_OK)
@@ -464,5 +475,55 @@ int engine_table_at(struct engine *e, struct engine_table *t, int64_t seq,
     o->created_us = t->created_us;
     o->schema_id = sid;
     *out = o;
+    return ST_OK;
+}
+
+int engine_table_schemas(struct engine *e, struct engine_table *t, struct engine_table ***out,
+                         int64_t **seqs, size_t *n, struct st_err *err)
+{
+    *out = NULL;
+    *seqs = NULL;
+    *n = 0;
+    PGconn *c;
+    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
+    if (rc != ST_OK)
+        return rc;
+    struct pgu_num tid;
+    const char *v[1] = {pgu_i64(&tid, t->id)};
+    PGresult *r = cat_pq_exec_params(c,
+                                     "SELECT schema_id, seq, columns::text FROM "
+                                     "strike.table_schemas WHERE table_id = $1 ORDER BY seq",
+                                     1, NULL, v, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = cat_fail(c, r, "reading the table's schemas", err);
+        PQclear(r);
+        cat_release(e->pool, c, rc == ST_EUNAVAIL);
+        return rc;
+    }
+    cat_release(e->pool, c, false);
+    size_t rows = (size_t)PQntuples(r);
+    struct engine_table **ts = xcalloc(rows ? rows : 1, sizeof *ts);
+    int64_t *sq = xcalloc(rows ? rows : 1, sizeof *sq);
+    if (rows == 0) { /* never changed: schema 0 is t's columns */
+        engine_table_ref(t);
+        ts[0] = t;
+        rows = 1;
+    }
+    for (size_t i = 0; rc == ST_OK && i < (size_t)PQntuples(r); i++) {
+        sq[i] = pgu_get_i64(r, (int)i, 1);
+        rc = table_of_schema(t, (int32_t)pgu_get_i64(r, (int)i, 0), PQgetvalue(r, (int)i, 2),
+                             &ts[i], err);
+    }
+    PQclear(r);
+    if (rc != ST_OK) {
+        for (size_t i = 0; i < rows; i++)
+            engine_table_unref(ts[i]);
+        free(ts);
+        free(sq);
+        return rc;
+    }
+    *out = ts;
+    *seqs = sq;
+    *n = rows;
     return ST_OK;
 }

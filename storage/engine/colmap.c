@@ -58,9 +58,12 @@ void eng__colmap_free(struct eng__colmap *m)
     memset(m, 0, sizeof *m);
 }
 
-int eng__colmap_file_column(struct pq_reader *r, int32_t field_id)
+int eng__colmap_file_column(struct pq_reader *r, int32_t field_id, int hint)
 {
     int n = pq_ncols(r);
+    /* a file written at the definition's schema has the column where the definition has it */
+    if (hint >= 0 && hint < n && pq_column(r, hint)->field_id == field_id)
+        return hint;
     bool ids = false;
     for (int i = 0; i < n; i++) {
         if (pq_column(r, i)->field_id == field_id)
@@ -79,7 +82,7 @@ int eng__colmap_open(struct eng__colmap *m, struct pq_reader *r, const bool *nee
     for (int k = 0; k < t->ncols; k++) {
         m->file_col[k] = m->slot_of[k] = -1;
         m->widen[k] = false;
-        int fc = eng__colmap_file_column(r, t->cols[k].field_id);
+        int fc = eng__colmap_file_column(r, t->cols[k].field_id, k);
         if (fc >= 0) {
             enum st_type ft = pq_column(r, fc)->type;
             if (ft == ST_T_INT && t->cols[k].type == ST_T_LONG)

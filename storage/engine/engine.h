@@ -86,11 +86,14 @@ struct engine_table {
     int32_t schema_id;
     struct st_value *defaults;
     char **default_json; /* NULL, or ncols JSON texts (NULL: none) as the alter gave them */
+    int *fid_order;      /* the column indexes by ascending field id (engine_table_by_field_id) */
 };
 void engine_table_ref(struct engine_table *t);
 void engine_table_unref(struct engine_table *t); /* NULL ok */
 /* Column index by name, or -1. */
 int engine_table_column(const struct engine_table *t, const char *name);
+/* Column index by field id, or -1 (a binary search). */
+int engine_table_by_field_id(const struct engine_table *t, int64_t field_id);
 
 struct engine_table_stats {
     int64_t data_files, rows, deleted_rows, live_rows, dv_files;
@@ -212,6 +215,14 @@ int engine_alter_table(struct engine *e, const struct engine_alter_req *q,
  */
 int engine_table_at(struct engine *e, struct engine_table *t, int64_t seq,
                     struct engine_table **out, struct st_err *err);
+/*
+ * Every schema t had, oldest first (for Iceberg's `schemas`): (*out)[i] the table's definition
+ * at that schema (its schema_id set), (*seqs)[i] the seq of the snapshot that made it current
+ * (0 for schema 0). A table that never changed has one: t itself. Caller unrefs each, frees
+ * both arrays.
+ */
+int engine_table_schemas(struct engine *e, struct engine_table *t, struct engine_table ***out,
+                         int64_t **seqs, size_t *n, struct st_err *err);
 
 /* ---- changes ----------------------------------------------------------- */
 

@@ -243,8 +243,9 @@ void eng__colmap_free(struct eng__colmap *m); /* a zeroed struct: nothing */
 int eng__colmap_open(struct eng__colmap *m, struct pq_reader *r, const bool *needed,
                      const char *what, struct st_err *err);
 const struct st_colvec *const *eng__colmap_batch(struct eng__colmap *m, const struct pq_batch *b);
-/* The file's column of field id `field_id` (a file without ids: by position), or -1. */
-int eng__colmap_file_column(struct pq_reader *r, int32_t field_id);
+/* The file's column of field id `field_id` (a file without ids: by position), or -1; `hint`:
+   where it probably is (-1: no idea). */
+int eng__colmap_file_column(struct pq_reader *r, int32_t field_id, int hint);
 
 /* Open the Parquet file at blob key `rel` for range reads (footer first; commit_blobs.c). */
 struct pq_reader;

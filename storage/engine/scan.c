@@ -207,11 +207,8 @@ json_t *eng__stats_ranges(const struct engine_table *t, const char *stats_json,
         if (!json_is_object(c))
             continue;
         json_int_t id;
-        bool has_id = stats_int(json_object_get(c, "id"), &id);
-        k = -1;
-        for (int j = 0; j < t->ncols && k < 0; j++)
-            if (has_id ? id == t->cols[j].field_id : strcmp(key, t->cols[j].name) == 0)
-                k = j;
+        k = stats_int(json_object_get(c, "id"), &id) ? engine_table_by_field_id(t, id)
+                                                     : engine_table_column(t, key);
         if (k < 0)
             continue;
         struct col_range *cr = &ranges[k];

@@ -43,6 +43,7 @@ void engine_table_unref(struct engine_table *t)
             free(rc->sdata[i]);
         free(rc->sdata);
         free(t->defaults);
+        free(t->fid_order);
         free(t->cols);
         free(t->pk);
         free(rc);
@@ -54,6 +55,22 @@ int engine_table_column(const struct engine_table *t, const char *name)
     for (int i = 0; i < t->ncols; i++)
         if (strcmp(t->cols[i].name, name) == 0)
             return i;
+    return -1;
+}
+
+int engine_table_by_field_id(const struct engine_table *t, int64_t field_id)
+{
+    int lo = 0, hi = t->ncols;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        int32_t f = t->cols[t->fid_order[mid]].field_id;
+        if (f == field_id)
+            return t->fid_order[mid];
+        if (f < field_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return -1;
 }
 
@@ -150,6 +167,15 @@ int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char 
             json_is_integer(id) && json_integer_value(id) > 0 && json_integer_value(id) <= INT32_MAX
                 ? (int32_t)json_integer_value(id)
                 : i + 1;
+    }
+    /* by field id: an insertion sort, linear on columns already in id order (the usual case:
+       a new column takes the next id and goes last) */
+    t->fid_order = xcalloc((size_t)t->ncols, sizeof *t->fid_order);
+    for (int i = 0; i < t->ncols; i++) {
+        int j = i;
+        for (; j > 0 && t->cols[t->fid_order[j - 1]].field_id > t->cols[i].field_id; j--)
+            t->fid_order[j] = t->fid_order[j - 1];
+        t->fid_order[j] = i;
     }
     int drc = table_defaults(t, cols, err);
     if (drc != ST_OK) {

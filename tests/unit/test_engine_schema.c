@@ -187,6 +187,45 @@ static void test_changes_and_catalog(void **state)
     assert_string_equal(c->cols[c->pk[0]].name, "key");
     assert_string_equal(c->cols[c->version_col].name, "version");
 
+    /* the schema list, oldest first, each with the seq that made it current */
+    struct engine_table **list = NULL;
+    int64_t *seqs = NULL;
+    size_t n = 0;
+    assert_int_equal(engine_table_schemas(T.e, c, &list, &seqs, &n, &err), ST_OK);
+    assert_int_equal(n, 4);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(list[i]->schema_id, (int32_t)i);
+        assert_true(i == 0 ? seqs[i] == 0 : seqs[i] > seqs[i - 1]);
+    }
+    assert_int_equal(list[0]->ncols, 4);
+    assert_string_equal(list[0]->cols[2].name, "s");
+    assert_string_equal(list[0]->cols[list[0]->pk[0]].name, "id");
+    assert_int_equal(list[1]->ncols, 6);
+    assert_string_equal(list[3]->cols[list[3]->pk[0]].name, "key");
+    assert_int_equal(seqs[3], c->seq);
+    for (size_t i = 0; i < n; i++)
+        engine_table_unref(list[i]);
+    free(list);
+    free(seqs);
+    /* an older definition of the same table lists the same schemas (by the table's id) */
+    assert_int_equal(engine_table_schemas(T.e, t, &list, &seqs, &n, &err), ST_OK);
+    assert_int_equal(n, 4);
+    for (size_t i = 0; i < n; i++)
+        engine_table_unref(list[i]);
+    free(list);
+    free(seqs);
+    /* a table that never changed: one schema, itself */
+    const char *c1[] = {"id:long!"};
+    struct engine_table *plain = et_create(&T, "plain", c1, 1, NULL, 0, NULL);
+    assert_int_equal(engine_table_schemas(T.e, plain, &list, &seqs, &n, &err), ST_OK);
+    assert_int_equal(n, 1);
+    assert_ptr_equal(list[0], plain);
+    assert_int_equal(seqs[0], 0);
+    engine_table_unref(list[0]);
+    free(list);
+    free(seqs);
+    engine_table_unref(plain);
+
     engine_table_unref(t);
     engine_table_unref(a);
     engine_table_unref(b);
