@@ -372,11 +372,17 @@ static const struct usage usages[] = {
      "       strike tables create TABLE --columns 'NAME TYPE [not null], ...' [--key C[,C...]]\n"
      "                                  [--version-column C]\n"
      "       strike tables drop TABLE\n"
+     "       strike tables alter TABLE [--add NAME:TYPE[:required]] [--drop C] [--rename A:B]\n"
+     "                                 [--widen C:long] [--optional C] [--expected-schema-id N]\n"
      "  types: boolean int long double string timestamp; key columns must be not null\n"
+     "  alter: the changes in the order given, all or nothing, one commit (each option\n"
+     "  repeatable); a new column is optional unless :required; a stale\n"
+     "  --expected-schema-id fails with exit status 4 (conflict)\n"
      "example:\n"
      "  strike tables create orders --columns 'order_id long not null, user_id long not null,\n"
      "      amount double, status string, updated_at timestamp' --key order_id \\\n"
-     "      --version-column updated_at\n"},
+     "      --version-column updated_at\n"
+     "  strike tables alter orders --add phone:string --rename status:state --widen qty:long\n"},
     {"scan", "usage: strike scan TABLE [--where EXPR | --filter-json JSON] [--columns a,b]\n"
              "                         [--snapshot N] [--limit N]\n"
              "  the live rows (JSON: one object per line). EXPR:\n"
@@ -500,6 +506,99 @@ static json_t *filter_json(const char *cmd, const char *text)
 }
 
 /* ---- tables ---- */
+
+/* "A:B" split at its first ':' into a (copied into buf) and b; false when either is empty. */
+static bool split_pair(const char *v, char *buf, size_t bufsize, char **a, char **b)
+{
+    const char *colon = strchr(v, ':');
+    if (colon == NULL || colon == v || colon[1] == '\0' || strlen(v) >= bufsize)
+        return false;
+    memcpy(buf, v, strlen(v) + 1);
+    buf[colon - v] = '\0';
+    *a = buf;
+    *b = buf + (colon - v) + 1;
+    return true;
+}
+
+/* One option of `strike tables alter` into its change (NULL: a usage error, said). */
+static json_t *alter_change(const char *opt, const char *v)
+{
+    char buf[512];
+    char *a, *b;
+    if (strcmp(opt, "--drop") == 0)
+        return json_pack("{s:s}", "drop", v);
+    if (strcmp(opt, "--optional") == 0)
+        return json_pack("{s:s}", "optional", v);
+    if (!split_pair(v, buf, sizeof buf, &a, &b)) {
+        usage_error("tables", "alter: %s \"%s\": expected %s", opt, v,
+                    strcmp(opt, "--add") == 0      ? "NAME:TYPE[:required]"
+                    : strcmp(opt, "--rename") == 0 ? "FROM:TO"
+                                                   : "COLUMN:TYPE");
+        return NULL;
+    }
+    if (strcmp(opt, "--rename") == 0)
+        return json_pack("{s:{s:s, s:s}}", "rename", "from", a, "to", b);
+    if (strcmp(opt, "--widen") == 0)
+        return json_pack("{s:{s:s, s:s}}", "widen", "column", a, "type", b);
+    /* --add NAME:TYPE[:required] */
+    char *req = strchr(b, ':');
+    bool required = false;
+    if (req != NULL) {
+        *req++ = '\0';
+        if (strcmp(req, "required") != 0 && strcmp(req, "optional") != 0) {
+            usage_error("tables", "alter: --add \"%s\": expected NAME:TYPE[:required]", v);
+            return NULL;
+        }
+        required = strcmp(req, "required") == 0;
+    }
+    return json_pack("{s:{s:s, s:s, s:b}}", "add", "name", a, "type", b, "required", required);
+}
+
+/* `strike tables alter TABLE ...` into the request body (NULL: a usage error, said). */
+static json_t *alter_request(int argc, char **argv, const char **name)
+{
+    json_t *changes = json_array();
+    json_t *req = json_pack("{s:o}", "changes", changes);
+    *name = NULL;
+    for (int i = 2; i < argc; i++) {
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *o = argv[i];
+        if (v != NULL &&
+            (strcmp(o, "--add") == 0 || strcmp(o, "--drop") == 0 || strcmp(o, "--rename") == 0 ||
+             strcmp(o, "--widen") == 0 || strcmp(o, "--optional") == 0)) {
+            json_t *c = alter_change(o, v);
+            if (c == NULL) {
+                json_decref(req);
+                return NULL;
+            }
+            json_array_append_new(changes, c);
+            i++;
+        } else if (v != NULL && strcmp(o, "--expected-schema-id") == 0) {
+            char *end;
+            long long id = strtoll(v, &end, 10);
+            if (*v == '\0' || *end != '\0' || id < 0 || id > INT32_MAX) {
+                usage_error("tables", "alter: --expected-schema-id \"%s\": expected a schema id",
+                            v);
+                json_decref(req);
+                return NULL;
+            }
+            json_object_set_new(req, "expected_schema_id", json_integer(id));
+            i++;
+        } else if (o[0] != '-' && *name == NULL) {
+            *name = o;
+        } else {
+            usage_error("tables", "alter: unexpected or incomplete argument \"%s\"", o);
+            json_decref(req);
+            return NULL;
+        }
+    }
+    if (*name == NULL || json_array_size(changes) == 0) {
+        usage_error("tables", "alter needs TABLE and at least one change%s", "");
+        json_decref(req);
+        return NULL;
+    }
+    return req;
+}
 
 static const char *const TABLE_COLS[] = {"name", "seq", "primary_key", "columns"};
 
@@ -683,8 +782,22 @@ int cli_tables(int argc, char **argv)
         json_decref(spec);
         if (rc == 0)
             print_table(&x, ans);
+    } else if (strcmp(sub, "alter") == 0) {
+        const char *name;
+        json_t *req = alter_request(argc, argv, &name);
+        if (req == NULL)
+            return CLI_USAGE;
+        if ((code = connect_client(&x)) != 0) {
+            json_decref(req);
+            return code;
+        }
+        rc = strike_table_alter(x.client, name, req, &ans, &e);
+        json_decref(req);
+        if (rc == 0)
+            print_table(&x, ans);
     } else {
-        return usage_error("tables", "unknown subcommand \"%s\" (ls, show, create, drop)", sub);
+        return usage_error("tables", "unknown subcommand \"%s\" (ls, show, create, drop, alter)",
+                           sub);
     }
     json_decref(ans);
     code = rc ? cli_fail(&x, rc, &e) : 0;

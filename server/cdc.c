@@ -49,7 +49,8 @@ bool cdc_media_ndjson(const char *ct)
 struct dctx {
     struct cdc_batch *b;
     size_t cap, capdocs;
-    size_t index; /* the next event's index */
+    size_t index;         /* the next event's index */
+    size_t table_changes; /* op 's' events made */
     struct st_err *err;
 };
 
@@ -139,6 +140,60 @@ static enum cdc_logical logical_of(const struct jdoc_val *field_schema)
     return CDC_L_NONE;
 }
 
+/* The strike type of a field of the JSON converter's schema (see cdc.h), 0: none fits. */
+static enum st_type stype_of(const struct jdoc_val *field_schema)
+{
+    const char *type = jdoc_str(jdoc_get(field_schema, "type"), NULL);
+    const char *name = jdoc_str(jdoc_get(field_schema, "name"), NULL);
+    if (type == NULL)
+        return 0;
+    switch (name != NULL ? logical_of(field_schema) : CDC_L_NONE) {
+    case CDC_L_TS_MILLIS:
+    case CDC_L_TS_MICROS:
+    case CDC_L_TS_NANOS:
+    case CDC_L_TS_ZONED:
+    case CDC_L_DATE:
+        return ST_T_TIMESTAMP;
+    case CDC_L_DECIMAL_B64:
+        return ST_T_STRING;
+    case CDC_L_NONE:
+    case CDC_L_TIME:
+    case CDC_L_BYTES:
+        break;
+    }
+    static const struct {
+        const char *type;
+        enum st_type t;
+    } map[] = {
+        {"int8", ST_T_INT},      {"int16", ST_T_INT},      {"int32", ST_T_INT},
+        {"int64", ST_T_LONG},    {"float32", ST_T_DOUBLE}, {"float64", ST_T_DOUBLE},
+        {"float", ST_T_DOUBLE},  {"double", ST_T_DOUBLE},  {"boolean", ST_T_BOOLEAN},
+        {"string", ST_T_STRING}, {"bytes", ST_T_STRING},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(type, map[i].type) == 0)
+            return map[i].t;
+    return 0; /* struct, array, map */
+}
+
+/* The strike type a value's JSON type says (no schema), 0 for null. */
+static enum st_type stype_of_lit(const struct st_literal *l)
+{
+    switch (l->kind) {
+    case LIT_BOOL:
+        return ST_T_BOOLEAN;
+    case LIT_INT:
+        return ST_T_LONG;
+    case LIT_DOUBLE:
+        return ST_T_DOUBLE;
+    case LIT_STRING:
+        return ST_T_STRING;
+    case LIT_NULL:
+        break;
+    }
+    return 0;
+}
+
 /* The "fields" of the struct field `which` ("before"/"after") of an envelope schema, or NULL. */
 static const struct jdoc_val *image_fields(const struct jdoc_val *schema, const char *which)
 {
@@ -190,6 +245,8 @@ static int read_image(struct dctx *c, struct jdoc *d, const struct cdc_event *e,
     img->names = jdoc_alloc(d, (n ? n : 1) * sizeof *img->names);
     img->lits = jdoc_alloc(d, (n ? n : 1) * sizeof *img->lits);
     img->logical = jdoc_alloc(d, n ? n : 1);
+    img->stype = jdoc_alloc(d, n ? n : 1);
+    img->typed = fields != NULL;
     for (size_t i = 0; i < n; i++) {
         const struct jdoc_member *m = jdoc_member(v, i);
         img->names[i] = m->key.u.s;
@@ -205,6 +262,7 @@ static int read_image(struct dctx *c, struct jdoc *d, const struct cdc_event *e,
         if (lit_from_jdoc(&m->val, &img->lits[i], &ferr) != ST_OK)
             return event_err(c, e->index, e->source, "%s.%.128s: %s", which, m->key.u.s, ferr.msg);
         img->logical[i] = (uint8_t)(fs != NULL ? logical_of(fs) : CDC_L_NONE);
+        img->stype[i] = (uint8_t)(fs != NULL ? stype_of(fs) : stype_of_lit(&img->lits[i]));
     }
     return ST_OK;
 }
@@ -368,6 +426,195 @@ static int decode_payload(struct dctx *c, struct jdoc *d, size_t index,
                           const struct jdoc_val *payload, const struct jdoc_val *schema,
                           const struct jdoc_val *ce, const char *prefix);
 
+/* The strike type of a column of a schema-change event, from its java.sql.Types jdbcType
+   (typeName when there is none); 0: none fits. */
+static enum st_type stype_of_jdbc(const struct jdoc_val *col)
+{
+    int64_t j;
+    if (int_of(jdoc_get(col, "jdbcType"), &j)) {
+        switch (j) {
+        case -7: /* BIT */
+        case 16: /* BOOLEAN */
+            return ST_T_BOOLEAN;
+        case -6: /* TINYINT */
+        case 5:  /* SMALLINT */
+        case 4:  /* INTEGER */
+            return ST_T_INT;
+        case -5: /* BIGINT */
+            return ST_T_LONG;
+        case 6: /* FLOAT */
+        case 7: /* REAL */
+        case 8: /* DOUBLE */
+            return ST_T_DOUBLE;
+        case 92: /* TIME: Debezium's MicroTime, microseconds of the day */
+            return ST_T_LONG;
+        case -2:   /* BINARY */
+        case -3:   /* VARBINARY */
+        case -4:   /* LONGVARBINARY */
+        case 2004: /* BLOB: bytes, base64 */
+            return ST_T_STRING;
+        case 91:   /* DATE */
+        case 93:   /* TIMESTAMP */
+        case 2014: /* TIMESTAMP_WITH_TIMEZONE */
+            return ST_T_TIMESTAMP;
+        case 1:    /* CHAR */
+        case 12:   /* VARCHAR */
+        case -1:   /* LONGVARCHAR */
+        case -15:  /* NCHAR */
+        case -9:   /* NVARCHAR */
+        case -16:  /* LONGNVARCHAR */
+        case 2005: /* CLOB */
+        case 2:    /* NUMERIC */
+        case 3:    /* DECIMAL */
+        case 1111: /* OTHER (json, uuid...) */
+            return ST_T_STRING;
+        default:
+            return 0;
+        }
+    }
+    const char *tn = jdoc_str(jdoc_get(col, "typeName"), NULL);
+    if (tn == NULL)
+        return 0;
+    static const struct {
+        const char *name;
+        enum st_type t;
+    } map[] = {
+        {"INT", ST_T_INT},
+        {"INTEGER", ST_T_INT},
+        {"INT4", ST_T_INT},
+        {"SMALLINT", ST_T_INT},
+        {"INT2", ST_T_INT},
+        {"BIGINT", ST_T_LONG},
+        {"INT8", ST_T_LONG},
+        {"DOUBLE", ST_T_DOUBLE},
+        {"FLOAT", ST_T_DOUBLE},
+        {"FLOAT8", ST_T_DOUBLE},
+        {"REAL", ST_T_DOUBLE},
+        {"BOOLEAN", ST_T_BOOLEAN},
+        {"BOOL", ST_T_BOOLEAN},
+        {"VARCHAR", ST_T_STRING},
+        {"TEXT", ST_T_STRING},
+        {"CHAR", ST_T_STRING},
+        {"TIMESTAMP", ST_T_TIMESTAMP},
+        {"DATETIME", ST_T_TIMESTAMP},
+        {"DATE", ST_T_TIMESTAMP},
+        {"TIMESTAMPTZ", ST_T_TIMESTAMP},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcasecmp(tn, map[i].name) == 0)
+            return map[i].t;
+    return 0;
+}
+
+/* The parts of a tableChanges id: "\"db\".\"table\"" or "\"db\".\"schema\".\"table\"" (quotes
+   optional), into the arena; false when it has another shape. */
+static bool split_table_id(struct jdoc *d, const char *id, const char *parts[3], int *nparts)
+{
+    *nparts = 0;
+    const char *p = id;
+    while (*p != '\0') {
+        if (*nparts == 3)
+            return false;
+        bool q = *p == '"';
+        const char *start = q ? p + 1 : p;
+        const char *end = q ? strchr(start, '"') : start + strcspn(start, ".");
+        if (end == NULL || end == start || (size_t)(end - start) > 255)
+            return false;
+        char *s = jdoc_alloc(d, (size_t)(end - start) + 1);
+        memcpy(s, start, (size_t)(end - start));
+        s[end - start] = '\0';
+        parts[(*nparts)++] = s;
+        p = q ? end + 1 : end;
+        if (*p == '.')
+            p++;
+        else if (*p != '\0')
+            return false;
+    }
+    return *nparts >= 1;
+}
+
+/*
+ * A schema-change event: one event of op 's' for each tableChanges entry of
+ * type CREATE or ALTER (see cdc.h); nothing of it otherwise (counted skipped).
+ */
+static int decode_schema_change(struct dctx *c, struct jdoc *d, size_t index,
+                                const struct jdoc_val *payload, const struct src *s,
+                                const char *prefix)
+{
+    const struct jdoc_val *changes = jdoc_get(payload, "tableChanges");
+    size_t made = 0;
+    if (changes != NULL && changes->type != JDOC_ARRAY && changes->type != JDOC_NULL)
+        return event_err(c, index, NULL, "%stableChanges: expected an array, got %s", prefix,
+                         lit_jdoc_kind(changes));
+    for (size_t k = 0; k < jdoc_size(changes); k++) {
+        const struct jdoc_val *ch = jdoc_at(changes, k);
+        const char *type = jdoc_str(jdoc_get(ch, "type"), NULL);
+        const char *id = jdoc_str(jdoc_get(ch, "id"), NULL);
+        const struct jdoc_val *tab = jdoc_get(ch, "table");
+        if (type == NULL || (strcmp(type, "CREATE") != 0 && strcmp(type, "ALTER") != 0))
+            continue; /* DROP, TRUNCATE: nothing to learn */
+        if (++c->table_changes > CDC_TABLE_CHANGES_MAX)
+            return st_errf(c->err, ST_ETOOBIG,
+                           "event %zu: the body's schema-change events describe more than %d "
+                           "tables; send fewer at once",
+                           index, CDC_TABLE_CHANGES_MAX);
+        struct cdc_event tmp = {.index = index, .op = 's'};
+        tmp.name = src_str(s, "name");
+        const char *parts[3];
+        int np;
+        if (id == NULL || !split_table_id(d, id, parts, &np))
+            return event_err(c, index, NULL, "%stableChanges[%zu].id: expected \"db\".\"table\"",
+                             prefix, k);
+        tmp.table = parts[np - 1];
+        if (np == 3) {
+            tmp.db = parts[0];
+            tmp.schema = parts[1];
+        } else if (np == 2) {
+            tmp.db = parts[0];
+        }
+        tmp.source = source_name(d, &tmp);
+        const struct jdoc_val *cols = jdoc_get(tab, "columns");
+        if (!jdoc_is(cols, JDOC_ARRAY))
+            return event_err(c, index, tmp.source, "%stableChanges[%zu].table.columns: required",
+                             prefix, k);
+        size_t n = jdoc_size(cols);
+        struct cdc_image *img = &tmp.after;
+        img->present = true;
+        img->typed = true;
+        img->n = n;
+        img->names = jdoc_alloc(d, (n ? n : 1) * sizeof *img->names);
+        img->lits = jdoc_alloc(d, (n ? n : 1) * sizeof *img->lits);
+        img->logical = jdoc_alloc(d, n ? n : 1);
+        img->stype = jdoc_alloc(d, n ? n : 1);
+        for (size_t i = 0; i < n; i++) {
+            const struct jdoc_val *col = jdoc_at(cols, i);
+            const char *name = jdoc_str(jdoc_get(col, "name"), NULL);
+            if (name == NULL)
+                return event_err(c, index, tmp.source,
+                                 "%stableChanges[%zu].table.columns[%zu].name: required", prefix, k,
+                                 i);
+            img->names[i] = name;
+            img->lits[i] = (struct st_literal){.kind = LIT_NULL};
+            img->logical[i] = CDC_L_NONE;
+            img->stype[i] = (uint8_t)stype_of_jdbc(col);
+        }
+        const struct jdoc_val *pk = jdoc_get(tab, "primaryKeyColumnNames");
+        tmp.npk = jdoc_size(pk);
+        tmp.pk = jdoc_alloc(d, (tmp.npk ? tmp.npk : 1) * sizeof *tmp.pk);
+        for (size_t i = 0; i < tmp.npk; i++)
+            if ((tmp.pk[i] = jdoc_str(jdoc_at(pk, i), NULL)) == NULL)
+                return event_err(c, index, tmp.source,
+                                 "%stableChanges[%zu].table.primaryKeyColumnNames[%zu]: expected a "
+                                 "string",
+                                 prefix, k, i);
+        *push_event(c) = tmp;
+        made++;
+    }
+    if (made == 0)
+        c->b->nskipped++; /* a ddl alone, a DROP, an empty tableChanges */
+    return ST_OK;
+}
+
 static int decode_event(struct dctx *c, struct jdoc *d, const struct jdoc_val *v)
 {
     size_t index = c->index++;
@@ -415,10 +662,8 @@ static int decode_payload(struct dctx *c, struct jdoc *d, size_t index,
     if (s.obj != NULL && s.obj->type != JDOC_OBJECT && s.obj->type != JDOC_NULL)
         return event_err(c, index, NULL, "%.20ssource: expected an object, got %s", prefix,
                          lit_jdoc_kind(s.obj));
-    if (jdoc_get(payload, "ddl") != NULL || jdoc_get(payload, "tableChanges") != NULL) {
-        c->b->nskipped++; /* a schema change */
-        return ST_OK;
-    }
+    if (jdoc_get(payload, "ddl") != NULL || jdoc_get(payload, "tableChanges") != NULL)
+        return decode_schema_change(c, d, index, payload, &s, prefix);
     const struct jdoc_val *opv = jdoc_get(payload, "op");
     if (opv == NULL && s.ce != NULL)
         opv = jdoc_get(s.ce, "iodebeziumop");

@@ -15,9 +15,22 @@
  *     attributes when the payload carries no op or source;
  *   - null, an empty body or an empty array: no event (tombstones).
  *
- * An event without before/after and op (a heartbeat: {"ts_ms":..} alone),
- * a schema-change event (it has "ddl" or "tableChanges"), and an op "m"
- * (a logical decoding message) are skipped: cdc_batch.nskipped counts them.
+ * An event without before/after and op (a heartbeat: {"ts_ms":..} alone)
+ * and an op "m" (a logical decoding message) are skipped:
+ * cdc_batch.nskipped counts them. A schema-change event (it has "ddl" or
+ * "tableChanges") becomes one event of op 's' for each entry of
+ * tableChanges of type CREATE or ALTER: its `after` image lists the
+ * table's columns after the change (names, types from jdbcType, null
+ * literals) and `pk` its primaryKeyColumnNames; one without such an entry
+ * (an empty tableChanges, a DROP, a ddl alone) is skipped and counted.
+ *
+ * Source types (the source's schema as the events say it, cdc_image.stype):
+ * from the JSON converter's schema when there is one (int8/16/32 int,
+ * int64 long, float32/64 double, boolean, string, bytes string; the
+ * logical types: Debezium's and Connect's timestamps and dates timestamp,
+ * a Decimal string; a time of day its base type), from jdbcType in a
+ * schema-change event, else from the value's JSON type (an integer long,
+ * a number double; null says nothing: 0).
  *
  * Values: every field of before/after becomes a literal (expr/literal.h)
  * with, when the schema is present, its Debezium or Kafka Connect logical
@@ -61,6 +74,9 @@
 
 /* Events of one body, at most (the limit of a JSON array or of NDJSON lines). */
 #define CDC_EVENTS_MAX 100000
+/* Tables the schema-change events of one body describe, at most (each entry of tableChanges of
+   type CREATE or ALTER: the service looks each one's table up). */
+#define CDC_TABLE_CHANGES_MAX 4096
 
 /* How a field's value was written, from its schema (CDC_L_NONE: no schema or no logical type). */
 enum cdc_logical {
@@ -82,11 +98,13 @@ struct cdc_image {
     const char **names;
     struct st_literal *lits;
     uint8_t *logical; /* enum cdc_logical */
+    uint8_t *stype;   /* enum st_type of the field in the source, 0: not known (see above) */
+    bool typed;       /* stype is from a schema (the converter's or a schema-change event's) */
 };
 
 struct cdc_event {
     size_t index; /* in the body, from 0 (skipped events count) */
-    char op;      /* 'c', 'r', 'u', 'd' or 't' */
+    char op;      /* 'c', 'r', 'u', 'd', 't', or 's' (a table's columns from a schema change) */
     /* source: any may be NULL */
     const char *name;   /* source.name: the connector's logical server name */
     const char *db;     /* source.db */
@@ -99,12 +117,15 @@ struct cdc_event {
     bool has_txpos; /* PostgreSQL with source.sequence */
     int64_t txpos;  /* >= 0 */
     struct cdc_image before, after;
+    /* op 's': the primary key the source declares (npk 0: none said) */
+    size_t npk;
+    const char **pk;
 };
 
 struct cdc_batch {
     struct cdc_event *ev; /* the events that change something, in body order */
     size_t n;
-    size_t nskipped;    /* heartbeats, schema changes, messages, tombstones */
+    size_t nskipped;    /* heartbeats, schema changes without a table, messages, tombstones */
     struct jdoc **docs; /* the batch's document (docs[0], its arena); NULL when nothing parsed */
     size_t ndocs;
 };

@@ -144,7 +144,17 @@ int changeset_build(const struct engine_table *t, const struct wire_change *in, 
         total += width_of(t, in[i].op);
     out->changes = xcalloc(n ? 2 * n : 1, sizeof *out->changes);
     out->vals = xcalloc(total ? total : 1, sizeof *out->vals);
-    struct row_names *rn = row_names_new(t->cols, t->ncols); /* once, not per row */
+    /* a required column with a default may be left out (or null): the engine writes its
+       write-default (engine_apply_changes, docs/API.md "Schema changes") */
+    struct st_column *cols = NULL;
+    if (t->defaults != NULL) {
+        cols = xcalloc((size_t)t->ncols, sizeof *cols);
+        memcpy(cols, t->cols, (size_t)t->ncols * sizeof *cols);
+        for (int k = 0; k < t->ncols; k++)
+            if (!t->defaults[k].null) /* an added column: never a key column */
+                cols[k].required = false;
+    }
+    struct row_names *rn = row_names_new(cols ? cols : t->cols, t->ncols); /* once, not per row */
     int rc = ST_OK;
     size_t at = 0; /* the next change's values */
     for (size_t i = 0; i < n && rc == ST_OK; i++) {
@@ -159,6 +169,7 @@ int changeset_build(const struct engine_table *t, const struct wire_change *in, 
         }
     }
     row_names_free(rn);
+    free(cols);
     return rc;
 }
 

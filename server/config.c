@@ -25,7 +25,8 @@ enum kind {
     K_INT,
     K_DURATION,
     K_LEVEL,
-    K_ROUTE
+    K_ROUTE,
+    K_CDC_SCHEMA
 };
 
 struct option_def {
@@ -119,6 +120,11 @@ static const struct option_def options[] = {
     {"cdc-route", NULL, K_ROUTE, NULL, OFF(cdc_routes),
      "SOURCE=TABLE: POST /v1/cdc/debezium writes Debezium source table SOURCE (db.table or "
      "schema.table) into TABLE; repeatable",
+     0},
+    {"cdc-schema", "STRIKE_CDC_SCHEMA", K_CDC_SCHEMA, "evolve", OFF(cdc_schema),
+     "what POST /v1/cdc/debezium does when the source's columns change: evolve (add new columns "
+     "and widen int to long before the rows that carry them; a dropped column is kept), refuse "
+     "(400 naming the event and the column) or ignore-new (drop unknown columns' values)",
      0},
 };
 
@@ -322,6 +328,16 @@ static bool set_value(struct config *c, const struct option_def *o, const char *
         return true;
     case K_ROUTE:
         return add_route(c, v, err, errlen, source);
+    case K_CDC_SCHEMA:
+        if (strcmp(v, "evolve") != 0 && strcmp(v, "refuse") != 0 && strcmp(v, "ignore-new") != 0) {
+            snprintf(err, errlen,
+                     "%s: bad CDC schema policy \"%s\" (want evolve, refuse or ignore-new)", source,
+                     v);
+            return false;
+        }
+        free(c->cdc_schema);
+        c->cdc_schema = xstrdup(v);
+        return true;
     }
     return false;
 }
@@ -460,6 +476,7 @@ void config_free(struct config *c)
     free(c->tls_cert);
     free(c->tls_key);
     free(c->log_level);
+    free(c->cdc_schema);
     for (size_t i = 0; i < c->ncdc_routes; i++) {
         free(c->cdc_routes[i].source);
         free(c->cdc_routes[i].table);

@@ -53,6 +53,7 @@ struct config {
     int64_t iceberg_interval_s; /* the Iceberg export's period; 0 = on demand */
     int iceberg_history;        /* snapshots the Iceberg metadata lists */
     char *log_level;            /* debug|info|warn|error */
+    char *cdc_schema;           /* evolve|refuse|ignore-new (docs/API.md "CDC endpoint") */
 
     /* --cdc-route, in the order given */
     struct cdc_route *cdc_routes;

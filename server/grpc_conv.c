@@ -368,6 +368,7 @@ void gconv_table(const struct engine_table *t, const struct engine_table_stats *
     if (t->version_col >= 0)
         out->version_column = (char *)t->cols[t->version_col].name;
     out->seq = t->seq;
+    out->schema_id = t->schema_id;
     out->uuid = (char *)t->uuid;
     char created[ST_RFC3339_MAX];
     st_format_rfc3339(t->created_us, created);

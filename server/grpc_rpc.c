@@ -22,6 +22,7 @@
 
 #include "app.h"
 #include "cdc.h"
+#include "common/sha256.h"
 
 #include "common/timeutil.h"
 #include "common/xalloc.h"
@@ -194,6 +195,150 @@ out:
     garena_free(&a);
 }
 
+/* One SchemaChange into the engine's change (strings borrowed from the request). */
+static int alter_change_of(const Strike__V1__SchemaChange *m, size_t i,
+                           struct engine_schema_change *out, struct st_err *err)
+{
+    memset(out, 0, sizeof *out);
+    switch (m->change_case) {
+    case STRIKE__V1__SCHEMA_CHANGE__CHANGE_ADD: {
+        const Strike__V1__Column *c = m->add;
+        const char *name = opt_str(c->name), *type = opt_str(c->type);
+        out->op = ENGINE_SCHEMA_ADD;
+        if (name == NULL || !st_name_valid(name))
+            return st_errf(err, ST_EINVAL,
+                           "changes[%zu].add.name: \"%.128s\" is not a valid column name "
+                           "([A-Za-z_][A-Za-z0-9_]{0,127})",
+                           i, name ? name : "");
+        if (type == NULL || !st_type_parse(type, &out->col.type))
+            return st_errf(err, ST_EINVAL,
+                           "changes[%zu].add.type: \"%.40s\" is not a type (boolean, int, long, "
+                           "double, string, timestamp)",
+                           i, type ? type : "");
+        snprintf(out->col.name, sizeof out->col.name, "%s", name);
+        out->col.required = c->required;
+        out->def_json = opt_str(m->default_json);
+        return ST_OK;
+    }
+    case STRIKE__V1__SCHEMA_CHANGE__CHANGE_DROP:
+        out->op = ENGINE_SCHEMA_DROP;
+        out->column = opt_str(m->drop);
+        break;
+    case STRIKE__V1__SCHEMA_CHANGE__CHANGE_RENAME:
+        out->op = ENGINE_SCHEMA_RENAME;
+        out->column = opt_str(m->rename->from);
+        out->to = opt_str(m->rename->to);
+        if (out->to == NULL || !st_name_valid(out->to))
+            return st_errf(err, ST_EINVAL,
+                           "changes[%zu].rename.to: \"%.128s\" is not a valid column name "
+                           "([A-Za-z_][A-Za-z0-9_]{0,127})",
+                           i, out->to ? out->to : "");
+        break;
+    case STRIKE__V1__SCHEMA_CHANGE__CHANGE_WIDEN: {
+        const char *type = opt_str(m->widen->type);
+        out->op = ENGINE_SCHEMA_WIDEN;
+        out->column = opt_str(m->widen->column);
+        if (type == NULL || !st_type_parse(type, &out->type))
+            return st_errf(err, ST_EINVAL,
+                           "changes[%zu].widen.type: \"%.40s\" is not a type (boolean, int, "
+                           "long, double, string, timestamp)",
+                           i, type ? type : "");
+        break;
+    }
+    case STRIKE__V1__SCHEMA_CHANGE__CHANGE_OPTIONAL:
+        out->op = ENGINE_SCHEMA_OPTIONAL;
+        out->column = opt_str(m->optional);
+        break;
+    default:
+        return st_errf(err, ST_EINVAL,
+                       "changes[%zu]: one of add, drop, rename, widen or optional is required", i);
+    }
+    if (out->column == NULL)
+        return st_errf(err, ST_EINVAL, "changes[%zu]: the column's name is required", i);
+    if (m->default_json != NULL && m->default_json[0] != '\0')
+        return st_errf(err, ST_EINVAL, "changes[%zu].default_json: only an add takes a default", i);
+    return ST_OK;
+}
+
+static void alter_hash_str(struct st_sha256 *h, const char *s)
+{
+    uint8_t present = s != NULL;
+    st_sha256_update(h, &present, 1);
+    if (s != NULL)
+        st_sha256_update(h, s, strlen(s) + 1);
+}
+
+/* The digest of an AlterTable for its idempotency-key: the table and the decoded changes, in
+   the form POST /v1/tables/{t}/schema takes its digest (http_schema.c request_hash). */
+static void alter_hash(const struct engine_alter_req *q, uint8_t out[32])
+{
+    struct st_sha256 h;
+    st_sha256_init(&h);
+    alter_hash_str(&h, "alter");
+    alter_hash_str(&h, q->table);
+    char n[48];
+    snprintf(n, sizeof n, "%d:%d:%zu", q->has_expected_schema_id, (int)q->expected_schema_id,
+             q->nchanges);
+    alter_hash_str(&h, n);
+    for (size_t i = 0; i < q->nchanges; i++) {
+        const struct engine_schema_change *c = &q->changes[i];
+        snprintf(n, sizeof n, "%d:%d:%d:%d", (int)c->op, (int)c->col.type, c->col.required,
+                 (int)c->type);
+        alter_hash_str(&h, n);
+        alter_hash_str(&h, c->op == ENGINE_SCHEMA_ADD ? c->col.name : NULL);
+        alter_hash_str(&h, c->def_json);
+        alter_hash_str(&h, c->column);
+        alter_hash_str(&h, c->to);
+    }
+    st_sha256_final(&h, out);
+}
+
+static void h_alter_table(struct rpc *r)
+{
+    struct garena a;
+    garena_init(&a);
+    struct st_err err = {0};
+    struct engine_table *t = NULL;
+    struct engine_idem idem;
+    const char *key;
+    bool replayed = false;
+    Strike__V1__AlterTableRequest *q = unpack(r, &strike__v1__alter_table_request__descriptor, &a);
+    if (q == NULL || !idem_key_of(r, &key))
+        goto out;
+    if (q->n_changes == 0 || q->n_changes > ENGINE_SCHEMA_CHANGES_MAX) {
+        rpc_fail(r, ST_EINVAL,
+                 q->n_changes == 0 ? "changes: at least one change is required"
+                                   : "changes: more than 256 changes");
+        goto out;
+    }
+    struct engine_schema_change *ch = garena_alloc(&a, q->n_changes * sizeof *ch);
+    for (size_t i = 0; i < q->n_changes; i++)
+        if (failed(r, alter_change_of(q->changes[i], i, &ch[i], &err), &err))
+            goto out;
+    struct engine_alter_req aq = {
+        .table = q->table,
+        .changes = ch,
+        .nchanges = q->n_changes,
+        .has_expected_schema_id =
+            q->expected_schema_id_present_case ==
+            STRIKE__V1__ALTER_TABLE_REQUEST__EXPECTED_SCHEMA_ID_PRESENT_EXPECTED_SCHEMA_ID,
+        .expected_schema_id = q->expected_schema_id,
+    };
+    if (key != NULL) {
+        idem.key = key;
+        alter_hash(&aq, idem.hash);
+        aq.idem = &idem;
+    }
+    if (failed(r, engine_alter_table(engine_of(r), &aq, &t, &replayed, &err), &err))
+        goto out;
+    Strike__V1__Table msg;
+    gconv_table(t, NULL, &a, &msg);
+    rpc_reply(r, &msg.base);
+out:
+    engine_table_unref(t);
+    garena_free(&a);
+}
+
 /* ---- changes and deletes ----------------------------------------------------------- */
 
 static void h_apply_changes(struct rpc *r)
@@ -269,6 +414,7 @@ static void h_apply_debezium(struct rpc *r)
         .routes = routes,
         .nroutes = cfg->ncdc_routes,
         .auth = rpc_auth(r),
+        .schema = svc_cdc_schema_of(cfg->cdc_schema),
     };
     if (failed(r, svc_cdc_apply(engine_of(r), &cq, &res, &err), &err))
         goto out;
@@ -284,6 +430,9 @@ static void h_apply_debezium(struct rpc *r)
         tr[i].updated = t->updated;
         tr[i].deleted = t->deleted;
         tr[i].duplicates = t->duplicates;
+        tr[i].schema_changes = t->schema_changes;
+        tr[i].ignored = t->ignored;
+        tr[i].schema_id = t->schema_id;
         tp[i] = &tr[i];
     }
     msg.n_tables = res.n;
@@ -971,6 +1120,12 @@ static const struct rpc_method methods[] = {
      .scope = AUTH_ADMIN,
      .table_field = "table",
      .charge = ADMIT_X_GRPC_ERASE},
+    {.name = "AlterTable",
+     .kind = RPC_UNARY,
+     .run = h_alter_table,
+     .scope = AUTH_ADMIN,
+     .table_field = "table",
+     .charge = ADMIT_X_GRPC},
 };
 
 const struct rpc_method *grpcs__method(const char *name)

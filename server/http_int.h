@@ -328,6 +328,16 @@ void http__job_erase(struct hreq *r);
 void http__job_erasures(struct hreq *r);
 void http__job_erasure(struct hreq *r);
 void http__job_erasure_check(struct hreq *r); /* POST .../erasures/{id}/check: {"match":bool} */
+/* http_schema.c: POST /v1/tables/{t}/schema (schema changes) -> the table as GET shows it */
+void http__job_schema(struct hreq *r);
+/*
+ * /changes with "evolve": true: add the columns the upserts (row, after) name and the table
+ * lacks, optional, typed by their first non-null value (an integer: long, a number: double, a
+ * string: string, a boolean: boolean), in one schema change of their own, before the changes
+ * are decoded (admin scope on the table). false: refused, the problem in the reply.
+ */
+struct wire_change;
+bool http__evolve(struct hreq *r, const struct wire_change *w, size_t n);
 void http__job_plan(struct hreq *r);
 void http__job_snapshots(struct hreq *r);
 void http__job_cdc(struct hreq *r); /* POST /v1/cdc/debezium (?table=) */

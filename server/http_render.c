@@ -36,6 +36,7 @@ char *http__table_json(const struct engine_table *t, const struct engine_table_s
                                             : json_null());
     json_object_set_new(o, "seq", json_integer(t->seq));
     json_object_set_new(o, "uuid", json_string(t->uuid));
+    json_object_set_new(o, "schema_id", json_integer(t->schema_id));
     char created[ST_RFC3339_MAX];
     st_format_rfc3339(t->created_us, created);
     json_object_set_new(o, "created_at", json_string(created));

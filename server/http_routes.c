@@ -328,9 +328,15 @@ void http__job_changes(struct hreq *r)
     const struct jdoc_val *j = jdoc_root(d);
     struct engine_idem idem;
     struct svc_changes_req q = {.table = r->table};
-    static const char *const top[] = {"changes", "producer", "offset", "expected_seq", NULL};
+    static const char *const top[] = {"changes",      "producer", "offset",
+                                      "expected_seq", "evolve",   NULL};
     if (!http__check_fields(r, j, top, NULL))
         goto out;
+    const struct jdoc_val *ev = http__opt_value(j, "evolve");
+    if (ev != NULL && !jdoc_is(ev, JDOC_BOOL)) {
+        http__reply_problem(r, 400, "evolve: expected a boolean, got %s", lit_jdoc_kind(ev));
+        goto out;
+    }
     const struct jdoc_val *jc = jdoc_get(j, "changes");
     if (!jdoc_is(jc, JDOC_ARRAY)) {
         http__reply_problem(r, 400, "changes: %s",
@@ -355,6 +361,8 @@ void http__job_changes(struct hreq *r)
     }
     q.changes = wire;
     q.nchanges = n;
+    if (jdoc_true(ev) && !http__evolve(r, wire, n)) /* its columns first (http_schema.c) */
+        goto out;
     q.idem = svc_idem_changes(&q, r->idem_key, &idem);
     struct engine_change_res res;
     struct st_err err = {0};
@@ -633,10 +641,12 @@ static char *cdc_res_json(const struct svc_cdc_res *res)
     for (size_t i = 0; i < res->n; i++) {
         const struct svc_cdc_table *t = &res->tables[i];
         json_object_set_new(tables, t->name,
-                            json_pack("{sIsIsIsIsI}", "seq", (json_int_t)t->seq, "inserted",
+                            json_pack("{sIsIsIsIsIsIsIsi}", "seq", (json_int_t)t->seq, "inserted",
                                       (json_int_t)t->inserted, "updated", (json_int_t)t->updated,
                                       "deleted", (json_int_t)t->deleted, "duplicates",
-                                      (json_int_t)t->duplicates));
+                                      (json_int_t)t->duplicates, "schema_changes",
+                                      (json_int_t)t->schema_changes, "ignored",
+                                      (json_int_t)t->ignored, "schema_id", (int)t->schema_id));
     }
     json_t *o = json_pack("{so}", "tables", tables);
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -666,6 +676,7 @@ void http__job_cdc(struct hreq *r)
         .routes = routes,
         .nroutes = cfg->ncdc_routes,
         .auth = &r->auth,
+        .schema = svc_cdc_schema_of(cfg->cdc_schema),
     };
     struct svc_cdc_res res;
     struct st_err err = {0};

@@ -48,6 +48,7 @@ static const struct http_route routes[] = {
     {HM_POST,   "/v1/tables",                      AUTH_ADMIN, AUTH_TABLE_BODY, NULL,       HTTP_JSON_BODY | HTTP_MUTATES,     ADMIT_X_JSON,    http__job_create_table, NULL},
     {HM_GET,    "/v1/tables/{t}",                  ON_PATH(AUTH_READ),      NULL,           0,                                 0,               http__job_get_table,    NULL},
     {HM_DELETE, "/v1/tables/{t}",                  ON_PATH(AUTH_ADMIN),     NULL,           HTTP_MUTATES,                      0,               http__job_drop_table,   NULL},
+    {HM_POST,   "/v1/tables/{t}/schema",           ON_PATH(AUTH_ADMIN),     NULL,           HTTP_JSON_BODY | HTTP_MUTATES,     ADMIT_X_JSON,    http__job_schema,       NULL},
     /* writes */
     {HM_POST,   "/v1/tables/{t}/changes",          ON_PATH(AUTH_WRITE),     NULL,           HTTP_JSON_BODY | HTTP_MUTATES,     ADMIT_X_CHANGES, http__job_changes,      NULL},
     {HM_POST,   "/v1/tables/{t}/delete",           ON_PATH(AUTH_WRITE),     NULL,           HTTP_JSON_BODY | HTTP_MUTATES,     ADMIT_X_JSON,    http__job_delete,       NULL},

@@ -44,6 +44,20 @@ static int table_of(struct engine *e, const char *name, struct engine_table **ou
     return engine_get_table_cached(e, name, out, err);
 }
 
+/* A read at an explicit snapshot reads t's columns at that snapshot's schema (time travel:
+   dropped columns there, later ones not; engine_table_at). */
+static int table_at(struct engine *e, struct svc_count snapshot, struct engine_table **t,
+                    struct st_err *err)
+{
+    struct engine_table *at = NULL;
+    int rc = snapshot.has ? engine_table_at(e, *t, snapshot.v, &at, err) : ST_OK;
+    if (rc == ST_OK && at != NULL) {
+        engine_table_unref(*t);
+        *t = at;
+    }
+    return rc;
+}
+
 /* The filter of a request compiled against t: *out NULL when none was given. */
 static int filter_of(const struct engine_table *t, const struct svc_filter *f, struct filter **out,
                      struct st_err *err)
@@ -400,6 +414,7 @@ int svc_scan_open(struct engine *e, const struct svc_scan_req *q, struct svc_sca
         (rc = check_count("limit", q->limit, err)) != ST_OK)
         return rc;
     if ((rc = table_of(e, q->table, &out->table, err)) == ST_OK &&
+        (rc = table_at(e, q->snapshot, &out->table, err)) == ST_OK &&
         (rc = svc_scan_columns(out->table, q, &out->columns, err)) == ST_OK &&
         (rc = filter_of(out->table, &q->filter, &out->filter, err)) == ST_OK) {
         struct engine_scan_req req = {
@@ -442,6 +457,7 @@ int svc_plan(struct engine *e, const struct svc_plan_req *q, struct svc_plan_res
                        BLOB_PRESIGN_MAX_S, (long long)expires);
     struct filter *f = NULL;
     if ((rc = table_of(e, q->table, &out->table, err)) == ST_OK &&
+        (rc = table_at(e, q->snapshot, &out->table, err)) == ST_OK &&
         (rc = filter_of(out->table, &q->filter, &f, err)) == ST_OK)
         rc = engine_plan(e, out->table, q->snapshot.has, q->snapshot.v, f, &out->files,
                          &out->nfiles, &out->seq, err);

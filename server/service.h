@@ -162,6 +162,15 @@ struct svc_cdc_route {
     const char *table;
 };
 
+/* --cdc-schema: what a change of the source's columns does (docs/API.md "CDC schema changes") */
+enum svc_cdc_schema {
+    SVC_CDC_EVOLVE = 0, /* new columns added, int widened to long, ahead of the rows */
+    SVC_CDC_REFUSE,     /* a new or changed column is a 400 naming it */
+    SVC_CDC_IGNORE_NEW, /* the values of unknown columns are dropped (counted) */
+};
+/* "evolve", "refuse", "ignore-new" (config.c checked it; NULL: evolve) into the policy. */
+enum svc_cdc_schema svc_cdc_schema_of(const char *name);
+
 struct svc_cdc_req {
     const void *body; /* borrowed */
     size_t len;
@@ -170,12 +179,16 @@ struct svc_cdc_req {
     const struct svc_cdc_route *routes;
     size_t nroutes;
     const struct auth_ctx *auth; /* the caller's token: write scope on each routed table */
+    enum svc_cdc_schema schema;  /* --cdc-schema */
 };
 
 struct svc_cdc_table {
     char name[ST_NAME_MAX + 1];
     int64_t seq;
     int64_t inserted, updated, deleted, duplicates;
+    int64_t schema_changes; /* columns added, widened or made optional (evolve) */
+    int64_t ignored;        /* values of unknown columns dropped (ignore-new) */
+    int32_t schema_id;      /* the table's schema after the request */
 };
 
 struct svc_cdc_res {
@@ -191,7 +204,10 @@ struct svc_cdc_res {
  * a refused body changes nothing), then commit per table, each run of
  * events of one producer as one change request whose offset is its highest
  * position, after dropping the events at or before the stored position
- * (counted as duplicates). Returns after everything is durable.
+ * (counted as duplicates). Under SVC_CDC_EVOLVE a table whose source
+ * gained or widened columns is altered first (engine_alter_table, its own
+ * commit ahead of the table's rows; everything else was checked before
+ * it). Returns after everything is durable.
  */
 int svc_cdc_apply(struct engine *e, const struct svc_cdc_req *q, struct svc_cdc_res *out,
                   struct st_err *err);

@@ -7,3 +7,9 @@
 #                  with crashes and resends, and the gRPC twin
 strike_unit_test(test_cdc SOURCES unit/test_cdc.c LIBS strike_server)
 strike_py_test(cdc_http test_cdc.py LABELS http)
+#   cdc_schema     --cdc-schema against the real striked: a Debezium replay where
+#                  the source adds, widens, renames and drops columns, with striked
+#                  killed between a schema commit and its rows; incompatible
+#                  changes, refuse and ignore-new (nothing changes); gRPC AlterTable
+strike_py_test(cdc_schema test_cdc_schema.py LABELS http)
+set_tests_properties(cdc_schema PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")

@@ -39,3 +39,5 @@ set_tests_properties(test_engine_s3 PROPERTIES TIMEOUT 2400)
 # test_cli_admin_s3: strike fsck and gc once more on s3:// (the s3 fixture)
 strike_on_s3(test_cli_admin test_cli_admin_s3 ${STRIKE_PYTHON}
              ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_cli_admin.py)
+
+strike_unit_test(test_engine_schema PG SOURCES unit/test_engine_schema.c LIBS strike_enginetest)

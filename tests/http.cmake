@@ -30,3 +30,5 @@ set_tests_properties(test_s3 PROPERTIES LABELS "integration;s3" FIXTURES_REQUIRE
 # presigned URLs straight from the store (the s3 fixture's moto_server)
 strike_on_s3(http_duckdb http_duckdb_s3 ${STRIKE_PYTHON}
              ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_http_duckdb.py)
+# test_schema: POST /v1/tables/{t}/schema, reads of old files and old snapshots after changes
+strike_py_test(http_schema test_schema.py LABELS http)

@@ -44,6 +44,12 @@ strike_py_test(test_iceberg_writer test_iceberg_writer.py LABELS iceberg)
 strike_py_test(test_iceberg_export test_iceberg_export.py LABELS iceberg ARGS History Background Legacy)
 strike_py_test(test_iceberg_export_stats test_iceberg_export.py LABELS iceberg ARGS Statistics)
 strike_py_test(test_iceberg_export_expiry test_iceberg_export.py LABELS iceberg ARGS ExpiryBetweenExports)
+#   test_iceberg_export_schemas  schema changes between commits (gRPC AlterTable: add, widen,
+#                              rename, drop): `schemas` lists each by id with stable field ids,
+#                              each snapshot its schema-id, last-column-id the highest ever; the
+#                              reader reads each snapshot at its schema, old files' new columns null
+strike_py_test(test_iceberg_export_schemas test_iceberg_export.py LABELS iceberg ARGS Schemas)
+set_tests_properties(test_iceberg_export_schemas PROPERTIES FIXTURES_REQUIRED "pg;grpc_py")
 strike_on_s3(test_iceberg_export test_iceberg_export_s3 ${STRIKE_PYTHON}
              ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_iceberg_export.py History)
 set_tests_properties(test_iceberg_export_s3 PROPERTIES LABELS "integration;s3;iceberg")

@@ -683,6 +683,16 @@ int strike_table_drop(struct strike_client *c, const char *table, struct strike_
     return rc ? rc : strike_request_json(c, "DELETE", p, NULL, NULL, NULL, NULL, err);
 }
 
+int strike_table_alter(struct strike_client *c, const char *table, const json_t *request,
+                       json_t **out, struct strike_error *err)
+{
+    if (!json_is_object(request))
+        return fail(err, STRIKE_EINVAL, 0, "a schema change request must be an object");
+    char p[PATH_MAX_LEN];
+    int rc = table_path(p, sizeof p, table, "/schema", err);
+    return rc ? rc : strike_request_json(c, "POST", p, request, NULL, out, NULL, err);
+}
+
 int strike_changes_raw(struct strike_client *c, const char *table, const void *body, size_t len,
                        const struct strike_call *opts, json_t **out, struct strike_meta *meta,
                        struct strike_error *err)

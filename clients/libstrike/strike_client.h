@@ -113,6 +113,10 @@ int strike_table_get(struct strike_client *c, const char *table, json_t **out,
 int strike_table_create(struct strike_client *c, const json_t *spec, json_t **out,
                         struct strike_error *err);
 int strike_table_drop(struct strike_client *c, const char *table, struct strike_error *err);
+/* POST /v1/tables/{table}/schema with `request` ({"changes":[...], "expected_schema_id"?},
+ * docs/API.md "Schema changes"): *out the table after it, with its schema_id. */
+int strike_table_alter(struct strike_client *c, const char *table, const json_t *request,
+                       json_t **out, struct strike_error *err);
 
 /* ---- writes ---- */
 /* POST .../changes with a ready body ({"changes":[...]}); *out the counts. */

@@ -459,7 +459,9 @@ static int check_changes(const struct engine_change_req *q, struct st_err *err)
                                    t->cols[t->pk[k]].name);
         } else if (c->op == ENGINE_CHANGE_UPSERT) {
             for (int k = 0; k < t->ncols; k++) {
-                const struct st_value *v = &c->vals[k];
+                struct st_value *v = &c->vals[k];
+                if (v->null && t->cols[k].required && t->defaults != NULL && !t->defaults[k].null)
+                    *v = t->defaults[k]; /* its write-default (docs/API.md "Schema changes") */
                 if (v->null && t->cols[k].required)
                     return st_errf(err, ST_EINVAL, "changes[%zu]: column \"%s\" is required", i,
                                    t->cols[k].name);
@@ -495,6 +497,7 @@ int engine_apply_changes(struct engine *e, const struct engine_change_req *req,
     it.starts_batch = req->has_expected_seq;
     it.nchanges = req->nchanges;
     it.idem_key = req->idem != NULL ? req->idem->key : NULL;
+    it.schema_id = req->table->schema_id;
     it.req = req;
     it.res = res;
     it.err = err;

@@ -91,6 +91,7 @@ char *eng__stats_json(const struct engine_table *t, const struct pq_file_stats *
     for (int i = 0; i < s->ncols && i < t->ncols; i++) {
         const struct pq_col_stats *c = &s->cols[i];
         json_t *col = json_object();
+        json_object_set_new(col, "id", json_integer(t->cols[i].field_id)); /* survives renames */
         json_object_set_new(col, "nulls", json_integer((json_int_t)c->null_count));
         if (c->has_minmax) {
             json_t *mn = stat_value_json(t->cols[i].type, &c->min);

@@ -53,6 +53,7 @@ struct item {
     bool starts_batch;    /* never joins a batch begun by another item (expected_seq) */
     size_t nchanges;      /* its changes: a batch holds at most BATCH_MAX_CHANGES */
     const char *idem_key; /* its Idempotency-Key or NULL: a batch never holds one twice */
+    int32_t schema_id;    /* the schema its values are at: a batch holds one schema's rows */
     /* a change request (eng__commit_kind "changes", commit.c) */
     const struct engine_change_req *req;
     struct engine_change_res *res;

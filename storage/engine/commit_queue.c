@@ -104,7 +104,8 @@ static struct item *take_batch(struct gcq *q, size_t *count)
         while (last->next != NULL && n < BATCH_MAX_REQUESTS) {
             struct item *nx = last->next;
             if (nx->kind != first->kind || nx->starts_batch ||
-                changes + nx->nchanges > BATCH_MAX_CHANGES || idem_key_taken(&keys, nx))
+                changes + nx->nchanges > BATCH_MAX_CHANGES || nx->schema_id != first->schema_id ||
+                idem_key_taken(&keys, nx))
                 break;
             changes += nx->nchanges;
             last = nx;

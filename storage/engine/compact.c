@@ -290,7 +290,7 @@ static int writer_finish(struct rewrite *w, struct writer *wr, struct st_err *er
 }
 
 /* The key-index move of rows [lo, lo+n) of the batch (live ones): to rows w->rows.. */
-static void remap_rows(struct rewrite *w, const struct pq_batch *b, const int64_t file_id,
+static void remap_rows(struct rewrite *w, const struct st_colvec *cols, const int64_t file_id,
                        uint64_t first, const uint8_t *sel, size_t lo, size_t n, int64_t new_id,
                        int64_t new_pos, struct buf *kb)
 {
@@ -301,7 +301,7 @@ static void remap_rows(struct rewrite *w, const struct pq_batch *b, const int64_
         buf_reset(kb);
         for (int k = 0; k < t->npk; k++) {
             struct st_value v;
-            st_colvec_get(&b->cols[t->pk[k]], i, &v);
+            st_colvec_get(&cols[t->pk[k]], i, &v);
             key_encode_value(t->cols[t->pk[k]].type, &v, kb);
         }
         eng__key_array_add(&w->remap[0], w->i8, kb->data, kb->len);
@@ -322,14 +322,13 @@ static int copy_file(struct rewrite *w, struct rfile *rf, struct writer *wr, str
     int rc = eng__pq_open(w->e, rf->sf.path, &r, err);
     if (rc != ST_OK)
         return rc;
-    int *cols = xcalloc((size_t)t->ncols, sizeof *cols);
-    for (int k = 0; k < t->ncols && rc == ST_OK; k++) {
-        cols[k] = pq_find_column(r, t->cols[k].name);
-        if (cols[k] < 0 || pq_column(r, cols[k])->type != t->cols[k].type)
-            rc = st_errf(err, ST_ECORRUPT,
-                         "data file %s: column \"%s\" is missing or of another type", rf->sf.path,
-                         t->cols[k].name);
-    }
+    /* every column of the table's schema, by field id: the new files are at that schema
+       (a column added since reads as its default or null, an int widened since as a long) */
+    struct eng__colmap cm;
+    eng__colmap_init(&cm, t);
+    char what[48];
+    snprintf(what, sizeof what, "data file %lld", (long long)rf->sf.id);
+    rc = eng__colmap_open(&cm, r, NULL, what, err);
     if (rc == ST_OK && (int64_t)pq_num_rows(r) != rf->sf.record_count)
         rc = st_errf(err, ST_ECORRUPT, "data file %s holds %llu rows, the catalog says %lld",
                      rf->sf.path, (unsigned long long)pq_num_rows(r),
@@ -340,8 +339,9 @@ static int copy_file(struct rewrite *w, struct rfile *rf, struct writer *wr, str
     for (int rg = 0; rc == ST_OK && rg < pq_num_row_groups(r); rg++) {
         uint64_t first, nr;
         pq_row_group(r, rg, &first, &nr);
-        if ((rc = pq_read_row_group(r, rg, cols, t->ncols, b, err)) != ST_OK)
+        if ((rc = pq_read_row_group(r, rg, cm.pq_cols, cm.npq, b, err)) != ST_OK)
             break;
+        eng__colmap_batch(&cm, b);
         if (b->nrows > selcap) {
             selcap = b->nrows;
             sel = xrealloc(sel, selcap);
@@ -361,9 +361,9 @@ static int copy_file(struct rewrite *w, struct rfile *rf, struct writer *wr, str
                 int64_t room = w->target - (int64_t)pq_writer_rows(wr->pw);
                 size_t n = (size_t)((int64_t)(j - i) < room ? (int64_t)(j - i) : room);
                 int64_t at = (int64_t)pq_writer_rows(wr->pw);
-                rc = pq_writer_add_colvecs(wr->pw, b->cols, i, n, err);
+                rc = pq_writer_add_colvecs(wr->pw, cm.flat, i, n, err);
                 if (rc == ST_OK && t->npk > 0)
-                    remap_rows(w, b, rf->sf.id, first, sel, i, n, wr->nf.id, at, kb);
+                    remap_rows(w, cm.flat, rf->sf.id, first, sel, i, n, wr->nf.id, at, kb);
                 w->rows += (int64_t)n;
                 i += n;
                 if (rc == ST_OK && (int64_t)pq_writer_rows(wr->pw) >= w->target)
@@ -372,7 +372,7 @@ static int copy_file(struct rewrite *w, struct rfile *rf, struct writer *wr, str
         }
     }
     free(sel);
-    free(cols);
+    eng__colmap_free(&cm);
     pq_reader_close(r);
     if (rc == ST_OK && w->rows - rf->first != rf->live)
         rc = st_errf(err, ST_ECORRUPT, "data file %s: %lld live rows read, the catalog says %lld",
@@ -763,6 +763,13 @@ int engine_compact(struct engine *e, struct engine_table *t, const struct engine
     int rc = engine_compact_opts_check(o, err);
     if (rc != ST_OK)
         return rc;
+    /* the new files are written at the table's current schema, whatever definition the
+       caller read (docs/DESIGN.md "Schemas") */
+    struct engine_table *cur = NULL;
+    if ((rc = engine_get_table(e, t->name, &cur, err)) != ST_OK)
+        return rc;
+    if (cur->id == t->id)
+        t = cur;
     struct rewrite w;
     rc = rewrite_begin(e, t, &w, false, err);
     int64_t *made = NULL; /* files this call wrote: never chosen again */
@@ -819,5 +826,6 @@ int engine_compact(struct engine *e, struct engine_table *t, const struct engine
                  "deleted rows dropped, seq %lld",
                  t->name, (long long)res->rewritten_files, (long long)res->written_files,
                  (long long)res->rows_moved, (long long)res->rows_dropped, (long long)res->seq);
+    engine_table_unref(cur);
     return rc;
 }

@@ -138,11 +138,9 @@ static void keys_drop(PGconn *c, const char *table)
 struct dscan {
     const struct engine_table *t;
     const struct filter *f;
-    bool all;  /* the filter is true: whole files, nothing read */
-    int *cols; /* the columns read: the filter's and the key's */
-    int ncols;
-    int *pos_of;   /* table column -> batch column, or -1 */
-    int *file_col; /* table column -> file column for statistics, or -1 */
+    bool all;              /* the filter is true: whole files, nothing read */
+    bool *used;            /* the table columns read: the filter's and the key's */
+    struct eng__colmap cm; /* the file's columns as the table's, by field id */
     const struct st_colvec **vecs;
     struct col_range *ranges;
     const struct col_range **rp;
@@ -164,18 +162,8 @@ static void dscan_init(struct dscan *d, const struct engine_table *t, const stru
     filter_columns(f, used);
     for (int i = 0; i < t->npk; i++)
         used[t->pk[i]] = true;
-    d->cols = xcalloc((size_t)t->ncols, sizeof *d->cols);
-    d->pos_of = xcalloc((size_t)t->ncols, sizeof *d->pos_of);
-    d->file_col = xcalloc((size_t)t->ncols, sizeof *d->file_col);
-    for (int i = 0; i < t->ncols; i++) {
-        d->pos_of[i] = -1;
-        d->file_col[i] = used[i] ? i : -1;
-        if (used[i] && !d->all) {
-            d->pos_of[i] = d->ncols;
-            d->cols[d->ncols++] = i;
-        }
-    }
-    free(used);
+    d->used = used;
+    eng__colmap_init(&d->cm, t);
     d->vecs = xcalloc((size_t)t->ncols, sizeof *d->vecs);
     d->ranges = xcalloc((size_t)t->ncols, sizeof *d->ranges);
     d->rp = xcalloc((size_t)t->ncols, sizeof *d->rp);
@@ -189,9 +177,8 @@ static void dscan_free(struct dscan *d)
     pgu_copy_free(&d->keys.cp);
     free(d->sel);
     pq_batch_free(&d->batch);
-    free(d->cols);
-    free(d->pos_of);
-    free(d->file_col);
+    free(d->used);
+    eng__colmap_free(&d->cm);
     free(d->vecs);
     free(d->ranges);
     free(d->rp);
@@ -231,20 +218,25 @@ static int scan_file(struct engine *e, struct dscan *d, const struct snap_file *
     d->file_id = sf->id;
     struct pq_reader *r = NULL;
     int rc = eng__pq_open(e, sf->path, &r, err);
+    char what[48];
+    snprintf(what, sizeof what, "data file %lld", (long long)sf->id);
+    if (rc == ST_OK)
+        rc = eng__colmap_open(&d->cm, r, d->used, what, err);
     for (int rg = 0; rc == ST_OK && rg < pq_num_row_groups(r); rg++) {
         uint64_t first, nr;
         pq_row_group(r, rg, &first, &nr);
-        if (!eng__row_group_may_match(t, r, rg, d->file_col, d->f, d->ranges, d->rp, nr))
+        if (!eng__row_group_may_match(t, r, rg, d->cm.file_col, d->f, d->ranges, d->rp, nr))
             continue;
-        if ((rc = pq_read_row_group(r, rg, d->cols, d->ncols, &d->batch, err)) != ST_OK)
+        if ((rc = pq_read_row_group(r, rg, d->cm.pq_cols, d->cm.npq, &d->batch, err)) != ST_OK)
             break;
         if (d->batch.nrows > d->selcap) {
             d->selcap = d->batch.nrows;
             d->sel = xrealloc(d->sel, d->selcap);
         }
         eng__live_mask(base, first, d->batch.nrows, d->sel);
+        const struct st_colvec *const *vv = eng__colmap_batch(&d->cm, &d->batch);
         for (int k = 0; k < t->ncols; k++)
-            d->vecs[k] = d->pos_of[k] >= 0 ? &d->batch.cols[d->pos_of[k]] : NULL;
+            d->vecs[k] = vv[k];
         filter_eval(d->f, d->vecs, d->batch.nrows, d->sel);
         rc = delete_selected(d, first, add, ndeleted, err);
     }

@@ -72,8 +72,8 @@ static int fetch_table(struct engine *e, PGconn *c, const char *name, struct eng
     }
     int rc = eng__table_from_row(r, 0, out, err);
     /* the table's floor (expire.c) is as fresh as its cached definition */
-    if (rc == ST_OK && !PQgetisnull(r, 0, 8))
-        eng__floor_note(e, (*out)->id, pgu_get_i64(r, 0, 8));
+    if (rc == ST_OK && !PQgetisnull(r, 0, 9))
+        eng__floor_note(e, (*out)->id, pgu_get_i64(r, 0, 9));
     PQclear(r);
     if (rc == ST_OK)
         eng__cache_table(e, name, *out);

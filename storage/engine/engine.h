@@ -78,11 +78,22 @@ struct engine_table {
     int version_col; /* column index, or -1 */
     int64_t seq;     /* current seq when this definition was read */
     int64_t created_us;
+    /* schema evolution (docs/DESIGN.md "Schemas"): the id of the schema these columns are
+       (0 until the first engine_alter_table), and each column's default (Iceberg v3's
+       initial-default = write-default: the value of rows written before the column existed,
+       and of rows written without it): NULL when no column has one, else ncols entries,
+       null where a column has none (strings owned by the table) */
+    int32_t schema_id;
+    struct st_value *defaults;
+    char **default_json; /* NULL, or ncols JSON texts (NULL: none) as the alter gave them */
+    int *fid_order;      /* the column indexes by ascending field id (engine_table_by_field_id) */
 };
 void engine_table_ref(struct engine_table *t);
 void engine_table_unref(struct engine_table *t); /* NULL ok */
 /* Column index by name, or -1. */
 int engine_table_column(const struct engine_table *t, const char *name);
+/* Column index by field id, or -1 (a binary search). */
+int engine_table_by_field_id(const struct engine_table *t, int64_t field_id);
 
 struct engine_table_stats {
     int64_t data_files, rows, deleted_rows, live_rows, dv_files;
@@ -144,6 +155,74 @@ int engine_list_tables(struct engine *e, struct engine_table ***out, size_t *n, 
 /* Drop a table and everything it holds. ST_ENOTFOUND. *replayed: see engine_idem. */
 int engine_drop_table(struct engine *e, const char *name, const struct engine_idem *idem,
                       bool *replayed, struct st_err *err);
+
+/* ---- schema evolution (docs/API.md "Schema changes", docs/DESIGN.md "Schemas") ---- */
+
+/*
+ * A table keeps every schema it had; columns keep their field id across
+ * renames, new columns take new ids (never reused), and every read resolves
+ * a file's columns by field id at the schema of the snapshot it reads.
+ */
+enum engine_schema_op {
+    ENGINE_SCHEMA_ADD,      /* col: name, type, required (required needs a default: see def) */
+    ENGINE_SCHEMA_DROP,     /* column */
+    ENGINE_SCHEMA_RENAME,   /* column -> to */
+    ENGINE_SCHEMA_WIDEN,    /* column -> type (int->long, float->double, Iceberg's rules) */
+    ENGINE_SCHEMA_OPTIONAL, /* column: required -> optional */
+};
+struct engine_schema_change {
+    enum engine_schema_op op;
+    struct st_column col; /* ADD (field_id ignored: the table assigns it) */
+    const char *def_json; /* ADD: the default as a JSON text (NULL: none) */
+    const char *column;   /* DROP, RENAME, WIDEN, OPTIONAL */
+    const char *to;       /* RENAME */
+    enum st_type type;    /* WIDEN */
+};
+/* changes in one request at most */
+#define ENGINE_SCHEMA_CHANGES_MAX 256
+/* bytes of one default's JSON text at most (a string default is repeated in every row of an
+   older file's batch: kept small) */
+#define ENGINE_SCHEMA_DEFAULT_MAX 256
+struct engine_alter_req {
+    const char *table;
+    const struct engine_schema_change *changes;
+    size_t nchanges; /* 1..ENGINE_SCHEMA_CHANGES_MAX */
+    bool has_expected_schema_id;
+    int32_t expected_schema_id;
+    const struct engine_idem *idem; /* NULL: none */
+};
+/*
+ * All or nothing, one commit (the seq rule, one snapshot, operation "schema"),
+ * changes applied in order (a later change sees the earlier ones). Rules
+ * (Iceberg's): add an optional column, or a required one with a default;
+ * drop any column but a primary-key or the version column; rename to a name
+ * no other column has (primary-key and version columns too: ids are
+ * stable); widen int -> long (strike has no float nor decimal), not a
+ * primary-key nor the version column; make a required column optional, not
+ * a primary-key column. ST_EINVAL: a change refused (the message names the
+ * change and the column); ST_ECONFLICT: stale expected_schema_id (or the
+ * table's row lock waited too long); ST_ENOTFOUND: no such table. *out: the
+ * table after it (caller unrefs). *replayed: see engine_idem (the table as
+ * the first request left it).
+ */
+int engine_alter_table(struct engine *e, const struct engine_alter_req *q,
+                       struct engine_table **out, bool *replayed, struct st_err *err);
+/*
+ * The definition of t at snapshot seq: its columns at the schema that
+ * snapshot was written with (dropped columns there, later ones not; names as
+ * they were), the rest as t. Refers t itself when that is t's schema.
+ * ST_ENOTFOUND: t was dropped. Caller unrefs *out.
+ */
+int engine_table_at(struct engine *e, struct engine_table *t, int64_t seq,
+                    struct engine_table **out, struct st_err *err);
+/*
+ * Every schema t had, oldest first (for Iceberg's `schemas`): (*out)[i] the table's definition
+ * at that schema (its schema_id set), (*seqs)[i] the seq of the snapshot that made it current
+ * (0 for schema 0). A table that never changed has one: t itself. Caller unrefs each, frees
+ * both arrays.
+ */
+int engine_table_schemas(struct engine *e, struct engine_table *t, struct engine_table ***out,
+                         int64_t **seqs, size_t *n, struct st_err *err);
 
 /* ---- changes ----------------------------------------------------------- */
 

@@ -107,14 +107,22 @@ struct engine {
 /* ---- table definitions: the struct (table.c), the cache (engine.c) ---- */
 
 #define ENG__PK_MAX 16 /* key columns of a table at most */
-/* Parse a table row (id, uuid, name, columns, primary_key, version_column, seq, created_us). */
+/* Parse a table row (id, uuid, name, columns, primary_key, version_column, seq, created_us,
+   schema_id: ENG__TABLE_COLS). */
 int eng__table_from_row(PGresult *r, int row, struct engine_table **out, struct st_err *err);
 #define ENG__TABLE_COLS                                                                            \
     "id, uuid::text, name, columns::text, primary_key::text, coalesce(version_column, ''), seq, "  \
-    "(extract(epoch from created_at) * 1000000)::bigint"
+    "(extract(epoch from created_at) * 1000000)::bigint, schema_id"
 /* Replace the cached definition (or drop it when t == NULL). */
 void eng__cache_table(struct engine *e, const char *name, struct engine_table *t);
 
+/*
+ * A column default's JSON text as a value of `type` (the rules of /changes, expr/literal.h; null
+ * is refused): ST_EINVAL with a message starting "default: ". A string's bytes are copied to
+ * *sdata (caller frees; NULL for other types), which out->v.s.p points into.
+ */
+int eng__default_parse(enum st_type type, const char *json, struct st_value *out, char **sdata,
+                       struct st_err *err);
 /* Columns and primary key from their catalog JSON (borrowed); the caller sets the rest. */
 int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char *version_col,
                          struct engine_table **out, struct st_err *err);
@@ -122,13 +130,14 @@ int eng__table_from_json(const char *name, json_t *cols, json_t *pk, const char 
 /* ---- idempotency records (idem.c) ---- */
 
 /* The kind of a mutating call, stored with its result. */
-enum eng__op { ENG__OP_CREATE, ENG__OP_DROP, ENG__OP_CHANGES, ENG__OP_DELETE };
-const char *eng__op_name(enum eng__op op); /* "create", "drop", "changes", "delete" */
+enum eng__op { ENG__OP_CREATE, ENG__OP_DROP, ENG__OP_CHANGES, ENG__OP_DELETE, ENG__OP_ALTER };
+const char *eng__op_name(enum eng__op op); /* "create", "drop", "changes", "delete", "alter" */
 
 /* A call's result: what to encode, or where a decoded replay goes (the member of `op`). */
 struct eng__result {
     enum eng__op op;
-    struct engine_table **table; /* ENG__OP_CREATE: a decoded table is the caller's to unref */
+    struct engine_table **table;       /* ENG__OP_CREATE, ENG__OP_ALTER: a decoded table is the
+                                          caller's to unref */
     struct engine_change_res *changes; /* ENG__OP_CHANGES */
     struct engine_delete_res *del;     /* ENG__OP_DELETE */
 };
@@ -202,6 +211,41 @@ int eng__idem_lookup(PGconn *c, const char *scope, const struct engine_idem *ide
    stored the key first (the caller rolls back and looks it up again). */
 int eng__idem_store(PGconn *c, const char *scope, const struct engine_idem *idem,
                     const struct eng__result *res, struct st_err *err);
+
+/*
+ * A data file's columns read as the columns of table definition t, by field id (colmap.c,
+ * docs/DESIGN.md "Schemas"): a column the file lacks reads as its default or null, an int
+ * column of the file read as long is widened. init/free around any number of files; open per
+ * file (needed: the table columns to decode, NULL: all; borrowed until the next open); then
+ * per row group, pq_read_row_group(r, rg, m->pq_cols, m->npq, b) and eng__colmap_batch(m, b):
+ * vecs[k] for each needed table column k (NULL for the others), valid until the next batch;
+ * flat[k] the same vectors by value (for pq_writer_add_colvecs).
+ */
+struct pq_reader;
+struct pq_batch;
+struct eng__colmap {
+    const struct engine_table *t;
+    int *file_col; /* table column -> the file's column, or -1 (absent from the file) */
+    bool *widen;   /* the file's int read as long */
+    int *pq_cols;  /* the file's columns to decode, in batch order */
+    int npq;
+    int *slot_of; /* table column -> its batch column, or -1 */
+    const bool *needed;
+    struct st_colvec *made; /* per table column: a vector made for the batch */
+    size_t *made_cap, *made_scap;
+    const struct st_colvec **vecs;
+    struct st_colvec *flat;
+};
+void eng__colmap_init(struct eng__colmap *m, const struct engine_table *t);
+void eng__colmap_free(struct eng__colmap *m); /* a zeroed struct: nothing */
+/* ST_ECORRUPT (prefixed with `what`) when a column's type is neither the schema's nor int under
+   a long. */
+int eng__colmap_open(struct eng__colmap *m, struct pq_reader *r, const bool *needed,
+                     const char *what, struct st_err *err);
+const struct st_colvec *const *eng__colmap_batch(struct eng__colmap *m, const struct pq_batch *b);
+/* The file's column of field id `field_id` (a file without ids: by position), or -1; `hint`:
+   where it probably is (-1: no idea). */
+int eng__colmap_file_column(struct pq_reader *r, int32_t field_id, int hint);
 
 /* Open the Parquet file at blob key `rel` for range reads (footer first; commit_blobs.c). */
 struct pq_reader;

@@ -518,21 +518,14 @@ static int scan_file(struct erasure *w, const char *path, const struct dv *dv, e
         filter_columns(w->f, used);
     for (int k = 0; k < (t->npk > 0 ? t->npk : t->ncols); k++)
         used[t->npk > 0 ? t->pk[k] : k] = true;
-    int *cols = xcalloc((size_t)t->ncols, sizeof *cols);
-    int *pos_of = xcalloc((size_t)t->ncols, sizeof *pos_of);
-    int ncols = 0;
-    for (int k = 0; k < t->ncols && rc == ST_OK; k++) {
-        pos_of[k] = -1;
-        if (!used[k])
-            continue;
-        int c = pq_find_column(r, t->cols[k].name);
-        if (c < 0)
-            rc = st_errf(err, ST_ECORRUPT, "data file %s has no column \"%s\"", path,
-                         t->cols[k].name);
-        pos_of[k] = ncols;
-        cols[ncols++] = c;
-    }
-    const struct st_colvec **vecs = xcalloc((size_t)t->ncols, sizeof *vecs);
+    /* the file's columns by field id (colmap.c): a column added since reads as null or its
+       default */
+    struct eng__colmap cm;
+    eng__colmap_init(&cm, t);
+    char what[300];
+    snprintf(what, sizeof what, "data file %.250s", path);
+    rc = eng__colmap_open(&cm, r, used, what, err);
+    const struct st_colvec *const *vecs = NULL;
     struct pq_batch b = {0};
     uint8_t *sel = NULL;
     size_t selcap = 0;
@@ -543,15 +536,14 @@ static int scan_file(struct erasure *w, const char *path, const struct dv *dv, e
     for (int rg = 0; rc == ST_OK && rg < pq_num_row_groups(r); rg++) {
         uint64_t first, nr;
         pq_row_group(r, rg, &first, &nr);
-        if ((rc = pq_read_row_group(r, rg, cols, ncols, &b, err)) != ST_OK)
+        if ((rc = pq_read_row_group(r, rg, cm.pq_cols, cm.npq, &b, err)) != ST_OK)
             break;
         if (b.nrows > selcap) {
             selcap = b.nrows;
             sel = xrealloc(sel, selcap);
         }
         memset(sel, 1, b.nrows);
-        for (int k = 0; k < t->ncols; k++)
-            vecs[k] = pos_of[k] >= 0 ? &b.cols[pos_of[k]] : NULL;
+        vecs = eng__colmap_batch(&cm, &b);
         if (w->f != NULL)
             filter_eval(w->f, vecs, b.nrows, sel);
         for (size_t i = 0; i < b.nrows; i++) {
@@ -577,9 +569,7 @@ static int scan_file(struct erasure *w, const char *path, const struct dv *dv, e
     free(sel);
     buf_free(&fk);
     pq_batch_free(&b);
-    free(vecs);
-    free(pos_of);
-    free(cols);
+    eng__colmap_free(&cm);
     free(used);
     pq_reader_close(r);
     return rc;
@@ -1059,15 +1049,16 @@ static int statistics_bounds(struct erasure *w, struct st_err *err)
     const struct engine_table *t = w->t;
     if (t->npk != 1)
         return ST_OK;
-    const char *col = t->cols[t->pk[0]].name;
     enum st_type ty = t->cols[t->pk[0]].type;
-    struct pgu_num tid;
-    const char *v[2] = {pgu_i64(&tid, t->id), col};
+    struct pgu_num tid, fid;
+    const char *v[2] = {pgu_i64(&tid, t->id), pgu_i64(&fid, t->cols[t->pk[0]].field_id)};
     PGconn *c = eng__rewrite_conn(w->rw);
     PGresult *r = cat_pq_exec_params(
         c,
-        "SELECT stats->$2->>'min', stats->$2->>'max', data_seq, id FROM strike.data_files "
-        "WHERE table_id = $1",
+        /* the key column's statistics by its field id (a renamed key keeps them) */
+        "SELECT m.value->>'min', m.value->>'max', f.data_seq, f.id FROM strike.data_files f "
+        "LEFT JOIN LATERAL (SELECT value FROM jsonb_each(f.stats) WHERE value->'id' = "
+        "to_jsonb($2::int)) m ON true WHERE f.table_id = $1",
         2, NULL, v, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         int rc = cat_fail(c, r, "checking the column statistics", err);

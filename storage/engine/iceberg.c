@@ -124,6 +124,12 @@ static const char *const SQL_EXPORTED =
     "SELECT s.seq, coalesce(s.parent_seq, 0), s.manifest_list, s.timestamp_ms, s.operation, "
     "s.summary::text, s.first_row_id, s.added_rows FROM strike.iceberg_snapshots s WHERE "
     "s.table_id = $1 AND s.seq >= $2 ORDER BY s.seq";
+/* every schema the table had (docs/DESIGN.md "Schemas"): none when it never changed */
+static const char *const SQL_SCHEMAS =
+    "SELECT schema_id, seq, columns::text FROM strike.table_schemas WHERE table_id = $1 ORDER BY "
+    "schema_id";
+static const char *const SQL_LAST_COLUMN_ID =
+    "SELECT coalesce(last_column_id, 0) FROM strike.tables WHERE id = $1";
 static const char *const SQL_METADATA_LOG =
     "SELECT path, written_ms FROM strike.iceberg_metadata_files WHERE table_id = $1 ORDER BY "
     "version";
@@ -228,32 +234,104 @@ struct xschema {
     struct ice_schema s;
     struct ice_field *fields;
     int32_t *pk;
+    json_t *cols;          /* the catalog's columns the field names borrow from, or NULL (t's) */
+    int64_t seq;           /* the seq of the snapshot that made it current (0: the table's first) */
+    struct st_value *defs; /* parsed defaults of cols (NULL: t's or none) */
+    char **sdata;          /* their strings' bytes */
+    size_t ndefs;
 };
 
+/* t's current schema (its columns borrowed from t). */
 static void schema_of(const struct engine_table *t, struct xschema *x)
 {
-    x->fields = xcalloc((size_t)t->ncols, sizeof *x->fields);
+    x->fields = xcalloc((size_t)(t->ncols ? t->ncols : 1), sizeof *x->fields);
     x->pk = xcalloc((size_t)(t->npk ? t->npk : 1), sizeof *x->pk);
-    for (int i = 0; i < t->ncols; i++)
+    for (int i = 0; i < t->ncols; i++) {
+        const struct st_value *def =
+            t->defaults != NULL && !t->defaults[i].null ? &t->defaults[i] : NULL;
         x->fields[i] = (struct ice_field){t->cols[i].field_id, t->cols[i].name, t->cols[i].type,
-                                          t->cols[i].required};
+                                          t->cols[i].required, def};
+    }
     for (int i = 0; i < t->npk; i++)
         x->pk[i] = t->cols[t->pk[i]].field_id;
-    x->s = (struct ice_schema){0, x->fields, t->ncols, x->pk, t->npk};
+    x->s = (struct ice_schema){t->schema_id, x->fields, t->ncols, x->pk, t->npk};
+    x->cols = NULL;
+    x->seq = 0;
+    x->defs = NULL;
+    x->sdata = NULL;
+    x->ndefs = 0;
 }
 
 static void schema_free(struct xschema *x)
 {
     free(x->fields);
     free(x->pk);
+    json_decref(x->cols);
+    for (size_t i = 0; i < x->ndefs; i++)
+        free(x->sdata[i]);
+    free(x->sdata);
+    free(x->defs);
 }
 
-static int32_t last_column_id(const struct engine_table *t)
+/*
+ * Schema `id` of t from its catalog columns (strike.table_schemas.columns:
+ * [{"name","type","required","id"},...]; the names borrowed from `cols`,
+ * which x takes). The identifier fields are t's key's: key columns keep
+ * their field ids and are never dropped.
+ */
+static int schema_from_json(const struct engine_table *t, int32_t id, int64_t seq, json_t *cols,
+                            struct xschema *x, struct st_err *err)
 {
-    int32_t m = 0;
-    for (int i = 0; i < t->ncols; i++)
-        if (t->cols[i].field_id > m)
-            m = t->cols[i].field_id;
+    size_t n = json_array_size(cols);
+    memset(x, 0, sizeof *x);
+    x->cols = cols;
+    x->seq = seq;
+    x->fields = xcalloc(n ? n : 1, sizeof *x->fields);
+    x->pk = xcalloc((size_t)(t->npk ? t->npk : 1), sizeof *x->pk);
+    x->defs = xcalloc(n ? n : 1, sizeof *x->defs);
+    x->sdata = xcalloc(n ? n : 1, sizeof *x->sdata);
+    x->ndefs = n;
+    for (size_t i = 0; i < n; i++) {
+        json_t *c = json_array_get(cols, i);
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *type = json_string_value(json_object_get(c, "type"));
+        json_t *fid = json_object_get(c, "id");
+        enum st_type ty;
+        if (name == NULL || type == NULL || !st_type_parse(type, &ty))
+            return st_errf(err, ST_EINTERNAL, "catalog: table %s: schema %d is malformed", t->name,
+                           (int)id);
+        const struct st_value *def = NULL;
+        json_t *dj = json_object_get(c, "default");
+        if (dj != NULL && !json_is_null(dj)) {
+            char *text = json_dumps(dj, JSON_COMPACT | JSON_ENCODE_ANY);
+            struct st_err de = {0};
+            int rc = text != NULL ? eng__default_parse(ty, text, &x->defs[i], &x->sdata[i], &de)
+                                  : ST_EINVAL;
+            free(text);
+            if (rc != ST_OK)
+                return st_errf(err, ST_EINTERNAL,
+                               "catalog: table %s: schema %d: column %s has a malformed default",
+                               t->name, (int)id, name);
+            def = &x->defs[i];
+        }
+        x->fields[i] = (struct ice_field){
+            json_is_integer(fid) ? (int32_t)json_integer_value(fid) : (int32_t)i + 1, name, ty,
+            json_is_true(json_object_get(c, "required")), def};
+    }
+    for (int k = 0; k < t->npk; k++)
+        x->pk[k] = t->cols[t->pk[k]].field_id;
+    x->s = (struct ice_schema){id, x->fields, (int)n, x->pk, t->npk};
+    return ST_OK;
+}
+
+/* The highest field id of the pass's schemas, or the table's record of it when higher. */
+static int32_t last_column_id(const struct xschema *hist, int nhist, int32_t recorded)
+{
+    int32_t m = recorded;
+    for (int k = 0; k < nhist; k++)
+        for (int i = 0; i < hist[k].s.nfields; i++)
+            if (hist[k].s.fields[i].id > m)
+                m = hist[k].s.fields[i].id;
     return m;
 }
 
@@ -292,9 +370,12 @@ struct xpass {
     PGconn *c;
     const struct engine_table *t;
     char tid[24];
-    char *loc_key; /* tables/<uuid> */
-    char *loc_uri; /* its URI, without a trailing '/' */
-    struct xschema schema;
+    char *loc_key;         /* tables/<uuid> */
+    char *loc_uri;         /* its URI, without a trailing '/' */
+    struct xschema schema; /* the current one: the manifests this pass writes */
+    struct xschema *hist;  /* every schema of the table, by id (the current one among them) */
+    int nhist;
+    int32_t last_column_id; /* strike.tables.last_column_id (0: not recorded) */
     char *schema_json;
     int64_t next_row_id;
     int64_t prev;      /* the seq the export covers: changes after it are to export */
@@ -346,6 +427,9 @@ static void pass_free(struct xpass *x)
     free(x->loc_uri);
     free(x->schema_json);
     schema_free(&x->schema);
+    for (int k = 0; k < x->nhist; k++)
+        schema_free(&x->hist[k]);
+    free(x->hist);
 }
 
 static void mans_push(struct xpass *x, struct xman *m)
@@ -1337,6 +1421,65 @@ static void xsum_of(const char *text, struct xsum *s)
 }
 
 /*
+ * The table's schemas into x->hist (the metadata's `schemas`): the catalog's
+ * list, and t's current schema when the list lacks it (a table that never
+ * changed has no list: its one schema is its columns, id 0).
+ */
+static int load_schemas(struct xpass *x, struct st_err *err)
+{
+    const char *v[1] = {x->tid};
+    int rc;
+    PGresult *r = q(x->c, SQL_SCHEMAS, 1, v, "reading the table's schemas", &rc, err);
+    if (r == NULL)
+        return rc;
+    int n = PQntuples(r);
+    bool has_current = false;
+    x->hist = xcalloc((size_t)n + 1, sizeof *x->hist);
+    for (int i = 0; i < n && rc == ST_OK; i++) {
+        int32_t id = (int32_t)pgu_get_i64(r, i, 0);
+        json_t *cols = json_loads(PQgetvalue(r, i, 2), 0, NULL);
+        if (!json_is_array(cols)) {
+            json_decref(cols);
+            rc = st_errf(err, ST_EINTERNAL, "catalog: table %s: schema %d is malformed", x->t->name,
+                         (int)id);
+            break;
+        }
+        rc = schema_from_json(x->t, id, pgu_get_i64(r, i, 1), cols, &x->hist[x->nhist++], err);
+        has_current = has_current || id == x->t->schema_id;
+    }
+    PQclear(r);
+    if (rc != ST_OK)
+        return rc;
+    if (!has_current) {
+        schema_of(x->t, &x->hist[x->nhist]);
+        x->hist[x->nhist].seq = x->nhist > 0 ? x->t->seq : 0;
+        x->nhist++;
+    }
+    r = q(x->c, SQL_LAST_COLUMN_ID, 1, v, "reading the table's last column id", &rc, err);
+    if (r == NULL)
+        return rc;
+    x->last_column_id = PQntuples(r) == 1 ? (int32_t)pgu_get_i64(r, 0, 0) : 0;
+    PQclear(r);
+    return ST_OK;
+}
+
+/* The id of the schema snapshot `seq` was written with: the one made current last at or before
+   it (the oldest one listed for a snapshot before them all). */
+static int32_t schema_at(const struct xpass *x, int64_t seq)
+{
+    const struct xschema *best = NULL, *oldest = NULL;
+    for (int k = 0; k < x->nhist; k++) {
+        const struct xschema *h = &x->hist[k];
+        if (oldest == NULL || h->seq < oldest->seq)
+            oldest = h;
+        if (h->seq <= seq && (best == NULL || h->seq > best->seq))
+            best = h;
+    }
+    best = best != NULL ? best : oldest;
+    return best != NULL ? best->s.schema_id : x->t->schema_id;
+}
+
+/*
  * Write metadata file `version` listing the exported snapshots from `floor`
  * on (at most the newest `history`), with the previous metadata files in its
  * metadata-log; record it. *key_out: its blob key (caller frees).
@@ -1370,7 +1513,7 @@ static int write_metadata(struct xpass *x, int version, int64_t floor, int64_t h
         xsum_of(PQgetvalue(r, i, 5), &sums[ns]);
         sp->summary = sums[ns].kv;
         sp->nsummary = sums[ns].n;
-        sp->schema_id = 0;
+        sp->schema_id = schema_at(x, sp->sequence_number);
         sp->first_row_id = pgu_get_i64(r, i, 6);
         sp->added_rows = pgu_get_i64(r, i, 7);
         last_ms = sp->timestamp_ms;
@@ -1392,6 +1535,9 @@ static int write_metadata(struct xpass *x, int version, int64_t floor, int64_t h
         }
     }
     char *key = NULL;
+    struct ice_schema *schemas = xcalloc((size_t)(x->nhist ? x->nhist : 1), sizeof *schemas);
+    for (int k = 0; k < x->nhist; k++)
+        schemas[k] = x->hist[k].s;
     if (rc == ST_OK) {
         char *mapping = ice_name_mapping_json(&x->schema.s);
         struct ice_kv props[] = {
@@ -1407,10 +1553,10 @@ static int write_metadata(struct xpass *x, int version, int64_t floor, int64_t h
             .location = x->loc_uri,
             .last_sequence_number = last_seq,
             .last_updated_ms = ns > 0 ? last_ms : now_ms(),
-            .last_column_id = last_column_id(x->t),
-            .schemas = &x->schema.s,
-            .nschemas = 1,
-            .current_schema_id = 0,
+            .last_column_id = last_column_id(x->hist, x->nhist, x->last_column_id),
+            .schemas = schemas,
+            .nschemas = x->nhist,
+            .current_schema_id = x->t->schema_id,
             .properties = props,
             .nproperties = sizeof props / sizeof props[0],
             .has_current_snapshot = ns > 0,
@@ -1449,6 +1595,7 @@ static int write_metadata(struct xpass *x, int version, int64_t floor, int64_t h
     free(lists);
     free(sums);
     free(snaps);
+    free(schemas);
     free(log);
     free(log_uris);
     PQclear(r);
@@ -1652,7 +1799,8 @@ static int export_table(struct engine *e, PGconn *c, const struct engine_table *
     }
     if (exported || version == 0 || stale) {
         version++;
-        if ((rc = write_metadata(&x, version, floor, history, &meta_key, err)) != ST_OK)
+        if ((rc = load_schemas(&x, err)) != ST_OK ||
+            (rc = write_metadata(&x, version, floor, history, &meta_key, err)) != ST_OK)
             goto out;
         if ((rc = commit_manifest_rows(&x, err)) != ST_OK)
             goto out;

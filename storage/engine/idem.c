@@ -13,6 +13,8 @@
  *   changes  {"v":1,"seq":..,"inserted":..,"updated":..,"deleted":..,"missing":..,
  *             "stale":..,"duplicate":bool}
  *   delete   {"v":1,"seq":..,"deleted":..}
+ *   alter    as create; both give each column its field id ("id") and default
+ *            ("default", when it has one), and the table its "schema_id"
  *
  * idem.c is the only writer and reader of strike.idempotency_keys: the
  * statements a commit pipelines (eng__sql_idem_select, eng__sql_idem_insert)
@@ -42,7 +44,7 @@
 
 #define IDEM_RECORD_VERSION 1
 
-static const char *const OP_NAMES[] = {"create", "drop", "changes", "delete"};
+static const char *const OP_NAMES[] = {"create", "drop", "changes", "delete", "alter"};
 
 const char *eng__op_name(enum eng__op op)
 {
@@ -64,29 +66,39 @@ bool engine_idem_key_valid(const char *key)
 static json_t *table_record(const struct engine_table *t)
 {
     json_t *cols = json_array();
-    for (int i = 0; i < t->ncols; i++)
-        json_array_append_new(cols, json_pack("{s:s, s:s, s:b}", "name", t->cols[i].name, "type",
-                                              st_type_name(t->cols[i].type), "required",
-                                              t->cols[i].required));
+    for (int i = 0; i < t->ncols; i++) {
+        json_t *c = json_pack("{s:s, s:s, s:b, s:i}", "name", t->cols[i].name, "type",
+                              st_type_name(t->cols[i].type), "required", t->cols[i].required, "id",
+                              (int)t->cols[i].field_id);
+        if (t->default_json != NULL && t->default_json[i] != NULL)
+            json_object_set_new(c, "default",
+                                json_loads(t->default_json[i], JSON_DECODE_ANY, NULL));
+        json_array_append_new(cols, c);
+    }
     json_t *pk = json_array();
     for (int i = 0; i < t->npk; i++)
         json_array_append_new(pk, json_string(t->cols[t->pk[i]].name));
-    return json_pack("{s:i, s:I, s:s, s:s, s:o, s:o, s:o, s:I, s:I}", "v", IDEM_RECORD_VERSION,
-                     "id", (json_int_t)t->id, "name", t->name, "uuid", t->uuid, "columns", cols,
-                     "primary_key", pk, "version_column",
-                     t->version_col >= 0 ? json_string(t->cols[t->version_col].name) : json_null(),
-                     "seq", (json_int_t)t->seq, "created_us", (json_int_t)t->created_us);
+    json_t *o =
+        json_pack("{s:i, s:I, s:s, s:s, s:o, s:o, s:o, s:I, s:I}", "v", IDEM_RECORD_VERSION, "id",
+                  (json_int_t)t->id, "name", t->name, "uuid", t->uuid, "columns", cols,
+                  "primary_key", pk, "version_column",
+                  t->version_col >= 0 ? json_string(t->cols[t->version_col].name) : json_null(),
+                  "seq", (json_int_t)t->seq, "created_us", (json_int_t)t->created_us);
+    json_object_set_new(o, "schema_id", json_integer(t->schema_id));
+    return o;
 }
 
 char *eng__result_encode(const struct eng__result *r)
 {
     /* the member of its kind is set (struct eng__result) */
-    assert(r->op != ENG__OP_CREATE || (r->table != NULL && *r->table != NULL));
+    assert((r->op != ENG__OP_CREATE && r->op != ENG__OP_ALTER) ||
+           (r->table != NULL && *r->table != NULL));
     assert(r->op != ENG__OP_CHANGES || r->changes != NULL);
     assert(r->op != ENG__OP_DELETE || r->del != NULL);
     json_t *o = NULL;
     switch (r->op) {
     case ENG__OP_CREATE:
+    case ENG__OP_ALTER:
         o = table_record(*r->table);
         break;
     case ENG__OP_DROP:
@@ -166,6 +178,9 @@ static int decode_table(json_t *o, struct engine_table **out, struct st_err *err
     snprintf(t->uuid, sizeof t->uuid, "%s", uuid);
     t->seq = seq;
     t->created_us = created;
+    int64_t sid = 0;
+    if (get_int(o, "schema_id", &sid) && sid >= 0 && sid <= INT32_MAX)
+        t->schema_id = (int32_t)sid;
     return ST_OK;
 }
 
@@ -238,7 +253,7 @@ int eng__result_decode(struct eng__result *r, const char *kind, int status, cons
         rc = st_errf(err, ST_EINTERNAL,
                      "idempotency record: format %lld is newer than this striked knows",
                      (long long)v);
-    else if (op == ENG__OP_CREATE)
+    else if (op == ENG__OP_CREATE || op == ENG__OP_ALTER)
         rc = decode_table(o, r->table, err);
     else if (op == ENG__OP_CHANGES)
         rc = decode_changes(o, r->changes, err);

@@ -21,6 +21,7 @@
 #include "parquet/parquet.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -195,9 +196,20 @@ json_t *eng__stats_ranges(const struct engine_table *t, const char *stats_json,
         json_decref(o);
         return NULL;
     }
-    for (int k = 0; k < t->ncols; k++) {
-        json_t *c = json_object_get(o, t->cols[k].name);
+    /* each member names its column's field id ("id", migration 15): a renamed column keeps its
+       statistics, a dropped one's are not read, and a file written before a column was added
+       has none of it (no pruning on it) */
+    const char *key;
+    json_t *c;
+    int k = -1;
+    json_object_foreach(o, key, c)
+    {
         if (!json_is_object(c))
+            continue;
+        json_int_t id;
+        k = stats_int(json_object_get(c, "id"), &id) ? engine_table_by_field_id(t, id)
+                                                     : engine_table_column(t, key);
+        if (k < 0)
             continue;
         struct col_range *cr = &ranges[k];
         memset(cr, 0, sizeof *cr);
@@ -265,6 +277,10 @@ bool eng__row_group_may_match(const struct engine_table *t, struct pq_reader *r,
         struct pq_col_stats cs;
         if (file_col[k] < 0 || !pq_row_group_stats(r, rg, file_col[k], &cs))
             continue;
+        if (pq_column(r, file_col[k])->type == ST_T_INT && t->cols[k].type == ST_T_LONG) {
+            cs.min.v.l = cs.min.v.i; /* widened since the file was written (colmap.c) */
+            cs.max.v.l = cs.max.v.i;
+        }
         ranges[k].has_minmax = cs.has_minmax;
         ranges[k].min = cs.min;
         ranges[k].max = cs.max;
@@ -302,11 +318,7 @@ struct engine_scan {
     bool *needed; /* table columns to decode */
     /* current file */
     struct pq_reader *r;
-    int *pq_cols; /* parquet column per decoded column */
-    int *tcol_of; /* decoded column -> table column */
-    int ndecoded;
-    int *slot_of;  /* table column -> decoded column, or -1 */
-    int *file_col; /* table column -> the open file's column, or -1 when not decoded */
+    struct eng__colmap cm; /* its columns as t's, by field id */
     int rg;
     const struct dv *dv;
     void *dv_handle;
@@ -369,10 +381,7 @@ int engine_scan_open(struct engine *e, struct engine_table *t, const struct engi
         s->needed[s->out[i]] = true;
     if (s->filter != NULL)
         filter_columns(s->filter, s->needed);
-    s->pq_cols = xcalloc((size_t)t->ncols, sizeof *s->pq_cols);
-    s->tcol_of = xcalloc((size_t)t->ncols, sizeof *s->tcol_of);
-    s->slot_of = xcalloc((size_t)t->ncols, sizeof *s->slot_of);
-    s->file_col = xcalloc((size_t)t->ncols, sizeof *s->file_col);
+    eng__colmap_init(&s->cm, t);
     s->vecs_by_table = xcalloc((size_t)t->ncols, sizeof *s->vecs_by_table);
     s->out_vecs = xcalloc((size_t)s->nout, sizeof *s->out_vecs);
     s->ranges = xcalloc((size_t)t->ncols, sizeof *s->ranges);
@@ -407,23 +416,12 @@ static int open_file(struct engine_scan *s, struct st_err *err)
     int rc = eng__pq_open(s->e, f->path, &s->r, err);
     if (rc != ST_OK)
         return st_err_prefix(err, "data file %lld", (long long)f->id);
-    s->ndecoded = 0;
-    for (int k = 0; k < t->ncols; k++) {
-        s->slot_of[k] = -1;
-        s->file_col[k] = -1;
-        if (!s->needed[k])
-            continue;
-        int pc = pq_find_column(s->r, t->cols[k].name);
-        if (pc < 0) {
-            pq_reader_close(s->r);
-            s->r = NULL;
-            return st_errf(err, ST_ECORRUPT, "data file %lld has no column \"%s\"",
-                           (long long)f->id, t->cols[k].name);
-        }
-        s->slot_of[k] = s->ndecoded;
-        s->file_col[k] = pc;
-        s->tcol_of[s->ndecoded] = k;
-        s->pq_cols[s->ndecoded++] = pc;
+    char what[48];
+    snprintf(what, sizeof what, "data file %lld", (long long)f->id);
+    if ((rc = eng__colmap_open(&s->cm, s->r, s->needed, what, err)) != ST_OK) {
+        pq_reader_close(s->r);
+        s->r = NULL;
+        return rc;
     }
     if (f->has_dv) {
         rc = dvc__get(s->e, f->dv_path, f->dv_offset, f->dv_length, f->dv_card, f->dv_inline,
@@ -469,9 +467,9 @@ int engine_scan_next(struct engine_scan *s, struct engine_scan_batch *b, bool *d
         uint64_t first, nr;
         pq_row_group(s->r, rg, &first, &nr);
         if (s->filter != NULL &&
-            !eng__row_group_may_match(t, s->r, rg, s->file_col, s->filter, s->ranges, s->rp, nr))
+            !eng__row_group_may_match(t, s->r, rg, s->cm.file_col, s->filter, s->ranges, s->rp, nr))
             continue;
-        int rc = pq_read_row_group(s->r, rg, s->pq_cols, s->ndecoded, &s->batch, err);
+        int rc = pq_read_row_group(s->r, rg, s->cm.pq_cols, s->cm.npq, &s->batch, err);
         if (rc != ST_OK)
             return st_err_prefix(err, "data file %lld", (long long)s->files[s->fi].id);
         size_t n = s->batch.nrows;
@@ -481,8 +479,9 @@ int engine_scan_next(struct engine_scan *s, struct engine_scan_batch *b, bool *d
             s->rows = xreallocarray(s->rows, n, sizeof *s->rows);
         }
         eng__live_mask(s->dv, first, n, s->sel);
+        const struct st_colvec *const *vv = eng__colmap_batch(&s->cm, &s->batch);
         for (int k = 0; k < t->ncols; k++)
-            s->vecs_by_table[k] = s->slot_of[k] >= 0 ? &s->batch.cols[s->slot_of[k]] : NULL;
+            s->vecs_by_table[k] = vv[k];
         if (s->filter != NULL)
             filter_eval(s->filter, s->vecs_by_table, n, s->sel);
         size_t m = 0;
@@ -519,10 +518,7 @@ void engine_scan_close(struct engine_scan *s)
     engine_table_unref(s->t);
     free(s->out);
     free(s->needed);
-    free(s->pq_cols);
-    free(s->tcol_of);
-    free(s->slot_of);
-    free(s->file_col);
+    eng__colmap_free(&s->cm);
     free(s->sel);
     free(s->rows);
     free(s->vecs_by_table);

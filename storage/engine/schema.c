@@ -313,6 +313,38 @@ const struct migration cat__migrations[] = {
      "  min_seq bigint NOT NULL,"
      "  PRIMARY KEY (table_id, version));"
      "CREATE INDEX iceberg_metadata_files_by_path ON strike.iceberg_metadata_files (path);"},
+
+    /* Schema evolution by field id (alter.c, docs/DESIGN.md "Schemas"). tables.columns stays
+       the current schema (each column with its "id", and its "default" when it has one);
+       schema_id names it, last_column_id is the highest field id the table ever gave (NULL:
+       the highest of its columns, which no drop preceded). table_schemas keeps every schema
+       a change left behind and the new one, with the seq of the snapshot that made it
+       current: snapshot S was written with the schema of the greatest seq <= S (no row: the
+       table never changed, its columns are schema 0). A file's statistics name each column's
+       field id ("id"), so that pruning survives a rename; the statistics written before are
+       given theirs here (the ids of their table's columns, by name: no rename preceded).
+       Idempotency records gain the kind "alter". */
+    {15, "schemas: every schema of a table by id and seq; field ids in file statistics",
+     "ALTER TABLE strike.tables ADD COLUMN schema_id int NOT NULL DEFAULT 0,"
+     "  ADD COLUMN last_column_id int;"
+     "CREATE TABLE strike.table_schemas ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  schema_id int NOT NULL,"
+     "  seq bigint NOT NULL,"
+     "  columns jsonb NOT NULL,"
+     "  PRIMARY KEY (table_id, schema_id));"
+     "CREATE UNIQUE INDEX table_schemas_by_seq ON strike.table_schemas (table_id, seq);"
+     "UPDATE strike.data_files d SET stats = s.stats FROM (SELECT f.id, jsonb_object_agg(m.key,"
+     "  CASE WHEN jsonb_typeof(m.value) = 'object' AND c.ord IS NOT NULL THEN m.value ||"
+     "  jsonb_build_object('id', coalesce((c.col->>'id')::int, c.ord::int)) ELSE m.value END)"
+     "  AS stats FROM strike.data_files f JOIN strike.tables t ON t.id = f.table_id"
+     "  CROSS JOIN LATERAL jsonb_each(f.stats) m LEFT JOIN LATERAL (SELECT x.col, x.ord FROM"
+     "  jsonb_array_elements(t.columns) WITH ORDINALITY x(col, ord) WHERE x.col->>'name' = m.key)"
+     "  c ON true WHERE f.stats <> '{}'::jsonb GROUP BY f.id) s WHERE d.id = s.id;"
+     "ALTER TABLE strike.idempotency_keys DROP CONSTRAINT idempotency_keys_kind,"
+     "  ADD CONSTRAINT idempotency_keys_kind CHECK ("
+     "    (kind IN ('create', 'drop', 'changes', 'delete', 'alter') AND status IS NULL)"
+     "    OR (kind IS NULL AND status IS NOT NULL));"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

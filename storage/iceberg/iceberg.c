@@ -11,8 +11,10 @@
  */
 #include <assert.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/timeutil.h"
 #include "common/utf8.h"
 #include "common/xalloc.h"
 #include "ice_int.h"
@@ -115,6 +117,41 @@ static bool identifiers_valid(const struct ice_schema *s)
     return true;
 }
 
+/* A default of type t as Appendix D's JSON single-value serialization. */
+static void default_json(struct buf *b, enum st_type t, const struct st_value *v)
+{
+    char ts[ST_RFC3339_MAX];
+    size_t n;
+    switch (t) {
+    case ST_T_BOOLEAN:
+        buf_append_str(b, v->v.b ? "true" : "false");
+        return;
+    case ST_T_INT:
+        buf_printf(b, "%" PRId32, v->v.i);
+        return;
+    case ST_T_LONG:
+        buf_printf(b, "%" PRId64, v->v.l);
+        return;
+    case ST_T_DOUBLE: /* finite (a default is checked as a value); 17 digits round-trip */
+        buf_printf(b, "%.17g", v->v.d);
+        return;
+    case ST_T_STRING: {
+        char *z = xstrndup(v->v.s.p, v->v.s.len);
+        json_str(b, z);
+        free(z);
+        return;
+    }
+    case ST_T_TIMESTAMP: /* timestamptz: ISO 8601 with the offset +00:00 */
+        st_format_rfc3339(v->v.l, ts);
+        n = strlen(ts);
+        if (n > 0 && ts[n - 1] == 'Z')
+            ts[--n] = '\0';
+        buf_printf(b, "\"%s+00:00\"", ts);
+        return;
+    }
+    assert(0 && "a default of an unknown type");
+}
+
 /* Append schema s as Appendix C serializes it (what ice_schema_json returns). */
 static void schema_json(struct buf *b, const struct ice_schema *s)
 {
@@ -132,8 +169,16 @@ static void schema_json(struct buf *b, const struct ice_schema *s)
         assert(f->id > 0 && f->name != NULL);
         buf_printf(b, "%s{\"id\":%" PRId32 ",\"name\":", i ? "," : "", f->id);
         json_str(b, f->name);
-        buf_printf(b, ",\"required\":%s,\"type\":\"%s\"}", f->required ? "true" : "false",
+        buf_printf(b, ",\"required\":%s,\"type\":\"%s\"", f->required ? "true" : "false",
                    ice_type_name(f->type));
+        if (f->initial_default != NULL) {
+            assert(!f->initial_default->null);
+            buf_append_str(b, ",\"initial-default\":");
+            default_json(b, f->type, f->initial_default);
+            buf_append_str(b, ",\"write-default\":");
+            default_json(b, f->type, f->initial_default);
+        }
+        buf_put_u8(b, '}');
     }
     buf_append_str(b, "]}");
 }

@@ -48,6 +48,9 @@ struct ice_field {
     const char *name;
     enum st_type type; /* boolean int long double string timestamp(tz) */
     bool required;
+    /* v3's initial-default and write-default (the same value: the value of the rows written
+       before the field existed and of those written without it), NULL: none (not null) */
+    const struct st_value *initial_default;
 };
 
 struct ice_schema {

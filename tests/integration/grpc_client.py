@@ -35,6 +35,7 @@ UNARY = {
     "CheckErasure": (pb.CheckErasureRequest, pb.CheckErasureResponse),
     "TableHealth": (pb.TableHealthRequest, pb.TableHealthResponse),
     "ApplyDebezium": (pb.ApplyDebeziumRequest, pb.ApplyDebeziumResponse),
+    "AlterTable": (pb.AlterTableRequest, pb.Table),
 }
 
 

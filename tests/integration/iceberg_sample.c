@@ -102,9 +102,9 @@ static char *uri(const char *rel)
 
 #define NCOLS 6
 static const struct ice_field FIELDS[NCOLS] = {
-    {1, "id", ST_T_LONG, true},       {2, "name", ST_T_STRING, false},
-    {3, "score", ST_T_DOUBLE, false}, {4, "ok", ST_T_BOOLEAN, false},
-    {5, "n", ST_T_INT, true},         {6, "at", ST_T_TIMESTAMP, false},
+    {1, "id", ST_T_LONG, true, NULL},       {2, "name", ST_T_STRING, false, NULL},
+    {3, "score", ST_T_DOUBLE, false, NULL}, {4, "ok", ST_T_BOOLEAN, false, NULL},
+    {5, "n", ST_T_INT, true, NULL},         {6, "at", ST_T_TIMESTAMP, false, NULL},
 };
 static const int32_t KEY[] = {1};
 static const struct ice_schema SCHEMA = {0, FIELDS, NCOLS, KEY, 1};

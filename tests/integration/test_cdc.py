@@ -285,8 +285,6 @@ class Cdc(unittest.TestCase):
         good = json.loads(fixture("pg_update_noschema.json"))
         typed = json.loads(fixture("pg_update_noschema.json"))
         typed["after"]["id"] = "x"
-        unknown = json.loads(fixture("pg_update_noschema.json"))
-        unknown["after"]["nickname"] = "s"
         cases = [
             (b"{\"op\":", 400, "the body is not JSON"),
             (b"[1]", 400, "event 0: expected an event object, got integer"),
@@ -299,7 +297,8 @@ class Cdc(unittest.TestCase):
             (fixture("pg_decimal_precise.json"), 400,
              "event 0 (inventory.customers): after.balance: a decimal as base64 bytes"),
             (json.dumps([good, typed]), 400, 'event 1 (inventory.customers): column "id"'),
-            (json.dumps([good, unknown]), 400, 'event 1 (inventory.customers): unknown column "nickname"'),
+            # an unknown column is added under the default --cdc-schema evolve (test_cdc_schema.py);
+            # a wrong type for a known one is still refused
             (json.dumps(dict(good, source=dict(good["source"], lsn=-1))), 400, "source.lsn"),
         ]
         for body, status, needle in cases:

@@ -214,6 +214,43 @@ class Client(unittest.TestCase):
         self.ok("tables", "drop", "t1")
         self.code(3, "tables", "drop", "t1")
 
+    def test_tables_alter(self):
+        """strike tables alter: the changes in order, one commit; its exit codes."""
+        self.ok("tables", "create", "ta", "--columns", "id long not null, name string, qty int, note string not null",
+                "--key", "id")
+        r = self.ok("tables", "alter", "ta", "--add", "phone:string", "--rename", "name:full_name",
+                    "--widen", "qty:long", "--optional", "note", "--expected-schema-id", "0",
+                    "--output", "json")
+        t = json.loads(r.stdout)
+        self.assertEqual(t["schema_id"], 1)
+        self.assertEqual([(c["name"], c["type"], c.get("required", False)) for c in t["columns"]],
+                         [("id", "long", True), ("full_name", "string", False), ("qty", "long", False),
+                          ("note", "string", False), ("phone", "string", False)])
+        seq = t["seq"]
+        # a stale --expected-schema-id: 409, exit 4, nothing applied
+        r = self.code(4, "tables", "alter", "ta", "--drop", "phone", "--expected-schema-id", "0")
+        self.assertIn("HTTP 409", r.stderr)
+        # a refused change: 400 naming the column, exit 1, nothing applied (all or nothing)
+        r = self.code(1, "tables", "alter", "ta", "--drop", "phone", "--drop", "id")
+        self.assertIn("HTTP 400", r.stderr)
+        self.assertIn('"id"', r.stderr)
+        r = self.code(1, "tables", "alter", "ta", "--widen", "qty:int")
+        self.assertIn("qty", r.stderr)
+        t = json.loads(self.ok("tables", "show", "ta", "--output", "json").stdout)
+        self.assertEqual((t["seq"], t["schema_id"]), (seq, 1))
+        self.assertIn("phone", [c["name"] for c in t["columns"]])
+        # the table display after an alter
+        r = self.ok("tables", "alter", "ta", "--drop", "phone", "--add", "flag:boolean", "--output", "table")
+        self.assertRegex(r.stdout, r"(?m)^columns\s+id long not null, full_name string, qty long, note string, "
+                                   r"flag boolean$")
+        # usage errors: exit 2, nothing sent
+        for bad in (["ta"], ["ta", "--add", "phone"], ["ta", "--rename", "a"], ["ta", "--add", "x:long:maybe"],
+                    ["ta", "--expected-schema-id", "x", "--drop", "flag"], ["--drop", "flag"],
+                    ["ta", "--frob", "x"]):
+            self.code(2, "tables", "alter", *bad)
+        self.code(3, "tables", "alter", "nope", "--drop", "x")
+        self.assertIn("tables alter TABLE", self.ok("tables", "--help").stdout)
+
     # ---- on a terminal ----
 
     def on_tty(self, *args, env=None):

@@ -402,6 +402,88 @@ class Statistics(unittest.TestCase):
                 self.assertEqual(nulls.get(5), 0 if n == 1 else 1, f"null_value_counts {f['null_value_counts']}")
 
 
+class Schemas(unittest.TestCase):
+    """Schema changes (gRPC AlterTable) between commits: the metadata lists every schema, each
+    snapshot names the one it was written with, and the reader, resolving columns by field id
+    at each snapshot's schema, reads the old files' missing columns as null."""
+
+    def test_schema_history(self):
+        import grpc_client as gc
+        from grpc_client import pb
+        table = "evolving"
+        spec = {"name": table, "primary_key": ["id"],
+                "columns": [{"name": "id", "type": "long", "required": True},
+                            {"name": "s", "type": "string"}, {"name": "n", "type": "int"}]}
+        r = S.req("POST", "/v1/tables", spec)
+        self.assertEqual(r.status, 201, r)
+        store = iu.Store(S)
+        c = gc.Client(S.grpc_port)
+        try:
+            s1 = upsert(self, S, table, [{"id": k, "s": f"a{k}", "n": k} for k in (1, 2, 3)])
+
+            def alter(*changes):
+                return c.call("AlterTable", pb.AlterTableRequest(table=table, changes=list(changes)))
+            t = alter(pb.SchemaChange(add=pb.Column(name="phone", type="string")),
+                      pb.SchemaChange(add=pb.Column(name="flag", type="boolean", required=True),
+                                      default_json="true"))
+            self.assertEqual(t.schema_id, 1)
+            s_add = t.seq
+            s2 = upsert(self, S, table, [{"id": 4, "s": "a4", "n": 4, "phone": "p4", "flag": False},
+                                         {"id": 1, "s": "b1", "n": 1, "phone": "p1", "flag": True}])
+            t = alter(pb.SchemaChange(widen=pb.WidenColumn(column="n", type="long")),
+                      pb.SchemaChange(rename=pb.RenameColumn(**{"from": "s", "to": "label"})),
+                      pb.SchemaChange(drop="phone"))
+            self.assertEqual(t.schema_id, 2)
+            s_alter = t.seq
+            s3 = upsert(self, S, table, [{"id": 5, "label": "c5", "n": 5_000_000_000, "flag": False}])
+        finally:
+            c.close()
+        r = load(self, S, table)
+        meta, loc = r.json()["metadata"], r.json()["metadata-location"]
+        store.refresh()
+        with open(store.local(loc)) as f:
+            self.assertEqual(json.load(f), meta)  # the REST answer is the file
+        # every schema, by id; field ids stable across the rename and the widening
+        schemas = {x["schema-id"]: [(f["id"], f["name"], f["type"], f["required"]) for f in x["fields"]]
+                   for x in meta["schemas"]}
+        # the required column added with a default: v3's initial-default and write-default
+        flag = [f for f in meta["schemas"][-1]["fields"] if f["name"] == "flag"][0]
+        self.assertEqual((flag.get("initial-default"), flag.get("write-default")), (True, True), flag)
+        self.assertEqual(schemas, {
+            0: [(1, "id", "long", True), (2, "s", "string", False), (3, "n", "int", False)],
+            1: [(1, "id", "long", True), (2, "s", "string", False), (3, "n", "int", False),
+                (4, "phone", "string", False), (5, "flag", "boolean", True)],
+            2: [(1, "id", "long", True), (2, "label", "string", False), (3, "n", "long", False),
+                (5, "flag", "boolean", True)]})
+        self.assertEqual(meta["current-schema-id"], 2)
+        self.assertEqual(meta["last-column-id"], 5)
+        # each snapshot names the schema it was written with
+        at = {x["snapshot-id"]: x["schema-id"] for x in meta["snapshots"]}
+        self.assertEqual({q: at[q] for q in (s1, s_add, s2, s_alter, s3)},
+                         {s1: 0, s_add: 1, s2: 1, s_alter: 2, s3: 2}, at)
+        # the reader: each snapshot at its schema; columns a file lacks read null
+        rows, rep = iu.rows_and_check(self, loc, store.maps())
+        iu.assert_check_clean(self, rep, "schema history")
+
+        def snap(q):
+            x = rows[q]
+            return x["columns"], sorted(x["rows"], key=lambda r: int(r[0]))
+        cols, got = snap(s1)
+        self.assertEqual(cols, ["id", "s", "n"])
+        self.assertEqual(got, [[1, "a1", 1], [2, "a2", 2], [3, "a3", 3]])
+        cols, got = snap(s2)
+        self.assertEqual(cols, ["id", "s", "n", "phone", "flag"])
+        # rows 2 and 3 are in the file written before the add: phone null, flag its default
+        self.assertEqual(got, [[1, "b1", 1, "p1", True], [2, "a2", 2, None, True],
+                               [3, "a3", 3, None, True], [4, "a4", 4, "p4", False]])
+        cols, got = snap(s3)
+        self.assertEqual(cols, ["id", "label", "n", "flag"])
+        self.assertEqual([[int(r[0]), r[1], int(r[2]), r[3]] for r in got],
+                         [[1, "b1", 1, True], [2, "a2", 2, True], [3, "a3", 3, True], [4, "a4", 4, False],
+                          [5, "c5", 5_000_000_000, False]])
+        store.close()
+
+
 class Legacy(unittest.TestCase):
     """A table written before the export: DV rows legacy_ref, Puffin blobs naming the
     data file by its relative path."""

@@ -153,6 +153,127 @@ static void test_snapshot_has_no_position(void **state)
     cdc_batch_free(&b);
 }
 
+/* Decode text; it must succeed. */
+static void decode_text(const char *text, struct cdc_batch *b)
+{
+    struct st_err err = {0};
+    if (cdc_decode(text, strlen(text), NULL, b, &err) != ST_OK)
+        fail_msg("%s: %s", text, err.msg);
+}
+
+static int field_of(const struct cdc_image *img, const char *name)
+{
+    for (size_t i = 0; i < img->n; i++)
+        if (strcmp(img->names[i], name) == 0)
+            return (int)i;
+    fail_msg("no field %s", name);
+    return -1;
+}
+
+/* The source's types: from the converter's schema (logical types too), else the values. */
+static void test_source_types(void **state)
+{
+    (void)state;
+    struct cdc_batch b;
+    decode_file("pg_create_schema.json", NULL, &b);
+    assert_int_equal(b.n, 1);
+    const struct cdc_image *a = &b.ev[0].after;
+    assert_true(a->typed);
+    assert_int_equal(a->stype[field_of(a, "id")], ST_T_INT);               /* int32 */
+    assert_int_equal(a->stype[field_of(a, "first_name")], ST_T_STRING);    /* string */
+    assert_int_equal(a->stype[field_of(a, "created_at")], ST_T_TIMESTAMP); /* MicroTimestamp */
+    assert_int_equal(a->stype[field_of(a, "birth_date")], ST_T_TIMESTAMP); /* Date */
+    cdc_batch_free(&b);
+    decode_text("{\"op\":\"c\",\"after\":{\"i\":1,\"big\":5000000000,\"d\":1.5,\"s\":\"x\","
+                "\"b\":true,\"z\":null},\"source\":{\"table\":\"t\"}}",
+                &b);
+    a = &b.ev[0].after;
+    assert_false(a->typed);
+    assert_int_equal(a->stype[field_of(a, "i")], ST_T_LONG); /* an integer: long (the service
+                                                               takes one that fits as int) */
+    assert_int_equal(a->stype[field_of(a, "big")], ST_T_LONG);
+    assert_int_equal(a->stype[field_of(a, "d")], ST_T_DOUBLE);
+    assert_int_equal(a->stype[field_of(a, "s")], ST_T_STRING);
+    assert_int_equal(a->stype[field_of(a, "b")], ST_T_BOOLEAN);
+    assert_int_equal(a->stype[field_of(a, "z")], 0); /* null says nothing */
+    cdc_batch_free(&b);
+    /* a schema with int64, float32, a struct */
+    decode_text("{\"schema\":{\"type\":\"struct\",\"fields\":[{\"field\":\"after\",\"type\":"
+                "\"struct\",\"fields\":[{\"field\":\"q\",\"type\":\"int64\"},{\"field\":\"f\","
+                "\"type\":\"float32\"},{\"field\":\"n\",\"type\":\"struct\"},{\"field\":\"m\","
+                "\"type\":\"int16\"}]}]},\"payload\":{\"op\":\"c\",\"after\":{\"q\":1,\"f\":2.5,"
+                "\"n\":null,\"m\":3},\"source\":{\"table\":\"t\"}}}",
+                &b);
+    a = &b.ev[0].after;
+    assert_true(a->typed);
+    assert_int_equal(a->stype[field_of(a, "q")], ST_T_LONG);
+    assert_int_equal(a->stype[field_of(a, "f")], ST_T_DOUBLE);
+    assert_int_equal(a->stype[field_of(a, "n")], 0);
+    assert_int_equal(a->stype[field_of(a, "m")], ST_T_INT);
+    cdc_batch_free(&b);
+}
+
+/* A schema-change event: one 's' event per CREATE/ALTER entry, its columns typed by jdbcType. */
+static void test_schema_change(void **state)
+{
+    (void)state;
+    struct cdc_batch b;
+    decode_text(
+        "{\"source\":{\"connector\":\"mysql\",\"name\":\"m\",\"db\":\"inv\",\"table\":\"c\"},"
+        "\"ddl\":\"ALTER TABLE c ADD x\",\"tableChanges\":["
+        "{\"type\":\"DROP\",\"id\":\"\\\"inv\\\".\\\"gone\\\"\"},"
+        "{\"type\":\"ALTER\",\"id\":\"\\\"inv\\\".\\\"c\\\"\",\"table\":{"
+        "\"primaryKeyColumnNames\":[\"id\"],\"columns\":["
+        "{\"name\":\"id\",\"jdbcType\":4},{\"name\":\"big\",\"jdbcType\":-5},"
+        "{\"name\":\"s\",\"jdbcType\":12},{\"name\":\"t\",\"jdbcType\":93},"
+        "{\"name\":\"f\",\"typeName\":\"DOUBLE\"},{\"name\":\"g\",\"jdbcType\":2003}]}}]}",
+        &b);
+    assert_int_equal(b.n, 1);
+    assert_int_equal(b.nskipped, 0);
+    const struct cdc_event *e = &b.ev[0];
+    assert_int_equal(e->op, 's');
+    assert_string_equal(e->db, "inv");
+    assert_string_equal(e->table, "c");
+    assert_string_equal(e->source, "inv.c");
+    assert_int_equal(e->npk, 1);
+    assert_string_equal(e->pk[0], "id");
+    assert_true(e->after.typed);
+    assert_int_equal(e->after.n, 6);
+    static const uint8_t want[] = {ST_T_INT,       ST_T_LONG,   ST_T_STRING,
+                                   ST_T_TIMESTAMP, ST_T_DOUBLE, 0};
+    for (size_t i = 0; i < 6; i++)
+        assert_int_equal(e->after.stype[i], want[i]);
+    cdc_batch_free(&b);
+    /* three parts: db.schema.table */
+    decode_text("{\"ddl\":\"x\",\"tableChanges\":[{\"type\":\"CREATE\",\"id\":\"d.s.t\","
+                "\"table\":{\"columns\":[]}}]}",
+                &b);
+    assert_int_equal(b.n, 1);
+    assert_string_equal(b.ev[0].source, "s.t");
+    cdc_batch_free(&b);
+    refuse("{\"ddl\":\"x\",\"tableChanges\":{}}", NULL,
+           "event 0: tableChanges: expected an array, got object");
+    /* at most CDC_TABLE_CHANGES_MAX tables described by one body (each is looked up) */
+    size_t cap = 64 + (CDC_TABLE_CHANGES_MAX + 1) * 64;
+    char *big = malloc(cap), *p = big;
+    p += sprintf(p, "{\"ddl\":\"x\",\"tableChanges\":[");
+    for (int i = 0; i <= CDC_TABLE_CHANGES_MAX; i++)
+        p += sprintf(p, "%s{\"type\":\"ALTER\",\"id\":\"d.t%d\",\"table\":{\"columns\":[]}}",
+                     i ? "," : "", i);
+    sprintf(p, "]}");
+    struct st_err err = {0};
+    assert_int_equal(cdc_decode(big, strlen(big), NULL, &b, &err), ST_ETOOBIG);
+    assert_non_null(strstr(err.msg, "describe more than 4096 tables"));
+    free(big);
+    refuse("{\"ddl\":\"x\",\"tableChanges\":[{\"type\":\"ALTER\",\"id\":\"a.b.c.d\"}]}", NULL,
+           "event 0: tableChanges[0].id");
+    refuse("{\"ddl\":\"x\",\"tableChanges\":[{\"type\":\"ALTER\",\"id\":\"a.b\"}]}", NULL,
+           "event 0 (a.b): tableChanges[0].table.columns: required");
+    refuse("{\"ddl\":\"x\",\"tableChanges\":[{\"type\":\"ALTER\",\"id\":\"a.b\",\"table\":"
+           "{\"columns\":[{\"jdbcType\":4}]}}]}",
+           NULL, "event 0 (a.b): tableChanges[0].table.columns[0].name: required");
+}
+
 static void test_skipped(void **state)
 {
     (void)state;
@@ -511,6 +632,8 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_fast_path),
         cmocka_unit_test(test_media),
+        cmocka_unit_test(test_source_types),
+        cmocka_unit_test(test_schema_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

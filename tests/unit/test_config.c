@@ -27,7 +27,8 @@ static const char *const ENV_VARS[] = {"STRIKE_HTTP",
                                        "STRIKE_TLS_CERT",
                                        "STRIKE_TLS_KEY",
                                        "STRIKE_HEADER_TIMEOUT",
-                                       "STRIKE_MAX_CONNS_PER_IP"};
+                                       "STRIKE_MAX_CONNS_PER_IP",
+                                       "STRIKE_CDC_SCHEMA"};
 
 static int clear_env(void **state)
 {
@@ -235,6 +236,32 @@ static void test_bad_values(void **state)
     clear_env(NULL);
 }
 
+/* --cdc-schema: evolve by default, refuse, ignore-new; anything else refused naming it. */
+static void test_cdc_schema(void **state)
+{
+    (void)state;
+    struct config c;
+    char err[256] = "";
+    assert_int_equal(load(&c, err, 1), CONFIG_OK);
+    assert_string_equal(c.cdc_schema, "evolve");
+    config_free(&c);
+    assert_int_equal(load(&c, err, 3, "--cdc-schema", "refuse"), CONFIG_OK);
+    assert_string_equal(c.cdc_schema, "refuse");
+    config_free(&c);
+    setenv("STRIKE_CDC_SCHEMA", "ignore-new", 1);
+    assert_int_equal(load(&c, err, 1), CONFIG_OK);
+    assert_string_equal(c.cdc_schema, "ignore-new");
+    config_free(&c);
+    assert_int_equal(load(&c, err, 2, "--cdc-schema=evolve"), CONFIG_OK); /* flag over env */
+    assert_string_equal(c.cdc_schema, "evolve");
+    config_free(&c);
+    unsetenv("STRIKE_CDC_SCHEMA");
+    assert_int_equal(load(&c, err, 3, "--cdc-schema", "add"), CONFIG_ERROR);
+    assert_string_equal(err, "--cdc-schema: bad CDC schema policy \"add\" (want evolve, refuse or "
+                             "ignore-new)");
+    config_free(&c);
+}
+
 static void test_cdc_route(void **state)
 {
     (void)state;
@@ -305,6 +332,7 @@ int main(void)
         cmocka_unit_test_setup(test_bad_values, clear_env),
         cmocka_unit_test_setup(test_parsers, clear_env),
         cmocka_unit_test_setup(test_cdc_route, clear_env),
+        cmocka_unit_test_setup(test_cdc_schema, clear_env),
         cmocka_unit_test_setup(test_connection_limits, clear_env),
         cmocka_unit_test_setup(test_help, clear_env),
     };

@@ -31,9 +31,9 @@
 /* ------------------------------------------------------------- fixtures */
 
 static const struct ice_field FIELDS[] = {
-    {1, "id", ST_T_LONG, true},       {2, "name", ST_T_STRING, false},
-    {3, "score", ST_T_DOUBLE, false}, {4, "ok", ST_T_BOOLEAN, false},
-    {5, "n", ST_T_INT, true},         {6, "at", ST_T_TIMESTAMP, false},
+    {1, "id", ST_T_LONG, true, NULL},       {2, "name", ST_T_STRING, false, NULL},
+    {3, "score", ST_T_DOUBLE, false, NULL}, {4, "ok", ST_T_BOOLEAN, false, NULL},
+    {5, "n", ST_T_INT, true, NULL},         {6, "at", ST_T_TIMESTAMP, false, NULL},
 };
 static const int32_t KEY[] = {1, 5};
 static const struct ice_schema SCHEMA = {7, FIELDS, 6, KEY, 2};
@@ -139,6 +139,41 @@ static void test_schema_json(void **state)
     struct ice_schema empty = {3, NULL, 0, NULL, 0};
     s = ice_schema_json(&empty);
     assert_string_equal(s, "{\"type\":\"struct\",\"schema-id\":3,\"fields\":[]}");
+    free(s);
+
+    /* defaults (schema evolution: a required column added with one): Appendix D's JSON
+       single values, as initial-default and write-default alike */
+    struct st_value dv[6] = {0};
+    dv[0].v.b = true;
+    dv[1].v.i = -7;
+    dv[2].v.l = INT64_MAX;
+    dv[3].v.d = 0.5;
+    dv[4].v.s.p = "a\"b";
+    dv[4].v.s.len = 3;
+    dv[5].v.l = 1510871468123456; /* 2017-11-16T22:31:08.123456 UTC */
+    const struct ice_field df[6] = {
+        {1, "b", ST_T_BOOLEAN, true, &dv[0]}, {2, "i", ST_T_INT, true, &dv[1]},
+        {3, "l", ST_T_LONG, true, &dv[2]},    {4, "d", ST_T_DOUBLE, true, &dv[3]},
+        {5, "s", ST_T_STRING, true, &dv[4]},  {6, "t", ST_T_TIMESTAMP, true, &dv[5]},
+    };
+    struct ice_schema ds = {4, df, 6, NULL, 0};
+    s = ice_schema_json(&ds);
+    assert_string_equal(
+        s,
+        "{\"type\":\"struct\",\"schema-id\":4,\"fields\":["
+        "{\"id\":1,\"name\":\"b\",\"required\":true,\"type\":\"boolean\",\"initial-default\":"
+        "true,\"write-default\":true},"
+        "{\"id\":2,\"name\":\"i\",\"required\":true,\"type\":\"int\",\"initial-default\":-7,"
+        "\"write-default\":-7},"
+        "{\"id\":3,\"name\":\"l\",\"required\":true,\"type\":\"long\",\"initial-default\":"
+        "9223372036854775807,\"write-default\":9223372036854775807},"
+        "{\"id\":4,\"name\":\"d\",\"required\":true,\"type\":\"double\",\"initial-default\":0.5,"
+        "\"write-default\":0.5},"
+        "{\"id\":5,\"name\":\"s\",\"required\":true,\"type\":\"string\",\"initial-default\":"
+        "\"a\\\"b\",\"write-default\":\"a\\\"b\"},"
+        "{\"id\":6,\"name\":\"t\",\"required\":true,\"type\":\"timestamptz\",\"initial-default\":"
+        "\"2017-11-16T22:31:08.123456+00:00\",\"write-default\":"
+        "\"2017-11-16T22:31:08.123456+00:00\"}]}");
     free(s);
 }
 
@@ -1307,8 +1342,8 @@ static void test_manifest_list(void **state)
 
 /* ------------------------------------------------------------- table metadata */
 
-static const struct ice_field SMALL_FIELDS[] = {{1, "id", ST_T_LONG, true},
-                                                {2, "name", ST_T_STRING, false}};
+static const struct ice_field SMALL_FIELDS[] = {{1, "id", ST_T_LONG, true, NULL},
+                                                {2, "name", ST_T_STRING, false, NULL}};
 static const int32_t SMALL_KEY[] = {1};
 
 static void test_metadata_json(void **state)

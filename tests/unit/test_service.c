@@ -1382,11 +1382,18 @@ static void test_health(void **state)
 /* ---- CDC ------------------------------------------------------------------------------------- */
 
 /* Apply a body (JSON text) with ?table= `table` (NULL: routed) and the routes given. */
+/* --cdc-schema of the next cdc() calls (evolve: the server's default) */
+static enum svc_cdc_schema cdc_policy = SVC_CDC_EVOLVE;
+
 static int cdc(const char *body, const char *table, const struct svc_cdc_route *routes,
                size_t nroutes, struct svc_cdc_res *out)
 {
-    struct svc_cdc_req q = {
-        .body = body, .len = strlen(body), .table = table, .routes = routes, .nroutes = nroutes};
+    struct svc_cdc_req q = {.body = body,
+                            .len = strlen(body),
+                            .table = table,
+                            .routes = routes,
+                            .nroutes = nroutes,
+                            .schema = cdc_policy};
     return svc_cdc_apply(T.e, &q, out, E());
 }
 
@@ -1526,10 +1533,12 @@ static void test_cdc_checks(void **state)
        the good event before it, for another table, is not committed */
     const char *bad_after[] = {"{\"id\":1,\"nope\":2}", "{\"id\":1,\"v\":\"ten\"}",
                                "{\"id\":null,\"v\":1}", "{\"id\":1,\"s\":7}"};
-    const char *bad_msg[][2] = {{"event 1 (inv.cd_chk): ", "unknown column \"nope\""},
+    const char *bad_msg[][2] = {{"event 1 (inv.cd_chk): ",
+                                 "column \"nope\" is not in table \"cd_chk\" (--cdc-schema refuse"},
                                 {"event 1 (inv.cd_chk): ", "expected long, got string"},
                                 {"event 1 (inv.cd_chk): ", "column \"id\" is required"},
                                 {"event 1 (inv.cd_chk): ", "expected string, got integer"}};
+    cdc_policy = SVC_CDC_REFUSE; /* under evolve an unknown column is added */
     for (size_t i = 0; i < 4; i++) {
         evs[0] = ev('c', "cd_ok", 10, NULL, "{\"id\":1,\"v\":1}");
         evs[1] = ev('c', "cd_chk", 20, NULL, bad_after[i]);
@@ -1539,6 +1548,7 @@ static void test_cdc_checks(void **state)
         assert_null(res.tables);
         free(body);
     }
+    cdc_policy = SVC_CDC_EVOLVE;
     /* a d without before (the decoder's own check) */
     evs[0] = ev('c', "cd_ok", 10, NULL, "{\"id\":1}");
     evs[1] = ev('d', "cd_chk", 20, NULL, NULL);
