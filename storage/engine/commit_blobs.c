@@ -192,10 +192,12 @@ void eng__tfile_clear(struct tfile *tf)
 
 /*
  * The new positions of f as a delta to append to its DV row's (f->as_delta,
- * f->delta_body), when the commit may (a change batch, which holds the
- * table's row lock from its base read to COMMIT, with inline DVs on), the
- * file has a DV row, and its delta stays within ENGINE_DV_DELTA_MAX positions,
- * each below 2^31 (a position list's). Else the caller writes a new base.
+ * f->delta_body), when the commit may (it holds the table's row lock until
+ * COMMIT, p->in_txn: a change batch, a delete by filter; with inline DVs
+ * on), the file has a DV row, and its delta stays within
+ * ENGINE_DV_DELTA_MAX positions, each below 2^31 (a position list's). Else
+ * the caller writes a new base. SQL_DELTA_DVS copies the base from the row
+ * it closes, so a fold that moved it since the base read is followed.
  */
 static void try_delta(const struct engine *e, const struct plan *p, struct tfile *f)
 {
