@@ -185,6 +185,26 @@ static struct rc_obj *lru_put(struct lru *l, const void *key, size_t klen, struc
     return obj;
 }
 
+/* Drop the entry of `key` if cached (its object lives on while in use). */
+static void lru_del(struct lru *l, const void *key, size_t klen)
+{
+    struct rc_obj *gone = NULL;
+    pthread_mutex_lock(&l->mu);
+    void **slot = hmap_get(&l->map, key, klen);
+    if (slot != NULL) {
+        struct lru_ent *e = *slot;
+        unlink_ent(l, e);
+        hmap_del(&l->map, e->key, e->klen);
+        assert(l->bytes >= e->cost); /* the bytes are the sum of the entries' costs */
+        l->bytes -= e->cost;
+        gone = e->obj;
+        free(e->key);
+        free(e);
+    }
+    pthread_mutex_unlock(&l->mu);
+    rc_unref(gone);
+}
+
 /* ---- the caches ------------------------------------------------------------- */
 
 struct dvcache {
@@ -618,11 +638,17 @@ out:
     return rc;
 }
 
-int engine_get_dv(struct engine *e, struct engine_table *t, int64_t file_id, bool has_snapshot,
+/*
+ * engine_get_dv; with use_cache false, not from a cached location (*from_cache: it was). A
+ * cached location may name a base blob that a fold replaced and gc then deleted: the caller
+ * drops it and asks the catalog again.
+ */
+static int get_dv(struct engine *e, struct engine_table *t, int64_t file_id, bool has_snapshot,
                   int64_t snapshot, enum dv_format f, struct engine_dv_bytes **out,
-                  int64_t *resolved_snapshot, struct st_err *err)
+                  int64_t *resolved_snapshot, bool use_cache, bool *from_cache, struct st_err *err)
 {
     *out = NULL;
+    *from_cache = false;
     if (f != DV_FMT_ROARING64 && f != DV_FMT_ICEBERG && f != DV_FMT_DELTA)
         return st_errf(err, ST_EINVAL, "format: use roaring64, iceberg-dv or delta-dv");
     if (has_snapshot && snapshot < 0)
@@ -642,13 +668,16 @@ int engine_get_dv(struct engine *e, struct engine_table *t, int64_t file_id, boo
         bool fresh = eng__floor_get(e, t->id, &oldest);
         if (fresh && snapshot < oldest)
             return eng__expired_err(t, snapshot, oldest, err);
-        if (fresh)
+        if (fresh && use_cache)
             l = (struct loc *)(void *)lru_get(&e->dvc->loc, lkey, lklen);
+        *from_cache = l != NULL;
     }
     if (l == NULL) {
         int rc = lookup_location(e, t, file_id, has_snapshot, snapshot, &l, &seq, err);
         if (rc != ST_OK)
             return rc;
+        if (has_snapshot && !use_cache)
+            lru_del(&e->dvc->loc, lkey, lklen); /* the stale one goes */
         if (has_snapshot)
             l = (struct loc *)(void *)lru_put(&e->dvc->loc, lkey, lklen, &l->rc,
                                               sizeof *l + (size_t)l->length + l->delta_len + 64);
@@ -712,6 +741,21 @@ int engine_get_dv(struct engine *e, struct engine_table *t, int64_t file_id, boo
     rc_unref(&l->rc);
     *out = &((struct dvb *)(void *)o)->pub;
     return ST_OK;
+}
+
+int engine_get_dv(struct engine *e, struct engine_table *t, int64_t file_id, bool has_snapshot,
+                  int64_t snapshot, enum dv_format f, struct engine_dv_bytes **out,
+                  int64_t *resolved_snapshot, struct st_err *err)
+{
+    bool from_cache = false;
+    int rc = get_dv(e, t, file_id, has_snapshot, snapshot, f, out, resolved_snapshot, true,
+                    &from_cache, err);
+    if (rc != ST_OK && from_cache) {
+        st_err_clear(err);
+        rc = get_dv(e, t, file_id, has_snapshot, snapshot, f, out, resolved_snapshot, false,
+                    &from_cache, err);
+    }
+    return rc;
 }
 
 bool engine_peek_dv(struct engine *e, const struct engine_table *t, int64_t file_id,

@@ -1362,6 +1362,111 @@ static void test_kill_during_fold(void **state)
     engine_table_unref(t);
 }
 
+/* The DV endpoint's cached location of a snapshot may name a base that a fold replaced and gc
+   then deleted: the endpoint asks the catalog again and answers the same bytes. A second engine
+   with a decoded-DV cache of one entry holds that location and no decoded copy of the DV. */
+static struct dv_answer dv_on(struct engine *e, struct engine_table *t, int64_t file,
+                              int64_t snapshot, enum dv_format f)
+{
+    struct engine_dv_bytes *b = NULL;
+    int64_t snap;
+    struct st_err err = {0};
+    if (engine_get_dv(e, t, file, true, snapshot, f, &b, &snap, &err) != ST_OK)
+        fail_msg("DV of file %lld at %lld: %s", (long long)file, (long long)snapshot, err.msg);
+    struct dv_answer a = {.p = xmalloc(b->len ? b->len : 1), .len = b->len, .card = b->cardinality};
+    memcpy(a.p, b->data, b->len);
+    snprintf(a.etag, sizeof a.etag, "%s", b->etag);
+    engine_dv_bytes_unref(b);
+    return a;
+}
+
+static void test_fold_then_base_gone(void **state)
+{
+    (void)state;
+    reopen(64);
+    struct engine_table *t = table("delta_gone"), *o = table("delta_gone_o");
+    load(t, 1000);
+    load(o, 1000);
+    int64_t fid = only_file(t), ofid = only_file(o);
+    int64_t base[40];
+    for (int i = 0; i < 40; i++)
+        base[i] = 300 + 7 * i;
+    del(t, base, 40); /* Puffin bases */
+    del(o, base, 40);
+    engine_test_fast_deletes(T.e, true);
+    const int64_t one[] = {5};
+    del(t, one, 1); /* base + delta */
+    del(o, one, 1);
+    int64_t s = table_seq(t), os = table_seq(o);
+    struct dv_answer want = dv_at(t, fid, s, DV_FMT_DELTA);
+
+    struct engine *e2;
+    struct engine_opts eo = {.conninfo = T.conninfo,
+                             .data_dir = T.data_dir,
+                             .pool_size = 2,
+                             .dv_inline_max = 64,
+                             .dv_cache_bytes = 1};
+    struct st_err err = {0};
+    assert_int_equal(engine_open(&eo, &e2, &err), ST_OK);
+    struct engine_table *t2, *o2;
+    assert_int_equal(engine_get_table(e2, "delta_gone", &t2, &err), ST_OK);
+    assert_int_equal(engine_get_table(e2, "delta_gone_o", &o2, &err), ST_OK);
+    struct dv_answer before = dv_on(e2, t2, fid, s, DV_FMT_ICEBERG);  /* caches the location */
+    struct dv_answer other = dv_on(e2, o2, ofid, os, DV_FMT_ICEBERG); /* evicts its set */
+    free(other.p);
+
+    int64_t moved = 0;
+    assert_int_equal(engine_test_fold_dvs(T.e, t, &moved, &err), ST_OK);
+    assert_int_equal(moved, 1);
+    /* the older row, the only other one naming the old base, expires; gc takes the base */
+    struct engine_expire_req q = {.has_retain_last = true, .retain_last = 1};
+    struct engine_expire_res xr;
+    assert_int_equal(engine_expire(T.e, t, &q, &xr, &err), ST_OK);
+    assert_int_equal(xr.oldest_seq, s);
+    struct engine_plan_file *pf;
+    size_t npf;
+    int64_t seq;
+    assert_int_equal(engine_plan(T.e, t, false, 0, NULL, &pf, &npf, &seq, &err), ST_OK);
+    assert_int_equal(npf, 1);
+    const char *keep = strrchr(pf[0].dv_path, '/') + 1;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/tables/%s/dv", T.data_dir, t->uuid);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int gone = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strstr(de->d_name, ".puffin") == NULL || strcmp(de->d_name, keep) == 0)
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        assert_int_equal(unlink(path), 0);
+        gone++;
+    }
+    closedir(d);
+    engine_plan_free(pf, npf);
+    assert_int_equal(gone, 1);
+    /* a format e2 has not served: built from its cached location, whose base is gone */
+    struct dv_answer after = dv_on(e2, t2, fid, s, DV_FMT_DELTA);
+    assert_int_equal(after.len, want.len);
+    assert_memory_equal(after.p, want.p, want.len);
+    assert_string_equal(after.etag, want.etag);
+    struct dv_answer ice = dv_on(e2, t2, fid, s, DV_FMT_ICEBERG);
+    assert_int_equal(ice.len, before.len);
+    assert_memory_equal(ice.p, before.p, before.len);
+    assert_string_equal(ice.etag, before.etag);
+    free(before.p);
+    free(after.p);
+    free(ice.p);
+    free(want.p);
+    engine_table_unref(t2);
+    engine_table_unref(o2);
+    engine_close(e2);
+    fsck_clean();
+    engine_table_unref(t);
+    engine_table_unref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1382,6 +1487,7 @@ int main(void)
         cmocka_unit_test(test_one_statement_summary),
         cmocka_unit_test(test_delta_fold_keeps_bytes),
         cmocka_unit_test(test_kill_during_fold),
+        cmocka_unit_test(test_fold_then_base_gone),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
