@@ -537,6 +537,9 @@ void engine_test_fault(struct engine *e, enum engine_fault f, int n)
     case FAULT_MAINT_STALL_TABLE:
         atomic_store(&e->fault_maint_stall_table, n);
         break;
+    case FAULT_KILL_IN_FOLD:
+        atomic_store(&e->fault_kill_in_fold, n);
+        break;
     }
 }
 

@@ -110,6 +110,11 @@ static int take_lookup(struct cbatch *b, struct plan *p, const PGresult *r, stru
                                      "inline DV of file %lld: %zu bytes, the row says %lld",
                                      (long long)id, len, (long long)f->dv_length);
                 }
+                if (!PQgetisnull(r, i, SQL_LOOKUP_DELTA_COL)) { /* positions since the base */
+                    f->dv_delta_len = (size_t)PQgetlength(r, i, SQL_LOOKUP_DELTA_COL);
+                    f->dv_delta = xmalloc(f->dv_delta_len ? f->dv_delta_len : 1);
+                    memcpy(f->dv_delta, PQgetvalue(r, i, SQL_LOOKUP_DELTA_COL), f->dv_delta_len);
+                }
                 if (rc == ST_OK && (f->dv_path == NULL) == (f->dv_inline == NULL))
                     rc = st_errf(err, ST_ECORRUPT, "the DV of file %lld has no single location",
                                  (long long)id);

@@ -172,6 +172,11 @@ void eng__tfile_set_base(struct tfile *tf, const struct snap_file *sf)
     tf->dv_offset = sf->dv_offset;
     tf->dv_length = sf->dv_length;
     tf->dv_card = sf->dv_card;
+    if (sf->dv_delta != NULL) {
+        tf->dv_delta = xmalloc(sf->dv_delta_len);
+        memcpy(tf->dv_delta, sf->dv_delta, sf->dv_delta_len);
+        tf->dv_delta_len = sf->dv_delta_len;
+    }
 }
 
 void eng__tfile_clear(struct tfile *tf)
@@ -179,18 +184,57 @@ void eng__tfile_clear(struct tfile *tf)
     free(tf->path);
     free(tf->dv_path);
     free(tf->dv_inline);
+    free(tf->dv_delta);
     free(tf->blob_inline);
+    free(tf->delta_body);
     dv_free(tf->add);
     dv_free(tf->merged);
 }
 
 /*
- * Merge each touched file's new positions into its DV at the base seq (read
- * from its Puffin file or from the inline bytes the base read returned);
- * keep each new DV of at most dv_inline_max bytes inline (f->blob_inline: a
- * position list when that fits, else its Iceberg blob), and write one Puffin
- * file with the others that are not a whole-file removal (none: no file,
- * p->puffin_rel stays NULL).
+ * The new positions of f as a delta to append to its DV row's (f->as_delta,
+ * f->delta_body), when the commit may (it holds the table's row lock until
+ * COMMIT, p->in_txn: a change batch, a delete by filter; with inline DVs
+ * on), the file has a DV row, and its delta stays within
+ * ENGINE_DV_DELTA_MAX positions, each below 2^31 (a position list's). Else
+ * the caller writes a new base. SQL_DELTA_DVS copies the base from the row
+ * it closes, so a fold that moved it since the base read is followed.
+ */
+static void try_delta(const struct engine *e, const struct plan *p, struct tfile *f)
+{
+    if (!p->in_txn || !f->has_dv || e->o.dv_inline_max <= 0 || f->record_count > INT32_MAX)
+        return;
+    size_t had = f->dv_delta != NULL && f->dv_delta_len >= DV_POSLIST_HEADER
+                     ? (f->dv_delta_len - DV_POSLIST_HEADER) / 4
+                     : 0;
+    uint64_t n = dv_cardinality(f->add);
+    if (n == 0 || had + n > ENGINE_DV_DELTA_MAX)
+        return;
+    f->delta_len = (size_t)n * 4;
+    f->delta_body = xmalloc(f->delta_len);
+    struct dv_iter it;
+    dv_iter_init(&it, f->add);
+    uint64_t pos;
+    size_t k = 0;
+    while (dv_iter_next(&it, &pos)) {
+        uint8_t *q = f->delta_body + 4 * k++;
+        q[0] = (uint8_t)(pos >> 24);
+        q[1] = (uint8_t)(pos >> 16);
+        q[2] = (uint8_t)(pos >> 8);
+        q[3] = (uint8_t)pos;
+    }
+    assert(k == n);
+    f->as_delta = true;
+}
+
+/*
+ * Merge each touched file's new positions into its DV at the base seq (base
+ * plus delta, dvc__get); append them to the row's delta when they fit
+ * (try_delta: the commit writes no blob for the file); else keep each new
+ * DV of at most dv_inline_max bytes inline (f->blob_inline: a position list
+ * when that fits, else its Iceberg blob), and write one Puffin file with the
+ * others that are not a whole-file removal (none: no file, p->puffin_rel
+ * stays NULL). A new base has no delta: it is a fold of the old row.
  */
 int eng__write_dvs(struct engine *e, const struct engine_table *t, struct plan *p,
                    struct st_err *err)
@@ -209,7 +253,7 @@ int eng__write_dvs(struct engine *e, const struct engine_table *t, struct plan *
         void *h = NULL;
         if (f->has_dv) {
             rc = dvc__get(e, f->dv_path, f->dv_offset, f->dv_length, f->dv_card, f->dv_inline,
-                          &base, &h, err);
+                          f->dv_delta, f->dv_delta_len, &base, &h, err);
             if (rc != ST_OK)
                 break;
             dv_union(f->merged, base);
@@ -239,6 +283,9 @@ int eng__write_dvs(struct engine *e, const struct engine_table *t, struct plan *
             f->removed = true; /* nothing left: drop the file rather than store a full DV */
             continue;
         }
+        try_delta(e, p, f);
+        if (f->as_delta)
+            continue;
         uint64_t off, len;
         if (e->o.dv_inline_max > 0) {
             /* a position list when it fits (the next single-key delete of the file appends to

@@ -6,9 +6,11 @@
  * the base read (BEGIN, the table's row lock, the keys' rows and their
  * files' DVs), then, once the new DVs are built here, the commit (the seq,
  * the snapshot, the DV rows, the key index, COMMIT). A request that only
- * deletes keys writes no rows and, when its files' DVs are position lists
- * (dv.h "poslist"), needs no bitmap either: appending a position is byte
- * concatenation, which SQL does. Such a request commits in one pipeline:
+ * deletes keys writes no rows and needs no bitmap either: it appends its
+ * positions to each file's delta (a position list, dv.h "poslist", next to
+ * the file's base DV wherever that is: docs/DESIGN.md "Delta DVs and
+ * folding"), which is byte concatenation, which SQL does. Such a request
+ * commits in one pipeline:
  *
  *   BEGIN; the table's row lock; SQL_FAST_DELETE; COMMIT
  *
@@ -20,8 +22,8 @@
  * record. The statement itself (SQL_FAST_DELETE) is in commit_int.h, with
  * the commit path's other statements.
  * When the statement meets a file the list form does not cover (its check
- * fails: a DV in a Puffin file or an Iceberg blob, a file the delete would
- * empty, a list past --dv-inline-max) or the transaction fails in any
+ * fails: a delta that would pass ENGINE_DV_DELTA_MAX, a file the delete
+ * would empty, a first list past --dv-inline-max) or the transaction fails in any
  * other way, nothing was committed and the request takes the general path,
  * which has the retries and the precise errors. A connection lost around
  * COMMIT is resolved by commit id as on the general path; when the commit
@@ -45,9 +47,9 @@
  * After a try that met a file whose DV a list cannot hold (past the limit,
  * or the delete would empty the file), the table's deletes take the general
  * path for this long: such a file keeps failing the try until it is
- * compacted, and a failed try costs a round trip. (A DV in another form that
- * would fit does not pause: the general path writes it as a list.) Tables
- * share a slot modulo 64.
+ * compacted, and a failed try costs a round trip. (A full delta does not
+ * pause: the general path folds it into a new base.) Tables share a slot
+ * modulo 64.
  */
 #define FAST_SKIP_NS (2 * 1000000000ull)
 
@@ -251,8 +253,8 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
         int bad = rc == ST_OK ? pgu_pipe_failed(&pp) : -1;
         const char *state = bad >= 0 ? pgu_pipe_sqlstate(&pp, bad) : "";
         /* the statement's chk: 22012, a file a list cannot hold (it stays so until compacted:
-           the table pauses its tries); 22P02, a DV in another form (the general path writes it
-           as a list when it fits), or an Idempotency-Key stored already (the general path
+           the table pauses its tries); 22P02, a delta with no room left (the general path
+           folds it into a new base), or an Idempotency-Key stored already (the general path
            replays its record). No failure and no lock row: the table is gone, which the
            general path reports. */
         bool unlistable = bad == fn && strcmp(state, "22012") == 0;

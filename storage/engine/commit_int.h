@@ -105,7 +105,9 @@ struct tfile {
     bool has_dv;
     char *dv_path;      /* NULL when the base DV is inline */
     uint8_t *dv_inline; /* the inline base DV's blob (dv_length bytes, owned), or NULL */
-    int64_t dv_offset, dv_length, dv_card;
+    int64_t dv_offset, dv_length, dv_card; /* dv_card: base plus delta */
+    uint8_t *dv_delta;                     /* the DV row's delta list (owned), or NULL */
+    size_t dv_delta_len;
     struct dv *add; /* positions to delete now */
     /* outcome */
     struct dv *merged; /* base OR add (owned) */
@@ -113,6 +115,12 @@ struct tfile {
     bool removed;      /* every row deleted: the file leaves the table */
     int64_t blob_offset, blob_length;
     uint8_t *blob_inline; /* the new DV kept inline: its blob_length bytes (owned), or NULL */
+    /* the new DV row is the old one's base with `add` appended to its delta (delta_body: each
+       new position as a big-endian int4, delta_len bytes, owned): no blob, and `merged` only
+       for the checks (docs/DESIGN.md "Delta DVs and folding") */
+    bool as_delta;
+    uint8_t *delta_body;
+    size_t delta_len;
 };
 
 /* A touched file's base DV from a snapshot listing (copied). */
@@ -275,18 +283,21 @@ void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
     "[]) AS u(key) CROSS JOIN LATERAL (SELECT i.file_id, i.pos, i.version, i.ctid FROM " tab       \
     " i WHERE i.table_id = $1 AND i.key = u.key LIMIT 1) x) "                                      \
     "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "      \
-    "NULL::bigint, NULL::bigint, NULL::bytea, ctid FROM k UNION ALL SELECT NULL, f.id, NULL, "     \
-    "NULL, f.path, f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, "               \
-    "dv.cardinality, dv.inline_blob, NULL FROM (SELECT DISTINCT file_id FROM k) kf CROSS JOIN "    \
+    "NULL::bigint, NULL::bigint, NULL::bytea, ctid, NULL::bytea FROM k UNION ALL SELECT NULL, "    \
+    "f.id, NULL, NULL, f.path, f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, "   \
+    "dv.cardinality, dv.inline_blob, NULL, dv.delta FROM (SELECT DISTINCT file_id FROM k) kf "     \
+    "CROSS JOIN "                                                                                  \
     "LATERAL (SELECT f.id, f.table_id, f.removed_seq, f.path, f.record_count FROM "                \
     "strike.data_files f WHERE f.id = kf.file_id LIMIT 1) f LEFT JOIN LATERAL (SELECT "            \
-    "d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.inline_blob FROM "              \
+    "d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.inline_blob, d.delta FROM "     \
     "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.removed_seq IS NULL LIMIT 1) dv " \
     "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL"
 /* SQL_LOOKUP's column of a file's inline base DV (bytea; NULL when in a Puffin file). */
 #define SQL_LOOKUP_INLINE_COL 10
 /* SQL_LOOKUP's column of a key row's ctid (tid, binary: 6 bytes). */
 #define SQL_LOOKUP_CTID_COL 11
+/* SQL_LOOKUP's column of a file's DV delta (bytea; NULL: none). */
+#define SQL_LOOKUP_DELTA_COL 12
 /*
  * A change batch reads its keys' rows inside its commit transaction, after
  * it took the table's row lock (eng__sql_seq_lock: FOR NO KEY UPDATE, the
@@ -390,6 +401,10 @@ enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_
 
 /* ---- a delete by keys in one round trip (commit_fast.c) ---- */
 
+#define ENG__STR_(x) #x
+#define ENG__STR(x) ENG__STR_(x)
+#define ENGINE_DV_DELTA_MAX_S ENG__STR(ENGINE_DV_DELTA_MAX)
+
 /*
  * The whole commit of a delete by keys, after the table's row lock (run
  * first in the same pipeline, eng__sql_seq_lock_plans: the statement then
@@ -399,15 +414,19 @@ enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_
  *          (LATERAL ... LIMIT 1, as SQL_LOOKUP), then deleted by ctid
  *   g, f   per file: its positions; the file by its primary key (table and
  *          liveness checked after the probe), its live DV by
- *          deletion_vectors_live_by_file; the next list's body
- *   chk    fails unless the file takes a list: division by zero (SQLSTATE
- *          22012) when a list cannot hold its DV (not live, 2^31 rows or
- *          more, emptied, past $4 bytes: by the DV row's cardinality), a bad
- *          integer (22P02) when its DV is in another form (a Puffin file, an
- *          Iceberg blob) or the list holds a new position already (a byte
- *          match is checked at 4-byte steps)
+ *          deletion_vectors_live_by_file; the new positions' list body
+ *   chk    fails unless the file takes them: division by zero (SQLSTATE
+ *          22012) when a list cannot hold them (not live, 2^31 rows or more,
+ *          emptied; a file without a DV row: a first list past $4 bytes), a
+ *          bad integer (22P02) when the row's delta would pass
+ *          ENGINE_DV_DELTA_MAX positions (the general path folds it) or holds a
+ *          new position already (a byte match is checked at 4-byte steps)
  *   cl, ins the live DV row closed, the next one added (ins reads cl: the
- *          old row is closed before the new live one is checked for unique)
+ *          old row is closed before the new live one is checked for unique):
+ *          the closed row's base, wherever it is (as cl returns it, so a fold
+ *          that moved it meanwhile is followed), with the new positions
+ *          appended to its delta; a file without a DV row gets them as an
+ *          inline list, its base (docs/DESIGN.md "Delta DVs and folding")
  *   up, sn the seq and the snapshot, its summary the general path's text
  *          ($10: eng__summary_format, the counts filled in by format())
  *   r, ik  the seq (the current one when no key was found) and the count;
@@ -428,28 +447,34 @@ enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_
     "FROM d GROUP BY d.file_id), "                                                                 \
     "s AS MATERIALIZED (SELECT t.seq FROM strike.tables t WHERE t.id = $1), "                      \
     "f AS MATERIALIZED (SELECT g.file_id, g.ps, g.n, fl.rc, coalesce(fl.live, false) AS live, "    \
-    "dv.old, strike.dv_poslist_body(dv.old) AS oldb, coalesce(dv.found, false) AS found, "         \
-    "coalesce(dv.card, 0) + g.n AS card, coalesce(strike.dv_poslist_body(dv.old), ''::bytea) || "  \
-    "(SELECT string_agg(int4send(p::int), ''::bytea ORDER BY p) FROM unnest(g.ps) AS p) AS body "  \
-    "FROM g LEFT JOIN LATERAL (SELECT x.record_count AS rc, x.table_id = $1 AND x.removed_seq IS " \
-    "NULL AS live FROM strike.data_files x WHERE x.id = g.file_id LIMIT 1) fl ON true LEFT JOIN "  \
-    "LATERAL (SELECT v.inline_blob AS old, v.cardinality AS card, true AS found FROM "             \
+    "strike.dv_poslist_body(dv.delta) AS oldb, coalesce(dv.found, false) AS found, "               \
+    "coalesce(dv.card, 0) + g.n AS card, coalesce(octet_length(dv.delta) - 12, 0) / 4 + g.n AS "   \
+    "nd, (SELECT string_agg(int4send(p::int), ''::bytea ORDER BY p) FROM unnest(g.ps) AS p) AS "   \
+    "body FROM g LEFT JOIN LATERAL (SELECT x.record_count AS rc, x.table_id = $1 AND "             \
+    "x.removed_seq IS NULL AS live FROM strike.data_files x WHERE x.id = g.file_id LIMIT 1) fl "   \
+    "ON true LEFT JOIN LATERAL (SELECT v.delta, v.cardinality AS card, true AS found FROM "        \
     "strike.deletion_vectors v WHERE v.data_file_id = g.file_id AND v.removed_seq IS NULL LIMIT "  \
     "1) dv ON true), "                                                                             \
     "chk AS MATERIALIZED (SELECT f.file_id, CASE WHEN NOT (f.live AND f.rc <= 2147483647 AND "     \
-    "f.card < f.rc AND strike.dv_poslist_size(f.card) <= $4) THEN 1 / (f.n - f.n) WHEN f.found "   \
-    "AND NOT (f.oldb IS NOT NULL AND NOT EXISTS (SELECT 1 FROM unnest(f.ps) AS p WHERE "           \
-    "position(int4send(p::int) IN f.oldb) > 0 AND EXISTS (SELECT 1 FROM generate_series(0, "       \
-    "octet_length(f.oldb) / 4 - 1) AS j WHERE substring(f.oldb FROM 1 + 4 * j FOR 4) = "           \
-    "int4send(p::int)))) THEN ('not a list: ' || f.file_id)::int ELSE 1 END AS ok FROM f), "       \
+    "f.card < f.rc AND (f.found OR strike.dv_poslist_size(f.card) <= $4)) THEN 1 / (f.n - f.n) "   \
+    "WHEN f.found AND NOT (f.nd <= " ENGINE_DV_DELTA_MAX_S " AND NOT EXISTS (SELECT 1 FROM "       \
+    "unnest(f.ps) AS p WHERE position(int4send(p::int) IN f.oldb) > 0 AND EXISTS (SELECT 1 FROM "  \
+    "generate_series(0, octet_length(f.oldb) / 4 - 1) AS j WHERE substring(f.oldb FROM 1 + 4 * j " \
+    "FOR 4) = int4send(p::int)))) THEN ('no room in the delta: ' || f.file_id)::int ELSE 1 END "   \
+    "AS ok FROM f), "                                                                              \
     "cl AS (UPDATE strike.deletion_vectors v SET removed_seq = (SELECT seq FROM s) + 1 FROM chk "  \
     "WHERE v.data_file_id = chk.file_id AND v.removed_seq IS NULL AND chk.ok = 1 RETURNING "       \
-    "v.data_file_id), "                                                                            \
+    "v.data_file_id, v.puffin_path, v.blob_offset, v.blob_length, v.cardinality, v.inline_blob, "  \
+    "v.legacy_ref, v.delta), "                                                                     \
     "ins AS (INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, "             \
-    "puffin_path, blob_offset, blob_length, cardinality, inline_blob) SELECT $1, f.file_id, "      \
-    "(SELECT seq FROM s) + 1, NULL, 0, octet_length(nl.blob), f.card, nl.blob FROM f CROSS JOIN "  \
-    "LATERAL (SELECT strike.dv_poslist(f.body) AS blob) nl JOIN chk ON chk.file_id = f.file_id "   \
-    "LEFT JOIN cl ON cl.data_file_id = f.file_id WHERE chk.ok = 1 RETURNING 1), "                  \
+    "puffin_path, blob_offset, blob_length, cardinality, inline_blob, legacy_ref, delta) SELECT "  \
+    "$1, f.file_id, (SELECT seq FROM s) + 1, cl.puffin_path, coalesce(cl.blob_offset, 0), "        \
+    "coalesce(cl.blob_length, octet_length(nl.blob)), coalesce(cl.cardinality, 0) + f.n, CASE "    \
+    "WHEN f.found THEN cl.inline_blob ELSE nl.blob END, coalesce(cl.legacy_ref, false), CASE "     \
+    "WHEN f.found THEN strike.dv_poslist(coalesce(strike.dv_poslist_body(cl.delta), ''::bytea) "   \
+    "|| f.body) END FROM f CROSS JOIN LATERAL (SELECT strike.dv_poslist(f.body) AS blob) nl JOIN " \
+    "chk ON chk.file_id = f.file_id LEFT JOIN cl ON cl.data_file_id = f.file_id WHERE chk.ok = 1 " \
+    "AND (cl.data_file_id IS NOT NULL) = f.found RETURNING 1), "                                   \
     "up AS (UPDATE strike.tables t SET seq = t.seq + 1 WHERE t.id = $1 AND EXISTS (SELECT 1 FROM " \
     "ins) RETURNING t.seq), "                                                                      \
     "sn AS (INSERT INTO strike.snapshots (table_id, seq, operation, commit_id, summary) SELECT "   \

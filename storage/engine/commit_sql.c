@@ -68,6 +68,25 @@ static const char *SQL_ADD_DVS =
     "blob_offset, blob_length, cardinality, inline_blob) SELECT $1, f, $2, CASE WHEN "
     "octet_length(b) = 0 THEN $3 END, o, l, c, nullif(b, ''::bytea) FROM unnest($4::bigint[], "
     "$5::bigint[], $6::bigint[], $7::bigint[], $8::bytea[]) AS u(f, o, l, c, b)";
+/*
+ * The DV rows that take a delta (docs/DESIGN.md "Delta DVs and folding"): each file's ($3) live
+ * row closed at $2 and a new one added that keeps its base where it is (copied from the closed
+ * row as the UPDATE returns it, so a fold that moved the base meanwhile is followed) with the
+ * new positions ($4: big-endian int4 each) appended to its delta. Fails (division by zero,
+ * SQLSTATE 22012) unless every file had its live row: the commit holds the table's row lock
+ * since it read them, so that cannot be.
+ */
+static const char *SQL_DELTA_DVS =
+    "WITH cl AS (UPDATE strike.deletion_vectors v SET removed_seq = $2 FROM unnest($3::bigint[], "
+    "$4::bytea[]) AS u(f, b) WHERE v.data_file_id = u.f AND v.table_id = $1 AND v.removed_seq IS "
+    "NULL RETURNING v.data_file_id, v.puffin_path, v.blob_offset, v.blob_length, v.cardinality, "
+    "v.inline_blob, v.legacy_ref, v.delta, u.b), ins AS (INSERT INTO strike.deletion_vectors "
+    "(table_id, data_file_id, added_seq, puffin_path, blob_offset, blob_length, cardinality, "
+    "inline_blob, legacy_ref, delta) SELECT $1, data_file_id, $2, puffin_path, blob_offset, "
+    "blob_length, cardinality + octet_length(b) / 4, inline_blob, legacy_ref, "
+    "strike.dv_poslist(coalesce(strike.dv_poslist_body(delta), ''::bytea) || b) FROM cl "
+    "RETURNING 1) SELECT 1 / (CASE WHEN (SELECT count(*) FROM ins) = cardinality($3::bigint[]) "
+    "THEN 1 ELSE 0 END)";
 static const char *SQL_PRODUCERS =
     "INSERT INTO strike.producers (table_id, producer, last_offset, seq) SELECT $1, p, o, $2 "
     "FROM unnest($3::text[], $4::bigint[]) AS u(p, o) ON CONFLICT (table_id, producer) DO "
@@ -134,6 +153,7 @@ static const char *prepared_sql(int i)
                                        &SQL_REMOVE_FILES,
                                        &SQL_CLOSE_DVS,
                                        &SQL_ADD_DVS,
+                                       &SQL_DELTA_DVS,
                                        &SQL_PRODUCERS,
                                        &eng__sql_idem_insert,
                                        &SQL_DEADLINE,
@@ -299,12 +319,18 @@ enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_
 struct dv_rows {
     struct buf closed, removed, file, offset, length, card, blob;
     uint32_t nclosed, nremoved, nnew;
+    struct buf dfile, dbody; /* rows that take a delta (SQL_DELTA_DVS) */
+    uint32_t ndelta;
 };
 
 static void dv_rows_build(const struct plan *p, struct dv_rows *a)
 {
     memset(a, 0, sizeof *a);
     for (size_t i = 0; i < p->nfiles; i++) {
+        if (p->files[i].as_delta) {
+            a->ndelta++;
+            continue;
+        }
         if (p->files[i].has_dv)
             a->nclosed++;
         if (p->files[i].removed)
@@ -319,8 +345,15 @@ static void dv_rows_build(const struct plan *p, struct dv_rows *a)
     pgu_array_begin(&a->length, PG_OID_INT8, a->nnew);
     pgu_array_begin(&a->card, PG_OID_INT8, a->nnew);
     pgu_array_begin(&a->blob, PG_OID_BYTEA, a->nnew);
+    pgu_array_begin(&a->dfile, PG_OID_INT8, a->ndelta);
+    pgu_array_begin(&a->dbody, PG_OID_BYTEA, a->ndelta);
     for (size_t i = 0; i < p->nfiles; i++) {
         const struct tfile *f = &p->files[i];
+        if (f->as_delta) {
+            pgu_array_i64(&a->dfile, f->id);
+            pgu_array_bytes(&a->dbody, f->delta_body, f->delta_len);
+            continue;
+        }
         if (f->has_dv)
             pgu_array_i64(&a->closed, f->id);
         if (f->removed) {
@@ -345,7 +378,8 @@ static bool dv_rows_ok(const struct dv_rows *a)
     return pgu_array_holds(&a->closed, a->nclosed) && pgu_array_holds(&a->removed, a->nremoved) &&
            pgu_array_holds(&a->file, a->nnew) && pgu_array_holds(&a->offset, a->nnew) &&
            pgu_array_holds(&a->length, a->nnew) && pgu_array_holds(&a->card, a->nnew) &&
-           pgu_array_holds(&a->blob, a->nnew);
+           pgu_array_holds(&a->blob, a->nnew) && pgu_array_holds(&a->dfile, a->ndelta) &&
+           pgu_array_holds(&a->dbody, a->ndelta);
 }
 #endif
 
@@ -358,6 +392,8 @@ static void dv_rows_free(struct dv_rows *a)
     buf_free(&a->length);
     buf_free(&a->card);
     buf_free(&a->blob);
+    buf_free(&a->dfile);
+    buf_free(&a->dbody);
 }
 
 /* Where the statements whose failure or row count means something are in the pipeline (-1: not
@@ -440,6 +476,12 @@ static int send_files(struct pgu_pipe *pp, const struct plan *p, const struct co
                     (int)a->blob.len};
         const int f8[8] = {0, 0, 0, 1, 1, 1, 1, 1};
         rc = eng__send_sql(pp, SQL_ADD_DVS, 8, v, l, f8, 0, err);
+    }
+    if (rc == ST_OK && a->ndelta > 0) {
+        const char *v[4] = {cp->tid.s, cp->next.s, (const char *)a->dfile.data,
+                            (const char *)a->dbody.data};
+        const int l[4] = {0, 0, (int)a->dfile.len, (int)a->dbody.len}, f4[4] = {0, 0, 1, 1};
+        rc = eng__send_sql(pp, SQL_DELTA_DVS, 4, v, l, f4, 0, err);
     }
     return rc;
 }
@@ -809,9 +851,10 @@ static bool plan_ready(const struct plan *p)
     ok = ok && !(p->delete_all_keys && p->del_keys_table != NULL);
     for (size_t i = 0; ok && i < p->nfiles; i++) {
         const struct tfile *f = &p->files[i];
-        /* eng__write_dvs ran: each file removed, or its new DV inline or in the Puffin file */
+        /* eng__write_dvs ran: each file removed, or its new DV a delta, inline or in the Puffin
+           file */
         ok = f->merged != NULL && (!f->whole || f->removed) &&
-             (f->removed ||
+             (f->removed || (f->as_delta && p->in_txn && f->has_dv && f->delta_len > 0) ||
               (f->blob_length > 0 &&
                (f->blob_inline != NULL ? f->blob_offset == 0 : p->puffin_rel != NULL)));
     }

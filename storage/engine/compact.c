@@ -126,6 +126,7 @@ static void rewrite_clear_files(struct rewrite *w, bool unlink_out)
         free(w->in[i].sf.stats_json);
         free(w->in[i].sf.dv_path);
         free(w->in[i].sf.dv_inline);
+        free(w->in[i].sf.dv_delta);
         dv_free(w->in[i].dv);
     }
     free(w->in);
@@ -400,8 +401,7 @@ static int write_new_files(struct rewrite *w, struct snap_file *lst, size_t n, c
         if (rf->sf.has_dv) {
             const struct dv *d = NULL;
             void *h = NULL;
-            rc = dvc__get(w->e, rf->sf.dv_path, rf->sf.dv_offset, rf->sf.dv_length, rf->sf.dv_card,
-                          rf->sf.dv_inline, &d, &h, err);
+            rc = dvc__get_file(w->e, &rf->sf, &d, &h, err);
             if (rc == ST_OK) {
                 rf->dv = dv_clone(d);
                 dvc__release(w->e, h);
@@ -488,8 +488,7 @@ static int build_plan(struct rewrite *w, const struct snap_file *lst, size_t n, 
             continue; /* DVs only grow: the same cardinality is the same DV */
         const struct dv *dm = NULL;
         void *h = NULL;
-        if ((rc = dvc__get(w->e, now->dv_path, now->dv_offset, now->dv_length, now->dv_card,
-                           now->dv_inline, &dm, &h, err)) != ST_OK)
+        if ((rc = dvc__get_file(w->e, now, &dm, &h, err)) != ST_OK)
             break;
         struct dv_iter it;
         dv_iter_init(&it, dm);

@@ -300,6 +300,7 @@ static void dfile_free(struct dfile *f)
     free(f->sf.stats_json);
     free(f->sf.dv_path);
     free(f->sf.dv_inline);
+    free(f->sf.dv_delta);
     dv_free(f->add);
 }
 
@@ -346,8 +347,7 @@ static int scan_new_file(struct dwhere *w, const struct snap_file *sf, struct dv
     const struct dv *base = NULL;
     void *h = NULL;
     int rc = ST_OK;
-    if (sf->has_dv && (rc = dvc__get(w->e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card,
-                                     sf->dv_inline, &base, &h, err)) != ST_OK)
+    if (sf->has_dv && (rc = dvc__get_file(w->e, sf, &base, &h, err)) != ST_OK)
         return rc;
     struct dv *a = dv_new();
     int64_t n = 0;
@@ -371,8 +371,7 @@ static int drop_deleted(struct dwhere *w, const struct snap_file *sf, struct dv 
         return ST_OK;
     const struct dv *now = NULL;
     void *h = NULL;
-    int rc = dvc__get(w->e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card, sf->dv_inline,
-                      &now, &h, err);
+    int rc = dvc__get_file(w->e, sf, &now, &h, err);
     if (rc != ST_OK)
         return rc;
     struct dv *left = dv_new();

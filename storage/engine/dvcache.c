@@ -185,6 +185,26 @@ static struct rc_obj *lru_put(struct lru *l, const void *key, size_t klen, struc
     return obj;
 }
 
+/* Drop the entry of `key` if cached (its object lives on while in use). */
+static void lru_del(struct lru *l, const void *key, size_t klen)
+{
+    struct rc_obj *gone = NULL;
+    pthread_mutex_lock(&l->mu);
+    void **slot = hmap_get(&l->map, key, klen);
+    if (slot != NULL) {
+        struct lru_ent *e = *slot;
+        unlink_ent(l, e);
+        hmap_del(&l->map, e->key, e->klen);
+        assert(l->bytes >= e->cost); /* the bytes are the sum of the entries' costs */
+        l->bytes -= e->cost;
+        gone = e->obj;
+        free(e->key);
+        free(e);
+    }
+    pthread_mutex_unlock(&l->mu);
+    rc_unref(gone);
+}
+
 /* ---- the caches ------------------------------------------------------------- */
 
 struct dvcache {
@@ -259,7 +279,8 @@ struct loc {
     bool is_inline;             /* the DV's blob is inline: `length` bytes in data[] */
     int64_t file_id, added_seq; /* the DV row (the bytes cache's key of an inline DV) */
     int64_t offset, length, card;
-    char data[]; /* the Puffin path (NUL-terminated), or the inline blob */
+    size_t delta_off, delta_len; /* the row's delta list in data[] (delta_len 0: none) */
+    char data[]; /* the Puffin path (NUL-terminated), or the inline blob; then the delta */
 };
 
 /* The bytes cache's key of a location's DV in format fmt: its Puffin blob, or (inline) its row,
@@ -267,7 +288,7 @@ struct loc {
    binary file id, added seq and format. */
 static size_t bytes_key(char *k, size_t cap, const struct loc *l, int fmt)
 {
-    if (!l->is_inline)
+    if (!l->is_inline && l->delta_len == 0)
         return blob_key(k, cap, l->data, l->offset, l->length, fmt);
     k[0] = '\0';
     memcpy(k + 1, &l->file_id, sizeof l->file_id);
@@ -387,9 +408,10 @@ static int decode_inline(const uint8_t *blob, int64_t length, int64_t cardinalit
     return ST_OK;
 }
 
-int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t length,
-             int64_t cardinality, const uint8_t *inline_blob, const struct dv **out, void **handle,
-             struct st_err *err)
+/* A DV row's base alone (dvc__get without a delta). */
+static int get_base(struct engine *e, const char *puffin_rel, int64_t offset, int64_t length,
+                    int64_t cardinality, const uint8_t *inline_blob, const struct dv **out,
+                    void **handle, struct st_err *err)
 {
     if (inline_blob != NULL)
         return decode_inline(inline_blob, length, cardinality, out, handle, err);
@@ -418,6 +440,79 @@ int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t l
     return ST_OK;
 }
 
+/* The largest delta a row may carry, in bytes (twice the commit's bound: rows written under a
+   larger bound by another build stay readable). */
+#define DELTA_BYTES_MAX (DV_POSLIST_HEADER + 8 * ENGINE_DV_DELTA_MAX)
+
+int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t length,
+             int64_t cardinality, const uint8_t *inline_blob, const uint8_t *delta,
+             size_t delta_len, const struct dv **out, void **handle, struct st_err *err)
+{
+    if (delta == NULL)
+        return get_base(e, puffin_rel, offset, length, cardinality, inline_blob, out, handle, err);
+    if (delta_len > DELTA_BYTES_MAX)
+        return st_errf(err, ST_ECORRUPT, "DV delta of %zu bytes (at most %d)", delta_len,
+                       DELTA_BYTES_MAX);
+    /* a Puffin base with a delta: cached by the base's place and the delta's bytes */
+    char key[1200 + DELTA_BYTES_MAX];
+    size_t klen = 0;
+    if (inline_blob == NULL) {
+        klen = blob_key(key, 1200, puffin_rel, offset, length, -2);
+        memcpy(key + klen, delta, delta_len);
+        klen += delta_len;
+        struct rc_obj *o = lru_get(&e->dvc->decoded, key, klen);
+        if (o != NULL) {
+            *out = ((struct dvd *)(void *)o)->dv;
+            *handle = o;
+            return ST_OK;
+        }
+    }
+    struct dv *d = NULL;
+    int rc = dv_decode_poslist(delta, delta_len, -1, &d, err);
+    if (rc != ST_OK)
+        return st_err_prefix(err, "DV delta");
+    int64_t nd = (int64_t)dv_cardinality(d);
+    if (nd == 0 || nd > cardinality) {
+        dv_free(d);
+        return st_errf(err, ST_ECORRUPT, "DV delta of %lld positions in a DV of %lld",
+                       (long long)nd, (long long)cardinality);
+    }
+    const struct dv *base;
+    void *bh;
+    rc = get_base(e, puffin_rel, offset, length, cardinality - nd, inline_blob, &base, &bh, err);
+    if (rc != ST_OK) {
+        dv_free(d);
+        return rc;
+    }
+    dv_union(d, base);
+    dvc__release(e, bh);
+    if ((int64_t)dv_cardinality(d) != cardinality) {
+        dv_free(d);
+        return st_errf(err, ST_ECORRUPT,
+                       "DV delta overlaps its base (%lld positions, the row "
+                       "says %lld)",
+                       (long long)dv_cardinality(d), (long long)cardinality);
+    }
+    struct dvd *dd = xcalloc(1, sizeof *dd);
+    atomic_init(&dd->rc.refs, 1);
+    dd->rc.destroy = dvd_destroy;
+    dd->dv = d;
+    struct rc_obj *o = &dd->rc;
+    if (inline_blob == NULL)
+        o = lru_put(&e->dvc->decoded, key, klen, o, sizeof *dd + dv_roaring64_size(d) + 256);
+    *out = ((struct dvd *)(void *)o)->dv;
+    *handle = o;
+    return ST_OK;
+}
+
+int dvc__get_file(struct engine *e, const struct snap_file *sf, const struct dv **out,
+                  void **handle, struct st_err *err)
+{
+    assert(sf->has_dv); /* the caller checked */
+    return dvc__get(e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card, sf->dv_inline,
+                    sf->dv_delta, sf->dv_delta_len, out, handle, err);
+}
+
 void dvc__release(struct engine *e, void *handle)
 {
     (void)e;
@@ -433,12 +528,13 @@ const char *const eng__sql_dv_location =
     "strike.tables t WHERE t.id = $1) "
     "SELECT s.cur, s.seq, sn.seq IS NOT NULL, sn.expired_at IS NOT NULL, f.id IS NOT NULL, "
     "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality, (SELECT min(o.seq) FROM "
-    "strike.snapshots o WHERE o.table_id = s.id), dv.inline_blob, dv.added_seq FROM s "
+    "strike.snapshots o WHERE o.table_id = s.id), dv.inline_blob, dv.added_seq, dv.delta FROM s "
     "LEFT JOIN strike.snapshots sn ON sn.table_id = s.id AND sn.seq = s.seq "
     "LEFT JOIN strike.data_files f ON f.table_id = s.id AND f.id = $2 AND f.data_seq <= "
     "s.seq AND (f.removed_seq IS NULL OR f.removed_seq > s.seq) "
     "LEFT JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, "
-    "d.removed_seq, d.inline_blob, d.added_seq FROM strike.deletion_vectors d WHERE d.data_file_id "
+    "d.removed_seq, d.inline_blob, d.added_seq, d.delta FROM strike.deletion_vectors d WHERE "
+    "d.data_file_id "
     "= f.id AND "
     "d.added_seq <= s.seq ORDER BY d.added_seq DESC LIMIT 1) dv ON dv.removed_seq IS NULL OR "
     "dv.removed_seq > s.seq";
@@ -496,9 +592,18 @@ static int lookup_location(struct engine *e, struct engine_table *t, int64_t fil
         if (rc != ST_OK)
             goto out;
     }
+    uint8_t *delta = NULL;
+    size_t deltalen = 0;
+    if (has_dv && !PQgetisnull(r, 0, 12)) {
+        rc = pgu_get_bytea(r, 0, 12, &delta, &deltalen, err);
+        if (rc != ST_OK) {
+            free(blob);
+            goto out;
+        }
+    }
     const char *path = has_dv && !is_inline ? PQgetvalue(r, 0, 5) : "";
     size_t dlen = is_inline ? bloblen : strlen(path) + 1;
-    struct loc *l = xcalloc(1, sizeof *l + dlen);
+    struct loc *l = xcalloc(1, sizeof *l + dlen + deltalen);
     atomic_init(&l->rc.refs, 1);
     l->rc.destroy = loc_destroy;
     l->has_dv = has_dv;
@@ -508,6 +613,11 @@ static int lookup_location(struct engine *e, struct engine_table *t, int64_t fil
     else
         memcpy(l->data, path, dlen);
     free(blob);
+    l->delta_off = dlen;
+    l->delta_len = deltalen;
+    if (deltalen > 0)
+        memcpy(l->data + dlen, delta, deltalen);
+    free(delta);
     if (has_dv) {
         l->file_id = file_id;
         l->added_seq = pgu_get_i64(r, 0, 11);
@@ -528,11 +638,17 @@ out:
     return rc;
 }
 
-int engine_get_dv(struct engine *e, struct engine_table *t, int64_t file_id, bool has_snapshot,
+/*
+ * engine_get_dv; with use_cache false, not from a cached location (*from_cache: it was). A
+ * cached location may name a base blob that a fold replaced and gc then deleted: the caller
+ * drops it and asks the catalog again.
+ */
+static int get_dv(struct engine *e, struct engine_table *t, int64_t file_id, bool has_snapshot,
                   int64_t snapshot, enum dv_format f, struct engine_dv_bytes **out,
-                  int64_t *resolved_snapshot, struct st_err *err)
+                  int64_t *resolved_snapshot, bool use_cache, bool *from_cache, struct st_err *err)
 {
     *out = NULL;
+    *from_cache = false;
     if (f != DV_FMT_ROARING64 && f != DV_FMT_ICEBERG && f != DV_FMT_DELTA)
         return st_errf(err, ST_EINVAL, "format: use roaring64, iceberg-dv or delta-dv");
     if (has_snapshot && snapshot < 0)
@@ -552,16 +668,19 @@ int engine_get_dv(struct engine *e, struct engine_table *t, int64_t file_id, boo
         bool fresh = eng__floor_get(e, t->id, &oldest);
         if (fresh && snapshot < oldest)
             return eng__expired_err(t, snapshot, oldest, err);
-        if (fresh)
+        if (fresh && use_cache)
             l = (struct loc *)(void *)lru_get(&e->dvc->loc, lkey, lklen);
+        *from_cache = l != NULL;
     }
     if (l == NULL) {
         int rc = lookup_location(e, t, file_id, has_snapshot, snapshot, &l, &seq, err);
         if (rc != ST_OK)
             return rc;
+        if (has_snapshot && !use_cache)
+            lru_del(&e->dvc->loc, lkey, lklen); /* the stale one goes */
         if (has_snapshot)
             l = (struct loc *)(void *)lru_put(&e->dvc->loc, lkey, lklen, &l->rc,
-                                              sizeof *l + (size_t)l->length + 64);
+                                              sizeof *l + (size_t)l->length + l->delta_len + 64);
     }
     *resolved_snapshot = seq;
     if (!l->has_dv) {
@@ -577,7 +696,22 @@ int engine_get_dv(struct engine *e, struct engine_table *t, int64_t file_id, boo
         uint8_t *blob = NULL;
         int rc = ST_OK;
         size_t blen = (size_t)l->length;
-        if (l->is_inline && dv_is_poslist((const uint8_t *)l->data, blen)) {
+        if (l->delta_len > 0) {
+            /* base plus delta answers as the Iceberg blob a fold would write of their set */
+            const struct dv *d;
+            void *h;
+            rc = dvc__get(e, l->is_inline ? NULL : l->data, l->offset, l->length, l->card,
+                          l->is_inline ? (const uint8_t *)l->data : NULL,
+                          (const uint8_t *)l->data + l->delta_off, l->delta_len, &d, &h, err);
+            if (rc == ST_OK) {
+                struct buf enc = BUF_INIT;
+                rc = dv_encode_iceberg(d, &enc);
+                dvc__release(e, h);
+                if (rc != ST_OK)
+                    rc = st_errf(err, ST_ECORRUPT, "a position is >= 2^63");
+                blob = buf_detach(&enc, &blen);
+            }
+        } else if (l->is_inline && dv_is_poslist((const uint8_t *)l->data, blen)) {
             /* a position list answers as the Iceberg blob a flush would write of it */
             struct buf enc = BUF_INIT;
             rc = dv_poslist_to_iceberg((const uint8_t *)l->data, blen, l->card, &enc, err);
@@ -607,6 +741,21 @@ int engine_get_dv(struct engine *e, struct engine_table *t, int64_t file_id, boo
     rc_unref(&l->rc);
     *out = &((struct dvb *)(void *)o)->pub;
     return ST_OK;
+}
+
+int engine_get_dv(struct engine *e, struct engine_table *t, int64_t file_id, bool has_snapshot,
+                  int64_t snapshot, enum dv_format f, struct engine_dv_bytes **out,
+                  int64_t *resolved_snapshot, struct st_err *err)
+{
+    bool from_cache = false;
+    int rc = get_dv(e, t, file_id, has_snapshot, snapshot, f, out, resolved_snapshot, true,
+                    &from_cache, err);
+    if (rc != ST_OK && from_cache) {
+        st_err_clear(err);
+        rc = get_dv(e, t, file_id, has_snapshot, snapshot, f, out, resolved_snapshot, false,
+                    &from_cache, err);
+    }
+    return rc;
 }
 
 bool engine_peek_dv(struct engine *e, const struct engine_table *t, int64_t file_id,

@@ -58,6 +58,17 @@ struct engine_opts {
 #define ENGINE_DV_INLINE_DEFAULT 8192
 #define ENGINE_DV_INLINE_LIMIT (1 << 20)
 #define ENGINE_ICEBERG_HISTORY 500
+/*
+ * Delta bounds (docs/DESIGN.md "Delta DVs and folding"). A change batch
+ * appends a file's new positions to its row's delta while the delta stays
+ * at most ENGINE_DV_DELTA_MAX positions (1,036 bytes as a list: with the
+ * row's other columns under PostgreSQL's 2 KB TOAST threshold, so one
+ * heap tuple and no TOAST write); past it the commit writes a new base
+ * itself. The maintenance task folds rows whose delta holds at least
+ * ENGINE_DV_FOLD_AT positions, so that a commit seldom has to.
+ */
+#define ENGINE_DV_DELTA_MAX 256
+#define ENGINE_DV_FOLD_AT 64
 
 /* Connect, migrate, start background tasks. */
 int engine_open(const struct engine_opts *o, struct engine **out, struct st_err *err);
@@ -348,9 +359,11 @@ int engine_compact(struct engine *e, struct engine_table *t, const struct engine
 
 /*
  * Move the table's inline DVs (kept in the catalog by small commits, see
- * engine_opts.dv_inline_max) to Puffin files, as the maintenance task does
- * (dvflush.c): *moved receives how many. A DV another flush holds is left
- * to it. Plans flush the DVs they list themselves.
+ * engine_opts.dv_inline_max) to Puffin files, and fold the DV rows whose
+ * delta holds ENGINE_DV_FOLD_AT positions or more into a new Puffin base,
+ * as the maintenance task does (dvflush.c): *moved receives how many rows.
+ * A row another flush holds is left to it. Plans fold the DVs they list
+ * themselves.
  */
 int engine_flush_dvs(struct engine *e, struct engine_table *t, int64_t *moved, struct st_err *err);
 

@@ -83,6 +83,7 @@ struct engine {
     atomic_int fault_conflict_first;
     atomic_int fault_conflicts;
     atomic_int fault_crash_before_commit;
+    atomic_int fault_kill_in_fold;
     atomic_int fault_drop_at_commit;
     atomic_int fault_gather;
     _Atomic(const struct engine_change_req *) fault_fail_req;
@@ -261,15 +262,27 @@ int eng__prepare_statements(PGconn *c, struct st_err *err);
 struct dvcache *dvc__new(size_t max_bytes);
 void dvc__free(struct dvcache *c);
 /*
- * The decoded DV stored at (puffin path, offset, length) with the expected
- * cardinality; read and validated on a miss. Borrowed reference: release
- * with dvc__release. Shared and immutable. An inline DV (inline_blob: its
- * `length` blob bytes from the catalog, puffin_rel unused) is decoded from
- * those bytes, not cached: it is small, and its row has no stable path.
+ * A DV row's set of positions: its base, stored at (puffin path, offset,
+ * length) or inline (inline_blob: its `length` blob bytes from the catalog,
+ * puffin_rel unused), plus its delta (a position list of delta_len bytes
+ * from the catalog, or NULL: docs/DESIGN.md "Delta DVs and folding");
+ * `cardinality` counts both (the row's cardinality column). The one reader
+ * of a DV: every path that needs a file's DV at a seq calls this (or
+ * dvc__get_file) with the row live at that seq. Read and validated on a
+ * miss: the base's cardinality, the delta's list, and that the delta is
+ * disjoint from the base (else ST_ECORRUPT). Borrowed reference: release
+ * with dvc__release. Shared and immutable. A Puffin base without a delta is
+ * cached by its place, with a delta by its place and the delta's checksum;
+ * an inline base is decoded from its bytes, not cached: it is small, and its
+ * row has no stable path. All pointers are borrowed for the call.
  */
 int dvc__get(struct engine *e, const char *puffin_rel, int64_t offset, int64_t length,
-             int64_t cardinality, const uint8_t *inline_blob, const struct dv **out, void **handle,
-             struct st_err *err);
+             int64_t cardinality, const uint8_t *inline_blob, const uint8_t *delta,
+             size_t delta_len, const struct dv **out, void **handle, struct st_err *err);
+struct snap_file;
+/* dvc__get of a listed file's DV row (sf->has_dv must be true). */
+int dvc__get_file(struct engine *e, const struct snap_file *sf, const struct dv **out,
+                  void **handle, struct st_err *err);
 void dvc__release(struct engine *e, void *handle);
 void dvc__stats(struct engine *e, uint64_t *hits, uint64_t *misses);
 
@@ -294,10 +307,12 @@ struct snap_file {
     int64_t record_count, file_size, data_seq;
     char *stats_json; /* may be NULL */
     bool has_dv;
-    char *dv_path;        /* NULL when the DV is inline */
-    uint8_t *dv_inline;   /* the inline DV's blob (dv_length bytes), or NULL */
-    int64_t dv_added_seq; /* with the file id, the DV row's key */
-    int64_t dv_offset, dv_length, dv_card;
+    char *dv_path;                         /* NULL when the DV is inline */
+    uint8_t *dv_inline;                    /* the inline DV's blob (dv_length bytes), or NULL */
+    int64_t dv_added_seq;                  /* with the file id, the DV row's key */
+    int64_t dv_offset, dv_length, dv_card; /* dv_card: base plus delta */
+    uint8_t *dv_delta;                     /* the row's delta position list (owned), or NULL */
+    size_t dv_delta_len;
 };
 /* Resolve the snapshot (current when !has) and list its live files in scan order: in one
    REPEATABLE READ transaction of its own, or in the caller's open one (a commit holding the

@@ -42,11 +42,22 @@ enum engine_fault {
        table's maintenance lock, until the fault is armed with another value
        (0: none) or the engine closes. */
     FAULT_MAINT_STALL_TABLE,
+    /* The process kills itself (SIGKILL) in its next DV fold or flush (dvflush.c), once the
+       new Puffin file is written and the rows updated, before COMMIT: a crash during a fold. */
+    FAULT_KILL_IN_FOLD,
 };
 
 /* Arm a fault: `n` is a count (NEXT, DROP, RESOLVER, TERMINATE), seconds
    (BLOB_AGE), milliseconds (LOCK_TIMEOUT) or 0/1 (the others). */
 void engine_test_fault(struct engine *e, enum engine_fault f, int n);
+
+/* Fold every DV row of t that carries a delta or is inline into a new Puffin base, as a plan
+   does for the rows it lists (the maintenance task folds only deltas of ENGINE_DV_FOLD_AT
+   positions or more). *folded: the rows folded. */
+struct engine_table;
+struct st_err;
+int engine_test_fold_dvs(struct engine *e, struct engine_table *t, int64_t *folded,
+                         struct st_err *err);
 
 /* Deletes by key may take the one-statement path (commit_fast.c; on by default); either way,
    forget which tables' tries fell back (their pause, FAST_SKIP_NS). */

@@ -584,8 +584,7 @@ static int file_dv(struct erasure *w, const struct snap_file *sf, struct dv **ou
         return ST_OK;
     const struct dv *d = NULL;
     void *h = NULL;
-    int rc = dvc__get(w->e, sf->dv_path, sf->dv_offset, sf->dv_length, sf->dv_card, sf->dv_inline,
-                      &d, &h, err);
+    int rc = dvc__get_file(w->e, sf, &d, &h, err);
     if (rc == ST_OK) {
         *out = dv_clone(d);
         dvc__release(w->e, h);

@@ -432,7 +432,8 @@ static void check_data_file(struct engine *e, const char *rel, int64_t rows, int
 }
 
 /*
- * An inline DV (row i of fsck's DV listing: path, offset, length, cardinality, blob, file, seq):
+ * An inline DV (row i of fsck's DV listing: path, offset, length, cardinality, blob, file, seq,
+ * delta):
  * the location rule (the catalog's CHECK: offset 0, length the blob's size), then the blob
  * decoded and its cardinality, as a Puffin blob is checked.
  */
@@ -464,12 +465,16 @@ static void check_inline_dv(struct engine *e, const PGresult *r, int i, engine_f
     }
     const struct dv *d;
     void *h;
-    if (dvc__get(e, NULL, 0, len, pgu_get_i64(r, i, 3), blob, &d, &h, &e1) != ST_OK) {
+    uint8_t *delta = NULL;
+    size_t dn = 0;
+    if (pgu_get_bytea(r, i, 7, &delta, &dn, &e1) != ST_OK ||
+        dvc__get(e, NULL, 0, len, pgu_get_i64(r, i, 3), blob, delta, dn, &d, &h, &e1) != ST_OK) {
         rep->corrupt++;
         fn(ctx, "corrupt", name, e1.msg);
     } else {
         dvc__release(e, h);
     }
+    free(delta);
     free(blob);
 }
 
@@ -494,7 +499,7 @@ int engine_fsck(struct engine *e, engine_fsck_report_fn fn, void *ctx, struct en
     PQclear(r);
     /* Puffin DVs by file (inline ones, without a path, last) */
     r = cat_pq_exec(c, "SELECT puffin_path, blob_offset, blob_length, cardinality, inline_blob, "
-                       "data_file_id, added_seq FROM strike.deletion_vectors ORDER BY "
+                       "data_file_id, added_seq, delta FROM strike.deletion_vectors ORDER BY "
                        "puffin_path, blob_offset");
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "listing deletion vectors", err);
@@ -524,12 +529,17 @@ int engine_fsck(struct engine *e, engine_fsck_report_fn fn, void *ctx, struct en
         const struct dv *d;
         void *h;
         struct st_err e2 = {0};
-        if (dvc__get(e, rel, pgu_get_i64(r, i, 1), pgu_get_i64(r, i, 2), pgu_get_i64(r, i, 3), NULL,
-                     &d, &h, &e2) != ST_OK) {
+        uint8_t *delta = NULL; /* base plus delta: the delta's list, disjoint from the base */
+        size_t dn = 0;
+        if (pgu_get_bytea(r, i, 7, &delta, &dn, &e2) != ST_OK ||
+            dvc__get(e, rel, pgu_get_i64(r, i, 1), pgu_get_i64(r, i, 2), pgu_get_i64(r, i, 3), NULL,
+                     delta, dn, &d, &h, &e2) != ST_OK) {
+            free(delta);
             out->corrupt++;
             fn(ctx, "corrupt", rel, e2.msg);
             continue;
         }
+        free(delta);
         dvc__release(e, h);
     }
     PQclear(r);

@@ -1059,14 +1059,16 @@ static int export_snapshot(struct xpass *x, int64_t s, int64_t ts_ms, const char
  */
 static const char *const SQL_RELOCATE_PICK =
     "SELECT d.data_file_id, d.added_seq, coalesce(d.puffin_path, ''), d.blob_offset, "
-    "d.blob_length, d.cardinality, d.inline_blob, f.path FROM strike.deletion_vectors d JOIN "
-    "strike.data_files f ON f.id = d.data_file_id WHERE d.table_id = $1 AND (d.inline_blob IS "
-    "NOT NULL OR d.legacy_ref) AND ((d.removed_seq IS NULL AND d.added_seq > $2 AND d.added_seq "
+    "d.blob_length, d.cardinality, d.inline_blob, f.path, d.delta FROM strike.deletion_vectors d "
+    "JOIN strike.data_files f ON f.id = d.data_file_id WHERE d.table_id = $1 AND (d.inline_blob "
+    "IS NOT NULL OR d.legacy_ref OR d.delta IS NOT NULL) AND ((d.removed_seq IS NULL AND "
+    "d.added_seq > $2 AND d.added_seq "
     "<= $3) OR (d.removed_seq > $2 AND d.added_seq <= $3)) LIMIT " /* RELOCATE_BATCH */ "512 FOR "
     "UPDATE OF d SKIP LOCKED";
 static const char *const SQL_RELOCATE_MOVE =
     "UPDATE strike.deletion_vectors SET puffin_path = $3, blob_offset = $4, blob_length = $5, "
-    "inline_blob = NULL, legacy_ref = false WHERE data_file_id = $1 AND added_seq = $2";
+    "inline_blob = NULL, legacy_ref = false, delta = NULL WHERE data_file_id = $1 AND added_seq = "
+    "$2";
 
 static int relocate_batch(struct engine *e, PGconn *c, const struct engine_table *t, int64_t lo,
                           int64_t hi, int64_t *moved, struct st_err *err)
@@ -1093,7 +1095,27 @@ static int relocate_batch(struct engine *e, PGconn *c, const struct engine_table
         uint8_t *blob = NULL;
         size_t n = 0;
         int64_t card = pgu_get_i64(r, i, 5);
-        if (!PQgetisnull(r, i, 6)) {
+        if (!PQgetisnull(r, i, 8)) { /* base plus delta: one DV, folded (dvcache.c) */
+            uint8_t *inl = NULL, *delta = NULL;
+            size_t inl_n = 0, delta_n = 0;
+            rc = pgu_get_bytea(r, i, 6, &inl, &inl_n, err);
+            if (rc == ST_OK)
+                rc = pgu_get_bytea(r, i, 8, &delta, &delta_n, err);
+            const struct dv *set = NULL;
+            void *h = NULL;
+            if (rc == ST_OK)
+                rc = dvc__get(e, inl != NULL ? NULL : PQgetvalue(r, i, 2), pgu_get_i64(r, i, 3),
+                              pgu_get_i64(r, i, 4), card, inl, delta, delta_n, &set, &h, err);
+            struct buf enc = BUF_INIT;
+            if (rc == ST_OK) {
+                if (dv_encode_iceberg(set, &enc) != ST_OK)
+                    rc = st_errf(err, ST_ECORRUPT, "a position is >= 2^63");
+                dvc__release(e, h);
+            }
+            free(inl);
+            free(delta);
+            blob = buf_detach(&enc, &n);
+        } else if (!PQgetisnull(r, i, 6)) {
             rc = pgu_get_bytea(r, i, 6, &blob, &n, err);
         } else {
             n = (size_t)pgu_get_i64(r, i, 4);

@@ -1,7 +1,8 @@
 /*
  * maintain.c - the background maintenance task: every maint_interval_s
  * (--compact-interval), each table is maintained by one server at a time:
- * its inline DVs move to a Puffin file (dvflush.c), compaction runs where
+ * its inline DVs move to a Puffin file and its DV rows whose delta holds
+ * ENGINE_DV_FOLD_AT positions or more are folded (dvflush.c), compaction runs where
  * the policy says so, and its snapshots older than retain_s (--retain)
  * expire.
  *

@@ -33,6 +33,7 @@ void eng__snap_files_free(struct snap_file *f, size_t n)
         free(f[i].stats_json);
         free(f[i].dv_path);
         free(f[i].dv_inline);
+        free(f[i].dv_delta);
     }
     free(f);
 }
@@ -57,8 +58,8 @@ const char *const eng__sql_snapshot_files =
     "s)) "
     "SELECT f.id, f.path, f.record_count, f.file_size, f.data_seq, f.stats::text, "
     "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality, dv.inline_blob, "
-    "dv.added_seq FROM f LEFT JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, d.blob_length, "
-    "d.cardinality, d.removed_seq, d.inline_blob, d.added_seq FROM "
+    "dv.added_seq, dv.delta FROM f LEFT JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, "
+    "d.blob_length, d.cardinality, d.removed_seq, d.inline_blob, d.added_seq, d.delta FROM "
     "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.added_seq <= (SELECT seq FROM s) "
     "ORDER BY d.added_seq DESC LIMIT 1) dv ON dv.removed_seq IS NULL OR dv.removed_seq > (SELECT "
     "seq FROM s) ORDER BY f.data_seq, f.id";
@@ -146,6 +147,8 @@ int eng__snapshot_files(struct engine *e, PGconn *c, const struct engine_table *
             if (rc == ST_OK && (f[i].dv_path == NULL) == (f[i].dv_inline == NULL))
                 rc = st_errf(err, ST_ECORRUPT, "the DV of file %lld has no single location",
                              (long long)f[i].id);
+            if (rc == ST_OK && !PQgetisnull(r, i, 12))
+                rc = pgu_get_bytea(r, i, 12, &f[i].dv_delta, &f[i].dv_delta_len, err);
             if (rc == ST_OK && f[i].dv_inline != NULL && (int64_t)len != f[i].dv_length)
                 rc = st_errf(err, ST_ECORRUPT,
                              "inline DV of file %lld: %zu bytes, the row says %lld",
@@ -424,8 +427,7 @@ static int open_file(struct engine_scan *s, struct st_err *err)
         return rc;
     }
     if (f->has_dv) {
-        rc = dvc__get(s->e, f->dv_path, f->dv_offset, f->dv_length, f->dv_card, f->dv_inline,
-                      &s->dv, &s->dv_handle, err);
+        rc = dvc__get_file(s->e, f, &s->dv, &s->dv_handle, err);
         if (rc != ST_OK) {
             pq_reader_close(s->r);
             s->r = NULL;
@@ -604,7 +606,7 @@ static int plan_files(struct engine *e, struct engine_table *t, bool has_snapsho
         for (size_t i = 0; i < n; i++) {
             listed[i] = !(sf[i].has_dv && sf[i].dv_card >= sf[i].record_count) &&
                         (f == NULL || eng__file_may_match(t, &sf[i], f, ranges, rp));
-            if (listed[i] && sf[i].has_dv && sf[i].dv_inline != NULL) {
+            if (listed[i] && sf[i].has_dv && (sf[i].dv_inline != NULL || sf[i].dv_delta != NULL)) {
                 ids[ninline] = sf[i].id;
                 seqs[ninline++] = sf[i].dv_added_seq;
             }

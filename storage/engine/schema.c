@@ -345,6 +345,22 @@ const struct migration cat__migrations[] = {
      "  ADD CONSTRAINT idempotency_keys_kind CHECK ("
      "    (kind IN ('create', 'drop', 'changes', 'delete', 'alter') AND status IS NULL)"
      "    OR (kind IS NULL AND status IS NOT NULL));"},
+    /* Delta DVs (docs/DESIGN.md "Delta DVs and folding"): a DV row is a base (a Puffin blob or
+       inline_blob, as before) plus delta, a position list (dv.h "poslist") of the positions
+       deleted since that base, disjoint from it; cardinality counts both. A delete by key copies
+       the base's location and appends to the delta (commit_fast.c, commit_sql.c) instead of
+       writing the whole DV again; a fold (dvflush.c) writes base plus delta as one new base, in
+       place: a row's set of positions never changes, only its representation. The partial index
+       finds a table's rows that are inline or carry a delta, for the flush and the fold; it
+       replaces deletion_vectors_inline (an inline row takes one entry, as before). */
+    {16, "deletion vectors: a base plus a delta of the positions deleted since",
+     "ALTER TABLE strike.deletion_vectors ADD COLUMN delta bytea,"
+     "  ADD CONSTRAINT deletion_vectors_delta_list CHECK (delta IS NULL OR ("
+     "    substring(delta FROM 1 FOR 4) = 'SPL1'::bytea AND octet_length(delta) > 12"
+     "    AND (octet_length(delta) - 12) % 4 = 0));"
+     "DROP INDEX strike.deletion_vectors_inline;"
+     "CREATE INDEX deletion_vectors_unfolded ON strike.deletion_vectors (table_id) "
+     "WHERE inline_blob IS NOT NULL OR delta IS NOT NULL;"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

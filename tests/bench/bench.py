@@ -1234,6 +1234,8 @@ class Bench:
                 n.append("(issue 14) " + getattr(self, k) + ".")
         if getattr(self, "e28_note", None):
             n.append("(i28) " + self.e28_note + ".")
+        if getattr(self, "e31_note", None):
+            n.append(self.e31_note + ".")
         if getattr(self, "m3_engine", None):
             n.append(f"(3) strike's commit path alone (bench_engine ingest, engine API, the same table and batch "
                      f"shape): {spread(self.m3_engine, fmt_num)} rows/s.")
@@ -1392,6 +1394,78 @@ class Bench:
                  spread(rates["strike"], fmt_num), fmt_x(ratio), "≥0.9x curl",
                  "yes" if ratio >= 0.9 else f"no ({fmt_x(ratio)})")
 
+    def e31_delta_dvs(self):
+        """Rows i31a-b (issue 31): deletes and CDC upserts on a file whose DV holds 30% of its rows,
+        against the same on a fresh file. Four tables loaded from the same rows in one file each
+        (bench_engine load in one request): e31d_big/e31d_new for the deletes, e31i_big/e31i_new
+        for the ingest; the _big ones then lose 30% of their rows at random (the keys of a window of
+        keyed_client's permutation, deleted through POST /changes in requests of 10,000 keys).
+        Each round runs both sides, in alternating order, one client each (keyed_client.mjs, as
+        rows 2 and 3); the main striked has no background maintenance, so no fold runs but the
+        ones the commits make."""
+        z, R = self.z, self.R
+        n = z["small"]
+        src = self.gen(n)[0]
+        P = 2654435761
+        perm = lambda i: (i % n) * P % n  # noqa: E731 - keyed_client.mjs' permKey
+        for table in ("e31d_big", "e31d_new", "e31i_big", "e31i_new"):
+            log(f"e31: loading {table} ({n:,} rows, one file)")
+            self.engine("load", "--table", table, "--from", src, "--batch", n)
+        cut = int(n * 0.3)
+        lo = n - cut  # the window [lo, n) of the permutation: 30% of the keys, random positions
+        for table in ("e31d_big", "e31i_big"):
+            log(f"e31: deleting {cut:,} random rows of {table}")
+            for a in range(lo, n, 10_000):
+                keys = [perm(i) for i in range(a, min(a + 10_000, n))]
+                r = self.http("POST", f"/v1/tables/{table}/changes",
+                              {"changes": [{"op": "delete", "key": {"id": k}} for k in keys]})
+                if r["deleted"] != len(keys):
+                    raise RuntimeError(f"e31: {table} deleted {r['deleted']} of {len(keys)}")
+        self.psql("strike", "VACUUM ANALYZE")
+        s = z["m2_samples"]
+        kc = ["keyed_client.mjs", "--modules", self.peers]
+        nb, b = max(1, z["m3_batches"] * 2 // 5), z["m3_batch"]
+        per = nb * b // 2
+        dels = {"big": [], "new": []}
+        ings = {"big": [], "new": []}
+        for r in range(-1, R):  # round -1: warm-up, not counted
+            doff = lo - (R + 2) * (s + 2) + (r + 1) * (s + 2)  # delete windows below the deleted 30%
+            ioff = (r + 1) * per  # update windows from 0 (kept clear of the delete windows)
+            sides = ("big", "new") if r % 2 == 0 else ("new", "big")
+            for side in sides:
+                d = self.node(*kc, "delete1", "--rows", n, "--samples", s, "--warmup", 2, "--target", "strike",
+                              "--url", self.url, "--table", f"e31d_{side}", "--offset", doff)
+                if r >= 0:
+                    dels[side].append(d)
+            for side in sides:
+                i = self.node(*kc, "ingest", "--rows", n, "--batches", nb, "--batch", b, "--target", "strike",
+                              "--url", self.url, "--table", f"e31i_{side}", "--offset", ioff,
+                              "--new-base", 10**9 + (r + 1) * per, "--salt", r + 1)
+                if r >= 0:
+                    ings[side].append(i)
+        self.results["e31"] = {"deletes": dels, "ingest": ings}
+        b50 = [med(x["ms"]) for x in dels["big"]]
+        f50 = [med(x["ms"]) for x in dels["new"]]
+        b99 = pctl([v for x in dels["big"] for v in x["ms"]], 0.99)
+        f99 = pctl([v for x in dels["new"] for v in x["ms"]], 0.99)
+        rd = med(b50) / med(f50)
+        self.row("i31a", f"single-key delete p50 (p99), one client, on a {n:,}-row file whose DV holds 30% of "
+                 f"its rows vs a fresh file", "the same deletes on a fresh file",
+                 f"{spread(f50, fmt_ms)} (p99 {fmt_ms(f99)})", f"{spread(b50, fmt_ms)} (p99 {fmt_ms(b99)})",
+                 f"{fmt_x(rd)} the fresh file's p50", "≤1.2x", "yes" if rd <= 1.2 else f"no ({fmt_x(rd)})")
+        bi = [x["rows_per_s"] for x in ings["big"]]
+        fi = [x["rows_per_s"] for x in ings["new"]]
+        ri = med(bi) / med(fi)
+        self.row("i31b", f"CDC ingest, batches of {b:,} upserts (half updates), into a {n:,}-row file whose DV "
+                 f"holds 30% of its rows vs a fresh file: rows/s", "the same batches into a fresh file",
+                 spread(fi, fmt_num), spread(bi, fmt_num), fmt_x(ri), "≥0.9x",
+                 "yes" if ri >= 0.9 else f"no ({fmt_x(ri)})")
+        self.e31_note = (f"(i31) the DV-heavy tables lost {cut:,} of {n:,} rows at random (30%) before the "
+                         f"measures, through POST /changes in requests of 10,000 keys; each round runs the "
+                         f"DV-heavy and the fresh table alternately (order swapped every round), {s} deletes and "
+                         f"{nb} batches of {b:,} upserts a side; the fresh tables are those the rounds write "
+                         f"(their DVs grow by {nb * b // 2:,} updated rows a round); no background maintenance")
+
     def main(self):
         self.started = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
         self.meta = self.machine()
@@ -1405,7 +1479,7 @@ class Bench:
         t0 = time.monotonic()
         only = set(self.a.only.split(",")) if self.a.only else None
         self.only = only
-        if only is None or only - {"e13", "e28"}:  # e13 and e28 load tables of their own
+        if only is None or only - {"e13", "e28", "e31"}:  # e13, e28 and e31 load tables of their own
             self.setup()
         plan = [
             ("m9", 9, "key lookups", self.m9_lookups),
@@ -1427,6 +1501,7 @@ class Bench:
             ("e16", "i16", "strike load vs curl", self.e16_cli_load),
             ("e28", "i28", "peak memory per request body, by shape", self.e28_body_rss),
             ("e29", "i29a", "Iceberg export, REST plan, loadTable", self.e29_iceberg),
+            ("e31", "i31a", "deletes and CDC ingest on a file with a large DV vs a fresh one", self.e31_delta_dvs),
             # last: its 50,000,000-row table, 40% deleted, would be the first work of
             # the maintenance task of any striked a later measure starts (i14a's)
             ("e13", "i13", "delete by filter at scale", self.e13_delete_where),
@@ -1441,7 +1516,7 @@ class Bench:
                  "i14c": "DuckDB copy-on-write delete",
                  "i15": "the same rows through POST /changes", "i16": "curl posting the same chunks",
                  "i28": "the route's admission charge",
-                 "i29a": "the change's own size"}
+                 "i29a": "the change's own size", "i31a": "the same deletes on a fresh file"}
         goals = {1: "≥1000x faster; ≥100,000x fewer bytes", 2: "p50 ≤2x PostgreSQL", 3: "≥1.5x PostgreSQL",
                  4: "≥1x nginx req/s, p99 ≤ nginx", 5: "≤1.05x", 6: "≥1.0x DuckDB", 7: "≥0.7x 1 writer, nothing lost",
                  8: "bounded: ≤1.25x the smaller scan's peak", 9: "report (PostgreSQL is the bound)",
@@ -1449,13 +1524,14 @@ class Bench:
                  "i13": "peak ≤512 MiB, no 503s",
                  "i14a": "≤1.2x each", "i14b": "≥1.0x DuckDB", "i14c": "report", "i15": "≥0.8x /changes",
                  "i16": "≥0.9x curl", "i28": "≤2x the body + 64 MiB",
-                 "i29a": "O(the change), under 1 MiB"}
+                 "i29a": "O(the change), under 1 MiB", "i31a": "≤1.2x"}
         for key, num, title, fn in plan:
             if only and key not in only:
                 continue
             self.measure(key, num, title, peers[num], goals[num], fn)
         order = {n: i for i, n in enumerate([1, 2, 3, 4, 5, 6, 7, 8, 9, "i3", "i4", "i7", "i13", "i14a", "i14b", "i14c",
-                                             "i15", "i16", "i28", "i29a", "i29b", "i29c"])}
+                                             "i15", "i16", "i28", "i29a", "i29b", "i29c", "i31a",
+                                             "i31b"])}
         self.rows.sort(key=lambda r: order[r["num"]])
         end_load = open("/proc/loadavg").read().split()[:3]
         commit = git_commit()
@@ -1503,7 +1579,7 @@ def main():
     ap.add_argument("--http-port", required=True, type=int)
     ap.add_argument("--striked-pid", required=True, type=int)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="", help="comma-separated measure keys (m1..m9, e3, e4, e7, e14a, e14b, e14c, e15, e16, e29), for development")
+    ap.add_argument("--only", default="", help="comma-separated measure keys (m1..m9, e3, e4, e7, e14a, e14b, e14c, e15, e16, e29, e31), for development")
     sys.exit(Bench(ap.parse_args()).main())
 
 

@@ -6,7 +6,10 @@ upserts and deletes by key, in small batches, each with an Idempotency-Key
 (a refused batch is retried with the same key until acknowledged, and each
 retry is counted). A compactor thread per server asks for compactions in a
 loop with a small target, so that every file it rewrites is also being
-written. At the end:
+written, and a folder thread per server asks for plans in a loop: a plan
+folds the delta of every DV row it lists into a new base (docs/DESIGN.md
+"Delta DVs and folding"), while the writers append to those deltas. At the
+end:
 
 - the table equals the writers' model: 0 lost deletes, 0 resurrected rows,
   0 lost or stale upserts;
@@ -62,7 +65,8 @@ class CompactUnderWrites(unittest.TestCase):
         model = {i: 0 for i in range(n)}
         lock = threading.Lock()
         stop = time.monotonic() + RUN_S
-        stats = {"batches": 0, "retries": 0, "compactions": 0, "busy": 0, "compact_failures": []}
+        stats = {"batches": 0, "retries": 0, "compactions": 0, "busy": 0, "compact_failures": [],
+                 "plans": 0, "plan_failures": []}
 
         def writer(w):
             s = servers[w % 2]
@@ -109,16 +113,30 @@ class CompactUnderWrites(unittest.TestCase):
                         stats["compact_failures"].append(r)
                 time.sleep(0.05)
 
+        def folder(c):
+            s = servers[c]
+            while time.monotonic() < stop:
+                r = s.req("POST", "/v1/tables/hot/plan", {}, timeout=120)
+                with lock:
+                    if r.status == 200:
+                        stats["plans"] += 1
+                    elif r.status not in (409, 503):  # busy: another flush holds a row
+                        stats["plan_failures"].append(r)
+                time.sleep(0.05)
+
         threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
         threads += [threading.Thread(target=compactor, args=(c,)) for c in range(2)]
+        threads += [threading.Thread(target=folder, args=(c,)) for c in range(2)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         print(f"compaction under writes: {stats['batches']} batches ({stats['retries']} retries), "
-              f"{stats['compactions']} compactions, {stats['busy']} refused while the other ran",
-              flush=True)
+              f"{stats['compactions']} compactions, {stats['busy']} refused while the other ran, "
+              f"{stats['plans']} plans (folds)", flush=True)
         self.assertEqual(stats["compact_failures"], [])
+        self.assertEqual(stats["plan_failures"], [])
+        self.assertGreater(stats["plans"], 10)
         self.assertGreater(stats["compactions"], 2)
 
         # the table is the model: nothing lost, nothing resurrected

@@ -15,10 +15,12 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include <libpq-fe.h>
 
@@ -107,6 +109,28 @@ static int64_t inline_rows(const struct engine_table *t)
              "SELECT count(*) FROM strike.deletion_vectors WHERE table_id = %lld AND "
              "inline_blob IS NOT NULL",
              (long long)t->id);
+    return et_sql_i64(&T, sql);
+}
+
+/* DV rows of the table that carry a delta (docs/DESIGN.md "Delta DVs and folding"). */
+static int64_t delta_rows(const struct engine_table *t)
+{
+    char sql[200];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM strike.deletion_vectors WHERE table_id = %lld AND "
+             "delta IS NOT NULL",
+             (long long)t->id);
+    return et_sql_i64(&T, sql);
+}
+
+/* The positions in the delta of a file's live DV row (0: none). */
+static int64_t live_delta(int64_t file)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT coalesce((octet_length(delta) - 12) / 4, 0) FROM strike.deletion_vectors "
+             "WHERE data_file_id = %lld AND removed_seq IS NULL",
+             (long long)file);
     return et_sql_i64(&T, sql);
 }
 
@@ -289,16 +313,18 @@ static void test_plan_flushes_inline_dvs(void **state)
     assert_int_equal(engine_plan(T.e, t, true, seq, NULL, &pf, &npf, &seq, &err), ST_OK);
     assert_int_equal(dv_files(t), 1);
     engine_plan_free(pf, npf);
-    /* an inline DV closed by a later commit, listed by a plan of its snapshot, is flushed too */
+    /* a delta on the flushed base, closed by a later commit, listed by a plan of its snapshot, is
+       folded too */
     const int64_t more[] = {5};
     del(t, more, 1);
     const int64_t more2[] = {6};
     del(t, more2, 1);
-    assert_int_equal(inline_rows(t), 2);
+    assert_int_equal(inline_rows(t), 0);
+    assert_int_equal(delta_rows(t), 2);
     assert_int_equal(engine_plan(T.e, t, true, seq + 1, NULL, &pf, &npf, &seq, &err), ST_OK);
     assert_non_null(pf[0].dv_path);
     assert_int_equal(pf[0].dv_cardinality, 4);
-    assert_int_equal(inline_rows(t), 1); /* the current one is not listed: it stays inline */
+    assert_int_equal(delta_rows(t), 1); /* the current one is not listed: it keeps its delta */
     engine_plan_free(pf, npf);
     free(got);
     free(want);
@@ -627,7 +653,9 @@ static void test_delete_in_one_statement(void **state)
     engine_table_unref(t);
 }
 
-/* Where the list form does not hold, the general path commits, and leaves a list when it fits. */
+/* Where the one statement cannot append, the general path commits: a delta past its bound is
+   folded into a new base (a list when it fits), a first list past dv_inline_max is written as
+   the DV's blob. A base in a Puffin file takes deltas in one statement. */
 static void test_one_statement_falls_back(void **state)
 {
     (void)state;
@@ -644,55 +672,82 @@ static void test_one_statement_falls_back(void **state)
     assert_int_equal(moved, 1);
     fast_counts(&taken0, &back0);
     const int64_t b[] = {3};
-    del(t, b, 1); /* tried, falls back: the general path merges the Puffin base into a list */
-    fast_counts(&taken, &back);
-    assert_int_equal(taken - taken0, 0);
-    assert_int_equal(back - back0, 1);
-    assert_true(live_dv_is_list(fid));
-    const int64_t c[] = {4, 5};
-    del(t, c, 2); /* one statement again, at once: a DV in another form pauses nothing */
+    del(t, b, 1); /* one statement: the Puffin base stays, 3 goes to the row's delta */
     fast_counts(&taken, &back);
     assert_int_equal(taken - taken0, 1);
-    assert_int_equal(back - back0, 1);
+    assert_int_equal(back - back0, 0);
+    assert_false(live_dv_is_list(fid));
+    assert_int_equal(live_delta(fid), 1);
+    const int64_t c[] = {4, 5};
+    del(t, c, 2);
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 2);
+    assert_int_equal(back - back0, 0);
+    assert_int_equal(live_delta(fid), 3);
     const int64_t gone[] = {1, 2, 3, 4, 5};
     live_ids(t, 1000, gone, 5);
 
+    /* a delta past ENGINE_DV_DELTA_MAX: tried, falls back, and the general path folds the row
+       into a new base (a list: it fits), no delta; the next delete appends again */
+    int64_t many[ENGINE_DV_DELTA_MAX];
+    for (int i = 0; i < ENGINE_DV_DELTA_MAX - 2; i++)
+        many[i] = 100 + i;
+    del(t, many, ENGINE_DV_DELTA_MAX - 2);
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 2);
+    assert_int_equal(back - back0, 1);
+    assert_true(live_dv_is_list(fid));
+    assert_int_equal(live_delta(fid), 0);
+    const int64_t d6[] = {6};
+    del(t, d6, 1);
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, 3);
+    assert_int_equal(live_delta(fid), 1);
+    int64_t *all_gone = xcalloc(ENGINE_DV_DELTA_MAX + 8, sizeof *all_gone);
+    size_t ngone = 0;
+    for (int64_t i = 1; i <= 6; i++)
+        all_gone[ngone++] = i;
+    for (int i = 0; i < ENGINE_DV_DELTA_MAX - 2; i++)
+        all_gone[ngone++] = many[i];
+    live_ids(t, 1000, all_gone, ngone);
+    free(all_gone);
+
     /* a key twice in one request: not tried; the second counts as missing */
-    const int64_t twice[] = {6, 6};
+    const int64_t twice[] = {7, 7};
     struct engine_change_res r = del_res(t, twice, 2);
     assert_int_equal(r.deleted, 1);
     assert_int_equal(r.missing, 1);
     fast_counts(&taken, &back);
-    assert_int_equal(taken - taken0, 1);
+    assert_int_equal(taken - taken0, 3);
     assert_int_equal(back - back0, 1);
 
-    /* a list past dv_inline_max: the general path writes the DV where it fits */
+    /* a first list past dv_inline_max: the general path writes the DV where it fits */
     reopen(40); /* 12 + 4 x 7 */
     int64_t ids[8] = {10, 11, 12, 13, 14, 15, 16, 17};
     fast_counts(&taken0, &back0);
     struct engine_table *u = table("fast_back_full");
     load(u, 100);
     int64_t ufid = only_file(u);
-    del(u, ids, 7); /* exactly 40 bytes: one statement */
-    assert_true(live_dv_is_list(ufid));
-    del(u, ids + 7, 1); /* 44 bytes: general path, an Iceberg blob (run container) inline */
+    del(u, ids, 8); /* 44 bytes: general path, an Iceberg blob (run container) inline */
     fast_counts(&taken, &back);
-    assert_int_equal(taken - taken0, 1);
+    assert_int_equal(taken - taken0, 0);
     assert_int_equal(back - back0, 1);
     assert_false(live_dv_is_list(ufid));
-    assert_int_equal(inline_rows(u), 2);
-    /* a DV a list cannot hold stays so: the table pauses its tries (FAST_SKIP_NS) */
+    assert_int_equal(inline_rows(u), 1);
+    /* the table pauses its tries (FAST_SKIP_NS): the general path appends to the delta */
     const int64_t later[] = {30};
     del(u, later, 1);
     fast_counts(&taken, &back);
-    assert_int_equal(taken - taken0, 1);
+    assert_int_equal(taken - taken0, 0);
     assert_int_equal(back - back0, 1);
-    engine_test_fast_deletes(T.e, true); /* the pause is over: tried, and falls back again */
+    assert_int_equal(live_delta(ufid), 1);
+    engine_test_fast_deletes(T.e, true); /* the pause is over: one statement appends */
     const int64_t later2[] = {31};
     del(u, later2, 1);
     fast_counts(&taken, &back);
     assert_int_equal(taken - taken0, 1);
-    assert_int_equal(back - back0, 2);
+    assert_int_equal(back - back0, 1);
+    assert_int_equal(live_delta(ufid), 2);
     int64_t ugone[] = {10, 11, 12, 13, 14, 15, 16, 17, 30, 31};
     live_ids(u, 100, ugone, 10);
 
@@ -1031,6 +1086,387 @@ static void test_one_statement_summary(void **state)
     engine_table_unref(b);
 }
 
+/* ---- delta DVs and folding (docs/DESIGN.md "Delta DVs and folding") ---------------- */
+
+#define FOLD_SEQS 96
+
+/* The DV endpoint's answer for (file, snapshot) in format f: its bytes and ETag, copied. */
+struct dv_answer {
+    uint8_t *p;
+    size_t len;
+    char etag[80];
+    int64_t card;
+};
+
+static struct dv_answer dv_at(struct engine_table *t, int64_t file, int64_t snapshot,
+                              enum dv_format f)
+{
+    struct engine_dv_bytes *b = NULL;
+    int64_t snap;
+    struct st_err err = {0};
+    if (engine_get_dv(T.e, t, file, true, snapshot, f, &b, &snap, &err) != ST_OK)
+        fail_msg("DV of file %lld at %lld: %s", (long long)file, (long long)snapshot, err.msg);
+    assert_int_equal(snap, snapshot);
+    struct dv_answer a = {.p = xmalloc(b->len ? b->len : 1), .len = b->len, .card = b->cardinality};
+    memcpy(a.p, b->data, b->len);
+    snprintf(a.etag, sizeof a.etag, "%s", b->etag);
+    engine_dv_bytes_unref(b);
+    return a;
+}
+
+/* What every snapshot of a run answered, to compare after folds. */
+struct dv_history {
+    int64_t first, last;             /* the snapshots recorded */
+    struct dv_answer ice[FOLD_SEQS]; /* iceberg-dv */
+    struct dv_answer r64[FOLD_SEQS]; /* roaring64 */
+    int64_t rows[FOLD_SEQS];         /* the scan's rows at the snapshot */
+};
+
+static void history_record(struct dv_history *h, struct engine_table *t, int64_t file)
+{
+    for (int64_t s = h->first; s <= h->last; s++) {
+        int64_t i = s - h->first;
+        assert_true(i < FOLD_SEQS);
+        h->ice[i] = dv_at(t, file, s, DV_FMT_ICEBERG);
+        h->r64[i] = dv_at(t, file, s, DV_FMT_ROARING64);
+        struct et_rows rows;
+        et_scan(&T, t, s, &rows);
+        h->rows[i] = (int64_t)rows.n;
+        et_rows_free(&rows);
+    }
+}
+
+/* Every snapshot answers what it answered before: the same bytes, ETags, counts and rows. */
+static void history_check(const struct dv_history *h, struct engine_table *t, int64_t file)
+{
+    for (int64_t s = h->first; s <= h->last; s++) {
+        int64_t i = s - h->first;
+        const struct dv_answer *want[2] = {&h->ice[i], &h->r64[i]};
+        const enum dv_format fmts[2] = {DV_FMT_ICEBERG, DV_FMT_ROARING64};
+        for (int k = 0; k < 2; k++) {
+            struct dv_answer got = dv_at(t, file, s, fmts[k]);
+            if (got.len != want[k]->len || memcmp(got.p, want[k]->p, got.len) != 0 ||
+                strcmp(got.etag, want[k]->etag) != 0 || got.card != want[k]->card)
+                fail_msg("snapshot %lld, format %d: %zu bytes, ETag %s, %lld positions; before "
+                         "the fold %zu bytes, ETag %s, %lld",
+                         (long long)s, k, got.len, got.etag, (long long)got.card, want[k]->len,
+                         want[k]->etag, (long long)want[k]->card);
+            free(got.p);
+        }
+        struct et_rows rows;
+        et_scan(&T, t, s, &rows);
+        assert_int_equal((int64_t)rows.n, h->rows[i]);
+        et_rows_free(&rows);
+    }
+}
+
+static void history_free(struct dv_history *h)
+{
+    for (int64_t s = h->first; s <= h->last; s++) {
+        free(h->ice[s - h->first].p);
+        free(h->r64[s - h->first].p);
+    }
+}
+
+/* The table again, from a reopened engine (no cache of the one before). */
+static struct engine_table *reopened(int64_t dv_inline_max, const char *name)
+{
+    reopen(dv_inline_max);
+    struct engine_table *t;
+    struct st_err err = {0};
+    assert_int_equal(engine_get_table(T.e, name, &t, &err), ST_OK);
+    return t;
+}
+
+static int64_t table_seq(struct engine_table *t)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT seq FROM strike.tables WHERE id = %lld", (long long)t->id);
+    return et_sql_i64(&T, sql);
+}
+
+/*
+ * Deletes of a file whose DV is in a Puffin file append to its row's delta (in one statement,
+ * and on the general path); every snapshot's DV is base plus its deltas. The maintenance
+ * task folds the rows whose delta passed ENGINE_DV_FOLD_AT, a full fold the others: the DV
+ * endpoint answers the same bytes and ETag at every snapshot before and after, time travel
+ * the same rows, fsck is clean, and expiry after the fold keeps what the rest needs.
+ */
+static void test_delta_fold_keeps_bytes(void **state)
+{
+    (void)state;
+    reopen(64); /* a first DV of more than 13 positions goes to a Puffin file */
+    struct engine_table *t = table("delta_fold");
+    load(t, 3000);
+    int64_t fid = only_file(t);
+    int64_t base[100];
+    for (int i = 0; i < 100; i++)
+        base[i] = 1000 + 7 * i; /* no runs: an array container, past 64 bytes */
+    del(t, base, 100);          /* the base: a Puffin blob (the one statement pauses: 22012) */
+    assert_int_equal(dv_files(t), 1);
+    struct dv_history *h = xcalloc(1, sizeof *h);
+    h->first = table_seq(t);
+    uint64_t taken0, back0, taken, back;
+    engine_test_fast_deletes(T.e, false); /* the general path appends too */
+    for (int i = 0; i < 5; i++) {
+        const int64_t id[] = {10 + 3 * i};
+        del(t, id, 1);
+    }
+    assert_int_equal(live_delta(fid), 5);
+    engine_test_fast_deletes(T.e, true);
+    fast_counts(&taken0, &back0);
+    for (int i = 5; i < ENGINE_DV_FOLD_AT + 8; i++) {
+        const int64_t id[] = {10 + 3 * i};
+        del(t, id, 1);
+    }
+    fast_counts(&taken, &back);
+    assert_int_equal(taken - taken0, ENGINE_DV_FOLD_AT + 3);
+    assert_int_equal(back - back0, 0);
+    h->last = table_seq(t);
+    assert_int_equal(h->last - h->first, ENGINE_DV_FOLD_AT + 8);
+    assert_int_equal(live_delta(fid), ENGINE_DV_FOLD_AT + 8);
+    assert_int_equal(dv_files(t), 1); /* no delete wrote a Puffin file */
+    assert_int_equal(delta_rows(t), ENGINE_DV_FOLD_AT + 8);
+    history_record(h, t, fid);
+    fsck_clean();
+
+    /* the maintenance task's fold: rows whose delta holds ENGINE_DV_FOLD_AT positions or more */
+    int64_t moved = 0;
+    struct st_err err = {0};
+    assert_int_equal(engine_flush_dvs(T.e, t, &moved, &err), ST_OK);
+    assert_int_equal(moved, 9);
+    assert_int_equal(delta_rows(t), ENGINE_DV_FOLD_AT - 1);
+    assert_int_equal(dv_files(t), 2);
+    engine_table_unref(t);
+    t = reopened(64, "delta_fold");
+    history_check(h, t, fid);
+    fsck_clean();
+
+    /* a full fold; then a delete appends to the folded base again */
+    assert_int_equal(engine_test_fold_dvs(T.e, t, &moved, &err), ST_OK);
+    assert_int_equal(moved, ENGINE_DV_FOLD_AT - 1);
+    assert_int_equal(delta_rows(t), 0);
+    engine_table_unref(t);
+    t = reopened(64, "delta_fold");
+    history_check(h, t, fid);
+    const int64_t one[] = {2999};
+    del(t, one, 1);
+    assert_int_equal(live_delta(fid), 1);
+    int64_t ngone = 100 + ENGINE_DV_FOLD_AT + 8 + 1;
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal((int64_t)rows.n, 3000 - ngone);
+    et_rows_free(&rows);
+    struct engine_table_stats st;
+    assert_int_equal(engine_table_stats(T.e, t, &st, &err), ST_OK);
+    assert_int_equal(st.live_rows, 3000 - ngone);
+
+    /* expiry of the older half: the retained snapshots answer as before */
+    struct engine_expire_req q = {.has_retain_last = true, .retain_last = 40};
+    struct engine_expire_res xr;
+    assert_int_equal(engine_expire(T.e, t, &q, &xr, &err), ST_OK);
+    assert_true(xr.oldest_seq > h->first);
+    for (int64_t s = h->first; s < xr.oldest_seq; s++) {
+        free(h->ice[s - h->first].p);
+        free(h->r64[s - h->first].p);
+    }
+    int64_t kept = xr.oldest_seq - h->first;
+    memmove(h->ice, h->ice + kept, (size_t)(h->last - xr.oldest_seq + 1) * sizeof h->ice[0]);
+    memmove(h->r64, h->r64 + kept, (size_t)(h->last - xr.oldest_seq + 1) * sizeof h->r64[0]);
+    memmove(h->rows, h->rows + kept, (size_t)(h->last - xr.oldest_seq + 1) * sizeof h->rows[0]);
+    h->first = xr.oldest_seq;
+    engine_table_unref(t);
+    t = reopened(64, "delta_fold");
+    history_check(h, t, fid);
+    fsck_clean();
+    history_free(h);
+    free(h);
+    engine_table_unref(t);
+}
+
+/* kill -9 inside a fold (its Puffin file written, its rows updated, COMMIT not sent): nothing
+   changed, fsck is clean (the file an orphan), and the next fold does it. */
+static void test_kill_during_fold(void **state)
+{
+    (void)state;
+    reopen(64);
+    struct engine_table *t = table("delta_kill");
+    load(t, 1000);
+    int64_t fid = only_file(t);
+    int64_t base[40];
+    for (int i = 0; i < 40; i++)
+        base[i] = 500 + 7 * i;
+    del(t, base, 40);
+    engine_test_fast_deletes(T.e, true);
+    struct dv_history *h = xcalloc(1, sizeof *h);
+    h->first = table_seq(t);
+    for (int i = 0; i < 6; i++) {
+        const int64_t id[] = {100 + i};
+        del(t, id, 1);
+    }
+    h->last = table_seq(t);
+    history_record(h, t, fid);
+    assert_int_equal(delta_rows(t), 6);
+    assert_int_equal(dv_files(t), 1);
+
+    fflush(NULL);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        struct engine *e;
+        struct engine_opts o = {
+            .conninfo = T.conninfo, .data_dir = T.data_dir, .pool_size = 2, .dv_inline_max = 64};
+        struct st_err e2 = {0};
+        if (engine_open(&o, &e, &e2) != ST_OK)
+            _exit(3);
+        struct engine_table *ct;
+        if (engine_get_table(e, "delta_kill", &ct, &e2) != ST_OK)
+            _exit(4);
+        engine_test_fault(e, FAULT_KILL_IN_FOLD, 1);
+        int64_t m = 0;
+        engine_test_fold_dvs(e, ct, &m, &e2);
+        _exit(5); /* not reached: the fold kills the process */
+    }
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGKILL);
+
+    /* nothing changed but an orphan Puffin file */
+    assert_int_equal(delta_rows(t), 6);
+    assert_int_equal(dv_files(t), 2);
+    fsck_clean();
+    engine_table_unref(t);
+    t = reopened(64, "delta_kill");
+    history_check(h, t, fid);
+    int64_t gone[46];
+    for (int i = 0; i < 40; i++)
+        gone[i] = 500 + 7 * i;
+    for (int i = 0; i < 6; i++)
+        gone[40 + i] = 100 + i;
+    live_ids(t, 1000, gone, 46);
+
+    /* the fold resumes: every row folded, the same answers */
+    int64_t moved = 0;
+    struct st_err err = {0};
+    assert_int_equal(engine_test_fold_dvs(T.e, t, &moved, &err), ST_OK);
+    assert_int_equal(moved, 6);
+    assert_int_equal(delta_rows(t), 0);
+    engine_table_unref(t);
+    t = reopened(64, "delta_kill");
+    history_check(h, t, fid);
+    live_ids(t, 1000, gone, 46);
+    fsck_clean();
+    history_free(h);
+    free(h);
+    engine_table_unref(t);
+}
+
+/* The DV endpoint's cached location of a snapshot may name a base that a fold replaced and gc
+   then deleted: the endpoint asks the catalog again and answers the same bytes. A second engine
+   with a decoded-DV cache of one entry holds that location and no decoded copy of the DV. */
+static struct dv_answer dv_on(struct engine *e, struct engine_table *t, int64_t file,
+                              int64_t snapshot, enum dv_format f)
+{
+    struct engine_dv_bytes *b = NULL;
+    int64_t snap;
+    struct st_err err = {0};
+    if (engine_get_dv(e, t, file, true, snapshot, f, &b, &snap, &err) != ST_OK)
+        fail_msg("DV of file %lld at %lld: %s", (long long)file, (long long)snapshot, err.msg);
+    struct dv_answer a = {.p = xmalloc(b->len ? b->len : 1), .len = b->len, .card = b->cardinality};
+    memcpy(a.p, b->data, b->len);
+    snprintf(a.etag, sizeof a.etag, "%s", b->etag);
+    engine_dv_bytes_unref(b);
+    return a;
+}
+
+static void test_fold_then_base_gone(void **state)
+{
+    (void)state;
+    reopen(64);
+    struct engine_table *t = table("delta_gone"), *o = table("delta_gone_o");
+    load(t, 1000);
+    load(o, 1000);
+    int64_t fid = only_file(t), ofid = only_file(o);
+    int64_t base[40];
+    for (int i = 0; i < 40; i++)
+        base[i] = 300 + 7 * i;
+    del(t, base, 40); /* Puffin bases */
+    del(o, base, 40);
+    engine_test_fast_deletes(T.e, true);
+    const int64_t one[] = {5};
+    del(t, one, 1); /* base + delta */
+    del(o, one, 1);
+    int64_t s = table_seq(t), os = table_seq(o);
+    struct dv_answer want = dv_at(t, fid, s, DV_FMT_DELTA);
+
+    struct engine *e2;
+    struct engine_opts eo = {.conninfo = T.conninfo,
+                             .data_dir = T.data_dir,
+                             .pool_size = 2,
+                             .dv_inline_max = 64,
+                             .dv_cache_bytes = 1};
+    struct st_err err = {0};
+    assert_int_equal(engine_open(&eo, &e2, &err), ST_OK);
+    struct engine_table *t2, *o2;
+    assert_int_equal(engine_get_table(e2, "delta_gone", &t2, &err), ST_OK);
+    assert_int_equal(engine_get_table(e2, "delta_gone_o", &o2, &err), ST_OK);
+    struct dv_answer before = dv_on(e2, t2, fid, s, DV_FMT_ICEBERG);  /* caches the location */
+    struct dv_answer other = dv_on(e2, o2, ofid, os, DV_FMT_ICEBERG); /* evicts its set */
+    free(other.p);
+
+    int64_t moved = 0;
+    assert_int_equal(engine_test_fold_dvs(T.e, t, &moved, &err), ST_OK);
+    assert_int_equal(moved, 1);
+    /* the older row, the only other one naming the old base, expires; gc takes the base */
+    struct engine_expire_req q = {.has_retain_last = true, .retain_last = 1};
+    struct engine_expire_res xr;
+    assert_int_equal(engine_expire(T.e, t, &q, &xr, &err), ST_OK);
+    assert_int_equal(xr.oldest_seq, s);
+    struct engine_plan_file *pf;
+    size_t npf;
+    int64_t seq;
+    assert_int_equal(engine_plan(T.e, t, false, 0, NULL, &pf, &npf, &seq, &err), ST_OK);
+    assert_int_equal(npf, 1);
+    const char *keep = strrchr(pf[0].dv_path, '/') + 1;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/tables/%s/dv", T.data_dir, t->uuid);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int gone = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strstr(de->d_name, ".puffin") == NULL || strcmp(de->d_name, keep) == 0)
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        assert_int_equal(unlink(path), 0);
+        gone++;
+    }
+    closedir(d);
+    engine_plan_free(pf, npf);
+    assert_int_equal(gone, 1);
+    /* a format e2 has not served: built from its cached location, whose base is gone */
+    struct dv_answer after = dv_on(e2, t2, fid, s, DV_FMT_DELTA);
+    assert_int_equal(after.len, want.len);
+    assert_memory_equal(after.p, want.p, want.len);
+    assert_string_equal(after.etag, want.etag);
+    struct dv_answer ice = dv_on(e2, t2, fid, s, DV_FMT_ICEBERG);
+    assert_int_equal(ice.len, before.len);
+    assert_memory_equal(ice.p, before.p, before.len);
+    assert_string_equal(ice.etag, before.etag);
+    free(before.p);
+    free(after.p);
+    free(ice.p);
+    free(want.p);
+    engine_table_unref(t2);
+    engine_table_unref(o2);
+    engine_close(e2);
+    fsck_clean();
+    engine_table_unref(t);
+    engine_table_unref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1049,6 +1485,9 @@ int main(void)
         cmocka_unit_test(test_one_statement_two_servers),
         cmocka_unit_test(test_poslist_in_sql),
         cmocka_unit_test(test_one_statement_summary),
+        cmocka_unit_test(test_delta_fold_keeps_bytes),
+        cmocka_unit_test(test_kill_during_fold),
+        cmocka_unit_test(test_fold_then_base_gone),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
