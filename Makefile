@@ -8,7 +8,7 @@
 #                STRIKE_SPECS_DIR: ../shared beside the checkout by default);
 #                without it they are not run, and the summary says so
 # Also: make build, make deps, make format, make bench [QUICK=1], make fuzz,
-# make clean, and one stage of make test: make test-format, test-gcc,
+# make bench-scale [SCALE_KEYS=N SCALE_SMALL=N SCALE_ROUNDS=N] (docs/SCALE.md), make clean, and one stage of make test: make test-format, test-gcc,
 # test-asan, test-tsan.
 
 BUILD      ?= build
@@ -29,7 +29,7 @@ ASAN_CMAKE := -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DSTRIKE_SANITIZ
 TSAN_CMAKE := -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DSTRIKE_TSAN=ON \
               -DSTRIKE_SANITIZE=OFF -DSTRIKE_FUZZ=OFF
 
-.PHONY: all deps build run test test-format test-gcc test-asan test-tsan format bench fuzz clean
+.PHONY: all deps build run test test-format test-gcc test-asan test-tsan format bench bench-scale fuzz clean
 # One target at a time, also under make -j: the builds use -j$(JOBS) themselves.
 .NOTPARALLEL:
 
@@ -96,6 +96,17 @@ bench:
 	@cmake --build $(BENCH_BUILD) -j$(JOBS)
 	@scripts/test-peers.sh $(BENCH_BUILD)
 	tests/bench/run.sh $(BENCH_BUILD) $(if $(QUICK),--quick,)
+
+# The commit path at 1M and at 100M keys (docs/SCALE.md): outside `make bench`, its loads alone
+# take about 20 minutes at the default size.
+SCALE_KEYS   ?= 100000000
+SCALE_SMALL  ?= 1000000
+SCALE_ROUNDS ?= 3
+bench-scale:
+	@scripts/deps.sh
+	@cmake -S . -B $(BENCH_BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BENCH_BUILD) -j$(JOBS) --target bench_engine
+	tests/bench/scale.py $(BENCH_BUILD) --small $(SCALE_SMALL) --big $(SCALE_KEYS) --rounds $(SCALE_ROUNDS)
 
 fuzz: deps
 	@cmake -S . -B $(TEST_BUILD) $(ASAN_CMAKE) >/dev/null

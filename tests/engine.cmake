@@ -41,3 +41,9 @@ strike_on_s3(test_cli_admin test_cli_admin_s3 ${STRIKE_PYTHON}
              ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_cli_admin.py)
 
 strike_unit_test(test_engine_schema PG SOURCES unit/test_engine_schema.c LIBS strike_enginetest)
+
+# catalog_table_id: every catalog statement on a per-table catalog table carries table_id (the
+# catalog is ready to be distributed by table_id, docs/SCALE.md), read from the source; the
+# exceptions are listed in the test with their reasons. No server, fast.
+add_test(NAME catalog_table_id COMMAND ${STRIKE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_catalog_table_id.py)
+set_tests_properties(catalog_table_id PROPERTIES LABELS unit ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1" TIMEOUT 60)

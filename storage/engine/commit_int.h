@@ -278,10 +278,11 @@ void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
  * of the table's live files nor the history of their DVs.
  */
 #define SQL_LOOKUP(tab, ty)                                                                        \
-    "WITH k AS MATERIALIZED (SELECT u.key, x.file_id, x.pos, x.version, x.ctid FROM "              \
-    "unnest($2::" ty                                                                               \
-    "[]) AS u(key) CROSS JOIN LATERAL (SELECT i.file_id, i.pos, i.version, i.ctid FROM " tab       \
-    " i WHERE i.table_id = $1 AND i.key = u.key LIMIT 1) x) "                                      \
+    "WITH k AS MATERIALIZED (SELECT u.key, x.file_id, x.pos, x.version, x.ctid FROM (SELECT "      \
+    "s.key "                                                                                       \
+    "FROM unnest($2::" ty                                                                          \
+    "[]) AS s(key) ORDER BY 1) AS u(key) CROSS JOIN LATERAL (SELECT i.file_id, i.pos, i.version, " \
+    "i.ctid FROM " tab " i WHERE i.table_id = $1 AND i.key = u.key LIMIT 1) x) "                   \
     "SELECT key, file_id, pos, version, NULL::text, NULL::bigint, NULL::text, NULL::bigint, "      \
     "NULL::bigint, NULL::bigint, NULL::bytea, ctid, NULL::bytea FROM k UNION ALL SELECT NULL, "    \
     "f.id, NULL, NULL, f.path, f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, "   \
@@ -308,19 +309,24 @@ void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
  * no second index probe); the key is checked again on the row itself, and
  * a count of rows other than the batch's ($8, $4) fails the transaction
  * (division by zero, SQLSTATE 22012) instead of committing a key index that
- * does not match the DVs.
+ * does not match the DVs. The lookup probes the keys in key order, the
+ * inserts go in key order, the updates and deletes in ctid order: neighbours
+ * in a batch share index leaves and heap pages, and a big key index is read
+ * in file order (docs/SCALE.md: 13-15% less time per lookup at 20M keys).
  */
 #define SQL_UPDATE_KEYS_AT(tab, ty)                                                                \
     "WITH w AS (UPDATE " tab " i SET file_id = $3, pos = u.p, seq = $2, version = u.v FROM "       \
-    "unnest($4::tid[], $5::" ty "[], $6::bigint[], $7::bytea[]) AS u(c, k, p, v) WHERE i.ctid = "  \
-    "u.c AND i.table_id = $1 AND i.key = u.k RETURNING 1) SELECT 1 / (CASE WHEN count(*) = "       \
+    "(SELECT * FROM unnest($4::tid[], $5::" ty "[], $6::bigint[], $7::bytea[]) AS s(c, k, p, v) "  \
+    "ORDER BY 1) AS u(c, k, p, v) WHERE i.ctid = u.c AND i.table_id = $1 AND i.key = u.k "         \
+    "RETURNING 1) SELECT 1 / (CASE WHEN count(*) = "                                               \
     "$8::bigint THEN 1 ELSE 0 END) FROM w"
 #define SQL_INSERT_KEYS(tab, ty)                                                                   \
     "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, k, $3, p, $2, v "  \
-    "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v)"
+    "FROM unnest($4::" ty "[], $5::bigint[], $6::bytea[]) AS u(k, p, v) ORDER BY k"
 #define SQL_DELETE_KEYS_AT(tab, ty)                                                                \
-    "WITH w AS (DELETE FROM " tab " i USING unnest($2::tid[], $3::" ty "[]) AS u(c, k) WHERE "     \
-    "i.ctid = u.c AND i.table_id = $1 AND i.key = u.k RETURNING 1) SELECT 1 / (CASE WHEN "         \
+    "WITH w AS (DELETE FROM " tab " i USING (SELECT * FROM unnest($2::tid[], $3::" ty "[]) AS "    \
+    "s(c, k) ORDER BY 1) AS u(c, k) WHERE i.ctid = u.c AND i.table_id = $1 AND i.key = u.k "       \
+    "RETURNING 1) SELECT 1 / (CASE WHEN "                                                          \
     "count(*) = $4::bigint THEN 1 ELSE 0 END) FROM w"
 /*
  * A rewrite's move of keys (compact.c): a key still at its old (file, pos)

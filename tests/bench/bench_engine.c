@@ -23,7 +23,14 @@
  *   load      create --table and fill it with the rows of --from FILE.parquet
  *             (the peers' table as DuckDB wrote it; id == row position), in
  *             requests of whole row groups of at least --batch rows each:
- *             one Parquet file per request
+ *             one Parquet file per request; without --from, --rows rows of
+ *             this program's own (make_row: the same columns and widths,
+ *             keys 0..--rows-1) in requests of --batch rows (make bench-scale)
+ *   pgingest  the peer of `ingest --table` (make bench-scale): the same rows
+ *             and keys upserted into the PostgreSQL table --pgtable of --pg
+ *             (keys 0..--rows-1, primary key id) with one `INSERT ... SELECT
+ *             unnest(...) ON CONFLICT (id) DO UPDATE` per batch (row 3's
+ *             statement), binary arrays through libpq, autocommit
  *   pglookup  the peer of `lookup`: PostgreSQL's raw `id = ANY($1)` on the
  *             peers' keyed table --pgtable (in --pg), through libpq with the
  *             same binary int8[] parameter and binary results the engine
@@ -36,7 +43,9 @@
  * batches: updates of keys of 0..--rows-1 (the permutation from
  * --key-offset) and inserts of new keys from --new-base. writers checks
  * after the run that every acknowledged write is the row the table holds
- * ("lost").
+ * ("lost"). ingest --table and pgingest also report the WAL their batches
+ * wrote (bytes per row; the full-page images among them when the database
+ * has the extension pg_walinspect).
  */
 #include <endian.h>
 #include <errno.h>
@@ -185,6 +194,47 @@ static char *pg_value(PGconn *c, const char *sql, const char *param)
     return v;
 }
 
+/* The WAL written since lsn0 on c: bytes, and full-page images (count, bytes) when the
+   database has pg_walinspect (else -1). */
+struct walstat {
+    double bytes, fpi, fpi_bytes;
+};
+
+static struct walstat wal_since(PGconn *c, const char *lsn0)
+{
+    struct walstat w = {-1, -1, -1};
+    char *b =
+        pg_value(c, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::text", lsn0);
+    w.bytes = atof(b);
+    free(b);
+    char *has = pg_value(
+        c, "SELECT count(*)::text FROM pg_extension WHERE extname = 'pg_walinspect'", NULL);
+    if (atoi(has) > 0) {
+        const char *vals[1] = {lsn0};
+        PGresult *r = PQexecParams(c,
+                                   "SELECT coalesce(sum((length(block_ref) - "
+                                   "length(replace(block_ref, 'FPW', ''))) / 3), 0)::text, "
+                                   "coalesce(sum(fpi_length), 0)::text FROM "
+                                   "pg_get_wal_records_info($1::pg_lsn, "
+                                   "pg_current_wal_flush_lsn())",
+                                   1, NULL, vals, NULL, NULL, 0);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+            w.fpi = atof(PQgetvalue(r, 0, 0));
+            w.fpi_bytes = atof(PQgetvalue(r, 0, 1));
+        }
+        PQclear(r);
+    }
+    free(has);
+    return w;
+}
+
+static void print_wal(const struct walstat *w, long rows)
+{
+    printf(",\"wal_bytes\":%.0f,\"wal_bytes_per_row\":%.1f,\"wal_fpi\":%.0f,"
+           "\"wal_fpi_bytes\":%.0f",
+           w->bytes, w->bytes / (double)rows, w->fpi, w->fpi_bytes);
+}
+
 /* Upsert rows [lo, hi) with `salt`, in requests of `batch`. */
 static void load(struct engine *e, struct engine_table *t, int64_t lo, int64_t hi, long batch,
                  uint64_t salt)
@@ -241,6 +291,9 @@ static void measure_ingest(struct engine *e)
     uint64_t t0 = st_mono_ns();
     int64_t batches = 0;
     long total = arg_table ? arg_rounds * arg_batch : arg_rows;
+    PGconn *cat = arg_table ? pg_connect(arg_catalog) : NULL;
+    char *lsn0 = cat ? pg_value(cat, "SELECT pg_current_wal_insert_lsn()::text", NULL) : NULL;
+    t0 = st_mono_ns();
     while (done < total) {
         for (long i = 0; i < arg_batch; i++) {
             int64_t id = (i % 2 == 0) ? perm_key(next_upd++, existing) : next_new++;
@@ -260,8 +313,15 @@ static void measure_ingest(struct engine *e)
     double s = (double)(st_mono_ns() - t0) / 1e9;
     printf(
         "{\"measure\":\"ingest\",\"rows\":%ld,\"batch\":%ld,\"seconds\":%.4f,\"rows_per_s\":%.0f,"
-        "\"inserted\":%ld,\"updated\":%ld}\n",
+        "\"inserted\":%ld,\"updated\":%ld",
         done, arg_batch, s, (double)done / s, inserted, updated);
+    if (cat) {
+        struct walstat w = wal_since(cat, lsn0);
+        print_wal(&w, done);
+        free(lsn0);
+        PQfinish(cat);
+    }
+    printf("}\n");
     free(rb);
     free(ch);
     engine_table_unref(t);
@@ -562,6 +622,103 @@ static void measure_pglookup(void)
     PQfinish(c);
 }
 
+/* A one-dimensional binary array parameter, built element by element. */
+struct binarr {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+static void binarr_put(struct binarr *a, const void *d, size_t n)
+{
+    if (a->len + n > a->cap) {
+        a->cap = (a->len + n) * 2;
+        a->p = xrealloc(a->p, a->cap);
+    }
+    memcpy(a->p + a->len, d, n);
+    a->len += n;
+}
+
+static void binarr_begin(struct binarr *a, uint32_t oid, long n)
+{
+    uint32_t hdr[5] = {htobe32(1), 0, htobe32(oid), htobe32((uint32_t)n), htobe32(1)};
+    a->len = 0;
+    binarr_put(a, hdr, sizeof hdr);
+}
+
+static void binarr_elem(struct binarr *a, const void *d, uint32_t n)
+{
+    uint32_t len = htobe32(n);
+    binarr_put(a, &len, 4);
+    binarr_put(a, d, n);
+}
+
+/* The peer of `ingest --table`: the same keys and rows, row 3's statement. */
+static void measure_pgingest(void)
+{
+    PGconn *c = pg_connect(arg_pg);
+    char *sql = xasprintf(
+        "INSERT INTO %s (id, user_id, amount, status, payload) SELECT * FROM "
+        "unnest($1::bigint[], $2::bigint[], $3::float8[], $4::text[], $5::text[]) ON CONFLICT "
+        "(id) DO UPDATE SET user_id = EXCLUDED.user_id, amount = EXCLUDED.amount, status = "
+        "EXCLUDED.status, payload = EXCLUDED.payload",
+        arg_pgtable);
+    struct rowbuf *rb = xcalloc((size_t)arg_batch, sizeof *rb);
+    struct binarr arr[5] = {{0}};
+    const uint32_t oids[5] = {20, 20, 701, 25, 25};
+    int64_t next_new = arg_new_base >= 0 ? arg_new_base : arg_rows, next_upd = arg_key_offset;
+    long done = 0, affected = 0;
+    char *lsn0 = pg_value(c, "SELECT pg_current_wal_insert_lsn()::text", NULL);
+    uint64_t t0 = st_mono_ns();
+    for (long b = 0; b < arg_rounds; b++) {
+        for (int k = 0; k < 5; k++)
+            binarr_begin(&arr[k], oids[k], arg_batch);
+        for (long i = 0; i < arg_batch; i++) { /* serialisation is timed, as on strike's side */
+            int64_t id = (i % 2 == 0) ? perm_key(next_upd++, arg_rows) : next_new++;
+            make_row(&rb[i], id, 2 + (uint64_t)b);
+            uint64_t x = htobe64((uint64_t)rb[i].v[0].v.l);
+            binarr_elem(&arr[0], &x, 8);
+            x = htobe64((uint64_t)rb[i].v[1].v.l);
+            binarr_elem(&arr[1], &x, 8);
+            memcpy(&x, &rb[i].v[2].v.d, 8);
+            x = htobe64(x);
+            binarr_elem(&arr[2], &x, 8);
+            binarr_elem(&arr[3], rb[i].v[3].v.s.p, rb[i].v[3].v.s.len);
+            binarr_elem(&arr[4], rb[i].v[4].v.s.p, rb[i].v[4].v.s.len);
+        }
+        const char *vals[5];
+        int lens[5], fmts[5] = {1, 1, 1, 1, 1};
+        for (int k = 0; k < 5; k++) {
+            vals[k] = (const char *)arr[k].p;
+            lens[k] = (int)arr[k].len;
+        }
+        PGresult *r = PQexecParams(c, sql, 5, NULL, vals, lens, fmts, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            fprintf(stderr, "bench_engine: pgingest: %s", PQerrorMessage(c));
+            exit(1);
+        }
+        affected += atol(PQcmdTuples(r));
+        PQclear(r);
+        done += arg_batch;
+    }
+    double s = (double)(st_mono_ns() - t0) / 1e9;
+    if (affected != done) {
+        fprintf(stderr, "bench_engine: pgingest: %ld of %ld rows affected\n", affected, done);
+        exit(1);
+    }
+    printf("{\"measure\":\"pgingest\",\"rows\":%ld,\"batch\":%ld,\"seconds\":%.4f,"
+           "\"rows_per_s\":%.0f",
+           done, arg_batch, s, (double)done / s);
+    struct walstat w = wal_since(c, lsn0);
+    print_wal(&w, done);
+    printf("}\n");
+    free(lsn0);
+    for (int k = 0; k < 5; k++)
+        free(arr[k].p);
+    free(rb);
+    free(sql);
+    PQfinish(c);
+}
+
 /* Table column c's index in the file, checked by name and type. */
 static int file_column(struct pq_reader *r, const struct engine_table *t, int c)
 {
@@ -574,8 +731,25 @@ static int file_column(struct pq_reader *r, const struct engine_table *t, int c)
     return i;
 }
 
+/* load without --from: --rows rows of make_row, in requests of --batch. */
+static void measure_load_generated(struct engine *e)
+{
+    struct engine_table *t = fresh_table(e, arg_table);
+    uint64_t t0 = st_mono_ns();
+    load(e, t, 0, arg_rows, arg_batch, 1);
+    double s = (double)(st_mono_ns() - t0) / 1e9;
+    printf("{\"measure\":\"load\",\"table\":\"%s\",\"rows\":%ld,\"requests\":%ld,"
+           "\"seconds\":%.3f,\"rows_per_s\":%.0f}\n",
+           arg_table, arg_rows, (arg_rows + arg_batch - 1) / arg_batch, s, (double)arg_rows / s);
+    engine_table_unref(t);
+}
+
 static void measure_load(struct engine *e)
 {
+    if (!arg_from) {
+        measure_load_generated(e);
+        return;
+    }
     struct engine_table *t = fresh_table(e, arg_table);
     struct st_err err = {0};
     struct pq_reader *r;
@@ -679,22 +853,25 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    bool pg_only = arg_measure && strcmp(arg_measure, "pglookup") == 0;
+    bool pg_only = arg_measure &&
+                   (strcmp(arg_measure, "pglookup") == 0 || strcmp(arg_measure, "pgingest") == 0);
     if (!arg_measure || (!pg_only && (!arg_catalog || !arg_data)) || (pg_only && !arg_pg) ||
         arg_rows < 2 || arg_batch < 1 || arg_threads < 1 || arg_samples < 1 || arg_rounds < 1 ||
-        arg_key_offset < 0 || arg_warmup < 0 ||
-        (strcmp(arg_measure, "load") == 0 && (!arg_table || !arg_from))) {
+        arg_key_offset < 0 || arg_warmup < 0 || (strcmp(arg_measure, "load") == 0 && !arg_table)) {
         fprintf(stderr,
                 "usage: bench_engine --catalog CONNINFO --data DIR "
                 "ingest|delete1|writers|lookup|load [--table NAME] [--from FILE.parquet] "
                 "[--rows N] [--batch N] [--threads N] [--seconds N] [--samples N] [--rounds N] "
                 "[--key-offset N] [--warmup N] [--new-base N]\n"
-                "       bench_engine --pg CONNINFO [--pgtable t] pglookup [--rows N] [--batch N] "
-                "[--rounds N] [--key-offset N]\n");
+                "       bench_engine --pg CONNINFO [--pgtable t] pglookup|pgingest [--rows N] "
+                "[--batch N] [--rounds N] [--key-offset N] [--new-base N]\n");
         return 2;
     }
     if (pg_only) {
-        measure_pglookup();
+        if (strcmp(arg_measure, "pgingest") == 0)
+            measure_pgingest();
+        else
+            measure_pglookup();
         return 0;
     }
     struct engine *e = open_engine();

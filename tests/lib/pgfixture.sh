@@ -7,7 +7,9 @@
 # PGFIXTURE_DURABLE=1 keeps PostgreSQL's durable defaults (fsync, synchronous
 # commit, full-page writes) and sizes memory as the project's PostgreSQL
 # baseline (pg-baseline.sh) did: benchmarks compare strike and PostgreSQL on
-# the same settings, which are the ones written below.
+# the same settings, which are the ones written below. wal_compression = lz4:
+# the full-page images of random updates on a big table, about 3.5x smaller
+# (docs/SCALE.md), for both sides.
 #
 # ctest runs `start` as a FIXTURES_SETUP test and `stop` as FIXTURES_CLEANUP,
 # so the cluster is stopped also when tests fail. A cluster left behind by a
@@ -66,6 +68,7 @@ shared_buffers = 2GB
 max_wal_size = 8GB
 work_mem = 64MB
 maintenance_work_mem = 512MB
+wal_compression = lz4
 CONF
   else
     cat >>"$dir/data/postgresql.conf" <<CONF
