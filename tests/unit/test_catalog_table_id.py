@@ -78,6 +78,7 @@ EXCEPTIONS = [
     ("commit_fast.c", "FROM strike.snapshots WHERE commit_id = $1", BY_UUID + "; as commit_sql.c's resolver"),
     ("erase.c", "UPDATE strike.erasures SET receipt = $2, status = $3 WHERE id = $1::uuid", BY_UUID),
     ("engine.c", "FROM strike.tables WHERE name = $1", BY_NAME),
+    ("alter.c", "strike.tables WHERE name = $1 FOR UPDATE", BY_NAME + "; a schema change locks its table's row"),
     ("engine.c", "INSERT INTO strike.tables (uuid, name,", "a table's creation: its id is made here"),
     ("engine.c", "FROM strike.tables ORDER BY name", "the list of every table (GET /v1/tables)"),
 ]
