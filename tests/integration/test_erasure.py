@@ -439,6 +439,19 @@ class Crashes(unittest.TestCase):
         r = u.changes(self.s, "big", [{"op": "delete", "key": {"id": i}} for i in sorted(want)[:100]])
         self.assertEqual(r.json()["deleted"], 100)
 
+    def failed_receipt(self, r, table):
+        """An erasure's answer, and when it did not verify its receipt (which check failed) and
+        the tail of the server's log: what a failure under load needs to be understood."""
+        m = re.search(r"erasure ([0-9a-f-]{36}) did not verify", r.body.decode(errors="replace"))
+        if m is None:
+            return r
+        got = self.s.req("GET", f"/v1/tables/{table}/erasures/{m.group(1)}")
+        log = ""
+        if getattr(self.s, "log_path", None) and os.path.exists(self.s.log_path):
+            with open(self.s.log_path, errors="replace") as f:
+                log = "".join(f.readlines()[-40:])
+        return f"{r}\nreceipt: {got.body.decode(errors='replace')}\nlog:\n{log}"
+
     def test_kill_during_erasure(self):
         want = self.load("big", 40000)
         hdr = {"Idempotency-Key": "ticket-77"}
@@ -454,7 +467,7 @@ class Crashes(unittest.TestCase):
             r = self.s.req("POST", "/v1/tables/big/erasures", body, headers=hdr, timeout=300)
             if r.status != 409:
                 break
-        self.assertEqual(r.status, 201, r)
+        self.assertEqual(r.status, 201, self.failed_receipt(r, "big"))
         rec = r.json()
         self.assertEqual(rec["status"], "verified")
         self.assertIn(rec["rows_erased"], (0, 1))  # 0: the first attempt's delete had committed
