@@ -22,8 +22,6 @@
 
 #include "app.h"
 #include "cdc.h"
-#include "common/sha256.h"
-
 #include "common/timeutil.h"
 #include "common/xalloc.h"
 #include "dv/dv.h"
@@ -260,39 +258,6 @@ static int alter_change_of(const Strike__V1__SchemaChange *m, size_t i,
     return ST_OK;
 }
 
-static void alter_hash_str(struct st_sha256 *h, const char *s)
-{
-    uint8_t present = s != NULL;
-    st_sha256_update(h, &present, 1);
-    if (s != NULL)
-        st_sha256_update(h, s, strlen(s) + 1);
-}
-
-/* The digest of an AlterTable for its idempotency-key: the table and the decoded changes, in
-   the form POST /v1/tables/{t}/schema takes its digest (http_schema.c request_hash). */
-static void alter_hash(const struct engine_alter_req *q, uint8_t out[32])
-{
-    struct st_sha256 h;
-    st_sha256_init(&h);
-    alter_hash_str(&h, "alter");
-    alter_hash_str(&h, q->table);
-    char n[48];
-    snprintf(n, sizeof n, "%d:%d:%zu", q->has_expected_schema_id, (int)q->expected_schema_id,
-             q->nchanges);
-    alter_hash_str(&h, n);
-    for (size_t i = 0; i < q->nchanges; i++) {
-        const struct engine_schema_change *c = &q->changes[i];
-        snprintf(n, sizeof n, "%d:%d:%d:%d", (int)c->op, (int)c->col.type, c->col.required,
-                 (int)c->type);
-        alter_hash_str(&h, n);
-        alter_hash_str(&h, c->op == ENGINE_SCHEMA_ADD ? c->col.name : NULL);
-        alter_hash_str(&h, c->def_json);
-        alter_hash_str(&h, c->column);
-        alter_hash_str(&h, c->to);
-    }
-    st_sha256_final(&h, out);
-}
-
 static void h_alter_table(struct rpc *r)
 {
     struct garena a;
@@ -326,7 +291,7 @@ static void h_alter_table(struct rpc *r)
     };
     if (key != NULL) {
         idem.key = key;
-        alter_hash(&aq, idem.hash);
+        engine_alter_digest(&aq, idem.hash);
         aq.idem = &idem;
     }
     if (failed(r, engine_alter_table(engine_of(r), &aq, &t, &replayed, &err), &err))

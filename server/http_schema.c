@@ -21,7 +21,6 @@
 #include "changeset.h"
 #include "common/buf.h"
 #include "common/jdoc.h"
-#include "common/sha256.h"
 #include "common/xalloc.h"
 #include "expr/literal.h"
 
@@ -201,38 +200,6 @@ static bool change_of(struct hreq *r, struct jdoc *d, const struct jdoc_val *o, 
     return false;
 }
 
-static void hash_str(struct st_sha256 *h, const char *s)
-{
-    uint8_t present = s != NULL;
-    st_sha256_update(h, &present, 1);
-    if (s != NULL)
-        st_sha256_update(h, s, strlen(s) + 1);
-}
-
-/* The request's digest for its Idempotency-Key: the table and the decoded changes. */
-static void request_hash(const struct engine_alter_req *q, uint8_t out[32])
-{
-    struct st_sha256 h;
-    st_sha256_init(&h);
-    hash_str(&h, "alter");
-    hash_str(&h, q->table);
-    char n[48];
-    snprintf(n, sizeof n, "%d:%d:%zu", q->has_expected_schema_id, (int)q->expected_schema_id,
-             q->nchanges);
-    hash_str(&h, n);
-    for (size_t i = 0; i < q->nchanges; i++) {
-        const struct engine_schema_change *c = &q->changes[i];
-        snprintf(n, sizeof n, "%d:%d:%d:%d", (int)c->op, (int)c->col.type, c->col.required,
-                 (int)c->type);
-        hash_str(&h, n);
-        hash_str(&h, c->op == ENGINE_SCHEMA_ADD ? c->col.name : NULL);
-        hash_str(&h, c->def_json);
-        hash_str(&h, c->column);
-        hash_str(&h, c->to);
-    }
-    st_sha256_final(&h, out);
-}
-
 void http__job_schema(struct hreq *r)
 {
     struct jdoc *d = http__body_jdoc(r, false, 0);
@@ -274,7 +241,7 @@ void http__job_schema(struct hreq *r)
     q.nchanges = n;
     if (r->idem_key != NULL) {
         idem.key = r->idem_key;
-        request_hash(&q, idem.hash);
+        engine_alter_digest(&q, idem.hash);
         q.idem = &idem;
     }
     struct engine_table *t = NULL;

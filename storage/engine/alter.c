@@ -18,6 +18,7 @@
 #include "pgutil.h"
 
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/uuid.h"
 #include "common/xalloc.h"
 
@@ -526,4 +527,35 @@ int engine_table_schemas(struct engine *e, struct engine_table *t, struct engine
     *seqs = sq;
     *n = rows;
     return ST_OK;
+}
+
+static void hash_str(struct st_sha256 *h, const char *s)
+{
+    uint8_t present = s != NULL;
+    st_sha256_update(h, &present, 1);
+    if (s != NULL)
+        st_sha256_update(h, s, strlen(s) + 1);
+}
+
+void engine_alter_digest(const struct engine_alter_req *q, uint8_t out[32])
+{
+    struct st_sha256 h;
+    st_sha256_init(&h);
+    hash_str(&h, "alter");
+    hash_str(&h, q->table);
+    char n[48];
+    snprintf(n, sizeof n, "%d:%d:%zu", q->has_expected_schema_id, (int)q->expected_schema_id,
+             q->nchanges);
+    hash_str(&h, n);
+    for (size_t i = 0; i < q->nchanges; i++) {
+        const struct engine_schema_change *c = &q->changes[i];
+        snprintf(n, sizeof n, "%d:%d:%d:%d", (int)c->op, (int)c->col.type, c->col.required,
+                 (int)c->type);
+        hash_str(&h, n);
+        hash_str(&h, c->op == ENGINE_SCHEMA_ADD ? c->col.name : NULL);
+        hash_str(&h, c->def_json);
+        hash_str(&h, c->column);
+        hash_str(&h, c->to);
+    }
+    st_sha256_final(&h, out);
 }

@@ -218,6 +218,9 @@ struct engine_alter_req {
  */
 int engine_alter_table(struct engine *e, const struct engine_alter_req *q,
                        struct engine_table **out, bool *replayed, struct st_err *err);
+/* The digest of q for its Idempotency-Key (engine_idem.hash): the table and the decoded
+   changes, so that HTTP and gRPC give the same request the same digest. */
+void engine_alter_digest(const struct engine_alter_req *q, uint8_t out[32]);
 /*
  * The definition of t at snapshot seq: its columns at the schema that
  * snapshot was written with (dropped columns there, later ones not; names as
