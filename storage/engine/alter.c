@@ -377,20 +377,17 @@ int engine_alter_table(struct engine *e, const struct engine_alter_req *q,
             break;
         struct engine_table *t = NULL;
         rc = alter_txn(c, q, &t, err);
-        if (rc == ST_OK) {
-            struct eng__result res = {.op = ENG__OP_ALTER, .table = &t};
-            rc = eng__idem_store(c, q->table, q->idem, &res, err);
-            if (rc == ST_ECONFLICT) {
-                pgu_rollback(c); /* the same key committed concurrently: replay it */
-                engine_table_unref(t);
-                continue;
-            }
-        }
-        if (rc == ST_OK)
-            rc = cat_exec(c, "COMMIT", "commit", err);
         if (rc != ST_OK) {
             pgu_rollback(c);
             engine_table_unref(t);
+            break;
+        }
+        struct eng__result res = {.op = ENG__OP_ALTER, .table = &t};
+        rc = eng__idem_commit(c, q->table, q->idem, &res, err);
+        if (rc != ST_OK) {
+            engine_table_unref(t);
+            if (rc == ST_ECONFLICT)
+                continue; /* the same key committed concurrently: replay it */
             break;
         }
         eng__cache_table(e, t->name, t);
@@ -406,27 +403,37 @@ int engine_alter_table(struct engine *e, const struct engine_alter_req *q,
 static int table_of_schema(struct engine_table *t, int32_t sid, const char *columns,
                            struct engine_table **out, struct st_err *err);
 
+/* One read of strike.table_schemas on a pooled connection: the result, or NULL and *rc. */
+static PGresult *schemas_query(struct engine *e, const char *sql, int n, const char *const *v,
+                               int *rc, struct st_err *err)
+{
+    PGconn *c;
+    if ((*rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err)) != ST_OK)
+        return NULL;
+    PGresult *r = cat_pq_exec_params(c, sql, n, NULL, v, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        *rc = cat_fail(c, r, "reading the table's schemas", err);
+        PQclear(r);
+        cat_release(e->pool, c, *rc == ST_EUNAVAIL);
+        return NULL;
+    }
+    cat_release(e->pool, c, false);
+    return r;
+}
+
 int engine_table_at(struct engine *e, struct engine_table *t, int64_t seq,
                     struct engine_table **out, struct st_err *err)
 {
     *out = NULL;
-    PGconn *c;
-    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
-    if (rc != ST_OK)
-        return rc;
     struct pgu_num tid, sq;
     const char *v[2] = {pgu_i64(&tid, t->id), pgu_i64(&sq, seq)};
-    PGresult *r = cat_pq_exec_params(c,
-                                     "SELECT schema_id, columns::text FROM strike.table_schemas "
-                                     "WHERE table_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1",
-                                     2, NULL, v, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rc = cat_fail(c, r, "reading the table's schemas", err);
-        PQclear(r);
-        cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    int rc;
+    PGresult *r = schemas_query(e,
+                                "SELECT schema_id, columns::text FROM strike.table_schemas "
+                                "WHERE table_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT 1",
+                                2, v, &rc, err);
+    if (r == NULL)
         return rc;
-    }
-    cat_release(e->pool, c, false);
     if (PQntuples(r) == 0 || (int32_t)pgu_get_i64(r, 0, 0) == t->schema_id) {
         PQclear(r); /* no change ever (schema 0 is t's columns), or t's own schema */
         engine_table_ref(t);
@@ -485,23 +492,15 @@ int engine_table_schemas(struct engine *e, struct engine_table *t, struct engine
     *out = NULL;
     *seqs = NULL;
     *n = 0;
-    PGconn *c;
-    int rc = cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, err);
-    if (rc != ST_OK)
-        return rc;
     struct pgu_num tid;
     const char *v[1] = {pgu_i64(&tid, t->id)};
-    PGresult *r = cat_pq_exec_params(c,
-                                     "SELECT schema_id, seq, columns::text FROM "
-                                     "strike.table_schemas WHERE table_id = $1 ORDER BY seq",
-                                     1, NULL, v, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rc = cat_fail(c, r, "reading the table's schemas", err);
-        PQclear(r);
-        cat_release(e->pool, c, rc == ST_EUNAVAIL);
+    int rc;
+    PGresult *r = schemas_query(e,
+                                "SELECT schema_id, seq, columns::text FROM "
+                                "strike.table_schemas WHERE table_id = $1 ORDER BY seq",
+                                1, v, &rc, err);
+    if (r == NULL)
         return rc;
-    }
-    cat_release(e->pool, c, false);
     size_t rows = (size_t)PQntuples(r);
     struct engine_table **ts = xcalloc(rows ? rows : 1, sizeof *ts);
     int64_t *sq = xcalloc(rows ? rows : 1, sizeof *sq);

@@ -276,17 +276,11 @@ int engine_create_table(struct engine *e, const struct engine_table_def *def,
         }
         PQclear(r);
         struct eng__result res = {.op = ENG__OP_CREATE, .table = &t};
-        rc = eng__idem_store(c, def->name, idem, &res, err);
-        if (rc == ST_ECONFLICT) {
-            pgu_rollback(c); /* the same key committed concurrently: replay it */
-            engine_table_unref(t);
-            continue;
-        }
-        if (rc == ST_OK)
-            rc = cat_exec(c, "COMMIT", "commit", err);
+        rc = eng__idem_commit(c, def->name, idem, &res, err);
         if (rc != ST_OK) {
-            pgu_rollback(c);
             engine_table_unref(t);
+            if (rc == ST_ECONFLICT)
+                continue; /* the same key committed concurrently: replay it */
             break;
         }
         eng__cache_table(e, t->name, t);
@@ -386,15 +380,9 @@ int engine_drop_table(struct engine *e, const char *name, const struct engine_id
             pgu_rollback(c);
             break;
         }
-        rc = eng__idem_store(c, name, idem, &res, err);
-        if (rc == ST_ECONFLICT) {
-            pgu_rollback(c);
-            continue;
-        }
-        if (rc == ST_OK)
-            rc = cat_exec(c, "COMMIT", "commit", err);
-        if (rc != ST_OK)
-            pgu_rollback(c);
+        rc = eng__idem_commit(c, name, idem, &res, err);
+        if (rc == ST_ECONFLICT)
+            continue; /* the same key committed concurrently: replay it */
         break;
     }
     cat_release(e->pool, c, rc == ST_EUNAVAIL);

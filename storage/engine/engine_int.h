@@ -212,6 +212,10 @@ int eng__idem_lookup(PGconn *c, const char *scope, const struct engine_idem *ide
    stored the key first (the caller rolls back and looks it up again). */
 int eng__idem_store(PGconn *c, const char *scope, const struct engine_idem *idem,
                     const struct eng__result *res, struct st_err *err);
+/* Store a result and COMMIT the caller's transaction; on any failure roll it back.
+   ST_ECONFLICT: another request stored the key first (the caller looks it up again). */
+int eng__idem_commit(PGconn *c, const char *scope, const struct engine_idem *idem,
+                     const struct eng__result *res, struct st_err *err);
 
 /*
  * A data file's columns read as the columns of table definition t, by field id (colmap.c,

@@ -393,3 +393,14 @@ int eng__idem_expire(PGconn *c, struct st_err *err)
     PQclear(r);
     return rc;
 }
+
+int eng__idem_commit(PGconn *c, const char *scope, const struct engine_idem *idem,
+                     const struct eng__result *res, struct st_err *err)
+{
+    int rc = eng__idem_store(c, scope, idem, res, err);
+    if (rc == ST_OK)
+        rc = cat_exec(c, "COMMIT", "commit", err);
+    if (rc != ST_OK)
+        pgu_rollback(c); /* ST_ECONFLICT: the same key committed concurrently */
+    return rc;
+}
