@@ -927,19 +927,37 @@ static int64_t iso8601_us(const char *t)
     return (int64_t)timegm(&tm) * 1000000 + (int64_t)ms * 1000;
 }
 
-static int s3_list(struct blob_store *bs, const char *prefix, blob_list_fn fn, void *ctx,
-                   struct st_err *err)
+/* The first child element `tag` of an element's text (xml_next from its start), or NULL. */
+static char *xml_child(const char *elem, const char *tag)
 {
-    struct s3_store *s = (struct s3_store *)bs;
+    const char *pos = elem;
+    return xml_next(NULL, &pos, tag);
+}
+
+/* The store's key prefix of a listing of `prefix` ("" or a blob directory ending in '/'), or
+   NULL and ST_EINVAL in err. Caller frees. */
+static char *list_prefix(const struct s3_store *s, const char *prefix, struct st_err *err)
+{
     size_t pl = strlen(prefix);
     if (pl > 0) {
         char *dir_key = xstrndup(prefix, pl - 1);
         bool ok = prefix[pl - 1] == '/' && blob__key_ok(dir_key);
         free(dir_key);
-        if (!ok)
-            return st_errf(err, ST_EINVAL, "not a blob prefix: \"%s\"", prefix);
+        if (!ok) {
+            st_errf(err, ST_EINVAL, "not a blob prefix: \"%s\"", prefix);
+            return NULL;
+        }
     }
-    char *full = xasprintf("%s%s", s->prefix, prefix);
+    return xasprintf("%s%s", s->prefix, prefix);
+}
+
+static int s3_list(struct blob_store *bs, const char *prefix, blob_list_fn fn, void *ctx,
+                   struct st_err *err)
+{
+    struct s3_store *s = (struct s3_store *)bs;
+    char *full = list_prefix(s, prefix, err);
+    if (full == NULL)
+        return ST_EINVAL;
     char *token = NULL;
     int rc = ST_OK;
     do {
@@ -964,12 +982,8 @@ static int s3_list(struct blob_store *bs, const char *prefix, blob_list_fn fn, v
         const char *pos = body;
         char *c;
         while (rc == ST_OK && (c = xml_next(NULL, &pos, "Contents")) != NULL) {
-            const char *cp = c;
-            char *k = xml_next(NULL, &cp, "Key");
-            cp = c;
-            char *lm = xml_next(NULL, &cp, "LastModified");
-            cp = c;
-            char *sz = xml_next(NULL, &cp, "Size");
+            char *k = xml_child(c, "Key"), *lm = xml_child(c, "LastModified"),
+                 *sz = xml_child(c, "Size");
             if (k != NULL) {
                 xml_unescape(k);
                 size_t fl = strlen(s->prefix);
@@ -1005,15 +1019,9 @@ static int s3_list_uploads(struct blob_store *bs, const char *prefix, blob_uploa
                            struct st_err *err)
 {
     struct s3_store *s = (struct s3_store *)bs;
-    size_t pl = strlen(prefix);
-    if (pl > 0) {
-        char *dir_key = xstrndup(prefix, pl - 1);
-        bool ok = prefix[pl - 1] == '/' && blob__key_ok(dir_key);
-        free(dir_key);
-        if (!ok)
-            return st_errf(err, ST_EINVAL, "not a blob prefix: \"%s\"", prefix);
-    }
-    char *full = xasprintf("%s%s", s->prefix, prefix);
+    char *full = list_prefix(s, prefix, err);
+    if (full == NULL)
+        return ST_EINVAL;
     char *key_marker = NULL, *id_marker = NULL;
     int rc = ST_OK;
     do {
@@ -1045,12 +1053,8 @@ static int s3_list_uploads(struct blob_store *bs, const char *prefix, blob_uploa
         const char *pos = body;
         char *up;
         while (rc == ST_OK && (up = xml_next(NULL, &pos, "Upload")) != NULL) {
-            const char *p = up;
-            char *k = xml_next(NULL, &p, "Key");
-            p = up;
-            char *id = xml_next(NULL, &p, "UploadId");
-            p = up;
-            char *at = xml_next(NULL, &p, "Initiated");
+            char *k = xml_child(up, "Key"), *id = xml_child(up, "UploadId"),
+                 *at = xml_child(up, "Initiated");
             if (k != NULL && id != NULL) {
                 xml_unescape(k);
                 xml_unescape(id);
