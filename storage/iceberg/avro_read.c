@@ -221,6 +221,36 @@ static int r_take(struct avro_reader *r, size_t n, const char *what, const uint8
 static int r_value(struct avro_reader *r, const struct avro_node *n, unsigned depth,
                    struct avro_value *v);
 
+/*
+ * The count that opens a block of an array or a map (the file's metadata is a map too): *count,
+ * 0 at the end of the list. A negative count is followed by the block's size in bytes: then
+ * *block_end is where the block ends, else 0. `what` names the list: "item" or "metadata".
+ */
+static int r_list_block(struct avro_reader *r, const char *what, uint64_t *count, size_t *block_end)
+{
+    char cw[32], sw[32];
+    snprintf(cw, sizeof cw, "%s count", what);
+    snprintf(sw, sizeof sw, "%s block size", what);
+    size_t at = r->pos;
+    int64_t c;
+    *count = 0;
+    *block_end = 0;
+    int rc = r_long(r, cw, &c);
+    if (rc != ST_OK)
+        return rc;
+    if (c < 0) {
+        if (c == INT64_MIN)
+            return r_fail(r, at, "%s %" PRId64 " is out of range", cw, c);
+        uint64_t size;
+        if ((rc = r_len(r, sw, true, &size)) != ST_OK)
+            return rc;
+        *block_end = r->pos + (size_t)size;
+        c = -c;
+    }
+    *count = (uint64_t)c;
+    return ST_OK;
+}
+
 static int r_enter(struct avro_reader *r, const struct avro_node *n, unsigned depth)
 {
     if (depth > AVRO_MAX_DEPTH)
@@ -241,30 +271,20 @@ static int r_list(struct avro_reader *r, const struct avro_node *n, unsigned dep
     struct rstep *step = &r->path[r->depth - 1];
     for (;;) {
         size_t at = r->pos;
-        int64_t c;
+        uint64_t c;
+        size_t block_end;
         step->idx = NO_ITEM;
-        int rc = r_long(r, "item count", &c);
+        int rc = r_list_block(r, "item", &c, &block_end);
         if (rc != ST_OK)
             return rc;
         if (c == 0)
             break;
-        size_t block_end = 0;
-        if (c < 0) {
-            /* a negative count is followed by the block's size in bytes */
-            if (c == INT64_MIN)
-                return r_fail(r, at, "item count %" PRId64 " is out of range", c);
-            c = -c;
-            uint64_t size;
-            if ((rc = r_len(r, "item block size", true, &size)) != ST_OK)
-                return rc;
-            block_end = r->pos + (size_t)size;
-        }
         size_t room = (block_end ? block_end : r->end) - r->pos;
-        if (per > 0 && (uint64_t)c > room / per)
+        if (per > 0 && c > room / per)
             return r_fail(r, at,
-                          "%" PRId64 " items of at least %" PRIu64 " bytes each in %zu bytes", c,
+                          "%" PRIu64 " items of at least %" PRIu64 " bytes each in %zu bytes", c,
                           per, room);
-        if ((uint64_t)c > AVRO_MAX_RECORD_VALUES - count)
+        if (c > AVRO_MAX_RECORD_VALUES - count)
             return r_fail(r, at, "more than %u items", AVRO_MAX_RECORD_VALUES);
         size_t need = count + (size_t)c;
         if (need > cap) {
@@ -432,31 +452,22 @@ static int r_header(struct avro_reader *r)
     size_t cap = 0;
     for (;;) {
         size_t at = r->pos;
-        int64_t c;
-        int rc = r_long(r, "metadata count", &c);
+        uint64_t c;
+        size_t block_end;
+        int rc = r_list_block(r, "metadata", &c, &block_end);
         if (rc != ST_OK)
             return rc;
         if (c == 0)
             break;
-        size_t block_end = 0;
-        if (c < 0) {
-            if (c == INT64_MIN)
-                return r_fail(r, at, "metadata count %" PRId64 " is out of range", c);
-            c = -c;
-            uint64_t size;
-            if ((rc = r_len(r, "metadata block size", true, &size)) != ST_OK)
-                return rc;
-            block_end = r->pos + (size_t)size;
-        }
-        if ((uint64_t)c > AVRO_MAX_META - r->n_meta)
+        if (c > AVRO_MAX_META - r->n_meta)
             return r_fail(r, at, "more than %u metadata entries", AVRO_MAX_META);
-        if ((uint64_t)c > (r->end - r->pos) / 2)
-            return r_fail(r, at, "%" PRId64 " metadata entries in %zu bytes", c, r->end - r->pos);
+        if (c > (r->end - r->pos) / 2)
+            return r_fail(r, at, "%" PRIu64 " metadata entries in %zu bytes", c, r->end - r->pos);
         if (r->n_meta + (size_t)c > cap) {
             cap = r->n_meta + (size_t)c;
             r->meta = xreallocarray(r->meta, cap, sizeof *r->meta);
         }
-        for (int64_t i = 0; i < c; i++) {
+        for (uint64_t i = 0; i < c; i++) {
             struct rmeta *m = &r->meta[r->n_meta];
             uint64_t n;
             size_t kat = r->pos;
