@@ -256,6 +256,9 @@ char *http__metrics_render(struct http_server *srv, size_t *len)
             "Live rows copied into new files by compactions.", em.compact_rows_moved);
     counter(&b, "strike_compact_rows_dropped_total",
             "Deleted rows physically removed by compactions.", em.compact_rows_dropped);
+    counter(&b, "strike_remap_keys_moved_total",
+            "Key-index rows moved to the files a rewrite wrote, after its commit (the catch-up).",
+            em.remap_keys_moved);
     counter(&b, "strike_erasures_total", "Erasures verified (receipts issued).", em.erasures);
     counter(&b, "strike_erasure_rows_total", "Rows deleted by erasures.", em.erasure_rows);
     return (char *)buf_detach(&b, len);

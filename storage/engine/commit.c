@@ -540,6 +540,9 @@ void engine_test_fault(struct engine *e, enum engine_fault f, int n)
     case FAULT_KILL_IN_FOLD:
         atomic_store(&e->fault_kill_in_fold, n);
         break;
+    case FAULT_KILL_IN_CATCH_UP:
+        atomic_store(&e->fault_kill_in_catch_up, n);
+        break;
     }
 }
 

@@ -365,7 +365,117 @@ static int take_base_read(struct cbatch *b, struct plan *p, struct hmap *last,
         qsort(p->files, p->nfiles, sizeof *p->files, cmp_tfile);
     for (size_t i = 1; i < p->nfiles; i++)
         assert(p->files[i - 1].id < p->files[i].id); /* each file once, however many lookups */
-    return check_keys_live(b, p, err);
+    return ST_OK;
+}
+
+/* The live files of ids[0..n) with their live DVs, in SQL_LOOKUP's columns (its file rows). */
+#define SQL_LOOKUP_FILES                                                                           \
+    "SELECT NULL, f.id, NULL, NULL, f.path, f.record_count, dv.puffin_path, dv.blob_offset, "      \
+    "dv.blob_length, dv.cardinality, dv.inline_blob, NULL, dv.delta FROM unnest($2::bigint[]) AS " \
+    "u(id) CROSS JOIN LATERAL (SELECT f.id, f.table_id, f.removed_seq, f.path, f.record_count "    \
+    "FROM strike.data_files f WHERE f.id = u.id LIMIT 1) f LEFT JOIN LATERAL (SELECT "             \
+    "d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.inline_blob, d.delta FROM "     \
+    "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.removed_seq IS NULL LIMIT 1) dv " \
+    "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL"
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The distinct files that existing keys point into and p->files lacks (sorted; *n of them). */
+static int64_t *files_missing(const struct cbatch *b, struct plan *p, size_t *n)
+{
+    int64_t *ids = NULL;
+    size_t cap = 0;
+    *n = 0;
+    for (size_t k = 0; k < b->nst; k++) {
+        if (!b->st[k].orig_exists || find_file(p, b->st[k].orig_file) != NULL)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            ids = xreallocarray(ids, cap, sizeof *ids);
+        }
+        ids[(*n)++] = b->st[k].orig_file;
+    }
+    if (*n > 1) {
+        qsort(ids, *n, sizeof *ids, cmp_i64);
+        size_t u = 1;
+        for (size_t i = 1; i < *n; i++)
+            if (ids[i] != ids[u - 1])
+                ids[u++] = ids[i];
+        *n = u;
+    }
+    return ids;
+}
+
+/*
+ * Keys that point into files a rewrite replaced (compact.c) are resolved
+ * through its remaps (remap.c) to where their rows are now, and the files
+ * they reach join the plan with their DVs, read in the transaction that
+ * holds the table's lock. The key-index rows themselves are written as any
+ * other (by ctid) if the batch changes them, and by the catch-up otherwise.
+ * A chain (a new file rewritten again) may need a second round: the
+ * remaps are read transitively, but a file they reach may have been
+ * replaced by a rewrite whose remap the first read could not know of.
+ * Every key then points into a live file, or the catalog is inconsistent.
+ */
+static int resolve_moved(struct engine *e, PGconn *c, struct cbatch *b, struct plan *p,
+                         struct st_err *err)
+{
+    struct eng__remaps rs = {0};
+    int rc = ST_OK;
+    for (int round = 0; rc == ST_OK && round <= ENGINE_REMAP_CHAIN_MAX + 2; round++) {
+        size_t n;
+        int64_t *ids = files_missing(b, p, &n);
+        if (n == 0) {
+            free(ids);
+            break;
+        }
+        rc = eng__remaps_load(c, b->t->id, ids, n, &rs, err);
+        free(ids);
+        bool moved = false;
+        for (size_t k = 0; rc == ST_OK && k < b->nst; k++) {
+            struct kstate *s = &b->st[k];
+            if (!s->orig_exists || find_file(p, s->orig_file) != NULL)
+                continue;
+            int hops;
+            rc = eng__remap_follow(&rs, &s->orig_file, &s->orig_pos, &hops, err);
+            moved |= hops > 0;
+        }
+        if (rc != ST_OK || !moved)
+            break;
+        atomic_fetch_add(&e->m_remap_lookups, 1);
+        ids = files_missing(b, p, &n);
+        if (n > 0) {
+            struct buf arr = BUF_INIT;
+            pgu_array_begin(&arr, PG_OID_INT8, (uint32_t)n);
+            for (size_t i = 0; i < n; i++)
+                pgu_array_i64(&arr, ids[i]);
+            struct pgu_num tid;
+            const char *v[2] = {pgu_i64(&tid, b->t->id), (const char *)arr.data};
+            const int l[2] = {0, (int)arr.len};
+            const int f[2] = {0, 1};
+            PGresult *r = cat_pq_exec_params(c, SQL_LOOKUP_FILES, 2, NULL, v, l, f, 1);
+            buf_free(&arr);
+            if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+                rc = cat_fail(c, r, "reading the files of moved keys", err);
+            } else {
+                struct hmap seen;
+                hmap_init(&seen);
+                size_t capf = p->nfiles;
+                rc = take_lookup(b, p, r, &seen, &capf, err);
+                hmap_free(&seen);
+                if (p->nfiles > 1)
+                    qsort(p->files, p->nfiles, sizeof *p->files, cmp_tfile);
+            }
+            PQclear(r);
+        }
+        free(ids);
+    }
+    eng__remaps_free(&rs);
+    return rc == ST_OK ? check_keys_live(b, p, err) : rc;
 }
 
 /*
@@ -469,6 +579,8 @@ static int read_base(struct engine *e, PGconn *c, struct cbatch *b, struct plan 
         pgu_pipe_clear(&pp);
     }
     pgu_pipe_clear(&more);
+    if (rc == ST_OK)
+        rc = resolve_moved(e, c, b, p, err);
     if (rc != ST_OK) {
         p->in_txn = p->key_plans = false;
         pgu_rollback(c);

@@ -254,9 +254,10 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
         const char *state = bad >= 0 ? pgu_pipe_sqlstate(&pp, bad) : "";
         /* the statement's chk: 22012, a file a list cannot hold (it stays so until compacted:
            the table pauses its tries); 22P02, a delta with no room left (the general path
-           folds it into a new base), or an Idempotency-Key stored already (the general path
-           replays its record). No failure and no lock row: the table is gone, which the
-           general path reports. */
+           folds it into a new base), a key in a file a rewrite replaced (the general path
+           resolves its remap; the catch-up soon moves the key), or an Idempotency-Key stored
+           already (the general path replays its record). No failure and no lock row: the table is
+           gone, which the general path reports. */
         bool unlistable = bad == fn && strcmp(state, "22012") == 0;
         bool chk = unlistable || (bad == fn && strcmp(state, "22P02") == 0);
         if (unlistable)

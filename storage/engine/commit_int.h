@@ -182,8 +182,9 @@ struct plan {
        unused) and the key index rows that move to them, all borrowed */
     const struct eng__newfile *newfiles;
     size_t nnewfiles;
-    const struct buf *remap; /* 5 arrays: keys, old file, old pos, new file, new pos */
+    const struct buf *remap; /* SQL_INSERT_REMAPS's arrays: old files, first rows, base DVs */
     uint32_t nremap;
+    int64_t remap_target; /* rows per new file */
     char *summary;
     bool fault_fail; /* fault injection (engine_test_fail_request): a statement fails */
 };
@@ -329,20 +330,25 @@ void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
     "RETURNING 1) SELECT 1 / (CASE WHEN "                                                          \
     "count(*) = $4::bigint THEN 1 ELSE 0 END) FROM w"
 /*
- * A rewrite's move of keys (compact.c): a key still at its old (file, pos)
- * moves to its new one. As the statements above, its only plan is one
- * index probe per moved row (LATERAL ... LIMIT 1, then ON CONFLICT on the
- * primary key): a join of the arrays with the table could become a nested
- * loop over the table's whole key index for every moved row.
+ * The catch-up's move of key rows into the files a rewrite wrote (remap.c):
+ * at their ctids, as SQL_UPDATE_KEYS_AT, but the key's seq and version stay
+ * (the key was not written). $6 the count, checked.
  */
-#define SQL_REMAP_KEYS(tab, ty)                                                                    \
-    "INSERT INTO " tab " (table_id, key, file_id, pos, seq, version) SELECT $1, u.key, u.nf, "     \
-    "u.np, x.seq, x.version FROM unnest($2::" ty "[], $3::bigint[], $4::bigint[], $5::bigint[], "  \
-    "$6::bigint[]) AS u(key, of, op, nf, np) CROSS JOIN LATERAL (SELECT i.seq, i.version "         \
-    "FROM " tab                                                                                    \
-    " i WHERE i.table_id = $1 AND i.key = u.key AND i.file_id = u.of AND i.pos = u.op LIMIT "      \
-    "1) x ON CONFLICT (table_id, key) DO UPDATE SET file_id = EXCLUDED.file_id, pos = "            \
-    "EXCLUDED.pos"
+#define SQL_MOVE_KEYS_AT(tab, ty)                                                                  \
+    "WITH w AS (UPDATE " tab " i SET file_id = u.f, pos = u.p FROM (SELECT * FROM "                \
+    "unnest($2::tid[], $3::" ty "[], $4::bigint[], $5::bigint[]) AS s(c, k, f, p) ORDER BY 1) "    \
+    "AS u(c, k, f, p) WHERE i.ctid = u.c AND i.table_id = $1 AND i.key = u.k RETURNING 1) "        \
+    "SELECT 1 / (CASE WHEN count(*) = $6::bigint THEN 1 ELSE 0 END) FROM w"
+/*
+ * A rewrite's remaps (compact.c, remap.c): one row of strike.file_remaps per
+ * replaced file. $1 table, $2 seq, $3 old file ids, $4 their first rows, $5
+ * their base DVs (roaring64; an empty element: none), $6 the new files in
+ * order, $7 rows per new file.
+ */
+#define SQL_INSERT_REMAPS                                                                          \
+    "INSERT INTO strike.file_remaps (table_id, old_file_id, seq, first_row, target_rows, "         \
+    "new_file_ids, base_dv) SELECT $1, u.o, $2, u.f, $7, $6::bigint[], nullif(u.d, ''::bytea) "    \
+    "FROM unnest($3::bigint[], $4::bigint[], $5::bytea[]) AS u(o, f, d)"
 #define SQL_DELETE_ALL_KEYS(tab) "DELETE FROM " tab " WHERE table_id = $1"
 /* The base seq, taking the table's row lock, and, when the batch may write rows ($2), the id of
    its data file (a change batch's base read, commit_base.c; eng__lock_table). */
@@ -405,6 +411,57 @@ void eng__fault_drop_at_commit(struct engine *e, PGconn *c);
 enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
                                          const char *commit_id, struct st_err *err);
 
+/* ---- file remaps (remap.c) ---- */
+
+/* A remap chain as long as this makes a rewrite catch the table up first (compact.c). */
+#define ENGINE_REMAP_CHAIN_MAX 4
+
+/* Where a rewrite put the rows of a file it replaced (strike.file_remaps). */
+struct eng__remap {
+    int64_t old_id;
+    int64_t first;    /* the rewrite's row number of the file's first live row */
+    int64_t target;   /* rows per new file */
+    int64_t *new_ids; /* the rewrite's new files, in order (owned) */
+    size_t nnew;
+    struct dv *base; /* the file's DV at the rewrite's base (owned; NULL: none) */
+};
+
+/* Remaps by old file id (sorted). */
+struct eng__remaps {
+    struct eng__remap *r;
+    size_t n;
+};
+
+/* Add to rs the remaps of ids and of the files their rows went to, transitively (those rs does
+   not hold); a file without one is simply not added. */
+int eng__remaps_load(PGconn *c, int64_t table_id, const int64_t *ids, size_t n,
+                     struct eng__remaps *rs, struct st_err *err);
+const struct eng__remap *eng__remap_find(const struct eng__remaps *rs, int64_t old_id);
+/* One hop: old position pos of m's file to (*file, *npos); an error for a position deleted before
+   the rewrite or beyond its rows (a corrupt catalog). */
+int eng__remap_step(const struct eng__remap *m, int64_t pos, int64_t *file, int64_t *npos,
+                    struct st_err *err);
+/* Every hop rs knows, from (*file, *pos); *hops: how many. */
+int eng__remap_follow(const struct eng__remaps *rs, int64_t *file, int64_t *pos, int *hops,
+                      struct st_err *err);
+void eng__remaps_free(struct eng__remaps *rs);
+/*
+ * Move the key rows of the keys in pg_temp.<keys_table> (column key_col) that point into a
+ * remapped file to where their rows are, in c's transaction, which must hold the table's row lock
+ * (a delete by filter or an erasure, before it matches key rows by (file, position)). *moved.
+ */
+int eng__remap_catch_up_keys(PGconn *c, const struct engine_table *t, const char *keys_table,
+                             const char *key_col, int64_t *moved, struct st_err *err);
+/* The same in a transaction of its own that takes the table's row lock (c has none open). */
+int eng__remap_catch_up_keys_txn(PGconn *c, const struct engine_table *t, const char *keys_table,
+                                 const char *key_col, int64_t *moved, struct st_err *err);
+/* The longest chain of remaps that ends at one of files[0..n) (0: none), in *depth. */
+int eng__remap_depth(PGconn *c, int64_t table_id, const int64_t *files, size_t n, int *depth,
+                     struct st_err *err);
+/* engine_catch_up on a connection of the caller's (no transaction open). */
+int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *t,
+                        struct engine_catch_up_res *res, struct st_err *err);
+
 /* ---- a delete by keys in one round trip (commit_fast.c) ---- */
 
 #define ENG__STR_(x) #x
@@ -421,8 +478,10 @@ enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_
  *   g, f   per file: its positions; the file by its primary key (table and
  *          liveness checked after the probe), its live DV by
  *          deletion_vectors_live_by_file; the new positions' list body
- *   chk    fails unless the file takes them: division by zero (SQLSTATE
- *          22012) when a list cannot hold them (not live, 2^31 rows or more,
+ *   chk    fails unless the file takes them: a bad integer (22P02) when a
+ *          key points into a file a rewrite replaced (the general path
+ *          resolves it through the remap, remap.c); division by zero (SQLSTATE
+ *          22012) when a list cannot hold them (2^31 rows or more,
  *          emptied; a file without a DV row: a first list past $4 bytes), a
  *          bad integer (22P02) when the row's delta would pass
  *          ENGINE_DV_DELTA_MAX positions (the general path folds it) or holds a
@@ -461,7 +520,8 @@ enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_
     "ON true LEFT JOIN LATERAL (SELECT v.delta, v.cardinality AS card, true AS found FROM "        \
     "strike.deletion_vectors v WHERE v.data_file_id = g.file_id AND v.removed_seq IS NULL LIMIT "  \
     "1) dv ON true), "                                                                             \
-    "chk AS MATERIALIZED (SELECT f.file_id, CASE WHEN NOT (f.live AND f.rc <= 2147483647 AND "     \
+    "chk AS MATERIALIZED (SELECT f.file_id, CASE WHEN NOT f.live THEN "                            \
+    "('in a rewritten file: ' || f.file_id)::int WHEN NOT (f.live AND f.rc <= 2147483647 AND "     \
     "f.card < f.rc AND (f.found OR strike.dv_poslist_size(f.card) <= $4)) THEN 1 / (f.n - f.n) "   \
     "WHEN f.found AND NOT (f.nd <= " ENGINE_DV_DELTA_MAX_S " AND NOT EXISTS (SELECT 1 FROM "       \
     "unnest(f.ps) AS p WHERE position(int4send(p::int) IN f.oldb) > 0 AND EXISTS (SELECT 1 FROM "  \

@@ -126,8 +126,8 @@ static const char *const KEY_SQL[] = {SQL_LOOKUP("strike.key_index_i8", "bigint"
                                       SQL_INSERT_KEYS("strike.key_index", "bytea"),
                                       SQL_DELETE_KEYS_AT("strike.key_index_i8", "bigint"),
                                       SQL_DELETE_KEYS_AT("strike.key_index", "bytea"),
-                                      SQL_REMAP_KEYS("strike.key_index_i8", "bigint"),
-                                      SQL_REMAP_KEYS("strike.key_index", "bytea"),
+                                      SQL_MOVE_KEYS_AT("strike.key_index_i8", "bigint"),
+                                      SQL_MOVE_KEYS_AT("strike.key_index", "bytea"),
                                       SQL_DELETE_ALL_KEYS("strike.key_index_i8"),
                                       SQL_DELETE_ALL_KEYS("strike.key_index"),
                                       NULL};
@@ -551,7 +551,7 @@ static int send_keys(struct pgu_pipe *pp, const struct engine_table *t, const st
     assert(p->nins == 0 ||
            (pgu_array_holds(&p->ins_keys, p->nins) && pgu_array_holds(&p->ins_pos, p->nins) &&
             pgu_array_holds(&p->ins_vers, p->nins)));
-    for (int k = 0; k < 5 && p->nremap > 0; k++)
+    for (int k = 0; k < 3 && p->nremap > 0; k++)
         assert(pgu_array_holds(&p->remap[k], p->nremap));
     int rc = ST_OK;
     if (p->delete_all_keys) {
@@ -571,18 +571,27 @@ static int send_keys(struct pgu_pipe *pp, const struct engine_table *t, const st
         rc = eng__send_sql(pp, sql, 1, v, NULL, NULL, 0, err);
     }
     if (rc == ST_OK && p->nremap > 0) {
-        /* a rewrite (compact.c): a key still at its old (file, pos) moves to its new one */
-        const char *v[6] = {cp->tid.s};
-        int l[6] = {0};
-        const int f6[6] = {0, 1, 1, 1, 1, 1};
-        for (int k = 0; k < 5; k++) {
-            v[k + 1] = (const char *)p->remap[k].data;
-            l[k + 1] = (int)p->remap[k].len;
-        }
-        rc = eng__send_sql(pp,
-                           i8 ? SQL_REMAP_KEYS("strike.key_index_i8", "bigint")
-                              : SQL_REMAP_KEYS("strike.key_index", "bytea"),
-                           6, v, l, f6, 0, err);
+        /* a rewrite (compact.c): where each replaced file's rows went, for the key rows that
+           still point into it (remap.c); the key index itself is not touched */
+        assert(p->nnewfiles > 0 && p->remap_target > 0);
+        struct buf ids = BUF_INIT;
+        pgu_array_begin(&ids, PG_OID_INT8, (uint32_t)p->nnewfiles);
+        for (size_t k = 0; k < p->nnewfiles; k++)
+            pgu_array_i64(&ids, p->newfiles[k].id);
+        struct pgu_num target;
+        const char *v[7] = {cp->tid.s,
+                            cp->next.s,
+                            (const char *)p->remap[0].data,
+                            (const char *)p->remap[1].data,
+                            (const char *)p->remap[2].data,
+                            (const char *)ids.data,
+                            pgu_i64(&target, p->remap_target)};
+        const int l[7] = {
+            0, 0, (int)p->remap[0].len, (int)p->remap[1].len, (int)p->remap[2].len, (int)ids.len,
+            0};
+        const int f7[7] = {0, 0, 1, 1, 1, 1, 0};
+        rc = eng__send_sql(pp, SQL_INSERT_REMAPS, 7, v, l, f7, 0, err);
+        buf_free(&ids);
     }
     if (rc == ST_OK && (p->ndel > 0 || p->nupd > 0))
         rc = eng__send_sql(pp, eng__sql_tid_plans, 0, NULL, NULL, NULL, 0, err);

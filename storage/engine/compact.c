@@ -76,7 +76,7 @@ struct rewrite {
     size_t nout;
     int64_t rows; /* rows written */
     bool i8;
-    struct buf remap[5]; /* keys, old file, old pos, new file, new pos */
+    struct buf remap[3]; /* the commit's remaps: old files, first rows, base DVs (plan.remap) */
     uint32_t nremap;
     /* the result */
     int64_t seq, rows_dropped;
@@ -141,7 +141,7 @@ static void rewrite_clear_files(struct rewrite *w, bool unlink_out)
     free(w->out);
     w->out = NULL;
     w->nout = 0;
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < 3; k++)
         buf_free(&w->remap[k]);
     w->nremap = 0;
     w->rows = 0;
@@ -290,33 +290,9 @@ static int writer_finish(struct rewrite *w, struct writer *wr, struct st_err *er
     return touch_out(w, err);
 }
 
-/* The key-index move of rows [lo, lo+n) of the batch (live ones): to rows w->rows.. */
-static void remap_rows(struct rewrite *w, const struct st_colvec *cols, const int64_t file_id,
-                       uint64_t first, const uint8_t *sel, size_t lo, size_t n, int64_t new_id,
-                       int64_t new_pos, struct buf *kb)
-{
-    const struct engine_table *t = w->t;
-    for (size_t i = lo; i < lo + n; i++) {
-        if (!sel[i])
-            continue;
-        buf_reset(kb);
-        for (int k = 0; k < t->npk; k++) {
-            struct st_value v;
-            st_colvec_get(&cols[t->pk[k]], i, &v);
-            key_encode_value(t->cols[t->pk[k]].type, &v, kb);
-        }
-        eng__key_array_add(&w->remap[0], w->i8, kb->data, kb->len);
-        pgu_array_i64(&w->remap[1], file_id);
-        pgu_array_i64(&w->remap[2], (int64_t)(first + i));
-        pgu_array_i64(&w->remap[3], new_id);
-        pgu_array_i64(&w->remap[4], new_pos++);
-        w->nremap++;
-    }
-}
-
 /* Copy one input file's rows live at the base into the new files. */
 static int copy_file(struct rewrite *w, struct rfile *rf, struct writer *wr, struct pq_batch *b,
-                     struct buf *kb, struct st_err *err)
+                     struct st_err *err)
 {
     const struct engine_table *t = w->t;
     struct pq_reader *r = NULL;
@@ -361,10 +337,7 @@ static int copy_file(struct rewrite *w, struct rfile *rf, struct writer *wr, str
                     break;
                 int64_t room = w->target - (int64_t)pq_writer_rows(wr->pw);
                 size_t n = (size_t)((int64_t)(j - i) < room ? (int64_t)(j - i) : room);
-                int64_t at = (int64_t)pq_writer_rows(wr->pw);
                 rc = pq_writer_add_colvecs(wr->pw, cm.flat, i, n, err);
-                if (rc == ST_OK && t->npk > 0)
-                    remap_rows(w, cm.flat, rf->sf.id, first, sel, i, n, wr->nf.id, at, kb);
                 w->rows += (int64_t)n;
                 i += n;
                 if (rc == ST_OK && (int64_t)pq_writer_rows(wr->pw) >= w->target)
@@ -408,21 +381,14 @@ static int write_new_files(struct rewrite *w, struct snap_file *lst, size_t n, c
             }
         }
     }
-    eng__key_array_begin(&w->remap[0], w->i8, 0);
-    for (int k = 1; k < 5; k++)
-        pgu_array_begin(&w->remap[k], PG_OID_INT8, 0);
     struct writer wr = {0};
     struct pq_batch b = {0};
-    struct buf kb = BUF_INIT;
     for (size_t i = 0; i < w->nin && rc == ST_OK; i++)
-        rc = copy_file(w, &w->in[i], &wr, &b, &kb, err);
+        rc = copy_file(w, &w->in[i], &wr, &b, err);
     if (rc == ST_OK && wr.open)
         rc = writer_finish(w, &wr, err);
     writer_abort(&wr);
     pq_batch_free(&b);
-    buf_free(&kb);
-    for (int k = 0; k < 5; k++)
-        pgu_array_set_count(&w->remap[k], w->nremap);
     return rc;
 }
 
@@ -460,6 +426,14 @@ static int build_plan(struct rewrite *w, const struct snap_file *lst, size_t n, 
     struct dv **add = xcalloc(w->nout ? w->nout : 1, sizeof *add);
     int rc = ST_OK;
     *carried = 0;
+    /* where each old file's rows went, for the key rows that point into it (remap.c) */
+    for (int k = 0; k < 3; k++)
+        buf_free(&w->remap[k]);
+    w->nremap = 0;
+    pgu_array_begin(&w->remap[0], PG_OID_INT8, 0);
+    pgu_array_begin(&w->remap[1], PG_OID_INT8, 0);
+    pgu_array_begin(&w->remap[2], PG_OID_BYTEA, 0);
+    struct buf enc = BUF_INIT;
     p->files = xcalloc(w->nin + w->nout, sizeof *p->files);
     for (size_t i = 0; i < w->nin && rc == ST_OK; i++) {
         const struct rfile *rf = &w->in[i];
@@ -476,6 +450,15 @@ static int build_plan(struct rewrite *w, const struct snap_file *lst, size_t n, 
             }
             *carried += rf->live;
             continue;
+        }
+        if (w->t->npk > 0 && rf->live > 0) { /* a key may point into it: record the remap */
+            buf_reset(&enc);
+            if (rf->dv != NULL)
+                (void)dv_encode_roaring64(rf->dv, &enc);
+            pgu_array_i64(&w->remap[0], rf->sf.id);
+            pgu_array_i64(&w->remap[1], rf->first);
+            pgu_array_bytes(&w->remap[2], enc.data, enc.len);
+            w->nremap++;
         }
         struct tfile *tf = &p->files[p->nfiles++];
         tf->id = now->id;
@@ -520,6 +503,9 @@ static int build_plan(struct rewrite *w, const struct snap_file *lst, size_t n, 
     for (size_t k = 0; k < w->nout; k++)
         dv_free(add[k]);
     free(add);
+    buf_free(&enc);
+    for (int k = 0; k < 3; k++)
+        pgu_array_set_count(&w->remap[k], w->nremap);
     return rc;
 }
 
@@ -569,6 +555,7 @@ static void process_rewrite(struct engine *e, struct item **items, size_t nitems
         p.nnewfiles = w->nout;
         p.remap = w->remap;
         p.nremap = w->nremap;
+        p.remap_target = w->target;
         p.i8 = w->i8;
         p.file_at_us = st_now_us();
         int64_t dropped = 0;
@@ -622,7 +609,24 @@ static int rewrite_once(struct rewrite *w, int64_t base, struct snap_file *lst, 
                         const bool *pick, struct st_err *err)
 {
     w->base = base;
-    int rc = write_new_files(w, lst, n, pick, err);
+    /* chains of remaps stay short: a file at the end of a long one is rewritten only once the
+       key index caught up (remap.c) */
+    int64_t *ids = xcalloc(n ? n : 1, sizeof *ids);
+    size_t nids = 0;
+    for (size_t i = 0; i < n; i++)
+        if (pick[i])
+            ids[nids++] = lst[i].id;
+    int depth = 0;
+    int rc = w->t->npk > 0 ? eng__remap_depth(w->c, w->t->id, ids, nids, &depth, err) : ST_OK;
+    free(ids);
+    if (rc == ST_OK && depth >= ENGINE_REMAP_CHAIN_MAX) {
+        struct engine_catch_up_res cu;
+        log_info("table %s: a chain of %d remaps ends at a file to rewrite; catching up first",
+                 w->t->name, depth);
+        rc = eng__remap_catch_up(w->e, w->c, w->t, &cu, err);
+    }
+    if (rc == ST_OK)
+        rc = write_new_files(w, lst, n, pick, err);
     if (rc != ST_OK) {
         rewrite_clear_files(w, true);
         return rc;

@@ -527,6 +527,14 @@ static enum commit_outcome delete_keys_first(struct engine *e, struct dwhere *w,
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         return txn_failed(c, r, p, err);
     PQclear(r);
+    /* the rows are matched by (key, file, position): a key row that still points into a file a
+       rewrite replaced is moved to where its row is first (remap.c) */
+    int64_t moved = 0;
+    if (eng__remap_catch_up_keys(c, w->t, p->del_keys_table, "key", &moved, err) != ST_OK) {
+        if (PQstatus(c) == CONNECTION_OK)
+            pgu_rollback(c);
+        return FAILED;
+    }
     r = cat_pq_exec(c, SQL_KEYS_JOIN_PLANS);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         return txn_failed(c, r, p, err);

@@ -360,6 +360,24 @@ struct engine_compact_res {
 int engine_compact(struct engine *e, struct engine_table *t, const struct engine_compact_opts *o,
                    struct engine_compact_res *res, struct st_err *err);
 
+struct engine_catch_up_res {
+    int64_t keys_moved;     /* key-index rows moved to where a rewrite put their rows */
+    int64_t steps;          /* transactions of the walk */
+    int64_t remaps_dropped; /* file remaps no key points through any more */
+};
+
+/*
+ * Catch the table's key index up with its rewrites (remap.c, docs/DESIGN.md
+ * "Compaction without rewriting the key index"): every key-index row that
+ * points into a file a rewrite replaced is moved to where its row is now, in
+ * transactions of a bounded number of keys that each hold the table's row
+ * lock (a writer waits at most one of them), and the remaps the walk began
+ * with are dropped at its end. Lookups are right before and after; this only
+ * bounds their work. The background task runs it after compaction.
+ */
+int engine_catch_up(struct engine *e, const struct engine_table *t, struct engine_catch_up_res *res,
+                    struct st_err *err);
+
 /*
  * Move the table's inline DVs (kept in the catalog by small commits, see
  * engine_opts.dv_inline_max) to Puffin files, and fold the DV rows whose
@@ -772,6 +790,7 @@ struct engine_metrics {
     uint64_t expired_snapshots, expire_deleted_files, expire_deleted_bytes; /* expiry */
     uint64_t maintenance_runs; /* background maintenance passes over a table */
     uint64_t compactions, compact_files_rewritten, compact_rows_moved, compact_rows_dropped;
+    uint64_t remap_keys_moved; /* key-index rows the catch-up moved to rewritten files */
     uint64_t erasures, erasure_rows;
 };
 void engine_metrics(struct engine *e, struct engine_metrics *out);

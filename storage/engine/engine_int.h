@@ -70,6 +70,8 @@ struct engine {
     atomic_uint_fast64_t m_maintenance_runs;
     atomic_uint_fast64_t m_compactions, m_compact_files, m_compact_rows_moved,
         m_compact_rows_dropped;
+    atomic_uint_fast64_t m_remap_keys_moved; /* key rows caught up with a rewrite (remap.c) */
+    atomic_uint_fast64_t m_remap_lookups;    /* change batches that resolved keys by a remap */
     atomic_uint_fast64_t m_erasures, m_erasure_rows;
     atomic_uint_fast64_t m_commits, m_conflicts, m_retries, m_commit_failures;
     atomic_uint_fast64_t m_fast_deletes, m_fast_fallbacks; /* commit_fast.c */
@@ -84,6 +86,7 @@ struct engine {
     atomic_int fault_conflicts;
     atomic_int fault_crash_before_commit;
     atomic_int fault_kill_in_fold;
+    atomic_int fault_kill_in_catch_up; /* FAULT_KILL_IN_CATCH_UP: the step that kills, or 0 */
     atomic_int fault_drop_at_commit;
     atomic_int fault_gather;
     _Atomic(const struct engine_change_req *) fault_fail_req;

@@ -45,6 +45,9 @@ enum engine_fault {
     /* The process kills itself (SIGKILL) in its next DV fold or flush (dvflush.c), once the
        new Puffin file is written and the rows updated, before COMMIT: a crash during a fold. */
     FAULT_KILL_IN_FOLD,
+    /* The process kills itself (SIGKILL) in step `n` (1: the first) of its next catch-up
+       (remap.c), once the step moved its key rows, before its COMMIT. */
+    FAULT_KILL_IN_CATCH_UP,
 };
 
 /* Arm a fault: `n` is a count (NEXT, DROP, RESOLVER, TERMINATE), seconds

@@ -785,6 +785,12 @@ static int index_entries(struct erasure *w, struct st_err *err)
     bool i8 = key_is_i8(t);
     struct pgu_num tid, ds;
     const char *v[2] = {pgu_i64(&tid, t->id), pgu_i64(&ds, w->delete_seq)};
+    /* entries that still point into a file the purge (or a compaction) replaced: where their
+       rows are now, first (remap.c) */
+    int64_t moved = 0;
+    if ((rc = eng__remap_catch_up_keys_txn(c, t, "strike_erase_keys", i8 ? "k8" : "key", &moved,
+                                           err)) != ST_OK)
+        return rc;
     char sql[400];
     snprintf(sql, sizeof sql,
              "INSERT INTO pg_temp.strike_erase_at (file_id, pos, key) SELECT k.file_id, k.pos, "

@@ -148,6 +148,7 @@ void engine_metrics(struct engine *e, struct engine_metrics *m)
     m->compact_files_rewritten = atomic_load(&e->m_compact_files);
     m->compact_rows_moved = atomic_load(&e->m_compact_rows_moved);
     m->compact_rows_dropped = atomic_load(&e->m_compact_rows_dropped);
+    m->remap_keys_moved = atomic_load(&e->m_remap_keys_moved);
     m->erasures = atomic_load(&e->m_erasures);
     m->erasure_rows = atomic_load(&e->m_erasure_rows);
 }

@@ -3,8 +3,9 @@
  * (--compact-interval), each table is maintained by one server at a time:
  * its inline DVs move to a Puffin file and its DV rows whose delta holds
  * ENGINE_DV_FOLD_AT positions or more are folded (dvflush.c), compaction runs where
- * the policy says so, and its snapshots older than retain_s (--retain)
- * expire.
+ * the policy says so, the key index catches up with the table's rewrites
+ * (remap.c: key rows that still point into replaced files move to where their
+ * rows are), and its snapshots older than retain_s (--retain) expire.
  *
  * One server at a time per table: a session-level PostgreSQL advisory lock
  * keyed by the table id, taken with pg_try_advisory_lock on a catalog
@@ -106,6 +107,9 @@ static int maintain_table(struct engine *e, struct engine_table *t, struct st_er
         rc = ST_OK;
     }
     if (rc != ST_OK)
+        return rc;
+    struct engine_catch_up_res cu;
+    if ((rc = engine_catch_up(e, t, &cu, err)) != ST_OK)
         return rc;
     struct engine_expire_req q = {.has_older_than = true, .older_than_us = e->o.retain_s * 1000000};
     struct engine_expire_res res;

@@ -361,6 +361,25 @@ const struct migration cat__migrations[] = {
      "DROP INDEX strike.deletion_vectors_inline;"
      "CREATE INDEX deletion_vectors_unfolded ON strike.deletion_vectors (table_id) "
      "WHERE inline_blob IS NOT NULL OR delta IS NOT NULL;"},
+    /* Remaps (docs/DESIGN.md "Compaction without rewriting the key index"): a rewrite no longer
+       moves the key index's rows of the rows it moved; it records, for each file it replaced,
+       where that file's rows went, and key-index rows that still point into the replaced file
+       are resolved through the record (remap.c) until the catch-up rewrites them. Old position
+       p, live at the rewrite's base, is the rewrite's row first_row + p - rank(p) (rank: the
+       positions of base_dv, the file's DV at the base, below p), in new file
+       new_file_ids[row / target_rows] at row % target_rows. base_dv is the roaring64 portable
+       encoding (dv.h), NULL when the file had no DV. seq: the rewrite's commit. A record lives
+       until the catch-up finds no key pointing into old_file_id. */
+    {17, "file remaps: where a rewrite moved a replaced file's rows",
+     "CREATE TABLE strike.file_remaps ("
+     "  table_id bigint NOT NULL REFERENCES strike.tables(id) ON DELETE CASCADE,"
+     "  old_file_id bigint NOT NULL,"
+     "  seq bigint NOT NULL,"
+     "  first_row bigint NOT NULL CHECK (first_row >= 0),"
+     "  target_rows bigint NOT NULL CHECK (target_rows > 0),"
+     "  new_file_ids bigint[] NOT NULL CHECK (cardinality(new_file_ids) > 0),"
+     "  base_dv bytea,"
+     "  PRIMARY KEY (table_id, old_file_id));"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

@@ -838,7 +838,7 @@ static void run_model(bool composite, bool maintain)
     const char *name = maintain ? (composite ? "model_maint_composite" : "model_maint")
                                 : (composite ? "model_composite" : "model");
     int64_t oldest = 0; /* the oldest retained snapshot */
-    int64_t compactions = 0, expiries = 0;
+    int64_t compactions = 0, expiries = 0, catch_ups = 0, keys_moved = 0, chained = 0;
     model_inline_choice(name);
     struct engine_table *t = et_create(&T, name, cols, 6, pk, composite ? 2 : 1, "ver");
     struct model *snaps = xcalloc(MAX_SNAPS, sizeof *snaps); /* model at each seq */
@@ -865,6 +865,30 @@ static void run_model(bool composite, bool maintain)
                 compactions += cr.rewritten_files > 0;
                 while (seq < cr.seq)
                     snaps[++seq] = cur; /* a compaction changes no row */
+                /* a remap whose new files another rewrite replaced: a chain */
+                char q[256];
+                snprintf(q, sizeof q,
+                         "SELECT count(*) FROM strike.file_remaps a JOIN strike.file_remaps b ON "
+                         "b.table_id = a.table_id AND b.old_file_id = ANY(a.new_file_ids) WHERE "
+                         "a.table_id = %lld",
+                         (long long)t->id);
+                chained += et_sql_i64(&T, q) > 0;
+            } else if (kind == 97) {
+                /* the catch-up at a random point: then no key points into a replaced file */
+                struct engine_catch_up_res cu;
+                if (engine_catch_up(T.e, t, &cu, &err) != ST_OK)
+                    fail_msg("op %d: catch up: %s", op, err.msg);
+                catch_ups++;
+                keys_moved += cu.keys_moved;
+                char q[400];
+                snprintf(q, sizeof q,
+                         "SELECT (SELECT count(*) FROM strike.file_remaps WHERE table_id = %lld) + "
+                         "(SELECT count(*) FROM %s k LEFT JOIN strike.data_files f ON f.id = "
+                         "k.file_id AND f.removed_seq IS NULL WHERE k.table_id = %lld AND (f.id "
+                         "IS NULL OR k.pos >= f.record_count))",
+                         (long long)t->id, composite ? "strike.key_index" : "strike.key_index_i8",
+                         (long long)t->id);
+                assert_int_equal(et_sql_i64(&T, q), 0);
             } else {
                 struct engine_expire_req q = {.has_retain_last = true,
                                               .retain_last = 1 + (int64_t)(rnd() % 60)};
@@ -1051,6 +1075,15 @@ static void run_model(bool composite, bool maintain)
         /* the mix really ran, and every retained snapshot is still whole */
         assert_true(compactions > 5);
         assert_true(expiries > 2);
+        /* lookups went through remaps, chains of them too, and the catch-up moved keys */
+        assert_true(catch_ups > 0);
+        assert_true(keys_moved > 0);
+        assert_true(chained > 0);
+        fprintf(stderr,
+                "model: %lld compactions, %lld with a chain of remaps, %lld catch-ups "
+                "moved %lld keys\n",
+                (long long)compactions, (long long)chained, (long long)catch_ups,
+                (long long)keys_moved);
         for (int64_t s = oldest; s <= seq; s++)
             check_scan(t2, &snaps[s], s);
         if (oldest > 0)

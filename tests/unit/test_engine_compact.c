@@ -11,7 +11,10 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,14 +78,32 @@ static void assert_model(struct engine_table *t, int64_t snapshot, const int64_t
     et_rows_free(&rows);
 }
 
-/* Every key of the key index points at a live file, at a row its DV does not hold. */
-static void assert_keys_live(struct engine_table *t)
+/* Key-index rows that point outside the table's live files (into files a rewrite replaced, which
+   lookups resolve through its remap until the catch-up moves them). */
+static int64_t dangling(struct engine_table *t)
 {
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM strike.key_index_i8 k LEFT JOIN strike.data_files f ON f.id = "
              "k.file_id AND f.removed_seq IS NULL WHERE k.table_id = %lld AND (f.id IS NULL OR "
              "k.pos >= f.record_count)",
+             (long long)t->id);
+    return et_sql_i64(&T, sql);
+}
+
+/* The catch-up moves exactly the dangling key rows and drops every remap; then every key of the
+   key index points at a live file, at a row its DV does not hold. */
+static void assert_keys_live(struct engine_table *t)
+{
+    int64_t before = dangling(t);
+    struct engine_catch_up_res cu;
+    struct st_err err = {0};
+    if (engine_catch_up(T.e, t, &cu, &err) != ST_OK)
+        fail_msg("catch up: %s", err.msg);
+    assert_int_equal(cu.keys_moved, before);
+    assert_int_equal(dangling(t), 0);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM strike.file_remaps WHERE table_id = %lld",
              (long long)t->id);
     assert_int_equal(et_sql_i64(&T, sql), 0);
 }
@@ -154,7 +175,9 @@ static void test_policy_and_key_index(void **state)
     assert_int_equal(r.rows_dropped, 50);
     assert_int_equal(r.rows_moved, FILES * PER_FILE - 50);
     assert_model(t, -1, model);
-    assert_keys_live(t);
+    /* the compaction did not touch the key index: every moved row's key still points into its
+       old file, resolved through the remap */
+    assert_int_equal(dangling(t), FILES * PER_FILE - 50);
     /* the snapshot before still reads what it read */
     static int64_t old[IDS];
     memcpy(old, model, sizeof old);
@@ -181,6 +204,9 @@ static void test_policy_and_key_index(void **state)
     assert_int_equal(put1(t, 5, 5, &res), ST_OK); /* deleted before: a new row */
     assert_int_equal(res.inserted, 1);
     model[5] = 5;
+    assert_model(t, -1, model);
+    assert_int_equal(dangling(t), FILES * PER_FILE - 50 - 2); /* the two written moved */
+    assert_keys_live(t);
     assert_model(t, -1, model);
 
     /* nothing to do: the current seq, zeros, no snapshot */
@@ -353,10 +379,117 @@ static void test_one_compaction_at_a_time(void **state)
     engine_table_unref(t);
 }
 
+static void on_finding(void *ctx, const char *kind, const char *path, const char *detail)
+{
+    (void)path;
+    if (strcmp(kind, "orphan") != 0)
+        (*(int *)ctx)++;
+    print_message("fsck: %s %s: %s\n", kind, path, detail);
+}
+
+/* fsck finds nothing missing or corrupt. */
+static void fsck_clean(void)
+{
+    int bad = 0;
+    struct engine_gc_report rep;
+    struct st_err err = {0};
+    assert_int_equal(engine_fsck(T.e, on_finding, &bad, &rep, &err), ST_OK);
+    assert_int_equal(bad, 0);
+}
+
+#define BIG 45000
+
+/*
+ * kill -9 in the second step of a catch-up (the first committed, the second's key rows moved but
+ * not committed): the first step's keys point into the new file, the rest still into the old
+ * ones, and every lookup is right either way; fsck is clean; the next catch-up moves exactly the
+ * rest and drops the remaps.
+ */
+static void test_kill_during_catch_up(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "v:long"};
+    const char *pk[] = {"id"};
+    struct engine_table *t = et_create(&T, "killcu", cols, 2, pk, 1, NULL);
+    static int64_t ids[BIG], vs[BIG];
+    struct engine_change_res res;
+    for (int f = 0; f < 3; f++) { /* three files of 15,000 rows */
+        for (int i = 0; i < BIG / 3; i++) {
+            ids[i] = f * (BIG / 3) + i;
+            vs[i] = ids[i];
+        }
+        assert_int_equal(put(t, ids, vs, BIG / 3, &res), ST_OK);
+    }
+    for (int i = 0; i < 100; i++) /* a DV on each file: the remaps map through ranks */
+        assert_int_equal(put1(t, i * 450, -1, &res), ST_OK);
+    struct engine_compact_res r;
+    compact(t, 0, -1, &r);
+    assert_int_equal(r.rewritten_files, 3);
+    assert_int_equal(dangling(t), BIG - 100);
+
+    fflush(NULL);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        struct engine *e;
+        struct engine_opts o = {.conninfo = T.conninfo, .data_dir = T.data_dir, .pool_size = 2};
+        struct st_err e2 = {0};
+        if (engine_open(&o, &e, &e2) != ST_OK)
+            _exit(3);
+        struct engine_table *ct;
+        if (engine_get_table(e, "killcu", &ct, &e2) != ST_OK)
+            _exit(4);
+        engine_test_fault(e, FAULT_KILL_IN_CATCH_UP, 2);
+        struct engine_catch_up_res cu;
+        engine_catch_up(e, ct, &cu, &e2);
+        _exit(5); /* not reached: the catch-up kills the process */
+    }
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGKILL);
+
+    /* the first step's 20,000 walked keys moved (all of them pointed into the old files) */
+    int64_t left = dangling(t);
+    assert_true(left < BIG - 100 && left > 0);
+    fsck_clean();
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM strike.file_remaps WHERE table_id = %lld",
+             (long long)t->id);
+    assert_int_equal(et_sql_i64(&T, sql), 3);
+
+    /* lookups on both sides of the walk's cursor: updates find their row, deletes delete it */
+    const int64_t probe[] = {1, 19999, 20001, 30001, 44998};
+    for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
+        assert_int_equal(put1(t, probe[i], -7, &res), ST_OK);
+        assert_int_equal(res.deleted, 1);
+        assert_int_equal(put1(t, probe[i], 7, &res), ST_OK);
+        assert_int_equal(res.inserted, 1);
+        assert_int_equal(put1(t, probe[i] + 1, 8, &res), ST_OK);
+        assert_int_equal(res.updated, 1);
+    }
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal((int64_t)rows.n, BIG - 100);
+    et_rows_free(&rows);
+
+    /* the writes moved the keys they wrote; the catch-up resumes: exactly what is left, then no
+       remap */
+    assert_true(dangling(t) < left);
+    assert_keys_live(t);
+    fsck_clean();
+    for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
+        assert_int_equal(put1(t, probe[i], -1, &res), ST_OK);
+        assert_int_equal(res.deleted, 1);
+    }
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_policy_and_key_index),
+        cmocka_unit_test(test_kill_during_catch_up),
         cmocka_unit_test(test_target_rows_and_bad_options),
         cmocka_unit_test(test_writes_during_compaction_are_carried),
         cmocka_unit_test(test_one_compaction_at_a_time),

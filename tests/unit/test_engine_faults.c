@@ -984,8 +984,8 @@ static void test_key_statements_plan_as_index_probes(void **state)
         }
         assert_false(in_key_scan); /* a key-index scan without an index condition */
         assert_false(in_tid_scan); /* a TID scan without a TID condition */
-        /* a change batch's updates and deletes reach the rows its base read
-           probed at their ctids, never through the index a second time */
+        /* a change batch's updates and deletes, and the catch-up's moves, reach the rows
+           their reads probed at their ctids, never through the index a second time */
         if (at_ctids) {
             et_exec(c, engine_test_tid_plan_settings(false));
             assert_int_equal(tid_fetches, 1);
@@ -993,8 +993,7 @@ static void test_key_statements_plan_as_index_probes(void **state)
             PQclear(r);
             continue;
         }
-        /* lookups, deletes and a rewrite's key move (an INSERT that reads the
-           key first) probe; the other INSERTs reach the index through the
+        /* lookups and deletes probe; the other INSERTs reach the index through the
            speculative insertion of ON CONFLICT or a plain insert */
         if (plain_insert)
             et_exec(c, engine_test_tid_plan_settings(false));
