@@ -1,6 +1,7 @@
 """http_util.py - helpers shared by the HTTP integration tests."""
 import json
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -189,3 +190,10 @@ class TcpProxy:
 
 def pg_socket():
     return os.path.join(h.PG_HOST, ".s.PGSQL.5432")
+
+
+def metric(s, name):
+    """A counter of the server's /metrics (None when it is not there)."""
+    r = s.req("GET", "/metrics")
+    m = re.search(rf"^{name} (\d+)$", r.body.decode(), re.M)
+    return int(m.group(1)) if m else None

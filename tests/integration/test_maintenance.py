@@ -10,7 +10,6 @@ and the maintenance counters of /metrics.
 The real striked, a real PostgreSQL, Python's http.client and grpcio.
 """
 import os
-import re
 import subprocess
 import time
 import unittest
@@ -102,12 +101,6 @@ def count(sql):
     return int(h.sql(DB, sql)[0][0])
 
 
-def metric(s, name):
-    r = s.req("GET", "/metrics")
-    m = re.search(rf"^{name} (\d+)$", r.body.decode(), re.M)
-    return int(m.group(1)) if m else None
-
-
 def rpc_error(tc, code, fn, *a, **kw):
     with tc.assertRaises(grpc.RpcError) as cm:
         r = fn(*a, **kw)
@@ -130,7 +123,7 @@ class Expire(unittest.TestCase):
         self.assertEqual(S.req("GET", f"/v1/tables/ex_http/files/{fid}/dv?snapshot=5").status, 200)
         before = blobs_on_disk(S, t["uuid"])
         self.assertEqual(before, blobs_in_catalog(t["uuid"]))
-        expired_before = metric(S, "strike_expired_snapshots_total")
+        expired_before = u.metric(S, "strike_expired_snapshots_total")
 
         r = S.req("POST", "/v1/tables/ex_http/expire", {"retain_last": 3})
         self.assertEqual(r.status, 200, r)
@@ -146,9 +139,9 @@ class Expire(unittest.TestCase):
         self.assertEqual(queued, before - blobs_in_catalog(t["uuid"]))
         self.assertEqual(count(f"SELECT count(*) FROM strike.snapshots s JOIN strike.tables t ON t.id = "
                                f"s.table_id WHERE t.name = 'ex_http'"), 3)
-        self.assertEqual(metric(S, "strike_expired_snapshots_total"), expired_before + 10)
+        self.assertEqual(u.metric(S, "strike_expired_snapshots_total"), expired_before + 10)
         # past their grace, the table's next expiry deletes them (it has nothing more to expire)
-        deleted_before = metric(S, "strike_expire_deleted_files_total")
+        deleted_before = u.metric(S, "strike_expire_deleted_files_total")
         pass_grace(DB, t["uuid"])
         r = S.req("POST", "/v1/tables/ex_http/expire", {"retain_last": 3})
         self.assertEqual(r.status, 200, r)
@@ -160,8 +153,8 @@ class Expire(unittest.TestCase):
         self.assertEqual(after, before - queued)
         self.assertEqual(after, blobs_in_catalog(t["uuid"]))  # every blob referenced, every reference there
         self.assertEqual(queued_of(DB, t["uuid"]), set())
-        self.assertEqual(metric(S, "strike_expire_deleted_files_total"), deleted_before + len(queued))
-        self.assertGreaterEqual(metric(S, "strike_expire_deleted_bytes_total"), res["deleted_bytes"])
+        self.assertEqual(u.metric(S, "strike_expire_deleted_files_total"), deleted_before + len(queued))
+        self.assertGreaterEqual(u.metric(S, "strike_expire_deleted_bytes_total"), res["deleted_bytes"])
 
         # retained snapshots read what they read before
         self.assertEqual(u.scan_rows(self, S, "ex_http", {"snapshot": 10}), keep)
@@ -434,16 +427,16 @@ class Background(unittest.TestCase):
                 time.sleep(0.25)
             self.assertEqual([s["seq"] for s in snaps], [cur])
             self.assertEqual(snaps[0]["operation"], "compact")  # every file had a deleted row
-            runs = (metric(a, "strike_maintenance_runs_total"), metric(b, "strike_maintenance_runs_total"))
+            runs = (u.metric(a, "strike_maintenance_runs_total"), u.metric(b, "strike_maintenance_runs_total"))
             self.assertGreater(sum(runs), 0, runs)
-            self.assertGreater(metric(a, "strike_compactions_total") + metric(b, "strike_compactions_total"), 0)
+            self.assertGreater(u.metric(a, "strike_compactions_total") + u.metric(b, "strike_compactions_total"), 0)
             # the snapshots are gone at the expiry's COMMIT; its counters and unlinks follow it
             # (expire.c), so read them once the pass has settled
             def settled():
-                expired = (metric(a, "strike_expired_snapshots_total")
-                           + metric(b, "strike_expired_snapshots_total"))
-                deleted = (metric(a, "strike_expire_deleted_files_total")
-                           + metric(b, "strike_expire_deleted_files_total"))
+                expired = (u.metric(a, "strike_expired_snapshots_total")
+                           + u.metric(b, "strike_expired_snapshots_total"))
+                deleted = (u.metric(a, "strike_expire_deleted_files_total")
+                           + u.metric(b, "strike_expire_deleted_files_total"))
                 return expired, deleted, len(before - blobs_on_disk(a, t["uuid"]))
             deadline = time.monotonic() + 10
             while True:

@@ -316,7 +316,7 @@ static void test_writes_during_compaction_are_carried(void **state)
     assert_int_equal(r.rewritten_files, FILES + meanwhile);
     assert_int_equal(r.rows_moved, FILES * PER_FILE + meanwhile);
     assert_model(t, -1, model);
-    assert_keys_live(t);
+    assert_true(dangling(t) > 0); /* the key index is caught up below, after the lookups */
     /* the carried deletes are DVs of the new files: a second compaction drops them */
     char sql[256];
     snprintf(sql, sizeof sql,
@@ -325,7 +325,8 @@ static void test_writes_during_compaction_are_carried(void **state)
              (long long)t->id);
     /* a delete and an update per file, and every row of the file deleted whole */
     assert_int_equal(et_sql_i64(&T, sql), (FILES - 1) * 2 + PER_FILE);
-    /* no row resurrected, none lost: every key deletes exactly one row */
+    /* no row resurrected, none lost: every key deletes exactly one row, looked up through the
+       remaps (the keys written during the rewrite point at their own files) */
     int64_t live = 0;
     static int64_t ids[IDS], vs[IDS];
     for (int i = 0; i < IDS; i++) {
@@ -339,6 +340,7 @@ static void test_writes_during_compaction_are_carried(void **state)
     for (int i = 0; i < IDS; i++)
         model[i] = -1;
     assert_model(t, -1, model);
+    assert_keys_live(t);
     engine_table_unref(t);
 }
 
