@@ -3,9 +3,10 @@
  * purge step of an erasure (erase.c). A rewrite reads the rows of some data
  * files that are live at a base snapshot N, writes them to new files (at
  * most target_file_rows rows each), and commits once: the old files leave
- * the table, the new ones join it, and the key index moves every moved
- * row's key to its new (file, position). Deleted rows are not copied: that
- * is how their bytes leave the current snapshot.
+ * the table, the new ones join it, and a remap per old file records where
+ * its rows went (remap.c: the key index is not touched; keys that point into
+ * an old file resolve through it until the catch-up moves them). Deleted
+ * rows are not copied: that is how their bytes leave the current snapshot.
  *
  * Never losing a concurrent write, never failing because of one (what
  * Iceberg, Delta and Paimon do not give: apache/iceberg#4996). The files
@@ -16,11 +17,10 @@
  * between N and M deleted more rows of an old file (DV_M > DV_N), the
  * rewrite's own commit carries those positions over, through the rank, to
  * the DVs of the new files. A key upserted or deleted meanwhile no longer
- * points at its old (file, pos), so the key-index update (a join on key,
- * old file and old position) leaves it alone. Losing the CAS race only
- * redoes this carry-over at the new seq; the Parquet files are never
- * written again. An old file gone at M (every row deleted) carries all of
- * its rows.
+ * points into the old file, so its remap never resolves it. Losing the CAS
+ * race only redoes this carry-over at the new seq; the Parquet files are
+ * never written again. An old file gone at M (every row deleted) carries all
+ * of its rows and needs no remap.
  *
  * One rewrite per table at a time, across servers: a session advisory lock
  * on the rewrite's catalog connection (two would move the same rows twice).
