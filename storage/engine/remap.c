@@ -70,11 +70,12 @@ void eng__remaps_free(struct eng__remaps *rs)
  */
 #define SQL_REMAPS                                                                                 \
     "WITH RECURSIVE r AS (SELECT m.old_file_id FROM strike.file_remaps m WHERE m.table_id = $1 "   \
-    "AND m.old_file_id = ANY($2::bigint[]) UNION SELECT m.old_file_id FROM r JOIN "               \
-    "strike.file_remaps x ON x.table_id = $1 AND x.old_file_id = r.old_file_id JOIN "             \
+    "AND m.old_file_id = ANY($2::bigint[]) UNION SELECT m.old_file_id FROM r JOIN "                \
+    "strike.file_remaps x ON x.table_id = $1 AND x.old_file_id = r.old_file_id JOIN "              \
     "strike.file_remaps m ON m.table_id = $1 AND m.old_file_id = ANY(x.new_file_ids)) "            \
     "SELECT m.old_file_id, m.first_row, m.target_rows, n.ord, n.id, CASE WHEN n.ord = 1 THEN "     \
-    "m.base_dv END, cardinality(m.new_file_ids)::bigint FROM r JOIN strike.file_remaps m ON m.table_id = " \
+    "m.base_dv END, cardinality(m.new_file_ids)::bigint FROM r JOIN strike.file_remaps m ON "      \
+    "m.table_id = "                                                                                \
     "$1 AND m.old_file_id = r.old_file_id CROSS JOIN LATERAL unnest(m.new_file_ids) WITH "         \
     "ORDINALITY AS n(id, ord) WHERE NOT (m.old_file_id = ANY($3::bigint[])) ORDER BY 1, 4"
 
@@ -177,8 +178,8 @@ static int remapped_ids(PGconn *c, int64_t table_id, int64_t **ids, size_t *n, s
     struct pgu_num tid;
     const char *v[1] = {pgu_i64(&tid, table_id)};
     PGresult *r = cat_pq_exec_params(
-        c, "SELECT old_file_id FROM strike.file_remaps WHERE table_id = $1 ORDER BY 1", 1, NULL,
-        v, NULL, NULL, 1);
+        c, "SELECT old_file_id FROM strike.file_remaps WHERE table_id = $1 ORDER BY 1", 1, NULL, v,
+        NULL, NULL, 1);
     int rc = ST_OK;
     *ids = NULL;
     *n = 0;
@@ -281,9 +282,9 @@ static int move_rows(PGconn *c, const struct engine_table *t, const PGresult *r,
             rc = cat_fail(c, q, "moving key rows to their rewritten files", err);
         PQclear(q);
         struct pgu_num tid, cnt;
-        const char *v[6] = {pgu_i64(&tid, t->id),       (const char *)tids.data,
-                            (const char *)keys.data,    (const char *)files.data,
-                            (const char *)poss.data,    pgu_i64(&cnt, n)};
+        const char *v[6] = {pgu_i64(&tid, t->id),    (const char *)tids.data,
+                            (const char *)keys.data, (const char *)files.data,
+                            (const char *)poss.data, pgu_i64(&cnt, n)};
         const int l[6] = {0, (int)tids.len, (int)keys.len, (int)files.len, (int)poss.len, 0};
         const int f[6] = {0, 1, 1, 1, 1, 0};
         if (rc == ST_OK) {
@@ -383,18 +384,21 @@ int eng__remap_catch_up_keys_txn(PGconn *c, const struct engine_table *t, const 
  */
 #define SQL_WALK(tab, op)                                                                          \
     "WITH w AS MATERIALIZED (SELECT i.key, i.file_id, i.pos, i.ctid FROM " tab " i WHERE "         \
-    "i.table_id = $1 AND i.key " op " $3 ORDER BY i.key LIMIT " ENG__STR(CATCH_UP_WALK) ") "       \
-    "SELECT 0 AS o, key, file_id, pos, ctid FROM w WHERE file_id = ANY($2::bigint[]) UNION ALL "   \
-    "(SELECT 1, key, NULL, NULL, NULL FROM w ORDER BY key DESC LIMIT 1) ORDER BY 1"
+    "i.table_id = $1 AND i.key " op " $3 ORDER BY i.key LIMIT " ENG__STR(                          \
+        CATCH_UP_WALK) ") "                                                                        \
+                       "SELECT 0 AS o, key, file_id, pos, ctid FROM w WHERE file_id = "            \
+                       "ANY($2::bigint[]) UNION ALL "                                              \
+                       "(SELECT 1, key, NULL, NULL, NULL FROM w ORDER BY key DESC LIMIT 1) ORDER " \
+                       "BY 1"
 
 /* Hold the table's row lock for the rest of the transaction (the lock every commit takes). */
 static int lock_table_row(PGconn *c, int64_t table_id, bool *gone, struct st_err *err)
 {
     struct pgu_num tid;
     const char *v[1] = {pgu_i64(&tid, table_id)};
-    PGresult *r = cat_pq_exec_params(
-        c, "SELECT seq FROM strike.tables WHERE id = $1 FOR NO KEY UPDATE", 1, NULL, v, NULL,
-        NULL, 0);
+    PGresult *r =
+        cat_pq_exec_params(c, "SELECT seq FROM strike.tables WHERE id = $1 FOR NO KEY UPDATE", 1,
+                           NULL, v, NULL, NULL, 0);
     int rc = ST_OK;
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         rc = cat_fail(c, r, "taking the table's row lock", err);
@@ -407,8 +411,8 @@ static int lock_table_row(PGconn *c, int64_t table_id, bool *gone, struct st_err
 /* One transaction of the walk: from *cursor (NULL: the start), moved rows counted; *more: the
    walk goes on (*cursor then the last key walked, owned). */
 static int walk_step(struct engine *e, PGconn *c, const struct engine_table *t,
-                     const struct buf *ids, struct buf *cursor, bool *more,
-                     struct eng__remaps *rs, int64_t *moved, struct st_err *err)
+                     const struct buf *ids, struct buf *cursor, bool *more, struct eng__remaps *rs,
+                     int64_t *moved, struct st_err *err)
 {
     const bool i8 = key_is_i8(t);
     bool gone = false;
@@ -516,8 +520,8 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
     return rc;
 }
 
-int engine_catch_up(struct engine *e, const struct engine_table *t,
-                    struct engine_catch_up_res *res, struct st_err *err)
+int engine_catch_up(struct engine *e, const struct engine_table *t, struct engine_catch_up_res *res,
+                    struct st_err *err)
 {
     PGconn *c = NULL;
     int rc = cat_acquire(e->pool, &c, CAT_WAIT_COMMIT_ACQUIRE_MS, err);
