@@ -75,9 +75,12 @@ void eng__remaps_free(struct eng__remaps *rs)
     "strike.file_remaps m ON m.table_id = $1 AND m.old_file_id = ANY(x.new_file_ids)) "            \
     "SELECT m.old_file_id, m.first_row, m.target_rows, n.ord, n.id, CASE WHEN n.ord = 1 THEN "     \
     "m.base_dv END, cardinality(m.new_file_ids)::bigint FROM r JOIN strike.file_remaps m ON "      \
-    "m.table_id = "                                                                                \
-    "$1 AND m.old_file_id = r.old_file_id CROSS JOIN LATERAL unnest(m.new_file_ids) WITH "         \
-    "ORDINALITY AS n(id, ord) WHERE NOT (m.old_file_id = ANY($3::bigint[])) ORDER BY 1, 4"
+    "m.table_id = $1 AND m.old_file_id = r.old_file_id CROSS JOIN LATERAL "                        \
+    "unnest(m.new_file_ids) WITH ORDINALITY AS n(id, ord) WHERE NOT (m.old_file_id = "             \
+    "ANY($3::bigint[])) ORDER BY 1, 4"
+
+/* More new files than one rewrite writes (its rows bounded, REWRITE_ROUND_ROWS_MAX): corrupt. */
+#define REMAP_NEW_FILES_MAX (1 << 20)
 
 int eng__remaps_load(PGconn *c, int64_t table_id, const int64_t *ids, size_t n,
                      struct eng__remaps *rs, struct st_err *err)
@@ -105,16 +108,23 @@ int eng__remaps_load(PGconn *c, int64_t table_id, const int64_t *ids, size_t n,
         return rc;
     }
     size_t added = 0;
+    struct eng__remap *m = NULL; /* the record of the rows being read */
     for (int i = 0; i < PQntuples(r) && rc == ST_OK; i++) {
-        int64_t ord = pgu_bin_i64(r, i, 3);
+        int64_t id = pgu_bin_i64(r, i, 0), ord = pgu_bin_i64(r, i, 3);
         if (ord == 1) {
-            int64_t nnew = pgu_bin_i64(r, i, 6);
+            int64_t nnew = pgu_bin_i64(r, i, 6), first = pgu_bin_i64(r, i, 1),
+                    target = pgu_bin_i64(r, i, 2);
+            if (nnew < 1 || nnew > REMAP_NEW_FILES_MAX || first < 0 || target < 1) {
+                rc = st_errf(err, ST_ECORRUPT, "file remap of file %lld: a malformed row",
+                             (long long)id);
+                break;
+            }
             rs->r = xreallocarray(rs->r, rs->n + 1, sizeof *rs->r);
-            struct eng__remap *m = &rs->r[rs->n++];
+            m = &rs->r[rs->n++];
             memset(m, 0, sizeof *m);
-            m->old_id = pgu_bin_i64(r, i, 0);
-            m->first = pgu_bin_i64(r, i, 1);
-            m->target = pgu_bin_i64(r, i, 2);
+            m->old_id = id;
+            m->first = first;
+            m->target = target;
             m->new_ids = xcalloc((size_t)nnew, sizeof *m->new_ids);
             m->nnew = (size_t)nnew;
             added++;
@@ -122,10 +132,9 @@ int eng__remaps_load(PGconn *c, int64_t table_id, const int64_t *ids, size_t n,
                 rc = dv_decode_roaring64((const uint8_t *)PQgetvalue(r, i, 5),
                                          (size_t)PQgetlength(r, i, 5), 0, &m->base, err);
         }
-        struct eng__remap *m = &rs->r[rs->n - 1];
-        if (rc == ST_OK && (ord < 1 || (size_t)ord > m->nnew || m->old_id != pgu_bin_i64(r, i, 0)))
+        if (rc == ST_OK && (m == NULL || m->old_id != id || ord < 1 || (size_t)ord > m->nnew))
             rc = st_errf(err, ST_ECORRUPT, "file remap of file %lld: a malformed row",
-                         (long long)m->old_id);
+                         (long long)id);
         if (rc == ST_OK)
             m->new_ids[ord - 1] = pgu_bin_i64(r, i, 4);
     }
