@@ -386,11 +386,13 @@ static void measure_delete1(struct engine *e)
     char *wal = pg_value(
         cat, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint", lsn0);
     engine_metrics(e, &m1);
-    /* DVs kept inline in the catalog (--dv-inline-max): the blob bytes of their rows */
-    char q[256];
+    /* DVs kept in the catalog (--dv-inline-max, and the deltas a delete appends to, docs/DESIGN.md
+       "Delta DVs and folding"): the bytes of the rows the deletes added */
+    char q[320];
     snprintf(q, sizeof q,
-             "SELECT coalesce(sum(blob_length), 0)::text FROM strike.deletion_vectors WHERE "
-             "table_id = %lld AND inline_blob IS NOT NULL AND added_seq > $1::bigint",
+             "SELECT coalesce(sum(coalesce(octet_length(inline_blob), 0) + "
+             "coalesce(octet_length(delta), 0)), 0)::text FROM strike.deletion_vectors WHERE "
+             "table_id = %lld AND added_seq > $1::bigint",
              (long long)t->id);
     char *inl = pg_value(cat, q, seq0);
     double p50 = pct(lat, (size_t)arg_samples, 0.5), p99 = pct(lat, (size_t)arg_samples, 0.99);
