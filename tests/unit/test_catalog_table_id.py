@@ -5,11 +5,12 @@ carries table_id (issue 32, docs/SCALE.md "Past one PostgreSQL").
 The catalog is ready to be distributed by table_id (Citus): a statement on a per-table table routes
 to one shard only when it names the table's table_id. This test reads the SQL from the source
 (the C string literals of storage/engine/*.c and *.h and server/*.c, adjacent literals joined, a
-macro's parameters and %s kept as placeholders), splits it into statements, and checks every
-reference to a per-table catalog table (strike.snapshots, data_files, ...; the key-index tables,
-also when the table name is a placeholder) in a SELECT, INSERT, UPDATE or DELETE: the reference's
-alias (or, without one, the statement) must carry table_id. strike.tables itself is distributed by
-its id: a reference must filter by id (or be listed). The migrations (schema.c) are DDL, not
+macro of SQL text (#define NAME "...") replaced by its text, a macro's parameters and %s kept as
+placeholders), splits it into statements, and checks every reference to a per-table catalog table
+(strike.snapshots, data_files, ...; the key-index tables, also when the table name is a
+placeholder) in a SELECT, INSERT, UPDATE or DELETE: the reference's alias (or, without one, the
+statement) must carry table_id (an unaliased table: a condition on table_id). strike.tables itself
+is distributed by its id: a reference must filter by id (or be listed). The migrations (schema.c) are DDL, not
 checked. EXCEPTIONS lists the statements that do not, each with its reason; an exception that
 matches nothing fails the test too, so the list cannot go stale.
 
@@ -27,7 +28,7 @@ SKIP = {"schema.c"}  # the migrations: DDL
 # Tables with one row set per strike table: distributed by table_id.
 PER_TABLE = {"snapshots", "data_files", "deletion_vectors", "key_index", "key_index_i8", "producers", "erasures",
              "expired_blobs", "presign_horizons", "iceberg_tables", "iceberg_manifests", "iceberg_snapshots",
-             "iceberg_plans", "iceberg_metadata_files"}
+             "iceberg_plans", "iceberg_metadata_files", "file_remaps"}
 # Catalog-wide tables (reference tables, or keyed by something else): not checked here.
 CATALOG_WIDE = {"secrets", "schema_version", "idempotency_keys"}
 
@@ -114,13 +115,35 @@ def strip_comments(src):
 TOKEN = re.compile(r'"((?:[^"\\\n]|\\.)*)"|([A-Za-z_][A-Za-z0-9_]*)|(\\\n|\s+)|(.)', re.S)
 
 
-def runs(src):
-    """Runs of adjacent string literals; identifiers between two literals (macro parameters, macros
-    of SQL text) become {name} placeholders."""
-    cur, pending, out = [], [], []
+LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]((?:[^\n\\]|\\.|\\\n)*)$", re.M)
+
+
+def text_macros(paths):
+    """The object-like macros whose body is string literals only (a piece of SQL text, as
+    dvflush.c's PICK_COLS): name -> their text. A run that uses one gets its text."""
+    out = {}
+    for path in paths:
+        for m in DEFINE.finditer(strip_comments(open(path, encoding="utf-8").read())):
+            body = m.group(2).replace("\\\n", " ")
+            if body.strip() and LITERAL.sub("", body).strip() == "":
+                out[m.group(1)] = "".join(bytes(x, "utf-8").decode("unicode_escape") for x in LITERAL.findall(body))
+    return out
+
+
+def runs(src, macros=None):
+    """Runs of adjacent string literals and text macros (macros); other identifiers between two
+    literals (macro parameters, macros of SQL text defined elsewhere) become {name} placeholders."""
+    macros = macros or {}
+    cur, pending, out, prev = [], [], [], None
     for m in TOKEN.finditer(strip_comments(src)):
         lit, ident, space, other = m.groups()
-        if lit is not None:
+        if ident is not None and ident in macros and prev != "define":
+            lit, ident = None, None
+            cur.extend(pending)
+            pending = []
+            cur.append(macros[m.group(2)])
+        elif lit is not None:
             cur.extend(pending)
             pending = []
             cur.append(bytes(lit, "utf-8").decode("unicode_escape"))
@@ -128,10 +151,12 @@ def runs(src):
             pending.append("{" + ident + "}")
         elif space is not None:
             continue
-        else:
+        elif ident is None:
             if cur:
                 out.append("".join(cur))
             cur, pending = [], []
+        if space is None:
+            prev = m.group(2)
     if cur:
         out.append("".join(cur))
     return out
@@ -161,15 +186,16 @@ def carries(stmt, name, alias, at):
         return re.search(rf"\b{alias}\.{col}\b", stmt) is not None or (
             # unqualified columns of the only table of the statement (or of its subquery) are its own
             re.search(rf"\b{col}\b\s*(=|IN\b)", stmt, re.I) is not None and len(list(references(stmt))) == 1)
-    return re.search(rf"(?<![.\w]){col}\b", stmt) is not None
+    return re.search(rf"(?<![.\w]){col}\s*(=|IN\b)", stmt, re.I) is not None
 
 
 def statements():
+    macros = text_macros(SOURCES + glob.glob(os.path.join(ROOT, "storage/engine/*.h")))
     for path in SOURCES:
         base = os.path.basename(path)
         if base in SKIP:
             continue
-        for text in runs(open(path, encoding="utf-8").read()):
+        for text in runs(open(path, encoding="utf-8").read(), macros):
             for stmt in text.split(";"):
                 if re.search(r"\b(select|insert|update|delete)\b", stmt, re.I) and (
                         "strike." in stmt or "{tab}" in stmt or re.search(r"(from|update|into)\s+%s", stmt, re.I)):
