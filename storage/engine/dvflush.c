@@ -65,8 +65,8 @@ static const char *const SQL_FLUSH_PLANS =
 static const char *const SQL_PICK_LISTED =
     PICK_COLS "unnest($2::bigint[], $3::bigint[]) AS u(f, s) JOIN strike.deletion_vectors d ON "
               "d.data_file_id = u.f AND d.added_seq = u.s JOIN strike.data_files f ON f.id = "
-              "d.data_file_id WHERE d.table_id = $1 AND (d.inline_blob IS NOT NULL OR d.delta IS "
-              "NOT NULL) FOR UPDATE OF d SKIP LOCKED";
+              "d.data_file_id AND f.table_id = d.table_id WHERE d.table_id = $1 AND (d.inline_blob "
+              "IS NOT NULL OR d.delta IS NOT NULL) FOR UPDATE OF d SKIP LOCKED";
 /* Up to $2 rows of table $1 (the deletion_vectors_unfolded index) that are inline or whose delta
    holds ENGINE_DV_FOLD_AT positions or more. */
 static const char *const SQL_PICK_TABLE =
@@ -74,12 +74,16 @@ static const char *const SQL_PICK_TABLE =
               "d.table_id = $1 AND (d.inline_blob IS NOT NULL OR d.delta IS NOT NULL) AND "
               "(d.inline_blob IS NOT NULL OR octet_length(d.delta) >= $3) LIMIT $2 FOR UPDATE OF "
               "d SKIP LOCKED";
-/* A row's new base: its whole set, in the new file; no delta (same set, same cardinality). */
+/* A row's new base: its whole set, in the new file; no delta (same set, same cardinality). Each
+   row of table $6 by one probe of the primary key. The still-unfolded check is spelled
+   coalesce(...) IS NOT NULL, not the deletion_vectors_unfolded index's predicate: with the table's
+   id in the statement, that predicate would let the planner scan the table's unfolded rows
+   instead of probing (it did, on small or never-analyzed catalogs). */
 static const char *const SQL_MOVE =
     "UPDATE strike.deletion_vectors d SET puffin_path = $1, blob_offset = u.o, blob_length = "
     "u.l, inline_blob = NULL, delta = NULL, legacy_ref = false FROM unnest($2::bigint[], "
     "$3::bigint[], $4::bigint[], $5::bigint[]) AS u(f, s, o, l) WHERE d.data_file_id = u.f AND "
-    "d.added_seq = u.s AND (d.inline_blob IS NOT NULL OR d.delta IS NOT NULL)";
+    "d.added_seq = u.s AND d.table_id = $6 AND coalesce(d.inline_blob, d.delta) IS NOT NULL";
 /* The blob bytes one flush writes at most (the rows past them wait for the next round). */
 #define FLUSH_BYTES_MAX (8u << 20)
 static const char *const SQL_DEADLINE = "SELECT 1 / (CASE WHEN clock_timestamp() <= "
@@ -245,11 +249,15 @@ static int flush_once(struct engine *e, PGconn *c, const struct engine_table *t,
         moved_free(&m);
         return rc;
     }
-    const char *mv[5] = {m.rel, (const char *)m.files.data, (const char *)m.seqs.data,
-                         (const char *)m.offs.data, (const char *)m.lens.data};
-    const int ml[5] = {0, (int)m.files.len, (int)m.seqs.len, (int)m.offs.len, (int)m.lens.len};
-    const int mf[5] = {0, 1, 1, 1, 1};
-    PGresult *r = cat_pq_exec_params(c, SQL_MOVE, 5, NULL, mv, ml, mf, 0);
+    const char *mv[6] = {m.rel,
+                         (const char *)m.files.data,
+                         (const char *)m.seqs.data,
+                         (const char *)m.offs.data,
+                         (const char *)m.lens.data,
+                         pgu_i64(&tid, t->id)};
+    const int ml[6] = {0, (int)m.files.len, (int)m.seqs.len, (int)m.offs.len, (int)m.lens.len, 0};
+    const int mf[6] = {0, 1, 1, 1, 1, 0};
+    PGresult *r = cat_pq_exec_params(c, SQL_MOVE, 6, NULL, mv, ml, mf, 0);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         rc = cat_fail(c, r, "moving the inline DVs", err);
     } else if (strtoll(PQcmdTuples(r), NULL, 10) != (long long)m.n) {

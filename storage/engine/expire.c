@@ -67,7 +67,8 @@ static const char *const SQL_EXPIRE_BOUNDS =
    inline DV's row has no path: it has no blob to unlink (add_paths skips the NULLs). */
 static const char *const SQL_EXPIRE_FILE_DVS =
     "DELETE FROM strike.deletion_vectors d USING strike.data_files f WHERE f.table_id = $1 AND "
-    "f.removed_seq <= $2 AND d.data_file_id = f.id RETURNING d.puffin_path";
+    "f.removed_seq <= $2 AND d.data_file_id = f.id AND d.table_id = f.table_id RETURNING "
+    "d.puffin_path";
 static const char *const SQL_EXPIRE_DVS =
     "DELETE FROM strike.deletion_vectors WHERE table_id = $1 AND removed_seq <= $2 RETURNING "
     "puffin_path";

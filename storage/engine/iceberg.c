@@ -1068,7 +1068,7 @@ static const char *const SQL_RELOCATE_PICK =
 static const char *const SQL_RELOCATE_MOVE =
     "UPDATE strike.deletion_vectors SET puffin_path = $3, blob_offset = $4, blob_length = $5, "
     "inline_blob = NULL, legacy_ref = false, delta = NULL WHERE data_file_id = $1 AND added_seq = "
-    "$2";
+    "$2 AND table_id = $6";
 
 static int relocate_batch(struct engine *e, PGconn *c, const struct engine_table *t, int64_t lo,
                           int64_t hi, int64_t *moved, struct st_err *err)
@@ -1158,9 +1158,10 @@ static int relocate_batch(struct engine *e, PGconn *c, const struct engine_table
     puffin_writer_free(pw);
     for (int i = 0; i < rows && rc == ST_OK; i++) {
         struct pgu_num o1, l1;
-        const char *mv[5] = {PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), key,
-                             pgu_i64(&o1, (int64_t)off[i]), pgu_i64(&l1, (int64_t)len[i])};
-        rc = exec1(c, SQL_RELOCATE_MOVE, 5, mv, "moving a DV", err);
+        const char *mv[6] = {
+            PQgetvalue(r, i, 0),           PQgetvalue(r, i, 1),           key,
+            pgu_i64(&o1, (int64_t)off[i]), pgu_i64(&l1, (int64_t)len[i]), pgu_i64(&a, t->id)};
+        rc = exec1(c, SQL_RELOCATE_MOVE, 6, mv, "moving a DV", err);
     }
     if (rc == ST_OK)
         rc = cat_exec(c, "COMMIT", "commit", err);
