@@ -475,6 +475,9 @@ static void test_erase_old_version_by_filter(void **state)
        although the filter's statistics exclude it; the rewrite of the other one is excluded */
     assert_int_equal(figure_of(&er, "data_files", "files_decoded"), 1);
     assert_int_equal(figure_of(&er, "data_files", "files_excluded_by_statistics"), 1);
+    /* the key index's entry of id 1 (one probe) is at that current row */
+    assert_int_equal(figure_of(&er, "key_index", "keys_at_erased_rows"), 0);
+    assert_int_equal(figure_of(&er, "key_index", "keys_at_other_versions"), 1);
     /* the old version is gone from every file; the current rows stay */
     files = 0;
     assert_int_equal(table_files_holding(t, "old@x", &files), 0);
@@ -957,6 +960,8 @@ static void test_excluded_by_statistics(void **state)
     assert_int_equal(figure_of(&er, "data_files", "files_decoded"), 2); /* B' and C */
     assert_int_equal(figure_of(&er, "data_files", "files_excluded_by_statistics"), 2);
     assert_int_equal(figure_of(&er, "data_files", "files_holding_erased"), 0);
+    assert_int_equal(figure_of(&er, "key_index", "keys_checked"), 1);
+    assert_int_equal(figure_of(&er, "key_index", "keys_from_before_delete"), 0);
     const struct engine_erasure_check *df = check_of(&er, "data_files");
     assert_int_equal(df->nfigures, 4); /* added after the three of before, which keep their place */
     assert_string_equal(df->figures[0].name, "files_decoded");
