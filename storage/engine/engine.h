@@ -409,7 +409,7 @@ struct engine_erase_req {
 /* data_files, key_index, column_statistics, orphan_blobs, bucket_versioning, iceberg_metadata
    (receipts stored before the last two have fewer) */
 #define ENGINE_ERASURE_CHECKS_MAX 6
-#define ENGINE_ERASURE_FIGURES_MAX 3 /* what one check counted */
+#define ENGINE_ERASURE_FIGURES_MAX 4 /* what one check counted */
 struct engine_erasure_figure {
     char name[32]; /* "files_decoded", "keys_checked", ..., or "note" */
     bool is_text;  /* a note (text), else a count (n) */
@@ -454,10 +454,10 @@ void engine_erasure_free(struct engine_erasure *r);
 /*
  * Erase rows for good: delete them, rewrite every live file that still
  * holds one physically, expire every snapshot from before that rewrite,
- * delete the old blobs, and verify (every remaining data file decoded, the
- * key index, the key's column statistics, leftovers of writes, the store's
- * versioning) before returning
- * the receipt. Waits (up to a minute) for a running compaction of the
+ * delete the old blobs, and verify (every remaining data file read, decoded
+ * where its footer's statistics could hold an erased row; the key index,
+ * the key's column statistics, leftovers of writes, the store's versioning)
+ * before returning the receipt. Waits (up to a minute) for a running compaction of the
  * table. A call with the Idempotency-Key of a finished erasure returns its
  * receipt (replayed); of an interrupted one, resumes it. ST_EINTERNAL when
  * a check failed (out then holds the receipt, whose checks say which).

@@ -17,6 +17,14 @@
  * 1 and a striked of either side reads the other's records): a record
  * without it decodes with has_row_versions_purged false.
  *
+ * A check object holds at most RECEIPT_FIGURES_V1 figures, what a striked
+ * from before data_files' fourth figure (files_excluded_by_statistics) reads
+ * (more is a malformed record to it); a check's later figures go to the
+ * optional member "checks_more", after "checks": an array of one object per
+ * check, in the same order (an empty one for a check without more), written
+ * only when some check has more. An older striked ignores it and reads the
+ * first figures; this one appends them to their check.
+ *
  * A row written before it holds the receipt as it was answered: no "v",
  * "verified_at" (RFC 3339) instead of "verified_us", each check's figures
  * before "check" and "passed"; the decoder reads both. A row whose erasure
@@ -35,21 +43,28 @@
 #include <string.h>
 
 #define RECEIPT_VERSION 1
+/* Figures a check object of the record holds (the others go to "checks_more"). */
+#define RECEIPT_FIGURES_V1 3
 
 char *eng__receipt_encode(const struct engine_erasure *r)
 {
     assert(r->recorded); /* a receipt is recorded from the erasure's first step on */
     assert(r->nchecks >= 0 && r->nchecks <= ENGINE_ERASURE_CHECKS_MAX);
-    json_t *checks = json_array();
+    json_t *checks = json_array(), *more = json_array();
+    bool any_more = false;
     for (int i = 0; i < r->nchecks; i++) {
         const struct engine_erasure_check *c = &r->checks[i];
         assert(c->nfigures >= 0 && c->nfigures <= ENGINE_ERASURE_FIGURES_MAX);
         json_t *o = json_pack("{s:s, s:b}", "check", c->name, "passed", c->passed);
+        json_t *m = json_object();
         for (int k = 0; k < c->nfigures; k++) {
             const struct engine_erasure_figure *f = &c->figures[k];
-            json_object_set_new(o, f->name, f->is_text ? json_string(f->text) : json_integer(f->n));
+            json_object_set_new(k < RECEIPT_FIGURES_V1 ? o : m, f->name,
+                                f->is_text ? json_string(f->text) : json_integer(f->n));
         }
+        any_more = any_more || c->nfigures > RECEIPT_FIGURES_V1;
         json_array_append_new(checks, o);
+        json_array_append_new(more, m);
     }
     json_t *o = json_object();
     json_object_set_new(o, "v", json_integer(RECEIPT_VERSION));
@@ -69,6 +84,10 @@ char *eng__receipt_encode(const struct engine_erasure *r)
     json_object_set_new(o, "files_deleted", json_integer(r->files_deleted));
     json_object_set_new(o, "bytes_deleted", json_integer(r->bytes_deleted));
     json_object_set_new(o, "checks", checks);
+    if (any_more)
+        json_object_set_new(o, "checks_more", more);
+    else
+        json_decref(more);
     json_object_set_new(o, "verified_us",
                         r->verified_us > 0 ? json_integer(r->verified_us) : json_null());
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -97,13 +116,11 @@ static bool get_int(json_t *o, const char *name, int64_t *out)
     return true;
 }
 
-static bool decode_check(json_t *o, struct engine_erasure_check *c)
+/* The members of object o but "check" and "passed", as figures appended to c's. */
+static bool decode_figures(json_t *o, struct engine_erasure_check *c)
 {
-    json_t *passed = json_object_get(o, "passed");
-    if (!json_is_object(o) || !get_str(o, "check", c->name, sizeof c->name) ||
-        !json_is_boolean(passed))
+    if (!json_is_object(o))
         return false;
-    c->passed = json_is_true(passed);
     const char *k;
     json_t *v;
     json_object_foreach(o, k, v)
@@ -124,6 +141,16 @@ static bool decode_check(json_t *o, struct engine_erasure_check *c)
         }
     }
     return true;
+}
+
+static bool decode_check(json_t *o, struct engine_erasure_check *c)
+{
+    json_t *passed = json_object_get(o, "passed");
+    if (!json_is_object(o) || !get_str(o, "check", c->name, sizeof c->name) ||
+        !json_is_boolean(passed))
+        return false;
+    c->passed = json_is_true(passed);
+    return decode_figures(o, c);
 }
 
 static bool decode_fields(json_t *o, struct engine_erasure *r)
@@ -151,6 +178,12 @@ static bool decode_fields(json_t *o, struct engine_erasure *r)
     r->rewrite_seq = r->has_rewrite_seq ? (int64_t)json_integer_value(rw) : 0;
     for (size_t i = 0; i < json_array_size(checks); i++)
         if (!decode_check(json_array_get(checks, i), &r->checks[r->nchecks++]))
+            return false;
+    json_t *more = json_object_get(o, "checks_more"); /* the later figures of each check */
+    if (more != NULL && !(json_is_array(more) && json_array_size(more) <= (size_t)r->nchecks))
+        return false;
+    for (size_t i = 0; i < json_array_size(more); i++)
+        if (!decode_figures(json_array_get(more, i), &r->checks[i]))
             return false;
     /* when it verified: microseconds, or as it was answered before (RFC 3339); null: not */
     json_t *us = json_object_get(o, "verified_us");

@@ -309,6 +309,39 @@ class Erasure(unittest.TestCase):
         self.assertTrue(os.path.exists(young))
         os.unlink(young)
 
+    def test_excluded_by_statistics(self):
+        """Issue 31 (row i14c): verification decodes only the files whose own footer statistics
+        could hold an erased key. Four files of disjoint id ranges: erasing a key of the third
+        decodes its rewrite (its range still covers the key) and excludes the other three. A
+        leftover Parquet file holding the key (a failed commit's, long dead) is still examined
+        and deleted: leftovers are never excluded."""
+        create(self.s, "ranges")
+        for b in range(4):
+            upsert(self.s, "ranges", [person(i, marker=(i == 2345)) for i in range(b * 1000, b * 1000 + 500)])
+        uuid = self.s.req("GET", "/v1/tables/ranges").json()["uuid"]
+        data = os.path.join(self.s.data_dir, "tables", uuid, "data")
+        (src,) = files_holding(data, MARKER)[1]
+        left = os.path.join(data, "01a23d1d-0000-7000-8000-0000000031c1.parquet")
+        with open(src, "rb") as a, open(left, "wb") as b:
+            b.write(a.read())
+        old = time.time() - 900  # past the collector's shortest grace: no commit can take it
+        os.utime(left, (old, old))
+        r = self.s.req("POST", "/v1/tables/ranges/erasures", {"keys": [{"id": 2345}]})
+        self.assertEqual(r.status, 201, r)
+        rec = r.json()
+        self.assertEqual(rec["status"], "verified")
+        self.assertTrue(all(c["passed"] for c in rec["checks"]), rec["checks"])
+        self.assertEqual((rec["rows_erased"], rec["row_versions_purged"], rec["files_rewritten"]), (1, 1, 1))
+        files = next(c for c in rec["checks"] if c["check"] == "data_files")
+        self.assertEqual(list(files), ["files_decoded", "files_holding_erased", "rows_written_after_delete",
+                                       "files_excluded_by_statistics", "check", "passed"])
+        self.assertEqual((files["files_decoded"], files["files_excluded_by_statistics"]), (1, 3), files)
+        orphans = next(c for c in rec["checks"] if c["check"] == "orphan_blobs")
+        self.assertEqual((orphans["orphans_examined"], orphans["orphans_deleted"]), (1, 1), orphans)
+        self.assertFalse(os.path.exists(left))
+        self.assertEqual(files_holding(self.s.data_dir, MARKER)[1], [])
+        self.assertEqual(self.s.req("GET", r.header("Location")).json(), rec)  # as stored
+
     def test_grpc(self):
         create(self.s, "grpc_people")
         upsert(self.s, "grpc_people", [person(i, marker=(i == 5)) for i in range(100)])

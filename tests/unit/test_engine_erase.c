@@ -233,6 +233,25 @@ static bool same_receipt(const struct engine_erasure *a, const struct engine_era
     return same;
 }
 
+/* The check named `name` of a receipt (NULL: none). */
+static const struct engine_erasure_check *check_of(const struct engine_erasure *r, const char *name)
+{
+    for (int i = 0; i < r->nchecks; i++)
+        if (strcmp(r->checks[i].name, name) == 0)
+            return &r->checks[i];
+    return NULL;
+}
+
+/* A count of a check (-1: absent). */
+static int64_t figure_of(const struct engine_erasure *r, const char *check, const char *name)
+{
+    const struct engine_erasure_check *c = check_of(r, check);
+    for (int k = 0; c != NULL && k < c->nfigures; k++)
+        if (strcmp(c->figures[k].name, name) == 0 && !c->figures[k].is_text)
+            return c->figures[k].n;
+    return -1;
+}
+
 static struct engine_table *history(const char *name, int64_t *before_purge)
 {
     const char *cols[] = {"id:long!", "name:string"};
@@ -452,6 +471,13 @@ static void test_erase_old_version_by_filter(void **state)
     assert_int_equal(er.row_versions_purged, 1); /* that version, physically */
     assert_int_equal(er.keys, 1);                /* id 1 */
     assert_int_equal(er.files_rewritten, 1);
+    /* id 1's current row is watched for (the key index points at it): its file is decoded
+       although the filter's statistics exclude it; the rewrite of the other one is excluded */
+    assert_int_equal(figure_of(&er, "data_files", "files_decoded"), 1);
+    assert_int_equal(figure_of(&er, "data_files", "files_excluded_by_statistics"), 1);
+    /* the key index's entry of id 1 (one probe) is at that current row */
+    assert_int_equal(figure_of(&er, "key_index", "keys_at_erased_rows"), 0);
+    assert_int_equal(figure_of(&er, "key_index", "keys_at_other_versions"), 1);
     /* the old version is gone from every file; the current rows stay */
     files = 0;
     assert_int_equal(table_files_holding(t, "old@x", &files), 0);
@@ -625,25 +651,6 @@ static void test_receipt_digest_keyed(void **state)
 }
 
 /* ---- leftovers: temp files, unfinished uploads, orphans, versions (issue 28 items 3, 4) ---- */
-
-/* The check named `name` of a receipt (NULL: none). */
-static const struct engine_erasure_check *check_of(const struct engine_erasure *r, const char *name)
-{
-    for (int i = 0; i < r->nchecks; i++)
-        if (strcmp(r->checks[i].name, name) == 0)
-            return &r->checks[i];
-    return NULL;
-}
-
-/* A count of a check (-1: absent). */
-static int64_t figure_of(const struct engine_erasure *r, const char *check, const char *name)
-{
-    const struct engine_erasure_check *c = check_of(r, check);
-    for (int k = 0; c != NULL && k < c->nfigures; k++)
-        if (strcmp(c->figures[k].name, name) == 0 && !c->figures[k].is_text)
-            return c->figures[k].n;
-    return -1;
-}
 
 /* S3 run: the bucket key prefix of the engine's store ("" locally). */
 static const char *s3_prefix(void)
@@ -884,6 +891,203 @@ static void test_bucket_versioning(void **state)
     free(conninfo);
 }
 
+/* ---- files excluded by statistics (issue 31, row i14c) ---------------------------------- */
+
+/* Upsert ids [from, from + n) named "name-<id>" (the one id `marked` named MARKER), one commit. */
+static void put_range(struct engine_table *t, int64_t from, int n, int64_t marked)
+{
+    int64_t *ids = calloc((size_t)n, sizeof *ids);
+    const char **names = calloc((size_t)n, sizeof *names);
+    char(*buf)[32] = calloc((size_t)n, sizeof *buf);
+    for (int i = 0; i < n; i++) {
+        ids[i] = from + i;
+        snprintf(buf[i], sizeof buf[i], "name-%lld", (long long)ids[i]);
+        names[i] = ids[i] == marked ? MARKER : buf[i];
+    }
+    struct engine_change_res res;
+    assert_int_equal(put(t, ids, names, (size_t)n, &res), ST_OK);
+    free(buf);
+    free(names);
+    free(ids);
+}
+
+/* Every check of the receipt passed (the failed ones printed). */
+static void all_passed(const struct engine_erasure *er)
+{
+    for (int i = 0; i < er->nchecks; i++)
+        if (!er->checks[i].passed)
+            print_error("check %s failed\n", er->checks[i].name);
+    for (int i = 0; i < er->nchecks; i++)
+        assert_true(er->checks[i].passed);
+}
+
+/*
+ * Verification decodes only the files whose own footer statistics could hold
+ * an erased key: four files, ids 0..99 (A), 100..199 (B, holding 150), -5
+ * and 1250 (C: its range covers 150, it does not hold it) and 500..599 (D).
+ * Erasing 150 rewrites B; verification decodes its rewrite B' (its range
+ * still covers 150) and C, and A and D are excluded by statistics. The
+ * same by a filter on the key (the scans' pruning of the filter), and the
+ * receipt as stored: the fourth figure goes to "checks_more", which a
+ * striked of before skips, and a receipt of before reads as it was.
+ */
+static void test_excluded_by_statistics(void **state)
+{
+    (void)state;
+    const char *cols[] = {"id:long!", "name:string"};
+    const char *pk[] = {"id"};
+    struct engine_table *t = et_create(&T, "disjoint", cols, 2, pk, 1, NULL);
+    put_range(t, 0, 100, -1);
+    put_range(t, 100, 100, 150);
+    int64_t wide[2] = {-5, 1250};
+    const char *wide_names[2] = {"wide-lo", "wide-hi"};
+    struct engine_change_res res;
+    assert_int_equal(put(t, wide, wide_names, 2, &res), ST_OK);
+    put_range(t, 500, 100, -1);
+
+    struct st_value key = {.v.l = 150};
+    struct engine_erase_req q = {.table = t, .keys = &key, .nkeys = 1};
+    struct engine_erasure er;
+    struct st_err err = {0};
+    int rc = engine_erase(T.e, &q, &er, &err);
+    if (rc != ST_OK)
+        fail_msg("erase: %s (status %s)", err.msg, er.status);
+    assert_string_equal(er.status, "verified");
+    all_passed(&er);
+    assert_int_equal(er.rows_erased, 1);
+    assert_int_equal(er.row_versions_purged, 1); /* the purge found it in B, excluding A, C, D */
+    assert_int_equal(er.files_rewritten, 1);
+    assert_int_equal(figure_of(&er, "data_files", "files_decoded"), 2); /* B' and C */
+    assert_int_equal(figure_of(&er, "data_files", "files_excluded_by_statistics"), 2);
+    assert_int_equal(figure_of(&er, "data_files", "files_holding_erased"), 0);
+    assert_int_equal(figure_of(&er, "key_index", "keys_checked"), 1);
+    assert_int_equal(figure_of(&er, "key_index", "keys_from_before_delete"), 0);
+    const struct engine_erasure_check *df = check_of(&er, "data_files");
+    assert_int_equal(df->nfigures, 4); /* added after the three of before, which keep their place */
+    assert_string_equal(df->figures[0].name, "files_decoded");
+    assert_string_equal(df->figures[3].name, "files_excluded_by_statistics");
+    int64_t files = 0;
+    assert_int_equal(table_files_holding(t, MARKER, &files), 0);
+
+    /* stored: three figures in the check (what a striked of before reads), the fourth after */
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM jsonb_object_keys((SELECT receipt::jsonb -> 'checks' -> 0 FROM "
+             "strike.erasures WHERE id = '%s'))",
+             er.id);
+    assert_int_equal(et_sql_i64(&T, sql), 5); /* check, passed and three figures */
+    snprintf(
+        sql, sizeof sql,
+        "SELECT (receipt::jsonb -> 'checks_more' -> 0 ->> 'files_excluded_by_statistics')::int "
+        "FROM strike.erasures WHERE id = '%s'",
+        er.id);
+    assert_int_equal(et_sql_i64(&T, sql), 2);
+    struct engine_erasure got;
+    assert_int_equal(engine_get_erasure(T.e, t, er.id, &got, &err), ST_OK);
+    assert_true(same_receipt(&got, &er));
+    engine_erasure_free(&got);
+    engine_erasure_free(&er);
+
+    /* a receipt of before: three figures, no checks_more; and a checks_more that does not fit */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO strike.erasures (id, table_id, receipt, status) VALUES "
+             "('01a23d1d-29b5-741e-9552-5a6581d3e3a1', %lld, '{\"v\":1,\"id\":\"x\",\"table\":"
+             "\"disjoint\",\"status\":\"verified\",\"key_digest\":\"sha256:00\",\"keys\":1,"
+             "\"rows_erased\":1,\"delete_seq\":2,\"rewrite_seq\":null,\"expired_snapshots\":1,"
+             "\"files_rewritten\":0,\"files_deleted\":0,\"bytes_deleted\":0,\"checks\":[{\"check\":"
+             "\"data_files\",\"passed\":true,\"files_decoded\":9,\"files_holding_erased\":0,"
+             "\"rows_written_after_delete\":0}],\"verified_us\":1}', 'verified'), "
+             "('01a23d1d-29b5-741e-9552-5a6581d3e3a2', %lld, '{\"v\":1,\"id\":\"x\",\"table\":"
+             "\"disjoint\",\"status\":\"verified\",\"key_digest\":\"sha256:00\",\"keys\":1,"
+             "\"rows_erased\":1,\"delete_seq\":2,\"rewrite_seq\":null,\"expired_snapshots\":1,"
+             "\"files_rewritten\":0,\"files_deleted\":0,\"bytes_deleted\":0,\"checks\":[{\"check\":"
+             "\"data_files\",\"passed\":true,\"a\":1,\"b\":2,\"c\":3}],\"checks_more\":[{\"d\":4,"
+             "\"e\":5}],\"verified_us\":1}', 'verified')",
+             (long long)t->id, (long long)t->id);
+    et_sql(&T, sql);
+    assert_int_equal(engine_get_erasure(T.e, t, "01a23d1d-29b5-741e-9552-5a6581d3e3a1", &got, &err),
+                     ST_OK);
+    assert_int_equal(got.nchecks, 1);
+    assert_int_equal(got.checks[0].nfigures, 3);
+    assert_int_equal(figure_of(&got, "data_files", "files_decoded"), 9);
+    assert_int_equal(figure_of(&got, "data_files", "files_excluded_by_statistics"), -1);
+    engine_erasure_free(&got);
+    assert_int_equal(engine_get_erasure(T.e, t, "01a23d1d-29b5-741e-9552-5a6581d3e3a2", &got, &err),
+                     ST_EINTERNAL); /* five figures: more than a check holds */
+
+    /* by a filter on the key: 550, in D; C's range covers it too */
+    struct filter *f = NULL;
+    const char *js = "{\"type\":\"eq\",\"term\":\"id\",\"value\":550}";
+    assert_int_equal(filter_parse(js, strlen(js), t->cols, t->ncols, &f, &err), ST_OK);
+    struct engine_erase_req fq = {.table = t, .filter = f};
+    if ((rc = engine_erase(T.e, &fq, &er, &err)) != ST_OK)
+        fail_msg("erase: %s (status %s)", err.msg, er.status);
+    all_passed(&er);
+    assert_int_equal(er.rows_erased, 1);
+    assert_int_equal(er.row_versions_purged, 1);
+    assert_int_equal(figure_of(&er, "data_files", "files_decoded"), 2); /* D' and C */
+    assert_int_equal(figure_of(&er, "data_files", "files_excluded_by_statistics"), 2);
+    engine_erasure_free(&er);
+    filter_free(f);
+    struct et_rows rows;
+    et_scan(&T, t, -1, &rows);
+    assert_int_equal(rows.n, 300);
+    et_rows_free(&rows);
+    engine_table_unref(t);
+}
+
+/*
+ * A key of two columns: a file is excluded when, for every erased key, one
+ * of its columns lies outside that column's range. Files ("eu", 0..9),
+ * ("us", 0..9) and ("eu", 100..109); erasing ("us", 5) and ("eu", 50)
+ * decodes only the rewrite of the second.
+ */
+static void test_excluded_composite_key(void **state)
+{
+    (void)state;
+    const char *cols[] = {"region:string!", "id:long!", "name:string"};
+    const char *pk[] = {"region", "id"};
+    struct engine_table *t = et_create(&T, "twokeys", cols, 3, pk, 2, NULL);
+    struct {
+        const char *region;
+        int64_t from;
+    } files[3] = {{"eu", 0}, {"us", 0}, {"eu", 100}};
+    for (int f = 0; f < 3; f++) {
+        struct engine_change ch[10];
+        struct st_value vals[10][3];
+        memset(vals, 0, sizeof vals);
+        for (int i = 0; i < 10; i++) {
+            const char *nm = f == 1 && i == 5 ? MARKER : "someone";
+            vals[i][0].v.s.p = files[f].region;
+            vals[i][0].v.s.len = 2;
+            vals[i][1].v.l = files[f].from + i;
+            vals[i][2].v.s.p = nm;
+            vals[i][2].v.s.len = (uint32_t)strlen(nm);
+            ch[i] = (struct engine_change){ENGINE_CHANGE_UPSERT, vals[i]};
+        }
+        struct engine_change_req req = {.table = t, .changes = ch, .nchanges = 10};
+        struct engine_change_res res;
+        struct st_err err = {0};
+        assert_int_equal(engine_apply_changes(T.e, &req, &res, &err), ST_OK);
+    }
+    struct st_value keys[4] = {{.v.s = {"us", 2}}, {.v.l = 5}, {.v.s = {"eu", 2}}, {.v.l = 50}};
+    struct engine_erase_req q = {.table = t, .keys = keys, .nkeys = 2};
+    struct engine_erasure er;
+    struct st_err err = {0};
+    int rc = engine_erase(T.e, &q, &er, &err);
+    if (rc != ST_OK)
+        fail_msg("erase: %s (status %s)", err.msg, er.status);
+    all_passed(&er);
+    assert_int_equal(er.rows_erased, 1);
+    assert_int_equal(er.files_rewritten, 1);
+    assert_int_equal(figure_of(&er, "data_files", "files_decoded"), 1);
+    assert_int_equal(figure_of(&er, "data_files", "files_excluded_by_statistics"), 2);
+    int64_t n = 0;
+    assert_int_equal(table_files_holding(t, MARKER, &n), 0);
+    engine_erasure_free(&er);
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -895,6 +1099,8 @@ int main(void)
         cmocka_unit_test(test_leftovers_of_writes),
         cmocka_unit_test(test_orphan_age_on_the_catalog_clock),
         cmocka_unit_test(test_bucket_versioning),
+        cmocka_unit_test(test_excluded_by_statistics),
+        cmocka_unit_test(test_excluded_composite_key),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
