@@ -99,7 +99,8 @@ static const struct option_def options[] = {
     {"compact-interval", "STRIKE_COMPACT_INTERVAL", K_DURATION, "1m", OFF(compact_interval_s),
      "period of the background maintenance task, one server at a time per table: inline DVs "
      "flushed to Puffin files, compaction by the default policy (deleted fraction >= 0.3, or 8+ "
-     "small files), snapshots older than --retain expired (0: off)",
+     "small files), the key index caught up with the compactions, snapshots older than --retain "
+     "expired (0: off)",
      0},
     {"maintenance-workers", "STRIKE_MAINTENANCE_WORKERS", K_INT, "0", OFF(maintenance_workers),
      "threads of a maintenance pass, each maintaining one table at a time (0: 2; at most 16)", 0},
