@@ -450,9 +450,7 @@ static int resolve_moved(struct engine *e, PGconn *c, struct cbatch *b, struct p
         ids = files_missing(b, p, &n);
         if (n > 0) {
             struct buf arr = BUF_INIT;
-            pgu_array_begin(&arr, PG_OID_INT8, (uint32_t)n);
-            for (size_t i = 0; i < n; i++)
-                pgu_array_i64(&arr, ids[i]);
+            pgu_array_of_i64(&arr, ids, n);
             struct pgu_num tid;
             const char *v[2] = {pgu_i64(&tid, b->t->id), (const char *)arr.data};
             const int l[2] = {0, (int)arr.len};

@@ -255,6 +255,7 @@ int eng__blob_touch(struct engine *e, const char *rel, struct st_err *err);
 extern const char *const eng__sql_key_plans;
 /* Sent before and after a change batch's statements at ctids (SQL_*_KEYS_AT). */
 extern const char *const eng__sql_tid_plans;
+extern const char *const eng__sql_tid_plans_end;
 /* Key arrays: int8 for key_index_i8 tables, bytea otherwise. */
 void eng__key_array_begin(struct buf *arr, bool i8, uint32_t n);
 void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);

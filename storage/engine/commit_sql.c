@@ -31,7 +31,7 @@ const char *const eng__sql_key_plans = "SELECT " KEY_PLAN_SETTINGS;
 const char *const eng__sql_tid_plans =
     "SELECT set_config('enable_indexscan', 'off', true), set_config('enable_material', 'off', "
     "true)";
-static const char *const SQL_TID_PLANS_END =
+const char *const eng__sql_tid_plans_end =
     "SELECT set_config('enable_indexscan', 'on', true), set_config('enable_material', 'on', "
     "true)";
 
@@ -147,7 +147,7 @@ static const char *prepared_sql(int i)
                                        &SQL_ADVANCE,
                                        &eng__sql_key_plans,
                                        &eng__sql_tid_plans,
-                                       &SQL_TID_PLANS_END,
+                                       &eng__sql_tid_plans_end,
                                        &SQL_SNAPSHOT,
                                        &SQL_FILE,
                                        &SQL_REMOVE_FILES,
@@ -620,7 +620,7 @@ static int send_keys(struct pgu_pipe *pp, const struct engine_table *t, const st
                                  : SQL_INSERT_KEYS("strike.key_index", "bytea"),
                               cp, p, err);
     if (rc == ST_OK && ahead && (p->ndel > 0 || p->nupd > 0))
-        rc = eng__send_sql(pp, SQL_TID_PLANS_END, 0, NULL, NULL, NULL, 0, err);
+        rc = eng__send_sql(pp, eng__sql_tid_plans_end, 0, NULL, NULL, NULL, 0, err);
     return rc;
 }
 
@@ -949,5 +949,5 @@ const char *engine_test_key_plan_settings(void)
 
 const char *engine_test_tid_plan_settings(bool on)
 {
-    return on ? eng__sql_tid_plans : SQL_TID_PLANS_END;
+    return on ? eng__sql_tid_plans : eng__sql_tid_plans_end;
 }

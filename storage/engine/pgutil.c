@@ -69,6 +69,13 @@ void pgu_array_i64(struct buf *b, int64_t v)
     buf_append(b, t, 8);
 }
 
+void pgu_array_of_i64(struct buf *b, const int64_t *v, size_t n)
+{
+    pgu_array_begin(b, PG_OID_INT8, (uint32_t)n);
+    for (size_t i = 0; i < n; i++)
+        pgu_array_i64(b, v[i]);
+}
+
 int pgu_pipe_begin(struct pgu_pipe *p, PGconn *c, struct st_err *err)
 {
     memset(p, 0, sizeof *p);

@@ -25,6 +25,8 @@ void pgu_array_begin(struct buf *b, uint32_t elem_oid, uint32_t n);
 void pgu_array_bytes(struct buf *b, const void *p, size_t len);
 void pgu_array_null(struct buf *b);
 void pgu_array_i64(struct buf *b, int64_t v);
+/* A whole int8[] of v[0..n): pgu_array_begin and its n elements. */
+void pgu_array_of_i64(struct buf *b, const int64_t *v, size_t n);
 /* Set the element count of an array begun with count 0 (header bytes 12..15). */
 void pgu_array_set_count(struct buf *b, uint32_t n);
 /* Is b a one-dimensional binary array of exactly n elements and nothing after them? (asserts:

@@ -88,9 +88,7 @@ int eng__remaps_load(PGconn *c, int64_t table_id, const int64_t *ids, size_t n,
     if (n == 0)
         return ST_OK;
     struct buf want = BUF_INIT, have = BUF_INIT;
-    pgu_array_begin(&want, PG_OID_INT8, (uint32_t)n);
-    for (size_t i = 0; i < n; i++)
-        pgu_array_i64(&want, ids[i]);
+    pgu_array_of_i64(&want, ids, n);
     pgu_array_begin(&have, PG_OID_INT8, (uint32_t)rs->n);
     for (size_t i = 0; i < rs->n; i++)
         pgu_array_i64(&have, rs->r[i].old_id);
@@ -211,9 +209,7 @@ int eng__remap_depth(PGconn *c, int64_t table_id, const int64_t *files, size_t n
     if (n == 0)
         return ST_OK;
     struct buf arr = BUF_INIT;
-    pgu_array_begin(&arr, PG_OID_INT8, (uint32_t)n);
-    for (size_t i = 0; i < n; i++)
-        pgu_array_i64(&arr, files[i]);
+    pgu_array_of_i64(&arr, files, n);
     struct pgu_num tid;
     const char *v[2] = {pgu_i64(&tid, table_id), (const char *)arr.data};
     const int l[2] = {0, (int)arr.len};
@@ -306,8 +302,7 @@ static int move_rows(PGconn *c, const struct engine_table *t, const PGresult *r,
             PQclear(q);
         }
         if (rc == ST_OK) {
-            q = cat_pq_exec(c, "SELECT set_config('enable_indexscan', 'on', true), "
-                               "set_config('enable_material', 'on', true)");
+            q = cat_pq_exec(c, eng__sql_tid_plans_end);
             if (PQresultStatus(q) != PGRES_TUPLES_OK)
                 rc = cat_fail(c, q, "moving key rows to their rewritten files", err);
             PQclear(q);
@@ -334,9 +329,7 @@ int eng__remap_catch_up_keys(PGconn *c, const struct engine_table *t, const char
     if (rc != ST_OK || nids == 0)
         return rc;
     struct buf arr = BUF_INIT;
-    pgu_array_begin(&arr, PG_OID_INT8, (uint32_t)nids);
-    for (size_t i = 0; i < nids; i++)
-        pgu_array_i64(&arr, ids[i]);
+    pgu_array_of_i64(&arr, ids, nids);
     free(ids);
     const char *tab = key_index_table(t);
     char *sql = xasprintf("SELECT x.key, x.file_id, x.pos, x.ctid FROM (SELECT DISTINCT %s AS key "
@@ -391,23 +384,20 @@ int eng__remap_catch_up_keys_txn(PGconn *c, const struct engine_table *t, const 
  * of them, those pointing into a file of $2, and last, with a NULL file, the
  * last key walked. An index scan of the primary key, one heap fetch per row.
  */
+#define CATCH_UP_WALK_S ENG__STR(CATCH_UP_WALK)
 #define SQL_WALK(tab, op)                                                                          \
     "WITH w AS MATERIALIZED (SELECT i.key, i.file_id, i.pos, i.ctid FROM " tab " i WHERE "         \
-    "i.table_id = $1 AND i.key " op " $3 ORDER BY i.key LIMIT " ENG__STR(                          \
-        CATCH_UP_WALK) ") "                                                                        \
-                       "SELECT 0 AS o, key, file_id, pos, ctid FROM w WHERE file_id = "            \
-                       "ANY($2::bigint[]) UNION ALL "                                              \
-                       "(SELECT 1, key, NULL, NULL, NULL FROM w ORDER BY key DESC LIMIT 1) ORDER " \
-                       "BY 1"
+    "i.table_id = $1 AND i.key " op " $3 ORDER BY i.key LIMIT " CATCH_UP_WALK_S ") SELECT 0 AS "   \
+    "o, key, file_id, pos, ctid FROM w WHERE file_id = ANY($2::bigint[]) UNION ALL (SELECT 1, "    \
+    "key, NULL, NULL, NULL FROM w ORDER BY key DESC LIMIT 1) ORDER BY 1"
 
-/* Hold the table's row lock for the rest of the transaction (the lock every commit takes). */
+/* Hold the table's row lock for the rest of the transaction: the lock every commit takes first
+   (eng__sql_seq_lock, reserving no file id). *gone: the table was dropped. */
 static int lock_table_row(PGconn *c, int64_t table_id, bool *gone, struct st_err *err)
 {
     struct pgu_num tid;
-    const char *v[1] = {pgu_i64(&tid, table_id)};
-    PGresult *r =
-        cat_pq_exec_params(c, "SELECT seq FROM strike.tables WHERE id = $1 FOR NO KEY UPDATE", 1,
-                           NULL, v, NULL, NULL, 0);
+    const char *v[2] = {pgu_i64(&tid, table_id), "f"};
+    PGresult *r = cat_pq_exec_params(c, eng__sql_seq_lock, 2, NULL, v, NULL, NULL, 0);
     int rc = ST_OK;
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         rc = cat_fail(c, r, "taking the table's row lock", err);
@@ -483,9 +473,7 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
     if (rc != ST_OK || nids == 0)
         return rc;
     struct buf arr = BUF_INIT, cursor = BUF_INIT;
-    pgu_array_begin(&arr, PG_OID_INT8, (uint32_t)nids);
-    for (size_t i = 0; i < nids; i++)
-        pgu_array_i64(&arr, ids[i]);
+    pgu_array_of_i64(&arr, ids, nids);
     struct eng__remaps rs = {0};
     bool more = t->npk > 0;
     while (rc == ST_OK && more) {
