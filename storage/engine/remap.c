@@ -36,6 +36,7 @@
 
 #include <assert.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -391,6 +392,20 @@ int eng__remap_catch_up_keys_txn(PGconn *c, const struct engine_table *t, const 
     "o, key, file_id, pos, ctid FROM w WHERE file_id = ANY($2::bigint[]) UNION ALL (SELECT 1, "    \
     "key, NULL, NULL, NULL FROM w ORDER BY key DESC LIMIT 1) ORDER BY 1"
 
+/* BEGIN a step of the catch-up; with FAULT_LOCK_TIMEOUT_MS (tests), a shorter lock wait. */
+static int begin_step(struct engine *e, PGconn *c, struct st_err *err)
+{
+    int rc = pgu_begin(c, err);
+    int lock_ms = atomic_load(&e->fault_lock_timeout_ms);
+    if (rc == ST_OK && lock_ms > 0) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "SET LOCAL lock_timeout = %d", lock_ms);
+        if ((rc = cat_exec(c, sql, "setting a step's lock wait", err)) != ST_OK)
+            pgu_rollback(c);
+    }
+    return rc;
+}
+
 /* Hold the table's row lock for the rest of the transaction: the lock every commit takes first
    (eng__sql_seq_lock, reserving no file id). *gone: the table was dropped. */
 static int lock_table_row(PGconn *c, int64_t table_id, bool *gone, struct st_err *err)
@@ -407,48 +422,47 @@ static int lock_table_row(PGconn *c, int64_t table_id, bool *gone, struct st_err
     return rc;
 }
 
-/* One transaction of the walk: from *cursor (NULL: the start), moved rows counted; *more: the
-   walk goes on (*cursor then the last key walked, owned). */
+/* One transaction of the walk: from the start, or after *cursor once *started (the last key
+   walked: an empty bytea key is a key too), moved rows counted; *more: the walk goes on.
+   *started, *cursor, *more and *moved change only when the step commits: a step that failed
+   (ST_EBUSY: a lock not granted) can be run again. */
 static int walk_step(struct engine *e, PGconn *c, const struct engine_table *t,
-                     const struct buf *ids, struct buf *cursor, bool *more, struct eng__remaps *rs,
-                     int64_t *moved, struct st_err *err)
+                     const struct buf *ids, bool *started, struct buf *cursor, bool *more,
+                     struct eng__remaps *rs, int64_t *moved, struct st_err *err)
 {
     const bool i8 = key_is_i8(t);
     bool gone = false;
-    int rc = pgu_begin(c, err);
+    int rc = begin_step(e, c, err);
     if (rc != ST_OK)
         return rc;
     if ((rc = lock_table_row(c, t->id, &gone, err)) != ST_OK || gone) {
         pgu_rollback(c);
-        *more = false;
+        if (gone)
+            *more = false;
         return rc;
     }
     struct pgu_num tid;
-    bool first = cursor->len == 0;
-    if (first) { /* the least key: the smallest bigint, or the empty bytea */
-        if (i8)
-            buf_append(cursor, "\x80\0\0\0\0\0\0\0", 8);
-        else
-            buf_append(cursor, "", 0);
-    }
-    const char *v[3] = {pgu_i64(&tid, t->id), (const char *)ids->data,
-                        cursor->len > 0 ? (const char *)cursor->data : ""};
-    const int l[3] = {0, (int)ids->len, (int)cursor->len};
+    const bool first = !*started;
+    /* the least key: the smallest bigint, or the empty bytea */
+    const char *from = first ? (i8 ? "\x80\0\0\0\0\0\0\0" : "") : (const char *)cursor->data;
+    const char *v[3] = {pgu_i64(&tid, t->id), (const char *)ids->data, from};
+    const int l[3] = {0, (int)ids->len, first ? (i8 ? 8 : 0) : (int)cursor->len};
     const int f[3] = {0, 1, 1};
     static const char *const walk[2][2] = {
         {SQL_WALK("strike.key_index", ">"), SQL_WALK("strike.key_index", ">=")},
         {SQL_WALK("strike.key_index_i8", ">"), SQL_WALK("strike.key_index_i8", ">=")}};
+    struct buf next = BUF_INIT;
+    bool go_on = false;
+    int64_t n_moved = 0;
     PGresult *r = cat_pq_exec_params(c, walk[i8][first], 3, NULL, v, l, f, 1);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = cat_fail(c, r, "walking the key index", err);
     } else {
         int n = PQntuples(r);
-        *more = n > 0 && PQgetisnull(r, n - 1, 2);
-        if (*more) {
-            buf_reset(cursor);
-            buf_append(cursor, PQgetvalue(r, n - 1, 1), (size_t)PQgetlength(r, n - 1, 1));
-        }
-        rc = move_rows(c, t, r, 1, rs, moved, err);
+        go_on = n > 0 && PQgetisnull(r, n - 1, 2);
+        if (go_on)
+            buf_append(&next, PQgetvalue(r, n - 1, 1), (size_t)PQgetlength(r, n - 1, 1));
+        rc = move_rows(c, t, r, 1, rs, &n_moved, err);
     }
     PQclear(r);
     int kill_at = atomic_load(&e->fault_kill_in_catch_up);
@@ -460,7 +474,61 @@ static int walk_step(struct engine *e, PGconn *c, const struct engine_table *t,
         rc = cat_exec(c, "COMMIT", "committing a catch-up step", err);
     else
         pgu_rollback(c);
+    if (rc == ST_OK) {
+        *started = true;
+        *more = go_on;
+        *moved += n_moved;
+        if (go_on) {
+            buf_reset(cursor);
+            buf_append(cursor, next.data, next.len);
+        }
+    }
+    buf_free(&next);
     return rc;
+}
+
+/* Drop the remaps of the files `ids` (an int8[]) under the table's row lock, counted. */
+static int drop_remaps(struct engine *e, PGconn *c, const struct engine_table *t,
+                       const struct buf *ids, int64_t *dropped, struct st_err *err)
+{
+    int rc = begin_step(e, c, err);
+    if (rc != ST_OK)
+        return rc;
+    bool gone = false;
+    struct pgu_num tid;
+    const char *v[2] = {pgu_i64(&tid, t->id), (const char *)ids->data};
+    const int l[2] = {0, (int)ids->len};
+    const int f[2] = {0, 1};
+    int64_t n = 0;
+    if ((rc = lock_table_row(c, t->id, &gone, err)) == ST_OK && !gone) {
+        PGresult *r = cat_pq_exec_params(c,
+                                         "DELETE FROM strike.file_remaps WHERE table_id = $1 AND "
+                                         "old_file_id = ANY($2::bigint[])",
+                                         2, NULL, v, l, f, 0);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            rc = cat_fail(c, r, "dropping caught-up file remaps", err);
+        else
+            n = strtoll(PQcmdTuples(r), NULL, 10);
+        PQclear(r);
+    }
+    if (rc == ST_OK && (rc = cat_exec(c, "COMMIT", "dropping caught-up file remaps", err)) == ST_OK)
+        *dropped = n;
+    else if (rc != ST_OK)
+        pgu_rollback(c);
+    return rc;
+}
+
+/* A step that waited lock_timeout for the table's row (or a key row) lost to contention, as a
+   commit does (catalog.h CAT_LOCK_RETRIES): it runs again, up to that many times in a row. */
+static bool retry_busy(int *rc, int *busy, const struct engine_table *t, const struct st_err *err)
+{
+    if (*rc != ST_EBUSY || *busy >= CAT_LOCK_RETRIES)
+        return false;
+    (*busy)++;
+    log_info("table %s: a catch-up step waited too long for a lock (%s); running it again", t->name,
+             err->msg);
+    *rc = ST_OK;
+    return true;
 }
 
 int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *t,
@@ -475,36 +543,23 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
     struct buf arr = BUF_INIT, cursor = BUF_INIT;
     pgu_array_of_i64(&arr, ids, nids);
     struct eng__remaps rs = {0};
-    bool more = t->npk > 0;
+    bool more = t->npk > 0, started = false;
+    int busy = 0;
     while (rc == ST_OK && more) {
-        rc = walk_step(e, c, t, &arr, &cursor, &more, &rs, &res->keys_moved, err);
+        rc = walk_step(e, c, t, &arr, &started, &cursor, &more, &rs, &res->keys_moved, err);
         res->steps++;
+        if (rc == ST_OK)
+            busy = 0;
+        else
+            retry_busy(&rc, &busy, t, err);
     }
     eng__remaps_free(&rs);
     buf_free(&cursor);
     /* no key points into the files of the records the walk began with: they can go */
-    if (rc == ST_OK && (rc = pgu_begin(c, err)) == ST_OK) {
-        bool gone = false;
-        struct pgu_num tid;
-        const char *v[2] = {pgu_i64(&tid, t->id), (const char *)arr.data};
-        const int l[2] = {0, (int)arr.len};
-        const int f[2] = {0, 1};
-        if ((rc = lock_table_row(c, t->id, &gone, err)) == ST_OK && !gone) {
-            PGresult *r = cat_pq_exec_params(c,
-                                             "DELETE FROM strike.file_remaps WHERE table_id = $1 "
-                                             "AND old_file_id = ANY($2::bigint[])",
-                                             2, NULL, v, l, f, 0);
-            if (PQresultStatus(r) != PGRES_COMMAND_OK)
-                rc = cat_fail(c, r, "dropping caught-up file remaps", err);
-            else
-                res->remaps_dropped = strtoll(PQcmdTuples(r), NULL, 10);
-            PQclear(r);
-        }
-        if (rc == ST_OK)
-            rc = cat_exec(c, "COMMIT", "dropping caught-up file remaps", err);
-        else
-            pgu_rollback(c);
-    }
+    for (busy = 0; rc == ST_OK;)
+        if ((rc = drop_remaps(e, c, t, &arr, &res->remaps_dropped, err)) == ST_OK ||
+            !retry_busy(&rc, &busy, t, err))
+            break;
     buf_free(&arr);
     free(ids);
     if (rc == ST_OK && (res->keys_moved > 0 || res->remaps_dropped > 0)) {

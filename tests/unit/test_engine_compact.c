@@ -15,10 +15,12 @@
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/catalog.h"
 #include "engine/engine.h"
 #include "engine/engine_test.h"
 #include "enginetest.h"
@@ -487,11 +489,97 @@ static void test_kill_during_catch_up(void **state)
     engine_table_unref(t);
 }
 
+struct bg_catch_up {
+    struct engine_table *t;
+    struct engine_catch_up_res res;
+    struct st_err err;
+    int rc;
+};
+
+static void *bg_catch_up_run(void *arg)
+{
+    struct bg_catch_up *b = arg;
+    b->rc = engine_catch_up(T.e, b->t, &b->res, &b->err);
+    return NULL;
+}
+
+static int64_t remaps_of(const struct engine_table *t)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM strike.file_remaps WHERE table_id = %lld",
+             (long long)t->id);
+    return et_sql_i64(&T, sql);
+}
+
+/*
+ * Another server's long commit (or a fold's fsync a commit waits behind) holds the table's row
+ * for longer than lock_timeout: a catch-up step that waited that long lost to contention, as a
+ * commit does, and runs again, up to CAT_LOCK_RETRIES times in a row (the compaction that ran it
+ * failed with 503 before). Held for good, the catch-up gives up with ST_EBUSY, nothing moved and
+ * no remap dropped; released while it retries, it finishes.
+ */
+static void test_catch_up_waits_out_a_held_lock(void **state)
+{
+    (void)state;
+    int64_t model[IDS];
+    struct engine_table *t = load("cu_locked", model);
+    struct engine_change_res res;
+    for (int i = 0; i < FILES * PER_FILE; i += 7) { /* deleted rows: the remaps map ranks */
+        assert_int_equal(put1(t, i, -1, &res), ST_OK);
+        model[i] = -1;
+    }
+    struct engine_compact_res r;
+    compact(t, 0, -1, &r);
+    assert_true(r.rewritten_files > 0);
+    int64_t before = dangling(t), remaps = remaps_of(t);
+    assert_true(before > 0 && remaps > 0);
+
+    PGconn *holder = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(holder), CONNECTION_OK);
+    char q[128];
+    snprintf(q, sizeof q, "SELECT 1 FROM strike.tables WHERE id = %lld FOR UPDATE",
+             (long long)t->id);
+    et_exec(holder, "BEGIN");
+    et_exec(holder, q);
+    engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 150);
+    struct bg_catch_up b = {.t = t};
+    bg_catch_up_run(&b);
+    fprintf(stderr, "held: %s\n", b.err.msg);
+    assert_int_equal(b.rc, ST_EBUSY);
+    assert_int_equal(b.res.steps, 1 + CAT_LOCK_RETRIES);
+    assert_int_equal(b.res.keys_moved, 0);
+    assert_int_equal(dangling(t), before);
+    assert_int_equal(remaps_of(t), remaps);
+
+    /* released after the first wait timed out: a retry takes the lock and the walk finishes */
+    engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 1500);
+    memset(&b, 0, sizeof b);
+    b.t = t;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, bg_catch_up_run, &b), 0);
+    struct timespec pause = {1, 800 * 1000 * 1000}; /* past the first 1.5 s wait */
+    nanosleep(&pause, NULL);
+    et_exec(holder, "COMMIT");
+    PQfinish(holder);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 0);
+    if (b.rc != ST_OK)
+        fail_msg("after the lock: %s", b.err.msg);
+    assert_true(b.res.steps >= 2);
+    assert_int_equal(b.res.keys_moved, before);
+    assert_int_equal(dangling(t), 0);
+    assert_int_equal(remaps_of(t), 0);
+    assert_model(t, -1, model);
+    fsck_clean();
+    engine_table_unref(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_policy_and_key_index),
         cmocka_unit_test(test_kill_during_catch_up),
+        cmocka_unit_test(test_catch_up_waits_out_a_held_lock),
         cmocka_unit_test(test_target_rows_and_bad_options),
         cmocka_unit_test(test_writes_during_compaction_are_carried),
         cmocka_unit_test(test_one_compaction_at_a_time),
