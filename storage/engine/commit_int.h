@@ -275,7 +275,7 @@ void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
  * files they point to with their live DVs: rows with a NULL key are files.
  * Each file is one probe of data_files' primary key (the table and
  * liveness are checked after the probe, so that no other index of
- * data_files matches) and its DV one probe of deletion_vectors_live_by_file
+ * data_files matches) and its DV one probe of deletion_vectors_live_by_table_file
  * (LATERAL ... LIMIT 1 again): the cost follows the batch, not the number
  * of the table's live files nor the history of their DVs.
  */
@@ -293,7 +293,8 @@ void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
     "LATERAL (SELECT f.id, f.table_id, f.removed_seq, f.path, f.record_count FROM "                \
     "strike.data_files f WHERE f.id = kf.file_id LIMIT 1) f LEFT JOIN LATERAL (SELECT "            \
     "d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.inline_blob, d.delta FROM "     \
-    "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.removed_seq IS NULL LIMIT 1) dv " \
+    "strike.deletion_vectors d WHERE d.table_id = $1 AND d.data_file_id = f.id AND d.removed_seq " \
+    "IS NULL LIMIT 1) dv "                                                                         \
     "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL"
 /* SQL_LOOKUP's column of a file's inline base DV (bytea; NULL when in a Puffin file). */
 #define SQL_LOOKUP_INLINE_COL 10
@@ -478,7 +479,7 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
  *          (LATERAL ... LIMIT 1, as SQL_LOOKUP), then deleted by ctid
  *   g, f   per file: its positions; the file by its primary key (table and
  *          liveness checked after the probe), its live DV by
- *          deletion_vectors_live_by_file; the new positions' list body
+ *          deletion_vectors_live_by_table_file; the new positions' list body
  *   chk    fails unless the file takes them: a bad integer (22P02) when a
  *          key points into a file a rewrite replaced (the general path
  *          resolves it through the remap, remap.c); division by zero (SQLSTATE
@@ -519,7 +520,8 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
     "body FROM g LEFT JOIN LATERAL (SELECT x.record_count AS rc, x.table_id = $1 AND "             \
     "x.removed_seq IS NULL AS live FROM strike.data_files x WHERE x.id = g.file_id LIMIT 1) fl "   \
     "ON true LEFT JOIN LATERAL (SELECT v.delta, v.cardinality AS card, true AS found FROM "        \
-    "strike.deletion_vectors v WHERE v.data_file_id = g.file_id AND v.removed_seq IS NULL LIMIT "  \
+    "strike.deletion_vectors v WHERE v.table_id = $1 AND v.data_file_id = g.file_id AND "          \
+    "v.removed_seq IS NULL LIMIT "                                                                 \
     "1) dv ON true), "                                                                             \
     "chk AS MATERIALIZED (SELECT f.file_id, CASE WHEN NOT f.live THEN "                            \
     "('in a rewritten file: ' || f.file_id)::int WHEN NOT (f.live AND f.rc <= 2147483647 AND "     \
@@ -530,7 +532,8 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
     "FOR 4) = int4send(p::int)))) THEN ('no room in the delta: ' || f.file_id)::int ELSE 1 END "   \
     "AS ok FROM f), "                                                                              \
     "cl AS (UPDATE strike.deletion_vectors v SET removed_seq = (SELECT seq FROM s) + 1 FROM chk "  \
-    "WHERE v.data_file_id = chk.file_id AND v.removed_seq IS NULL AND chk.ok = 1 RETURNING "       \
+    "WHERE v.table_id = $1 AND v.data_file_id = chk.file_id AND v.removed_seq IS NULL AND "        \
+    "chk.ok = 1 RETURNING "                                                                        \
     "v.data_file_id, v.puffin_path, v.blob_offset, v.blob_length, v.cardinality, v.inline_blob, "  \
     "v.legacy_ref, v.delta), "                                                                     \
     "ins AS (INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, "             \

@@ -55,12 +55,34 @@ static const char *SQL_SNAPSHOT =
 static const char *SQL_FILE =
     "INSERT INTO strike.data_files (id, table_id, path, record_count, file_size, data_seq, stats) "
     "VALUES ($7, $1, $2, $3, $4, $5, $6)";
+/*
+ * The rows of a commit's files by their ids ($3): each one probe, whatever the number of the
+ * table's live files. Under the commit's generic plans, `table_id = $1 AND id = ANY($3)` was a
+ * walk of the table's live rows filtered by id: a generic plan expects a table to hold the
+ * catalog's rows divided by its number of tables, and a big table among many small ones holds
+ * far more (6 ms for 91 files of 16,000 among 3,000 tables, 1.1 ms as written here;
+ * docs/SCALE.md "A big table among many small ones"). So the updated rows are named by a
+ * semi-join on their whole key, found by a LATERAL ... LIMIT 1 probe per id, and the target has
+ * no condition of its own that an index could take as a range (nor one the planner could
+ * derive: the probe's table is checked as a column it returns, not as an equality): its only
+ * plan is one probe of its primary key per row (test_engine_history). Nothing else updates a
+ * live file row, and the commit holds the table's row lock; a DV row may meanwhile be folded
+ * (dvflush.c), which keeps its key: the UPDATE then waits and closes the row as the fold left
+ * it.
+ */
 static const char *SQL_REMOVE_FILES =
-    "UPDATE strike.data_files SET removed_seq = $2 WHERE table_id = $1 AND id = "
-    "ANY($3::bigint[]) AND removed_seq IS NULL";
+    "UPDATE strike.data_files t SET removed_seq = $2 WHERE (t.id, t.table_id) IN (SELECT x.id, "
+    "x.table_id FROM unnest($3::bigint[]) AS u(id) CROSS JOIN LATERAL (SELECT f.id, f.table_id, "
+    "f.table_id = $1 AND f.removed_seq IS NULL AS mine FROM strike.data_files f WHERE f.id = u.id "
+    "LIMIT 1) x WHERE x.mine)";
+/* The live DV rows of the files of $3, as (table, file, added_seq), by one probe each. */
+#define LIVE_DV_KEYS                                                                               \
+    "SELECT x.t, x.f, x.s FROM unnest($3::bigint[]) AS u(f) CROSS JOIN LATERAL (SELECT "           \
+    "d.table_id AS t, d.data_file_id AS f, d.added_seq AS s FROM strike.deletion_vectors d "       \
+    "WHERE d.table_id = $1 AND d.data_file_id = u.f AND d.removed_seq IS NULL LIMIT 1) x"
 static const char *SQL_CLOSE_DVS =
-    "UPDATE strike.deletion_vectors SET removed_seq = $2 WHERE table_id = $1 AND data_file_id "
-    "= ANY($3::bigint[]) AND removed_seq IS NULL";
+    "UPDATE strike.deletion_vectors v SET removed_seq = $2 WHERE "
+    "(v.table_id, v.data_file_id, v.added_seq) IN (" LIVE_DV_KEYS ")";
 /* A new DV is in the commit's Puffin file ($3) or inline: its blob in $8 (an empty element: in
    the file; a blob is never empty). */
 static const char *SQL_ADD_DVS =
@@ -72,21 +94,27 @@ static const char *SQL_ADD_DVS =
  * The DV rows that take a delta (docs/DESIGN.md "Delta DVs and folding"): each file's ($3) live
  * row closed at $2 and a new one added that keeps its base where it is (copied from the closed
  * row as the UPDATE returns it, so a fold that moved the base meanwhile is followed) with the
- * new positions ($4: big-endian int4 each) appended to its delta. Fails (division by zero,
- * SQLSTATE 22012) unless every file had its live row: the commit holds the table's row lock
- * since it read them, so that cannot be.
+ * new positions ($4: big-endian int4 each) appended to its delta. The closed rows are found as
+ * SQL_CLOSE_DVS finds them; each meets its positions by rank: the i-th closed row in file order
+ * takes the i-th element of $4 in file order (array subscripts, no join of the two lists, which
+ * the commit's plan settings would make a nested loop). Fails (division by zero, SQLSTATE
+ * 22012) unless every file had its live row: the commit holds the table's row lock since it read
+ * them, so that cannot be.
  */
 static const char *SQL_DELTA_DVS =
-    "WITH cl AS (UPDATE strike.deletion_vectors v SET removed_seq = $2 FROM unnest($3::bigint[], "
-    "$4::bytea[]) AS u(f, b) WHERE v.data_file_id = u.f AND v.table_id = $1 AND v.removed_seq IS "
-    "NULL RETURNING v.data_file_id, v.puffin_path, v.blob_offset, v.blob_length, v.cardinality, "
-    "v.inline_blob, v.legacy_ref, v.delta, u.b), ins AS (INSERT INTO strike.deletion_vectors "
-    "(table_id, data_file_id, added_seq, puffin_path, blob_offset, blob_length, cardinality, "
-    "inline_blob, legacy_ref, delta) SELECT $1, data_file_id, $2, puffin_path, blob_offset, "
-    "blob_length, cardinality + octet_length(b) / 4, inline_blob, legacy_ref, "
-    "strike.dv_poslist(coalesce(strike.dv_poslist_body(delta), ''::bytea) || b) FROM cl "
-    "RETURNING 1) SELECT 1 / (CASE WHEN (SELECT count(*) FROM ins) = cardinality($3::bigint[]) "
-    "THEN 1 ELSE 0 END)";
+    "WITH cl AS (UPDATE strike.deletion_vectors v SET removed_seq = $2 WHERE (v.table_id, "
+    "v.data_file_id, v.added_seq) IN (" LIVE_DV_KEYS ") RETURNING v.data_file_id, v.puffin_path, "
+    "v.blob_offset, v.blob_length, v.cardinality, v.inline_blob, v.legacy_ref, v.delta), s AS "
+    "MATERIALIZED (SELECT array_agg(u.f ORDER BY u.f) AS fs, array_agg(u.b ORDER BY u.f) AS bs "
+    "FROM unnest($3::bigint[], $4::bytea[]) AS u(f, b)), c AS MATERIALIZED (SELECT cl.*, "
+    "row_number() OVER (ORDER BY cl.data_file_id) AS i FROM cl), ins AS (INSERT INTO "
+    "strike.deletion_vectors (table_id, data_file_id, added_seq, puffin_path, blob_offset, "
+    "blob_length, cardinality, inline_blob, legacy_ref, delta) SELECT $1, c.data_file_id, $2, "
+    "c.puffin_path, c.blob_offset, c.blob_length, c.cardinality + octet_length(s.bs[c.i]) / 4, "
+    "c.inline_blob, c.legacy_ref, strike.dv_poslist(coalesce(strike.dv_poslist_body(c.delta), "
+    "''::bytea) || s.bs[c.i]) FROM c CROSS JOIN s WHERE c.data_file_id = s.fs[c.i] RETURNING 1) "
+    "SELECT 1 / (CASE WHEN (SELECT count(*) FROM ins) = cardinality($3::bigint[]) THEN 1 ELSE 0 "
+    "END)";
 static const char *SQL_PRODUCERS =
     "INSERT INTO strike.producers (table_id, producer, last_offset, seq) SELECT $1, p, o, $2 "
     "FROM unnest($3::text[], $4::bigint[]) AS u(p, o) ON CONFLICT (table_id, producer) DO "
@@ -940,6 +968,21 @@ const char *engine_test_key_sql(int i)
 {
     /* the per-key statements: every entry of KEY_SQL but the two DELETE ALLs */
     return i >= 0 && i < 10 ? KEY_SQL[i] : NULL;
+}
+
+const char *engine_test_commit_sql(enum engine_test_commit_sql which)
+{
+    switch (which) {
+    case ENGINE_TEST_SQL_REMOVE_FILES:
+        return SQL_REMOVE_FILES;
+    case ENGINE_TEST_SQL_CLOSE_DVS:
+        return SQL_CLOSE_DVS;
+    case ENGINE_TEST_SQL_DELTA_DVS:
+        return SQL_DELTA_DVS;
+    case ENGINE_TEST_SQL_FAST_DELETE_I8:
+        return eng__sql_fast_delete_i8;
+    }
+    return NULL;
 }
 
 const char *engine_test_key_plan_settings(void)

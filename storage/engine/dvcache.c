@@ -534,8 +534,7 @@ const char *const eng__sql_dv_location =
     "s.seq AND (f.removed_seq IS NULL OR f.removed_seq > s.seq) "
     "LEFT JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, "
     "d.removed_seq, d.inline_blob, d.added_seq, d.delta FROM strike.deletion_vectors d WHERE "
-    "d.data_file_id "
-    "= f.id AND "
+    "d.table_id = s.id AND d.data_file_id = f.id AND "
     "d.added_seq <= s.seq ORDER BY d.added_seq DESC LIMIT 1) dv ON dv.removed_seq IS NULL OR "
     "dv.removed_seq > s.seq";
 

@@ -142,6 +142,22 @@ long long engine_test_maint_lock_key(long long table_id);
  */
 const char *engine_test_key_sql(int i);
 const char *engine_test_key_plan_settings(void);
+/*
+ * The commit path's statements on a commit's files and DVs by file id, run under
+ * engine_test_key_plan_settings and generic plans: for tests that each file is one probe, on a
+ * catalog where the table's live files are many.
+ */
+enum engine_test_commit_sql {
+    /* $1 table id, $2 seq, $3 file ids: the files removed */
+    ENGINE_TEST_SQL_REMOVE_FILES,
+    /* $1 table id, $2 seq, $3 file ids: their live DVs closed */
+    ENGINE_TEST_SQL_CLOSE_DVS,
+    /* $1 table id, $2 seq, $3 file ids, $4 positions (bytea[]): a delta appended to each */
+    ENGINE_TEST_SQL_DELTA_DVS,
+    /* the one-statement delete by keys of a bigint key (commit_int.h SQL_FAST_DELETE) */
+    ENGINE_TEST_SQL_FAST_DELETE_I8,
+};
+const char *engine_test_commit_sql(enum engine_test_commit_sql which);
 /* The settings around the statements at ctids (true: before them, false: after). */
 const char *engine_test_tid_plan_settings(bool on);
 

@@ -3,7 +3,7 @@
  * their deleted rows and sizes, its retained snapshots, and the maintenance
  * they call for. From the catalog alone (record counts, DV cardinalities,
  * file and DV sizes): no blob is read. Cost: one pass over the live files
- * (data_files_live, one probe of deletion_vectors_live_by_file each) and the
+ * (data_files_live, one probe of deletion_vectors_live_by_table_file each) and the
  * retained snapshots, never the table's history.
  */
 #include "engine_int.h"
@@ -22,7 +22,8 @@
     "coalesce(d.cardinality, 0) AS deleted, coalesce(d.blob_length, 0) AS dv_bytes, "              \
     "d.inline_blob IS NOT NULL AS dv_inline FROM strike.data_files f LEFT JOIN LATERAL (SELECT "   \
     "d.cardinality, d.blob_length, d.inline_blob FROM "                                            \
-    "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.removed_seq IS NULL LIMIT 1) d "  \
+    "strike.deletion_vectors d WHERE d.table_id = $1 AND d.data_file_id = f.id AND d.removed_seq " \
+    "IS NULL LIMIT 1) d "                                                                          \
     "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL)"
 
 /* $1 table id, $2 the small-file bound (live rows), $3 the deleted fraction that calls for

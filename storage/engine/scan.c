@@ -60,7 +60,8 @@ const char *const eng__sql_snapshot_files =
     "dv.puffin_path, dv.blob_offset, dv.blob_length, dv.cardinality, dv.inline_blob, "
     "dv.added_seq, dv.delta FROM f LEFT JOIN LATERAL (SELECT d.puffin_path, d.blob_offset, "
     "d.blob_length, d.cardinality, d.removed_seq, d.inline_blob, d.added_seq, d.delta FROM "
-    "strike.deletion_vectors d WHERE d.data_file_id = f.id AND d.added_seq <= (SELECT seq FROM s) "
+    "strike.deletion_vectors d WHERE d.table_id = $1 AND d.data_file_id = f.id AND d.added_seq <= "
+    "(SELECT seq FROM s) "
     "ORDER BY d.added_seq DESC LIMIT 1) dv ON dv.removed_seq IS NULL OR dv.removed_seq > (SELECT "
     "seq FROM s) ORDER BY f.data_seq, f.id";
 

@@ -380,6 +380,20 @@ const struct migration cat__migrations[] = {
      "  new_file_ids bigint[] NOT NULL CHECK (cardinality(new_file_ids) > 0),"
      "  base_dv bytea,"
      "  PRIMARY KEY (table_id, old_file_id));"},
+    /* Every statement on deletion_vectors names its table (docs/SCALE.md "Citus, distributed by
+       table_id"), and each index it probes leads with table_id, so that the term picks the index
+       a probe wants rather than one that walks the table's rows: a file's live DV is one probe of
+       (table_id, data_file_id) (a table's live DVs its prefix, which replaces
+       deletion_vectors_live (table_id): SQL_CLOSE_DVS took that one and filtered the table's live
+       DVs by file); a file's DV at a snapshot one backward probe of the primary key
+       (table_id, data_file_id, added_seq). */
+    {18, "deletion vectors: the live DV and the history of a file by table_id first",
+     "CREATE UNIQUE INDEX deletion_vectors_live_by_table_file ON strike.deletion_vectors "
+     "(table_id, data_file_id) WHERE removed_seq IS NULL;"
+     "DROP INDEX strike.deletion_vectors_live_by_file;"
+     "DROP INDEX strike.deletion_vectors_live;"
+     "ALTER TABLE strike.deletion_vectors DROP CONSTRAINT deletion_vectors_pkey,"
+     "  ADD PRIMARY KEY (table_id, data_file_id, added_seq);"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);
