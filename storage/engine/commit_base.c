@@ -376,7 +376,7 @@ static int take_base_read(struct cbatch *b, struct plan *p, struct hmap *last,
     "FROM strike.data_files f WHERE f.id = u.id LIMIT 1) f LEFT JOIN LATERAL (SELECT "             \
     "d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.inline_blob, d.delta FROM "     \
     "strike.deletion_vectors d WHERE d.table_id = $1 AND d.data_file_id = f.id AND d.removed_seq " \
-    "IS NULL LIMIT 1) dv "                                                                         \
+    "IS NULL ORDER BY d.added_seq DESC LIMIT 1) dv "                                               \
     "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL"
 
 static int cmp_i64(const void *a, const void *b)

@@ -59,7 +59,8 @@ static atomic_uint_fast64_t *skip_slot(struct engine *e, int64_t table_id)
 }
 
 static const char *const SQL_COMMITTED_COUNT =
-    "SELECT seq, (summary->>'deleted')::bigint FROM strike.snapshots WHERE commit_id = $1";
+    "SELECT seq, (summary->>'deleted')::bigint FROM strike.snapshots WHERE table_id = $1 AND "
+    "commit_id = $2";
 
 /* The general path's test faults (engine_test.h) keep their meaning: no one-statement try. */
 static bool faults_armed(struct engine *e)
@@ -125,11 +126,11 @@ static bool key_array(const struct engine_change_req *q, bool i8, struct buf *ar
 }
 
 /* After the resolver found the commit: its seq and count, from its snapshot. */
-static int committed_count(PGconn *c, const char *commit_id, int64_t *seq, int64_t *deleted,
-                           struct st_err *err)
+static int committed_count(PGconn *c, const char *table_id, const char *commit_id, int64_t *seq,
+                           int64_t *deleted, struct st_err *err)
 {
-    const char *v[1] = {commit_id};
-    PGresult *r = cat_pq_exec_params(c, SQL_COMMITTED_COUNT, 1, NULL, v, NULL, NULL, 0);
+    const char *v[2] = {table_id, commit_id};
+    PGresult *r = cat_pq_exec_params(c, SQL_COMMITTED_COUNT, 2, NULL, v, NULL, NULL, 0);
     int rc = ST_OK;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 || PQgetisnull(r, 0, 1))
         rc = st_errf(err, ST_EUNKNOWN,
@@ -230,9 +231,9 @@ bool eng__fast_delete(struct engine *e, PGconn **cp, struct item *it)
     if (rc == ST_EUNAVAIL || PQstatus(c) != CONNECTION_OK) {
         pgu_pipe_clear(&pp);
         st_err_clear(&err);
-        out = eng__resolve_unknown(e, cp, pid, cid_s, &err);
+        out = eng__resolve_unknown(e, cp, pid, t->id, cid_s, &err);
         if (out == COMMITTED) {
-            rc = committed_count(*cp, cid_s, &seq, &deleted, it->err);
+            rc = committed_count(*cp, tid.s, cid_s, &seq, &deleted, it->err);
             if (rc != ST_OK) {
                 eng__finish_item(it, rc);
                 done = true;

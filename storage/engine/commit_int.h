@@ -276,8 +276,11 @@ void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
  * Each file is one probe of data_files' primary key (the table and
  * liveness are checked after the probe, so that no other index of
  * data_files matches) and its DV one probe of deletion_vectors_live_by_table_file
- * (LATERAL ... LIMIT 1 again): the cost follows the batch, not the number
- * of the table's live files nor the history of their DVs.
+ * (LATERAL ... LIMIT 1 again) or of the primary key read backwards (ORDER BY
+ * added_seq DESC: the live DV is the file's newest, so a generic plan that
+ * takes the primary key reads it first, not the file's DV history): the cost
+ * follows the batch, not the number of the table's live files nor the
+ * history of their DVs.
  */
 #define SQL_LOOKUP(tab, ty)                                                                        \
     "WITH k AS MATERIALIZED (SELECT u.key, x.file_id, x.pos, x.version, x.ctid FROM (SELECT "      \
@@ -294,7 +297,7 @@ void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
     "strike.data_files f WHERE f.id = kf.file_id LIMIT 1) f LEFT JOIN LATERAL (SELECT "            \
     "d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.inline_blob, d.delta FROM "     \
     "strike.deletion_vectors d WHERE d.table_id = $1 AND d.data_file_id = f.id AND d.removed_seq " \
-    "IS NULL LIMIT 1) dv "                                                                         \
+    "IS NULL ORDER BY d.added_seq DESC LIMIT 1) dv "                                               \
     "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL"
 /* SQL_LOOKUP's column of a file's inline base DV (bytea; NULL when in a Puffin file). */
 #define SQL_LOOKUP_INLINE_COL 10
@@ -406,12 +409,13 @@ void eng__drop_early_keys(PGconn *c, struct plan *p);
 void eng__fault_drop_at_commit(struct engine *e, PGconn *c);
 /*
  * After a connection loss around COMMIT (commit_sql.c): end the old backend
- * (old_pid), then look up commit_id (text) on a fresh connection (*cp
- * replaced, or NULL). COMMITTED, CONFLICT (did not commit: retry) or UNKNOWN
- * (err says so).
+ * (old_pid), then look up commit_id (text) of table table_id on a fresh
+ * connection (*cp replaced, or NULL). COMMITTED, CONFLICT (did not commit:
+ * retry) or UNKNOWN (err says so).
  */
 enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
-                                         const char *commit_id, struct st_err *err);
+                                         int64_t table_id, const char *commit_id,
+                                         struct st_err *err);
 
 /* ---- file remaps (remap.c) ---- */
 
@@ -476,7 +480,10 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
  * reads the table at a snapshot taken under the lock, with generic plans and
  * index probes only). $1 table, $2 keys, $3 commit id, $4 the inline limit.
  *   k, d   each key's row by one probe of the key index's primary key
- *          (LATERAL ... LIMIT 1, as SQL_LOOKUP), then deleted by ctid
+ *          (LATERAL ... LIMIT 1, as SQL_LOOKUP), then deleted by ctid; its
+ *          table checked as `(x.table_id = $1) IS TRUE`, which no index can
+ *          take: with `x.table_id = $1` the generic plan could walk the
+ *          table's key rows by table_id and filter them by ctid instead
  *   g, f   per file: its positions; the file by its primary key (table and
  *          liveness checked after the probe), its live DV by
  *          deletion_vectors_live_by_table_file; the new positions' list body
@@ -496,7 +503,11 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
  *          inline list, its base (docs/DESIGN.md "Delta DVs and folding").
  *          cl returns each file's positions with its row, so no step joins
  *          the files with the rows (a nested loop under these settings:
- *          20 ms for 256 keys in 256 files, 9 ms without, docs/SCALE.md)
+ *          20 ms for 256 keys in 256 files, 9 ms without, docs/SCALE.md).
+ *          cl finds each row by its whole key as f's probe returned it
+ *          (dt, file, ds), and by nothing else: with `v.table_id = $1` the
+ *          generic plan walked the table's live DVs for each delete
+ *          (docs/DESIGN.md "The generic-plan trap, again")
  *   up, sn the seq and the snapshot, its summary the general path's text
  *          ($10: eng__summary_format, the counts filled in by format())
  *   r, ik  the seq (the current one when no key was found) and the count;
@@ -511,31 +522,33 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
 #define SQL_FAST_DELETE(tab, ty)                                                                   \
     "WITH k AS MATERIALIZED (SELECT x.c FROM unnest($2::" ty "[]) AS u(key) CROSS JOIN LATERAL "   \
     "(SELECT i.ctid AS c FROM " tab " i WHERE i.table_id = $1 AND i.key = u.key LIMIT 1) x), "     \
-    "d AS (DELETE FROM " tab " x WHERE x.ctid = ANY(ARRAY(SELECT c FROM k)) AND x.table_id = $1 "  \
-    "RETURNING x.file_id, x.pos), "                                                                \
+    "d AS (DELETE FROM " tab                                                                       \
+    " x WHERE x.ctid = ANY(ARRAY(SELECT c FROM k)) AND (x.table_id = $1) "                         \
+    "IS TRUE RETURNING x.file_id, x.pos), "                                                        \
     "g AS MATERIALIZED (SELECT d.file_id, array_agg(d.pos ORDER BY d.pos) AS ps, count(*) AS n "   \
     "FROM d GROUP BY d.file_id), "                                                                 \
     "s AS MATERIALIZED (SELECT t.seq FROM strike.tables t WHERE t.id = $1), "                      \
     "f AS MATERIALIZED (SELECT g.file_id, g.ps, g.n, fl.rc, coalesce(fl.live, false) AS live, "    \
-    "strike.dv_poslist_body(dv.delta) AS oldb, coalesce(dv.found, false) AS found, "               \
+    "strike.dv_poslist_body(dv.delta) AS oldb, coalesce(dv.found, false) AS found, dv.dt, dv.ds, " \
     "coalesce(dv.card, 0) + g.n AS card, coalesce(octet_length(dv.delta) - 12, 0) / 4 + g.n AS "   \
     "nd, (SELECT string_agg(int4send(p::int), ''::bytea ORDER BY p) FROM unnest(g.ps) AS p) AS "   \
     "body FROM g LEFT JOIN LATERAL (SELECT x.record_count AS rc, x.table_id = $1 AND "             \
     "x.removed_seq IS NULL AS live FROM strike.data_files x WHERE x.id = g.file_id LIMIT 1) fl "   \
-    "ON true LEFT JOIN LATERAL (SELECT v.delta, v.cardinality AS card, true AS found FROM "        \
-    "strike.deletion_vectors v WHERE v.table_id = $1 AND v.data_file_id = g.file_id AND "          \
-    "v.removed_seq IS NULL LIMIT "                                                                 \
-    "1) dv ON true), "                                                                             \
-    "chk AS MATERIALIZED (SELECT f.file_id, f.n, f.body, f.found, CASE WHEN NOT f.live THEN "      \
-    "('in a rewritten file: ' || f.file_id)::int WHEN NOT (f.live AND f.rc <= 2147483647 AND "     \
-    "f.card < f.rc AND (f.found OR strike.dv_poslist_size(f.card) <= $4)) THEN 1 / (f.n - f.n) "   \
+    "ON true LEFT JOIN LATERAL (SELECT v.delta, v.cardinality AS card, true AS found, v.table_id " \
+    "AS dt, v.added_seq AS ds FROM strike.deletion_vectors v WHERE v.table_id = $1 AND "           \
+    "v.data_file_id = g.file_id AND v.removed_seq IS NULL ORDER BY v.added_seq DESC LIMIT 1) dv "  \
+    "ON true), "                                                                                   \
+    "chk AS MATERIALIZED (SELECT f.file_id, f.n, f.body, f.found, f.dt, f.ds, CASE WHEN NOT "      \
+    "f.live THEN ('in a rewritten file: ' || f.file_id)::int WHEN NOT (f.live AND f.rc <= "        \
+    "2147483647 AND f.card < f.rc AND (f.found OR strike.dv_poslist_size(f.card) <= $4)) THEN 1 "  \
+    "/ (f.n - f.n) "                                                                               \
     "WHEN f.found AND NOT (f.nd <= " ENGINE_DV_DELTA_MAX_S " AND NOT EXISTS (SELECT 1 FROM "       \
     "unnest(f.ps) AS p WHERE position(int4send(p::int) IN f.oldb) > 0 AND EXISTS (SELECT 1 FROM "  \
     "generate_series(0, octet_length(f.oldb) / 4 - 1) AS j WHERE substring(f.oldb FROM 1 + 4 * j " \
     "FOR 4) = int4send(p::int)))) THEN ('no room in the delta: ' || f.file_id)::int ELSE 1 END "   \
     "AS ok FROM f), "                                                                              \
     "cl AS (UPDATE strike.deletion_vectors v SET removed_seq = (SELECT seq FROM s) + 1 FROM chk "  \
-    "WHERE v.table_id = $1 AND v.data_file_id = chk.file_id AND v.removed_seq IS NULL AND "        \
+    "WHERE v.table_id = chk.dt AND v.data_file_id = chk.file_id AND v.added_seq = chk.ds AND "     \
     "chk.ok = 1 AND chk.found RETURNING v.data_file_id, v.puffin_path, v.blob_offset, "            \
     "v.blob_length, v.cardinality, v.inline_blob, v.legacy_ref, v.delta, chk.n, chk.body), "       \
     "ins AS (INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, "             \

@@ -79,7 +79,8 @@ static const char *SQL_REMOVE_FILES =
 #define LIVE_DV_KEYS                                                                               \
     "SELECT x.t, x.f, x.s FROM unnest($3::bigint[]) AS u(f) CROSS JOIN LATERAL (SELECT "           \
     "d.table_id AS t, d.data_file_id AS f, d.added_seq AS s FROM strike.deletion_vectors d "       \
-    "WHERE d.table_id = $1 AND d.data_file_id = u.f AND d.removed_seq IS NULL LIMIT 1) x"
+    "WHERE d.table_id = $1 AND d.data_file_id = u.f AND d.removed_seq IS NULL ORDER BY "           \
+    "d.added_seq DESC LIMIT 1) x"
 static const char *SQL_CLOSE_DVS =
     "UPDATE strike.deletion_vectors v SET removed_seq = $2 WHERE "
     "(v.table_id, v.data_file_id, v.added_seq) IN (" LIVE_DV_KEYS ")";
@@ -290,8 +291,11 @@ static enum backend_state end_backend(struct engine *e, PGconn *c, int pid)
  * UNKNOWN the commit's blobs must stay: the commit may have landed.
  */
 enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_pid,
-                                         const char *commit_id, struct st_err *err)
+                                         int64_t table_id, const char *commit_id,
+                                         struct st_err *err)
 {
+    struct pgu_num tid;
+    pgu_i64(&tid, table_id);
     cat_release(e->pool, *cp, true);
     *cp = NULL;
     uint64_t until = st_mono_ns() + (uint64_t)CAT_RESOLVE_MAX_MS * 1000000u;
@@ -301,14 +305,13 @@ enum commit_outcome eng__resolve_unknown(struct engine *e, PGconn **cp, int old_
         if (!fault_fires(&e->fault_resolver_unreachable) &&
             cat_acquire(e->pool, &c, CAT_WAIT_ACQUIRE_MS, &e2) == ST_OK) {
             enum backend_state b = end_backend(e, c, old_pid);
-            const char *vals[1] = {commit_id};
-            PGresult *r =
-                b == BACKEND_NO_ANSWER
-                    ? NULL
-                    : cat_pq_exec_params(c,
-                                         "SELECT seq FROM strike.snapshots WHERE commit_id "
-                                         "= $1",
-                                         1, NULL, vals, NULL, NULL, 0);
+            const char *vals[2] = {tid.s, commit_id};
+            PGresult *r = b == BACKEND_NO_ANSWER
+                              ? NULL
+                              : cat_pq_exec_params(c,
+                                                   "SELECT seq FROM strike.snapshots WHERE "
+                                                   "table_id = $1 AND commit_id = $2",
+                                                   2, NULL, vals, NULL, NULL, 0);
             if (r != NULL && PQresultStatus(r) == PGRES_TUPLES_OK) {
                 bool found = PQntuples(r) == 1;
                 PQclear(r);
@@ -950,7 +953,7 @@ enum commit_outcome eng__run_commit(struct engine *e, PGconn **cp, const struct 
     if (rc == ST_EUNAVAIL || PQstatus(c) != CONNECTION_OK) {
         pgu_pipe_clear(&pp);
         st_err_clear(err);
-        return eng__resolve_unknown(e, cp, pid, p->commit_id_s, err);
+        return eng__resolve_unknown(e, cp, pid, t->id, p->commit_id_s, err);
     }
     if (rc != ST_OK) {
         pgu_pipe_clear(&pp);

@@ -92,14 +92,17 @@ static int keys_add(struct keysink *k, const uint8_t *key, size_t len, int64_t f
  * primary key (a LATERAL subquery with LIMIT 1, never flattened into a
  * join that a never-analyzed key index could turn into a scan of the
  * table's every key per row), then the row deleted by its TID
- * (test_engine_delete checks the plan).
+ * (test_engine_delete checks the plan). Its table is checked as
+ * `(k.table_id = $1) IS TRUE`, which no index can take: with
+ * `k.table_id = $1` the generic plan materialized the table's key rows and
+ * joined them by ctid.
  */
 #define KEYS_DELETE_PAGES 1024
 #define SQL_DELETE_KEYS_JOIN(tab, keys)                                                            \
     "DELETE FROM " tab " k USING (SELECT x.ctid AS row FROM pg_temp." keys " d CROSS JOIN "        \
     "LATERAL (SELECT i.ctid FROM " tab " i WHERE i.table_id = $1 AND i.key = d.key AND i.file_id " \
     "= d.file_id AND i.pos = d.pos LIMIT 1) x WHERE d.ctid >= $2::tid AND d.ctid < $3::tid) m "    \
-    "WHERE k.ctid = m.row"
+    "WHERE k.ctid = m.row AND (k.table_id = $1) IS TRUE"
 
 /*
  * And for these statements only (the transaction's): no JIT, whose

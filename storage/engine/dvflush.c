@@ -61,19 +61,25 @@ static const char *const SQL_FLUSH_PLANS =
 #define PICK_COLS                                                                                  \
     "SELECT d.data_file_id, d.added_seq, d.inline_blob, d.cardinality, f.path, d.puffin_path, "    \
     "d.blob_offset, d.blob_length, d.delta FROM "
+/* A row's data file, by one probe of its primary key (LATERAL ... LIMIT 1: with the join
+   `f.id = d.data_file_id AND f.table_id = d.table_id` the planner could scan the table's files by
+   data_files_by_table instead, and did on small and fresh catalogs); its table checked after. */
+#define PICK_FILE                                                                                  \
+    " CROSS JOIN LATERAL (SELECT f.path, f.table_id FROM strike.data_files f WHERE f.id = "        \
+    "d.data_file_id LIMIT 1) f "
 /* The listed rows ($2 files, $3 added seqs) of table $1 that are still inline or carry a delta. */
 static const char *const SQL_PICK_LISTED =
     PICK_COLS "unnest($2::bigint[], $3::bigint[]) AS u(f, s) JOIN strike.deletion_vectors d ON "
-              "d.data_file_id = u.f AND d.added_seq = u.s JOIN strike.data_files f ON f.id = "
-              "d.data_file_id AND f.table_id = d.table_id WHERE d.table_id = $1 AND (d.inline_blob "
-              "IS NOT NULL OR d.delta IS NOT NULL) FOR UPDATE OF d SKIP LOCKED";
+              "d.table_id = $1 AND d.data_file_id = u.f AND d.added_seq = u.s" PICK_FILE
+              "WHERE f.table_id = d.table_id AND (d.inline_blob IS NOT NULL OR d.delta IS NOT "
+              "NULL) FOR UPDATE OF d SKIP LOCKED";
 /* Up to $2 rows of table $1 (the deletion_vectors_unfolded index) that are inline or whose delta
    holds ENGINE_DV_FOLD_AT positions or more. */
 static const char *const SQL_PICK_TABLE =
-    PICK_COLS "strike.deletion_vectors d JOIN strike.data_files f ON f.id = d.data_file_id WHERE "
-              "d.table_id = $1 AND (d.inline_blob IS NOT NULL OR d.delta IS NOT NULL) AND "
-              "(d.inline_blob IS NOT NULL OR octet_length(d.delta) >= $3) LIMIT $2 FOR UPDATE OF "
-              "d SKIP LOCKED";
+    PICK_COLS "strike.deletion_vectors d" PICK_FILE
+              "WHERE d.table_id = $1 AND f.table_id = d.table_id AND (d.inline_blob IS NOT NULL OR "
+              "d.delta IS NOT NULL) AND (d.inline_blob IS NOT NULL OR octet_length(d.delta) >= $3) "
+              "LIMIT $2 FOR UPDATE OF d SKIP LOCKED";
 /* A row's new base: its whole set, in the new file; no delta (same set, same cardinality). Each
    row of table $6 by one probe of the primary key. The still-unfolded check is spelled
    coalesce(...) IS NOT NULL, not the deletion_vectors_unfolded index's predicate: with the table's
@@ -81,9 +87,10 @@ static const char *const SQL_PICK_TABLE =
    instead of probing (it did, on small or never-analyzed catalogs). */
 static const char *const SQL_MOVE =
     "UPDATE strike.deletion_vectors d SET puffin_path = $1, blob_offset = u.o, blob_length = "
-    "u.l, inline_blob = NULL, delta = NULL, legacy_ref = false FROM unnest($2::bigint[], "
-    "$3::bigint[], $4::bigint[], $5::bigint[]) AS u(f, s, o, l) WHERE d.data_file_id = u.f AND "
-    "d.added_seq = u.s AND d.table_id = $6 AND coalesce(d.inline_blob, d.delta) IS NOT NULL";
+    "u.l, inline_blob = NULL, delta = NULL, legacy_ref = false FROM (SELECT $6::bigint AS t, x.* "
+    "FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS x(f, s, o, l) OFFSET "
+    "0) u WHERE d.table_id = u.t AND d.data_file_id = u.f AND d.added_seq = u.s AND "
+    "coalesce(d.inline_blob, d.delta) IS NOT NULL";
 /* The blob bytes one flush writes at most (the rows past them wait for the next round). */
 #define FLUSH_BYTES_MAX (8u << 20)
 static const char *const SQL_DEADLINE = "SELECT 1 / (CASE WHEN clock_timestamp() <= "

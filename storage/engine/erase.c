@@ -1675,11 +1675,13 @@ static int store(struct erasure *w, const char *status, int64_t verified_us, str
     struct engine_erasure now;
     receipt_of(w, status, verified_us, &now);
     char *rec = eng__receipt_encode(&now);
-    const char *v[3] = {w->id, rec, status};
+    struct pgu_num tid;
+    const char *v[4] = {w->id, rec, status, pgu_i64(&tid, w->t->id)};
     PGconn *c = eng__rewrite_conn(w->rw);
-    PGresult *r = cat_pq_exec_params(
-        c, "UPDATE strike.erasures SET receipt = $2, status = $3 WHERE id = $1::uuid", 3, NULL, v,
-        NULL, NULL, 0);
+    PGresult *r = cat_pq_exec_params(c,
+                                     "UPDATE strike.erasures SET receipt = $2, status = $3 WHERE "
+                                     "table_id = $4 AND id = $1::uuid",
+                                     4, NULL, v, NULL, NULL, 0);
     int rc =
         PQresultStatus(r) == PGRES_COMMAND_OK ? ST_OK : cat_fail(c, r, "storing the receipt", err);
     PQclear(r);

@@ -23,7 +23,7 @@
     "d.inline_blob IS NOT NULL AS dv_inline FROM strike.data_files f LEFT JOIN LATERAL (SELECT "   \
     "d.cardinality, d.blob_length, d.inline_blob FROM "                                            \
     "strike.deletion_vectors d WHERE d.table_id = $1 AND d.data_file_id = f.id AND d.removed_seq " \
-    "IS NULL LIMIT 1) d "                                                                          \
+    "IS NULL ORDER BY d.added_seq DESC LIMIT 1) d "                                                \
     "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL)"
 
 /* $1 table id, $2 the small-file bound (live rows), $3 the deleted fraction that calls for

@@ -1060,8 +1060,10 @@ static int export_snapshot(struct xpass *x, int64_t s, int64_t ts_ms, const char
 static const char *const SQL_RELOCATE_PICK =
     "SELECT d.data_file_id, d.added_seq, coalesce(d.puffin_path, ''), d.blob_offset, "
     "d.blob_length, d.cardinality, d.inline_blob, f.path, d.delta FROM strike.deletion_vectors d "
-    "JOIN strike.data_files f ON f.id = d.data_file_id WHERE d.table_id = $1 AND (d.inline_blob "
-    "IS NOT NULL OR d.legacy_ref OR d.delta IS NOT NULL) AND ((d.removed_seq IS NULL AND "
+    "CROSS JOIN LATERAL (SELECT f.path, f.table_id FROM strike.data_files f WHERE f.id = "
+    "d.data_file_id LIMIT 1) f WHERE d.table_id = $1 AND f.table_id = d.table_id AND "
+    "(d.inline_blob IS NOT NULL OR d.legacy_ref OR d.delta IS NOT NULL) AND ((d.removed_seq IS "
+    "NULL AND "
     "d.added_seq > $2 AND d.added_seq "
     "<= $3) OR (d.removed_seq > $2 AND d.added_seq <= $3)) LIMIT " /* RELOCATE_BATCH */ "512 FOR "
     "UPDATE OF d SKIP LOCKED";

@@ -394,6 +394,15 @@ const struct migration cat__migrations[] = {
      "DROP INDEX strike.deletion_vectors_live;"
      "ALTER TABLE strike.deletion_vectors DROP CONSTRAINT deletion_vectors_pkey,"
      "  ADD PRIMARY KEY (table_id, data_file_id, added_seq);"},
+    /* A commit is found by its id within its table (the resolver of an unknown outcome, the
+       one-statement delete's count), an erasure by its id within its table (its receipt): both
+       keys lead with table_id, as a catalog distributed by table_id needs of every unique key
+       (docs/SCALE.md). erasures_by_table (table_id, id) becomes the primary key. */
+    {19, "commits and erasures found by their id within their table",
+     "ALTER TABLE strike.snapshots DROP CONSTRAINT snapshots_commit_id_key;"
+     "CREATE UNIQUE INDEX snapshots_by_commit ON strike.snapshots (table_id, commit_id);"
+     "DROP INDEX strike.erasures_by_table;"
+     "ALTER TABLE strike.erasures DROP CONSTRAINT erasures_pkey, ADD PRIMARY KEY (table_id, id);"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

@@ -36,18 +36,6 @@ CATALOG_WIDE = {"secrets", "schema_version", "idempotency_keys"}
 # without table_id. Each must match at least one statement.
 HOUSEKEEPING = ("catalog-wide housekeeping, off the commit path: the collector, fsck and expiry find blobs "
                 "by path over every table (a path names no table); on Citus a fan-out to every shard")
-# A DV's data file reached through the file's id (bigserial, unique over the catalog) after the
-# statement took the DVs by table_id. The term Citus needs is one (f.table_id = d.table_id), but
-# data_files' primary key is (id) alone, and with the term the planner can take an index that
-# leads with table_id instead: measured by EXPLAIN with and without it, generic plans under the
-# statement's own settings, on catalogs of one table, of 3,000 small tables and a big one, of
-# 5,000 one-DV tables, never analyzed, and fresh (docs/SCALE.md). It needs data_files' key to
-# lead with table_id first (a migration, as migration 18 did for deletion_vectors), then the term.
-BY_FILE_JOIN = ("a DV's data file (for its path) by the file's primary key after the DVs were taken by "
-                "table_id: f.table_id = d.table_id puts f.table_id = $1 in the same equivalence class, and "
-                "the planner then scanned the table's files by data_files_by_table (small and fresh catalogs)")
-BY_UUID = ("by a UUID unique over the catalog (the caller knows the table): on Citus its unique index "
-           "must become (table_id, uuid) and the statement take table_id (docs/SCALE.md)")
 BY_NAME = ("a table is found by its name (once; then by id): on Citus a look-up of every shard, or a "
            "reference table of names (docs/SCALE.md)")
 EXCEPTIONS = [
@@ -66,16 +54,6 @@ EXCEPTIONS = [
      HOUSEKEEPING + " (whether a freed blob is still referenced anywhere)"),
     ("iceberg.c", "DELETE FROM strike.iceberg_plans WHERE created_at", "expiry of old scan plans over every "
                                                                          "table, as the idempotency keys' expiry"),
-    ("dvflush.c", "strike.deletion_vectors d JOIN strike.data_files f ON f.id = d.data_file_id WHERE", BY_FILE_JOIN),
-    ("iceberg.c", "JOIN strike.data_files f ON f.id = d.data_file_id WHERE d.table_id = $1", BY_FILE_JOIN),
-    ("delete_where.c", "DELETE FROM {tab} k USING (SELECT x.ctid AS row",
-     "the key index's rows by ctid, found by table_id in the same statement: with k.table_id = $1 "
-     "as well, the generic plan on a never-analyzed key index materialized the table's key rows "
-     "and joined them by ctid (test_key_delete_plan)"),
-    ("commit_sql.c", "SELECT seq FROM strike.snapshots WHERE commit_id = $1",
-     BY_UUID + "; the resolver of an unknown outcome, after a connection loss"),
-    ("commit_fast.c", "FROM strike.snapshots WHERE commit_id = $1", BY_UUID + "; as commit_sql.c's resolver"),
-    ("erase.c", "UPDATE strike.erasures SET receipt = $2, status = $3 WHERE id = $1::uuid", BY_UUID),
     ("engine.c", "FROM strike.tables WHERE name = $1", BY_NAME),
     ("alter.c", "strike.tables WHERE name = $1 FOR UPDATE", BY_NAME + "; a schema change locks its table's row"),
     ("engine.c", "INSERT INTO strike.tables (uuid, name,", "a table's creation: its id is made here"),

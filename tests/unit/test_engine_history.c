@@ -281,8 +281,10 @@ static void test_lookup_probes_files_and_live_dvs(void **state)
                 assert_non_null(strstr(line, "Index Scan using data_files_pkey"));
                 want = "(id = ";
             } else if (strstr(line, " on deletion_vectors ") != NULL) {
-                assert_non_null(
-                    strstr(line, "Index Scan using deletion_vectors_live_by_table_file"));
+                /* the live-DV index, or the primary key read backwards: the live DV first */
+                assert_true(
+                    strstr(line, "Index Scan using deletion_vectors_live_by_table_file") != NULL ||
+                    strstr(line, "Index Scan Backward using deletion_vectors_pkey") != NULL);
                 want = "(data_file_id = ";
             }
         }
@@ -528,7 +530,6 @@ static void test_gc_in_batches(void **state)
  * statements a commit runs per file must probe each of its files: the rows they touch follow
  * the commit's files, not the table's.
  */
-#define HIT_FILES 60
 /* The catalog's size: 1,500 tables, one of 4,000 files, unless STRIKE_TEST_MANY_TABLES and
    STRIKE_TEST_BIG_FILES say otherwise (docs/SCALE.md measured 3,001 and 16,000). */
 static int many(const char *name, int dflt)
@@ -538,81 +539,137 @@ static int many(const char *name, int dflt)
     return n >= 2 && n <= 1000000 ? n : dflt;
 }
 
-static void assert_probes(const char *what, struct touched t, int64_t per_file, int big_files)
+/* At most per_file rows touched for each of the `hit` files named, and a probe for each. */
+static void assert_probes(const char *what, struct touched t, int64_t per_file, int hit, int files)
 {
-    if (t.seq_scan || t.full_index || t.rows > per_file * HIT_FILES || t.probes < HIT_FILES)
+    if (t.seq_scan || t.full_index || t.rows > per_file * hit || t.probes < hit)
         fail_msg("%s: %lld rows touched, %lld probes for %d files of %d (indexes:%s)", what,
-                 (long long)t.rows, (long long)t.probes, HIT_FILES, big_files, t.indexes);
+                 (long long)t.rows, (long long)t.probes, hit, files, t.indexes);
 }
 
-static void test_by_file_statements_probe_among_many_tables(void **state)
+/*
+ * On the catalog of `c`: `tables` tables named by_file_*, the first with `files` files, the others
+ * with one, each file with two closed DVs and a live one and a key; the commit's by-file
+ * statements on `hit` of the big table's files, and the one-statement delete of `hit` keys and of
+ * one, each a few rows per file. Removed after.
+ */
+static void check_by_file(PGconn *c, int tables, int files, int hit)
 {
-    (void)state;
-    const int MANY_TABLES = many("STRIKE_TEST_MANY_TABLES", 1500);
-    const int BIG_FILES = many("STRIKE_TEST_BIG_FILES", 4000);
-    assert_true(BIG_FILES >= HIT_FILES);
-    PGconn *c = PQconnectdb(T.conninfo);
-    assert_int_equal(PQstatus(c), CONNECTION_OK);
     char sql[768];
     snprintf(sql, sizeof sql,
              "INSERT INTO strike.tables (uuid, name, columns, primary_key, seq) SELECT "
-             "gen_random_uuid(), 'many_' || g, '[]', '[]', 10 FROM generate_series(1, %d) g",
-             MANY_TABLES);
+             "gen_random_uuid(), 'by_file_' || g, '[]', '[]', 1000 FROM generate_series(1, %d) g",
+             tables);
     et_exec(c, sql);
-    int64_t big = et_query_i64(c, "SELECT id FROM strike.tables WHERE name = 'many_1'");
+    int64_t big = et_query_i64(c, "SELECT id FROM strike.tables WHERE name = 'by_file_1'");
     snprintf(sql, sizeof sql,
              "INSERT INTO strike.data_files (table_id, path, record_count, file_size, data_seq) "
-             "SELECT t.id, 'many/' || t.id || '/' || g, 1000, 100000, 1 FROM strike.tables t "
+             "SELECT t.id, 'by_file/' || t.id || '/' || g, 1000, 100000, 1 FROM strike.tables t "
              "CROSS JOIN LATERAL generate_series(1, CASE WHEN t.id = %lld THEN %d ELSE 1 END) g "
-             "WHERE t.name LIKE 'many\\_%%'",
-             (long long)big, BIG_FILES);
+             "WHERE t.name LIKE 'by\\_file\\_%%'",
+             (long long)big, files);
     et_exec(c, sql);
-    /* two closed DVs and a live one per file, and a key pointing into each of the big table's */
-    et_exec(c, "INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, "
-               "removed_seq, puffin_path, blob_offset, blob_length, cardinality) SELECT "
-               "f.table_id, f.id, s, CASE WHEN s < 3 THEN s + 1 END, 'many/dv' || f.id, 4, 40, s "
-               "FROM strike.data_files f CROSS JOIN generate_series(1, 3) s WHERE f.path LIKE "
-               "'many/%'");
+    /* the first file has a history of 200 closed DVs before its live one */
+    const int64_t first =
+        et_query_i64(c, "SELECT min(id) FROM strike.data_files WHERE path LIKE 'by\\_file/%'");
+    snprintf(sql, sizeof sql,
+             "INSERT INTO strike.deletion_vectors (table_id, data_file_id, added_seq, removed_seq, "
+             "puffin_path, blob_offset, blob_length, cardinality) SELECT f.table_id, f.id, s, CASE "
+             "WHEN s < n THEN s + 1 END, 'by_file/dv' || f.id, 4, 40, s FROM strike.data_files f "
+             "CROSS JOIN LATERAL (SELECT CASE WHEN f.id = %lld THEN 201 ELSE 3 END AS n) h CROSS "
+             "JOIN LATERAL generate_series(1, h.n) s WHERE f.path LIKE 'by\\_file/%%'",
+             (long long)first);
+    et_exec(c, sql);
     snprintf(sql, sizeof sql,
              "INSERT INTO strike.key_index_i8 (table_id, key, file_id, pos, seq) SELECT "
              "table_id, id, id, 7, 1 FROM strike.data_files WHERE table_id = %lld",
              (long long)big);
     et_exec(c, sql);
-    /* every 60th file of the big table: its ids, its keys, and a position for each */
+    /* every (files / hit)-th file of the big table: its ids, and the key pointing into each */
     snprintf(sql, sizeof sql,
              "SELECT array_agg(id ORDER BY id)::text FROM (SELECT id, row_number() OVER (ORDER BY "
              "id) AS n FROM strike.data_files WHERE table_id = %lld) x WHERE n %% %d = 0",
-             (long long)big, BIG_FILES / HIT_FILES);
+             (long long)big, files / hit);
     PGresult *r = PQexec(c, sql);
     assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
     char *ids = strdup(PQgetvalue(r, 0, 0));
     PQclear(r);
+    char one[32];
+    snprintf(one, sizeof one, "{%lld}", (long long)first);
     char settings[512];
     snprintf(settings, sizeof settings, "SET LOCAL plan_cache_mode = force_generic_plan; %s",
              engine_test_key_plan_settings());
     size_t plen = strlen(ids) * 2 + 256;
     char *p = malloc(plen);
-    snprintf(p, plen, "%lld, 11, '%s'", (long long)big, ids);
+    snprintf(p, plen, "%lld, 1001, '%s'", (long long)big, ids);
     assert_probes("remove files",
-                  explain(c, "remove files", engine_test_commit_sql(0), p, settings), 3, BIG_FILES);
+                  explain(c, "remove files", engine_test_commit_sql(0), p, settings), 3, hit,
+                  files);
     assert_probes("close DVs", explain(c, "close DVs", engine_test_commit_sql(1), p, settings), 3,
-                  BIG_FILES);
-    snprintf(p, plen, "%lld, 11, '%s', array_fill('\\x00000009'::bytea, ARRAY[%d])", (long long)big,
-             ids, HIT_FILES);
+                  hit, files);
+    snprintf(p, plen, "%lld, 1001, '%s', array_fill('\\x00000009'::bytea, ARRAY[%d])",
+             (long long)big, ids, hit);
     assert_probes("delta DVs", explain(c, "delta DVs", engine_test_commit_sql(2), p, settings), 3,
-                  BIG_FILES);
-    snprintf(p, plen,
-             "%lld, '%s', gen_random_uuid(), 4096, NULL, NULL, NULL, NULL, NULL, "
-             "'{\"deleted\":%%s,\"files\":%%s}'",
-             (long long)big, ids);
+                  hit, files);
+    static const char fast_fmt[] = "%lld, '%s', gen_random_uuid(), 4096, NULL, NULL, NULL, NULL, "
+                                   "NULL, '{\"deleted\":%%s,\"files\":%%s}'";
+    /* a key: its probe and its delete (by TID), its file's row, its DV's probe and close */
+    snprintf(p, plen, fast_fmt, (long long)big, ids);
     assert_probes("fast delete", explain(c, "fast delete", engine_test_commit_sql(3), p, settings),
-                  6, BIG_FILES);
+                  6, hit, files);
+    /* the key of the file with a history: a generic plan may take the primary key rather than the
+       live-DV index (the one-statement delete did, on a fresh table), whose entries for the file
+       are its whole history; read backwards, the live DV comes first */
+    snprintf(p, plen, fast_fmt, (long long)big, one);
+    assert_probes("fast delete, one key",
+                  explain(c, "fast delete, one key", engine_test_commit_sql(3), p, settings), 8, 1,
+                  files);
+    char pk_only[640];
+    snprintf(pk_only, sizeof pk_only,
+             "%s; DROP INDEX strike.deletion_vectors_live_by_table_file; DROP INDEX "
+             "strike.deletion_vectors_unfolded",
+             settings);
+    assert_probes("fast delete, one key, by the primary key",
+                  explain(c, "fast delete, one key, by the primary key", engine_test_commit_sql(3),
+                          p, pk_only),
+                  8, 1, files);
+    snprintf(p, plen, "%lld, '%s'", (long long)big, one);
+    assert_probes("key lookup, by the primary key",
+                  explain(c, "key lookup, by the primary key", engine_test_key_sql(0), p, pk_only),
+                  4, 1, files);
+    snprintf(p, plen, "%lld, 1001, '%s'", (long long)big, one);
+    assert_probes(
+        "close DVs, by the primary key",
+        explain(c, "close DVs, by the primary key", engine_test_commit_sql(1), p, pk_only), 3, 1,
+        files);
     free(p);
     free(ids);
     snprintf(sql, sizeof sql, "DELETE FROM strike.key_index_i8 WHERE table_id = %lld",
              (long long)big);
     et_exec(c, sql);
-    et_exec(c, "DELETE FROM strike.tables WHERE name LIKE 'many\\_%'");
+    et_exec(c, "DELETE FROM strike.tables WHERE name LIKE 'by\\_file\\_%'");
+}
+
+/*
+ * The same statements on a fresh, never-analyzed catalog of one table of 100 files (where
+ * `v.table_id = $1` in the one-statement delete's close of a DV made it walk the table's 100 live
+ * DVs for each single-key delete), then among many tables.
+ */
+static void test_by_file_statements_probe_among_many_tables(void **state)
+{
+    (void)state;
+    struct et lone;
+    et_open(&lone, "strike_test_history_lone", 64);
+    PGconn *c = PQconnectdb(lone.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    check_by_file(c, 1, 100, 50);
+    PQfinish(c);
+    et_close(&lone, true);
+
+    c = PQconnectdb(T.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    check_by_file(c, many("STRIKE_TEST_MANY_TABLES", 1500), many("STRIKE_TEST_BIG_FILES", 4000),
+                  60);
     PQfinish(c);
 }
 
