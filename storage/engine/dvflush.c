@@ -84,7 +84,10 @@ static const char *const SQL_PICK_TABLE =
    row of table $6 by one probe of the primary key. The still-unfolded check is spelled
    coalesce(...) IS NOT NULL, not the deletion_vectors_unfolded index's predicate: with the table's
    id in the statement, that predicate would let the planner scan the table's unfolded rows
-   instead of probing (it did, on small or never-analyzed catalogs). */
+   instead of probing (it did, on small or never-analyzed catalogs). The table's id comes as a
+   column of a subquery the planner keeps apart (OFFSET 0), not as `d.table_id = $6`: the primary
+   key leads with table_id, and a generic plan could take that as a range of every DV row the
+   table ever had. */
 static const char *const SQL_MOVE =
     "UPDATE strike.deletion_vectors d SET puffin_path = $1, blob_offset = u.o, blob_length = "
     "u.l, inline_blob = NULL, delta = NULL, legacy_ref = false FROM (SELECT $6::bigint AS t, x.* "
