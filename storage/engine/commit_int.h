@@ -366,6 +366,10 @@ extern const char *const eng__sql_seq_lock;
 extern const char *const eng__sql_seq_lock_plans;
 extern const char *const eng__sql_prod_select;
 
+/* With FAULT_LOCK_TIMEOUT_MS armed (tests): the transaction's shorter lock wait in ms, as the
+   parameter of eng__sql_lock_timeout (in *ms); NULL when the fault is not armed. */
+const char *eng__fault_lock_timeout(struct engine *e, struct pgu_num *ms);
+extern const char *const eng__sql_lock_timeout;
 /* Queue `begin` (BEGIN, with an isolation level or not) and the commit's session settings. */
 int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *begin,
                           struct st_err *err);

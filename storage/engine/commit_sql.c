@@ -685,17 +685,22 @@ static int send_producers_idem(struct pgu_pipe *pp, const struct engine_table *t
     return rc;
 }
 
+const char *const eng__sql_lock_timeout = "SELECT set_config('lock_timeout', $1, true)";
+
+const char *eng__fault_lock_timeout(struct engine *e, struct pgu_num *ms)
+{
+    int lock_ms = atomic_load(&e->fault_lock_timeout_ms);
+    return lock_ms > 0 ? pgu_i64(ms, lock_ms) : NULL;
+}
+
 int eng__begin_commit_txn(struct engine *e, struct pgu_pipe *pp, const char *begin,
                           struct st_err *err)
 {
     int rc = eng__send_sql(pp, begin, 0, NULL, NULL, NULL, 0, err);
-    int lock_ms = atomic_load(&e->fault_lock_timeout_ms);
-    if (rc == ST_OK && lock_ms > 0) { /* fault injection (tests): a shorter lock wait */
-        struct pgu_num ms;
-        const char *v[1] = {pgu_i64(&ms, lock_ms)};
-        rc = eng__send_sql(pp, "SELECT set_config('lock_timeout', $1, true)", 1, v, NULL, NULL, 0,
-                           err);
-    }
+    struct pgu_num ms;
+    const char *v[1] = {eng__fault_lock_timeout(e, &ms)};
+    if (rc == ST_OK && v[0] != NULL) /* fault injection (tests): a shorter lock wait */
+        rc = eng__send_sql(pp, eng__sql_lock_timeout, 1, v, NULL, NULL, 0, err);
     return rc;
 }
 

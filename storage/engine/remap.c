@@ -36,7 +36,6 @@
 
 #include <assert.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -392,15 +391,19 @@ int eng__remap_catch_up_keys_txn(PGconn *c, const struct engine_table *t, const 
     "o, key, file_id, pos, ctid FROM w WHERE file_id = ANY($2::bigint[]) UNION ALL (SELECT 1, "    \
     "key, NULL, NULL, NULL FROM w ORDER BY key DESC LIMIT 1) ORDER BY 1"
 
-/* BEGIN a step of the catch-up; with FAULT_LOCK_TIMEOUT_MS (tests), a shorter lock wait. */
+/* BEGIN a step of the catch-up; with FAULT_LOCK_TIMEOUT_MS (tests), a shorter lock wait, as a
+   commit's (eng__begin_commit_txn). */
 static int begin_step(struct engine *e, PGconn *c, struct st_err *err)
 {
     int rc = pgu_begin(c, err);
-    int lock_ms = atomic_load(&e->fault_lock_timeout_ms);
-    if (rc == ST_OK && lock_ms > 0) {
-        char sql[64];
-        snprintf(sql, sizeof sql, "SET LOCAL lock_timeout = %d", lock_ms);
-        if ((rc = cat_exec(c, sql, "setting a step's lock wait", err)) != ST_OK)
+    struct pgu_num ms;
+    const char *v[1] = {eng__fault_lock_timeout(e, &ms)};
+    if (rc == ST_OK && v[0] != NULL) {
+        PGresult *r = cat_pq_exec_params(c, eng__sql_lock_timeout, 1, NULL, v, NULL, NULL, 0);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK)
+            rc = cat_fail(c, r, "setting a step's lock wait", err);
+        PQclear(r);
+        if (rc != ST_OK)
             pgu_rollback(c);
     }
     return rc;
@@ -556,10 +559,12 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
     eng__remaps_free(&rs);
     buf_free(&cursor);
     /* no key points into the files of the records the walk began with: they can go */
-    for (busy = 0; rc == ST_OK;)
-        if ((rc = drop_remaps(e, c, t, &arr, &res->remaps_dropped, err)) == ST_OK ||
-            !retry_busy(&rc, &busy, t, err))
+    busy = 0;
+    while (rc == ST_OK) {
+        rc = drop_remaps(e, c, t, &arr, &res->remaps_dropped, err);
+        if (rc == ST_OK || !retry_busy(&rc, &busy, t, err))
             break;
+    }
     buf_free(&arr);
     free(ids);
     if (rc == ST_OK && (res->keys_moved > 0 || res->remaps_dropped > 0)) {

@@ -247,6 +247,17 @@ int64_t et_sql_i64(struct et *t, const char *sql)
     return v;
 }
 
+PGconn *et_hold_table_row(struct et *t, int64_t table_id)
+{
+    PGconn *c = connect_or_die(t);
+    char q[128];
+    snprintf(q, sizeof q, "SELECT 1 FROM strike.tables WHERE id = %lld FOR UPDATE",
+             (long long)table_id);
+    et_exec(c, "BEGIN");
+    et_exec(c, q);
+    return c;
+}
+
 int et_put(struct et *t, struct engine_table *tab, const int64_t *ids, const int64_t *vs, size_t n,
            struct engine_change_res *res)
 {

@@ -74,5 +74,8 @@ int64_t et_query_i64(struct pg_conn *c, const char *sql);
 /* The same on a connection of their own to the test's catalog. */
 void et_sql(struct et *t, const char *sql);
 int64_t et_sql_i64(struct et *t, const char *sql);
+/* A session of its own that holds table `table_id`'s row (FOR UPDATE, in an open transaction), as
+   another server's long commit would: COMMIT on it and PQfinish to let go. */
+struct pg_conn *et_hold_table_row(struct et *t, int64_t table_id);
 
 #endif

@@ -534,13 +534,7 @@ static void test_catch_up_waits_out_a_held_lock(void **state)
     int64_t before = dangling(t), remaps = remaps_of(t);
     assert_true(before > 0 && remaps > 0);
 
-    PGconn *holder = PQconnectdb(T.conninfo);
-    assert_int_equal(PQstatus(holder), CONNECTION_OK);
-    char q[128];
-    snprintf(q, sizeof q, "SELECT 1 FROM strike.tables WHERE id = %lld FOR UPDATE",
-             (long long)t->id);
-    et_exec(holder, "BEGIN");
-    et_exec(holder, q);
+    PGconn *holder = et_hold_table_row(&T, t->id);
     engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 150);
     struct bg_catch_up b = {.t = t};
     bg_catch_up_run(&b);

@@ -718,19 +718,6 @@ static void *bg_upsert_run(void *arg)
     return NULL;
 }
 
-/* Another session holds the table's row (FOR UPDATE), as a long commit of another server would. */
-static PGconn *hold_table_row(const struct engine_table *t)
-{
-    PGconn *c = PQconnectdb(T.conninfo);
-    assert_int_equal(PQstatus(c), CONNECTION_OK);
-    char q[128];
-    snprintf(q, sizeof q, "SELECT 1 FROM strike.tables WHERE id = %lld FOR UPDATE",
-             (long long)t->id);
-    et_exec(c, "BEGIN");
-    et_exec(c, q);
-    return c;
-}
-
 /* Wait (bounded) until a session waits for a lock the holder has. */
 static void wait_for_waiter(PGconn *holder)
 {
@@ -762,7 +749,7 @@ static void test_lock_timeout_is_contention(void **state)
     int blobs = count_blobs(t);
     struct st_err err = {0};
     engine_test_fault(T.e, FAULT_LOCK_TIMEOUT_MS, 200);
-    PGconn *holder = hold_table_row(t);
+    PGconn *holder = et_hold_table_row(&T, t->id);
     struct engine_metrics before, after;
     engine_metrics(T.e, &before);
     assert_int_equal(upsert(t, 1, 50, &res, &err), ST_ECONFLICT);

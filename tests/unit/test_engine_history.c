@@ -521,15 +521,6 @@ static void test_gc_in_batches(void **state)
     engine_table_unref(t);
 }
 
-/*
- * A big table among many small ones, never analyzed. A generic plan expects a table to hold the
- * catalog's rows divided by its number of tables, so `table_id = $1` looks like a few rows, and
- * a statement that says `table_id = $1 AND data_file_id = ANY($3)` was planned as a walk of the
- * big table's live rows filtered by file (SQL_CLOSE_DVS took 5-7 ms for 91 files of 16,000, its
- * delta twin 90 ms; docs/SCALE.md). Under the commit's own settings and generic plans, the
- * statements a commit runs per file must probe each of its files: the rows they touch follow
- * the commit's files, not the table's.
- */
 /* The catalog's size: 1,500 tables, one of 4,000 files, unless STRIKE_TEST_MANY_TABLES and
    STRIKE_TEST_BIG_FILES say otherwise (docs/SCALE.md measured 3,001 and 16,000). */
 static int many(const char *name, int dflt)
@@ -603,45 +594,53 @@ static void check_by_file(PGconn *c, int tables, int files, int hit)
     char *p = malloc(plen);
     snprintf(p, plen, "%lld, 1001, '%s'", (long long)big, ids);
     assert_probes("remove files",
-                  explain(c, "remove files", engine_test_commit_sql(0), p, settings), 3, hit,
-                  files);
-    assert_probes("close DVs", explain(c, "close DVs", engine_test_commit_sql(1), p, settings), 3,
-                  hit, files);
+                  explain(c, "remove files", engine_test_commit_sql(ENGINE_TEST_SQL_REMOVE_FILES),
+                          p, settings),
+                  3, hit, files);
+    assert_probes(
+        "close DVs",
+        explain(c, "close DVs", engine_test_commit_sql(ENGINE_TEST_SQL_CLOSE_DVS), p, settings), 3,
+        hit, files);
     snprintf(p, plen, "%lld, 1001, '%s', array_fill('\\x00000009'::bytea, ARRAY[%d])",
              (long long)big, ids, hit);
-    assert_probes("delta DVs", explain(c, "delta DVs", engine_test_commit_sql(2), p, settings), 3,
-                  hit, files);
+    assert_probes(
+        "delta DVs",
+        explain(c, "delta DVs", engine_test_commit_sql(ENGINE_TEST_SQL_DELTA_DVS), p, settings), 3,
+        hit, files);
     static const char fast_fmt[] = "%lld, '%s', gen_random_uuid(), 4096, NULL, NULL, NULL, NULL, "
                                    "NULL, '{\"deleted\":%%s,\"files\":%%s}'";
     /* a key: its probe and its delete (by TID), its file's row, its DV's probe and close */
     snprintf(p, plen, fast_fmt, (long long)big, ids);
-    assert_probes("fast delete", explain(c, "fast delete", engine_test_commit_sql(3), p, settings),
+    assert_probes("fast delete",
+                  explain(c, "fast delete", engine_test_commit_sql(ENGINE_TEST_SQL_FAST_DELETE_I8),
+                          p, settings),
                   6, hit, files);
     /* the key of the file with a history: a generic plan may take the primary key rather than the
        live-DV index (the one-statement delete did, on a fresh table), whose entries for the file
        are its whole history; read backwards, the live DV comes first */
     snprintf(p, plen, fast_fmt, (long long)big, one);
     assert_probes("fast delete, one key",
-                  explain(c, "fast delete, one key", engine_test_commit_sql(3), p, settings), 8, 1,
-                  files);
+                  explain(c, "fast delete, one key",
+                          engine_test_commit_sql(ENGINE_TEST_SQL_FAST_DELETE_I8), p, settings),
+                  8, 1, files);
     char pk_only[640];
     snprintf(pk_only, sizeof pk_only,
              "%s; DROP INDEX strike.deletion_vectors_live_by_table_file; DROP INDEX "
              "strike.deletion_vectors_unfolded",
              settings);
     assert_probes("fast delete, one key, by the primary key",
-                  explain(c, "fast delete, one key, by the primary key", engine_test_commit_sql(3),
-                          p, pk_only),
+                  explain(c, "fast delete, one key, by the primary key",
+                          engine_test_commit_sql(ENGINE_TEST_SQL_FAST_DELETE_I8), p, pk_only),
                   8, 1, files);
     snprintf(p, plen, "%lld, '%s'", (long long)big, one);
     assert_probes("key lookup, by the primary key",
                   explain(c, "key lookup, by the primary key", engine_test_key_sql(0), p, pk_only),
                   4, 1, files);
     snprintf(p, plen, "%lld, 1001, '%s'", (long long)big, one);
-    assert_probes(
-        "close DVs, by the primary key",
-        explain(c, "close DVs, by the primary key", engine_test_commit_sql(1), p, pk_only), 3, 1,
-        files);
+    assert_probes("close DVs, by the primary key",
+                  explain(c, "close DVs, by the primary key",
+                          engine_test_commit_sql(ENGINE_TEST_SQL_CLOSE_DVS), p, pk_only),
+                  3, 1, files);
     free(p);
     free(ids);
     snprintf(sql, sizeof sql, "DELETE FROM strike.key_index_i8 WHERE table_id = %lld",
@@ -651,9 +650,14 @@ static void check_by_file(PGconn *c, int tables, int files, int hit)
 }
 
 /*
- * The same statements on a fresh, never-analyzed catalog of one table of 100 files (where
- * `v.table_id = $1` in the one-statement delete's close of a DV made it walk the table's 100 live
- * DVs for each single-key delete), then among many tables.
+ * A generic plan expects a table to hold the catalog's rows divided by its number of tables, so
+ * `table_id = $1` looks like a few rows, and a statement that said `table_id = $1 AND
+ * data_file_id = ANY($3)` was planned as a walk of a big table's live rows filtered by file
+ * (SQL_CLOSE_DVS took 5-7 ms for 91 files of 16,000, its delta twin 90 ms; docs/SCALE.md).
+ * Under the commit's own settings and generic plans, the statements a commit runs per file must
+ * probe each of its files, on a fresh, never-analyzed catalog of one table of 100 files (where
+ * `v.table_id = $1` in the one-statement delete's close of a DV made it walk the table's 100
+ * live DVs for each single-key delete), then on a big table among many small ones.
  */
 static void test_by_file_statements_probe_among_many_tables(void **state)
 {
