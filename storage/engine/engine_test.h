@@ -31,8 +31,8 @@ enum engine_fault {
     /* Every commit's blobs look `n` seconds older than they are (0: as they
        are), to the check before COMMIT and to the deadline it sends. */
     FAULT_BLOB_AGE_S,
-    /* Every commit's transaction waits at most `n` ms for a lock (0: the
-       session's lock_timeout). */
+    /* Every commit's transaction, and every step of a remap catch-up, waits
+       at most `n` ms for a lock (0: the session's lock_timeout). */
     FAULT_LOCK_TIMEOUT_MS,
     /* The next N change batches whose lookups are split over two catalog
        connections fail the second connection's half (its statements fail):
