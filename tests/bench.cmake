@@ -27,3 +27,9 @@ set_tests_properties(bench_history PROPERTIES LABELS "unit;bench" ENVIRONMENT "P
 add_test(NAME bench_profile_tools COMMAND ${STRIKE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bench/test_bench_profile.py)
 set_tests_properties(bench_profile_tools PROPERTIES LABELS "unit;bench" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1"
                      TIMEOUT 60)
+
+# bench_scale_report: `make bench-scale`'s report (tests/bench/scale.py) on synthetic rounds: its
+# rows, the goals met or not, and why, from the run's own counters.
+add_test(NAME bench_scale_report COMMAND ${STRIKE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/bench/test_bench_scale.py)
+set_tests_properties(bench_scale_report PROPERTIES LABELS "unit;bench" ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1"
+                     TIMEOUT 60)

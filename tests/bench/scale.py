@@ -76,6 +76,39 @@ def spread(v, f):
     return f"{f(med(v))} ({f(min(v))}–{f(max(v))})" if v else "–"
 
 
+def disk_read_sectors():
+    """Sectors read from the machine's whole disks so far (/proc/diskstats; partitions, loop and
+    device-mapper devices left out, so that nothing counts twice)."""
+    total = 0
+    with open("/proc/diskstats") as f:
+        for line in f:
+            p = line.split()
+            name = p[2]
+            if name.startswith(("loop", "ram", "sr", "dm-", "zram")):
+                continue
+            if os.path.exists(f"/sys/class/block/{name}/partition"):
+                continue
+            total += int(p[5])
+    return total
+
+
+def load_peer(psql, name, n):
+    """The PostgreSQL peer's table `name` of n rows (keys 0..n-1): the peers' columns and widths
+    (make_row in bench_engine.c), by INSERT ... SELECT generate_series, the primary key built after."""
+    psql(f"CREATE TABLE {name} (id bigint NOT NULL, user_id bigint NOT NULL, "
+         "amount double precision NOT NULL, status text NOT NULL, payload text NOT NULL)")
+    step = 10000000
+    for lo in range(0, n, step):
+        hi = min(n, lo + step) - 1
+        psql(f"INSERT INTO {name} SELECT g, abs(hashint8(g)) % 1000000, (abs(hashint8(g + 1)) % 10000000) / 100.0, "
+             "(ARRAY['active','pending','closed','refunded'])[1 + abs(hashint8(g + 2)) % 4], "
+             "'{\"ev\":\"' || (ARRAY['view','cart','buy','refund'])[1 + abs(hashint8(g + 3)) % 4] || "
+             "'\",\"sku\":' || g % 5000 || ',\"sess\":\"' || md5(g::text) || "
+             "'\",\"ua\":\"Mozilla/5.0 (X11; Linux x86_64)\"}' "
+             f"FROM generate_series({lo}::bigint, {hi}::bigint) g")
+    psql(f"ALTER TABLE {name} ADD PRIMARY KEY (id)")
+
+
 class Scale:
     def __init__(self, a):
         self.a = a
@@ -133,19 +166,7 @@ class Scale:
         for name, n in (("small", a.small), ("big", a.big)):
             log(f"PostgreSQL peer: {name}, {n:,} rows (INSERT ... SELECT generate_series, then the primary key)")
             t = time.monotonic()
-            self.psql("peer", f"CREATE TABLE {name} (id bigint NOT NULL, user_id bigint NOT NULL, "
-                              "amount double precision NOT NULL, status text NOT NULL, payload text NOT NULL)")
-            step = 10000000
-            for lo in range(0, n, step):  # the peers' columns and widths (make_row in bench_engine.c)
-                hi = min(n, lo + step) - 1
-                self.psql("peer", (
-                    f"INSERT INTO {name} SELECT g, abs(hashint8(g)) % 1000000, (abs(hashint8(g + 1)) % 10000000) / 100.0, "
-                    "(ARRAY['active','pending','closed','refunded'])[1 + abs(hashint8(g + 2)) % 4], "
-                    "'{\"ev\":\"' || (ARRAY['view','cart','buy','refund'])[1 + abs(hashint8(g + 3)) % 4] || "
-                    "'\",\"sku\":' || g % 5000 || ',\"sess\":\"' || md5(g::text) || "
-                    "'\",\"ua\":\"Mozilla/5.0 (X11; Linux x86_64)\"}' "
-                    f"FROM generate_series({lo}::bigint, {hi}::bigint) g"))
-            self.psql("peer", f"ALTER TABLE {name} ADD PRIMARY KEY (id)")
+            load_peer(lambda sql: self.psql("peer", sql), name, n)
             self.res["load"]["pg_" + name] = {"rows": n, "seconds": time.monotonic() - t}
             log(f"  {time.monotonic() - t:.0f} s")
         t = time.monotonic()
@@ -175,19 +196,30 @@ class Scale:
             sides = ["strike", "pg"] if (r + (name == "big")) % 2 == 0 else ["pg", "strike"]
             for side in sides:
                 common = ["--rows", n, "--rounds", a.batches, "--batch", a.batch, "--key-offset", k * per]
+                io0 = self.reads("strike" if side == "strike" else "peer")
                 if side == "strike":
                     x = self.engine("ingest", "--table", name, *common, "--new-base", 10**12 + k * per)
                 else:
                     x = self.engine("pgingest", "--pgtable", name, *common, "--new-base", 10**12 + k * per, pg=True)
+                io1 = self.reads("strike" if side == "strike" else "peer")
+                x["blks_read_per_row"] = (io1[0] - io0[0]) / x["rows"]
+                x["disk_kib_per_row"] = (io1[1] - io0[1]) * 512 / 1024 / x["rows"]
                 out[f"{side}_ingest_{name}"] = x
                 log(f"  round {r} {name} {side} ingest: {x['rows_per_s']:,.0f} rows/s, "
-                    f"WAL {x['wal_bytes_per_row']:,.0f} B/row ({x['wal_fpi'] / a.batches:,.0f} FPI/batch)")
+                    f"WAL {x['wal_bytes_per_row']:,.0f} B/row ({x['wal_fpi'] / a.batches:,.0f} FPI/batch), "
+                    f"{x['blks_read_per_row']:.2f} blocks read/row, disk {x['disk_kib_per_row']:.1f} KiB/row")
             x = self.engine("delete1", "--table", name, "--rows", n, "--samples", a.samples, "--warmup", 5,
                             "--key-offset", n // 2 + k * (a.samples + 5))
             x.pop("ms", None)
             out[f"delete1_{name}"] = x
             log(f"  round {r} {name} delete1: p50 {x['p50_ms']:.2f} ms (p99 {x['p99_ms']:.2f} ms)")
         self.res["rounds"].append(out)
+
+    def reads(self, db):
+        """Blocks the database read from outside shared_buffers (its backends' counts, flushed when
+        they exit: bench_engine has exited) and the disk's sectors read, so far."""
+        return int(self.psql("postgres", f"SELECT blks_read FROM pg_stat_database WHERE datname = '{db}'")), \
+            disk_read_sectors()
 
     def checkpoints(self):
         row = self.psql("postgres", "SELECT checkpoints_timed, checkpoints_req FROM pg_stat_bgwriter").strip()
@@ -203,6 +235,12 @@ class Scale:
         wp = {n: col(f"pg_ingest_{n}", "wal_bytes_per_row") for n in ("small", "big")}
         fs = {n: [x / a.batches for x in col(f"strike_ingest_{n}", "wal_fpi")] for n in ("small", "big")}
         fp = {n: [x / a.batches for x in col(f"pg_ingest_{n}", "wal_fpi")] for n in ("small", "big")}
+        # runs from before these two columns existed (a --hold profile's JSON) have no reads
+        rd = lambda side, n, f: [x[f"{side}_ingest_{n}"].get(f, float("nan")) for x in R]
+        bs = {n: rd("strike", n, "blks_read_per_row") for n in ("small", "big")}
+        bp = {n: rd("pg", n, "blks_read_per_row") for n in ("small", "big")}
+        ks = {n: rd("strike", n, "disk_kib_per_row") for n in ("small", "big")}
+        kp = {n: rd("pg", n, "disk_kib_per_row") for n in ("small", "big")}
         z = self.res["sizes"]
         keys = a.small + a.big
         ms = lambda v: f"{v:.2f} ms"
@@ -232,6 +270,13 @@ class Scale:
         row(f"full-page images per batch of {a.batch:,}: strike (PostgreSQL's upsert)",
             f"{one(med(fs['small']))} ({one(med(fp['small']))})", f"{one(med(fs['big']))} ({one(med(fp['big']))})",
             "–", "report", "–")
+        two = lambda v: f"{v:.2f}"
+        row("blocks read from outside shared_buffers per ingested row: strike (PostgreSQL's upsert)",
+            f"{two(med(bs['small']))} ({two(med(bp['small']))})", f"{two(med(bs['big']))} ({two(med(bp['big']))})",
+            "–", "report", "–")
+        row("disk KiB read per ingested row, whole machine: strike (PostgreSQL's upsert)",
+            f"{med(ks['small']):.1f} ({med(kp['small']):.1f})", f"{med(ks['big']):.1f} ({med(kp['big']):.1f})",
+            "–", "report", "–")
         row("catalog bytes per key (whole strike database / keys; key index alone)",
             "–", f"{byt(z['strike_db'] / keys)}; {byt(z['strike_key_index'] / keys)}", "–",
             "report", "–")
@@ -257,13 +302,49 @@ class Scale:
             f"{z['strike_key_index_pk'] / 2**30:.2f} GiB); PostgreSQL's big table {z['peer_big'] / 2**30:.2f} GiB.",
             f"- Checkpoints during the rounds (timed, requested): {self.res['checkpoints']}.",
         ]
-        text = "\n".join(md) + "\n\n" + "\n".join(notes) + "\n"
+        why = self.why_not(sr, xb, dr, med(bs["big"]), med(bp["big"]), med(ks["big"]), med(kp["big"]),
+                           med(fs["big"]), med(ws["big"]), med(ws["small"]), med(wp["big"]))
+        text = "\n".join(md) + "\n\n" + "\n".join(notes) + "\n" + ("\n" + "\n".join(why) + "\n" if why else "")
         print(text)
         stamp = datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S")
         with open(os.path.join(self.out, f"scale-{stamp}.json"), "w") as f:
             json.dump(self.res, f, indent=1)
         with open(os.path.join(self.out, "scale-latest.md"), "w") as f:
             f.write(text)
+
+    def why_not(self, sr, xb, dr, blk, pblk, kib, pkib, fpi, wal, wal_small, pwal):
+        """One line per goal not met: what this run measured that explains it."""
+        a, z = self.a, self.res["sizes"]
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+        if kib >= 1.0:
+            cause = (f"the disk read {kib:.1f} KiB per ingested row ({blk:.2f} blocks from outside "
+                     f"shared_buffers): the key index's pages an update needs ({z['strike_key_index'] / 2**30:.1f} GiB "
+                     f"of key index, beside the peer's {z['peer_big'] / 2**30:.1f} GiB, on {ram:.1f} GiB of RAM) "
+                     "are not in the page cache, and each updated key waits on random reads")
+        elif fpi >= a.batch / 10:
+            cause = (f"the WAL: {wal:,.0f} bytes per row ({wal_small:,.0f} at {a.small:,} keys), {fpi:,.0f} full-page "
+                     "images per batch, each first change of a key-index page after a checkpoint")
+        else:
+            cause = ("neither the disk's reads nor the WAL grew; the engine's debug timings "
+                     "(STRIKE_BENCH_LOG_LEVEL=debug) say which statement did")
+        why = []
+        if sr < 0.8:
+            why.append(f"- Why ingest at {a.big:,} keys is {sr:.2f}x the figure at {a.small:,}, not ≥0.8x: {cause}.")
+        if xb < 1.5 and max(kib, pkib) >= 1.0:
+            why.append(f"- Why strike is {xb:.2f}x PostgreSQL's upsert at {a.big:,} keys, not ≥1.5x: both pay the same "
+                       f"kind of cost per updated key (PostgreSQL's upsert: {pkib:.1f} KiB from the disk and "
+                       f"{pblk:.2f} blocks read per row; strike: {kib:.1f} and {blk:.2f}); strike's narrower key index "
+                       "is not enough of an edge once neither fits the cache. docs/SCALE.md, \"A two-level key "
+                       "index, measured\", says what would change that.")
+        elif xb < 1.5:
+            why.append(f"- Why strike is {xb:.2f}x PostgreSQL's upsert at {a.big:,} keys, not ≥1.5x: neither side read "
+                       f"from the disk; strike wrote {wal:,.0f} WAL bytes per row and PostgreSQL's upsert {pwal:,.0f}, "
+                       "and the rest is each side's work per row on this machine's CPUs.")
+        if dr > 1.2:
+            why.append(f"- Why the single-key delete at {a.big:,} keys is {dr:.2f}x the figure at {a.small:,}: "
+                       f"the ingest's reads ({blk:.2f} blocks per row from outside shared_buffers) show how much of "
+                       "the key index the cache holds; the delete reads one leaf and one heap page of it.")
+        return why
 
     def main(self):
         self.start()
