@@ -41,6 +41,8 @@ strike_on_s3(test_cli_admin test_cli_admin_s3 ${STRIKE_PYTHON}
              ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_cli_admin.py)
 
 strike_unit_test(test_engine_schema PG SOURCES unit/test_engine_schema.c LIBS strike_enginetest)
+# A catalog of an older schema, with rows, migrates when the engine opens it (schema.c).
+strike_unit_test(test_engine_migrate PG SOURCES unit/test_engine_migrate.c LIBS strike_enginetest)
 
 # catalog_table_id: every catalog statement on a per-table catalog table carries table_id (the
 # catalog is ready to be distributed by table_id, docs/SCALE.md), read from the source; the

@@ -372,12 +372,13 @@ static int take_base_read(struct cbatch *b, struct plan *p, struct hmap *last,
 #define SQL_LOOKUP_FILES                                                                           \
     "SELECT NULL, f.id, NULL, NULL, f.path, f.record_count, dv.puffin_path, dv.blob_offset, "      \
     "dv.blob_length, dv.cardinality, dv.inline_blob, NULL, dv.delta FROM unnest($2::bigint[]) AS " \
-    "u(id) CROSS JOIN LATERAL (SELECT f.id, f.table_id, f.removed_seq, f.path, f.record_count "    \
-    "FROM strike.data_files f WHERE f.id = u.id LIMIT 1) f LEFT JOIN LATERAL (SELECT "             \
-    "d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.inline_blob, d.delta FROM "     \
-    "strike.deletion_vectors d WHERE d.table_id = $1 AND d.data_file_id = f.id AND d.removed_seq " \
-    "IS NULL ORDER BY d.added_seq DESC LIMIT 1) dv "                                               \
-    "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL"
+    "u(id) CROSS JOIN LATERAL (SELECT f.id, f.removed_seq, f.path, f.record_count FROM "           \
+    "strike.data_files f WHERE f.table_id = $1 AND f.id = u.id LIMIT 1) f LEFT JOIN LATERAL "      \
+    "(SELECT d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.inline_blob, d.delta "  \
+    "FROM strike.deletion_vectors d WHERE d.table_id = $1 AND d.data_file_id = f.id AND "          \
+    "d.removed_seq IS NULL ORDER BY d.added_seq DESC LIMIT 1) dv ON true WHERE f.removed_seq IS "  \
+    "NULL"
+const char *const eng__sql_lookup_files = SQL_LOOKUP_FILES;
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -456,7 +457,7 @@ static int resolve_moved(struct engine *e, PGconn *c, struct cbatch *b, struct p
             const char *v[2] = {pgu_i64(&tid, b->t->id), (const char *)arr.data};
             const int l[2] = {0, (int)arr.len};
             const int f[2] = {0, 1};
-            PGresult *r = cat_pq_exec_params(c, SQL_LOOKUP_FILES, 2, NULL, v, l, f, 1);
+            PGresult *r = cat_pq_exec_params(c, eng__sql_lookup_files, 2, NULL, v, l, f, 1);
             buf_free(&arr);
             if (PQresultStatus(r) != PGRES_TUPLES_OK) {
                 rc = cat_fail(c, r, "reading the files of moved keys", err);

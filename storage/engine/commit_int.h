@@ -273,9 +273,9 @@ void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
 /*
  * The key-index rows of keys[lo, hi) and, in the same statement, the live
  * files they point to with their live DVs: rows with a NULL key are files.
- * Each file is one probe of data_files' primary key (the table and
- * liveness are checked after the probe, so that no other index of
- * data_files matches) and its DV one probe of deletion_vectors_live_by_table_file
+ * Each file is one probe of data_files' primary key (table_id, id) (its
+ * liveness is checked after the probe, so that data_files_live cannot
+ * replace it) and its DV one probe of deletion_vectors_live_by_table_file
  * (LATERAL ... LIMIT 1 again) or of the primary key read backwards (ORDER BY
  * added_seq DESC: the live DV is the file's newest, so a generic plan that
  * takes the primary key reads it first, not the file's DV history): the cost
@@ -293,12 +293,15 @@ void eng__key_array_add(struct buf *arr, bool i8, const uint8_t *k, size_t n);
     "f.id, NULL, NULL, f.path, f.record_count, dv.puffin_path, dv.blob_offset, dv.blob_length, "   \
     "dv.cardinality, dv.inline_blob, NULL, dv.delta FROM (SELECT DISTINCT file_id FROM k) kf "     \
     "CROSS JOIN "                                                                                  \
-    "LATERAL (SELECT f.id, f.table_id, f.removed_seq, f.path, f.record_count FROM "                \
-    "strike.data_files f WHERE f.id = kf.file_id LIMIT 1) f LEFT JOIN LATERAL (SELECT "            \
+    "LATERAL (SELECT f.id, f.removed_seq, f.path, f.record_count FROM strike.data_files f WHERE "  \
+    "f.table_id = $1 AND f.id = kf.file_id LIMIT 1) f LEFT JOIN LATERAL (SELECT "                  \
     "d.puffin_path, d.blob_offset, d.blob_length, d.cardinality, d.inline_blob, d.delta FROM "     \
     "strike.deletion_vectors d WHERE d.table_id = $1 AND d.data_file_id = f.id AND d.removed_seq " \
     "IS NULL ORDER BY d.added_seq DESC LIMIT 1) dv "                                               \
-    "ON true WHERE f.table_id = $1 AND f.removed_seq IS NULL"
+    "ON true WHERE f.removed_seq IS NULL"
+/* The live files of ids $2 (of table $1) with their live DVs, in SQL_LOOKUP's columns (its file
+   rows): the files a remap moved keys into (commit_base.c). */
+extern const char *const eng__sql_lookup_files;
 /* SQL_LOOKUP's column of a file's inline base DV (bytea; NULL when in a Puffin file). */
 #define SQL_LOOKUP_INLINE_COL 10
 /* SQL_LOOKUP's column of a key row's ctid (tid, binary: 6 bytes). */
@@ -488,8 +491,8 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
  *          table checked as `(x.table_id = $1) IS TRUE`, which no index can
  *          take: with `x.table_id = $1` the generic plan could walk the
  *          table's key rows by table_id and filter them by ctid instead
- *   g, f   per file: its positions; the file by its primary key (table and
- *          liveness checked after the probe), its live DV by
+ *   g, f   per file: its positions; the file by its primary key (table_id,
+ *          id) (liveness checked after the probe), its live DV by
  *          deletion_vectors_live_by_table_file; the new positions' list body
  *   chk    fails unless the file takes them: a bad integer (22P02) when a
  *          key points into a file a rewrite replaced (the general path
@@ -536,8 +539,8 @@ int eng__remap_catch_up(struct engine *e, PGconn *c, const struct engine_table *
     "strike.dv_poslist_body(dv.delta) AS oldb, coalesce(dv.found, false) AS found, dv.dt, dv.ds, " \
     "coalesce(dv.card, 0) + g.n AS card, coalesce(octet_length(dv.delta) - 12, 0) / 4 + g.n AS "   \
     "nd, (SELECT string_agg(int4send(p::int), ''::bytea ORDER BY p) FROM unnest(g.ps) AS p) AS "   \
-    "body FROM g LEFT JOIN LATERAL (SELECT x.record_count AS rc, x.table_id = $1 AND "             \
-    "x.removed_seq IS NULL AS live FROM strike.data_files x WHERE x.id = g.file_id LIMIT 1) fl "   \
+    "body FROM g LEFT JOIN LATERAL (SELECT x.record_count AS rc, x.removed_seq IS NULL AS live "   \
+    "FROM strike.data_files x WHERE x.table_id = $1 AND x.id = g.file_id LIMIT 1) fl "             \
     "ON true LEFT JOIN LATERAL (SELECT v.delta, v.cardinality AS card, true AS found, v.table_id " \
     "AS dt, v.added_seq AS ds FROM strike.deletion_vectors v WHERE v.table_id = $1 AND "           \
     "v.data_file_id = g.file_id AND v.removed_seq IS NULL ORDER BY v.added_seq DESC LIMIT 1) dv "  \

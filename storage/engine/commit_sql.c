@@ -62,19 +62,20 @@ static const char *SQL_FILE =
  * catalog's rows divided by its number of tables, and a big table among many small ones holds
  * far more (6 ms for 91 files of 16,000 among 3,000 tables, 1.1 ms as written here;
  * docs/SCALE.md "A big table among many small ones"). So the updated rows are named by a
- * semi-join on their whole key, found by a LATERAL ... LIMIT 1 probe per id, and the target has
- * no condition of its own that an index could take as a range (nor one the planner could
- * derive: the probe's table is checked as a column it returns, not as an equality): its only
- * plan is one probe of its primary key per row (test_engine_history). Nothing else updates a
+ * semi-join on their whole key, found by a LATERAL ... LIMIT 1 probe per id of the primary key
+ * (table_id, id) (liveness checked after the probe, so that data_files_live cannot replace it),
+ * and the target has no condition of its own that an index could take as a range (nor one the
+ * planner could derive: the probe's equalities stay inside it): its only plan is one probe of
+ * its primary key per row (test_engine_history). Nothing else updates a
  * live file row, and the commit holds the table's row lock; a DV row may meanwhile be folded
  * (dvflush.c), which keeps its key: the UPDATE then waits and closes the row as the fold left
  * it.
  */
 static const char *SQL_REMOVE_FILES =
-    "UPDATE strike.data_files t SET removed_seq = $2 WHERE (t.id, t.table_id) IN (SELECT x.id, "
-    "x.table_id FROM unnest($3::bigint[]) AS u(id) CROSS JOIN LATERAL (SELECT f.id, f.table_id, "
-    "f.table_id = $1 AND f.removed_seq IS NULL AS mine FROM strike.data_files f WHERE f.id = u.id "
-    "LIMIT 1) x WHERE x.mine)";
+    "UPDATE strike.data_files t SET removed_seq = $2 WHERE (t.table_id, t.id) IN (SELECT "
+    "x.table_id, x.id FROM unnest($3::bigint[]) AS u(id) CROSS JOIN LATERAL (SELECT f.table_id, "
+    "f.id, f.removed_seq IS NULL AS live FROM strike.data_files f WHERE f.table_id = $1 AND f.id "
+    "= u.id LIMIT 1) x WHERE x.live)";
 /* The live DV rows of the files of $3, as (table, file, added_seq), by one probe each. */
 #define LIVE_DV_KEYS                                                                               \
     "SELECT x.t, x.f, x.s FROM unnest($3::bigint[]) AS u(f) CROSS JOIN LATERAL (SELECT "           \
@@ -989,6 +990,8 @@ const char *engine_test_commit_sql(enum engine_test_commit_sql which)
         return SQL_DELTA_DVS;
     case ENGINE_TEST_SQL_FAST_DELETE_I8:
         return eng__sql_fast_delete_i8;
+    case ENGINE_TEST_SQL_LOOKUP_FILES:
+        return eng__sql_lookup_files;
     }
     return NULL;
 }

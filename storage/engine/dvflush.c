@@ -61,25 +61,25 @@ static const char *const SQL_FLUSH_PLANS =
 #define PICK_COLS                                                                                  \
     "SELECT d.data_file_id, d.added_seq, d.inline_blob, d.cardinality, f.path, d.puffin_path, "    \
     "d.blob_offset, d.blob_length, d.delta FROM "
-/* A row's data file, by one probe of its primary key (LATERAL ... LIMIT 1: with the join
-   `f.id = d.data_file_id AND f.table_id = d.table_id` the planner could scan the table's files by
-   data_files_by_table instead, and did on small and fresh catalogs); its table checked after. */
+/* A row's data file, by one probe of its primary key (table_id, id) (LATERAL ... LIMIT 1: as a
+   join, `f.table_id = d.table_id` would share d's `= $1` and the planner could scan the table's
+   files by data_files_by_table instead, as it did on small and fresh catalogs). */
 #define PICK_FILE                                                                                  \
-    " CROSS JOIN LATERAL (SELECT f.path, f.table_id FROM strike.data_files f WHERE f.id = "        \
-    "d.data_file_id LIMIT 1) f "
+    " CROSS JOIN LATERAL (SELECT f.path FROM strike.data_files f WHERE f.table_id = d.table_id "   \
+    "AND f.id = d.data_file_id LIMIT 1) f "
 /* The listed rows ($2 files, $3 added seqs) of table $1 that are still inline or carry a delta. */
 static const char *const SQL_PICK_LISTED =
     PICK_COLS "unnest($2::bigint[], $3::bigint[]) AS u(f, s) JOIN strike.deletion_vectors d ON "
               "d.table_id = $1 AND d.data_file_id = u.f AND d.added_seq = u.s" PICK_FILE
-              "WHERE f.table_id = d.table_id AND (d.inline_blob IS NOT NULL OR d.delta IS NOT "
-              "NULL) FOR UPDATE OF d SKIP LOCKED";
+              "WHERE (d.inline_blob IS NOT NULL OR d.delta IS NOT NULL) FOR UPDATE OF d SKIP "
+              "LOCKED";
 /* Up to $2 rows of table $1 (the deletion_vectors_unfolded index) that are inline or whose delta
    holds ENGINE_DV_FOLD_AT positions or more. */
 static const char *const SQL_PICK_TABLE =
     PICK_COLS "strike.deletion_vectors d" PICK_FILE
-              "WHERE d.table_id = $1 AND f.table_id = d.table_id AND (d.inline_blob IS NOT NULL OR "
-              "d.delta IS NOT NULL) AND (d.inline_blob IS NOT NULL OR octet_length(d.delta) >= $3) "
-              "LIMIT $2 FOR UPDATE OF d SKIP LOCKED";
+              "WHERE d.table_id = $1 AND (d.inline_blob IS NOT NULL OR d.delta IS NOT NULL) AND "
+              "(d.inline_blob IS NOT NULL OR octet_length(d.delta) >= $3) LIMIT $2 FOR UPDATE OF "
+              "d SKIP LOCKED";
 /* A row's new base: its whole set, in the new file; no delta (same set, same cardinality). Each
    row of table $6 by one probe of the primary key. The still-unfolded check is spelled
    coalesce(...) IS NOT NULL, not the deletion_vectors_unfolded index's predicate: with the table's

@@ -156,6 +156,9 @@ enum engine_test_commit_sql {
     ENGINE_TEST_SQL_DELTA_DVS,
     /* the one-statement delete by keys of a bigint key (commit_int.h SQL_FAST_DELETE) */
     ENGINE_TEST_SQL_FAST_DELETE_I8,
+    /* $1 table id, $2 file ids: the live ones with their live DVs (the base read's files that
+       a remap moved keys into) */
+    ENGINE_TEST_SQL_LOOKUP_FILES,
 };
 const char *engine_test_commit_sql(enum engine_test_commit_sql which);
 /* The settings around the statements at ctids (true: before them, false: after). */

@@ -90,7 +90,7 @@ static const char *const SQL_EXPIRE_QUEUE =
     "h.valid_until FROM strike.presign_horizons h WHERE h.table_id = $2), '-infinity')) FROM "
     "unnest($1::text[]) AS u(p) WHERE NOT EXISTS (SELECT 1 FROM strike.data_files f WHERE "
     "f.path = u.p) AND NOT EXISTS (SELECT 1 FROM strike.deletion_vectors d WHERE d.puffin_path "
-    "= u.p AND d.puffin_path IS NOT NULL) ON CONFLICT (path) DO NOTHING RETURNING path, "
+    "= u.p AND d.puffin_path IS NOT NULL) ON CONFLICT (table_id, path) DO NOTHING RETURNING path, "
     "(extract(epoch FROM deletable_after) * 1000000)::bigint";
 /* An erasure's expiry: the blobs earlier expiries of the table queued go now too. */
 static const char *const SQL_EXPIRE_UNQUEUE =
@@ -359,20 +359,21 @@ out:
  * moved $2 seconds on (a test hook; 0), of table $1 (or of every table: $1, $2 are then
  * the clock's move and the count), oldest
  * first; rows another collector holds are skipped. Each returned with whether a
- * catalog row references it again (it must not be deleted then).
+ * catalog row references it again (it must not be deleted then). The rows taken are
+ * deleted by their key, (table_id, path).
  */
 #define SQL_COLLECT_RETURNING                                                                      \
     " FOR UPDATE SKIP LOCKED) RETURNING x.path, EXISTS (SELECT 1 FROM strike.data_files f WHERE "  \
     "f.path = x.path) OR EXISTS (SELECT 1 FROM strike.deletion_vectors d WHERE d.puffin_path = "   \
     "x.path AND d.puffin_path IS NOT NULL)"
 static const char *const SQL_COLLECT_TABLE =
-    "DELETE FROM strike.expired_blobs x WHERE x.path IN (SELECT path FROM strike.expired_blobs "
-    "WHERE table_id = $1 AND deletable_after <= now() + make_interval(secs => $2::double "
-    "precision) ORDER BY deletable_after LIMIT $3" SQL_COLLECT_RETURNING;
+    "DELETE FROM strike.expired_blobs x WHERE (x.table_id, x.path) IN (SELECT table_id, path FROM "
+    "strike.expired_blobs WHERE table_id = $1 AND deletable_after <= now() + make_interval(secs "
+    "=> $2::double precision) ORDER BY deletable_after LIMIT $3" SQL_COLLECT_RETURNING;
 static const char *const SQL_COLLECT_ALL =
-    "DELETE FROM strike.expired_blobs x WHERE x.path IN (SELECT path FROM strike.expired_blobs "
-    "WHERE deletable_after <= now() + make_interval(secs => $1::double precision) ORDER BY "
-    "deletable_after LIMIT $2" SQL_COLLECT_RETURNING;
+    "DELETE FROM strike.expired_blobs x WHERE (x.table_id, x.path) IN (SELECT table_id, path FROM "
+    "strike.expired_blobs WHERE deletable_after <= now() + make_interval(secs => $1::double "
+    "precision) ORDER BY deletable_after LIMIT $2" SQL_COLLECT_RETURNING;
 
 /* engine_int.h */
 int eng__expired_collect(struct engine *e, PGconn *c, int64_t table_id, int64_t *files,

@@ -114,7 +114,7 @@ static int walk_blobs(struct engine *e, blob_fn fn, void *ctx, struct st_err *er
  * The paths of $1 (text[]) that no catalog row references, nor the queue of
  * expired blobs waiting out their grace, nor the Iceberg export: an index
  * probe per path of each (data_files_by_path, deletion_vectors_by_path,
- * expired_blobs_pkey, and iceberg_*_by_path/_by_list/_by_hint), run under
+ * expired_blobs_by_path, and iceberg_*_by_path/_by_list/_by_hint), run under
  * eng__sql_gc_plans so that no plan reads a whole table (a hashed anti-join
  * would read every path of the catalog for each batch).
  */

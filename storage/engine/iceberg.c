@@ -1055,18 +1055,18 @@ static int export_snapshot(struct xpass *x, int64_t s, int64_t ts_ms, const char
  * concurrent flush or relocation takes the others), the file written while
  * it is open, the rows' location updated. The old Puffin file stays for the
  * readers that planned with it; the collector takes it once nothing refers
- * to it. *left: rows still to move (held by another transaction).
+ * to it. *left: rows still to move (held by another transaction). Each
+ * row's data file (its path) is one probe of data_files' primary key
+ * (table_id, id), as dvflush.c's picks take it.
  */
 static const char *const SQL_RELOCATE_PICK =
     "SELECT d.data_file_id, d.added_seq, coalesce(d.puffin_path, ''), d.blob_offset, "
     "d.blob_length, d.cardinality, d.inline_blob, f.path, d.delta FROM strike.deletion_vectors d "
-    "CROSS JOIN LATERAL (SELECT f.path, f.table_id FROM strike.data_files f WHERE f.id = "
-    "d.data_file_id LIMIT 1) f WHERE d.table_id = $1 AND f.table_id = d.table_id AND "
-    "(d.inline_blob IS NOT NULL OR d.legacy_ref OR d.delta IS NOT NULL) AND ((d.removed_seq IS "
-    "NULL AND "
-    "d.added_seq > $2 AND d.added_seq "
-    "<= $3) OR (d.removed_seq > $2 AND d.added_seq <= $3)) LIMIT " /* RELOCATE_BATCH */ "512 FOR "
-    "UPDATE OF d SKIP LOCKED";
+    "CROSS JOIN LATERAL (SELECT f.path FROM strike.data_files f WHERE f.table_id = d.table_id AND "
+    "f.id = d.data_file_id LIMIT 1) f WHERE d.table_id = $1 AND (d.inline_blob IS NOT NULL OR "
+    "d.legacy_ref OR d.delta IS NOT NULL) AND ((d.removed_seq IS NULL AND d.added_seq > $2 AND "
+    "d.added_seq <= $3) OR (d.removed_seq > $2 AND d.added_seq <= $3)) LIMIT " /* RELOCATE_BATCH */
+    "512 FOR UPDATE OF d SKIP LOCKED";
 static const char *const SQL_RELOCATE_MOVE =
     "UPDATE strike.deletion_vectors SET puffin_path = $3, blob_offset = $4, blob_length = $5, "
     "inline_blob = NULL, legacy_ref = false, delta = NULL WHERE data_file_id = $1 AND added_seq = "

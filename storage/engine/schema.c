@@ -403,6 +403,25 @@ const struct migration cat__migrations[] = {
      "CREATE UNIQUE INDEX snapshots_by_commit ON strike.snapshots (table_id, commit_id);"
      "DROP INDEX strike.erasures_by_table;"
      "ALTER TABLE strike.erasures DROP CONSTRAINT erasures_pkey, ADD PRIMARY KEY (table_id, id);"},
+    /* A data file is keyed within its table, (table_id, id), and a DV names its file by the same
+       pair (the foreign key, whose cascade from a file's delete is then a probe of the DVs'
+       primary key, not a scan of every DV row); an expired blob is keyed (table_id, path): every
+       unique key and foreign key of a per-table table leads with table_id, as a catalog
+       distributed by table_id needs (docs/SCALE.md). id stays a bigserial, unique over the
+       catalog by its sequence; no statement reaches a file without its table. The collector's and
+       fsck's look-ups of a path over every table probe expired_blobs_by_path, as they probe
+       data_files_by_path (a plain index: a unique key without table_id cannot be distributed).
+       Builds the three indexes from the heaps (no heap is rewritten) and checks the new foreign
+       key (one join of deletion_vectors with data_files). */
+    {20, "data files keyed by (table_id, id), expired blobs by (table_id, path)",
+     "ALTER TABLE strike.deletion_vectors DROP CONSTRAINT deletion_vectors_data_file_id_fkey;"
+     "ALTER TABLE strike.data_files DROP CONSTRAINT data_files_pkey,"
+     "  ADD PRIMARY KEY (table_id, id);"
+     "ALTER TABLE strike.deletion_vectors ADD FOREIGN KEY (table_id, data_file_id)"
+     "  REFERENCES strike.data_files (table_id, id) ON DELETE CASCADE;"
+     "ALTER TABLE strike.expired_blobs DROP CONSTRAINT expired_blobs_pkey,"
+     "  ADD PRIMARY KEY (table_id, path);"
+     "CREATE INDEX expired_blobs_by_path ON strike.expired_blobs (path);"},
 };
 
 const int cat__nmigrations = (int)(sizeof cat__migrations / sizeof cat__migrations[0]);

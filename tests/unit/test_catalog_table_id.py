@@ -44,10 +44,7 @@ EXCEPTIONS = [
     ("gc.c", "SELECT u.p FROM unnest($1::text[]) AS u(p) WHERE NOT EXISTS", HOUSEKEEPING),
     ("gc.c", "SELECT path, record_count, file_size FROM strike.data_files", HOUSEKEEPING + " (fsck's listing)"),
     ("gc.c", "FROM strike.deletion_vectors ORDER BY puffin_path", HOUSEKEEPING + " (fsck's listing)"),
-    ("expire.c", "SELECT path FROM strike.expired_blobs WHERE deletable_after", HOUSEKEEPING),
-    ("expire.c", "DELETE FROM strike.expired_blobs x WHERE x.path IN (SELECT path FROM strike.expired_blobs "
-                 "WHERE table_id = $1", "expired_blobs' key is the path: the inner select takes the table's "
-                                        "rows by table_id, the outer delete finds them by that key"),
+    ("expire.c", "SELECT table_id, path FROM strike.expired_blobs WHERE deletable_after", HOUSEKEEPING),
     ("expire.c", "RETURNING x.path, EXISTS (SELECT 1 FROM strike.data_files f WHERE f.path = x.path)",
      HOUSEKEEPING + " (the last look before a blob goes)"),
     ("expire.c", "INSERT INTO strike.expired_blobs (path, table_id, deletable_after)",

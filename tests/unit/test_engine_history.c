@@ -91,6 +91,11 @@ struct touched {
     char indexes[512]; /* " name name ..." */
     bool seq_scan;     /* a sequential scan: the whole table */
     bool full_index;   /* an index scan with no index condition: the whole index */
+    /* a scan of data_files that is not a probe of its primary key by (table_id, id): a walk of
+       a table's files (data_files_by_table leads with table_id too, and a btree scan of it with
+       `id = x` in its condition reads every entry of the table to find x) */
+    bool files_walk;
+    int64_t blocks; /* shared buffers hit and read by the statement */
 };
 
 static void walk_plan(const json_t *node, struct touched *out)
@@ -106,6 +111,12 @@ static void walk_plan(const json_t *node, struct touched *out)
         out->seq_scan |= strcmp(type, "Seq Scan") == 0;
     }
     const char *index = json_string_value(json_object_get(node, "Index Name"));
+    const char *rel = json_string_value(json_object_get(node, "Relation Name"));
+    if (rel != NULL && strcmp(rel, "data_files") == 0 && type != NULL && strstr(type, "Scan")) {
+        const char *cond = json_string_value(json_object_get(node, "Index Cond"));
+        out->files_walk |= index == NULL || strcmp(index, "data_files_pkey") != 0 || cond == NULL ||
+                           strstr(cond, "(table_id = ") == NULL || strstr(cond, "(id = ") == NULL;
+    }
     if (index != NULL) {
         out->full_index |= json_object_get(node, "Index Cond") == NULL;
         out->probes += (int64_t)loops;
@@ -136,7 +147,7 @@ static struct touched explain(PGconn *c, const char *what, const char *sql, cons
     PQclear(r);
     size_t len = strlen(params) + 64;
     char *ex = malloc(len);
-    snprintf(ex, len, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE stmt(%s)", params);
+    snprintf(ex, len, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE stmt(%s)", params);
     r = PQexec(c, ex);
     free(ex);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
@@ -145,16 +156,21 @@ static struct touched explain(PGconn *c, const char *what, const char *sql, cons
     json_t *doc = json_loads(PQgetvalue(r, 0, 0), 0, &jerr);
     assert_non_null(doc);
     struct touched out = {0};
-    walk_plan(json_object_get(json_array_get(doc, 0), "Plan"), &out);
+    const json_t *top = json_object_get(json_array_get(doc, 0), "Plan");
+    walk_plan(top, &out);
+    out.blocks = json_integer_value(json_object_get(top, "Shared Hit Blocks")) +
+                 json_integer_value(json_object_get(top, "Shared Read Blocks"));
     double ms = json_number_value(json_object_get(json_array_get(doc, 0), "Execution Time"));
     json_decref(doc);
     PQclear(r);
     et_exec(c, "ROLLBACK");
     et_exec(c, "DEALLOCATE stmt");
-    fprintf(stderr, "%-36s %5lld rows touched, %4lld index probes, %.2f ms, indexes:%s%s%s\n", what,
-            (long long)out.rows, (long long)out.probes, ms, out.indexes,
-            out.seq_scan ? " (and a seq scan)" : "",
-            out.full_index ? " (and a full index scan)" : "");
+    fprintf(
+        stderr,
+        "%-36s %5lld rows touched, %4lld index probes, %5lld buffers, %.2f ms, indexes:%s%s%s%s\n",
+        what, (long long)out.rows, (long long)out.probes, (long long)out.blocks, ms, out.indexes,
+        out.seq_scan ? " (and a seq scan)" : "", out.full_index ? " (and a full index scan)" : "",
+        out.files_walk ? " (and data_files not by (table_id, id))" : "");
     return out;
 }
 
@@ -207,6 +223,7 @@ static struct measure measure(PGconn *c, int64_t tid, int64_t commits)
     free(gp);
     assert_non_null(strstr(m.gc_lookup.indexes, "data_files_by_path"));
     assert_non_null(strstr(m.gc_lookup.indexes, "deletion_vectors_by_path"));
+    assert_non_null(strstr(m.gc_lookup.indexes, "expired_blobs_by_path"));
     return m;
 }
 
@@ -273,13 +290,13 @@ static void test_lookup_probes_files_and_live_dvs(void **state)
             fprintf(stderr, "lookup %d: %s\n", i, line);
             if (want != NULL && strstr(line, "Index Cond:") != NULL) {
                 assert_non_null(strstr(line, want));
-                files += strcmp(want, "(id = ") == 0;
+                files += strcmp(want, "((table_id = $1) AND (id = ") == 0;
                 dvs += strcmp(want, "(data_file_id = ") == 0;
                 want = NULL;
             }
             if (strstr(line, " on data_files ") != NULL) {
                 assert_non_null(strstr(line, "Index Scan using data_files_pkey"));
-                want = "(id = ";
+                want = "((table_id = $1) AND (id = ";
             } else if (strstr(line, " on deletion_vectors ") != NULL) {
                 /* the live-DV index, or the primary key read backwards: the live DV first */
                 assert_true(
@@ -530,19 +547,29 @@ static int many(const char *name, int dflt)
     return n >= 2 && n <= 1000000 ? n : dflt;
 }
 
-/* At most per_file rows touched for each of the `hit` files named, and a probe for each. */
+/* At most per_file rows touched for each of the `hit` files named, a probe for each, and each
+   data file reached by its primary key (table_id, id). */
+static bool probes(struct touched t, int64_t per_file, int hit)
+{
+    return !t.seq_scan && !t.full_index && !t.files_walk && t.rows <= per_file * hit &&
+           t.probes >= hit;
+}
+
 static void assert_probes(const char *what, struct touched t, int64_t per_file, int hit, int files)
 {
-    if (t.seq_scan || t.full_index || t.rows > per_file * hit || t.probes < hit)
-        fail_msg("%s: %lld rows touched, %lld probes for %d files of %d (indexes:%s)", what,
-                 (long long)t.rows, (long long)t.probes, hit, files, t.indexes);
+    if (!probes(t, per_file, hit))
+        fail_msg("%s: %lld rows touched, %lld probes for %d files of %d (indexes:%s%s)", what,
+                 (long long)t.rows, (long long)t.probes, hit, files, t.indexes,
+                 t.files_walk ? "; a walk of the table's files" : "");
 }
 
 /*
  * On the catalog of `c`: `tables` tables named by_file_*, the first with `files` files, the others
  * with one, each file with two closed DVs and a live one and a key; the commit's by-file
- * statements on `hit` of the big table's files, and the one-statement delete of `hit` keys and of
- * one, each a few rows per file. Removed after.
+ * statements on `hit` of the big table's files, the one-statement delete of `hit` keys and of
+ * one, the base read of `hit` keys and of their files, and the DV endpoint's look-up of a file:
+ * each a few rows per file, and each data file one probe of its primary key (table_id, id).
+ * Removed after.
  */
 static void check_by_file(PGconn *c, int tables, int files, int hit)
 {
@@ -641,6 +668,31 @@ static void check_by_file(PGconn *c, int tables, int files, int hit)
                   explain(c, "close DVs, by the primary key",
                           engine_test_commit_sql(ENGINE_TEST_SQL_CLOSE_DVS), p, pk_only),
                   3, 1, files);
+    /* the base read: the keys' rows, each file (by its primary key) and its live DV */
+    snprintf(p, plen, "%lld, '%s'", (long long)big, ids);
+    assert_probes("key lookup", explain(c, "key lookup", engine_test_key_sql(0), p, settings), 4,
+                  hit, files);
+    assert_probes("lookup files",
+                  explain(c, "lookup files", engine_test_commit_sql(ENGINE_TEST_SQL_LOOKUP_FILES),
+                          p, settings),
+                  3, hit, files);
+    /* the DV endpoint's file and its DV at the current snapshot and at an older one */
+    snprintf(p, plen, "%lld, %lld, NULL", (long long)big, (long long)first);
+    const char *loc = engine_test_history_sql(ENGINE_TEST_SQL_DV_LOCATION);
+    assert_probes("DV location", explain(c, "DV location", loc, p, settings), 8, 1, files);
+    snprintf(p, plen, "%lld, %lld, 500", (long long)big, (long long)first);
+    assert_probes("DV location at 500", explain(c, "DV location at 500", loc, p, settings), 8, 1,
+                  files);
+    /* and the check itself: without data_files' primary key, the files are found through
+       data_files_by_table, a walk of the table's files per key, which it must refuse */
+    char no_pk[640];
+    snprintf(no_pk, sizeof no_pk,
+             "%s; ALTER TABLE strike.data_files DROP CONSTRAINT data_files_pkey CASCADE", settings);
+    snprintf(p, plen, "%lld, '%s'", (long long)big, ids);
+    struct touched walk =
+        explain(c, "key lookup, no primary key", engine_test_key_sql(0), p, no_pk);
+    assert_true(walk.files_walk); /* (it touches as many rows as the probes: one per file) */
+    assert_false(probes(walk, 4, hit));
     free(p);
     free(ids);
     snprintf(sql, sizeof sql, "DELETE FROM strike.key_index_i8 WHERE table_id = %lld",
