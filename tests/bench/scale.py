@@ -12,7 +12,9 @@ Two strike tables, `small` (--small keys, default 1,000,000) and `big` (--big ke
 100,000,000), are loaded through the engine's commit path (bench_engine load: rows of its own,
 requests of 1,000,000 rows, one Parquet file each); the peer's tables `small` and `big`, of the
 same columns and widths, by INSERT ... SELECT generate_series and a primary key built after.
-Both databases are VACUUM ANALYZEd and checkpointed after the loads.
+Both databases are VACUUM ANALYZEd and checkpointed after the loads; then PostgreSQL is restarted
+and (as root) the OS page cache dropped, so that both sides start the rounds from a cold cache
+(otherwise the peer's table, loaded last, starts cached and strike's pages evicted).
 
 Then --rounds rounds (and one warm-up round, not counted), the sizes in alternating order and
 strike and the peer in alternating order within each size, so that a shared machine's load
@@ -185,6 +187,23 @@ class Scale:
             "peer_small": q("peer", "SELECT pg_total_relation_size('small')"),
         }
 
+    def cold(self):
+        """Both sides start the rounds from a cold cache: PostgreSQL restarted (shared_buffers
+        empty) and, as root, the OS page cache dropped. Without it the side loaded last, the
+        peer's table, starts with its pages cached and the other's evicted: in the 100M-key run
+        of 2026-12-04 11:56 UTC the peer's warm-up round read 1.9 KiB per row from the disk and
+        strike's 8.2 KiB, and the peer stayed ahead for every round (docs/SCALE.md)."""
+        t = time.monotonic()
+        run([os.path.join(SRC, "tests/lib/pgfixture.sh"), "restart", self.pg])
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("1")
+            self.res["cold"] = "PostgreSQL restarted and the page cache dropped after the loads"
+        except OSError:
+            self.res["cold"] = ("PostgreSQL restarted after the loads; the page cache not dropped (needs root): "
+                                "the peer's table, loaded last, started warm")
+        log(f"cold start: {self.res['cold']} ({time.monotonic() - t:.0f} s)")
+
     def one_round(self, r, counted):
         a, per = self.a, self.a.batches * self.a.batch // 2
         k = r + 1  # 0 = the warm-up round
@@ -208,11 +227,17 @@ class Scale:
                 log(f"  round {r} {name} {side} ingest: {x['rows_per_s']:,.0f} rows/s, "
                     f"WAL {x['wal_bytes_per_row']:,.0f} B/row ({x['wal_fpi'] / a.batches:,.0f} FPI/batch), "
                     f"{x['blks_read_per_row']:.2f} blocks read/row, disk {x['disk_kib_per_row']:.1f} KiB/row")
+            io0 = self.reads("strike")
             x = self.engine("delete1", "--table", name, "--rows", n, "--samples", a.samples, "--warmup", 5,
                             "--key-offset", n // 2 + k * (a.samples + 5))
+            io1 = self.reads("strike")
             x.pop("ms", None)
+            x["blks_read_per_delete"] = (io1[0] - io0[0]) / (a.samples + 5)
+            x["disk_kib_per_delete"] = (io1[1] - io0[1]) * 512 / 1024 / (a.samples + 5)
             out[f"delete1_{name}"] = x
-            log(f"  round {r} {name} delete1: p50 {x['p50_ms']:.2f} ms (p99 {x['p99_ms']:.2f} ms)")
+            log(f"  round {r} {name} delete1: p50 {x['p50_ms']:.2f} ms (p99 {x['p99_ms']:.2f} ms), "
+                f"{x['blks_read_per_delete']:.2f} blocks read and {x['disk_kib_per_delete']:.1f} KiB from the disk "
+                "per delete")
         self.res["rounds"].append(out)
 
     def reads(self, db):
@@ -251,9 +276,15 @@ class Scale:
         def row(measure, small, big, ratio, goal, met):
             rows.append((measure, small, big, ratio, goal, met))
 
+        f2 = lambda v: f"{v:.2f}"
         dr = med(d["big"]) / med(d["small"])
         row("single-key delete p50 (delete1)", spread(d["small"], ms), spread(d["big"], ms), f"{dr:.2f}x",
             "big ≤1.2x small", "yes" if dr <= 1.2 else f"no ({dr:.2f}x)")
+        dd = {n: [x[f"delete1_{n}"].get("blks_read_per_delete", float("nan")) for x in R] for n in ("small", "big")}
+        dk = {n: [x[f"delete1_{n}"].get("disk_kib_per_delete", float("nan")) for x in R] for n in ("small", "big")}
+        row("single-key delete: blocks read from outside shared_buffers (disk KiB) per delete",
+            f"{f2(med(dd['small']))} ({med(dk['small']):.1f})", f"{f2(med(dd['big']))} ({med(dk['big']):.1f})",
+            "–", "report", "–")
         sr = med(s["big"]) / med(s["small"])
         row(f"CDC ingest, {a.batches} batches of {a.batch:,} upserts, half updates: rows/s (strike, engine API)",
             spread(s["small"], fmt_num), spread(s["big"], fmt_num), f"{sr:.2f}x", "big ≥0.8x small",
@@ -270,9 +301,8 @@ class Scale:
         row(f"full-page images per batch of {a.batch:,}: strike (PostgreSQL's upsert)",
             f"{one(med(fs['small']))} ({one(med(fp['small']))})", f"{one(med(fs['big']))} ({one(med(fp['big']))})",
             "–", "report", "–")
-        two = lambda v: f"{v:.2f}"
         row("blocks read from outside shared_buffers per ingested row: strike (PostgreSQL's upsert)",
-            f"{two(med(bs['small']))} ({two(med(bp['small']))})", f"{two(med(bs['big']))} ({two(med(bp['big']))})",
+            f"{f2(med(bs['small']))} ({f2(med(bp['small']))})", f"{f2(med(bs['big']))} ({f2(med(bp['big']))})",
             "–", "report", "–")
         row("disk KiB read per ingested row, whole machine: strike (PostgreSQL's upsert)",
             f"{med(ks['small']):.1f} ({med(kp['small']):.1f})", f"{med(ks['big']):.1f} ({med(kp['big']):.1f})",
@@ -301,9 +331,11 @@ class Scale:
             f"{z['strike_key_index'] / 2**30:.2f} GiB (heap {z['strike_key_index_heap'] / 2**30:.2f} GiB, primary key "
             f"{z['strike_key_index_pk'] / 2**30:.2f} GiB); PostgreSQL's big table {z['peer_big'] / 2**30:.2f} GiB.",
             f"- Checkpoints during the rounds (timed, requested): {self.res['checkpoints']}.",
+            f"- Cache at the first round: {self.res.get('cold', 'as the loads left it (the peer loaded last)')}.",
         ]
         why = self.why_not(sr, xb, dr, med(bs["big"]), med(bp["big"]), med(ks["big"]), med(kp["big"]),
-                           med(fs["big"]), med(ws["big"]), med(ws["small"]), med(wp["big"]))
+                           med(fs["big"]), med(ws["big"]), med(ws["small"]), med(wp["big"]),
+                           (med(dd["small"]), med(dk["small"]), med(dd["big"]), med(dk["big"])))
         text = "\n".join(md) + "\n\n" + "\n".join(notes) + "\n" + ("\n" + "\n".join(why) + "\n" if why else "")
         print(text)
         stamp = datetime.datetime.utcnow().strftime("%Y%m%d-%H%M%S")
@@ -312,7 +344,7 @@ class Scale:
         with open(os.path.join(self.out, "scale-latest.md"), "w") as f:
             f.write(text)
 
-    def why_not(self, sr, xb, dr, blk, pblk, kib, pkib, fpi, wal, wal_small, pwal):
+    def why_not(self, sr, xb, dr, blk, pblk, kib, pkib, fpi, wal, wal_small, pwal, dreads):
         """One line per goal not met: what this run measured that explains it."""
         a, z = self.a, self.res["sizes"]
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
@@ -341,14 +373,18 @@ class Scale:
                        f"from the disk; strike wrote {wal:,.0f} WAL bytes per row and PostgreSQL's upsert {pwal:,.0f}, "
                        "and the rest is each side's work per row on this machine's CPUs.")
         if dr > 1.2:
-            why.append(f"- Why the single-key delete at {a.big:,} keys is {dr:.2f}x the figure at {a.small:,}: "
-                       f"the ingest's reads ({blk:.2f} blocks per row from outside shared_buffers) show how much of "
-                       "the key index the cache holds; the delete reads one leaf and one heap page of it.")
+            db_small, dk_small, db_big, dk_big = dreads
+            why.append(f"- Why the single-key delete at {a.big:,} keys is {dr:.2f}x the figure at {a.small:,}, not "
+                       f"≤1.2x: each delete read {db_big:.2f} blocks from outside shared_buffers and {dk_big:.1f} KiB "
+                       f"from the disk ({db_small:.2f} and {dk_small:.1f} at {a.small:,} keys): its key's index leaf "
+                       "and heap page, which the cache does not hold at this size, are random reads the delete waits "
+                       "on.")
         return why
 
     def main(self):
         self.start()
         self.load()
+        self.cold()
         if self.a.hold:  # for a profile by hand: the loaded cluster until Ctrl-C or SIGTERM
             log(f"holding: catalog {self.cat}, peer {self.peer}, blobs {self.work}/data")
             while True:

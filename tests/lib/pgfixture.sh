@@ -3,6 +3,8 @@
 #
 #   pgfixture.sh start DIR    initdb + start (unix socket in DIR only, port 5432)
 #   pgfixture.sh stop DIR     fast shutdown, then remove DIR
+#   pgfixture.sh restart DIR  fast shutdown and start again, the data kept (an empty
+#                             shared_buffers: make bench-scale's cold start)
 #
 # PGFIXTURE_DURABLE=1 keeps PostgreSQL's durable defaults (fsync, synchronous
 # commit, full-page writes) and sizes memory as the project's PostgreSQL
@@ -83,13 +85,19 @@ CONF
     { cat "$dir/server.log" >&2; exit 1; }
   echo "pgfixture: PostgreSQL up, socket $dir/.s.PGSQL.5432"
   ;;
+restart)
+  [ -f "$dir/data/postmaster.pid" ] || { echo "pgfixture: no cluster running in $dir" >&2; exit 1; }
+  as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w -t 300 restart >/dev/null ||
+    { tail -20 "$dir/server.log" >&2; exit 1; }
+  echo "pgfixture: PostgreSQL restarted"
+  ;;
 stop)
   stop_cluster
   rm -rf "$dir"
   echo "pgfixture: stopped"
   ;;
 *)
-  echo "usage: pgfixture.sh start|stop DIR" >&2
+  echo "usage: pgfixture.sh start|stop|restart DIR" >&2
   exit 2
   ;;
 esac
