@@ -98,7 +98,7 @@ bench:
 	tests/bench/run.sh $(BENCH_BUILD) $(if $(QUICK),--quick,)
 
 # The commit path at 1M and at 100M keys (docs/SCALE.md): outside `make bench`, its loads alone
-# take about 20 minutes at the default size.
+# take 10-25 minutes at the default size.
 SCALE_KEYS   ?= 100000000
 SCALE_SMALL  ?= 1000000
 SCALE_ROUNDS ?= 3

@@ -244,6 +244,8 @@ class Striked:
             self.log.close()
         self.log_path = os.path.join(tempfile.gettempdir(), f"striked-{os.getpid()}-{self.http_port}.log")
         self.log = open(self.log_path, "wb")
+        self._log_paths = getattr(self, "_log_paths", []) + [self.log_path]
+        self._final_logs = None
         e = dict(os.environ)
         e.update(self._env or {})
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=e)
@@ -268,6 +270,8 @@ class Striked:
     def logs(self):
         if not self.log.closed:
             self.log.flush()
+        if getattr(self, "_final_logs", None) is not None:  # closed clean: the file is gone
+            return self._final_logs
         with open(self.log_path, "rb") as f:
             return f.read().decode(errors="replace")
 
@@ -306,6 +310,14 @@ class Striked:
         for m in SANITIZER_MARKS:
             if m in logs:
                 raise AssertionError(f"sanitizer report in the server log:\n{logs[-8000:]}")
+        # a clean close leaves no log behind in the temp directory (a sanitizer report keeps it);
+        # logs() still answers from memory
+        self._final_logs = logs
+        for path in getattr(self, "_log_paths", []):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
     def close_clean(self, sig=signal.SIGTERM):
         """Stop, clean up, and fail unless striked exited 0 (ASan/LSan exit
