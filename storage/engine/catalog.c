@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <libpq-events.h>
 #include <poll.h>
@@ -331,6 +332,12 @@ int cat_exec(PGconn *c, const char *sql, const char *what, struct st_err *err)
 
 int cat_migrate(PGconn *c, struct st_err *err)
 {
+    return cat_migrate_to(c, cat_schema_version(), err);
+}
+
+int cat_migrate_to(PGconn *c, int upto, struct st_err *err)
+{
+    assert(upto >= 1 && upto <= cat_schema_version());
     /* a migration may build an index on a large catalog: no statement limit */
     int rc = cat_exec(c, "BEGIN; SET LOCAL statement_timeout = 0", "migration", err);
     if (rc != ST_OK)
@@ -365,7 +372,7 @@ int cat_migrate(PGconn *c, struct st_err *err)
     }
     for (int i = 0; i < cat__nmigrations; i++) {
         const struct migration *m = &cat__migrations[i];
-        if (m->version <= have)
+        if (m->version <= have || m->version > upto)
             continue;
         if ((rc = cat_exec(c, m->sql, m->description, err)) != ST_OK)
             goto rollback;

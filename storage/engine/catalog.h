@@ -155,6 +155,9 @@ int cat_ping(struct cat_pool *p, struct st_err *err);
 
 /* Apply missing migrations (called by cat_pool_open). */
 int cat_migrate(PGconn *c, struct st_err *err);
+/* The same up to schema version `upto` only (1..cat_schema_version()): a catalog as an older
+   striked left it, for the migration tests. */
+int cat_migrate_to(PGconn *c, int upto, struct st_err *err);
 /* The schema version this build knows. */
 int cat_schema_version(void);
 

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/catalog_int.h"
+#include "engine/catalog.h"
 #include "engine/engine.h"
 #include "engine/engine_test.h"
 #include "enginetest.h"
@@ -70,32 +70,15 @@ static void assert_text(PGconn *c, const char *sql, const char *want)
     free(got);
 }
 
-/* The catalog as a striked of schema FROM_VERSION left it: its migrations, applied as
-   cat_migrate applies them, in one transaction. */
+/* The catalog as a striked of schema FROM_VERSION left it: its migrations, applied as that
+   striked applied them (the steps of a released version never change). */
 static void make_old_catalog(PGconn *c)
 {
-    et_exec(c, "BEGIN");
-    et_exec(c, "CREATE SCHEMA IF NOT EXISTS strike;"
-               "CREATE TABLE IF NOT EXISTS strike.schema_version ("
-               "  version int PRIMARY KEY,"
-               "  description text NOT NULL,"
-               "  applied_at timestamptz NOT NULL DEFAULT now())");
-    int applied = 0;
-    for (int i = 0; i < cat__nmigrations && cat__migrations[i].version <= FROM_VERSION; i++) {
-        et_exec(c, cat__migrations[i].sql);
-        char v[16];
-        snprintf(v, sizeof v, "%d", cat__migrations[i].version);
-        const char *p[2] = {v, cat__migrations[i].description};
-        PGresult *r = PQexecParams(c,
-                                   "INSERT INTO strike.schema_version (version, description) "
-                                   "VALUES ($1, $2)",
-                                   2, NULL, p, NULL, NULL, 0);
-        assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-        PQclear(r);
-        applied++;
-    }
-    assert_int_equal(applied, FROM_VERSION);
-    et_exec(c, "COMMIT");
+    struct st_err err = {0};
+    if (cat_migrate_to(c, FROM_VERSION, &err) != ST_OK)
+        fail_msg("migrating to %d: %s", FROM_VERSION, err.msg);
+    assert_int_equal(et_query_i64(c, "SELECT max(version) FROM strike.schema_version"),
+                     FROM_VERSION);
 }
 
 /* The rows: `tables` tables named old_*, old_1 with `files` files, the others with one. */
