@@ -94,6 +94,28 @@ def disk_read_sectors():
     return total
 
 
+def drop_page_cache():
+    """Empty the OS page cache (the whole machine's); False without the right to (not root)."""
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1")
+        return True
+    except OSError:
+        return False
+
+
+def run_to_the_end(job):
+    """job.main(), then job.stop() whatever happens: an error, Ctrl-C (exit 130) or SIGTERM (exit
+    143), so that no PostgreSQL is left running."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        job.main()
+    except KeyboardInterrupt:
+        sys.exit(130)
+    finally:
+        job.stop()
+
+
 def load_peer(psql, name, n):
     """The PostgreSQL peer's table `name` of n rows (keys 0..n-1): the peers' columns and widths
     (make_row in bench_engine.c), by INSERT ... SELECT generate_series, the primary key built after."""
@@ -195,11 +217,9 @@ class Scale:
         strike's 8.2 KiB, and the peer stayed ahead for every round (docs/SCALE.md)."""
         t = time.monotonic()
         run([os.path.join(SRC, "tests/lib/pgfixture.sh"), "restart", self.pg])
-        try:
-            with open("/proc/sys/vm/drop_caches", "w") as f:
-                f.write("1")
+        if drop_page_cache():
             self.res["cold"] = "PostgreSQL restarted and the page cache dropped after the loads"
-        except OSError:
+        else:
             self.res["cold"] = ("PostgreSQL restarted after the loads; the page cache not dropped (needs root): "
                                 "the peer's table, loaded last, started warm")
         log(f"cold start: {self.res['cold']} ({time.monotonic() - t:.0f} s)")
@@ -260,12 +280,13 @@ class Scale:
         wp = {n: col(f"pg_ingest_{n}", "wal_bytes_per_row") for n in ("small", "big")}
         fs = {n: [x / a.batches for x in col(f"strike_ingest_{n}", "wal_fpi")] for n in ("small", "big")}
         fp = {n: [x / a.batches for x in col(f"pg_ingest_{n}", "wal_fpi")] for n in ("small", "big")}
-        # runs from before these two columns existed (a --hold profile's JSON) have no reads
-        rd = lambda side, n, f: [x[f"{side}_ingest_{n}"].get(f, float("nan")) for x in R]
-        bs = {n: rd("strike", n, "blks_read_per_row") for n in ("small", "big")}
-        bp = {n: rd("pg", n, "blks_read_per_row") for n in ("small", "big")}
-        ks = {n: rd("strike", n, "disk_kib_per_row") for n in ("small", "big")}
-        kp = {n: rd("pg", n, "disk_kib_per_row") for n in ("small", "big")}
+        # the reads per measure, one dict per size; a run's JSON from before they were counted has
+        # none (nan)
+        reads = lambda key, f: {n: [x[key.format(n)].get(f, float("nan")) for x in R] for n in ("small", "big")}
+        bs = reads("strike_ingest_{}", "blks_read_per_row")
+        bp = reads("pg_ingest_{}", "blks_read_per_row")
+        ks = reads("strike_ingest_{}", "disk_kib_per_row")
+        kp = reads("pg_ingest_{}", "disk_kib_per_row")
         z = self.res["sizes"]
         keys = a.small + a.big
         ms = lambda v: f"{v:.2f} ms"
@@ -280,8 +301,8 @@ class Scale:
         dr = med(d["big"]) / med(d["small"])
         row("single-key delete p50 (delete1)", spread(d["small"], ms), spread(d["big"], ms), f"{dr:.2f}x",
             "big ≤1.2x small", "yes" if dr <= 1.2 else f"no ({dr:.2f}x)")
-        dd = {n: [x[f"delete1_{n}"].get("blks_read_per_delete", float("nan")) for x in R] for n in ("small", "big")}
-        dk = {n: [x[f"delete1_{n}"].get("disk_kib_per_delete", float("nan")) for x in R] for n in ("small", "big")}
+        dd = reads("delete1_{}", "blks_read_per_delete")
+        dk = reads("delete1_{}", "disk_kib_per_delete")
         row("single-key delete: blocks read from outside shared_buffers (disk KiB) per delete",
             f"{f2(med(dd['small']))} ({med(dk['small']):.1f})", f"{f2(med(dd['big']))} ({med(dk['big']):.1f})",
             "–", "report", "–")
@@ -413,14 +434,7 @@ def main():
     a = ap.parse_args()
     if a.small < 2 * a.batches * a.batch or a.big < a.small:
         ap.error("--small must hold the rounds' updates (2 x batches x batch keys), --big at least --small")
-    s = Scale(a)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    try:
-        s.main()
-    except KeyboardInterrupt:
-        sys.exit(130)
-    finally:
-        s.stop()
+    run_to_the_end(Scale(a))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,7 +47,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import scale  # noqa: E402  (run, PSQL, log, the peer's loader, the disk's reads)
+import scale  # noqa: E402  (run, PSQL, log, the peer's loader, the disk's reads, the cache, run_to_the_end)
 
 CGROUP = "/sys/fs/cgroup/memory/strike-two-level"
 
@@ -93,6 +94,7 @@ class Experiment:
                 os.rmdir(CGROUP)
             except OSError:
                 pass
+        shutil.rmtree(self.work, ignore_errors=True)
 
     def load(self):
         n, t = self.a.keys, time.monotonic()
@@ -131,8 +133,8 @@ class Experiment:
         for p in pids:
             with open(os.path.join(CGROUP, "cgroup.procs"), "w") as f:
                 f.write(str(p))
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("1")
+        if not scale.drop_page_cache():
+            raise RuntimeError("could not drop the page cache (--cap-mb needs root)")
         scale.log(f"PostgreSQL ({len(pids)} processes) capped at {self.a.cap_mb} MiB, page cache dropped")
 
     def stats(self):
@@ -344,13 +346,7 @@ def main():
         ap.error("--keys must be well above the rounds' updates")
     if a.cap_mb and (a.cap_mb < 400 or os.geteuid() != 0):
         ap.error("--cap-mb needs root (a memory cgroup) and at least 400 MiB (shared_buffers is 256MB)")
-    e = Experiment(a)
-    try:
-        e.main()
-    except KeyboardInterrupt:
-        sys.exit(130)
-    finally:
-        e.stop()
+    scale.run_to_the_end(Experiment(a))
 
 
 if __name__ == "__main__":

@@ -215,6 +215,8 @@ class Striked:
         self.data_dir = data_dir
         self._catalog, self._extra, self._env = catalog, extra_args, env
         self.log = None
+        self._log_paths = []  # every log this server wrote (one per start), removed on a clean close
+        self._final_logs = None  # the last log's text once that file is gone
         # free_port() releases the port before striked binds it, so a test
         # running in parallel (ctest -j2) may take it first: then striked
         # cannot listen, and it is started again on other ports.
@@ -244,7 +246,7 @@ class Striked:
             self.log.close()
         self.log_path = os.path.join(tempfile.gettempdir(), f"striked-{os.getpid()}-{self.http_port}.log")
         self.log = open(self.log_path, "wb")
-        self._log_paths = getattr(self, "_log_paths", []) + [self.log_path]
+        self._log_paths.append(self.log_path)
         self._final_logs = None
         e = dict(os.environ)
         e.update(self._env or {})
@@ -270,7 +272,7 @@ class Striked:
     def logs(self):
         if not self.log.closed:
             self.log.flush()
-        if getattr(self, "_final_logs", None) is not None:  # closed clean: the file is gone
+        if self._final_logs is not None:  # closed clean: the file is gone
             return self._final_logs
         with open(self.log_path, "rb") as f:
             return f.read().decode(errors="replace")
@@ -313,11 +315,19 @@ class Striked:
         # a clean close leaves no log behind in the temp directory (a sanitizer report keeps it);
         # logs() still answers from memory
         self._final_logs = logs
-        for path in getattr(self, "_log_paths", []):
+        for path in self._log_paths:
             try:
                 os.unlink(path)
             except OSError:
                 pass
+
+    def successor(self):
+        """A new striked on this one's blob store and catalog, with its arguments (after this one
+        was killed): it takes over the data directory this one owned, and this one is closed."""
+        new = Striked(data_dir=self.data_dir, catalog=self._catalog, extra_args=self._extra, env=self._env)
+        new.owned_dir, self.owned_dir = self.owned_dir, None
+        self.close()
+        return new
 
     def close_clean(self, sig=signal.SIGTERM):
         """Stop, clean up, and fail unless striked exited 0 (ASan/LSan exit

@@ -414,12 +414,8 @@ class Cdc(unittest.TestCase):
                 body, ctype = json.dumps(batch), "application/json"
             if not killed and committed > 5000:
                 killed = True
-                old = self.s
-                old.stop(signal.SIGKILL)
-                old.log.close()
-                new = h.Striked(data_dir=old.data_dir, catalog=self.db, extra_args=self.args)
-                new.owned_dir, old.owned_dir = old.owned_dir, None
-                type(self).s = new
+                self.s.stop(signal.SIGKILL)
+                type(self).s = self.s.successor()
             r = self.post(body, "replay_t", ctype)
             self.assertEqual(r.status, 200, r)
             t = r.json()["tables"]["replay_t"]

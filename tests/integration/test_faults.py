@@ -293,8 +293,7 @@ class StrikedKilled(FaultCase):
             s.stop(signal.SIGKILL)
             t_kill = time.monotonic()
             before = sum(len(a) for a in acked)
-            s2 = h.Striked(data_dir=s.data_dir, catalog=url)  # the same catalog and blob store
-            s2.owned_dir, s.owned_dir = s.owned_dir, None
+            s2 = s.successor()  # the same catalog and blob store
             servers.append(s2)
             cur["s"] = s2
             t_up = time.monotonic()
